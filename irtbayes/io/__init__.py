@@ -1,0 +1,46 @@
+"""Loaders: one small module per source format, each returning a :class:`~irtbayes.data.ResponseData`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from irtbayes.data import ResponseData
+from irtbayes.errors import DataError
+from irtbayes.io.tabular import load_long, load_wide, read_table
+
+__all__ = ["load", "load_long", "load_wide", "read_table"]
+
+LONG_COLUMNS = {"subject", "item", "response"}
+
+
+def load(path: str | Path, **options: object) -> ResponseData:
+    """Load responses from a path, choosing the loader from what the path holds.
+
+    - a CSV/Parquet file with ``subject``, ``item`` and ``response`` columns: :func:`load_long`;
+    - any other CSV/Parquet file: :func:`load_wide` (rows are subjects, first column their ids);
+    - a folder: lm-evaluation-harness ``--log_samples`` output, a HELM run folder, or a data set
+      folder known to :mod:`irtbayes.datasets`.
+
+    ``options`` are passed to the chosen loader.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise DataError(f"{path}: no such file or folder")
+    if path.is_file():
+        head = read_table(path).columns
+        if LONG_COLUMNS <= set(map(str, head)):
+            return load_long(path, **options)  # type: ignore[arg-type]
+        return load_wide(path, **options)  # type: ignore[arg-type]
+    from irtbayes import datasets
+    from irtbayes.io import helm, lm_eval
+
+    if datasets.is_dataset_folder(path):
+        return datasets.load_folder(path, **options)
+    if lm_eval.is_lm_eval_folder(path):
+        return lm_eval.load_lm_eval(path, **options)  # type: ignore[arg-type]
+    if helm.is_helm_folder(path):
+        return helm.load_helm(path, **options)  # type: ignore[arg-type]
+    raise DataError(
+        f"{path}: a folder with no evaluation logs irtbayes knows (no lm-evaluation-harness samples_*.jsonl, "
+        "no HELM per_instance_stats.json, no data set manifest)"
+    )

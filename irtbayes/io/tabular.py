@@ -1,0 +1,123 @@
+"""Long and wide tables in CSV or Parquet."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import pandas as pd
+
+from irtbayes.data import ResponseData, Scoring
+from irtbayes.errors import DataError
+
+__all__ = ["load_long", "load_wide", "read_table"]
+
+
+def read_table(path: str | Path) -> pd.DataFrame:
+    """Read a CSV or Parquet file, with a clear error for a missing, empty or unreadable file."""
+    path = Path(path)
+    if not path.exists():
+        raise DataError(f"{path}: no such file")
+    if path.is_dir():
+        raise DataError(f"{path}: is a folder, expected a CSV or Parquet file")
+    if path.stat().st_size == 0:
+        raise DataError(f"{path}: the file is empty")
+    suffix = path.suffix.lower()
+    try:
+        if suffix in {".parquet", ".pq"}:
+            frame = pd.read_parquet(path)
+        elif suffix in {".csv", ".tsv", ".txt", ".gz"}:
+            frame = pd.read_csv(path, sep="\t" if ".tsv" in path.suffixes else ",", keep_default_na=True,
+                                na_values=[""], low_memory=False)
+        else:
+            raise DataError(f"{path}: unknown file type '{suffix}' (expected .csv, .tsv or .parquet)")
+    except pd.errors.EmptyDataError:
+        raise DataError(f"{path}: the file is empty") from None
+    except pd.errors.ParserError as err:
+        raise DataError(f"{path}: not a valid CSV file ({err})") from None
+    except (OSError, ValueError) as err:
+        if isinstance(err, DataError):
+            raise
+        raise DataError(f"{path}: could not read the file ({err})") from None
+    if frame.shape[0] == 0:
+        raise DataError(f"{path}: the file has a header but no rows")
+    return frame
+
+
+def _first_line(path: Path) -> int | None:
+    """CSV rows are named by file line (the header is line 1); Parquet rows by index."""
+    return 2 if path.suffix.lower() in {".csv", ".tsv", ".txt"} else None
+
+
+def _items_table(items: str | Path | pd.DataFrame | None, *, item_id: str = "item") -> pd.DataFrame | None:
+    if items is None or isinstance(items, pd.DataFrame):
+        return items
+    table = read_table(items)
+    if item_id not in table.columns:
+        raise DataError(f"{items}: no column '{item_id}' to match items by; the columns are {list(table.columns)}")
+    return table.rename(columns={item_id: "item"})
+
+
+def load_long(
+    path: str | Path,
+    *,
+    subject: str = "subject",
+    item: str = "item",
+    response: str = "response",
+    condition: str | None = None,
+    items: str | Path | pd.DataFrame | None = None,
+    item_id: str = "item",
+    scoring: Scoring = "auto",
+    require_benchmark: bool = False,
+) -> ResponseData:
+    """Load a long table: one row per (subject, item[, condition]) with a response column.
+
+    Columns are mapped with ``subject``, ``item``, ``response`` and ``condition``. Item metadata
+    (``benchmark``, ``domain``, ``text``, ...) may sit on the rows themselves or come from ``items``
+    (a file or frame whose ``item_id`` column holds the item ids).
+    """
+    path = Path(path)
+    frame = read_table(path)
+    if condition is None and "condition" in frame.columns:
+        condition = "condition"
+    return ResponseData.from_long(
+        frame,
+        subject=subject,
+        item=item,
+        response=response,
+        condition=condition,
+        items=_items_table(items, item_id=item_id),
+        scoring=scoring,
+        require_benchmark=require_benchmark,
+        source=str(path),
+        first_line=_first_line(path),
+    )
+
+
+def load_wide(
+    path: str | Path,
+    *,
+    rows: Literal["subjects", "items"] = "subjects",
+    id_column: str | None = None,
+    items: str | Path | pd.DataFrame | None = None,
+    item_id: str = "item",
+    scoring: Scoring = "auto",
+    require_benchmark: bool = False,
+) -> ResponseData:
+    """Load a matrix: one row per subject (or per item with ``rows="items"``), blank cells missing.
+
+    ``id_column`` names the column with the row ids (default: the first column).
+    """
+    path = Path(path)
+    frame = read_table(path)
+    id_column = id_column or str(frame.columns[0])
+    return ResponseData.from_wide(
+        frame,
+        id_column=id_column,
+        rows=rows,
+        items=_items_table(items, item_id=item_id),
+        scoring=scoring,
+        require_benchmark=require_benchmark,
+        source=str(path),
+        first_line=_first_line(path),
+    )
