@@ -54,8 +54,14 @@ def load_data_argument(args: argparse.Namespace) -> object:
         return datasets.load_dataset(source)
     fmt = args.format
     if fmt == "long":
-        return io.load_long(path, subject=args.subject_col, item=args.item_col, response=args.response_col,
-                            items=args.items, scoring=scoring)
+        return io.load_long(
+            path,
+            subject=args.subject_col,
+            item=args.item_col,
+            response=args.response_col,
+            items=args.items,
+            scoring=scoring,
+        )
     if fmt == "wide":
         return io.load_wide(path, rows=args.rows, items=args.items, scoring=scoring)
     if fmt == "lm-eval":
@@ -68,8 +74,14 @@ def load_data_argument(args: argparse.Namespace) -> object:
     if path.is_file():
         head = io.read_table(path).columns
         if {args.subject_col, args.item_col, args.response_col} <= set(map(str, head)):
-            return io.load_long(path, subject=args.subject_col, item=args.item_col, response=args.response_col,
-                                items=args.items, scoring=scoring)
+            return io.load_long(
+                path,
+                subject=args.subject_col,
+                item=args.item_col,
+                response=args.response_col,
+                items=args.items,
+                scoring=scoring,
+            )
         return io.load_wide(path, rows=args.rows, items=args.items, scoring=scoring)
     if path.is_dir():
         if datasets.is_dataset_folder(path):

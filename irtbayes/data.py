@@ -247,14 +247,13 @@ class ResponseData:
         return table.drop_duplicates("item")
 
     @staticmethod
-    def _clean_items(
-        items: pd.DataFrame, used: pd.Series, *, source: str, require_benchmark: bool
-    ) -> pd.DataFrame:
+    def _clean_items(items: pd.DataFrame, used: pd.Series, *, source: str, require_benchmark: bool) -> pd.DataFrame:
         table = items.copy()
         if "item" in table.columns:
             table = table.set_index("item")
-        table.index = _ids(table.index.to_series(), column="item", source=f"{source} (item metadata)",
-                           row=_row_namer(None)).to_numpy()
+        table.index = _ids(
+            table.index.to_series(), column="item", source=f"{source} (item metadata)", row=_row_namer(None)
+        ).to_numpy()
         table.index.name = "item"
         dup = table.index.duplicated()
         if dup.any():
@@ -266,8 +265,12 @@ class ResponseData:
             )
         unused = table.index.difference(pd.Index(used.unique()))
         if len(unused):
-            log.warning("%s: %d item(s) in the metadata have no responses and are left out, e.g. %s",
-                        source, len(unused), list(unused[:5]))
+            log.warning(
+                "%s: %d item(s) in the metadata have no responses and are left out, e.g. %s",
+                source,
+                len(unused),
+                list(unused[:5]),
+            )
             table = table.loc[table.index.isin(used.unique())]
         for col in ("benchmark", "domain"):
             if col not in table.columns:
@@ -324,11 +327,12 @@ class ResponseData:
             raise DataError(f"{source}: the table is empty")
         if id_column is not None:
             if id_column not in frame.columns:
-                raise DataError(f"{source}: no id column '{id_column}'; the columns are {list(map(str, frame.columns))}")
+                raise DataError(
+                    f"{source}: no id column '{id_column}'; the columns are {list(map(str, frame.columns))}"
+                )
             frame = frame.set_index(id_column)
         row_kind, col_kind = ("subject", "item") if rows == "subjects" else ("item", "subject")
-        row_ids = _ids(frame.index.to_series(), column=id_column or "index", source=source,
-                       row=_row_namer(first_line))
+        row_ids = _ids(frame.index.to_series(), column=id_column or "index", source=source, row=_row_namer(first_line))
         if row_ids.duplicated().any():
             dup = row_ids[row_ids.duplicated()].iloc[0]
             raise DataError(f"{source}: {row_kind} '{dup}' has more than one row")
@@ -340,13 +344,16 @@ class ResponseData:
         body.columns = col_ids
         numeric = body.apply(pd.api.types.is_numeric_dtype).all() and not body.apply(pd.api.types.is_bool_dtype).any()
         checked = body.to_numpy(dtype="float64") if numeric else None
-        if checked is None or np.any(~np.isnan(checked) & ((checked < 0) | (checked > 1) | (
-                (checked != 0) & (checked != 1) & (scoring == "binary")))):
+        if checked is None or np.any(
+            ~np.isnan(checked)
+            & ((checked < 0) | (checked > 1) | ((checked != 0) & (checked != 1) & (scoring == "binary")))
+        ):
             # slow path: validate column by column so the message names the cell
             for j, col in enumerate(body.columns):
                 try:
-                    body[col] = _scores(body[col], column=str(col), source=source, row=_row_namer(first_line),
-                                        scoring=scoring)
+                    body[col] = _scores(
+                        body[col], column=str(col), source=source, row=_row_namer(first_line), scoring=scoring
+                    )
                 except DataError as err:
                     raise DataError(f"{err} ({col_kind} column {j + 1 + (id_column is not None)})") from None
         stacked = body.stack(future_stack=True).rename("response").reset_index()
@@ -566,7 +573,9 @@ class ResponseData:
             wanted_conditions = [conditions] if isinstance(conditions, str) else list(conditions)
             unknown_conditions = [c for c in wanted_conditions if c not in self.conditions]
             if unknown_conditions:
-                raise DataError(f"{self.source}: unknown condition(s) {unknown_conditions}; known: {list(self.conditions)}")
+                raise DataError(
+                    f"{self.source}: unknown condition(s) {unknown_conditions}; known: {list(self.conditions)}"
+                )
             mask &= frame["condition"].isin(wanted_conditions)
         kept = frame.loc[mask.to_numpy()]
         if len(kept) == 0:
@@ -710,8 +719,11 @@ class DataSummary:
         if n_u:
             kinds = self.uninformative["kind"].value_counts().to_dict()
             shown = ", ".join(self.uninformative.index[:10])
-            lines += ["", f"Uninformative items (same response from every subject): {n_u} {kinds}: {shown}"
-                      + (" ..." if n_u > 10 else "")]
+            lines += [
+                "",
+                f"Uninformative items (same response from every subject): {n_u} {kinds}: {shown}"
+                + (" ..." if n_u > 10 else ""),
+            ]
         else:
             lines += ["", "Uninformative items: none"]
         return "\n".join(lines)

@@ -92,7 +92,9 @@ def test_bad_long_files_name_file_and_line(tmp_path: Path, content: str, needle:
 
 def test_unknown_columns_and_missing_files(tmp_path: Path) -> None:
     (tmp_path / "r.csv").write_text("who,item,response\na,q1,1\n")
-    with pytest.raises(DataError, match=r"missing column\(s\) \['subject'\]; the columns are \['who', 'item', 'response'\]"):
+    with pytest.raises(
+        DataError, match=r"missing column\(s\) \['subject'\]; the columns are \['who', 'item', 'response'\]"
+    ):
         load_long(tmp_path / "r.csv")
     with pytest.raises(DataError, match="no such file"):
         load(tmp_path / "nope.csv")

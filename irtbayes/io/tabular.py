@@ -27,8 +27,13 @@ def read_table(path: str | Path) -> pd.DataFrame:
         if suffix in {".parquet", ".pq"}:
             frame = pd.read_parquet(path)
         elif suffix in {".csv", ".tsv", ".txt", ".gz"}:
-            frame = pd.read_csv(path, sep="\t" if ".tsv" in path.suffixes else ",", keep_default_na=True,
-                                na_values=[""], low_memory=False)
+            frame = pd.read_csv(
+                path,
+                sep="\t" if ".tsv" in path.suffixes else ",",
+                keep_default_na=True,
+                na_values=[""],
+                low_memory=False,
+            )
         else:
             raise DataError(f"{path}: unknown file type '{suffix}' (expected .csv, .tsv or .parquet)")
     except pd.errors.EmptyDataError:

@@ -1,0 +1,399 @@
+"""HELM (``crfm-helm``) run folders.
+
+``helm-run --suite S`` writes one folder per run under ``benchmark_output/runs/S/``, named after the run
+entry (``simple_mcqa:model=simple_model1``), holding ``run_spec.json`` (scenario, adapter and model),
+``scenario_state.json`` (every request and completion), ``per_instance_stats.json`` (the metrics of each
+instance) and ``stats.json`` (aggregates); ``helm-summarize`` adds ``instances.json`` and display files.
+
+:func:`load_helm` reads the per-instance stats of one suite as a :class:`~irtbayes.data.ResponseData`:
+
+- **subject**: ``adapter_spec.model`` from ``run_spec.json`` (e.g. ``openai/gpt2``), or the
+  ``model_deployment`` when no model is recorded.
+- **benchmark**: the run's first run group (``run_spec.json`` ``groups[0]``, e.g. ``mmlu``), else the run-entry
+  name before ``:``.
+- **item**: ``<scenario>/<instance_id>``, where ``<scenario>`` is the run-entry name before ``:`` plus the
+  scenario arguments when there are any (``simple_mcqa/id60``, ``mmlu:subject=anatomy/id12``). HELM numbers
+  instances within one scenario, so the arguments keep MMLU's subjects apart. Adapter settings (prompt
+  method, model) are not part of the id: the same question asked of two models is one item.
+- **condition**: the perturbation of the instance when the run used data augmentation: ``"original"`` for the
+  unperturbed instance, otherwise the perturbation's name followed by its settings in brackets
+  (``typos(prob=0.1)``; ``seed=`` appears when several seeds were drawn). The ``condition`` column is present
+  only when some perturbation is present.
+- **response**: the ``mean`` of the per-instance stat named ``metric`` on the chosen split; when the run has
+  several train trials (``num_train_trials > 1``), the mean over trials.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from irtbayes.data import ResponseData, Scoring
+from irtbayes.errors import DataError
+
+__all__ = ["is_helm_folder", "load_helm"]
+
+log = logging.getLogger(__name__)
+
+#: Files whose presence marks a HELM run folder.
+RUN_FILES: tuple[str, ...] = ("per_instance_stats.json", "run_spec.json", "scenario_state.json")
+#: How many folder levels below ``path`` run folders are looked for: a run folder
+#: ``benchmark_output/runs/<suite>/<run>`` is four levels below the folder holding ``benchmark_output``.
+MAX_DEPTH = 4
+UNPERTURBED = "original"
+_PERTURBATION_FLAGS = ("name", "robustness", "fairness", "computed_on")
+
+
+@dataclass
+class _Run:
+    folder: Path
+    suite: str
+    subject: str = ""
+    benchmark: str = ""
+    scenario: str = ""
+    method: str = ""
+
+
+def _run_folders(path: Path) -> list[Path]:
+    """Folders at ``path`` or up to :data:`MAX_DEPTH` levels below it that hold a HELM run file, sorted."""
+    found: set[Path] = set()
+    for depth in range(MAX_DEPTH + 1):
+        prefix = "*/" * depth
+        for name in RUN_FILES:
+            found.update(p.parent for p in path.glob(prefix + name) if p.is_file())
+    return sorted(found)
+
+
+def is_helm_folder(path: str | Path) -> bool:
+    """True when ``path`` is (or holds, up to four levels down) a HELM run folder with ``per_instance_stats.json``.
+
+    ``path`` may be a run folder, a suite folder (``benchmark_output/runs/<suite>``), ``benchmark_output/runs``,
+    ``benchmark_output`` or the folder holding it.
+    """
+    path = Path(path)
+    if not path.is_dir():
+        return False
+    return any(any(path.glob("*/" * depth + "per_instance_stats.json")) for depth in range(MAX_DEPTH + 1))
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        with path.open(encoding="utf-8") as handle:
+            return json.load(handle)
+    except json.JSONDecodeError as err:
+        raise DataError(f"{path}: not valid JSON (line {err.lineno}, column {err.colno}: {err.msg})") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise DataError(f"{path}: could not read the file ({err})") from None
+
+
+def _format_value(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+
+def _condition(perturbation: Any) -> str:
+    """A short label for a perturbation description; ``original`` for none."""
+    if not perturbation:
+        return UNPERTURBED
+    if not isinstance(perturbation, dict) or "name" not in perturbation:
+        return _format_value(perturbation)
+    settings = {k: v for k, v in perturbation.items() if k not in _PERTURBATION_FLAGS and v is not None}
+    name = str(perturbation["name"])
+    if not settings:
+        return name
+    return name + "(" + ",".join(f"{k}={_format_value(v)}" for k, v in sorted(settings.items())) + ")"
+
+
+def _read_run(folder: Path, suite: str) -> _Run:
+    for name in ("run_spec.json", "per_instance_stats.json"):
+        if not (folder / name).is_file():
+            raise DataError(f"{folder}: HELM run folder without {name} (did the run finish?)")
+    spec_path = folder / "run_spec.json"
+    spec = _read_json(spec_path)
+    if not isinstance(spec, dict):
+        raise DataError(f"{spec_path}: expected a JSON object, found {type(spec).__name__}")
+    adapter = spec.get("adapter_spec")
+    if not isinstance(adapter, dict):
+        raise DataError(f"{spec_path}: no 'adapter_spec' object")
+    subject = adapter.get("model") or adapter.get("model_deployment")
+    if not isinstance(subject, str) or not subject.strip():
+        raise DataError(f"{spec_path}: 'adapter_spec' has no 'model' (nor 'model_deployment')")
+    spec_name = spec.get("name")
+    run_name = spec_name if isinstance(spec_name, str) and spec_name else folder.name
+    prefix = run_name.split(":", 1)[0]
+    groups = spec.get("groups")
+    benchmark = groups[0] if isinstance(groups, list) and groups and isinstance(groups[0], str) else prefix
+    scenario_spec = spec.get("scenario_spec")
+    args = scenario_spec.get("args") if isinstance(scenario_spec, dict) else None
+    scenario = prefix
+    if isinstance(args, dict) and args:
+        scenario += ":" + ",".join(f"{k}={_format_value(v)}" for k, v in sorted(args.items()))
+    return _Run(
+        folder=folder,
+        suite=suite,
+        subject=subject.strip(),
+        benchmark=benchmark,
+        scenario=scenario,
+        method=str(adapter.get("method", "")),
+    )
+
+
+def _instances(run: _Run) -> dict[str, dict[str, Any]]:
+    """Instance metadata by id (the unperturbed version when there are several), from instances.json or
+    scenario_state.json; empty when neither exists."""
+    path = run.folder / "instances.json"
+    if path.is_file():
+        listed = _read_json(path)
+    else:
+        path = run.folder / "scenario_state.json"
+        if not path.is_file():
+            log.info("%s: no instances.json or scenario_state.json; items get no text", run.folder)
+            return {}
+        state = _read_json(path)
+        states = state.get("request_states") if isinstance(state, dict) else None
+        if not isinstance(states, list):
+            raise DataError(f"{path}: no 'request_states' list")
+        listed = [s.get("instance") for s in states if isinstance(s, dict)]
+    if not isinstance(listed, list):
+        raise DataError(f"{path}: expected a list of instances, found {type(listed).__name__}")
+    out: dict[str, dict[str, Any]] = {}
+    for instance in listed:
+        if not isinstance(instance, dict) or "id" not in instance:
+            continue
+        key = str(instance["id"])
+        if key not in out or (out[key].get("perturbation") and not instance.get("perturbation")):
+            out[key] = instance
+    return out
+
+
+def _item_meta(instance: dict[str, Any] | None, *, run: _Run) -> dict[str, Any]:
+    if not instance:
+        return {"text": pd.NA, "answer": pd.NA, "n_options": pd.NA}
+    given = instance.get("input")
+    text = given.get("text") if isinstance(given, dict) else given
+    references = [r for r in instance.get("references") or [] if isinstance(r, dict)]
+    correct = [
+        str(r["output"].get("text", ""))
+        for r in references
+        if "correct" in (r.get("tags") or []) and isinstance(r.get("output"), dict)
+    ]
+    n_options = len(references) if run.method.startswith("multiple_choice") and references else pd.NA
+    return {
+        "text": text if isinstance(text, str) else pd.NA,
+        "answer": " | ".join(correct) if correct else pd.NA,
+        "n_options": n_options,
+    }
+
+
+def _stat_value(stat: dict[str, Any], *, path: Path, instance_id: str, metric: str, scoring: Scoring) -> float | None:
+    """The stat's mean, checked; None for a stat with count 0 (no value)."""
+    if "mean" not in stat:
+        if stat.get("count") == 0:
+            return None
+        raise DataError(f"{path}: instance '{instance_id}', stat '{metric}' has no 'mean'")
+    value = stat["mean"]
+    if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value) or not 0 <= value <= 1:
+        raise DataError(
+            f"{path}: instance '{instance_id}', stat '{metric}' has mean {value!r}, which is not a score in [0, 1]"
+        )
+    if scoring == "binary" and value not in (0, 1):
+        raise DataError(
+            f"{path}: instance '{instance_id}', stat '{metric}' has mean {value!r}, but binary (0/1) "
+            "responses were required; pass scoring='fraction' to keep partial-credit scores"
+        )
+    return float(value)
+
+
+def _run_scores(run: _Run, *, metric: str, split: str | None, scoring: Scoring) -> dict[tuple[str, str], list[float]]:
+    """(instance_id, condition) -> the metric's values (one per train trial) for one run."""
+    path = run.folder / "per_instance_stats.json"
+    entries = _read_json(path)
+    if not isinstance(entries, list):
+        raise DataError(f"{path}: expected a list of per-instance stats, found {type(entries).__name__}")
+    if not entries:
+        raise DataError(f"{path}: the list of per-instance stats is empty")
+    scores: dict[tuple[str, str], list[float]] = {}
+    names: set[str] = set()
+    splits: set[str] = set()
+    for index, entry in enumerate(entries):
+        if not isinstance(entry, dict) or "instance_id" not in entry:
+            raise DataError(f"{path}: entry {index} has no 'instance_id'")
+        instance_id = str(entry["instance_id"])
+        stats = entry.get("stats")
+        if not isinstance(stats, list):
+            raise DataError(f"{path}: entry {index} (instance '{instance_id}') has no 'stats' list")
+        for stat in stats:
+            name = stat.get("name") if isinstance(stat, dict) else None
+            if not isinstance(name, dict) or not isinstance(name.get("name"), str):
+                raise DataError(f"{path}: entry {index} (instance '{instance_id}') has a stat without 'name.name'")
+            stat_split = name.get("split")
+            if stat_split is not None:
+                splits.add(str(stat_split))
+            if split is not None and stat_split != split:
+                continue
+            names.add(name["name"])
+            if name["name"] != metric:
+                continue
+            perturbation = name.get("perturbation") or entry.get("perturbation")
+            if isinstance(perturbation, dict) and perturbation.get("computed_on", "perturbed") != "perturbed":
+                continue  # worst-case or original-side aggregates, not an instance's own score
+            value = _stat_value(stat, path=path, instance_id=instance_id, metric=metric, scoring=scoring)
+            if value is None:
+                log.warning("%s: instance '%s', stat '%s' has count 0; treated as missing", path, instance_id, metric)
+                continue
+            scores.setdefault((instance_id, _condition(perturbation)), []).append(value)
+    if split is not None and not names:
+        raise DataError(
+            f"{path}: no per-instance stats on split '{split}'; the splits are {sorted(splits)} "
+            "(pass split=None for all)"
+        )
+    if metric not in names:
+        raise DataError(
+            f"{path}: no per-instance stat named '{metric}'"
+            + (f" on split '{split}'" if split is not None else "")
+            + f"; the metrics are {sorted(names)}"
+        )
+    return scores
+
+
+def load_helm(
+    path: str | Path,
+    *,
+    metric: str | Mapping[str, str] = "exact_match",
+    split: str | None = "test",
+    suite: str | None = None,
+    scoring: Scoring = "auto",
+) -> ResponseData:
+    """Load the per-instance results of a HELM suite as item-level responses.
+
+    Parameters
+    ----------
+    path
+        A run folder, a suite folder (``benchmark_output/runs/<suite>``), ``benchmark_output/runs``,
+        ``benchmark_output`` or the folder that holds it; run folders are looked for up to four levels down.
+    metric
+        The per-instance stat to read (``name.name`` in ``per_instance_stats.json``): one name for every run, or
+        a mapping from benchmark (run group) to stat name, with ``exact_match`` for the benchmarks it leaves
+        out. A name a run does not have is an error listing the names it has.
+    split
+        Only stats on this split (``"test"``, ``"valid"``); ``None`` keeps every split.
+    suite
+        The suite to load when ``path`` holds several (required then).
+    scoring
+        ``"binary"`` refuses means other than 0/1; ``"auto"`` and ``"fraction"`` keep scores in [0, 1].
+
+    Returns
+    -------
+    ResponseData
+        ``responses`` with one row per (subject, item[, condition]); see the module notes for the ids.
+        ``items`` has ``benchmark``, ``text`` (the instance input), ``answer`` (the correct references,
+        joined by `` | ``), ``n_options`` (number of references, multiple-choice adapters only),
+        ``instance_id`` and ``scenario``.
+
+    Raises
+    ------
+    DataError
+        No run folders; a run folder without ``run_spec.json`` or ``per_instance_stats.json``; broken JSON
+        (file named); a stat without ``mean`` or with a mean outside [0, 1]; an unknown metric, split or suite;
+        two runs giving the same subject a score for the same item; one item id with different inputs.
+    """
+    root = Path(path)
+    if not root.exists():
+        raise DataError(f"{root}: no such folder")
+    if not root.is_dir():
+        raise DataError(f"{root}: is a file; expected a HELM run or suite folder")
+    folders = _run_folders(root)
+    if not folders:
+        raise DataError(
+            f"{root}: no HELM run folders (per_instance_stats.json, run_spec.json) here or up to "
+            f"{MAX_DEPTH} folders below"
+        )
+    suites = sorted({f.parent.name for f in folders})
+    if suite is not None:
+        if suite not in suites:
+            raise DataError(f"{root}: no suite '{suite}'; the suites are {suites}")
+        folders = [f for f in folders if f.parent.name == suite]
+    elif len(suites) > 1:
+        raise DataError(f"{root}: runs from several suites {suites}; choose one with suite=")
+
+    rows: list[dict[str, Any]] = []
+    items: dict[str, dict[str, Any]] = {}
+    provided: dict[tuple[str, str, str], Path] = {}
+    for folder in folders:
+        run = _read_run(folder, folder.parent.name)
+        run_metric = metric.get(run.benchmark, "exact_match") if isinstance(metric, Mapping) else metric
+        scores = _run_scores(run, metric=run_metric, split=split, scoring=scoring)
+        instances = _instances(run)
+        for (instance_id, condition), values in scores.items():
+            item = f"{run.scenario}/{instance_id}"
+            key = (run.subject, item, condition)
+            if key in provided:
+                raise DataError(
+                    f"{folder}: subject '{run.subject}' already has a score for item '{item}'"
+                    + (f" ({condition})" if condition != UNPERTURBED else "")
+                    + f" from {provided[key]}; load these runs separately (e.g. different adapter settings)"
+                )
+            provided[key] = folder
+            instance = instances.get(instance_id)
+            meta = _item_meta(instance, run=run)
+            if item in items:
+                earlier = items[item]
+                if (
+                    instance is not None
+                    and not pd.isna(earlier["text"])
+                    and not pd.isna(meta["text"])
+                    and earlier["text"] != meta["text"]
+                ):
+                    raise DataError(
+                        f"{folder}: item '{item}' has input {meta['text']!r} here but "
+                        f"{earlier['text']!r} in {earlier['_run']}"
+                    )
+                if pd.isna(earlier["text"]) and not pd.isna(meta["text"]):
+                    earlier.update(meta)
+            else:
+                split_value = instance.get("split") if instance else split
+                items[item] = {
+                    "item": item,
+                    "benchmark": run.benchmark,
+                    **meta,
+                    "instance_id": instance_id,
+                    "scenario": run.scenario,
+                    "split": split_value if split_value else pd.NA,
+                    "_run": folder,
+                }
+            mean = sum(values) / len(values)
+            if scoring == "binary" and mean not in (0, 1):
+                raise DataError(
+                    f"{folder / 'per_instance_stats.json'}: instance '{instance_id}', stat "
+                    f"'{run_metric}' averages {mean:g} over {len(values)} train trials, but binary "
+                    "(0/1) responses were required; pass scoring='fraction' to keep the average"
+                )
+            rows.append({"subject": run.subject, "item": item, "response": mean, "condition": condition})
+            if len(values) > 1:
+                log.debug("%s: item '%s' averaged over %d train trials", folder, item, len(values))
+
+    if not rows:
+        raise DataError(f"{root}: no per-instance '{metric}' values in the runs found")
+    frame = pd.DataFrame(rows)
+    perturbed = bool((frame["condition"] != UNPERTURBED).any())
+    if not perturbed:
+        frame = frame.drop(columns="condition")
+    item_table = pd.DataFrame(list(items.values())).drop(columns="_run")
+    for column in ("text", "answer", "split"):
+        item_table[column] = item_table[column].astype("string")
+    item_table["n_options"] = item_table["n_options"].astype("Int64")
+    return ResponseData.from_long(
+        frame,
+        condition="condition" if perturbed else None,
+        items=item_table,
+        scoring=scoring,
+        source=str(root),
+    )

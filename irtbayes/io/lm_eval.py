@@ -1,0 +1,487 @@
+"""lm-evaluation-harness ``--log_samples`` output.
+
+``lm_eval run ... --log_samples --output_path OUT`` writes, for each model, a folder
+``OUT/<model_name_sanitized>/`` holding ``results_<date_id>.json`` and one
+``samples_<task>_<date_id>.jsonl`` per task. Each samples line is one (document, filter) pair: ``doc_id``,
+``doc``, ``target``, ``arguments``, ``resps``, ``filtered_resps``, ``filter``, ``metrics`` (the names of the
+metrics logged), ``doc_hash`` and one key per metric holding the per-item score.
+
+:func:`load_lm_eval` turns such a folder (one model or several) into a :class:`~irtbayes.data.ResponseData`:
+
+- **subject**: the ``model_name`` recorded in the run's ``results_<date_id>.json`` (the raw ``pretrained=``
+  value, e.g. ``fixture-org/dummy-a``); when that file is missing or has no name, ``config.model_args``
+  ``pretrained=``; when neither exists, the folder name (``fixture-org__dummy-a``), with a warning.
+- **item**: ``<task>/<doc_hash>`` when the line has a ``doc_hash`` (a SHA-256 of the document, so the same
+  question keeps its id across runs and models), else ``<task>/<doc_id>``. ``doc_id`` is only the row index
+  in the task's split: a dataset revision or a ``process_docs`` change can give the same ``doc_id`` to another
+  document, which is why the hash is preferred and why documents are compared across files.
+- **benchmark**: the task name.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import pandas as pd
+
+from irtbayes.data import ResponseData, Scoring
+from irtbayes.errors import DataError
+
+__all__ = ["is_lm_eval_folder", "load_lm_eval"]
+
+log = logging.getLogger(__name__)
+
+_SAMPLES = re.compile(r"^samples_(?P<task>.+?)_(?P<date>\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?)\.jsonl$")
+#: Document fields tried, in order, for an item's text.
+TEXT_FIELDS: tuple[str, ...] = (
+    "question", "query", "problem", "prompt", "input", "text", "sentence", "ctx", "goal", "premise", "passage",
+    "context",
+)  # fmt: skip
+
+Runs = Literal["latest", "all", "error"]
+
+
+@dataclass
+class _SamplesFile:
+    path: Path
+    task: str
+    date_id: str
+    folder: Path
+    subject: str = ""
+    output_type: str | None = None
+    lines: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
+
+
+def _samples_files(path: Path) -> list[Path]:
+    """``samples_*.jsonl`` files in ``path`` and up to two folder levels below it, sorted."""
+    found: list[Path] = []
+    for pattern in ("samples_*.jsonl", "*/samples_*.jsonl", "*/*/samples_*.jsonl"):
+        found.extend(p for p in path.glob(pattern) if p.is_file())
+    return sorted(found)
+
+
+def is_lm_eval_folder(path: str | Path) -> bool:
+    """True when ``path`` is a folder with lm-evaluation-harness ``samples_*.jsonl`` files.
+
+    The files may sit in ``path`` itself (one model's folder), one level down
+    (``<output_path>/<model_name_sanitized>/``, the usual case) or two levels down (a folder of output paths).
+    """
+    path = Path(path)
+    return path.is_dir() and bool(_samples_files(path))
+
+
+def _parse_name(path: Path) -> tuple[str, str]:
+    """(task, date_id) from ``samples_<task>_<date_id>.jsonl``; date_id is '' when the name has none."""
+    match = _SAMPLES.match(path.name)
+    if match:
+        return match["task"], match["date"]
+    return path.name.removeprefix("samples_").removesuffix(".jsonl"), ""
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        with path.open(encoding="utf-8") as handle:
+            obj = json.load(handle)
+    except json.JSONDecodeError as err:
+        raise DataError(f"{path}: not valid JSON (line {err.lineno}, column {err.colno}: {err.msg})") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise DataError(f"{path}: could not read the file ({err})") from None
+    if not isinstance(obj, dict):
+        raise DataError(f"{path}: expected a JSON object at the top level, found {type(obj).__name__}")
+    return obj
+
+
+def _read_samples(path: Path) -> list[tuple[int, dict[str, Any]]]:
+    """Every non-blank line of a samples file as (line number, object); errors name the file and line."""
+    lines: list[tuple[int, dict[str, Any]]] = []
+    try:
+        with path.open(encoding="utf-8") as handle:
+            for number, raw in enumerate(handle, start=1):
+                if not raw.strip():
+                    continue
+                try:
+                    obj = json.loads(raw)
+                except json.JSONDecodeError as err:
+                    raise DataError(
+                        f"{path}: line {number} is not valid JSON ({err.msg} at column {err.colno})"
+                    ) from None
+                if not isinstance(obj, dict):
+                    raise DataError(f"{path}: line {number} is a JSON {type(obj).__name__}, expected an object")
+                lines.append((number, obj))
+    except UnicodeDecodeError as err:
+        raise DataError(f"{path}: not UTF-8 text ({err})") from None
+    except OSError as err:
+        raise DataError(f"{path}: could not read the file ({err})") from None
+    if not lines:
+        raise DataError(f"{path}: the file is empty (no sample lines)")
+    return lines
+
+
+def _pretrained(model_args: Any) -> str | None:
+    """``pretrained=`` from ``config.model_args``, a dict (lm-eval >= 0.4.5) or a 'k=v,k=v' string."""
+    if isinstance(model_args, dict):
+        value = model_args.get("pretrained")
+        return str(value) if value else None
+    if isinstance(model_args, str):
+        for part in model_args.split(","):
+            key, _, value = part.partition("=")
+            if key.strip() == "pretrained" and value.strip():
+                return value.strip()
+    return None
+
+
+class _Results:
+    """The ``results_*.json`` files of one model folder, read on demand."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.files = {
+            p.name.removeprefix("results_").removesuffix(".json"): p for p in sorted(folder.glob("results_*.json"))
+        }
+        self._cache: dict[str, dict[str, Any]] = {}
+
+    def for_run(self, date_id: str) -> tuple[dict[str, Any], Path] | None:
+        """The results of the run with this date_id, else of the newest run in the folder, else None."""
+        if not self.files:
+            return None
+        key = date_id if date_id in self.files else max(self.files)
+        if key not in self._cache:
+            self._cache[key] = _read_json(self.files[key])
+        return self._cache[key], self.files[key]
+
+
+def _subject_of(results: tuple[dict[str, Any], Path] | None, folder: Path) -> str:
+    if results is not None:
+        content, _ = results
+        name = content.get("model_name")
+        if isinstance(name, str) and name.strip():
+            return name.strip()
+        config = content.get("config")
+        pretrained = _pretrained(config.get("model_args")) if isinstance(config, dict) else None
+        if pretrained:
+            return pretrained
+    log.warning(
+        "%s: no results_*.json with a model name; the folder name '%s' is used as the subject id", folder, folder.name
+    )
+    return folder.name
+
+
+def _choose(option: str | Mapping[str, str] | None, task: str) -> str | None:
+    if isinstance(option, Mapping):
+        return option.get(task)
+    return option
+
+
+def _metric_for(file: _SamplesFile, requested: str | None) -> str:
+    number, first = file.lines[0]
+    logged = first.get("metrics")
+    if not isinstance(logged, list) or not logged:
+        logged = [k for k in ("acc", "acc_norm", "exact_match") if k in first]
+        if not logged:
+            raise DataError(f"{file.path}: line {number} has no 'metrics' list naming the metrics logged")
+    logged = [str(m) for m in logged]
+    if requested is None:
+        if "acc" in logged:
+            return "acc"
+        if len(logged) == 1:
+            return logged[0]
+        raise DataError(
+            f"{file.path}: task '{file.task}' logs several metrics {logged} and none is 'acc'; choose one with metric="
+        )
+    if requested not in logged:
+        raise DataError(f"{file.path}: task '{file.task}' does not log metric '{requested}'; it logs {logged}")
+    return requested
+
+
+def _filter_for(file: _SamplesFile, requested: str | None) -> str:
+    filters: list[str] = []
+    for number, line in file.lines:
+        if "filter" not in line:
+            raise DataError(f"{file.path}: line {number} has no 'filter' key")
+        name = str(line["filter"])
+        if name not in filters:
+            filters.append(name)
+    if len(filters) == 1:
+        if requested is not None and requested != filters[0]:
+            log.debug(
+                "%s: task '%s' logs only filter '%s'; it is used instead of '%s'",
+                file.path,
+                file.task,
+                filters[0],
+                requested,
+            )
+        return filters[0]
+    if requested is None:
+        raise DataError(f"{file.path}: task '{file.task}' logs several filters {filters}; choose one with filter= (--filter on the command line)")
+    if requested not in filters:
+        raise DataError(f"{file.path}: task '{file.task}' has no filter '{requested}'; it logs {filters}")
+    return requested
+
+
+def _score(value: Any, *, file: _SamplesFile, number: int, metric: str, scoring: Scoring) -> float:
+    if isinstance(value, bool):
+        return float(value)
+    if isinstance(value, int | float) and 0 <= value <= 1:
+        if scoring == "binary" and value not in (0, 1):
+            raise DataError(
+                f"{file.path}: line {number} key '{metric}' holds {value!r}, but binary (0/1) responses "
+                "were required; pass scoring='fraction' to keep partial-credit scores"
+            )
+        return float(value)
+    raise DataError(
+        f"{file.path}: line {number} key '{metric}' holds {value!r}, which is not a score in [0, 1] "
+        "(binary metrics must be 0/1, other metrics a fraction in [0, 1])"
+    )
+
+
+def _n_options(line: dict[str, Any], output_type: str | None) -> int | None:
+    arguments = line.get("arguments")
+    if not isinstance(arguments, dict) or not arguments:
+        return None
+    if output_type is None:  # no results file: continuations given as strings, several of them
+        continuations = [a.get("arg_1") for a in arguments.values() if isinstance(a, dict)]
+        is_mc = len(continuations) > 1 and all(isinstance(c, str) for c in continuations)
+        return len(continuations) if is_mc else None
+    return len(arguments) if output_type == "multiple_choice" else None
+
+
+def _text_of(doc: Any) -> str | None:
+    if not isinstance(doc, dict):
+        return None
+    for key in TEXT_FIELDS:
+        value = doc.get(key)
+        if isinstance(value, str) and value.strip():
+            return value
+    return None
+
+
+def _answer_of(target: Any) -> str | None:
+    if target is None:
+        return None
+    if isinstance(target, str):
+        return target
+    return json.dumps(target, ensure_ascii=False)
+
+
+def _keep_runs(files: list[_SamplesFile], runs: Runs) -> list[_SamplesFile]:
+    """Resolve several samples files for one (subject, task): keep the newest, keep all, or refuse."""
+    if runs not in ("latest", "all", "error"):
+        raise DataError(f"runs must be 'latest', 'all' or 'error', got {runs!r}")
+    groups: dict[tuple[str, str], list[_SamplesFile]] = {}
+    for file in files:
+        groups.setdefault((file.subject, file.task), []).append(file)
+    kept: list[_SamplesFile] = []
+    for (subject, task), group in groups.items():
+        if len(group) == 1 or runs == "all":
+            kept.extend(group)
+            continue
+        names = ", ".join(str(f.path) for f in group)
+        if runs == "error":
+            raise DataError(
+                f"subject '{subject}' has {len(group)} samples files for task '{task}': {names}; "
+                "pass runs='latest' to keep the newest or runs='all' to keep each as a condition"
+            )
+        dates = [f.date_id for f in group]
+        if len(set(dates)) < len(dates):
+            raise DataError(
+                f"subject '{subject}' has several samples files for task '{task}' with the same "
+                f"date_id: {names}; remove the copies or pass runs='all'"
+            )
+        newest = max(group, key=lambda f: f.date_id)
+        for dropped in group:
+            if dropped is not newest:
+                log.warning(
+                    "subject '%s', task '%s': kept the newest run %s and dropped %s",
+                    subject,
+                    task,
+                    newest.path,
+                    dropped.path,
+                )
+        kept.append(newest)
+    kept_ids = {id(f) for f in kept}
+    return [f for f in files if id(f) in kept_ids]
+
+
+def load_lm_eval(
+    path: str | Path,
+    *,
+    metric: str | Mapping[str, str] | None = None,
+    filter: str | Mapping[str, str] | None = None,
+    tasks: Sequence[str] | None = None,
+    runs: Runs = "latest",
+    scoring: Scoring = "auto",
+) -> ResponseData:
+    """Load lm-evaluation-harness ``--log_samples`` output (one model or many) as item-level responses.
+
+    Parameters
+    ----------
+    path
+        The ``--output_path`` folder (one subfolder per model), one model's folder, or a folder of output
+        folders: ``samples_<task>_<date_id>.jsonl`` files are looked for up to two levels down.
+    metric
+        The per-sample metric to read, for every task (``"acc_norm"``) or per task (``{"fx_mc": "acc_norm"}``).
+        Default: ``acc`` when the task logs it, else the task's only metric. A metric the task does not log
+        is an error listing the metrics it does log.
+    filter
+        The filter pipeline whose scores are read, for every task or per task. A task that logs a single
+        filter (``none`` for most multiple-choice tasks) always uses it; a task that logs several
+        (e.g. ``strict-match`` and ``flexible-extract``) needs one named here.
+    tasks
+        Load only these tasks (default: every task found).
+    runs
+        What to do when one subject has several samples files for a task (a re-run into the same folder):
+        ``"latest"`` keeps the newest ``date_id`` and logs a warning naming the files dropped; ``"all"``
+        keeps every run and sets the ``condition`` of every response to its run's ``date_id``; ``"error"``
+        raises, naming the files.
+    scoring
+        ``"binary"`` refuses scores other than 0/1; ``"auto"`` and ``"fraction"`` keep scores in [0, 1]
+        (such as a per-sample F1) as fractions.
+
+    Returns
+    -------
+    ResponseData
+        ``responses`` with one row per (subject, item[, condition]); subjects are the ``model_name`` of each
+        run's results file (see the module notes), items ``<task>/<doc_hash>`` (or ``<task>/<doc_id>`` when
+        the log has no hash). ``items`` has ``benchmark`` (the task), ``text`` (the document's ``question``,
+        ``query``, ... field, when one exists), ``answer`` (the logged ``target``), ``n_options`` (number of
+        choices, multiple-choice tasks only) and ``doc_id``; ``subjects`` has ``folder`` (where the samples
+        were found) and ``model_source``.
+
+    Raises
+    ------
+    DataError
+        No samples files; unreadable or non-JSON lines (file and line named); a line without ``doc_id``,
+        ``filter`` or the metric key; an empty samples file; a score outside [0, 1]; an unknown metric,
+        filter or task; the same item id with different documents in two files; several runs when
+        ``runs="error"``.
+    """
+    root = Path(path)
+    if not root.exists():
+        raise DataError(f"{root}: no such folder")
+    if not root.is_dir():
+        raise DataError(f"{root}: is a file; expected an lm-evaluation-harness output folder")
+    paths = _samples_files(root)
+    if not paths:
+        raise DataError(
+            f"{root}: no lm-evaluation-harness samples_*.jsonl files here or up to two folders below "
+            "(run lm_eval with --log_samples)"
+        )
+
+    files: list[_SamplesFile] = []
+    results_by_folder: dict[Path, _Results] = {}
+    for file_path in paths:
+        task, date_id = _parse_name(file_path)
+        files.append(_SamplesFile(path=file_path, task=task, date_id=date_id, folder=file_path.parent))
+    found_tasks = sorted({f.task for f in files})
+    if tasks is not None:
+        wanted = [tasks] if isinstance(tasks, str) else list(tasks)
+        unknown = [t for t in wanted if t not in found_tasks]
+        if unknown:
+            raise DataError(f"{root}: no samples for task(s) {unknown}; the tasks found are {found_tasks}")
+        files = [f for f in files if f.task in wanted]
+
+    subject_meta: dict[str, dict[str, Any]] = {}
+    for file in files:
+        results = results_by_folder.setdefault(file.folder, _Results(file.folder))
+        run = results.for_run(file.date_id)
+        file.subject = _subject_of(run, file.folder)
+        if run is not None:
+            configs = run[0].get("configs")
+            config = configs.get(file.task) if isinstance(configs, dict) else None
+            if isinstance(config, dict) and isinstance(config.get("output_type"), str):
+                file.output_type = config["output_type"]
+        subject_meta.setdefault(
+            file.subject,
+            {
+                "folder": str(file.folder.relative_to(root)) if file.folder != root else ".",
+                "model_source": str(run[0].get("model_source", "")) if run is not None else "",
+            },
+        )
+    files = _keep_runs(files, runs)
+
+    rows: dict[str, list[Any]] = {"subject": [], "item": [], "response": [], "condition": []}
+    items: dict[str, dict[str, Any]] = {}
+    seen_doc: dict[str, tuple[str, Path, int]] = {}
+    for file in files:
+        file.lines = _read_samples(file.path)
+        chosen_metric = _metric_for(file, _choose(metric, file.task))
+        chosen_filter = _filter_for(file, _choose(filter, file.task))
+        copies: dict[str, int] = {}
+        for number, line in file.lines:
+            if line["filter"] != chosen_filter:
+                continue
+            if "doc_id" not in line:
+                raise DataError(f"{file.path}: line {number} has no 'doc_id' key")
+            if chosen_metric not in line:
+                raise DataError(f"{file.path}: line {number} has no '{chosen_metric}' key (the metric being read)")
+            value = _score(line[chosen_metric], file=file, number=number, metric=chosen_metric, scoring=scoring)
+            doc_hash = line.get("doc_hash")
+            has_hash = isinstance(doc_hash, str) and bool(doc_hash)
+            key = str(doc_hash) if has_hash else str(line["doc_id"])
+            copies[key] = copies.get(key, 0) + 1
+            if copies[key] > 1:
+                if not has_hash:
+                    raise DataError(
+                        f"{file.path}: line {number} repeats doc_id {line['doc_id']} for filter "
+                        f"'{chosen_filter}'; each document must appear once per filter"
+                    )
+                # a dataset holding the same document twice: the copies are numbered in file order
+                log.warning(
+                    "%s: line %d repeats the document of an earlier line (doc_hash %s); it is kept as copy %d",
+                    file.path,
+                    number,
+                    key,
+                    copies[key],
+                )
+                key = f"{key}#{copies[key]}"
+            item = f"{file.task}/{key}"
+            doc_text = json.dumps(line.get("doc"), sort_keys=True, ensure_ascii=False, default=str)
+            if item in seen_doc:
+                earlier, earlier_path, earlier_line = seen_doc[item]
+                if earlier != doc_text:
+                    raise DataError(
+                        f"{file.path}: line {number} gives item '{item}' a different document than "
+                        f"{earlier_path} line {earlier_line}; the runs used different data for the same doc_id "
+                        "(re-run them on the same dataset revision)"
+                    )
+            else:
+                seen_doc[item] = (doc_text, file.path, number)
+                doc = line.get("doc")
+                n_options = _n_options(line, file.output_type)
+                items[item] = {
+                    "item": item,
+                    "benchmark": file.task,
+                    "text": _text_of(doc),
+                    "answer": _answer_of(line.get("target")),
+                    "n_options": n_options if n_options is not None else pd.NA,
+                    "doc_id": str(line["doc_id"]),
+                }
+            rows["subject"].append(file.subject)
+            rows["item"].append(item)
+            rows["response"].append(value)
+            rows["condition"].append(file.date_id)
+        file.lines = []  # the parsed lines are not needed any more
+
+    frame = pd.DataFrame(rows)
+    if runs != "all":
+        frame = frame.drop(columns="condition")
+    item_table = pd.DataFrame(list(items.values()))
+    item_table["text"] = item_table["text"].astype("string")
+    item_table["answer"] = item_table["answer"].astype("string")
+    item_table["n_options"] = item_table["n_options"].astype("Int64")
+    used = set(frame["subject"])
+    subjects = pd.DataFrame([{"subject": s, **meta} for s, meta in subject_meta.items() if s in used])
+    return ResponseData.from_long(
+        frame,
+        condition="condition" if runs == "all" else None,
+        items=item_table,
+        subjects=subjects,
+        scoring=scoring,
+        source=str(root),
+    )
