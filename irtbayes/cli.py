@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -50,7 +51,7 @@ def load_data_argument(args: argparse.Namespace) -> object:
     if source is None:
         return datasets.load_folder(datasets.default_data_path())
     path = Path(source)
-    if not path.exists() and args.format in ("auto", "dataset") and source in set(datasets.list_datasets()["name"]):
+    if not path.exists() and args.format in ("auto", "dataset") and source in datasets.list_datasets().index:
         return datasets.load_dataset(source)
     fmt = args.format
     if fmt == "long":
@@ -110,12 +111,16 @@ def cmd_data_list(args: argparse.Namespace) -> int:
 
     table = datasets.list_datasets()
     if args.json:
-        print(table.to_json(orient="records", indent=2))
+        print(table.reset_index().to_json(orient="records", indent=2))
     else:
         import pandas as pd
 
-        with pd.option_context("display.max_colwidth", 60, "display.width", 200):
-            print(table.to_string(index=False))
+        shown = table[["n_subjects", "n_items", "domains", "licence", "storage", "available"]]
+        with pd.option_context("display.max_colwidth", 50, "display.width", 160):
+            print(shown.to_string())
+        print(
+            f"\nExternal data sets are read from ${datasets.DATA_DIR_ENV} (see `irtbayes data list --json` for origins)."
+        )
     return 0
 
 
@@ -157,6 +162,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"irtbayes: error: {err}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # output piped into `head` and the like
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except KeyboardInterrupt:
         print("irtbayes: interrupted; nothing half-written was left behind", file=sys.stderr)
         return 130
