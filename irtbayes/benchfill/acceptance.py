@@ -1,0 +1,440 @@
+"""The BenchFill acceptance rule, applied to posterior draws of a candidate's difficulty and discrimination.
+
+A candidate is **accepted** when all three hold:
+
+1. it has at least ``min_responses`` responses;
+2. ``P(target_lo <= b < target_hi) >= tau`` (the interval is half-open, so adjacent bins never share a draw);
+3. ``P(a > min_discrimination) >= discrimination_prob``.
+
+Probabilities are shares of posterior draws, compared with a tolerance of 1e-12 so that ``tau`` met exactly
+(8 draws of 10 against ``tau=0.8``) counts as met. Otherwise it is **rejected** with the first failing reason:
+
+- ``"not enough responses"``: too few systems answered it for the posterior to say much;
+- ``"too easy"``: most of the difficulty mass (more than half) lies below ``target_lo``;
+- ``"too hard"``: more than half lies at or above ``target_hi``;
+- ``"uncertain"``: neither side holds a majority but the mass inside is short of ``tau``;
+- ``"uninformative"``: the discrimination is not credibly above ``min_discrimination``.
+
+``failed`` lists every failing check, in that order. Credible intervals are equal-tailed with probability
+``ci_prob`` (default 0.9, as in the fit and audit tables; linear interpolation between order statistics).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from irtbayes.data import ResponseData
+from irtbayes.errors import DataError, FitError, SpecError
+
+__all__ = ["REASONS", "Decision", "decide", "decide_all"]
+
+#: Reasons a decision can give, in the order they are checked (``"in target"`` for an accepted candidate).
+REASONS: tuple[str, ...] = ("not enough responses", "too easy", "too hard", "uncertain", "uninformative", "in target")
+_TOL = 1e-12
+_SAMPLE_DIMS = ("chain", "draw")
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The verdict on one candidate, with the posterior numbers behind it."""
+
+    decision: Literal["accepted", "rejected"]
+    reason: str
+    detail: str
+    failed: tuple[str, ...]
+    p_in_target: float
+    p_below: float
+    p_above: float
+    p_discrimination_positive: float
+    difficulty_mean: float
+    difficulty_sd: float
+    difficulty_ci_low: float
+    difficulty_ci_high: float
+    discrimination_mean: float
+    discrimination_ci_low: float
+    discrimination_ci_high: float
+    n_responses: int
+    target_lo: float
+    target_hi: float
+    ci_prob: float
+
+    @property
+    def accepted(self) -> bool:
+        return self.decision == "accepted"
+
+    def to_record(self) -> dict[str, Any]:
+        """A dict for :meth:`irtbayes.benchfill.ledger.Ledger.append` (``failed`` joined with ``"; "``)."""
+        record = asdict(self)
+        record["failed"] = "; ".join(self.failed)
+        return record
+
+
+def _check_settings(
+    *, target_lo: float, target_hi: float, tau: float, discrimination_prob: float, min_responses: int, ci_prob: float
+) -> None:
+    if not (np.isfinite(target_lo) and np.isfinite(target_hi)) or target_lo >= target_hi:
+        raise SpecError(f"acceptance: the target interval [{target_lo}, {target_hi}) must be finite with lo < hi")
+    if not 0 < tau <= 1:
+        raise SpecError(f"acceptance: tau must be in (0, 1], got {tau}")
+    if not 0 < discrimination_prob <= 1:
+        raise SpecError(f"acceptance: discrimination_prob must be in (0, 1], got {discrimination_prob}")
+    if min_responses < 0:
+        raise SpecError(f"acceptance: min_responses must be >= 0, got {min_responses}")
+    if not 0 < ci_prob < 1:
+        raise SpecError(f"acceptance: ci_prob must be in (0, 1), got {ci_prob}")
+
+
+def _decide_arrays(
+    b: np.ndarray,
+    a: np.ndarray | None,
+    n_responses: np.ndarray,
+    *,
+    target_lo: float,
+    target_hi: float,
+    tau: float,
+    min_discrimination: float,
+    discrimination_prob: float,
+    min_responses: int,
+    ci_prob: float,
+) -> dict[str, np.ndarray]:
+    """The rule over items: ``b`` and ``a`` are (item, sample); ``a=None`` means a fixed at 1 (1PL)."""
+    if b.shape[1] == 0:
+        raise FitError("acceptance: no posterior draws of difficulty")
+    if not np.all(np.isfinite(b)):
+        raise FitError("acceptance: the difficulty draws hold NaN or infinite values")
+    if a is None:
+        a = np.ones_like(b)
+    elif a.shape[1] == 0 or not np.all(np.isfinite(a)):
+        raise FitError("acceptance: the discrimination draws are empty or hold NaN or infinite values")
+    p_below = np.mean(b < target_lo, axis=1)
+    p_above = np.mean(b >= target_hi, axis=1)
+    p_in = np.mean((b >= target_lo) & (b < target_hi), axis=1)
+    p_a = np.mean(a > min_discrimination, axis=1)
+    q = [(1 - ci_prob) / 2, (1 + ci_prob) / 2]
+    b_ci = np.quantile(b, q, axis=1)
+    a_ci = np.quantile(a, q, axis=1)
+
+    enough = n_responses >= min_responses
+    located = p_in >= tau - _TOL
+    informative = p_a >= discrimination_prob - _TOL
+    location = np.where(p_below > 0.5, "too easy", np.where(p_above > 0.5, "too hard", "uncertain"))
+    return {
+        "enough": enough,
+        "located": located,
+        "informative": informative,
+        "location": location,
+        "p_in_target": p_in,
+        "p_below": p_below,
+        "p_above": p_above,
+        "p_discrimination_positive": p_a,
+        "difficulty_mean": b.mean(axis=1),
+        "difficulty_sd": b.std(axis=1, ddof=1) if b.shape[1] > 1 else np.zeros(b.shape[0]),
+        "difficulty_ci_low": b_ci[0],
+        "difficulty_ci_high": b_ci[1],
+        "discrimination_mean": a.mean(axis=1),
+        "discrimination_ci_low": a_ci[0],
+        "discrimination_ci_high": a_ci[1],
+    }
+
+
+def _verdict(
+    row: Mapping[str, Any],
+    *,
+    n: int,
+    target_lo: float,
+    target_hi: float,
+    tau: float,
+    min_discrimination: float,
+    discrimination_prob: float,
+    min_responses: int,
+) -> tuple[str, str, str, tuple[str, ...]]:
+    failed = []
+    if not row["enough"]:
+        failed.append("not enough responses")
+    if not row["located"]:
+        failed.append(str(row["location"]))
+    if not row["informative"]:
+        failed.append("uninformative")
+    interval = f"P({target_lo:g} <= b < {target_hi:g}) = {row['p_in_target']:.3f}"
+    disc = f"P(a > {min_discrimination:g}) = {row['p_discrimination_positive']:.3f}"
+    if not failed:
+        detail = (
+            f"{interval} >= tau {tau:g} and {disc} >= {discrimination_prob:g}, "
+            f"with {n} responses (at least {min_responses})"
+        )
+        return "accepted", "in target", detail, ()
+    notes = []
+    if not row["enough"]:
+        notes.append(f"{n} responses, fewer than {min_responses}")
+    if not row["located"]:
+        notes.append(
+            f"{interval} < tau {tau:g} (P(b < {target_lo:g}) = {row['p_below']:.3f}, "
+            f"P(b >= {target_hi:g}) = {row['p_above']:.3f})"
+        )
+    if not row["informative"]:
+        notes.append(f"{disc} < {discrimination_prob:g}")
+    return "rejected", failed[0], "; ".join(notes), tuple(failed)
+
+
+def _draws(values: Any, *, name: str) -> np.ndarray:
+    arr = np.asarray(values, dtype="float64").reshape(-1)
+    if arr.size == 0:
+        raise FitError(f"acceptance: no posterior draws of {name}")
+    return arr
+
+
+def decide(
+    difficulty_draws: Any,
+    discrimination_draws: Any | None,
+    *,
+    target_lo: float,
+    target_hi: float,
+    tau: float = 0.8,
+    min_discrimination: float = 0.0,
+    discrimination_prob: float = 0.9,
+    n_responses: int,
+    min_responses: int = 10,
+    ci_prob: float = 0.9,
+) -> Decision:
+    """Accept or reject one candidate from posterior draws of its difficulty ``b`` and discrimination ``a``.
+
+    Parameters
+    ----------
+    difficulty_draws, discrimination_draws
+        Draws of any shape (flattened; e.g. (chain, draw)). ``discrimination_draws=None`` means a model that
+        fixes ``a = 1`` (1PL).
+    target_lo, target_hi
+        The target bin ``[target_lo, target_hi)`` on the ability scale.
+    tau
+        Least posterior probability of the bin.
+    min_discrimination, discrimination_prob
+        ``P(a > min_discrimination)`` must reach ``discrimination_prob``.
+    n_responses, min_responses
+        Responses the candidate received, and the least accepted.
+    ci_prob
+        Probability of the reported equal-tailed intervals.
+
+    Returns
+    -------
+    Decision
+    """
+    _check_settings(
+        target_lo=target_lo,
+        target_hi=target_hi,
+        tau=tau,
+        discrimination_prob=discrimination_prob,
+        min_responses=min_responses,
+        ci_prob=ci_prob,
+    )
+    b = _draws(difficulty_draws, name="difficulty")[None, :]
+    a = None if discrimination_draws is None else _draws(discrimination_draws, name="discrimination")[None, :]
+    if int(n_responses) != n_responses or n_responses < 0:
+        raise SpecError(f"acceptance: n_responses must be a whole number >= 0, got {n_responses!r}")
+    stats = _decide_arrays(
+        b,
+        a,
+        np.array([int(n_responses)]),
+        target_lo=target_lo,
+        target_hi=target_hi,
+        tau=tau,
+        min_discrimination=min_discrimination,
+        discrimination_prob=discrimination_prob,
+        min_responses=min_responses,
+        ci_prob=ci_prob,
+    )
+    row = {key: value[0] for key, value in stats.items()}
+    decision, reason, detail, failed = _verdict(
+        row,
+        n=int(n_responses),
+        target_lo=target_lo,
+        target_hi=target_hi,
+        tau=tau,
+        min_discrimination=min_discrimination,
+        discrimination_prob=discrimination_prob,
+        min_responses=min_responses,
+    )
+    return Decision(
+        decision=decision,  # type: ignore[arg-type]
+        reason=reason,
+        detail=detail,
+        failed=failed,
+        n_responses=int(n_responses),
+        target_lo=float(target_lo),
+        target_hi=float(target_hi),
+        ci_prob=float(ci_prob),
+        **{key: float(row[key]) for key in _STAT_COLUMNS},
+    )
+
+
+_STAT_COLUMNS = (
+    "p_in_target",
+    "p_below",
+    "p_above",
+    "p_discrimination_positive",
+    "difficulty_mean",
+    "difficulty_sd",
+    "difficulty_ci_low",
+    "difficulty_ci_high",
+    "discrimination_mean",
+    "discrimination_ci_low",
+    "discrimination_ci_high",
+)
+
+
+def _item_matrix(var: xr.DataArray, *, name: str, items: pd.Index) -> np.ndarray:
+    sample = [d for d in _SAMPLE_DIMS if d in var.dims]
+    extra = [d for d in var.dims if d not in (*_SAMPLE_DIMS, "item")]
+    if extra:
+        raise SpecError(
+            f"decide_all: '{name}' has dims {var.dims}; only (chain, draw, item) are supported "
+            f"(extra dims {extra}: select one, e.g. posterior.sel(dim=0))"
+        )
+    if "item" not in var.dims:
+        var = var.expand_dims(item=items)
+    var = var.sel(item=items).transpose("item", *sample)
+    return var.to_numpy().reshape(len(items), -1).astype("float64")
+
+
+def _response_counts(n_responses: Any, items: pd.Index) -> np.ndarray:
+    if isinstance(n_responses, ResponseData):
+        counts = n_responses.responses["item"].astype(str).value_counts()
+        return counts.reindex(items, fill_value=0).to_numpy(dtype="int64")
+    if isinstance(n_responses, int | np.integer):
+        if n_responses < 0:
+            raise SpecError(f"decide_all: n_responses must be >= 0, got {n_responses}")
+        return np.full(len(items), int(n_responses), dtype="int64")
+    if isinstance(n_responses, Mapping | pd.Series):
+        series = pd.Series(dict(n_responses) if isinstance(n_responses, Mapping) else n_responses)
+        series.index = series.index.astype(str)
+        missing = items.difference(series.index)
+        if len(missing):
+            raise DataError(f"decide_all: no response count for item(s) {list(missing[:5])}")
+        values = series.reindex(items).to_numpy(dtype="float64")
+        if np.any(values < 0) or np.any(values != np.round(values)):
+            raise DataError("decide_all: response counts must be whole numbers >= 0")
+        return values.astype("int64")
+    raise SpecError(
+        "decide_all: n_responses must be an int, a mapping or Series item -> count, or a ResponseData; "
+        f"got {type(n_responses).__name__}"
+    )
+
+
+def decide_all(
+    posterior: xr.Dataset | xr.DataTree,
+    *,
+    target_lo: float,
+    target_hi: float,
+    n_responses: int | Mapping[str, int] | pd.Series | ResponseData,
+    items: Sequence[str] | None = None,
+    tau: float = 0.8,
+    min_discrimination: float = 0.0,
+    discrimination_prob: float = 0.9,
+    min_responses: int = 10,
+    ci_prob: float = 0.9,
+) -> pd.DataFrame:
+    """Apply :func:`decide` to many items at once.
+
+    Parameters
+    ----------
+    posterior
+        A Dataset with ``difficulty`` over (chain, draw, item) and, unless the model fixes it at 1,
+        ``discrimination`` over (chain, draw, item) (or without ``item``, when shared); a DataTree is read
+        from its ``posterior`` group.
+    n_responses
+        Responses per item: one int for all, a mapping or Series item -> count (every item needed), or the
+        :class:`~irtbayes.data.ResponseData` of the refit (items absent from it count 0).
+    items
+        The items to decide (the candidate ids); default every item in the posterior.
+    tau, min_discrimination, discrimination_prob, min_responses, ci_prob
+        As in :func:`decide`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per item (index ``item``), columns ``decision``, ``reason``, ``detail``, ``failed``,
+        ``p_in_target``, ``p_below``, ``p_above``, ``p_discrimination_positive``, ``difficulty_mean``,
+        ``difficulty_sd``, ``difficulty_ci_low``, ``difficulty_ci_high``, ``discrimination_mean``,
+        ``discrimination_ci_low``, ``discrimination_ci_high``, ``n_responses``, ``target_lo``, ``target_hi``.
+        ``attrs`` record ``ci_prob``, ``tau``, ``min_discrimination``, ``discrimination_prob`` and
+        ``min_responses``.
+    """
+    _check_settings(
+        target_lo=target_lo,
+        target_hi=target_hi,
+        tau=tau,
+        discrimination_prob=discrimination_prob,
+        min_responses=min_responses,
+        ci_prob=ci_prob,
+    )
+    if isinstance(posterior, xr.DataTree):
+        if "posterior" not in posterior.children:
+            raise FitError(f"decide_all: the DataTree has no 'posterior' group (groups: {list(posterior.children)})")
+        posterior = posterior["posterior"].to_dataset()
+    if "difficulty" not in posterior.data_vars:
+        raise FitError(f"decide_all: the posterior has no 'difficulty' (variables: {list(posterior.data_vars)})")
+    difficulty = posterior["difficulty"]
+    if "item" not in difficulty.dims:
+        raise FitError(f"decide_all: 'difficulty' has no 'item' dim (dims {difficulty.dims})")
+    known = pd.Index(difficulty["item"].to_numpy().astype(str))
+    difficulty = difficulty.assign_coords(item=known)
+    if items is None:
+        chosen = known
+    else:
+        chosen = pd.Index([str(i) for i in items])
+        missing = chosen.difference(known)
+        if len(missing):
+            raise DataError(f"decide_all: item(s) {list(missing[:5])} are not in the posterior")
+    b = _item_matrix(difficulty, name="difficulty", items=chosen)
+    a = None
+    if "discrimination" in posterior.data_vars:
+        discrimination = posterior["discrimination"]
+        if "item" in discrimination.dims:
+            discrimination = discrimination.assign_coords(item=discrimination["item"].to_numpy().astype(str))
+        a = _item_matrix(discrimination, name="discrimination", items=chosen)
+    counts = _response_counts(n_responses, chosen)
+    stats = _decide_arrays(
+        b,
+        a,
+        counts,
+        target_lo=target_lo,
+        target_hi=target_hi,
+        tau=tau,
+        min_discrimination=min_discrimination,
+        discrimination_prob=discrimination_prob,
+        min_responses=min_responses,
+        ci_prob=ci_prob,
+    )
+    rows = []
+    for k in range(len(chosen)):
+        row = {key: value[k] for key, value in stats.items()}
+        decision, reason, detail, failed = _verdict(
+            row,
+            n=int(counts[k]),
+            target_lo=target_lo,
+            target_hi=target_hi,
+            tau=tau,
+            min_discrimination=min_discrimination,
+            discrimination_prob=discrimination_prob,
+            min_responses=min_responses,
+        )
+        rows.append({"decision": decision, "reason": reason, "detail": detail, "failed": "; ".join(failed)})
+    table = pd.DataFrame(rows, index=pd.Index(chosen, name="item"))
+    for key in _STAT_COLUMNS:
+        table[key] = stats[key].astype("float64")
+    table["n_responses"] = counts
+    table["target_lo"] = float(target_lo)
+    table["target_hi"] = float(target_hi)
+    table.attrs.update(
+        ci_prob=ci_prob,
+        tau=tau,
+        min_discrimination=min_discrimination,
+        discrimination_prob=discrimination_prob,
+        min_responses=min_responses,
+    )
+    return table

@@ -1,0 +1,312 @@
+"""The BenchFill ledger: one JSON line per candidate decision, appended, never rewritten.
+
+Each record holds the candidate (``candidate_id``, ``source``, ``prompt_hash``), the target (``target_lo``,
+``target_hi``, ``target_bin``), the refit posterior of the candidate (``difficulty_mean``,
+``difficulty_ci_low``, ``difficulty_ci_high``, ``discrimination_mean``, ``discrimination_ci_low``,
+``discrimination_ci_high``, ``p_in_target``, ``p_discrimination_positive``), ``n_responses``, the
+``decision`` (``"accepted"`` or ``"rejected"``) and its ``reason``, a UTC ``timestamp`` and the ``run_id``.
+Other keys (``ci_prob``, ``tau``, ``detail``, ``text``, ...) are kept as given. Missing numbers are JSON
+``null``.
+
+Crash safety: :meth:`Ledger.append` writes all its lines with one ``os.write`` on a file descriptor opened
+with ``O_APPEND`` and then fsyncs, so a crash leaves at most a torn last line. Opening a ledger checks for one:
+a torn tail is moved to ``<ledger>.torn`` (appended, with a timestamp) and cut from the ledger, keeping every
+complete line, and a warning says so. A rerun appends to the same file.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from irtbayes.benchfill.export import write_atomic
+from irtbayes.errors import DataError
+
+if TYPE_CHECKING:
+    from irtbayes.benchfill.candidates import Candidate
+
+__all__ = ["CSV_COLUMNS", "LEDGER_COLUMNS", "Ledger", "decision_records"]
+
+log = logging.getLogger(__name__)
+
+#: Keys of every ledger record, in this order.
+LEDGER_COLUMNS: tuple[str, ...] = (
+    "candidate_id",
+    "source",
+    "prompt_hash",
+    "target_lo",
+    "target_hi",
+    "target_bin",
+    "difficulty_mean",
+    "difficulty_ci_low",
+    "difficulty_ci_high",
+    "discrimination_mean",
+    "discrimination_ci_low",
+    "discrimination_ci_high",
+    "p_in_target",
+    "p_discrimination_positive",
+    "n_responses",
+    "decision",
+    "reason",
+    "timestamp",
+    "run_id",
+)
+_NUMBERS = (
+    "target_lo",
+    "target_hi",
+    "difficulty_mean",
+    "difficulty_ci_low",
+    "difficulty_ci_high",
+    "discrimination_mean",
+    "discrimination_ci_low",
+    "discrimination_ci_high",
+    "p_in_target",
+    "p_discrimination_positive",
+)
+_INTEGERS = ("target_bin", "n_responses")
+_DECISIONS = ("accepted", "rejected")
+
+#: Leading columns of :meth:`Ledger.to_csv`; the other ledger columns follow.
+CSV_COLUMNS: tuple[str, ...] = (
+    "candidate_id",
+    "p_in_target",
+    "difficulty_mean",
+    "difficulty_ci_low",
+    "difficulty_ci_high",
+    "discrimination_mean",
+    "decision",
+    "reason",
+)
+
+
+def _plain(value: Any) -> Any:
+    """numpy/pandas scalars to Python, NaN/NA to None."""
+    if value is None or value is pd.NA or value is pd.NaT:
+        return None
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, tuple):
+        return list(value)
+    return value
+
+
+class Ledger:
+    """An append-only JSONL ledger of BenchFill decisions.
+
+    Parameters
+    ----------
+    path
+        The ``.jsonl`` file; created (with its folder) on the first append.
+    run_id
+        Stamped on records that carry none; default a new random id per :class:`Ledger`.
+
+    Attributes
+    ----------
+    repaired
+        What opening the ledger repaired (a sentence), or ``None``.
+    """
+
+    def __init__(self, path: str | Path, *, run_id: str | None = None) -> None:
+        self.path = Path(path)
+        self.run_id = run_id or datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ-") + uuid.uuid4().hex[:8]
+        self.repaired: str | None = None
+        if self.path.is_dir():
+            raise DataError(f"{self.path}: is a folder, expected a ledger file (.jsonl)")
+        if self.path.exists():
+            self._repair_tail()
+
+    def __repr__(self) -> str:
+        return f"Ledger({str(self.path)!r}, run_id={self.run_id!r})"
+
+    # ------------------------------------------------------------------ crash recovery
+    def _repair_tail(self) -> None:
+        raw = self.path.read_bytes()
+        if not raw or raw.endswith(b"\n"):
+            return
+        cut = raw.rfind(b"\n") + 1
+        tail = raw[cut:]
+        line = raw.count(b"\n", 0, cut) + 1
+        try:
+            record = json.loads(tail)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            record = None
+        if isinstance(record, dict) and "candidate_id" in record and "decision" in record:
+            with self.path.open("ab") as handle:
+                handle.write(b"\n")
+                handle.flush()
+                os.fsync(handle.fileno())
+            self.repaired = f"line {line} was complete but lacked its line break, which was added"
+            log.info("%s: %s", self.path, self.repaired)
+            return
+        torn = self.path.with_name(self.path.name + ".torn")
+        stamp = datetime.now(UTC).isoformat()
+        with torn.open("ab") as handle:
+            handle.write(f"# {stamp} cut from line {line} of {self.path.name}\n".encode() + tail + b"\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        with self.path.open("r+b") as handle:
+            handle.truncate(cut)
+            handle.flush()
+            os.fsync(handle.fileno())
+        self.repaired = (
+            f"line {line} was torn (an interrupted write, {len(tail)} bytes); it was moved to {torn.name} and the "
+            f"{line - 1} complete lines were kept"
+        )
+        log.warning("%s: %s", self.path, self.repaired)
+
+    # ------------------------------------------------------------------ writing
+    def _normalise(self, record: Mapping[str, Any], *, where: str, now: str) -> dict[str, Any]:
+        out = {key: _plain(record.get(key)) for key in LEDGER_COLUMNS}
+        out.update({str(k): _plain(v) for k, v in record.items() if k not in out})
+        target = record.get("target")
+        if target is not None:
+            if isinstance(target, str) or not isinstance(target, Sequence) or len(target) != 3:
+                raise DataError(f"{where}: 'target' must be (lo, hi, bin), got {target!r}")
+            out.pop("target")
+            for key, value in zip(("target_lo", "target_hi", "target_bin"), target, strict=True):
+                if out[key] is None:
+                    out[key] = _plain(value)
+        if not isinstance(out["candidate_id"], str) or not out["candidate_id"].strip():
+            raise DataError(f"{where}: the record has no candidate_id")
+        if out["decision"] not in _DECISIONS:
+            raise DataError(f"{where}: decision must be 'accepted' or 'rejected', got {out['decision']!r}")
+        for key in _NUMBERS:
+            value = out[key]
+            if value is not None:
+                if isinstance(value, bool) or not isinstance(value, int | float):
+                    raise DataError(f"{where}: '{key}' must be a number, got {value!r}")
+                out[key] = float(value)
+        for key in _INTEGERS:
+            value = out[key]
+            if value is not None:
+                if isinstance(value, bool) or not isinstance(value, int | float) or float(value) != int(value):
+                    raise DataError(f"{where}: '{key}' must be a whole number, got {value!r}")
+                out[key] = int(value)
+        out["timestamp"] = out["timestamp"] or now
+        out["run_id"] = out["run_id"] or self.run_id
+        return out
+
+    def append(self, records: Iterable[Mapping[str, Any]] | pd.DataFrame) -> int:
+        """Append records (mappings, or the rows of a data frame) in one atomic, fsynced write.
+
+        A data frame's index is used as ``candidate_id`` when it has no such column. Returns the number of
+        lines written.
+
+        Raises
+        ------
+        DataError
+            A record without ``candidate_id``, with a ``decision`` other than accepted/rejected, or with a
+            non-numeric number field; nothing is written then.
+        """
+        if isinstance(records, pd.DataFrame):
+            frame = records if "candidate_id" in records.columns else records.rename_axis("candidate_id").reset_index()
+            records = frame.to_dict(orient="records")
+        now = datetime.now(UTC).isoformat()
+        lines = []
+        for k, record in enumerate(records):
+            if not isinstance(record, Mapping):
+                raise DataError(f"{self.path}: record #{k} is a {type(record).__name__}, not a mapping")
+            normal = self._normalise(record, where=f"{self.path}: record #{k}", now=now)
+            lines.append(json.dumps(normal, ensure_ascii=False, allow_nan=False, default=str) + "\n")
+        if not lines:
+            return 0
+        data = "".join(lines).encode("utf-8")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        log.info("%s: %d decision(s) recorded", self.path, len(lines))
+        return len(lines)
+
+    # ------------------------------------------------------------------ reading
+    def read(self) -> pd.DataFrame:
+        """All records, one row per line, columns :data:`LEDGER_COLUMNS` then any others.
+
+        Raises
+        ------
+        DataError
+            A line that is not a JSON object (named by line number).
+        """
+        rows = []
+        if self.path.exists():
+            with self.path.open(encoding="utf-8") as handle:
+                for number, line in enumerate(handle, start=1):
+                    if not line.strip():
+                        continue
+                    try:
+                        record = json.loads(line)
+                    except json.JSONDecodeError as err:
+                        raise DataError(f"{self.path} line {number}: not valid JSON ({err.msg})") from None
+                    if not isinstance(record, dict):
+                        raise DataError(f"{self.path} line {number}: expected a JSON object")
+                    rows.append(record)
+        frame = pd.DataFrame(rows)
+        for key in LEDGER_COLUMNS:
+            if key not in frame.columns:
+                frame[key] = None
+        extra = [c for c in frame.columns if c not in LEDGER_COLUMNS]
+        frame = frame[list(LEDGER_COLUMNS) + extra]
+        for key in _NUMBERS:
+            frame[key] = pd.to_numeric(frame[key], errors="coerce").astype("float64")
+        for key in _INTEGERS:
+            frame[key] = pd.to_numeric(frame[key], errors="coerce").astype("Int64")
+        return frame
+
+    def latest(self) -> pd.DataFrame:
+        """The last decision for each candidate (index ``candidate_id``), e.g. to skip decided ones on a rerun."""
+        frame = self.read()
+        return frame.drop_duplicates("candidate_id", keep="last").set_index("candidate_id")
+
+    def to_csv(self, path: str | Path) -> Path:
+        """Write the ledger as CSV (atomically): :data:`CSV_COLUMNS` first, then the other columns."""
+        frame = self.read()
+        order = list(CSV_COLUMNS) + [c for c in frame.columns if c not in CSV_COLUMNS]
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return write_atomic(path, frame[order].to_csv(index=False, lineterminator="\n"))
+
+
+def decision_records(
+    table: pd.DataFrame,
+    *,
+    candidates: Sequence[Candidate] | None = None,
+    target_bin: int,
+    extra: Mapping[str, Any] | None = None,
+) -> list[dict[str, Any]]:
+    """Ledger records from a :func:`~irtbayes.benchfill.acceptance.decide_all` table.
+
+    ``candidates`` adds ``source`` and ``prompt_hash`` (matched on ``candidate_id``); ``extra`` is added to
+    every record (e.g. ``{"tau": 0.8}``). ``ci_prob`` is taken from the table's attrs when present.
+    """
+    by_id = {c.candidate_id: c for c in candidates or ()}
+    out = []
+    frame = table if "candidate_id" in table.columns else table.rename_axis("candidate_id").reset_index()
+    for row in frame.to_dict(orient="records"):
+        record: dict[str, Any] = {**row, "target_bin": target_bin}
+        candidate = by_id.get(str(row["candidate_id"]))
+        if candidate is not None:
+            record["source"] = record.get("source") or candidate.source
+            record["prompt_hash"] = record.get("prompt_hash") or candidate.prompt_hash
+        if "ci_prob" in table.attrs:
+            record.setdefault("ci_prob", table.attrs["ci_prob"])
+        record.update(extra or {})
+        out.append(record)
+    return out

@@ -1,0 +1,319 @@
+"""Figures. Each ``plot_*`` takes a precomputed table (from a fit or an audit) and returns the Axes it drew on.
+
+Colours come from the Okabe-Ito palette (safe for the common forms of colour blindness); long names are
+shortened in the middle so 25+ benchmarks and 30+ subjects stay legible at paper size; figure sizes grow
+with the number of rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.colors import LinearSegmentedColormap
+from matplotlib.lines import Line2D
+
+__all__ = [
+    "OKABE_ITO",
+    "domain_colours",
+    "plot_ahead_matrix",
+    "plot_coverage_heatmap",
+    "plot_forest",
+    "plot_item_curves",
+    "plot_item_person_map",
+    "plot_leaderboard",
+    "plot_rhat_ess",
+    "plot_test_information",
+    "shorten",
+]
+
+#: Okabe & Ito (2008) colour-blind-safe palette, black last.
+OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
+SHADE = LinearSegmentedColormap.from_list("irtbayes_blues", ["#FFFFFF", "#56B4E9", "#0072B2", "#00304F"])
+
+
+def shorten(name: object, width: int = 28) -> str:
+    """Shorten a long label in the middle: ``'Meta-Llama-3_1-70B-Instruct'`` stays, longer ones get '…'."""
+    text = str(name)
+    if len(text) <= width:
+        return text
+    keep = width - 1
+    return text[: (keep + 1) // 2] + "…" + text[-(keep // 2) :]
+
+
+def domain_colours(domains: Sequence[object]) -> dict[str, str]:
+    """One palette colour per distinct domain, in order of first appearance (cycling past 8)."""
+    distinct = list(dict.fromkeys(str(d) for d in domains))
+    return {d: OKABE_ITO[i % len(OKABE_ITO)] for i, d in enumerate(distinct)}
+
+
+def _axes(ax: Axes | None, *, width: float, height: float) -> Axes:
+    if ax is not None:
+        return ax
+    _, new = plt.subplots(figsize=(width, height), layout="constrained")
+    return new
+
+
+def _mark_target(ax: Axes, lo: float, hi: float, edges: Sequence[float] | None, *, vertical: bool) -> None:
+    span = ax.axhspan if vertical else ax.axvspan
+    line = ax.axhline if vertical else ax.axvline
+    span(lo, hi, color="#E69F00", alpha=0.08, zorder=0)
+    for edge in edges if edges is not None else (lo, hi):
+        line(edge, color="#E69F00", lw=0.6, alpha=0.7, zorder=0)
+
+
+def plot_item_person_map(
+    subjects: pd.DataFrame,
+    items: pd.DataFrame,
+    *,
+    target_range: tuple[float, float] | None = None,
+    edges: Sequence[float] | None = None,
+    group: str = "benchmark",
+    ax: Axes | None = None,
+) -> Axes:
+    """Item-person (Wright) map: subjects' abilities beside each group's item difficulties.
+
+    Parameters
+    ----------
+    subjects
+        One row per subject with ``ability_mean``, ``ability_ci_low``, ``ability_ci_high`` (index or column
+        ``subject``).
+    items
+        One row per item with ``difficulty_mean`` and the ``group`` column (default ``benchmark``); an
+        optional ``domain`` column colours the groups.
+    target_range, edges
+        The audit's target range and bin edges, shaded and ruled across the plot.
+    """
+    groups = list(dict.fromkeys(items[group].astype(str))) if group in items.columns else ["all"]
+    ax = _axes(ax, width=max(6.0, 1.2 + 0.38 * (len(groups) + 3)), height=5.2)
+    subj = subjects.sort_values("ability_mean")
+    x_subj = np.linspace(-0.35, 0.35, len(subj)) if len(subj) > 1 else np.zeros(1)
+    ax.errorbar(
+        x_subj,
+        subj["ability_mean"],
+        yerr=[subj["ability_mean"] - subj["ability_ci_low"], subj["ability_ci_high"] - subj["ability_mean"]],
+        fmt="o",
+        ms=3,
+        lw=0.8,
+        color=OKABE_ITO[7],
+        label="subject ability (interval)",
+    )
+    colours = domain_colours(items["domain"].astype(str)) if "domain" in items.columns else {}
+    rng = np.random.default_rng(0)
+    for k, name in enumerate(groups, start=2):
+        rows = items if group not in items.columns else items.loc[items[group].astype(str) == name]
+        domain = str(rows["domain"].iloc[0]) if "domain" in rows.columns and len(rows) else ""
+        jitter = rng.uniform(-0.28, 0.28, len(rows))
+        ax.scatter(k + jitter, rows["difficulty_mean"], s=4, alpha=0.35, color=colours.get(domain, OKABE_ITO[0]), lw=0)
+        ax.hlines(np.median(rows["difficulty_mean"]), k - 0.35, k + 0.35, color="black", lw=1)
+    if target_range is not None:
+        _mark_target(ax, target_range[0], target_range[1], edges, vertical=True)
+    ax.set_xticks([0, *range(2, len(groups) + 2)], ["subjects", *[shorten(g, 22) for g in groups]])
+    ax.tick_params(axis="x", labelrotation=60)
+    for label in ax.get_xticklabels():
+        label.set_horizontalalignment("right")
+    ax.set_ylabel("ability / difficulty (logits)")
+    ax.set_title("Item-person map: abilities beside item difficulties (posterior means)")
+    handles = [Line2D([], [], color=OKABE_ITO[7], marker="o", ls="", label="subject (interval)")]
+    handles += [Line2D([], [], color=c, marker="o", ls="", label=d) for d, c in colours.items()]
+    handles.append(Line2D([], [], color="#E69F00", lw=6, alpha=0.3, label="target range"))
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small", frameon=False)
+    return ax
+
+
+def plot_coverage_heatmap(
+    bins: pd.DataFrame,
+    *,
+    scope_kind: str = "benchmark",
+    value: str = "share_mean",
+    p_empty: str = "p_empty",
+    empty_threshold: float = 0.8,
+    domains: dict[str, str] | None = None,
+    ax: Axes | None = None,
+) -> Axes:
+    """Benchmarks x difficulty bins, shaded by the expected share of items; ``×`` where P(empty) is high.
+
+    Parameters
+    ----------
+    bins
+        The audit's bin table: one row per (scope, bin) with ``scope_kind``, ``scope``, ``bin``, ``lo``,
+        ``hi``, ``value`` and ``p_empty`` columns.
+    domains
+        Benchmark -> domain, to group rows by domain (rows keep their order within a domain).
+    """
+    table = bins.loc[bins["scope_kind"] == scope_kind] if "scope_kind" in bins.columns else bins
+    scopes = list(dict.fromkeys(table["scope"].astype(str)))
+    if domains:
+        order = {d: i for i, d in enumerate(dict.fromkeys(domains.get(s, "") for s in scopes))}
+        scopes = sorted(scopes, key=lambda s: order[domains.get(s, "")])
+    grid = table.pivot_table(index="scope", columns="bin", values=value, aggfunc="first").reindex(scopes)
+    empty = table.pivot_table(index="scope", columns="bin", values=p_empty, aggfunc="first").reindex(scopes)
+    edges = table.drop_duplicates("bin").sort_values("bin")
+    ax = _axes(ax, width=max(6.0, 2.5 + 0.55 * grid.shape[1]), height=max(3.0, 1.2 + 0.28 * len(scopes)))
+    image = ax.imshow(grid.to_numpy(dtype=float), aspect="auto", cmap=SHADE, vmin=0, interpolation="nearest")
+    rows, cols = np.nonzero(empty.to_numpy(dtype=float) >= empty_threshold)
+    ax.scatter(cols, rows, marker="x", color="#D55E00", s=22, lw=1.2, label=f"P(empty) ≥ {empty_threshold:g}")
+    ax.set_yticks(range(len(scopes)), [shorten(s, 30) for s in scopes], fontsize="small")
+    ax.set_xticks(
+        range(grid.shape[1]),
+        [f"[{lo:.1f}, {hi:.1f})" for lo, hi in zip(edges["lo"], edges["hi"], strict=False)],
+        rotation=60,
+        ha="right",
+        fontsize="small",
+    )
+    if domains:
+        colours = domain_colours([domains.get(s, "") for s in scopes])
+        for tick, scope in zip(ax.get_yticklabels(), scopes, strict=False):
+            tick.set_color(colours[domains.get(scope, "")])
+    ax.figure.colorbar(image, ax=ax, label="expected share of items", shrink=0.8)
+    ax.set_xlabel("difficulty bin (ability scale)")
+    ax.set_title("Coverage: where each benchmark's items sit")
+    ax.legend(loc="upper left", bbox_to_anchor=(0, -0.25), fontsize="small", frameon=False)
+    return ax
+
+
+def plot_forest(
+    table: pd.DataFrame,
+    *,
+    mean: str,
+    low: str,
+    high: str,
+    label: str = "scope",
+    colour_by: str | None = "domain",
+    xlabel: str = "",
+    title: str = "",
+    sort: bool = True,
+    ax: Axes | None = None,
+) -> Axes:
+    """Forest plot: one row per benchmark (or other scope) with its posterior mean and interval."""
+    rows = table.sort_values(mean) if sort else table
+    ax = _axes(ax, width=6.5, height=max(2.5, 0.9 + 0.26 * len(rows)))
+    y = np.arange(len(rows))
+    colours = domain_colours(rows[colour_by].astype(str)) if colour_by and colour_by in rows.columns else {}
+    c = [colours.get(str(v), OKABE_ITO[0]) for v in rows[colour_by]] if colours else OKABE_ITO[0]
+    ax.hlines(y, rows[low], rows[high], color=c, lw=2)
+    ax.scatter(rows[mean], y, color=c, s=18, zorder=3)
+    ax.set_yticks(y, [shorten(v, 30) for v in rows[label]], fontsize="small")
+    ax.set_xlabel(xlabel or mean)
+    ax.set_title(title)
+    ax.grid(axis="x", alpha=0.3)
+    if colours:
+        handles = [Line2D([], [], color=col, lw=2, label=d) for d, col in colours.items()]
+        ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small", frameon=False)
+    return ax
+
+
+def plot_test_information(
+    information: pd.DataFrame,
+    *,
+    scopes: Sequence[str] | None = None,
+    theta: str = "theta",
+    value: str = "info",
+    subjects: pd.DataFrame | None = None,
+    ax: Axes | None = None,
+) -> Axes:
+    """Test information (or SE) over the ability range with posterior bands, one line per scope.
+
+    ``information`` has one row per (scope, theta) with ``{value}_mean``, ``{value}_ci_low`` and
+    ``{value}_ci_high``; ``subjects`` (optional, with ``ability_mean``) adds a rug of abilities.
+    """
+    ax = _axes(ax, width=6.5, height=4.0)
+    names = list(scopes) if scopes is not None else list(dict.fromkeys(information["scope"].astype(str)))
+    for k, name in enumerate(names):
+        rows = information.loc[information["scope"].astype(str) == name].sort_values(theta)
+        colour = OKABE_ITO[k % len(OKABE_ITO)]
+        ax.plot(rows[theta], rows[f"{value}_mean"], color=colour, lw=1.5, label=shorten(name, 28))
+        ax.fill_between(rows[theta], rows[f"{value}_ci_low"], rows[f"{value}_ci_high"], color=colour, alpha=0.2, lw=0)
+    if subjects is not None:
+        ax.plot(subjects["ability_mean"], np.zeros(len(subjects)), "|", color="black", ms=10, label="subjects")
+    ax.set_xlabel("ability (logits)")
+    ax.set_ylabel({"info": "test information", "se": "standard error of ability"}.get(value, value))
+    ax.legend(fontsize="small", frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    ax.grid(alpha=0.3)
+    return ax
+
+
+def plot_item_curves(curves: pd.DataFrame, *, ax: Axes | None = None) -> Axes:
+    """Item characteristic curves with posterior bands.
+
+    ``curves`` has one row per (item, theta) with ``p_mean``, ``p_ci_low``, ``p_ci_high``.
+    """
+    ax = _axes(ax, width=6.5, height=4.0)
+    for k, (item, rows) in enumerate(curves.groupby("item", sort=False)):
+        colour = OKABE_ITO[k % len(OKABE_ITO)]
+        ax.plot(rows["theta"], rows["p_mean"], color=colour, label=shorten(item, 24))
+        ax.fill_between(rows["theta"], rows["p_ci_low"], rows["p_ci_high"], color=colour, alpha=0.2, lw=0)
+    ax.set_xlabel("ability (logits)")
+    ax.set_ylabel("P(correct)")
+    ax.set_ylim(0, 1)
+    ax.legend(fontsize="small", frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    ax.grid(alpha=0.3)
+    return ax
+
+
+def plot_leaderboard(
+    ranking: pd.DataFrame,
+    *,
+    columns: dict[str, tuple[str, str, str]],
+    label: str = "subject",
+    sort_by: str | None = None,
+    ax: Axes | None = None,
+) -> Axes:
+    """Ranks with intervals under several scorings, side by side (1 = best).
+
+    ``columns`` maps a scoring's display name to its (mean, low, high) rank columns, e.g.
+    ``{"raw accuracy": ("raw_rank", "raw_rank", "raw_rank"), "re-weighted": ("rank_mean", ...)}``.
+    """
+    first = next(iter(columns.values()))[0]
+    rows = ranking.sort_values(sort_by or first)
+    ax = _axes(ax, width=7.0, height=max(3.0, 1.0 + 0.26 * len(rows)))
+    y = np.arange(len(rows))
+    offsets = np.linspace(-0.25, 0.25, len(columns)) if len(columns) > 1 else [0.0]
+    for k, ((name, (m, lo, hi)), dy) in enumerate(zip(columns.items(), offsets, strict=False)):
+        colour = OKABE_ITO[k % len(OKABE_ITO)]
+        ax.hlines(y + dy, rows[lo], rows[hi], color=colour, lw=2, alpha=0.8)
+        ax.scatter(rows[m], y + dy, color=colour, s=14, zorder=3, label=name)
+    ax.set_yticks(y, [shorten(v, 30) for v in rows[label]], fontsize="small")
+    ax.invert_yaxis()
+    ax.set_xlabel("rank (1 = best)")
+    ax.legend(fontsize="small", frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    ax.grid(axis="x", alpha=0.3)
+    ax.set_title("Leaderboard with rank intervals")
+    return ax
+
+
+def plot_ahead_matrix(ahead: pd.DataFrame, *, ax: Axes | None = None) -> Axes:
+    """P(row subject ahead of column subject), a square matrix ordered as given."""
+    n = ahead.shape[0]
+    size = max(4.5, 1.5 + 0.22 * n)
+    ax = _axes(ax, width=size + 1.2, height=size)
+    cmap = LinearSegmentedColormap.from_list("ahead", ["#D55E00", "#FFFFFF", "#0072B2"])
+    image = ax.imshow(ahead.to_numpy(dtype=float), vmin=0, vmax=1, cmap=cmap, interpolation="nearest")
+    labels = [shorten(s, 24) for s in ahead.index]
+    fs = "small" if n <= 30 else "x-small"
+    ax.set_xticks(range(n), labels, rotation=90, fontsize=fs)
+    ax.set_yticks(range(n), labels, fontsize=fs)
+    ax.figure.colorbar(image, ax=ax, label="P(row ahead of column)", shrink=0.8)
+    ax.set_title("Posterior probability that one subject is ahead of another")
+    return ax
+
+
+def plot_rhat_ess(diagnostics: pd.DataFrame, *, rhat_max: float = 1.01, ess_min: float = 400, ax: Any = None) -> Any:
+    """R-hat against bulk ESS for every parameter, thresholds marked; ``diagnostics`` has ``r_hat``,
+    ``ess_bulk`` and ``variable`` columns. Returns the Axes."""
+    ax = _axes(ax, width=6.0, height=4.0)
+    colours = domain_colours(diagnostics["variable"].astype(str))
+    for name, rows in diagnostics.groupby("variable", sort=False):
+        ax.scatter(rows["ess_bulk"], rows["r_hat"], s=6, alpha=0.6, color=colours[str(name)], label=str(name))
+    ax.axhline(rhat_max, color="#D55E00", lw=1, ls="--")
+    ax.axvline(ess_min, color="#D55E00", lw=1, ls="--")
+    ax.set_xscale("log")
+    ax.set_xlabel("bulk ESS")
+    ax.set_ylabel("R-hat")
+    ax.set_title(f"Convergence: want R-hat ≤ {rhat_max:g} and ESS ≥ {ess_min:g}")
+    ax.legend(fontsize="small", frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    return ax
