@@ -1,0 +1,62 @@
+"""Audit maths: coverage per difficulty bin, DDM, Maximum Gap, test information, re-weighted leaderboard.
+
+Every measure is computed per posterior draw (vectorised over draws) and reported with credible
+intervals. :func:`audit` runs them all; the modules hold the plain per-draw functions and their formulas.
+"""
+
+from irtbayes.audit.coverage import CoverageDraws, bin_codes, count_items, coverage, coverage_table
+from irtbayes.audit.gaps import GapDraws, GapLocation, gap_location, widest_gap
+from irtbayes.audit.information import item_curves, scope_curves, test_information, theta_grid
+from irtbayes.audit.mismatch import ddm_tv, ddm_w1
+from irtbayes.audit.ranking import (
+    ahead_probability,
+    draw_ranks,
+    indistinguishable_groups,
+    reweighted_accuracy,
+    saturation,
+    unrepresented_mass,
+)
+from irtbayes.audit.run import AuditResult, audit, write_audit
+from irtbayes.audit.targets import (
+    Target,
+    bin_edges,
+    default_range,
+    group_target,
+    read_target,
+    uniform_target,
+    weights_target,
+)
+
+__all__ = [
+    "AuditResult",
+    "CoverageDraws",
+    "GapDraws",
+    "GapLocation",
+    "Target",
+    "ahead_probability",
+    "audit",
+    "bin_codes",
+    "bin_edges",
+    "count_items",
+    "coverage",
+    "coverage_table",
+    "ddm_tv",
+    "ddm_w1",
+    "default_range",
+    "draw_ranks",
+    "gap_location",
+    "group_target",
+    "indistinguishable_groups",
+    "item_curves",
+    "read_target",
+    "reweighted_accuracy",
+    "saturation",
+    "scope_curves",
+    "test_information",
+    "theta_grid",
+    "uniform_target",
+    "unrepresented_mass",
+    "weights_target",
+    "widest_gap",
+    "write_audit",
+]

@@ -1,0 +1,119 @@
+"""Posterior summaries shared by the fit and audit modules: mean, sd and an equal-tailed credible interval.
+
+The interval is *equal-tailed*: ``ci_low`` and ``ci_high`` are the ``(1 - ci_prob) / 2`` and
+``(1 + ci_prob) / 2`` quantiles of the draws (linear interpolation between order statistics). It is
+invariant to monotone transformations (the interval of ``1 / sqrt(I)`` is the transform of the interval of
+``I``), which matters for the audit's standard errors. It always contains the median; for a very skewed
+posterior it need not contain the mean. NaN draws are ignored; a quantity with no finite draw is NaN.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from irtbayes.errors import SpecError
+
+__all__ = ["check_ci_prob", "interval_quantiles", "summarize", "summarize_draws"]
+
+#: The four summary columns, in order.
+SUMMARY_COLUMNS: tuple[str, ...] = ("mean", "sd", "ci_low", "ci_high")
+
+
+def check_ci_prob(ci_prob: float) -> float:
+    """Return ``ci_prob`` as a float, or raise :class:`SpecError` unless 0 < ci_prob < 1."""
+    try:
+        value = float(ci_prob)
+    except (TypeError, ValueError):
+        raise SpecError(f"ci_prob must be a number strictly between 0 and 1, got {ci_prob!r}") from None
+    if not 0 < value < 1:
+        raise SpecError(f"ci_prob must be strictly between 0 and 1, got {value:g}")
+    return value
+
+
+def interval_quantiles(ci_prob: float) -> tuple[float, float]:
+    """The two quantile levels of the equal-tailed interval with probability ``ci_prob``."""
+    p = check_ci_prob(ci_prob)
+    return (1 - p) / 2, (1 + p) / 2
+
+
+def summarize(values: np.ndarray, *, ci_prob: float = 0.9, axis: int | tuple[int, ...] = 0) -> dict[str, np.ndarray]:
+    """Mean, sd (ddof 1) and equal-tailed interval of draws along ``axis``.
+
+    Parameters
+    ----------
+    values
+        Draws; ``axis`` indexes them (one axis, or several that are pooled, e.g. (chain, draw)).
+    ci_prob
+        Probability of the interval.
+    axis
+        The draw axis or axes.
+
+    Returns
+    -------
+    dict
+        ``mean``, ``sd``, ``ci_low``, ``ci_high``: arrays with ``axis`` removed.
+    """
+    q_low, q_high = interval_quantiles(ci_prob)
+    arr = np.asarray(values, dtype="float64")
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    axes = tuple(a % arr.ndim for a in axes)
+    rest = [a for a in range(arr.ndim) if a not in axes]
+    flat = np.moveaxis(arr, axes, range(len(axes))).reshape((-1, *[arr.shape[a] for a in rest]))
+    n = flat.shape[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN slices give NaN, which is the answer
+        if np.isnan(flat).any():
+            mean = np.nanmean(flat, axis=0)
+            sd = np.nanstd(flat, axis=0, ddof=1) if n > 1 else np.zeros_like(mean)
+            low, high = np.nanquantile(flat, [q_low, q_high], axis=0)
+        else:
+            mean = flat.mean(axis=0)
+            sd = flat.std(axis=0, ddof=1) if n > 1 else np.zeros_like(mean)
+            low, high = np.quantile(flat, [q_low, q_high], axis=0)
+    return {"mean": mean, "sd": sd, "ci_low": low, "ci_high": high}
+
+
+def summarize_draws(
+    values: xr.DataArray,
+    *,
+    ci_prob: float = 0.9,
+    sample_dims: Sequence[str] = ("chain", "draw"),
+    prefix: str = "",
+) -> pd.DataFrame:
+    """Tidy summary of a labelled posterior quantity: one row per combination of its other dims.
+
+    Parameters
+    ----------
+    values
+        A DataArray with the ``sample_dims`` (any that are absent are ignored).
+    ci_prob
+        Probability of the equal-tailed interval; recorded in ``attrs["ci_prob"]`` of the result.
+    sample_dims
+        The dims that index draws.
+    prefix
+        Put before each column name (``"difficulty_"`` gives ``difficulty_mean`` ...).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by the remaining dims (their coordinates; a one-row frame when none remain), columns
+        ``mean``, ``sd``, ``ci_low``, ``ci_high`` (prefixed).
+    """
+    dims = [d for d in sample_dims if d in values.dims]
+    rest = [d for d in values.dims if d not in dims]
+    arr = values.transpose(*dims, *rest).to_numpy()
+    stats = summarize(arr, ci_prob=ci_prob, axis=tuple(range(len(dims))) if dims else ())
+    if rest:
+        index = pd.MultiIndex.from_product([values[d].to_numpy() for d in rest], names=rest)
+        if len(rest) == 1:
+            index = index.get_level_values(0)
+        frame = pd.DataFrame({f"{prefix}{k}": np.ravel(v) for k, v in stats.items()}, index=index)
+    else:
+        frame = pd.DataFrame({f"{prefix}{k}": [float(v)] for k, v in stats.items()})
+    frame.attrs["ci_prob"] = check_ci_prob(ci_prob)
+    return frame

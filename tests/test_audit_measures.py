@@ -1,0 +1,205 @@
+"""Audit measures on hand-built per-draw arrays: coverage, DDM, Maximum Gap and test information."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from irtbayes.audit.coverage import bin_codes, count_items, coverage, coverage_table
+from irtbayes.audit.gaps import GapDraws, gap_location, widest_gap
+from irtbayes.audit.information import item_curves, scope_curves, test_information, theta_grid
+from irtbayes.audit.mismatch import ddm_tv, ddm_w1
+
+EDGES = np.linspace(0.0, 1.0, 11)  # [0, 1] in 10 bins
+UNIFORM = np.full(10, 0.1)
+
+
+def w1_by_grid(x: np.ndarray, edges: np.ndarray, weights: np.ndarray, points: int = 400_001) -> float:
+    """Reference W1 of one draw by numerical integration of |F - G| on a fine grid (not normalised)."""
+    grid = np.linspace(edges[0], edges[-1], points)
+    g = np.interp(grid, edges, np.concatenate([[0.0], np.cumsum(weights)]))
+    inside = np.sort(x[(x >= edges[0]) & (x <= edges[-1])])
+    f = np.searchsorted(inside, grid, side="right") / len(inside)
+    return float(np.trapezoid(np.abs(f - g), grid))
+
+
+# ---------------------------------------------------------------------------------------------- coverage
+def test_bin_codes_put_edges_below_above_and_u_where_documented() -> None:
+    x = np.array([[-0.1, 0.0, 0.05, 0.1, 0.95, 1.0, 1.2]])
+    codes = bin_codes(x, EDGES)
+    assert codes.tolist() == [[0, 1, 1, 2, 10, 10, 11]], codes
+
+
+def test_coverage_counts_shares_and_outside_mass_exact() -> None:
+    draw0 = [0.05, 0.06, 0.15, 0.55, -0.5, 1.5, 2.0]
+    draw1 = [0.05, 0.15, 0.25, 0.35, 0.45, 0.55, -1.0]
+    cov = coverage(np.array([draw0, draw1]), EDGES)
+    assert cov.counts[0].tolist() == [2, 1, 0, 0, 0, 1, 0, 0, 0, 0], cov.counts[0]
+    assert cov.counts[1].tolist() == [1, 1, 1, 1, 1, 1, 0, 0, 0, 0], cov.counts[1]
+    assert cov.below.tolist() == [1, 1] and cov.above.tolist() == [2, 0]
+    total = cov.share.sum(axis=1) + cov.mass_below + cov.mass_above
+    np.testing.assert_allclose(total, 1.0, err_msg=f"shares + outside mass = {total}")
+    np.testing.assert_allclose(cov.share_in_range.sum(axis=1), 1.0)
+    # bin 2 ([0.2, 0.3)) is empty in draw 0 only; bin 9 in both
+    assert cov.p_empty()[2] == 0.5 and cov.p_empty()[9] == 1.0, cov.p_empty()
+    assert cov.p_fewer_than(2)[0] == 0.5, cov.p_fewer_than(2)
+
+
+def test_count_items_matches_histogram_per_draw() -> None:
+    rng = np.random.default_rng(0)
+    x = rng.normal(0.5, 0.6, size=(50, 300))
+    counts = count_items(bin_codes(x, EDGES), 10)
+    for s in (0, 17, 49):
+        hist, _ = np.histogram(x[s], bins=EDGES)
+        assert counts[s, 1:-1].tolist() == hist.tolist(), (counts[s], hist)
+        assert counts[s, 0] == (x[s] < 0).sum() and counts[s, -1] == (x[s] > 1).sum()
+
+
+def test_coverage_table_columns_and_probabilities() -> None:
+    x = np.tile(np.linspace(0.02, 0.98, 20), (4, 1))
+    table = coverage_table(coverage(x, EDGES), edges=EDGES, target_weights=UNIFORM, ci_prob=0.8, min_items=3)
+    assert list(table.columns[:4]) == ["bin", "lo", "hi", "target_weight"]
+    assert {"count_mean", "count_ci_low", "share_ci_high", "share_in_range_mean", "p_empty", "p_fewer_than_m"} <= set(
+        table.columns
+    )
+    assert table["count_mean"].tolist() == [2.0] * 10
+    assert table["p_fewer_than_m"].tolist() == [1.0] * 10  # 2 < 3 in every draw
+    assert table.attrs["ci_prob"] == 0.8 and table.attrs["min_items"] == 3
+
+
+# ---------------------------------------------------------------------------------------------- DDM
+@pytest.mark.parametrize("m", [1, 2, 5, 10, 37])
+def test_w1_of_midpoint_quantiles_is_the_floor_one_over_4m(m: int) -> None:
+    x = (np.arange(m) + 0.5) / m
+    value = float(ddm_w1(x[None, :], EDGES, UNIFORM)[0])
+    assert value == pytest.approx(1 / (4 * m), rel=1e-12), f"W1 of {m} midpoints = {value}, expected {1 / (4 * m)}"
+
+
+def test_w1_matches_numerical_integration_with_uneven_bins_and_weights() -> None:
+    rng = np.random.default_rng(1)
+    edges = np.array([-1.0, -0.4, 0.0, 0.3, 1.5, 2.0])
+    weights = np.array([0.1, 0.0, 0.5, 0.15, 0.25])
+    x = rng.normal(0.4, 0.8, size=(6, 25))
+    x[0, :5] = edges[:5]  # items exactly on edges
+    got = ddm_w1(x, edges, weights, normalise=False)
+    want = np.array([w1_by_grid(row, edges, weights) for row in x])
+    np.testing.assert_allclose(got, want, atol=2e-5, err_msg=f"exact {got} vs grid {want}")
+    per_draw_weights = np.tile(weights, (6, 1))
+    np.testing.assert_allclose(ddm_w1(x, edges, per_draw_weights, normalise=False), got, atol=1e-12)
+
+
+def test_w1_grows_monotonically_as_difficulties_drift_from_the_target() -> None:
+    mid = (np.arange(50) + 0.5) / 50
+    drift = np.linspace(0, 1, 11)
+    x = np.stack([mid * (1 - t) for t in drift])  # squeezed towards L
+    values = ddm_w1(x, EDGES, UNIFORM)
+    assert np.all(np.diff(values) > 0), f"W1 along the drift: {values}"
+    assert values[0] == pytest.approx(1 / 200) and values[-1] == pytest.approx(0.5), values
+
+
+def test_tv_is_zero_for_exact_bin_shares_and_grows_as_items_move() -> None:
+    weights = np.array([0.1, 0.2, 0.3, 0.4])
+    counts = np.array([[1, 2, 3, 4], [2, 1, 3, 4], [3, 0, 3, 4], [4, 0, 2, 4], [5, 0, 1, 4]])
+    tv = ddm_tv(counts, weights)
+    assert tv[0] == 0.0, tv
+    assert np.all(np.diff(tv) > 0), f"TV as items move into bin 0: {tv}"
+    np.testing.assert_allclose(tv[1], 0.1)
+
+
+def test_ddm_is_one_when_no_item_lies_in_range() -> None:
+    x = np.array([[-2.0, -1.0, 3.0]])
+    assert ddm_w1(x, EDGES, UNIFORM)[0] == 1.0
+    assert ddm_tv(coverage(x, EDGES).counts, UNIFORM)[0] == 1.0
+
+
+def test_w1_ignores_items_outside_the_range() -> None:
+    mid = (np.arange(10) + 0.5) / 10
+    with_outside = np.concatenate([mid, [-3.0, -2.0, 4.0]])
+    np.testing.assert_allclose(ddm_w1(with_outside[None], EDGES, UNIFORM), ddm_w1(mid[None], EDGES, UNIFORM))
+
+
+# ---------------------------------------------------------------------------------------------- gaps
+def test_planted_empty_region_is_found_with_its_location() -> None:
+    spacing = np.round(np.arange(21) * 0.05, 2)
+    x = spacing[(spacing <= 0.35) | (spacing >= 0.75)]  # nothing in (0.35, 0.75)
+    gaps = widest_gap(x[None, :], 0.0, 1.0)
+    assert (
+        gaps.width[0] == pytest.approx(0.4) and gaps.lo[0] == pytest.approx(0.35) and gaps.hi[0] == pytest.approx(0.75)
+    )
+
+
+def test_gap_counts_the_range_ends_as_edges_and_no_items_means_the_whole_range() -> None:
+    g = widest_gap(np.array([[0.9, 0.95], [-1.0, 2.0]]), 0.0, 1.0)
+    assert g.width.tolist() == pytest.approx([0.9, 1.0]) and g.lo.tolist() == [0.0, 0.0], (g.width, g.lo, g.hi)
+    assert g.hi.tolist() == pytest.approx([0.9, 1.0])
+
+
+def test_gap_location_uses_the_modal_bin_when_the_location_is_bimodal() -> None:
+    # 6 draws with the widest gap in [0.12, 0.32], 4 with it in [0.72, 0.92]: the all-draw mean is in between
+    lo = np.array([0.12] * 6 + [0.72] * 4)
+    gaps = GapDraws(width=np.full(10, 0.2), lo=lo, hi=lo + 0.2)
+    where = gap_location(gaps, EDGES)
+    assert where.modal_bin == 2 and where.p_modal_bin == pytest.approx(0.6), where
+    assert where.interval == pytest.approx((0.12, 0.32)), where.interval
+    assert where.interval_all_draws == pytest.approx((0.36, 0.56)), where.interval_all_draws
+    assert where.p_bins[8] == pytest.approx(0.4) and where.p_bins.sum() == pytest.approx(1.0)
+
+
+# ---------------------------------------------------------------------------------------------- information
+def test_single_2pl_item_information_peaks_at_b_with_a_squared_over_4() -> None:
+    a, b = 1.7, 0.3
+    theta = theta_grid(-3.0, 3.6, points=67)  # holds 0.3 exactly (step 0.1)
+    info = test_information(theta, np.array([[b]]), np.array([[a]]))[0]
+    peak = int(np.argmax(info))
+    assert theta[peak] == pytest.approx(b) and info[peak] == pytest.approx(a * a / 4), (theta[peak], info[peak])
+    curves = scope_curves(theta, np.array([[b]]), np.array([[a]]))
+    assert curves["score"][0, peak, 0] == pytest.approx(0.5) and curves["slope"][0, peak, 0] == pytest.approx(a / 4)
+    assert curves["se"][0, peak, 0] == pytest.approx(2 / a)
+
+
+def test_3pl_information_matches_its_definition_and_known_peak() -> None:
+    a, b, c = 1.4, -0.2, 0.25
+    theta = np.linspace(-3, 3, 60001)
+    p, slope, info = item_curves(theta, np.array([[b]]), np.array([[a]]), np.array([[c]]))
+    p, slope, info = p[0, :, 0], slope[0, :, 0], info[0, :, 0]
+    np.testing.assert_allclose(slope[1:-1], np.gradient(p, theta)[1:-1], atol=1e-7)
+    np.testing.assert_allclose(info, slope**2 / (p * (1 - p)), rtol=1e-10)
+    peak = b + np.log((1 + np.sqrt(1 + 8 * c)) / 2) / a  # Birnbaum's location of the 3PL maximum
+    assert theta[np.argmax(info)] == pytest.approx(peak, abs=1e-3), (theta[np.argmax(info)], peak)
+
+
+def test_scope_curves_sum_over_each_scope_and_1pl_means_a_equals_one() -> None:
+    rng = np.random.default_rng(2)
+    b = rng.normal(size=(3, 12))
+    a = np.exp(rng.normal(0, 0.3, size=(3, 12)))
+    theta = np.linspace(-2, 2, 9)
+    member = np.zeros((12, 3))
+    member[:, 0] = 1
+    member[:5, 1] = 1
+    member[5:, 2] = 1
+    out = scope_curves(theta, b, a, membership=member)
+    p, slope, info = item_curves(theta, b, a)
+    np.testing.assert_allclose(out["info"][..., 1], info[..., :5].sum(axis=2))
+    np.testing.assert_allclose(out["score"][..., 2], p[..., 5:].mean(axis=2))
+    np.testing.assert_allclose(out["slope"][..., 0], slope.mean(axis=2))
+    np.testing.assert_allclose(test_information(theta, b), test_information(theta, b, np.ones_like(b)))
+
+
+# ---------------------------------------------------------------------------------------------- summaries
+def test_summarize_draws_gives_a_tidy_labelled_table() -> None:
+    import xarray as xr
+
+    from irtbayes.errors import SpecError
+    from irtbayes.summaries import summarize_draws
+
+    values = np.arange(2 * 50 * 3, dtype=float).reshape(2, 50, 3)
+    da = xr.DataArray(values, dims=("chain", "draw", "item"), coords={"item": ["x", "y", "z"]})
+    table = summarize_draws(da, ci_prob=0.5, prefix="difficulty_")
+    assert list(table.index) == ["x", "y", "z"] and table.index.name == "item"
+    assert list(table.columns) == ["difficulty_mean", "difficulty_sd", "difficulty_ci_low", "difficulty_ci_high"]
+    pooled = values[:, :, 0].ravel()
+    assert table.loc["x", "difficulty_mean"] == pytest.approx(pooled.mean())
+    assert table.loc["x", "difficulty_ci_low"] == pytest.approx(np.quantile(pooled, 0.25))
+    assert table.attrs["ci_prob"] == 0.5
+    with pytest.raises(SpecError, match="ci_prob"):
+        summarize_draws(da, ci_prob=1.0)
