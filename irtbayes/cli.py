@@ -124,6 +124,199 @@ def cmd_data_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def _fit_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("the model and the sampler")
+    group.add_argument("--model", choices=("1pl", "2pl", "3pl"), default="2pl", help="IRT model (default 2pl)")
+    group.add_argument(
+        "--hierarchy",
+        choices=("auto", "none", "benchmark", "benchmark+domain"),
+        default="auto",
+        help="pool item parameters within benchmark and domain (default: as deep as the labels allow)",
+    )
+    group.add_argument("--dims", choices=("one", "domain"), default="one", help="one ability, or one per domain")
+    group.add_argument(
+        "--sampler",
+        choices=("nutpie", "pymc", "numpyro", "advi", "pathfinder"),
+        default="nutpie",
+        help="NUTS via nutpie (default), PyMC or numpyro; advi/pathfinder are approximate quick looks",
+    )
+    group.add_argument("--chains", type=int, default=4)
+    group.add_argument("--draws", type=int, default=1000)
+    group.add_argument("--tune", type=int, default=1000)
+    group.add_argument("--seed", type=int, default=20260101, help="random seed (default 20260101)")
+    group.add_argument("--no-progress", action="store_true", help="hide progress bars")
+
+
+def _fit_from_args(data: object, args: argparse.Namespace) -> object:
+    from irtbayes.fit import fit
+    from irtbayes.model import ModelSpec
+
+    spec = ModelSpec(kind=args.model, hierarchy=args.hierarchy, dims=args.dims)
+    log.info("fitting a %s model (%s, %d chains x %d draws)", args.model.upper(), args.sampler, args.chains, args.draws)
+    return fit(
+        data,  # type: ignore[arg-type]
+        spec,
+        sampler=args.sampler,
+        chains=args.chains,
+        draws=args.draws,
+        tune=args.tune,
+        seed=args.seed,
+        progress=not args.no_progress,
+    )
+
+
+def cmd_fit(args: argparse.Namespace) -> int:
+    from irtbayes.fit import save_fit
+
+    data = load_data_argument(args)
+    result = _fit_from_args(data, args)
+    path = save_fit(result, args.out, overwrite=args.overwrite)  # type: ignore[arg-type]
+    print(result.summary())  # type: ignore[attr-defined]
+    print(f"\nSaved the fit to {path}")
+    ok = result.diagnostics.ok  # type: ignore[attr-defined]
+    return 1 if args.strict and not ok else 0
+
+
+def _load_fit_and_data(args: argparse.Namespace, fit_dir: str) -> tuple[object, object]:
+    """A saved fit and the data it was made from: DATA when given, else the source its card records.
+
+    The data's checksum must equal the one the fit recorded.
+    """
+    from irtbayes import datasets
+    from irtbayes.errors import FitError
+    from irtbayes.fit import load_fit
+
+    fit_result = load_fit(fit_dir)
+    if args.data is None:
+        source = str(fit_result.info.get("source") or "")
+        if source and Path(source).exists():
+            args.data = source
+        elif source in datasets.list_datasets().index:
+            args.data = source
+        else:
+            raise FitError(
+                f"{fit_dir}: the data it was fitted to ({source or 'not recorded'}) is not here; "
+                "give the data as an argument"
+            )
+    data = load_data_argument(args)
+    if data.checksum() != fit_result.data_checksum:  # type: ignore[attr-defined]
+        raise FitError(
+            f"{fit_dir}: the fit was made from other data (checksum {fit_result.data_checksum[:12]}) than "
+            f"{args.data} (checksum {data.checksum()[:12]})"  # type: ignore[attr-defined]
+        )
+    return fit_result, data
+
+
+def _target_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("the audit's target")
+    group.add_argument(
+        "--target",
+        default="uniform",
+        help="'uniform' (default), a CSV file of bins and weights, or comma-separated weights per bin",
+    )
+    group.add_argument("--group", help="comma-separated subjects whose ability distribution is the target")
+    group.add_argument("--range", nargs=2, type=float, metavar=("L", "U"), help="target range on the ability scale")
+    group.add_argument("--bins", type=int, help="number of bins (default 10)")
+    group.add_argument("--ci", type=float, default=0.9, help="credible interval probability (default 0.9)")
+
+
+def _audit_from_args(fit_result: object, data: object, args: argparse.Namespace) -> object:
+    from irtbayes.audit import audit
+
+    target: object = args.target
+    if isinstance(target, str) and "," in target and not Path(target).exists():
+        try:
+            target = [float(w) for w in target.split(",")]
+        except ValueError:
+            from irtbayes.errors import SpecError
+
+            raise SpecError(f"--target: '{args.target}' is neither a file, 'uniform', nor numbers") from None
+    return audit(
+        fit_result,
+        data,  # type: ignore[arg-type]
+        target=target if args.group is None else None,
+        bins=args.bins,
+        range=args.range,
+        group=args.group.split(",") if args.group else None,
+        ci_prob=args.ci,
+        progress=not getattr(args, "no_progress", False),
+    )
+
+
+def cmd_audit(args: argparse.Namespace) -> int:
+    from irtbayes.audit import write_audit
+    from irtbayes.files import atomic_dir
+    from irtbayes.fit import save_fit
+    from irtbayes.report import build_report, write_report_files
+
+    if args.fit:
+        fit_result, data = _load_fit_and_data(args, args.fit)
+    else:
+        data = load_data_argument(args)
+        fit_result = _fit_from_args(data, args)
+    result = _audit_from_args(fit_result, data, args)
+    with atomic_dir(args.out) as tmp:
+        write_audit(result, tmp)  # type: ignore[arg-type]
+        if not args.fit:
+            save_fit(fit_result, tmp / "fit")  # type: ignore[arg-type]
+        if not args.no_report:
+            log.info("writing the report")
+            doc = build_report(fit_result, data, audit=result)  # type: ignore[arg-type]
+            write_report_files(doc, fit_result, tmp / "report", audit=result)  # type: ignore[arg-type]
+    print(fit_result.summary())  # type: ignore[attr-defined]
+    print()
+    print(result.to_text())  # type: ignore[attr-defined]
+    print(f"\nWrote {Path(args.out) / 'summary.json'}, bins.csv, ranking.csv and the other tables")
+    if not args.fit:
+        print(f"Saved the fit to {Path(args.out) / 'fit'} (reuse it with --fit)")
+    if not args.no_report:
+        print(f"Report: {Path(args.out) / 'report' / 'report.html'}")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    import json as _json
+
+    from irtbayes.audit import audit
+    from irtbayes.report import write_report
+
+    fit_result, data = _load_fit_and_data(args, args.fit)
+    result = None
+    if args.audit:
+        summary_path = Path(args.audit) / "summary.json"
+        if not summary_path.is_file():
+            from irtbayes.errors import DataError
+
+            raise DataError(f"{summary_path}: no such file (is {args.audit} an audit folder?)")
+        try:
+            recorded = _json.loads(summary_path.read_text())
+        except _json.JSONDecodeError as err:
+            from irtbayes.errors import DataError
+
+            raise DataError(f"{summary_path}: not valid JSON ({err})") from None
+        target = recorded.get("target", {})
+        edges = target.get("edges")
+        weights = target.get("weights")
+        result = audit(fit_result, data, target=weights, bins=edges, ci_prob=recorded.get("ci_prob", 0.9))  # type: ignore[arg-type]
+    path = write_report(fit_result, data, args.out, audit=result)  # type: ignore[arg-type]
+    print(f"Report: {path}")
+    return 0
+
+
+def cmd_score(args: argparse.Namespace) -> int:
+    from irtbayes import io
+    from irtbayes.fit import load_fit, score
+
+    fit_result = load_fit(args.fit)
+    responses = io.load(Path(args.responses))
+    scores = score(fit_result, responses, seed=args.seed)
+    import pandas as pd
+
+    with pd.option_context("display.width", 160, "display.max_rows", 200, "display.precision", 3):
+        print(scores.table(ci_prob=args.ci).to_string(index=False))
+    return 0
+
+
 # ---------------------------------------------------------------------------------------------- parser
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -145,6 +338,37 @@ def build_parser() -> argparse.ArgumentParser:
     listing = data_verbs.add_parser("list", help="the data sets irtbayes knows")
     listing.add_argument("--json", action="store_true")
     listing.set_defaults(func=cmd_data_list)
+
+    fit_p = verbs.add_parser("fit", help="fit a Bayesian IRT model and save it")
+    _add_data_arguments(fit_p)
+    _fit_options(fit_p)
+    fit_p.add_argument("--out", required=True, help="folder to write the fit to (posterior.nc, card.json, tables)")
+    fit_p.add_argument("--overwrite", action="store_true", help="replace an existing fit folder")
+    fit_p.add_argument("--strict", action="store_true", help="exit 1 when the convergence checks fail")
+    fit_p.set_defaults(func=cmd_fit)
+
+    audit_p = verbs.add_parser("audit", help="fit (or reuse a fit) and audit coverage, mismatch and gaps")
+    _add_data_arguments(audit_p, required=False)
+    audit_p.add_argument("--fit", help="a saved fit folder to audit instead of fitting")
+    _fit_options(audit_p)
+    _target_arguments(audit_p)
+    audit_p.add_argument("--out", default="out/audit", help="output folder (default out/audit)")
+    audit_p.add_argument("--no-report", action="store_true", help="skip the HTML/Markdown report")
+    audit_p.set_defaults(func=cmd_audit)
+
+    report_p = verbs.add_parser("report", help="write the research report of a saved fit (and audit)")
+    report_p.add_argument("--fit", required=True, help="a saved fit folder")
+    report_p.add_argument("--audit", help="an audit folder whose target settings to use")
+    report_p.add_argument("--out", required=True, help="folder for report.html, report.md, figures and tables")
+    _add_data_arguments(report_p, required=False)
+    report_p.set_defaults(func=cmd_report)
+
+    score_p = verbs.add_parser("score", help="abilities of new subjects against a fitted item bank")
+    score_p.add_argument("--fit", required=True, help="a saved fit folder")
+    score_p.add_argument("responses", help="responses of the new subjects (any format `data summary` reads)")
+    score_p.add_argument("--ci", type=float, default=0.9)
+    score_p.add_argument("--seed", type=int, default=0)
+    score_p.set_defaults(func=cmd_score)
     return parser
 
 

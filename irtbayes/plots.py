@@ -10,7 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import matplotlib
 import matplotlib.pyplot as plt
+import matplotlib.ticker
 import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
@@ -91,7 +93,7 @@ def plot_item_person_map(
     groups = list(dict.fromkeys(items[group].astype(str))) if group in items.columns else ["all"]
     ax = _axes(ax, width=max(6.0, 1.2 + 0.38 * (len(groups) + 3)), height=5.2)
     subj = subjects.sort_values("ability_mean")
-    x_subj = np.linspace(-0.35, 0.35, len(subj)) if len(subj) > 1 else np.zeros(1)
+    x_subj = np.linspace(-0.9, 0.9, len(subj)) if len(subj) > 1 else np.zeros(1)
     ax.errorbar(
         x_subj,
         subj["ability_mean"],
@@ -107,7 +109,7 @@ def plot_item_person_map(
     for k, name in enumerate(groups, start=2):
         rows = items if group not in items.columns else items.loc[items[group].astype(str) == name]
         domain = str(rows["domain"].iloc[0]) if "domain" in rows.columns and len(rows) else ""
-        jitter = rng.uniform(-0.28, 0.28, len(rows))
+        jitter = rng.uniform(-0.3, 0.3, len(rows))
         ax.scatter(k + jitter, rows["difficulty_mean"], s=4, alpha=0.35, color=colours.get(domain, OKABE_ITO[0]), lw=0)
         ax.hlines(np.median(rows["difficulty_mean"]), k - 0.35, k + 0.35, color="black", lw=1)
     if target_range is not None:
@@ -156,7 +158,7 @@ def plot_coverage_heatmap(
     ax = _axes(ax, width=max(6.0, 2.5 + 0.55 * grid.shape[1]), height=max(3.0, 1.2 + 0.28 * len(scopes)))
     image = ax.imshow(grid.to_numpy(dtype=float), aspect="auto", cmap=SHADE, vmin=0, interpolation="nearest")
     rows, cols = np.nonzero(empty.to_numpy(dtype=float) >= empty_threshold)
-    ax.scatter(cols, rows, marker="x", color="#D55E00", s=22, lw=1.2, label=f"P(empty) ≥ {empty_threshold:g}")
+    ax.scatter(cols, rows, marker="x", color="#D55E00", s=22, lw=1.2)
     ax.set_yticks(range(len(scopes)), [shorten(s, 30) for s in scopes], fontsize="small")
     ax.set_xticks(
         range(grid.shape[1]),
@@ -171,8 +173,7 @@ def plot_coverage_heatmap(
             tick.set_color(colours[domains.get(scope, "")])
     ax.figure.colorbar(image, ax=ax, label="expected share of items", shrink=0.8)
     ax.set_xlabel("difficulty bin (ability scale)")
-    ax.set_title("Coverage: where each benchmark's items sit")
-    ax.legend(loc="upper left", bbox_to_anchor=(0, -0.25), fontsize="small", frameon=False)
+    ax.set_title(f"Coverage: where each benchmark's items sit (× = P(bin empty) ≥ {empty_threshold:g})")
     return ax
 
 
@@ -312,6 +313,8 @@ def plot_rhat_ess(diagnostics: pd.DataFrame, *, rhat_max: float = 1.01, ess_min:
     ax.axhline(rhat_max, color="#D55E00", lw=1, ls="--")
     ax.axvline(ess_min, color="#D55E00", lw=1, ls="--")
     ax.set_xscale("log")
+    ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     ax.set_xlabel("bulk ESS")
     ax.set_ylabel("R-hat")
     ax.set_title(f"Convergence: want R-hat ≤ {rhat_max:g} and ESS ≥ {ess_min:g}")

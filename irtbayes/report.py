@@ -1,0 +1,483 @@
+"""The research report: one folder with ``report.html`` (self-contained), ``report.md``, figures and tables.
+
+:func:`build_report` turns a fit, its data and (optionally) an audit and BenchFill results into a
+:class:`~irtbayes.reporting.Document`; :func:`write_report` writes it atomically. The closing section,
+"What this supports and what it does not", is generated from the numbers: which coverage gaps are
+credible, which rank differences the posterior cannot resolve, which conclusions depend on the target.
+"""
+
+from __future__ import annotations
+
+import logging
+import platform
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from irtbayes import plots
+from irtbayes.data import ResponseData
+from irtbayes.files import atomic_dir
+from irtbayes.reporting import Document, format_number
+
+if TYPE_CHECKING:
+    from irtbayes.audit import AuditResult
+    from irtbayes.fit import Fit
+
+__all__ = ["build_report", "parameter_diagnostics", "supported_claims", "write_report"]
+
+log = logging.getLogger(__name__)
+
+#: P(bin empty) at or above which a gap is called credible, and the band where the data cannot decide.
+CREDIBLE_EMPTY = 0.9
+UNDECIDED_EMPTY = 0.5
+
+
+def parameter_diagnostics(fit: Fit) -> pd.DataFrame:
+    """R-hat and bulk/tail ESS of every checked parameter: one row per scalar parameter.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``variable``, ``index`` (the coordinates as text), ``r_hat``, ``ess_bulk``, ``ess_tail``.
+    """
+    import arviz_stats as azs
+
+    from irtbayes.diagnostics import checked_variables
+
+    posterior = fit.posterior
+    names = checked_variables(posterior)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        rhat = azs.rhat(posterior[names])
+        bulk = azs.ess(posterior[names], method="bulk")
+        tail = azs.ess(posterior[names], method="tail")
+    rows = []
+    for name in names:
+        frame = pd.DataFrame(
+            {
+                "r_hat": np.ravel(rhat[name].values),
+                "ess_bulk": np.ravel(bulk[name].values),
+                "ess_tail": np.ravel(tail[name].values),
+            }
+        )
+        dims = rhat[name].dims
+        if dims:
+            index = pd.MultiIndex.from_product([rhat[name][d].values for d in dims]).map(
+                lambda t: ",".join(map(str, t if isinstance(t, tuple) else (t,)))
+            )
+            frame.insert(0, "index", np.asarray(index))
+        else:
+            frame.insert(0, "index", "")
+        frame.insert(0, "variable", name)
+        rows.append(frame)
+    return pd.concat(rows, ignore_index=True)
+
+
+def _ability_ranks(fit: Fit, *, ci_prob: float) -> pd.DataFrame:
+    """Per-draw ranks of ability (1 = best), summarised; multidimensional fits use the mean over dims."""
+    ability = fit.posterior["ability"]
+    if "dim" in ability.dims:
+        ability = ability.mean("dim")
+    values = ability.stack(sample=("chain", "draw")).transpose("sample", "subject").values
+    ranks = (-values).argsort(axis=1).argsort(axis=1) + 1
+    tail = (1 - ci_prob) / 2
+    return pd.DataFrame(
+        {
+            "subject": ability["subject"].values.astype(str),
+            "ability_rank_mean": ranks.mean(axis=0),
+            "ability_rank_ci_low": np.quantile(ranks, tail, axis=0),
+            "ability_rank_ci_high": np.quantile(ranks, 1 - tail, axis=0),
+        }
+    )
+
+
+def _fmt_interval(row: pd.Series | dict[str, Any], prefix: str, *, digits: int = 2) -> str:
+    return (
+        f"{row[f'{prefix}_mean']:.{digits}f} "
+        f"[{row[f'{prefix}_ci_low']:.{digits}f}, {row[f'{prefix}_ci_high']:.{digits}f}]"
+    )
+
+
+def supported_claims(fit: Fit, audit: AuditResult | None, *, ci_prob: float) -> tuple[list[str], list[str]]:
+    """Sentences for the closing section, generated from the numbers.
+
+    Returns
+    -------
+    (supported, not_supported)
+        Two lists of plain sentences.
+    """
+    supported: list[str] = []
+    unsupported: list[str] = []
+    pct = f"{ci_prob:.0%}"
+    if fit.approximate:
+        unsupported.append(
+            "The posterior is an approximation (variational/Pathfinder): intervals may be too narrow; "
+            "refit with NUTS before relying on any interval below."
+        )
+    elif fit.diagnostics.ok:
+        supported.append(
+            f"The sampler converged by the stated thresholds (max r-hat {fit.diagnostics.max_rhat:.3f}, "
+            f"min bulk ESS {fit.diagnostics.min_ess_bulk:.0f}, {fit.diagnostics.divergences} divergences)."
+        )
+    else:
+        unsupported.append(
+            "Convergence checks failed (" + "; ".join(fit.diagnostics.problems[:3]) + "): every number below "
+            "is provisional until a longer or better-conditioned fit passes."
+        )
+    if audit is None:
+        return supported, unsupported
+
+    bins = audit.bins.loc[audit.bins["scope_kind"] == "benchmark"]
+    credible = bins.loc[bins["p_empty"] >= CREDIBLE_EMPTY]
+    undecided = bins.loc[(bins["p_empty"] >= UNDECIDED_EMPTY) & (bins["p_empty"] < CREDIBLE_EMPTY)]
+    for scope, rows in credible.groupby("scope", sort=False):
+        spans = ", ".join(f"[{r.lo:.2f}, {r.hi:.2f})" for r in rows.itertuples())
+        supported.append(
+            f"{scope}: no items in {spans} with probability ≥ {CREDIBLE_EMPTY:g} (credible coverage gap: "
+            "progress of systems at those abilities is invisible to this benchmark's score)."
+        )
+    for scope, rows in undecided.groupby("scope", sort=False):
+        spans = ", ".join(f"[{r.lo:.2f}, {r.hi:.2f}) (P(empty) {r.p_empty:.2f})" for r in rows.itertuples())
+        unsupported.append(f"{scope}: whether {spans} is empty; the difficulty estimates are too uncertain to say.")
+
+    bench = audit.benchmarks.loc[audit.benchmarks["scope_kind"] == "benchmark"]
+    if len(bench) >= 2:
+        order = bench.sort_values("ddm_w1_mean")
+        best, worst = order.iloc[0], order.iloc[-1]
+        if worst["ddm_w1_ci_low"] > best["ddm_w1_ci_high"]:
+            supported.append(
+                f"{worst['scope']} is further from the target than {best['scope']} (DDM "
+                f"{_fmt_interval(worst, 'ddm_w1')} vs {_fmt_interval(best, 'ddm_w1')}, {pct} intervals)."
+            )
+        else:
+            unsupported.append(
+                "That any benchmark matches the target better than another: the DDM intervals of the closest "
+                f"({best['scope']}) and furthest ({worst['scope']}) overlap."
+            )
+        overlaps = bench.loc[bench["ddm_w1_ci_low"] <= best["ddm_w1_ci_high"], "scope"].tolist()
+        if len(overlaps) > 1:
+            unsupported.append(
+                f"An order among {', '.join(map(str, overlaps))} by DDM: their intervals overlap the best one's."
+            )
+
+    ranking = audit.ranking.loc[audit.ranking["scope_kind"] == "all"]
+    if len(ranking):
+        groups = ranking.groupby("group")["subject"].apply(list)
+        ties = [g for g in groups if len(g) > 1]
+        if ties:
+            shown = "; ".join(", ".join(map(str, g[:6])) + (" …" if len(g) > 6 else "") for g in ties[:4])
+            unsupported.append(
+                f"Orderings within these groups of subjects under the re-weighted score ({len(ties)} group(s) the "
+                f"posterior cannot separate at P(ahead) < {audit.settings.get('group_threshold', 0.9)}): {shown}."
+            )
+        moved = ranking.loc[
+            (ranking["raw_rank"] < ranking["rank_ci_low"]) | (ranking["raw_rank"] > ranking["rank_ci_high"])
+        ]
+        if len(moved):
+            names = ", ".join(
+                f"{r.subject} (raw {int(r.raw_rank)}, re-weighted {r.rank_ci_low:.0f}–{r.rank_ci_high:.0f})"
+                for r in moved.head(8).itertuples()
+            )
+            supported.append(
+                f"Re-weighting to the target moves {len(moved)} subject(s) outside their {pct} rank interval: "
+                f"{names}. The difficulty weighting of the raw score changes their standing."
+            )
+        else:
+            supported.append(
+                "Every subject's raw rank lies inside its re-weighted rank interval: the benchmark's difficulty "
+                "weighting does not credibly change the leaderboard under this target."
+            )
+    target = audit.target
+    unsupported.append(
+        f"Conclusions about weighting hold for the chosen target ({target.kind}: {target.description}); "
+        "another target (the workload a decision is about) can give another DDM and another re-weighted order."
+    )
+    difficulty_sd = float(fit.posterior["difficulty"].std(dim=("chain", "draw")).mean())
+    unsupported.append(
+        f"The exact width of a gap: per-draw Maximum Gaps scatter items into gaps by the difficulty uncertainty "
+        f"(mean posterior sd of a difficulty here: {difficulty_sd:.2f}), so gaps narrower than about twice that "
+        "are understated; the location of the widest gap is the more reliable reading."
+    )
+    return supported, unsupported
+
+
+def _data_section(doc: Document, data: ResponseData) -> None:
+    summary = data.summary()
+    doc.heading("Data")
+    doc.paragraph(
+        f"Source: {summary.source}. {summary.n_subjects} subjects × {summary.n_items} items, {summary.n_responses:,} "
+        f"responses; {summary.missing_share:.1%} of cells missing; "
+        f"{'binary' if summary.binary else 'fractional'} scores. Checksum {summary.checksum[:16]}."
+    )
+    doc.table(summary.benchmarks.reset_index(), caption="Benchmarks: items, subjects and accuracy")
+    n_u = len(summary.uninformative)
+    if n_u:
+        kinds = summary.uninformative["kind"].value_counts().to_dict()
+        doc.paragraph(
+            f"{n_u} items got the same response from every subject ({kinds}); they carry no information about "
+            "differences between these subjects, and their difficulties rest on the prior and the pooling."
+        )
+
+
+def _model_section(doc: Document, fit: Fit) -> None:
+    card = fit.card()
+    doc.heading("Model and settings")
+    spec = card["spec"]
+    sampler = card["sampler"]
+    label = " — APPROXIMATE: intervals may be too narrow" if fit.approximate else ""
+    doc.paragraph(
+        f"{spec.get('kind', '?').upper()} IRT, hierarchy {spec.get('hierarchy')}, abilities {spec.get('dims')}, "
+        f"identification {spec.get('identification')}{label}."
+    )
+    doc.paragraph(
+        f"Sampler {sampler.get('name')}: {sampler.get('chains')} chains × {sampler.get('draws')} draws after "
+        f"{sampler.get('tune')} tuning steps, seed {sampler.get('seed')}, wall time "
+        f"{format_number(sampler.get('wall_time_s'), digits=1)} s."
+    )
+    priors = spec.get("priors", {})
+    if priors:
+        doc.table(pd.DataFrame({"prior": list(priors), "value": [str(v) for v in priors.values()]}), caption="Priors")
+    versions = card.get("package_versions", {})
+    if versions:
+        versions = {**versions, "python": platform.python_version()}
+        doc.paragraph("Versions: " + ", ".join(f"{k} {v}" for k, v in sorted(versions.items())) + ".")
+
+
+def _diagnostics_section(doc: Document, fit: Fit, figure: Callable[[str, Any, str], None]) -> None:
+    diag = fit.diagnostics
+    doc.heading("Diagnostics")
+    css = "verdict-ok" if diag.ok else "verdict-bad"
+    head = diag.summary().split("\n")
+    doc.paragraph(f"Verdict: {'PASS' if diag.ok else 'FAIL'}. " + " ".join(head[:2]), css=css)
+    if diag.variables:
+        doc.table(
+            pd.DataFrame([v.to_dict() for v in diag.variables]),
+            caption="Per variable: the largest r-hat and the smallest bulk and tail ESS, with where they occur",
+        )
+    if diag.problems:
+        shown = diag.problems[:10]
+        doc.bullets(shown + ([f"… and {len(diag.problems) - 10} more"] if len(diag.problems) > 10 else []))
+    if fit.approximate:
+        return
+    table = parameter_diagnostics(fit)
+    th = diag.thresholds
+    figure(
+        "diagnostics",
+        plots.plot_rhat_ess(table, rhat_max=th.get("rhat_max", 1.01), ess_min=th.get("ess_min", 400)),
+        "R-hat against bulk ESS for every parameter; dashed lines are the thresholds.",
+    )
+    worst = table.sort_values("r_hat", ascending=False).head(8)
+    doc.table(worst, caption="Parameters with the largest r-hat")
+
+
+def _audit_section(
+    doc: Document, fit: Fit, data: ResponseData, audit: AuditResult, figure: Callable[[str, Any, str], None]
+) -> None:
+    ci = audit.ci_prob
+    target = audit.target
+    edges = list(target.edges_array)
+    domains = (
+        data.items.dropna(subset=["benchmark"])
+        .drop_duplicates("benchmark")
+        .set_index("benchmark")["domain"]
+        .astype(str)
+    )
+    doc.heading("Audit: coverage, mismatch and gaps")
+    doc.paragraph(
+        f"Target: {target.kind} over [{target.lo:.2f}, {target.hi:.2f}] on the ability scale, {target.n_bins} bins "
+        f"({target.description}). Every number is computed per posterior draw; intervals are {ci:.0%} "
+        "equal-tailed credible intervals."
+    )
+    figure(
+        "item_person_map",
+        plots.plot_item_person_map(
+            fit.subjects_table(ci).pipe(lambda t: t.groupby("subject", as_index=False).mean(numeric_only=True)),
+            fit.items_table(ci),
+            target_range=(target.lo, target.hi),
+            edges=edges,
+        ),
+        "Item-person map: subjects' abilities (with intervals) beside each benchmark's item difficulties; the "
+        "target range is shaded and its bins ruled.",
+    )
+    figure(
+        "coverage",
+        plots.plot_coverage_heatmap(audit.bins, domains=domains.to_dict()),
+        "Coverage: expected share of each benchmark's items per difficulty bin; × marks bins empty with "
+        "probability ≥ 0.8. Rows are grouped and coloured by domain.",
+    )
+    bench = audit.benchmarks.loc[audit.benchmarks["scope_kind"] == "benchmark"].copy()
+    bench["domain"] = bench["scope"].map(domains).fillna("")
+    figure(
+        "ddm",
+        plots.plot_forest(
+            bench,
+            mean="ddm_w1_mean",
+            low="ddm_w1_ci_low",
+            high="ddm_w1_ci_high",
+            xlabel="DDM (W1 / (U − L))",
+            title="Difficulty distribution mismatch with the target",
+        ),
+        f"DDM per benchmark with {ci:.0%} intervals (0 = the items follow the target).",
+    )
+    figure(
+        "max_gap",
+        plots.plot_forest(
+            bench,
+            mean="max_gap_mean",
+            low="max_gap_ci_low",
+            high="max_gap_ci_high",
+            xlabel="widest empty interval (logits)",
+            title="Maximum Gap inside the target range",
+        ),
+        f"Maximum Gap per benchmark with {ci:.0%} intervals.",
+    )
+    scopes = ["all"] + [d for d in dict.fromkeys(domains.tolist()) if d and d != "<NA>"]
+    info = audit.information.loc[audit.information["scope"].astype(str).isin(scopes)]
+    figure(
+        "information",
+        plots.plot_test_information(
+            info, scopes=[s for s in scopes if s in set(info["scope"].astype(str))], value="se"
+        ),
+        "Standard error of ability across the range (1/√information), with bands: where the benchmark measures "
+        "precisely and where it does not.",
+    )
+    columns = [
+        "scope", "n_items", "ddm_w1_mean", "ddm_w1_ci_low", "ddm_w1_ci_high", "ddm_tv_mean",
+        "max_gap_mean", "max_gap_ci_low", "max_gap_ci_high", "gap_lo", "gap_hi", "mass_below_mean",
+        "mass_above_mean", "saturated_share",
+    ]  # fmt: skip
+    doc.table(audit.benchmarks[[c for c in columns if c in audit.benchmarks.columns]], caption="Per benchmark")
+
+
+def _leaderboard_section(doc: Document, fit: Fit, audit: AuditResult, figure: Callable[[str, Any, str], None]) -> None:
+    ci = audit.ci_prob
+    ranking = audit.ranking.loc[audit.ranking["scope_kind"] == "all"].merge(
+        _ability_ranks(fit, ci_prob=ci), on="subject", how="left"
+    )
+    doc.heading("Leaderboard with rank intervals")
+    doc.paragraph(
+        "Raw accuracy weights items as the benchmark happens to hold them; the re-weighted accuracy gives each "
+        "difficulty bin its target weight; ability is the IRT estimate. Ranks are per posterior draw."
+    )
+    figure(
+        "leaderboard",
+        plots.plot_leaderboard(
+            ranking,
+            columns={
+                "raw accuracy": ("raw_rank", "raw_rank", "raw_rank"),
+                "re-weighted accuracy": ("rank_mean", "rank_ci_low", "rank_ci_high"),
+                "ability": ("ability_rank_mean", "ability_rank_ci_low", "ability_rank_ci_high"),
+            },
+            sort_by="rank_mean",
+        ),
+        f"Ranks (1 = best) under three scorings, with {ci:.0%} intervals.",
+    )
+    if len(audit.ahead):
+        figure("ahead", plots.plot_ahead_matrix(audit.ahead), "P(row subject ahead of column subject), re-weighted.")
+    cols = [
+        "subject", "raw_accuracy", "raw_rank", "reweighted_mean", "reweighted_ci_low", "reweighted_ci_high",
+        "rank_mean", "rank_ci_low", "rank_ci_high", "ability_mean", "ability_ci_low", "ability_ci_high", "group",
+    ]  # fmt: skip
+    doc.table(ranking.sort_values("rank_mean")[[c for c in cols if c in ranking.columns]], caption="Leaderboard")
+
+
+def build_report(
+    fit: Fit,
+    data: ResponseData,
+    *,
+    audit: AuditResult | None = None,
+    benchfill: Any = None,
+    title: str | None = None,
+) -> Document:
+    """Compose the report (no files written).
+
+    Parameters
+    ----------
+    fit, data
+        The fit and the data it was fitted to.
+    audit
+        An :class:`~irtbayes.audit.AuditResult` of the same fit.
+    benchfill
+        An object with a ``report_section(doc, figure)`` method (BenchFill results), or None.
+    """
+    import matplotlib.pyplot as plt
+
+    doc = Document(title=title or f"irtbayes audit of {Path(str(data.source)).name}")
+    ci_prob = audit.ci_prob if audit is not None else 0.9
+
+    def figure(name: str, ax: Any, caption: str) -> None:
+        doc.figure(name, ax.figure, caption=caption)
+
+    with plt.rc_context({"figure.dpi": 100, "font.size": 9, "svg.fonttype": "none"}):
+        supported, unsupported = supported_claims(fit, audit, ci_prob=ci_prob)
+        doc.heading("Summary")
+        doc.paragraph(
+            f"{data.n_subjects} subjects, {data.n_items} items in {max(len(data.benchmarks), 1)} benchmark(s) and "
+            f"{max(len(data.domains), 1)} domain(s); {fit.spec.kind.upper()} IRT fitted with {fit.sampler.get('name')}"
+            f"{' (approximate)' if fit.approximate else ''}; convergence {'PASS' if fit.diagnostics.ok else 'FAIL'}."
+        )
+        if audit is not None:
+            doc.paragraph(audit.to_text().split("\n\n")[0])
+        _data_section(doc, data)
+        _model_section(doc, fit)
+        _diagnostics_section(doc, fit, figure)
+        if audit is not None:
+            _audit_section(doc, fit, data, audit, figure)
+            _leaderboard_section(doc, fit, audit, figure)
+        if benchfill is not None:
+            benchfill.report_section(doc, figure)
+        doc.heading("What this supports and what it does not")
+        doc.heading("Supported by the evidence", level=3)
+        doc.bullets(supported or ["Nothing beyond the descriptive tables above."])
+        doc.heading("Not supported, or not decidable from these data", level=3)
+        doc.bullets(unsupported)
+        doc.heading("Conditions and limits", level=3)
+        doc.bullets(
+            [
+                "Abilities and difficulties are on the scale set by these subjects (mean 0, sd 1); another population "
+                "of systems gives another scale.",
+                "Difficulty is measured only by how these systems answered; framing effects (answer order, prompt "
+                "format, metric choice) need separate evidence and are not captured by the difficulty measure.",
+                "The target distribution is a choice about the decision at hand, not a property of the benchmark.",
+            ]
+        )
+    return doc
+
+
+def write_report(
+    fit: Fit,
+    data: ResponseData,
+    out: str | Path,
+    *,
+    audit: AuditResult | None = None,
+    benchfill: Any = None,
+    title: str | None = None,
+) -> Path:
+    """Write ``out/report.html``, ``out/report.md``, ``out/figures/`` and ``out/tables/`` atomically.
+
+    Returns
+    -------
+    pathlib.Path
+        The path of ``report.html``.
+    """
+    doc = build_report(fit, data, audit=audit, benchfill=benchfill, title=title)
+    with atomic_dir(out) as tmp:
+        write_report_files(doc, fit, tmp, audit=audit)
+    return Path(out) / "report.html"
+
+
+def write_report_files(doc: Document, fit: Fit, folder: Path, *, audit: AuditResult | None = None) -> None:
+    """Write the document and its tables into an existing (temporary) folder."""
+    doc.write(folder)
+    tables = folder / "tables"
+    tables.mkdir(exist_ok=True)
+    ci = audit.ci_prob if audit is not None else 0.9
+    fit.items_table(ci).to_csv(tables / "items.csv", index=False)
+    fit.subjects_table(ci).to_csv(tables / "subjects.csv", index=False)
+    if audit is not None:
+        for name, table in audit.tables().items():
+            table.to_csv(tables / f"{name}.csv", index=name == "ahead")
