@@ -149,9 +149,10 @@ def plot_coverage_heatmap(
     """
     table = bins.loc[bins["scope_kind"] == scope_kind] if "scope_kind" in bins.columns else bins
     scopes = list(dict.fromkeys(table["scope"].astype(str)))
-    if domains:
-        order = {d: i for i, d in enumerate(dict.fromkeys(domains.get(s, "") for s in scopes))}
-        scopes = sorted(scopes, key=lambda s: order[domains.get(s, "")])
+    domain_of = {str(k): ("" if pd.isna(v) else str(v)) for k, v in (domains or {}).items()}
+    if domain_of:
+        order = {d: i for i, d in enumerate(dict.fromkeys(domain_of.get(s, "") for s in scopes))}
+        scopes = sorted(scopes, key=lambda s: order[domain_of.get(s, "")])
     grid = table.pivot_table(index="scope", columns="bin", values=value, aggfunc="first").reindex(scopes)
     empty = table.pivot_table(index="scope", columns="bin", values=p_empty, aggfunc="first").reindex(scopes)
     edges = table.drop_duplicates("bin").sort_values("bin")
@@ -167,10 +168,10 @@ def plot_coverage_heatmap(
         ha="right",
         fontsize="small",
     )
-    if domains:
-        colours = domain_colours([domains.get(s, "") for s in scopes])
+    if domain_of:
+        colours = domain_colours([domain_of.get(s, "") for s in scopes])
         for tick, scope in zip(ax.get_yticklabels(), scopes, strict=False):
-            tick.set_color(colours[domains.get(scope, "")])
+            tick.set_color(colours[domain_of.get(scope, "")])
     ax.figure.colorbar(image, ax=ax, label="expected share of items", shrink=0.8)
     ax.set_xlabel("difficulty bin (ability scale)")
     ax.set_title(f"Coverage: where each benchmark's items sit (× = P(bin empty) ≥ {empty_threshold:g})")

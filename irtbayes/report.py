@@ -274,6 +274,27 @@ def _diagnostics_section(doc: Document, fit: Fit, figure: Callable[[str, Any, st
     doc.table(worst, caption="Parameters with the largest r-hat")
 
 
+def _items_section(doc: Document, fit: Fit, data: ResponseData, *, max_rows: int = 25) -> None:
+    """Items that measure little (solved by all or none, near-zero discrimination), with their text."""
+    flagged = fit.flagged_items()
+    doc.heading("Items that measure little")
+    if not len(flagged):
+        doc.paragraph(
+            "No item is solved by every subject or by none, and none has a credibly near-zero discrimination."
+        )
+        return
+    counts = flagged["flags"].str.split(";").explode().value_counts().to_dict()
+    doc.paragraph(
+        f"{len(flagged)} items are flagged ({counts}). Items every subject solves (or none does) cannot separate "
+        "these subjects; a negative item-rest correlation often means a wrong answer key."
+    )
+    table = flagged.copy()
+    if "text" in data.items.columns:
+        text = data.items["text"].astype(object).reindex(table["item"].astype(str)).fillna("")
+        table.insert(1, "text", [t if len(t) <= 120 else t[:119] + "…" for t in map(str, text)])
+    doc.table(table.head(max_rows), caption=f"Flagged items (first {min(max_rows, len(table))} of {len(table)})")
+
+
 def _audit_section(
     doc: Document, fit: Fit, data: ResponseData, audit: AuditResult, figure: Callable[[str, Any, str], None]
 ) -> None:
@@ -425,6 +446,7 @@ def build_report(
         _data_section(doc, data)
         _model_section(doc, fit)
         _diagnostics_section(doc, fit, figure)
+        _items_section(doc, fit, data)
         if audit is not None:
             _audit_section(doc, fit, data, audit, figure)
             _leaderboard_section(doc, fit, audit, figure)
