@@ -298,7 +298,12 @@ def cmd_report(args: argparse.Namespace) -> int:
         edges = target.get("edges")
         weights = target.get("weights")
         result = audit(fit_result, data, target=weights, bins=edges, ci_prob=recorded.get("ci_prob", 0.9))  # type: ignore[arg-type]
-    path = write_report(fit_result, data, args.out, audit=result)  # type: ignore[arg-type]
+    benchfill = None
+    if args.benchfill:
+        from irtbayes.benchfill.run import load_benchfill_result
+
+        benchfill = load_benchfill_result(args.benchfill)
+    path = write_report(fit_result, data, args.out, audit=result, benchfill=benchfill)  # type: ignore[arg-type]
     print(f"Report: {path}")
     return 0
 
@@ -359,6 +364,7 @@ def build_parser() -> argparse.ArgumentParser:
     report_p = verbs.add_parser("report", help="write the research report of a saved fit (and audit)")
     report_p.add_argument("--fit", required=True, help="a saved fit folder")
     report_p.add_argument("--audit", help="an audit folder whose target settings to use")
+    report_p.add_argument("--benchfill", help="a `benchfill calibrate` output folder to report on")
     report_p.add_argument("--out", required=True, help="folder for report.html, report.md, figures and tables")
     _add_data_arguments(report_p, required=False)
     report_p.set_defaults(func=cmd_report)
@@ -369,6 +375,10 @@ def build_parser() -> argparse.ArgumentParser:
     score_p.add_argument("--ci", type=float, default=0.9)
     score_p.add_argument("--seed", type=int, default=0)
     score_p.set_defaults(func=cmd_score)
+
+    from irtbayes.benchfill import commands as benchfill_commands
+
+    benchfill_commands.add_parser(verbs)
     return parser
 
 

@@ -8,12 +8,12 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
-import pytest  # noqa: E402
+import matplotlib.pyplot as plt
+import pandas as pd
+import pytest
 
-from irtbayes.files import atomic_dir, atomic_write_json, atomic_write_text  # noqa: E402
-from irtbayes.reporting import Document, format_number  # noqa: E402
+from irtbayes.files import atomic_dir, atomic_write_json, atomic_write_text
+from irtbayes.reporting import Document, format_number
 
 EVIL = "<script>alert(1)</script>"
 

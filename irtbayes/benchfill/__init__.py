@@ -5,9 +5,22 @@ callable, or an LLM behind an OpenAI-compatible API) for candidates with a :clas
 evaluated systems answer them (:func:`export_lm_eval`, :func:`export_csv_template`); refit; accept a candidate
 only when :func:`decide` / :func:`decide_all` find it in the bin with probability ``tau`` and credibly
 discriminating; record every decision in a :class:`Ledger`.
+
+Calibration (:mod:`irtbayes.benchfill.calibration`) is a full refit (:func:`calibrate_full`) or a fast
+fixed-bank grid (:func:`calibrate_fixed`); :mod:`irtbayes.benchfill.run` holds the loop's steps
+(:func:`choose_target`, :func:`propose`, :func:`calibrate_candidates`, :func:`write_benchfill`, ...) and
+:mod:`irtbayes.benchfill.commands` the ``irtbayes benchfill`` verbs.
 """
 
 from irtbayes.benchfill.acceptance import REASONS, Decision, decide, decide_all
+from irtbayes.benchfill.calibration import (
+    FullCalibration,
+    calibrate_fixed,
+    calibrate_full,
+    candidate_response_data,
+    operating_characteristic,
+    operating_characteristic_table,
+)
 from irtbayes.benchfill.candidates import (
     CallableSource,
     Candidate,
@@ -28,10 +41,28 @@ from irtbayes.benchfill.client import ChatAPIError, ChatClient
 from irtbayes.benchfill.export import LmEvalExport, export_csv_template, export_lm_eval
 from irtbayes.benchfill.ledger import LEDGER_COLUMNS, Ledger, decision_records
 from irtbayes.benchfill.prompts import ReplyError, build_messages, parse_reply, prompt_hash
+from irtbayes.benchfill.run import (
+    BenchfillResult,
+    TargetChoice,
+    before_after,
+    calibrate_candidates,
+    choose_target,
+    export_proposal,
+    load_benchfill_result,
+    load_candidate_responses,
+    load_fit_data,
+    plot_candidate_intervals,
+    plot_coverage_before_after,
+    propose,
+    read_proposal,
+    write_benchfill,
+    write_proposal,
+)
 
 __all__ = [
     "LEDGER_COLUMNS",
     "REASONS",
+    "BenchfillResult",
     "CallableSource",
     "Candidate",
     "CandidateSource",
@@ -39,6 +70,7 @@ __all__ = [
     "ChatClient",
     "Decision",
     "FileSource",
+    "FullCalibration",
     "LLMSource",
     "Ledger",
     "LmEvalExport",
@@ -47,17 +79,36 @@ __all__ = [
     "Rejection",
     "ReplyError",
     "SeedItem",
+    "TargetChoice",
+    "before_after",
     "build_messages",
+    "calibrate_candidates",
+    "calibrate_fixed",
+    "calibrate_full",
     "candidate_from_record",
     "candidate_id_for",
+    "candidate_response_data",
+    "choose_target",
     "decide",
     "decide_all",
     "decision_records",
     "export_csv_template",
     "export_lm_eval",
+    "export_proposal",
     "items_table",
+    "load_benchfill_result",
+    "load_candidate_responses",
     "load_candidates",
+    "load_fit_data",
+    "operating_characteristic",
+    "operating_characteristic_table",
     "parse_reply",
+    "plot_candidate_intervals",
+    "plot_coverage_before_after",
     "prompt_hash",
+    "propose",
+    "read_proposal",
     "select_seeds",
+    "write_benchfill",
+    "write_proposal",
 ]

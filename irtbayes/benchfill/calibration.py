@@ -1,0 +1,810 @@
+"""BenchFill calibration: the posterior of new items' parameters, by a full refit or against a fixed bank.
+
+Two ways to put candidates on the bank's scale once the evaluated systems have answered them:
+
+Full concurrent calibration (:func:`calibrate_full`)
+    The original responses and the candidates' responses are combined (same subjects) and the fit's own
+    model (``fit.spec``, same sampler settings unless overridden) is refitted. Every parameter, old and new,
+    is re-estimated. This is the reference; it costs a full MCMC run.
+
+Fixed-bank calibration (:func:`calibrate_fixed`)
+    The bank (existing items, abilities, hyperparameters) is held at its posterior, and only the new items'
+    parameters are inferred, each item on its own, on a grid (no MCMC). For new item i with responses
+    y_ij from subjects j:
+
+    - **likelihood**: each response is marginalised over the responding subject's ability posterior,
+      ``p(y_ij | a, b) = E[P(y_ij | theta_j, a, b)]`` over theta_j's posterior draws, with the expectation
+      taken over ``ability_points`` equally weighted quantiles of the draws (probabilities (q + 1/2) / Q).
+      Subjects are treated as independent given (a, b). Fractional responses enter as
+      ``y log p + (1 - y) log(1 - p)``, as in the model.
+    - **prior**: the posterior predictive of a new item under the fitted hierarchy, a mixture over
+      ``prior_draws`` evenly spaced posterior draws of the hyperparameters. A candidate whose benchmark is
+      in the bank gets ``b ~ Normal(difficulty_benchmark[k], difficulty_sd)`` and
+      ``log a ~ Normal(log_discrimination_benchmark[k], log_discrimination_sd)``, exactly the prior the refit
+      would give it; a candidate of a benchmark the bank does not hold gets a new benchmark's predictive (the
+      benchmark sd added in quadrature, centred on its domain when the domain is known, else on the
+      population mean with the domain sd added too); with ``hierarchy="none"`` the population
+      ``Normal(difficulty_mu, difficulty_sd)``. A candidate without a benchmark label belongs, like in the
+      refit, to the group ``"(unlabelled)"``.
+    - **grid**: the posterior is evaluated on a 2-D grid of (b, log a) (``grid_points``; 1PL: b only, with
+      the bank's shared discrimination held at its posterior mean in the likelihood and its draws
+      resampled for the output; 3PL: the lower asymptote c held at its prior mean, the chance level
+      1 / n_options when the candidate has choices and the fit's priors centre on chance, else
+      ``guessing_mean``). A first, coarser pass (half the points in each direction) covers b in
+      ``b_range`` and log a within 5 prior sds of its prior mean; the second pass covers, with
+      ``grid_points``, the region where the first pass put all but 1e-6 of the mass on each side, widened
+      by one coarse cell (so the grid is fine wherever the posterior is narrow). The first pass spans log a
+      over at least +-2.5 around its prior mean.
+    - **draws**: grid cells are drawn with their posterior probabilities and jittered uniformly within
+      the cell.
+
+    The approximation ignores what the new item tells about the abilities and hyperparameters (little for
+    one item among many) and the correlation between subjects' abilities in one draw (they are
+    standardised per draw). ``tests/test_benchfill_calibration.py`` checks it against the full refit on
+    simulated data.
+
+Both return the new items' posterior as an :class:`xarray.Dataset` with ``difficulty`` and
+``discrimination`` (chain, draw, item) and ``n_responses`` (item), ready for
+:func:`~irtbayes.benchfill.acceptance.decide_all`.
+
+:func:`operating_characteristic` measures, on simulated candidates with known difficulties, how often the
+acceptance rule run on the fast path accepts items that truly lie in the target bin.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+from scipy.special import expit
+
+from irtbayes.benchfill.acceptance import decide_all
+from irtbayes.benchfill.candidates import Candidate, items_table
+from irtbayes.data import ResponseData
+from irtbayes.errors import DataError, FitError, SpecError
+
+if TYPE_CHECKING:
+    from irtbayes.fit import Fit
+
+__all__ = [
+    "FullCalibration",
+    "calibrate_fixed",
+    "calibrate_full",
+    "candidate_response_data",
+    "operating_characteristic",
+    "operating_characteristic_table",
+]
+
+log = logging.getLogger(__name__)
+
+SAMPLE_DIMS = ("chain", "draw")
+#: Default grid: points of b and of log a per pass.
+GRID_POINTS = (161, 33)
+#: Default range of b in the first pass (ability units; abilities have mean 0 and sd 1).
+B_RANGE = (-8.0, 8.0)
+#: The first pass covers log a within at least this much of its prior mean (a factor of about 12 either way).
+LOG_A_MIN_HALF_WIDTH = 2.5
+#: Mass left out on each side when the second pass narrows the grid.
+REFINE_TAIL = 1e-6
+#: Posterior mass in an outermost grid cell above which a warning says the grid may be too narrow.
+EDGE_MASS_WARN = 1e-3
+
+
+# ============================================================================================ data
+def _bank_labels(fit: Fit) -> pd.DataFrame:
+    cd = fit.constant_data
+    frame = pd.DataFrame(
+        {
+            "benchmark": cd["item_benchmark"].values.astype(str),
+            "domain": cd["item_domain"].values.astype(str),
+        },
+        index=fit.item_ids,
+    )
+    return frame.where(frame != "", None)
+
+
+def candidate_response_data(
+    responses: ResponseData | pd.DataFrame,
+    candidates: Sequence[Candidate],
+    *,
+    fit: Fit,
+    source: str | None = None,
+) -> ResponseData:
+    """Check the candidates' responses against the fit and the candidates, and label them for calibration.
+
+    Parameters
+    ----------
+    responses
+        The candidates' responses: a :class:`~irtbayes.data.ResponseData` (any loader) or a long frame with
+        ``subject``, ``item`` (the candidate id) and ``response`` columns.
+    candidates
+        The candidates (their ids, labels and choices become the item metadata).
+    fit
+        The bank's fit: every responding subject must be one of its subjects.
+    source
+        How messages name the responses (default: the data's own source).
+
+    Returns
+    -------
+    ResponseData
+        The responses with item metadata from the candidates (``benchmark``, ``domain``, ``text``,
+        ``answer``, ``n_options``, ...). A candidate whose benchmark is in the bank and that names no domain
+        gets the benchmark's domain. Candidates without responses are not in it.
+
+    Raises
+    ------
+    DataError
+        Responses from subjects the fit does not know (all listed), responses to items that are not
+        candidates (all listed), a candidate id that is already a bank item, a candidate whose domain
+        contradicts its benchmark's domain in the bank, or malformed responses.
+    """
+    if isinstance(responses, ResponseData):
+        frame = responses.long_frame()
+        name = source or responses.source
+        if "condition" in frame.columns and frame["condition"].nunique() > 1:
+            raise DataError(
+                f"{name}: responses under {frame['condition'].nunique()} conditions; calibrate one condition at a "
+                "time (data.subset(conditions=[...]))"
+            )
+    elif isinstance(responses, pd.DataFrame):
+        name = source or "<responses>"
+        missing = [c for c in ("subject", "item", "response") if c not in responses.columns]
+        if missing:
+            raise DataError(f"{name}: missing column(s) {missing}; the columns are {list(map(str, responses.columns))}")
+        frame = responses
+    else:
+        raise DataError(f"expected responses as ResponseData or a data frame, got {type(responses).__name__}")
+    frame = frame[["subject", "item", "response"]].copy()
+    frame["subject"] = frame["subject"].astype(str).str.strip()
+    frame["item"] = frame["item"].astype(str).str.strip()
+    by_id = {c.candidate_id: c for c in candidates}
+    if len(by_id) != len(candidates):
+        ids = [c.candidate_id for c in candidates]
+        raise DataError(f"candidate id(s) {sorted({i for i in ids if ids.count(i) > 1})} appear more than once")
+    bank_items = set(fit.item_ids)
+    clash = sorted(set(by_id) & bank_items)
+    if clash:
+        raise DataError(f"candidate id(s) {clash[:10]} are already items of the fitted bank; give candidates new ids")
+    unknown_items = sorted(set(frame["item"]) - set(by_id))
+    if unknown_items:
+        shown = ", ".join(unknown_items[:20]) + (
+            f" and {len(unknown_items) - 20} more" if len(unknown_items) > 20 else ""
+        )
+        raise DataError(
+            f"{name}: responses to {len(unknown_items)} item(s) that are not candidates: {shown}; the item column "
+            f"must hold candidate ids (e.g. {list(by_id)[:3]})"
+        )
+    known_subjects = set(fit.subject_ids)
+    unknown_subjects = sorted(set(frame["subject"]) - known_subjects)
+    if unknown_subjects:
+        shown = ", ".join(unknown_subjects[:20]) + (
+            f" and {len(unknown_subjects) - 20} more" if len(unknown_subjects) > 20 else ""
+        )
+        raise DataError(
+            f"{name}: {len(unknown_subjects)} subject(s) are not among the fit's {len(known_subjects)} subjects: "
+            f"{shown}. Candidates are calibrated against the systems the bank was fitted to; evaluate them with "
+            "those systems (check the spelling of the names), or fit the bank again with the new systems first"
+        )
+    answered = [c for c in candidates if c.candidate_id in set(frame["item"])]
+    if not answered:
+        raise DataError(f"{name}: no responses to any candidate")
+    meta = items_table(answered)
+    bank = _bank_labels(fit)
+    domain_of = bank.dropna(subset=["benchmark"]).drop_duplicates("benchmark").set_index("benchmark")["domain"]
+    for cid, row in meta.iterrows():
+        bench = row["benchmark"]
+        if bench is None or pd.isna(bench) or bench not in domain_of.index:
+            continue
+        bank_domain = domain_of[bench]
+        bank_domain = None if bank_domain is None or pd.isna(bank_domain) else str(bank_domain)
+        if row["domain"] is None or pd.isna(row["domain"]):
+            meta.loc[cid, "domain"] = bank_domain
+        elif bank_domain is not None and str(row["domain"]) != bank_domain:
+            raise DataError(
+                f"candidate '{cid}': domain '{row['domain']}' but its benchmark '{bench}' is in domain "
+                f"'{bank_domain}' in the fitted bank"
+            )
+    return ResponseData.from_long(frame, items=meta.reset_index(), source=name)
+
+
+def _check_new_data(fit: Fit, new_data: ResponseData) -> None:
+    if not isinstance(new_data, ResponseData):
+        raise DataError(f"expected the candidates' responses as ResponseData, got {type(new_data).__name__}")
+    unknown = new_data.subject_ids.difference(fit.subject_ids)
+    if len(unknown):
+        raise DataError(
+            f"{new_data.source}: {len(unknown)} subject(s) are not among the fit's subjects: {list(unknown[:20])}"
+        )
+    clash = new_data.item_ids.intersection(fit.item_ids)
+    if len(clash):
+        raise DataError(f"{new_data.source}: item(s) {list(clash[:10])} are already items of the fitted bank")
+
+
+def _counts(new_data: ResponseData) -> np.ndarray:
+    return np.bincount(new_data.item_codes, minlength=new_data.n_items).astype("int64")
+
+
+# ============================================================================================ full refit
+@dataclass(frozen=True)
+class FullCalibration:
+    """A full refit with the candidates.
+
+    Attributes
+    ----------
+    posterior
+        The new items' ``difficulty``, ``discrimination`` (and ``guessing`` for 3PL) over
+        (chain, draw, item), and ``n_responses`` (item).
+    refit
+        The refit of the whole bank plus the candidates.
+    data
+        The combined responses it was fitted to.
+    """
+
+    posterior: xr.Dataset
+    refit: Fit
+    data: ResponseData
+
+
+def calibrate_full(
+    fit: Fit,
+    data: ResponseData,
+    new_data: ResponseData,
+    *,
+    chains: int | None = None,
+    draws: int | None = None,
+    tune: int | None = None,
+    seed: int | None = None,
+    sampler: str | None = None,
+    progress: bool = False,
+) -> FullCalibration:
+    """Refit the bank together with the candidates (full concurrent calibration).
+
+    Parameters
+    ----------
+    fit
+        The bank's fit; its resolved spec (``fit.spec``) is refitted.
+    data
+        The responses ``fit`` was made from (checked by checksum).
+    new_data
+        The candidates' responses (see :func:`candidate_response_data`), from the fit's subjects.
+    chains, draws, tune, sampler
+        Sampler settings; each defaults to the fit's own.
+    seed
+        Seed of the refit (default: the fit's seed + 1).
+    progress
+        Show the sampler's progress bar.
+
+    Returns
+    -------
+    FullCalibration
+        ``posterior`` of the new items (chain, draw, item), the ``refit`` and the combined ``data``.
+
+    Raises
+    ------
+    FitError
+        ``data`` is not the data the fit was made from.
+    DataError
+        Unknown subjects, or candidate ids that are bank items.
+    """
+    from irtbayes.fit import fit as fit_model
+
+    if not isinstance(data, ResponseData):
+        raise DataError(f"calibrate_full: expected the bank's data as ResponseData, got {type(data).__name__}")
+    if data.checksum() != fit.data_checksum:
+        raise FitError(
+            f"calibrate_full: {data.source} is not the data the fit was made from (checksum {data.checksum()[:12]}, "
+            f"the fit records {fit.data_checksum[:12]})"
+        )
+    _check_new_data(fit, new_data)
+    combined = ResponseData.combine([data, new_data], source=f"{data.source} + {new_data.source}")
+    settings = fit.sampler
+    seed = int(settings.get("seed", 0)) + 1 if seed is None else int(seed)
+    log.info("refitting %s with %d candidate item(s)", data.source, new_data.n_items)
+    refit = fit_model(
+        combined,
+        fit.spec,
+        sampler=sampler or settings.get("name", "nutpie"),  # type: ignore[arg-type]
+        chains=int(chains or settings.get("chains", 4)),
+        draws=int(draws or settings.get("draws", 1000)),
+        tune=int(tune if tune is not None else settings.get("tune", 1000)),
+        seed=seed,
+        progress=progress,
+    )
+    new_ids = [str(i) for i in new_data.item_ids]
+    names = [n for n in ("difficulty", "discrimination", "guessing") if n in refit.posterior]
+    posterior = refit.posterior[names].sel(item=new_ids)
+    posterior = posterior.assign(n_responses=("item", _counts(new_data)))
+    posterior.attrs = {
+        "method": "full refit",
+        "sampler": refit.sampler.get("name"),
+        "approximate": int(refit.approximate),
+    }
+    return FullCalibration(posterior=posterior, refit=refit, data=combined)
+
+
+# ============================================================================================ fixed bank
+def _flat(var: xr.DataArray, *rest: str) -> np.ndarray:
+    arr = var.transpose(*SAMPLE_DIMS, *rest).values.astype("float64")
+    return arr.reshape(-1, *arr.shape[2:])
+
+
+@dataclass(frozen=True)
+class _Prior:
+    centre: np.ndarray  # (S,)
+    sd: np.ndarray  # (S,)
+    group: str
+
+    @property
+    def mean(self) -> float:
+        return float(self.centre.mean())
+
+    @property
+    def total_sd(self) -> float:
+        return float(np.sqrt(np.mean(self.sd**2) + np.var(self.centre)))
+
+
+def _level_prior(
+    post: xr.Dataset, hierarchy: str, prefix: str, rows: np.ndarray, benchmark: str | None, domain: str | None
+) -> _Prior:
+    """The predictive of a new item's ``prefix`` parameter (difficulty or log_discrimination) under the hierarchy."""
+    from irtbayes.model import UNLABELLED
+
+    item_sd = _flat(post[f"{prefix}_sd"])[rows]
+    mu = _flat(post[f"{prefix}_mu"])[rows]
+    if hierarchy == "none":
+        return _Prior(mu, item_sd, "population")
+    bench = benchmark if benchmark is not None else UNLABELLED
+    benches = [str(b) for b in post[f"{prefix}_benchmark"]["benchmark"].values]
+    if bench in benches:
+        centre = _flat(post[f"{prefix}_benchmark"].sel(benchmark=bench))[rows]
+        return _Prior(centre, item_sd, f"benchmark '{bench}'")
+    var = item_sd**2 + _flat(post[f"{prefix}_benchmark_sd"])[rows] ** 2
+    if hierarchy == "benchmark+domain":
+        dom = domain if domain is not None else UNLABELLED
+        domains = [str(d) for d in post[f"{prefix}_domain"]["domain"].values]
+        if dom in domains:
+            centre = _flat(post[f"{prefix}_domain"].sel(domain=dom))[rows]
+            return _Prior(centre, np.sqrt(var), f"a new benchmark in domain '{dom}'")
+        var = var + _flat(post[f"{prefix}_domain_sd"])[rows] ** 2
+        return _Prior(mu, np.sqrt(var), "a new benchmark in a new domain")
+    return _Prior(mu, np.sqrt(var), "a new benchmark")
+
+
+def _log_normal_mixture(x: np.ndarray, prior: _Prior) -> np.ndarray:
+    """log of mean_s Normal(x; centre_s, sd_s), for each x (any shape)."""
+    z = (x.reshape(-1, 1) - prior.centre[None, :]) / prior.sd[None, :]
+    terms = -0.5 * z**2 - np.log(prior.sd)[None, :] - 0.5 * math.log(2 * math.pi)
+    top = terms.max(axis=1, keepdims=True)
+    out = top[:, 0] + np.log(np.exp(terms - top).mean(axis=1))
+    return out.reshape(x.shape)
+
+
+def _loglik_grid(
+    theta: np.ndarray, y: np.ndarray, b_grid: np.ndarray, a_grid: np.ndarray, guessing: float | None
+) -> np.ndarray:
+    """(b, a) grid of sum_j log p(y_j | a, b), p marginalised over the quantile points theta (n_j, Q)."""
+    out = np.empty((len(b_grid), len(a_grid)))
+    diff = theta[None, :, :] - b_grid[:, None, None]  # (nb, n_j, Q)
+    for k, a in enumerate(a_grid):
+        p = expit(a * diff).mean(axis=2)  # (nb, n_j)
+        if guessing is not None:
+            p = guessing + (1.0 - guessing) * p
+        p = np.clip(p, 1e-300, None)
+        q = np.clip(1.0 - p, 1e-300, None)
+        out[:, k] = np.log(p) @ y + np.log(q) @ (1.0 - y)
+    return out
+
+
+def _grid_posterior(
+    theta: np.ndarray,
+    y: np.ndarray,
+    b_grid: np.ndarray,
+    la_grid: np.ndarray,
+    *,
+    prior_b: _Prior,
+    prior_la: _Prior | None,
+    a_fixed: float | None,
+    guessing: float | None,
+) -> np.ndarray:
+    """Normalised posterior probabilities on the (b, log a) grid (nb, na); na = 1 when ``a_fixed``."""
+    a_grid = np.array([a_fixed]) if a_fixed is not None else np.exp(la_grid)
+    logp = _loglik_grid(theta, y, b_grid, a_grid, guessing)
+    logp = logp + _log_normal_mixture(b_grid, prior_b)[:, None]
+    if prior_la is not None and a_fixed is None:
+        logp = logp + _log_normal_mixture(la_grid, prior_la)[None, :]
+    logp -= logp.max()
+    prob = np.exp(logp)
+    return prob / prob.sum()
+
+
+def _narrowed(grid: np.ndarray, marginal: np.ndarray, *, lo: float, hi: float) -> tuple[float, float]:
+    cdf = np.cumsum(marginal)
+    first = int(np.searchsorted(cdf, REFINE_TAIL))
+    last = int(np.searchsorted(cdf, 1.0 - REFINE_TAIL))
+    step = grid[1] - grid[0] if len(grid) > 1 else 1.0
+    new_lo = max(lo, grid[max(first, 0)] - step)
+    new_hi = min(hi, grid[min(last, len(grid) - 1)] + step)
+    return new_lo, new_hi
+
+
+def _guessing_value(fit: Fit, n_options: Any) -> float:
+    priors = fit.spec.priors
+    if priors.guessing_chance and n_options is not None and not pd.isna(n_options) and int(n_options) >= 2:
+        return 1.0 / int(n_options)
+    return float(priors.guessing_mean)
+
+
+def calibrate_fixed(
+    fit: Fit,
+    new_data: ResponseData,
+    *,
+    n_draws: int | None = None,
+    seed: int | None = 0,
+    grid_points: tuple[int, int] = GRID_POINTS,
+    b_range: tuple[float, float] = B_RANGE,
+    ability_points: int = 16,
+    prior_draws: int = 200,
+) -> xr.Dataset:
+    """Posterior of new items' parameters with the bank held at its posterior (no refit; see the module notes).
+
+    Parameters
+    ----------
+    fit
+        The bank's fit.
+    new_data
+        The candidates' responses (see :func:`candidate_response_data`), from the fit's subjects. Item labels
+        (``benchmark``, ``domain``, ``n_options``) choose each item's prior.
+    n_draws
+        Draws per item (default: as many as the fit has, chains times draws, so that the draws can be paired
+        with the bank's).
+    seed
+        Seed of the draws.
+    grid_points
+        Points of b and of log a in each of the two passes.
+    b_range
+        Range of b in the first pass.
+    ability_points
+        Quantile points per subject that represent its ability posterior in the likelihood.
+    prior_draws
+        Posterior draws of the hyperparameters (evenly spaced) that make up the prior mixture.
+
+    Returns
+    -------
+    xarray.Dataset
+        ``difficulty``, ``discrimination`` (and ``guessing``, held fixed, for 3PL) over
+        (chain=1, draw, item); ``n_responses`` (item); ``prior_group`` (item: which level of the hierarchy
+        gave the prior), ``prior_difficulty_mean`` and ``prior_difficulty_sd`` (item), ``edge_mass`` (item:
+        posterior mass in the outermost cells of the final grid). Coords ``item`` are the candidate ids.
+
+    Raises
+    ------
+    DataError
+        Subjects the fit does not know, items already in the bank, or (multidimensional fits) a candidate
+        whose domain is not an ability dimension.
+    SpecError
+        Bad grid settings.
+    """
+    _check_new_data(fit, new_data)
+    nb, na = (int(g) for g in grid_points)
+    if nb < 5 or na < 3:
+        raise SpecError(f"calibrate_fixed: grid_points must be at least (5, 3), got {grid_points}")
+    if ability_points < 1 or prior_draws < 1:
+        raise SpecError("calibrate_fixed: ability_points and prior_draws must be at least 1")
+    if not b_range[0] < b_range[1]:
+        raise SpecError(f"calibrate_fixed: b_range must be (lo, hi) with lo < hi, got {b_range}")
+    post = fit.posterior
+    spec = fit.spec
+    n_total = int(post.sizes["chain"] * post.sizes["draw"])
+    n_draws = n_total if n_draws is None else int(n_draws)
+    if n_draws < 1:
+        raise SpecError(f"calibrate_fixed: n_draws must be at least 1, got {n_draws}")
+    rng = np.random.default_rng(seed)
+    rows = np.unique(np.linspace(0, n_total - 1, min(prior_draws, n_total)).round().astype(int))
+
+    ability = post["ability"]
+    multi = "dim" in ability.dims
+    probs = (np.arange(ability_points) + 0.5) / ability_points
+    if multi:
+        dims = [str(d) for d in ability["dim"].values]
+        flat = _flat(ability, "subject", "dim")  # (S, subject, dim)
+    else:
+        dims = []
+        flat = _flat(ability, "subject")[:, :, None]
+    quant = np.quantile(flat, probs, axis=0)  # (Q, subject, dim)
+    subject_pos = fit.subject_ids.get_indexer(new_data.subject_ids)
+
+    a_fixed = None
+    a_draws = None
+    if spec.kind == "1pl":
+        a_draws = np.exp(_flat(post["log_discrimination_mu"]))
+        a_fixed = float(a_draws.mean())
+
+    items = new_data.items
+    y_all = new_data.values
+    s_codes = new_data.subject_codes
+    i_codes = new_data.item_codes
+    n_items = new_data.n_items
+    b_out = np.empty((n_draws, n_items))
+    a_out = np.empty((n_draws, n_items))
+    c_out = np.full(n_items, np.nan)
+    groups, prior_mean, prior_sd, edge = [], np.empty(n_items), np.empty(n_items), np.empty(n_items)
+    counts = _counts(new_data)
+    for i, item in enumerate(new_data.item_ids):
+        bench = items["benchmark"].iloc[i]
+        dom = items["domain"].iloc[i]
+        bench = None if pd.isna(bench) else str(bench)
+        dom = None if pd.isna(dom) else str(dom)
+        mask = i_codes == i
+        y = y_all[mask]
+        subj = subject_pos[s_codes[mask]]
+        if multi:
+            if dom not in dims:
+                raise DataError(
+                    f"{new_data.source}: candidate '{item}' has domain {dom!r}, which is not an ability dimension of "
+                    f"the fit {dims}; label it with one of them"
+                )
+            d = dims.index(dom)
+        else:
+            d = 0
+        theta = quant[:, subj, d].T  # (n_j, Q)
+        prior_b = _level_prior(post, spec.hierarchy, "difficulty", rows, bench, dom)
+        prior_la = (
+            None if spec.kind == "1pl" else _level_prior(post, spec.hierarchy, "log_discrimination", rows, bench, dom)
+        )
+        guessing = None
+        if spec.kind == "3pl":
+            n_opt = items["n_options"].iloc[i] if "n_options" in items.columns else None
+            guessing = _guessing_value(fit, n_opt)
+            c_out[i] = guessing
+        groups.append(prior_b.group)
+        prior_mean[i], prior_sd[i] = prior_b.mean, prior_b.total_sd
+
+        b_lo, b_hi = b_range
+        if prior_la is not None:
+            half = max(5 * prior_la.total_sd, LOG_A_MIN_HALF_WIDTH)
+            la_lo, la_hi = prior_la.mean - half, prior_la.mean + half
+        else:
+            la_lo, la_hi = 0.0, 1.0
+        for _pass in range(2):
+            # the first pass only finds where the mass is: half the points in each direction
+            pb, pa = (max(41, nb // 2 + 1), max(9, na // 2 + 1)) if _pass == 0 else (nb, na)
+            b_grid = np.linspace(b_lo, b_hi, pb)
+            la_grid = np.linspace(la_lo, la_hi, pa) if a_fixed is None else np.zeros(1)
+            prob = _grid_posterior(
+                theta, y, b_grid, la_grid, prior_b=prior_b, prior_la=prior_la, a_fixed=a_fixed, guessing=guessing
+            )
+            if _pass == 0:
+                b_lo, b_hi = _narrowed(b_grid, prob.sum(axis=1), lo=b_range[0], hi=b_range[1])
+                if a_fixed is None:
+                    la_lo, la_hi = _narrowed(la_grid, prob.sum(axis=0), lo=la_lo, hi=la_hi)
+        marg_b = prob.sum(axis=1)
+        edge_b = float(marg_b[0] + marg_b[-1])
+        edge_a = 0.0
+        if a_fixed is None:
+            marg_a = prob.sum(axis=0)
+            edge_a = float(marg_a[0] + marg_a[-1])
+        edge[i] = max(edge_b, edge_a)
+        if edge[i] > EDGE_MASS_WARN:
+            log.warning(
+                "calibrate_fixed: item '%s' has %.3g of its posterior mass in the outermost grid cells of b in "
+                "[%.2f, %.2f] and %.3g in those of log a in [%.2f, %.2f]; its interval may be cut short",
+                item,
+                edge_b,
+                b_grid[0],
+                b_grid[-1],
+                edge_a,
+                la_grid[0],
+                la_grid[-1],
+            )
+        cell = rng.choice(prob.size, size=n_draws, p=prob.ravel())
+        ib, ia = np.unravel_index(cell, prob.shape)
+        db = b_grid[1] - b_grid[0]
+        b_out[:, i] = b_grid[ib] + (rng.random(n_draws) - 0.5) * db
+        if a_fixed is None:
+            da = la_grid[1] - la_grid[0]
+            a_out[:, i] = np.exp(la_grid[ia] + (rng.random(n_draws) - 0.5) * da)
+        else:
+            assert a_draws is not None
+            a_out[:, i] = a_draws[rng.integers(0, len(a_draws), n_draws)]
+
+    ids = [str(i) for i in new_data.item_ids]
+    sample = ("chain", "draw", "item")
+    data_vars: dict[str, Any] = {
+        "difficulty": (sample, b_out[None]),
+        "discrimination": (sample, a_out[None]),
+        "n_responses": ("item", counts),
+        "prior_group": ("item", np.array(groups, dtype=object).astype(str)),
+        "prior_difficulty_mean": ("item", prior_mean),
+        "prior_difficulty_sd": ("item", prior_sd),
+        "edge_mass": ("item", edge),
+    }
+    if spec.kind == "3pl":
+        data_vars["guessing"] = (sample, np.broadcast_to(c_out, (n_draws, n_items))[None].copy())
+    out = xr.Dataset(data_vars, coords={"chain": [0], "draw": np.arange(n_draws), "item": ids})
+    out.attrs = {
+        "method": "fixed bank (grid)",
+        "kind": spec.kind,
+        "grid_points": list(grid_points),
+        "ability_points": int(ability_points),
+        "prior_draws": len(rows),
+        "approximate": 1,
+    }
+    return out
+
+
+# ============================================================================================ OC
+def operating_characteristic(
+    fit: Fit,
+    *,
+    target_lo: float,
+    target_hi: float,
+    n_systems: Sequence[int] = (20, 50, 100, 200),
+    n_candidates: int = 100,
+    reps: int = 1,
+    truth: Literal["uniform", "bank"] = "uniform",
+    spread: float | None = None,
+    discrimination_sd: float = 0.3,
+    benchmark: str | None = None,
+    tau: float = 0.8,
+    min_responses: int = 10,
+    discrimination_prob: float = 0.9,
+    seed: int = 0,
+    ability_points: int = 16,
+    n_draws: int = 1000,
+) -> pd.DataFrame:
+    """Simulate candidates with known difficulties, calibrate them on the fast path and decide.
+
+    For each number of responding systems n and each repetition, n of the fit's subjects are chosen at
+    random; their posterior mean abilities are taken as their true abilities. ``n_candidates`` candidates get
+    true parameters from one of two scenarios:
+
+    - ``truth="uniform"`` (candidates aimed at the bin that may miss it): difficulties uniform on
+      ``[target_lo - spread, target_hi + spread]`` (default spread: the bin width, so a third lie in the bin),
+      discriminations ``exp(Normal(0, discrimination_sd))``;
+    - ``truth="bank"`` (candidates like the bank's items): (difficulty, log discrimination) drawn from the
+      prior the calibration uses, the fitted hierarchy's predictive for a new item of ``benchmark`` (one
+      posterior draw of the hyperparameters per candidate). Here the model is right about where items come
+      from, so the precision of the rule is at least ``tau`` in expectation; under ``"uniform"`` it can fall
+      short when few systems answer, because the posterior shrinks each candidate towards the bank's mean.
+
+    The systems' responses are simulated from the 2PL model; the candidates are calibrated with
+    :func:`calibrate_fixed` and decided with :func:`~irtbayes.benchfill.acceptance.decide_all`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per simulated candidate: ``n_systems``, ``rep``, ``candidate_id``, ``true_difficulty``,
+        ``true_discrimination``, ``in_bin``, ``p_in_target``, ``difficulty_mean``, ``decision``, ``reason``;
+        summarise with :func:`operating_characteristic_table`. ``attrs`` record the settings.
+    """
+    if "dim" in fit.posterior["ability"].dims:
+        raise SpecError("operating_characteristic: needs a fit with one ability dimension")
+    if truth not in ("uniform", "bank"):
+        raise SpecError(f"operating_characteristic: truth must be 'uniform' or 'bank', got {truth!r}")
+    width = float(target_hi) - float(target_lo)
+    if not width > 0:
+        raise SpecError(f"operating_characteristic: need target_lo < target_hi, got [{target_lo}, {target_hi})")
+    spread = width if spread is None else float(spread)
+    theta_all = fit.posterior["ability"].mean(SAMPLE_DIMS).to_series()
+    theta_all.index = theta_all.index.astype(str)
+    rng = np.random.default_rng(seed)
+    frames = []
+    for n in n_systems:
+        if n > len(theta_all):
+            raise SpecError(f"operating_characteristic: {n} systems asked for but the fit has {len(theta_all)}")
+        for rep in range(reps):
+            chosen = rng.choice(len(theta_all), size=n, replace=False)
+            theta = theta_all.to_numpy()[chosen]
+            subjects = theta_all.index[chosen]
+            if truth == "bank":
+                b, a = _bank_like(fit, benchmark, n_candidates, rng)
+            else:
+                b = rng.uniform(target_lo - spread, target_hi + spread, n_candidates)
+                a = np.exp(rng.normal(0.0, discrimination_sd, n_candidates))
+            y = (rng.random((n, n_candidates)) < expit(a[None, :] * (theta[:, None] - b[None, :]))).astype(float)
+            ids = [f"oc-{n}-{rep}-{k:04d}" for k in range(n_candidates)]
+            frame = pd.DataFrame(
+                {
+                    "subject": np.repeat(subjects.to_numpy(), n_candidates),
+                    "item": np.tile(ids, n),
+                    "response": y.ravel(),
+                }
+            )
+            meta = pd.DataFrame({"item": ids, "benchmark": benchmark})
+            new = ResponseData.from_long(frame, items=meta, source=f"simulated candidates (n={n}, rep {rep})")
+            post = calibrate_fixed(
+                fit, new, n_draws=n_draws, seed=int(rng.integers(2**31)), ability_points=ability_points
+            )
+            table = decide_all(
+                post,
+                target_lo=target_lo,
+                target_hi=target_hi,
+                n_responses=post["n_responses"].to_series(),
+                tau=tau,
+                min_responses=min_responses,
+                discrimination_prob=discrimination_prob,
+            )
+            table = table.reindex(ids)
+            frames.append(
+                pd.DataFrame(
+                    {
+                        "n_systems": n,
+                        "rep": rep,
+                        "candidate_id": ids,
+                        "true_difficulty": b,
+                        "true_discrimination": a,
+                        "in_bin": (b >= target_lo) & (b < target_hi),
+                        "p_in_target": table["p_in_target"].to_numpy(),
+                        "difficulty_mean": table["difficulty_mean"].to_numpy(),
+                        "decision": table["decision"].to_numpy(),
+                        "reason": table["reason"].to_numpy(),
+                    }
+                )
+            )
+    out = pd.concat(frames, ignore_index=True)
+    out.attrs.update(
+        truth=truth,
+        target_lo=float(target_lo),
+        target_hi=float(target_hi),
+        tau=float(tau),
+        spread=spread,
+        discrimination_sd=discrimination_sd,
+        min_responses=min_responses,
+        seed=seed,
+    )
+    return out
+
+
+def _bank_like(fit: Fit, benchmark: str | None, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """(difficulty, discrimination) of ``n`` new items drawn from the fitted hierarchy's predictive."""
+    post = fit.posterior
+    n_total = int(post.sizes["chain"] * post.sizes["draw"])
+    rows = rng.integers(0, n_total, n)
+    prior_b = _level_prior(post, fit.spec.hierarchy, "difficulty", rows, benchmark, None)
+    b = rng.normal(prior_b.centre, prior_b.sd)
+    if fit.spec.kind == "1pl":
+        return b, np.exp(_flat(post["log_discrimination_mu"])[rows])
+    prior_la = _level_prior(post, fit.spec.hierarchy, "log_discrimination", rows, benchmark, None)
+    return b, np.exp(rng.normal(prior_la.centre, prior_la.sd))
+
+
+def operating_characteristic_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per number of systems: candidates, in-bin candidates, accepted, precision and recall.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per ``n_systems``: ``n_candidates``, ``n_in_bin``, ``n_accepted``, ``n_true_accepted``,
+        ``precision`` (share of accepted items truly in the bin; NaN when none is accepted),
+        ``precision_se`` (binomial standard error, sqrt(p (1 - p) / n_accepted)), ``recall`` (share of
+        in-bin items accepted), ``mean_p_in_target_accepted`` (the precision the posterior promises).
+    """
+    rows = []
+    for n, group in frame.groupby("n_systems", sort=True):
+        accepted = group["decision"].eq("accepted").to_numpy()
+        inside = group["in_bin"].to_numpy(dtype=bool)
+        n_acc = int(accepted.sum())
+        n_true = int((accepted & inside).sum())
+        precision = n_true / n_acc if n_acc else math.nan
+        rows.append(
+            {
+                "n_systems": int(n),
+                "n_candidates": len(group),
+                "n_in_bin": int(inside.sum()),
+                "n_accepted": n_acc,
+                "n_true_accepted": n_true,
+                "precision": precision,
+                "precision_se": math.sqrt(precision * (1 - precision) / n_acc) if n_acc else math.nan,
+                "recall": n_true / int(inside.sum()) if inside.any() else math.nan,
+                "mean_p_in_target_accepted": float(group.loc[accepted, "p_in_target"].mean()) if n_acc else math.nan,
+            }
+        )
+    table = pd.DataFrame(rows)
+    table.attrs.update(frame.attrs)
+    return table

@@ -1,0 +1,349 @@
+"""BenchFill calibration: the fixed-bank grid against exact quadrature and against a full refit; the OC.
+
+The shared bank (40 subjects x 60 items in 2 benchmarks, 2PL, 2 chains x 300 draws) is fitted once per
+session by :func:`shared_bank`, which ``test_benchfill_cli.py`` uses too.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import shutil
+import tempfile
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import arviz_stats
+import numpy as np
+import pandas as pd
+import pytest
+import xarray as xr
+from scipy.special import expit
+
+from irtbayes import io
+from irtbayes.benchfill import Candidate, decide_all, load_candidates
+from irtbayes.benchfill.calibration import (
+    calibrate_fixed,
+    calibrate_full,
+    candidate_response_data,
+    operating_characteristic,
+    operating_characteristic_table,
+)
+from irtbayes.data import ResponseData
+from irtbayes.diagnostics import Diagnostics
+from irtbayes.errors import DataError, FitError
+from irtbayes.fit import Fit, fit, save_fit
+from irtbayes.model import ModelSpec
+from irtbayes.simulate import simulate_responses
+
+#: True difficulties of the six candidates (discrimination 1.2 each): two easy, two in [-0.5, 1.5), two hard.
+TRUE_DIFFICULTY = np.array([-2.5, -1.5, 0.2, 0.5, 2.2, 3.0])
+TARGET = (-0.5, 1.5)
+
+
+@dataclass(frozen=True)
+class Bank:
+    """A fitted bank saved to disk, six candidates and their simulated responses."""
+
+    folder: Path
+    data: ResponseData
+    data_path: Path
+    truth: xr.Dataset
+    fit: Fit
+    fit_dir: Path
+    candidates: list[Candidate]
+    candidates_path: Path
+    responses: pd.DataFrame
+    responses_path: Path
+
+
+_CACHE: dict[str, Bank] = {}
+
+
+def _make_bank() -> Bank:
+    folder = Path(tempfile.mkdtemp(prefix="irtbayes-benchfill-"))
+    atexit.register(shutil.rmtree, folder, True)
+    simulated, truth = simulate_responses(40, 60, kind="2pl", n_benchmarks=2, missing=0.0, seed=5)
+    frame = simulated.long_frame().merge(simulated.items[["benchmark"]].reset_index(), on="item")
+    data_path = folder / "bank.csv"
+    frame.to_csv(data_path, index=False)
+    data = io.load_long(data_path)  # the fit records this file as its source
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # a tiny fit may miss ESS >= 400
+        bank_fit = fit(data, ModelSpec(kind="2pl"), chains=2, draws=300, tune=300, seed=1, progress=False)
+    fit_dir = save_fit(bank_fit, folder / "fit")
+    candidates = [
+        Candidate(
+            candidate_id=f"cand{k}",
+            text=f"Candidate question {k}?",
+            answer="B",
+            choices=("A", "B", "C", "D"),
+            benchmark="bench00",
+            source="test",
+        )
+        for k in range(len(TRUE_DIFFICULTY))
+    ]
+    candidates_path = folder / "candidates.jsonl"
+    candidates_path.write_text("".join(json.dumps(c.to_dict()) + "\n" for c in candidates))
+    rng = np.random.default_rng(3)
+    theta = truth["ability"].values
+    y = (rng.random((40, len(candidates))) < expit(1.2 * (theta[:, None] - TRUE_DIFFICULTY[None, :]))).astype(float)
+    responses = pd.DataFrame(
+        {
+            "subject": np.repeat(data.subject_ids.to_numpy(), len(candidates)),
+            "item": np.tile([c.candidate_id for c in candidates], 40),
+            "response": y.ravel(),
+        }
+    )
+    responses_path = folder / "responses.csv"
+    responses.to_csv(responses_path, index=False)
+    return Bank(
+        folder, data, data_path, truth, bank_fit, fit_dir, candidates, candidates_path, responses, responses_path
+    )
+
+
+def shared_bank() -> Bank:
+    """The bank, fitted on first use and kept for the session."""
+    if "bank" not in _CACHE:
+        _CACHE["bank"] = _make_bank()
+    return _CACHE["bank"]
+
+
+@pytest.fixture(scope="session")
+def bank() -> Bank:
+    return shared_bank()
+
+
+@pytest.fixture(scope="session")
+def new_data(bank: Bank) -> ResponseData:
+    return candidate_response_data(bank.responses, bank.candidates, fit=bank.fit)
+
+
+@pytest.fixture(scope="session")
+def fixed(bank: Bank, new_data: ResponseData) -> xr.Dataset:
+    return calibrate_fixed(bank.fit, new_data, seed=1)
+
+
+@pytest.fixture(scope="session")
+def full(bank: Bank, new_data: ResponseData):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return calibrate_full(bank.fit, bank.data, new_data, seed=2)
+
+
+# ---------------------------------------------------------------------------------------------- data checks
+def test_candidate_data_takes_labels_from_the_candidates(bank, new_data):
+    assert list(new_data.item_ids) == [c.candidate_id for c in bank.candidates]
+    assert set(new_data.items["benchmark"]) == {"bench00"}
+    assert new_data.items["n_options"].tolist() == [4] * 6
+    assert new_data.n_responses == 240
+
+
+def test_unknown_subjects_are_listed_not_dropped(bank):
+    frame = bank.responses.copy()
+    frame.loc[0, "subject"] = "gpt-x"
+    frame.loc[1, "subject"] = "claude-y"
+    with pytest.raises(DataError, match=r"2 subject\(s\) are not among the fit's 40 subjects: claude-y, gpt-x"):
+        candidate_response_data(frame, bank.candidates, fit=bank.fit)
+
+
+def test_responses_to_unknown_items_are_an_error(bank):
+    frame = bank.responses.copy()
+    frame.loc[0, "item"] = "item00003"  # a bank item, not a candidate
+    with pytest.raises(DataError, match=r"1 item\(s\) that are not candidates: item00003"):
+        candidate_response_data(frame, bank.candidates, fit=bank.fit)
+
+
+def test_candidate_ids_must_not_be_bank_items(bank):
+    clash = [Candidate(candidate_id="item00000", text="q", answer="a")]
+    with pytest.raises(DataError, match="already items of the fitted bank"):
+        candidate_response_data(bank.responses.iloc[:0], clash, fit=bank.fit)
+
+
+def test_full_calibration_refuses_other_data(bank, new_data):
+    other = bank.data.subset(items=list(bank.data.item_ids[:-1]))
+    with pytest.raises(FitError, match="not the data the fit was made from"):
+        calibrate_full(bank.fit, other, new_data)
+
+
+# ---------------------------------------------------------------------------------------------- fixed bank
+def test_fixed_bank_output_is_labelled(fixed, bank):
+    n_total = bank.fit.posterior.sizes["chain"] * bank.fit.posterior.sizes["draw"]
+    assert dict(fixed["difficulty"].sizes) == {"chain": 1, "draw": n_total, "item": 6}
+    assert list(fixed["item"].values) == [f"cand{k}" for k in range(6)]
+    assert fixed["n_responses"].values.tolist() == [40] * 6
+    assert set(fixed["prior_group"].values) == {"benchmark 'bench00'"}
+    assert (fixed["discrimination"] > 0).all()
+    assert float(fixed["edge_mass"].max()) < 1e-3, fixed["edge_mass"].values
+
+
+def test_fixed_bank_prior_for_an_unknown_benchmark_is_wider(bank):
+    frame = bank.responses.loc[bank.responses["item"] == "cand2"]
+    known = calibrate_fixed(bank.fit, candidate_response_data(frame, bank.candidates[2:3], fit=bank.fit), seed=0)
+    stranger = Candidate(candidate_id="cand2", text="q", answer="a", benchmark="brand-new")
+    new = calibrate_fixed(bank.fit, candidate_response_data(frame, [stranger], fit=bank.fit), seed=0)
+    assert str(new["prior_group"].values[0]) == "a new benchmark"
+    assert float(new["prior_difficulty_sd"][0]) > float(known["prior_difficulty_sd"][0]), (
+        new["prior_difficulty_sd"].values,
+        known["prior_difficulty_sd"].values,
+    )
+
+
+def test_fewer_responses_give_a_wider_interval(bank):
+    frame = bank.responses.loc[bank.responses["item"] == "cand3"]
+    sds = []
+    for n in (10, 40):
+        part = frame.iloc[:n]
+        post = calibrate_fixed(bank.fit, candidate_response_data(part, bank.candidates[3:4], fit=bank.fit), seed=0)
+        sds.append(float(post["difficulty"].std()))
+    assert sds[0] > 1.3 * sds[1], f"posterior sd with 10 responses {sds[0]:.3f}, with 40 {sds[1]:.3f}"
+
+
+def _fake_fit(kind: str, theta: np.ndarray, *, mu: float, sd: float, a: float = 1.0) -> Fit:
+    """A fit whose posterior is known exactly: fixed abilities, one item, constant hyperparameters."""
+    n_chain, n_draw = 1, 400
+    subjects = [f"s{j:02d}" for j in range(len(theta))]
+    shape = (n_chain, n_draw)
+    posterior = xr.Dataset(
+        {
+            "ability": (("chain", "draw", "subject"), np.broadcast_to(theta, (*shape, len(theta))).copy()),
+            "difficulty": (("chain", "draw", "item"), np.zeros((*shape, 1))),
+            "discrimination": (("chain", "draw", "item"), np.full((*shape, 1), a)),
+            "difficulty_mu": (("chain", "draw"), np.full(shape, mu)),
+            "difficulty_sd": (("chain", "draw"), np.full(shape, sd)),
+            "log_discrimination_mu": (("chain", "draw"), np.full(shape, np.log(a))),
+            "log_discrimination_sd": (("chain", "draw"), np.full(shape, 0.3)),
+        },
+        coords={"subject": subjects, "item": ["old"]},
+    )
+    constant = xr.Dataset({"item_benchmark": ("item", [""]), "item_domain": ("item", [""])}, coords={"item": ["old"]})
+    tree = xr.DataTree.from_dict({"posterior": posterior, "constant_data": constant})
+    return Fit(
+        idata=tree,
+        spec=ModelSpec(kind=kind, hierarchy="none"),
+        sampler={"name": "fake", "chains": n_chain, "draws": n_draw},
+        data_checksum="fake",
+        diagnostics=Diagnostics(ok=True, approximate=False, thresholds={}),
+    )
+
+
+@pytest.mark.parametrize(("kind", "chance"), [("1pl", None), ("3pl", 0.25)])
+def test_fixed_bank_matches_exact_quadrature(kind, chance):
+    """With abilities known exactly and a Normal prior, the grid posterior mean of b is a 1-D integral."""
+    theta = np.linspace(-2, 2, 30)
+    rng = np.random.default_rng(7)
+    y = (rng.random(30) < 0.5).astype(float)
+    bank = _fake_fit(kind, theta, mu=0.3, sd=1.2, a=1.3)
+    frame = pd.DataFrame({"subject": [f"s{j:02d}" for j in range(30)], "item": "new", "response": y})
+    choices = ("a", "b", "c", "d") if chance else None
+    cand = Candidate(candidate_id="new", text="q", answer="a", choices=choices)
+    post = calibrate_fixed(bank, candidate_response_data(frame, [cand], fit=bank), n_draws=20_000, seed=3)
+    b = np.linspace(-8, 8, 2001)[:, None, None]
+    # 1PL: a is the bank's; 3PL: log a has the bank's prior Normal(log 1.3, 0.3) and c is held at chance
+    la = np.log(1.3) + (np.linspace(-6, 6, 121) * 0.3 if chance else np.zeros(1))
+    p = expit(np.exp(la)[None, :, None] * (theta[None, None, :] - b))
+    if chance:
+        p = chance + (1 - chance) * p
+    p = np.clip(p, 1e-15, 1 - 1e-15)
+    logpost = np.log(p) @ y + np.log1p(-p) @ (1 - y) - 0.5 * ((b[:, :, 0] - 0.3) / 1.2) ** 2
+    logpost = logpost - 0.5 * ((la[None, :] - np.log(1.3)) / 0.3) ** 2
+    w = np.exp(logpost - logpost.max()).sum(axis=1)
+    w /= w.sum()
+    b = b[:, 0, 0]
+    exact_mean = float(w @ b)
+    exact_sd = float(np.sqrt(w @ (b - exact_mean) ** 2))
+    draws = post["difficulty"].values.ravel()
+    mcse = exact_sd / np.sqrt(len(draws))
+    assert abs(draws.mean() - exact_mean) < 5 * mcse + 0.005, (draws.mean(), exact_mean, mcse)
+    assert abs(draws.std() / exact_sd - 1) < 0.03, (draws.std(), exact_sd)
+    if chance:
+        assert np.allclose(post["guessing"].values, 0.25)
+    else:
+        assert np.allclose(post["discrimination"].values, 1.3)
+
+
+# ---------------------------------------------------------------------------------------------- fast vs full
+#: The fixed-bank posterior mean of each candidate's difficulty lies within MEAN_TOLERANCE_SD full-refit
+#: posterior sds plus 3 Monte-Carlo standard errors (sd / sqrt(ESS)) of the full refit's mean.
+MEAN_TOLERANCE_SD = 0.35
+#: The ratio of the two posterior sds lies within [1 / SD_RATIO, SD_RATIO].
+SD_RATIO = 1.35
+
+
+def test_fixed_bank_agrees_with_the_full_refit(fixed, full):
+    fx = decide_all(fixed, target_lo=TARGET[0], target_hi=TARGET[1], n_responses=fixed["n_responses"].to_series())
+    fu = decide_all(
+        full.posterior, target_lo=TARGET[0], target_hi=TARGET[1], n_responses=full.posterior["n_responses"].to_series()
+    )
+    z = (fx["difficulty_mean"] - fu["difficulty_mean"]) / fu["difficulty_sd"]
+    ess = arviz_stats.ess(full.posterior["difficulty"]).to_series().reindex(fu.index)
+    tolerance = MEAN_TOLERANCE_SD + 3 / np.sqrt(ess)
+    ratio = fx["difficulty_sd"] / fu["difficulty_sd"]
+    report = pd.DataFrame(
+        {
+            "fixed_mean": fx["difficulty_mean"],
+            "full_mean": fu["difficulty_mean"],
+            "full_sd": fu["difficulty_sd"],
+            "z": z,
+            "tolerance": tolerance,
+            "sd_ratio": ratio,
+            "fixed_p": fx["p_in_target"],
+            "full_p": fu["p_in_target"],
+        }
+    ).round(3)
+    assert (z.abs() <= tolerance).all(), report.to_string()
+    assert ratio.between(1 / SD_RATIO, SD_RATIO).all(), report.to_string()
+    clear = (fu["p_in_target"] >= 0.95) | (fu["p_in_target"] <= 0.3)
+    assert clear.sum() >= 5, report.to_string()
+    assert (fx.loc[clear, "decision"] == fu.loc[clear, "decision"]).all(), report.to_string()
+    assert fu["decision"].tolist() == ["rejected", "rejected", "accepted", "accepted", "rejected", "rejected"], (
+        report.to_string()
+    )
+
+
+def test_full_refit_recovers_the_candidates(full):
+    post = full.posterior["difficulty"]
+    lo, hi = post.quantile([0.05, 0.95], dim=("chain", "draw")).values
+    inside = (lo <= TRUE_DIFFICULTY) & (TRUE_DIFFICULTY <= hi)
+    assert inside.sum() >= 5, f"90% intervals [{lo.round(2)}, {hi.round(2)}], truth {TRUE_DIFFICULTY}"
+    assert list(full.refit.item_ids[-6:]) == [f"cand{k}" for k in range(6)]
+
+
+def test_loaded_candidates_round_trip(bank):
+    assert load_candidates(bank.candidates_path) == [
+        Candidate(**{**c.to_dict(), "choices": c.choices}) for c in bank.candidates
+    ]
+
+
+# ---------------------------------------------------------------------------------------------- OC
+#: Precision may fall below tau by at most this Monte-Carlo margin: 2 binomial standard errors at p = tau
+#: for the number of accepted candidates.
+def _margin(tau: float, n_accepted: int) -> float:
+    return 2 * np.sqrt(tau * (1 - tau) / max(n_accepted, 1))
+
+
+def test_operating_characteristic_precision_reaches_tau(bank):
+    """Candidates drawn like the bank's items (the model's own assumption), answered by 40 systems."""
+    tau = 0.8
+    frame = operating_characteristic(
+        bank.fit,
+        target_lo=-1.0,
+        target_hi=0.5,
+        n_systems=(40,),
+        n_candidates=200,
+        truth="bank",
+        benchmark="bench00",
+        tau=tau,
+        seed=1,
+        ability_points=8,
+        n_draws=1000,
+    )
+    table = operating_characteristic_table(frame)
+    row = table.iloc[0]
+    assert row["n_accepted"] >= 15, table.to_string()
+    assert row["precision"] >= tau - _margin(tau, int(row["n_accepted"])), table.to_string()
+    assert 0 < row["recall"] < 1, table.to_string()
+    # every accepted candidate was accepted on posterior evidence at least tau
+    accepted = frame.loc[frame["decision"] == "accepted"]
+    assert (accepted["p_in_target"] >= tau).all()
