@@ -20,15 +20,14 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 import re
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from irtbayes.errors import DataError, SpecError
+from irtbayes.files import atomic_write_bytes
 
 if TYPE_CHECKING:
     from irtbayes.benchfill.candidates import Candidate
@@ -40,24 +39,8 @@ _TASK_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*$")
 
 
 def write_atomic(path: str | Path, data: str | bytes) -> Path:
-    """Write ``data`` to ``path`` through a temporary file in the same folder, fsync it, then ``os.replace``.
-
-    A reader sees either the old file or the complete new one, never a part.
-    """
-    path = Path(path)
-    raw = data.encode("utf-8") if isinstance(data, str) else data
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(raw)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return path
+    """Write text (UTF-8) or bytes atomically: see :func:`irtbayes.files.atomic_write_bytes`."""
+    return atomic_write_bytes(path, data.encode("utf-8") if isinstance(data, str) else data)
 
 
 @dataclass(frozen=True)
