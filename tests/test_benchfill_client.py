@@ -50,6 +50,7 @@ class FakeOpenAI:
                 with fake.lock:
                     fake.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
                     fake.active += 1
+                    counted = True
                     fake.max_active = max(fake.max_active, fake.active)
                     action = fake.script.popleft() if fake.script else dict(fake.default)
                 try:
@@ -72,6 +73,11 @@ class FakeOpenAI:
                     else:
                         payload = action.get("body", {"error": {"message": f"status {status}"}})
                     raw = json.dumps(payload).encode()
+                    # count the request as finished before the reply leaves: once the client has the reply it
+                    # may start its next request, and that must not race this decrement
+                    with fake.lock:
+                        fake.active -= 1
+                        counted = False
                     self.send_response(status)
                     self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(raw)))
@@ -82,8 +88,9 @@ class FakeOpenAI:
                 except (BrokenPipeError, ConnectionResetError):
                     pass
                 finally:
-                    with fake.lock:
-                        fake.active -= 1
+                    if counted:
+                        with fake.lock:
+                            fake.active -= 1
 
         class Server(ThreadingHTTPServer):
             daemon_threads = True
