@@ -1,0 +1,660 @@
+"""Convergence and fit checks of a fitted IRT model.
+
+- :func:`check_convergence`: r-hat, bulk and tail ESS (arviz-stats), divergences, E-BFMI and tree-depth
+  saturation, against stated thresholds, in a small :class:`Diagnostics` object with ``.ok``.
+- :func:`posterior_predictive_check`: per-item proportion correct, per-subject total score and the
+  item-rest relation, each against its posterior predictive distribution (Bayesian p-values).
+- :func:`log_likelihood` and :func:`compare_fits`: pointwise log-likelihood and PSIS-LOO comparison of fits.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import arviz_stats as azs
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from irtbayes.errors import FitError, SpecError
+
+if TYPE_CHECKING:
+    from irtbayes.data import ResponseData
+    from irtbayes.fit import Fit
+
+__all__ = [
+    "Diagnostics",
+    "PredictiveCheck",
+    "VariableDiagnostics",
+    "check_convergence",
+    "compare_fits",
+    "log_likelihood",
+    "posterior_predictive_check",
+]
+
+log = logging.getLogger(__name__)
+
+#: Posterior variables that are not checked: sampler coordinates with no meaning of their own
+#: (standard-normal raw variables, Cholesky factors) and quantities computed from checked ones.
+SKIP_SUFFIXES = ("_z", "_chol")
+SKIP_NAMES = ("intercept", "ability_corr")
+
+
+@dataclass(frozen=True)
+class VariableDiagnostics:
+    """The worst r-hat and ESS of one posterior variable, with the parameter that attains them."""
+
+    name: str
+    size: int
+    max_rhat: float
+    worst_rhat: str
+    min_ess_bulk: float
+    worst_ess_bulk: str
+    min_ess_tail: float
+    worst_ess_tail: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: _plain(v) for k, v in self.__dict__.items()}
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, (np.floating, float)):
+        return None if not np.isfinite(value) else float(value)
+    if isinstance(value, (np.integer,)):
+        return int(value)
+    return value
+
+
+@dataclass(frozen=True)
+class Diagnostics:
+    """Convergence of a fit against stated thresholds.
+
+    Attributes
+    ----------
+    ok
+        True when every check passes (always False for approximate fits, which have no MCMC diagnostics).
+    approximate
+        The fit came from an approximate method (ADVI, Pathfinder): r-hat and ESS do not apply.
+    thresholds
+        ``rhat_max``, ``ess_min`` (bulk and tail), ``ebfmi_min``, ``treedepth_share_max``.
+    variables
+        One :class:`VariableDiagnostics` per checked variable.
+    divergences, n_chains, n_draws
+        Divergent transitions after warm-up; chains and draws per chain.
+    ebfmi
+        E-BFMI per chain.
+    treedepth_saturated
+        Draws whose trajectory hit the maximum tree depth.
+    problems
+        One sentence per failed check.
+    """
+
+    ok: bool
+    approximate: bool
+    thresholds: dict[str, float]
+    variables: list[VariableDiagnostics] = field(default_factory=list)
+    divergences: int = 0
+    n_chains: int = 0
+    n_draws: int = 0
+    ebfmi: list[float] = field(default_factory=list)
+    treedepth_saturated: int = 0
+    mean_steps: float | None = None
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def max_rhat(self) -> float:
+        values = [v.max_rhat for v in self.variables if np.isfinite(v.max_rhat)]
+        return max(values) if values else float("nan")
+
+    @property
+    def min_ess_bulk(self) -> float:
+        values = [v.min_ess_bulk for v in self.variables if np.isfinite(v.min_ess_bulk)]
+        return min(values) if values else float("nan")
+
+    @property
+    def min_ess_tail(self) -> float:
+        values = [v.min_ess_tail for v in self.variables if np.isfinite(v.min_ess_tail)]
+        return min(values) if values else float("nan")
+
+    def summary(self) -> str:
+        """A few lines of text: verdict, thresholds, worst parameters, sampler warnings."""
+        if self.approximate:
+            return (
+                "Approximate fit (variational or Pathfinder): MCMC convergence diagnostics do not apply; "
+                "treat intervals as approximate."
+            )
+        t = self.thresholds
+        head = "Converged" if self.ok else "NOT converged"
+        lines = [
+            f"{head}: {self.n_chains} chains x {self.n_draws} draws; thresholds r-hat <= {t['rhat_max']:g}, "
+            f"bulk and tail ESS >= {t['ess_min']:g}, E-BFMI >= {t['ebfmi_min']:g}, no divergences.",
+            f"max r-hat {self.max_rhat:.3f}, min bulk ESS {self.min_ess_bulk:.0f}, min tail ESS "
+            f"{self.min_ess_tail:.0f}, divergences {self.divergences}, tree-depth saturated {self.treedepth_saturated}"
+            + (f", E-BFMI min {min(self.ebfmi):.2f}" if self.ebfmi else "")
+            + (f", mean leapfrog steps {self.mean_steps:.1f}" if self.mean_steps is not None else ""),
+        ]
+        for v in self.variables:
+            lines.append(
+                f"  {v.name:<34} r-hat {v.max_rhat:6.3f} ({v.worst_rhat})  bulk ESS {v.min_ess_bulk:7.0f} "
+                f"({v.worst_ess_bulk})  tail ESS {v.min_ess_tail:7.0f}"
+            )
+        lines += [f"  problem: {p}" for p in self.problems]
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "approximate": self.approximate,
+            "thresholds": dict(self.thresholds),
+            "max_rhat": _plain(self.max_rhat),
+            "min_ess_bulk": _plain(self.min_ess_bulk),
+            "min_ess_tail": _plain(self.min_ess_tail),
+            "divergences": int(self.divergences),
+            "n_chains": int(self.n_chains),
+            "n_draws": int(self.n_draws),
+            "ebfmi": [_plain(x) for x in self.ebfmi],
+            "treedepth_saturated": int(self.treedepth_saturated),
+            "mean_steps": _plain(self.mean_steps) if self.mean_steps is not None else None,
+            "problems": list(self.problems),
+            "variables": [v.to_dict() for v in self.variables],
+        }
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> Diagnostics:
+        def num(x: Any) -> float:
+            return float("nan") if x is None else float(x)
+
+        variables = [
+            VariableDiagnostics(
+                name=v["name"],
+                size=int(v["size"]),
+                max_rhat=num(v["max_rhat"]),
+                worst_rhat=v["worst_rhat"],
+                min_ess_bulk=num(v["min_ess_bulk"]),
+                worst_ess_bulk=v["worst_ess_bulk"],
+                min_ess_tail=num(v["min_ess_tail"]),
+                worst_ess_tail=v["worst_ess_tail"],
+            )
+            for v in values.get("variables", [])
+        ]
+        return cls(
+            ok=bool(values["ok"]),
+            approximate=bool(values["approximate"]),
+            thresholds={k: float(v) for k, v in values["thresholds"].items()},
+            variables=variables,
+            divergences=int(values.get("divergences", 0)),
+            n_chains=int(values.get("n_chains", 0)),
+            n_draws=int(values.get("n_draws", 0)),
+            ebfmi=[num(x) for x in values.get("ebfmi", [])],
+            treedepth_saturated=int(values.get("treedepth_saturated", 0)),
+            mean_steps=None if values.get("mean_steps") is None else float(values["mean_steps"]),
+            problems=list(values.get("problems", [])),
+        )
+
+
+def _label(da: xr.DataArray, flat_index: int) -> str:
+    if da.ndim == 0:
+        return str(da.name)
+    pos = np.unravel_index(flat_index, da.shape)
+    parts = []
+    for dim, p in zip(da.dims, pos, strict=True):
+        parts.append(str(da[dim].values[p]) if dim in da.coords else str(p))
+    return f"{da.name}[{', '.join(parts)}]"
+
+
+def _worst(da: xr.DataArray, *, largest: bool) -> tuple[float, str]:
+    values = np.asarray(da.values, dtype="float64").ravel()
+    finite = np.isfinite(values)
+    if not finite.any():
+        return float("nan"), ""
+    masked = np.where(finite, values, -np.inf if largest else np.inf)
+    idx = int(np.argmax(masked) if largest else np.argmin(masked))
+    return float(values[idx]), _label(da, idx)
+
+
+def checked_variables(posterior: xr.Dataset) -> list[str]:
+    """Names of the posterior variables that convergence is judged on."""
+    return [
+        str(name)
+        for name in posterior.data_vars
+        if not str(name).endswith(SKIP_SUFFIXES) and str(name) not in SKIP_NAMES
+    ]
+
+
+def check_convergence(
+    idata: xr.DataTree,
+    *,
+    rhat_max: float = 1.01,
+    ess_min: float = 400.0,
+    ebfmi_min: float = 0.3,
+    treedepth_share_max: float = 0.01,
+    var_names: list[str] | None = None,
+    approximate: bool = False,
+) -> Diagnostics:
+    """Check MCMC convergence against thresholds (Vehtari et al. 2021 rank-normalised r-hat and ESS).
+
+    Parameters
+    ----------
+    idata
+        DataTree with a ``posterior`` group (chain, draw, ...) and, for NUTS fits, ``sample_stats``.
+    rhat_max, ess_min
+        Every checked parameter needs r-hat <= ``rhat_max`` and bulk and tail ESS >= ``ess_min``.
+    ebfmi_min
+        Every chain needs E-BFMI >= ``ebfmi_min``.
+    treedepth_share_max
+        At most this share of draws may hit the maximum tree depth.
+    var_names
+        Variables to check (default: every posterior variable except raw standard-normal ``*_z``
+        coordinates, Cholesky factors and derived quantities).
+    approximate
+        The draws come from an approximate method: no MCMC checks, ``ok`` is False.
+
+    Returns
+    -------
+    Diagnostics
+    """
+    thresholds = {
+        "rhat_max": float(rhat_max),
+        "ess_min": float(ess_min),
+        "ebfmi_min": float(ebfmi_min),
+        "treedepth_share_max": float(treedepth_share_max),
+    }
+    if "posterior" not in idata.children:
+        raise FitError("check_convergence: the DataTree has no posterior group")
+    posterior = idata["posterior"].to_dataset()
+    n_chains = int(posterior.sizes.get("chain", 1))
+    n_draws = int(posterior.sizes.get("draw", 0))
+    if approximate:
+        return Diagnostics(
+            ok=False,
+            approximate=True,
+            thresholds=thresholds,
+            n_chains=n_chains,
+            n_draws=n_draws,
+            problems=["approximate fit: MCMC diagnostics do not apply"],
+        )
+    names = var_names if var_names is not None else checked_variables(posterior)
+    missing = [n for n in names if n not in posterior]
+    if missing:
+        raise SpecError(f"check_convergence: no posterior variable(s) {missing}; have {list(posterior.data_vars)}")
+    post = posterior[names]
+    problems: list[str] = []
+    variables: list[VariableDiagnostics] = []
+    if n_chains < 2:
+        problems.append(f"only {n_chains} chain: r-hat needs at least 2")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        rhat = azs.rhat(post)
+        ess_bulk = azs.ess(post, method="bulk")
+        ess_tail = azs.ess(post, method="tail")
+    for name in names:
+        # a parameter constant over every draw (e.g. a fixed correlation of 1) has no r-hat: leave it out
+        constant = (post[name].std(dim=("chain", "draw")) == 0).values
+        r = rhat[name].where(~constant)
+        max_r, worst_r = _worst(r, largest=True)
+        min_b, worst_b = _worst(ess_bulk[name].where(~constant), largest=False)
+        min_t, worst_t = _worst(ess_tail[name].where(~constant), largest=False)
+        variables.append(
+            VariableDiagnostics(
+                name, int(post[name].size // max(n_chains * n_draws, 1)), max_r, worst_r, min_b, worst_b, min_t, worst_t
+            )
+        )
+        if np.isfinite(max_r) and max_r > rhat_max:
+            problems.append(f"r-hat {max_r:.3f} > {rhat_max:g} at {worst_r}")
+        if np.isfinite(min_b) and min_b < ess_min:
+            problems.append(f"bulk ESS {min_b:.0f} < {ess_min:g} at {worst_b}")
+        if np.isfinite(min_t) and min_t < ess_min:
+            problems.append(f"tail ESS {min_t:.0f} < {ess_min:g} at {worst_t}")
+
+    divergences = 0
+    ebfmi: list[float] = []
+    saturated = 0
+    mean_steps = None
+    if "sample_stats" in idata.children:
+        stats = idata["sample_stats"].to_dataset()
+        if "diverging" in stats:
+            divergences = int(stats["diverging"].sum())
+            if divergences:
+                problems.append(f"{divergences} divergent transition(s)")
+        if "energy" in stats and n_draws > 1:
+            ebfmi = [float(x) for x in np.atleast_1d(azs.bfmi(idata)["energy"].values)]
+            low = [i for i, x in enumerate(ebfmi) if x < ebfmi_min]
+            if low:
+                problems.append(f"E-BFMI below {ebfmi_min:g} in chain(s) {low}")
+        for name in ("maxdepth_reached", "reached_max_treedepth"):
+            if name in stats:
+                saturated = int(stats[name].sum())
+                break
+        total = max(n_chains * n_draws, 1)
+        if saturated / total > treedepth_share_max:
+            problems.append(f"{saturated} of {total} draws hit the maximum tree depth")
+        for name in ("n_steps", "tree_size"):
+            if name in stats:
+                mean_steps = float(stats[name].mean())
+                break
+    return Diagnostics(
+        ok=not problems,
+        approximate=False,
+        thresholds=thresholds,
+        variables=variables,
+        divergences=divergences,
+        n_chains=n_chains,
+        n_draws=n_draws,
+        ebfmi=ebfmi,
+        treedepth_saturated=saturated,
+        mean_steps=mean_steps,
+        problems=problems,
+    )
+
+
+# ---------------------------------------------------------------------------------------------- predictive
+def _check_data(result: Fit, data: ResponseData) -> None:
+    if data.checksum() != result.data_checksum:
+        raise FitError(
+            f"{data.source}: these are not the data the fit was made from (checksum {data.checksum()[:12]}, "
+            f"the fit's {result.data_checksum[:12]})"
+        )
+
+
+def _draw_index(result: Fit, n_draws: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """(chain, draw) positions of an even thinning to about ``n_draws`` draws, every chain kept."""
+    post = result.posterior
+    n_chain, n_draw = post.sizes["chain"], post.sizes["draw"]
+    per_chain = n_draw if n_draws is None else max(1, min(n_draw, int(np.ceil(n_draws / n_chain))))
+    draws = np.unique(np.linspace(0, n_draw - 1, per_chain).round().astype(int))
+    return np.arange(n_chain), draws
+
+
+def _response_probabilities(result: Fit, data: ResponseData, chains: np.ndarray, draws: np.ndarray):  # type: ignore[no-untyped-def]
+    """Yield, per (chain, draw), the success probability of every response row of ``data`` (long order)."""
+    post = result.posterior
+    s, i = data.subject_codes, data.item_codes
+    ability = post["ability"].isel(chain=chains, draw=draws)
+    diff = post["difficulty"].isel(chain=chains, draw=draws).values
+    disc = post["discrimination"].isel(chain=chains, draw=draws).values
+    guess = post["guessing"].isel(chain=chains, draw=draws).values if "guessing" in post else None
+    if "dim" in ability.dims:
+        dims = list(ability["dim"].values.astype(str))
+        item_dim = np.array([dims.index(d) for d in result.constant_data["item_domain"].values.astype(str)])
+        theta_all = ability.transpose("chain", "draw", "subject", "dim").values
+    else:
+        item_dim = None
+        theta_all = ability.transpose("chain", "draw", "subject").values
+    for c in range(len(chains)):
+        for d in range(len(draws)):
+            theta = theta_all[c, d][s, item_dim[i]] if item_dim is not None else theta_all[c, d][s]
+            eta = disc[c, d][i] * (theta - diff[c, d][i])
+            p = 1.0 / (1.0 + np.exp(-eta))
+            if guess is not None:
+                p = guess[c, d][i] + (1 - guess[c, d][i]) * p
+            yield c, d, p
+
+
+def _item_rest_corr(y: np.ndarray, s: np.ndarray, i: np.ndarray, n_subjects: int, n_items: int) -> np.ndarray:
+    n_s = np.bincount(s, minlength=n_subjects)
+    total = np.bincount(s, weights=y, minlength=n_subjects)
+    rest = (total[s] - y) / np.maximum(n_s[s] - 1, 1)
+    n = np.bincount(i, minlength=n_items).astype("float64")
+    sy = np.bincount(i, weights=y, minlength=n_items)
+    sr = np.bincount(i, weights=rest, minlength=n_items)
+    syy = np.bincount(i, weights=y * y, minlength=n_items)
+    srr = np.bincount(i, weights=rest * rest, minlength=n_items)
+    syr = np.bincount(i, weights=y * rest, minlength=n_items)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        cov = syr - sy * sr / n
+        return cov / np.sqrt((syy - sy**2 / n) * (srr - sr**2 / n))
+
+
+@dataclass(frozen=True)
+class PredictiveCheck:
+    """Posterior predictive checks of a fit, with Bayesian p-values.
+
+    Attributes
+    ----------
+    items
+        One row per item: ``item``, ``benchmark``, ``n_responses``, ``observed_mean``, ``predicted_mean``,
+        ``predicted_ci_low``, ``predicted_ci_high``, ``p_value_mean``, ``observed_item_rest``,
+        ``predicted_item_rest``, ``p_value_item_rest`` and ``misfit`` (either p-value outside
+        [alpha/2, 1 - alpha/2]).
+    subjects
+        One row per subject: ``subject``, ``n_responses``, ``observed_total``, ``predicted_total``,
+        ``predicted_ci_low``, ``predicted_ci_high``, ``p_value_total``, ``misfit``.
+    alpha, ci_prob, n_draws
+        Two-sided level of the misfit flags; interval probability; replicated data sets used.
+    """
+
+    items: pd.DataFrame
+    subjects: pd.DataFrame
+    alpha: float
+    ci_prob: float
+    n_draws: int
+
+    def summary(self) -> str:
+        n_items = int(self.items["misfit"].sum())
+        n_subj = int(self.subjects["misfit"].sum())
+        expected = self.alpha * 2  # two statistics per item
+        worst = self.items.sort_values("p_value_item_rest").head(5)["item"].tolist()
+        return (
+            f"Posterior predictive check ({self.n_draws} replicated data sets, two-sided level {self.alpha:g}): "
+            f"{n_items} of {len(self.items)} items misfit (about {expected:.0%} expected by chance), "
+            f"{n_subj} of {len(self.subjects)} subjects' total scores misfit. "
+            f"Lowest item-rest p-values: {', '.join(worst)}."
+        )
+
+
+def _p_value(replicated: np.ndarray, observed: np.ndarray) -> np.ndarray:
+    """Mid-p: P(T_rep > T_obs) + P(T_rep = T_obs) / 2, per column."""
+    with np.errstate(invalid="ignore"):
+        above = (replicated > observed[None, :]).mean(axis=0)
+        tie = np.isclose(replicated, observed[None, :], rtol=0, atol=1e-12).mean(axis=0)
+    return above + 0.5 * tie
+
+
+def posterior_predictive_check(
+    result: Fit,
+    data: ResponseData,
+    *,
+    n_draws: int = 200,
+    alpha: float = 0.05,
+    ci_prob: float = 0.9,
+    seed: int | None = None,
+) -> PredictiveCheck:
+    """Replicate the data from the posterior and compare per-item and per-subject statistics.
+
+    Statistics: each item's mean response, each item's correlation with the rest score (the subject's mean
+    on the other items; a model that misses an item's relation to ability shows here), each subject's
+    total score. Fractional responses are replicated as 0/1 with the predicted mean, so only the means
+    are comparable for them.
+
+    Parameters
+    ----------
+    result
+        The fit.
+    data
+        The data it was fitted to (checked by checksum).
+    n_draws
+        Posterior draws to replicate from (thinned evenly).
+    alpha
+        Two-sided level: a p-value below alpha/2 or above 1 - alpha/2 flags misfit.
+    ci_prob
+        Probability of the predictive intervals.
+    seed
+        Seed of the replications.
+
+    Returns
+    -------
+    PredictiveCheck
+        ``items`` (one row per item) and ``subjects`` (one row per subject) tables.
+
+    Raises
+    ------
+    FitError
+        ``data`` is not the data of the fit.
+    """
+    _check_data(result, data)
+    if not 0 < alpha < 1 or not 0 < ci_prob < 1:
+        raise SpecError(f"posterior_predictive_check: alpha and ci_prob must be in (0, 1), got {alpha}, {ci_prob}")
+    rng = np.random.default_rng(seed)
+    chains, draws = _draw_index(result, n_draws)
+    s, i, y = data.subject_codes, data.item_codes, data.values
+    n_s, n_i = data.n_subjects, data.n_items
+    n_rep = len(chains) * len(draws)
+    item_mean = np.empty((n_rep, n_i))
+    item_rest = np.empty((n_rep, n_i))
+    subj_total = np.empty((n_rep, n_s))
+    n_item = np.maximum(np.bincount(i, minlength=n_i), 1)
+    for k, (_, _, p) in enumerate(_response_probabilities(result, data, chains, draws)):
+        rep = (rng.random(len(p)) < p).astype("float64")
+        item_mean[k] = np.bincount(i, weights=rep, minlength=n_i) / n_item
+        item_rest[k] = _item_rest_corr(rep, s, i, n_s, n_i)
+        subj_total[k] = np.bincount(s, weights=rep, minlength=n_s)
+    obs_mean = np.bincount(i, weights=y, minlength=n_i) / n_item
+    obs_rest = _item_rest_corr(y, s, i, n_s, n_i)
+    obs_total = np.bincount(s, weights=y, minlength=n_s)
+    lo, hi = (1 - ci_prob) / 2, 1 - (1 - ci_prob) / 2
+    p_mean = _p_value(item_mean, obs_mean)
+    p_rest = _p_value(np.nan_to_num(item_rest, nan=0.0), np.nan_to_num(obs_rest, nan=0.0))
+    p_total = _p_value(subj_total, obs_total)
+
+    def outside(p: np.ndarray) -> np.ndarray:
+        return (p < alpha / 2) | (p > 1 - alpha / 2)
+
+    items = pd.DataFrame(
+        {
+            "item": data.item_ids.to_numpy(dtype=str),
+            "benchmark": data.items["benchmark"].to_numpy(),
+            "n_responses": np.bincount(i, minlength=n_i),
+            "observed_mean": obs_mean,
+            "predicted_mean": item_mean.mean(axis=0),
+            "predicted_ci_low": np.quantile(item_mean, lo, axis=0),
+            "predicted_ci_high": np.quantile(item_mean, hi, axis=0),
+            "p_value_mean": p_mean,
+            "observed_item_rest": obs_rest,
+            "predicted_item_rest": np.nanmean(item_rest, axis=0) if n_rep else np.nan,
+            "p_value_item_rest": p_rest,
+        }
+    )
+    # an item everyone (or no one) answers alike has no item-rest correlation to check
+    constant = ~np.isfinite(obs_rest)
+    items.loc[constant, "p_value_item_rest"] = np.nan
+    items["misfit"] = outside(p_mean) | (outside(p_rest) & ~constant)
+    subjects = pd.DataFrame(
+        {
+            "subject": data.subject_ids.to_numpy(dtype=str),
+            "n_responses": np.bincount(s, minlength=n_s),
+            "observed_total": obs_total,
+            "predicted_total": subj_total.mean(axis=0),
+            "predicted_ci_low": np.quantile(subj_total, lo, axis=0),
+            "predicted_ci_high": np.quantile(subj_total, hi, axis=0),
+            "p_value_total": p_total,
+        }
+    )
+    subjects["misfit"] = outside(p_total)
+    for table in (items, subjects):
+        table.attrs.update(ci_prob=ci_prob, alpha=alpha, n_draws=n_rep, approximate=result.approximate)
+    return PredictiveCheck(items=items, subjects=subjects, alpha=alpha, ci_prob=ci_prob, n_draws=n_rep)
+
+
+# ---------------------------------------------------------------------------------------------- LOO
+def log_likelihood(result: Fit, data: ResponseData, *, n_draws: int | None = 1000) -> xr.DataArray:
+    """Pointwise log-likelihood of every response, per posterior draw.
+
+    Parameters
+    ----------
+    result
+        The fit.
+    data
+        The data it was fitted to (checked by checksum).
+    n_draws
+        Posterior draws to use, thinned evenly over each chain (``None``: all). Memory is
+        ``n_draws x n_responses x 8`` bytes.
+
+    Returns
+    -------
+    xarray.DataArray
+        ``log_likelihood`` (chain, draw, response); coords ``subject`` and ``item`` on ``response``.
+    """
+    _check_data(result, data)
+    chains, draws = _draw_index(result, n_draws)
+    y = data.values
+    out = np.empty((len(chains), len(draws), data.n_responses))
+    for c, d, p in _response_probabilities(result, data, chains, draws):
+        p = np.clip(p, 1e-300, 1 - 1e-16)
+        out[c, d] = y * np.log(p) + (1 - y) * np.log1p(-p)
+    return xr.DataArray(
+        out,
+        dims=("chain", "draw", "response"),
+        coords={
+            "chain": chains,
+            "draw": result.posterior["draw"].values[draws],
+            "subject": ("response", data.responses["subject"].astype(str).to_numpy()),
+            "item": ("response", data.responses["item"].astype(str).to_numpy()),
+        },
+        name="log_likelihood",
+    )
+
+
+def compare_fits(
+    fits: dict[str, Fit] | list[Fit],
+    data: ResponseData,
+    *,
+    n_draws: int | None = 1000,
+    pareto_k_max: float = 0.7,
+) -> pd.DataFrame:
+    """Compare fits to the same data by PSIS-LOO (leave one response out), with Pareto-k warnings.
+
+    Parameters
+    ----------
+    fits
+        Fits by name (a list is named ``fit0``, ``fit1``, ... or by kind when the kinds differ).
+    data
+        The data every fit was made from (checked by checksum).
+    n_draws
+        Posterior draws used per fit (thinned evenly).
+    pareto_k_max
+        Responses whose Pareto k exceeds this make the LOO estimate unreliable: a warning says how many.
+
+    Returns
+    -------
+    pandas.DataFrame
+        arviz-stats' comparison table (rank, elpd, elpd_diff, se, dse, weight, ...), one row per fit,
+        plus ``n_high_pareto_k``.
+    """
+    if isinstance(fits, list):
+        kinds = [f.spec.kind for f in fits]
+        names = kinds if len(set(kinds)) == len(kinds) else [f"fit{k}" for k in range(len(fits))]
+        fits = dict(zip(names, fits, strict=True))
+    if len(fits) < 2:
+        raise SpecError("compare_fits: need at least two fits")
+    trees = {}
+    high = {}
+    for name, result in fits.items():
+        ll = log_likelihood(result, data, n_draws=n_draws)
+        tree = xr.DataTree.from_dict(
+            {
+                "posterior": xr.Dataset({"ll_total": ll.sum("response")}),
+                "log_likelihood": xr.Dataset({"loglik": ll.drop_vars(["subject", "item"])}),
+            }
+        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            loo = azs.loo(tree, pointwise=True)
+        k = np.asarray(loo.pareto_k).ravel()
+        high[name] = int((k > pareto_k_max).sum())
+        if high[name]:
+            warnings.warn(
+                f"{name}: {high[name]} of {len(k)} responses have Pareto k > {pareto_k_max:g}; "
+                "the PSIS-LOO estimate of this fit is unreliable",
+                UserWarning,
+                stacklevel=2,
+            )
+        trees[name] = tree
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        table = azs.compare(trees)
+    table["n_high_pareto_k"] = [high[name] for name in table.index]
+    table.attrs.update(pareto_k_max=pareto_k_max, approximate=any(f.approximate for f in fits.values()))
+    return table

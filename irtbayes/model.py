@@ -1,0 +1,807 @@
+"""Hierarchical Bayesian IRT models: ``build_model(data, spec) -> pm.Model``.
+
+Models
+------
+For subject j and item i, with ability theta_j, difficulty b_i and discrimination a_i > 0:
+
+- ``"2pl"``: logit P(correct) = a_i (theta_j - b_i);
+- ``"1pl"`` (Rasch): one discrimination shared by every item (``discrimination`` still has dim ``item``);
+- ``"3pl"``: P = c_i + (1 - c_i) sigmoid(a_i (theta_j - b_i)) with a lower asymptote (``guessing``) c_i.
+
+The slope-intercept form of mirt, d_i = -a_i b_i, is ``intercept``; it is computed after sampling (it
+costs nothing there, while a Deterministic would be stored for every draw), see :func:`add_derived`.
+
+Identification
+--------------
+Abilities define the scale. With ``identification="standardise"`` (the default) the model samples
+unconstrained standard-normal ``ability_z`` and sets, in every draw, ``ability = (z - mean(z)) / sd(z)``
+(sd over subjects, ddof 0, per dimension). So the evaluated subjects have mean ability 0 and sd 1
+*exactly*, in every draw and every chain; difficulties and discriminations have no location/scale ridge
+left with the abilities (the main sampling problem of IRT models), and discriminations are positive
+(log-normal), so no reflection or label switching can occur between chains. The implied prior on the
+abilities is uniform on the sphere {sum theta = 0, sum theta^2 = n}: for many subjects this is mirt's
+N(0, 1) population; for a handful of subjects the scale is "the evaluated subjects", which is what an
+audit of benchmarks compares against. The mean and sd of ``z`` are held near 0 and 1 by a factor that
+does not change the model (see :func:`_pin_scale`). ``identification="prior"`` instead gives abilities
+an N(0, 1) population prior (soft identification, as mirt does); it samples more slowly because of the
+ridge. ``"standardise"`` needs at least 3 subjects.
+
+Multi-dimensional abilities (``dims="domain"``): one dimension per domain, with an LKJ correlation
+(``ability_corr``); each item loads on its own domain's dimension only, so dimensions are labelled by
+domains and cannot rotate or switch. Each dimension is standardised as above.
+
+Hierarchy and parameterisation
+------------------------------
+``hierarchy="benchmark+domain"``: ``difficulty ~ Normal(difficulty_benchmark[k(i)], difficulty_sd)``,
+``difficulty_benchmark ~ Normal(difficulty_domain[d(k)], difficulty_benchmark_sd)``,
+``difficulty_domain ~ Normal(difficulty_mu, difficulty_domain_sd)``; log-discriminations likewise
+(``log_discrimination_*``; ``discrimination = exp(.)``). ``"benchmark"`` drops the domain level,
+``"none"`` pools every item around ``difficulty_mu``. The default (``"auto"``) is the deepest level the
+labels allow: benchmark labels (missing ones put in a group ``"(unlabelled)"``) and, above them, domain
+labels when there are at least three domains (with two, the spread between domains is not identified by
+the data and only slows sampling; ask for ``"benchmark+domain"`` explicitly to have it anyway).
+
+Centred or non-centred is chosen per level from the data (``centring`` and ``item_centring`` override),
+by measured ESS per second: a level is centred when the data pin each group's value more tightly than
+the hierarchy does, otherwise non-centred (which removes the funnel between a group sd and its members).
+Domain level: non-centred. Benchmark level: difficulties centred when every benchmark has at least 30
+items, log-discriminations at least 100. Item level: difficulties centred when the median item has at
+least 20 responses; discriminations (weakly informed by each item's responses) non-centred. On MMLU-Pro
+(29 subjects x 12,032 items) the centred benchmark level raised the minimum ESS of ``difficulty_mu`` from
+19 to over 700 per 600 draws, and the non-centred discriminations the minimum ESS of their hyper-sd
+threefold; on a 60 x 40 data set with 4 benchmarks the non-centred benchmark level removed all
+divergences.
+
+Likelihood
+----------
+Binary responses: Bernoulli with logit link, ``y * eta - softplus(eta)``. Fractional responses y in
+[0, 1] (partial credit): the same expression, the fractional-logit quasi-likelihood of Papke and
+Wooldridge (1996), which has the right mean (E[y] = P) and is the Bernoulli likelihood when y is 0/1; its
+posterior is a quasi-posterior (intervals are approximate when responses are strongly over- or
+under-dispersed). Set ``fractional="error"`` to refuse fractional data instead. Missing cells are
+absent rows. The 3PL uses ``y log P + (1 - y) log(1 - P)`` in log-sum-exp form.
+
+Cost per gradient (``layout``): when at least half of the (subject, item) cells are observed, 1PL/2PL use
+``"fused"``, a PyTensor Op whose numba kernel computes the log-likelihood and its gradient in one pass
+over the dense matrix with one ``exp`` per cell (the logs of ``1 + exp(-|eta|)`` are summed as the log of
+running products); 3PL uses ``"dense"`` (the same matrix, plain PyTensor); sparse data use ``"long"``
+(one row per response, integer indexing). Measured per gradient: MMLU-Pro 3.0 ms fused vs 7.7 ms dense
+and 7.3 ms long; 100 x 1,000 (90k responses) 1.1 ms vs 2.1 ms. The fused Op has no JAX form: the
+``numpyro`` sampler uses ``"dense"``.
+
+Priors
+------
+See :class:`Priors`: weakly informative on the ability scale, overridable, saved with every fit.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+import numba
+import numpy as np
+import pandas as pd
+import pymc as pm
+import pytensor.tensor as pt
+import xarray as xr
+from pytensor.gradient import DisconnectedType
+from pytensor.graph.basic import Apply
+from pytensor.graph.op import Op
+from pytensor.link.numba.dispatch.basic import numba_njit, register_funcify_default_op_cache_key
+from scipy.special import ndtri
+
+from irtbayes.data import ResponseData
+from irtbayes.errors import SpecError
+
+__all__ = ["KINDS", "ModelInputs", "ModelSpec", "Priors", "add_derived", "build_model", "model_inputs"]
+
+log = logging.getLogger(__name__)
+
+KINDS = ("1pl", "2pl", "3pl")
+HIERARCHIES = ("auto", "none", "benchmark", "benchmark+domain")
+DIMS = ("one", "domain")
+IDENTIFICATIONS = ("standardise", "prior")
+LAYOUTS = ("auto", "fused", "dense", "long")
+UNLABELLED = "(unlabelled)"
+
+
+@dataclass(frozen=True)
+class Priors:
+    """Weakly-informative priors, on the ability scale (abilities have mean 0 and sd 1).
+
+    Attributes
+    ----------
+    difficulty_mu_sd
+        ``difficulty_mu ~ Normal(0, difficulty_mu_sd)``: the mean item difficulty.
+    difficulty_sd_scale
+        ``difficulty_sd ~ HalfNormal(difficulty_sd_scale)``: spread of items around their benchmark.
+    difficulty_group_sd_scale
+        ``difficulty_benchmark_sd``, ``difficulty_domain_sd ~ HalfNormal(difficulty_group_sd_scale)``.
+    log_discrimination_mu_mean, log_discrimination_mu_sd
+        ``log_discrimination_mu ~ Normal(mean, sd)``: the typical discrimination is about exp(mean) = 1.
+    log_discrimination_sd_scale
+        ``log_discrimination_sd ~ HalfNormal(.)``: spread of item log-discriminations.
+    log_discrimination_group_sd_scale
+        Spread of benchmark and domain mean log-discriminations.
+    guessing_mean, guessing_concentration
+        3PL: ``guessing ~ Beta(mean * concentration, (1 - mean) * concentration)``.
+    guessing_chance
+        3PL: centre the guessing prior on chance, 1 / ``n_options``, for items whose metadata gives it.
+    ability_corr_eta
+        ``dims="domain"``: LKJ concentration of the correlation between ability dimensions.
+    """
+
+    difficulty_mu_sd: float = 2.0
+    difficulty_sd_scale: float = 2.0
+    difficulty_group_sd_scale: float = 1.0
+    log_discrimination_mu_mean: float = 0.0
+    log_discrimination_mu_sd: float = 0.5
+    log_discrimination_sd_scale: float = 0.5
+    log_discrimination_group_sd_scale: float = 0.25
+    guessing_mean: float = 0.15
+    guessing_concentration: float = 20.0
+    guessing_chance: bool = True
+    ability_corr_eta: float = 2.0
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if f.name == "guessing_chance":
+                if not isinstance(value, bool):
+                    raise SpecError(f"Priors.guessing_chance must be true or false, got {value!r}")
+                continue
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or not np.isfinite(value):
+                raise SpecError(f"Priors.{f.name} must be a finite number, got {value!r}")
+            if f.name != "log_discrimination_mu_mean" and value <= 0:
+                raise SpecError(f"Priors.{f.name} must be positive, got {value!r}")
+        if not 0 < self.guessing_mean < 1:
+            raise SpecError(f"Priors.guessing_mean must be in (0, 1), got {self.guessing_mean}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> Priors:
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise SpecError(f"unknown prior setting(s) {unknown}; known: {sorted(known)}")
+        return cls(**values)
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """What model to fit. JSON round trip: :meth:`to_dict` / :meth:`from_dict`.
+
+    Attributes
+    ----------
+    kind
+        ``"1pl"``, ``"2pl"`` or ``"3pl"``.
+    hierarchy
+        ``"auto"`` (deepest the labels allow), ``"none"``, ``"benchmark"`` or ``"benchmark+domain"``.
+    dims
+        ``"one"`` ability per subject, or ``"domain"``: one per domain with an LKJ correlation.
+    identification
+        ``"standardise"`` (abilities standardised in every draw; default) or ``"prior"`` (N(0, 1) prior).
+    layout
+        Likelihood layout: ``"auto"``, ``"dense"`` (subject x item matrix) or ``"long"`` (one row per response).
+    fractional
+        ``"quasi"``: fractional-logit quasi-likelihood for scores in [0, 1]; ``"error"``: refuse them.
+    centring
+        Benchmark level of the hierarchy: ``"auto"`` (difficulties centred when every benchmark has at least
+        30 items, log-discriminations when at least 100), ``"centred"`` or ``"noncentred"``.
+    item_centring
+        Item level: ``"auto"`` (difficulties centred when the median item has at least 20 responses,
+        discriminations non-centred), ``"centred"`` or ``"noncentred"``.
+    precision
+        Working precision of the dense likelihood (``"float32"`` measured no faster; kept for experiments).
+    priors
+        :class:`Priors`.
+    """
+
+    kind: str = "2pl"
+    hierarchy: str = "auto"
+    dims: str = "one"
+    identification: str = "standardise"
+    layout: str = "auto"
+    fractional: str = "quasi"
+    centring: str = "auto"
+    item_centring: str = "auto"
+    precision: str = "float64"
+    priors: Priors = field(default_factory=Priors)
+
+    def __post_init__(self) -> None:
+        checks = {
+            "kind": KINDS,
+            "hierarchy": HIERARCHIES,
+            "dims": DIMS,
+            "identification": IDENTIFICATIONS,
+            "layout": LAYOUTS,
+            "fractional": ("quasi", "error"),
+            "centring": ("auto", "centred", "noncentred"),
+            "item_centring": ("auto", "centred", "noncentred"),
+            "precision": ("float64", "float32"),
+        }
+        for name, allowed in checks.items():
+            value = getattr(self, name)
+            if value not in allowed:
+                raise SpecError(f"ModelSpec.{name} must be one of {list(allowed)}, got {value!r}")
+        if not isinstance(self.priors, Priors):
+            raise SpecError(f"ModelSpec.priors must be a Priors, got {type(self.priors).__name__}")
+
+    def to_dict(self) -> dict[str, Any]:
+        out = dataclasses.asdict(self)
+        out["priors"] = self.priors.to_dict()
+        return out
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> ModelSpec:
+        if not isinstance(values, dict):
+            raise SpecError(f"a model spec must be a mapping, got {type(values).__name__}")
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise SpecError(f"unknown model spec key(s) {unknown}; known: {sorted(known)}")
+        values = dict(values)
+        if "priors" in values and not isinstance(values["priors"], Priors):
+            values["priors"] = Priors.from_dict(values["priors"] or {})
+        return cls(**values)
+
+    def replace(self, **changes: Any) -> ModelSpec:
+        return dataclasses.replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class ModelInputs:
+    """Arrays and labels that a model is built from (resolved spec, codes, coords)."""
+
+    spec: ModelSpec
+    coords: dict[str, list[str]]
+    subject_code: np.ndarray  #: per response
+    item_code: np.ndarray  #: per response
+    response: np.ndarray  #: per response
+    item_benchmark: np.ndarray | None  #: benchmark code per item
+    benchmark_domain: np.ndarray | None  #: domain code per benchmark
+    item_domain: np.ndarray | None  #: domain code per item
+    chance: np.ndarray  #: 1 / n_options per item (NaN where unknown)
+
+
+def _labels(data: ResponseData) -> tuple[pd.Series, pd.Series]:
+    bench = data.items["benchmark"].astype("string")
+    domain = data.items["domain"].astype("string")
+    return bench, domain
+
+
+def model_inputs(data: ResponseData, spec: ModelSpec) -> ModelInputs:
+    """Resolve ``spec`` against ``data`` (the ``"auto"`` choices) and collect the arrays for the model.
+
+    Raises
+    ------
+    SpecError
+        The data cannot support the spec (no labels for a hierarchy, one domain for ``dims="domain"``,
+        fractional responses with ``fractional="error"``, too few subjects to standardise).
+    """
+    if not isinstance(data, ResponseData):
+        raise SpecError(f"build_model: expected ResponseData, got {type(data).__name__}")
+    if "condition" in data.responses.columns and data.responses.duplicated(["subject", "item"]).any():
+        raise SpecError(
+            f"{data.source}: several conditions give more than one response per (subject, item); "
+            f"subset to one condition first (data.subset(conditions=[...])), conditions: {list(data.conditions)}"
+        )
+    if spec.fractional == "error" and not data.is_binary:
+        raise SpecError(
+            f"{data.source}: responses are fractional (scores strictly between 0 and 1) but the spec has "
+            "fractional='error'; use fractional='quasi' for the fractional-logit quasi-likelihood"
+        )
+    if spec.identification == "standardise" and data.n_subjects < 3:
+        raise SpecError(
+            f"{data.source}: {data.n_subjects} subject(s); standardised abilities need at least 3 "
+            "(use identification='prior')"
+        )
+    bench, domain = _labels(data)
+    has_bench = bool(bench.notna().any())
+    bench_filled = bench.fillna(UNLABELLED)
+    n_bench = int(bench_filled.nunique()) if has_bench else 0
+    # a benchmark must sit in one domain
+    dom_filled = domain.fillna(UNLABELLED)
+    has_domain = bool(domain.notna().any())
+    bench_domain_map: dict[str, str] = {}
+    if has_domain:
+        pairs = pd.DataFrame({"b": bench_filled.to_numpy(), "d": dom_filled.to_numpy()}).drop_duplicates()
+        multi = pairs.groupby("b").size()
+        if (multi > 1).any():
+            bad = multi.index[multi > 1][0]
+            doms = sorted(pairs.loc[pairs["b"] == bad, "d"])
+            raise SpecError(
+                f"{data.source}: benchmark '{bad}' has items in several domains {doms}; a benchmark "
+                "must belong to one domain"
+            )
+        bench_domain_map = dict(zip(pairs["b"], pairs["d"], strict=True))
+    n_domain = int(dom_filled.nunique()) if has_domain else 0
+
+    hierarchy = spec.hierarchy
+    if hierarchy == "auto":
+        if has_bench and n_bench >= 2 and has_domain and n_domain >= 3:
+            hierarchy = "benchmark+domain"
+        elif has_bench and n_bench >= 2:
+            hierarchy = "benchmark"
+        else:
+            hierarchy = "none"
+    if hierarchy in ("benchmark", "benchmark+domain") and not (has_bench and n_bench >= 2):
+        raise SpecError(
+            f"{data.source}: hierarchy='{hierarchy}' needs items labelled with at least 2 benchmarks (found {n_bench})"
+        )
+    if hierarchy == "benchmark+domain" and not (has_domain and n_domain >= 2):
+        raise SpecError(f"{data.source}: hierarchy='benchmark+domain' needs at least 2 domains (found {n_domain})")
+    if spec.dims == "domain" and not (has_domain and n_domain >= 2):
+        raise SpecError(f"{data.source}: dims='domain' needs items labelled with at least 2 domains (found {n_domain})")
+
+    layout = spec.layout
+    n_cells = data.n_subjects * data.n_items
+    if layout == "auto":
+        if data.n_responses >= 0.5 * n_cells and n_cells <= 50_000_000:
+            layout = "fused" if spec.kind in ("1pl", "2pl") else "dense"
+        else:
+            layout = "long"
+    if layout == "fused" and spec.kind == "3pl":
+        raise SpecError("layout='fused' is for 1PL and 2PL models; use 'dense' or 'long' for 3PL")
+    resolved = spec.replace(hierarchy=hierarchy, layout=layout)
+
+    coords: dict[str, list[str]] = {
+        "subject": [str(s) for s in data.subject_ids],
+        "item": [str(i) for i in data.item_ids],
+    }
+    item_benchmark = benchmark_domain = item_domain = None
+    if hierarchy != "none":
+        bench_ids = list(pd.unique(bench_filled.to_numpy()))
+        coords["benchmark"] = [str(b) for b in bench_ids]
+        item_benchmark = pd.Index(bench_ids).get_indexer(bench_filled.to_numpy()).astype("int64")
+    if has_domain and n_domain >= 2 and (hierarchy == "benchmark+domain" or spec.dims == "domain"):
+        domain_ids = list(pd.unique(dom_filled.to_numpy()))
+        coords["domain"] = [str(d) for d in domain_ids]
+        item_domain = pd.Index(domain_ids).get_indexer(dom_filled.to_numpy()).astype("int64")
+        if hierarchy == "benchmark+domain":
+            benchmark_domain = (
+                pd.Index(domain_ids).get_indexer([bench_domain_map[b] for b in coords["benchmark"]]).astype("int64")
+            )
+        if spec.dims == "domain":
+            coords["dim"] = list(coords["domain"])
+    if "n_options" in data.items.columns:
+        n_opt = pd.to_numeric(data.items["n_options"], errors="coerce").to_numpy(dtype="float64")
+        chance = np.where(n_opt >= 2, 1.0 / np.where(n_opt >= 2, n_opt, 1.0), np.nan)
+    else:
+        chance = np.full(data.n_items, np.nan)
+    return ModelInputs(
+        spec=resolved,
+        coords=coords,
+        subject_code=data.subject_codes.astype("int64"),
+        item_code=data.item_codes.astype("int64"),
+        response=data.values,
+        item_benchmark=item_benchmark,
+        benchmark_domain=benchmark_domain,
+        item_domain=item_domain,
+        chance=chance,
+    )
+
+
+def _item_location(
+    prefix: str,
+    inputs: ModelInputs,
+    *,
+    mu_mean: float,
+    mu_sd: float,
+    group_sd_scale: float,
+    min_items_centred: int,
+) -> pt.TensorVariable:
+    """Mean of each item's parameter under the hierarchy (benchmark means around domain means).
+
+    The domain level is non-centred (``{prefix}_domain`` is a Deterministic of ``{prefix}_domain_z``); the
+    benchmark level is centred when every benchmark has at least ``min_items_centred`` items (its mean is
+    then pinned by the data and the non-centred form would leave a ridge between ``{prefix}_mu`` and the
+    raw effects), and non-centred otherwise. Returns one value per item.
+    """
+    mu = pm.Normal(f"{prefix}_mu", mu_mean, mu_sd)
+    hierarchy = inputs.spec.hierarchy
+    if hierarchy == "none":
+        return mu * pt.ones(len(inputs.coords["item"]))
+    centre = mu
+    if hierarchy == "benchmark+domain":
+        dom_sd = pm.HalfNormal(f"{prefix}_domain_sd", group_sd_scale)
+        dom_z = pm.Normal(f"{prefix}_domain_z", 0.0, 1.0, dims="domain")
+        dom = pm.Deterministic(f"{prefix}_domain", mu + dom_sd * dom_z, dims="domain")
+        centre = dom[inputs.benchmark_domain]
+    bench_sd = pm.HalfNormal(f"{prefix}_benchmark_sd", group_sd_scale)
+    if _centred_benchmarks(inputs, min_items_centred):
+        bench = pm.Normal(f"{prefix}_benchmark", centre, bench_sd, dims="benchmark")
+    else:
+        bench_z = pm.Normal(f"{prefix}_benchmark_z", 0.0, 1.0, dims="benchmark")
+        bench = pm.Deterministic(f"{prefix}_benchmark", centre + bench_sd * bench_z, dims="benchmark")
+    return bench[inputs.item_benchmark]
+
+
+#: The benchmark level of difficulties is centred when every benchmark has at least this many items; that of
+#: log-discriminations (each item's discrimination is known far less well) when every one has at least
+#: :data:`CENTRED_MIN_ITEMS_DISCRIMINATION`.
+CENTRED_MIN_ITEMS = 30
+CENTRED_MIN_ITEMS_DISCRIMINATION = 100
+
+
+def _item_centring(inputs: ModelInputs) -> tuple[bool, bool]:
+    """(difficulty centred, discrimination centred) at the item level."""
+    choice = inputs.spec.item_centring
+    if choice == "centred":
+        return True, True
+    if choice == "noncentred":
+        return False, False
+    n_items = len(inputs.coords["item"])
+    per_item = np.median(np.bincount(inputs.item_code, minlength=n_items))
+    return bool(per_item >= CENTRED_MIN_RESPONSES), False
+
+
+#: Item difficulties are centred when the median item has at least this many responses (its data then
+#: inform its difficulty more than the hierarchy does); otherwise non-centred.
+CENTRED_MIN_RESPONSES = 20
+
+
+def _centred_benchmarks(inputs: ModelInputs, min_items: int) -> bool:
+    if inputs.spec.centring != "auto":
+        return inputs.spec.centring == "centred"
+    counts = np.bincount(inputs.item_benchmark, minlength=len(inputs.coords["benchmark"]))
+    return bool(counts.min() >= min_items)
+
+
+def _initial_abilities(inputs: ModelInputs) -> np.ndarray:
+    """Normal scores of the subjects' mean responses: a starting point with spread (sd 0 cannot be standardised)."""
+    n = len(inputs.coords["subject"])
+    totals = np.bincount(inputs.subject_code, weights=inputs.response, minlength=n)
+    counts = np.maximum(np.bincount(inputs.subject_code, minlength=n), 1)
+    ranks = pd.Series(totals / counts).rank(method="first").to_numpy()
+    return np.asarray(ndtri(ranks / (n + 1)), dtype="float64")
+
+
+def _pin_scale(z: Any, tau: float, *, name: str) -> None:
+    """Keep the mean and sd of the raw abilities near 0 and 1 (width ``tau``) without changing the model.
+
+    Standardised abilities do not depend on the mean and sd of ``z``, and for iid normal ``z`` those two are
+    independent of the standardised vector; a factor that depends on them only therefore leaves the prior
+    of the abilities (uniform on the sphere) and the posterior unchanged. It does change the geometry:
+    without it, ``z`` spreads along the two directions that standardisation removes (scale 1) while it is
+    pinned to within the ability's posterior sd (0.02 with 10,000 responses per subject) in every other
+    direction, a sheet that a diagonal mass matrix cannot follow. ``tau`` is set near the abilities'
+    posterior sd, so that every direction has a similar scale.
+    """
+    n = z.shape[0]
+    mean = z.mean(axis=0)
+    sd = z.std(axis=0)
+    pm.Potential(name, -0.5 * (((mean * pt.sqrt(n)) / tau) ** 2 + (((sd - 1.0) * pt.sqrt(n)) / tau) ** 2).sum())
+
+
+def _pin_width(inputs: ModelInputs) -> float:
+    """About the posterior sd of an ability: 1 / sqrt(Fisher information), 0.15 per response."""
+    n = len(inputs.coords["subject"])
+    per_subject = np.bincount(inputs.subject_code, minlength=n)
+    if inputs.spec.dims == "domain":
+        per_subject = per_subject / len(inputs.coords["dim"])
+    return float(np.clip(1.0 / np.sqrt(1.0 + 0.15 * np.median(per_subject)), 0.01, 1.0))
+
+
+def _abilities(inputs: ModelInputs) -> pt.TensorVariable:
+    spec = inputs.spec
+    priors = spec.priors
+    start = _initial_abilities(inputs)
+    standardise = spec.identification == "standardise"
+    if spec.dims == "one":
+        if not standardise:
+            return pm.Normal("ability", 0.0, 1.0, dims="subject", initval=start)
+        z = pm.Normal("ability_z", 0.0, 1.0, dims="subject", initval=start)
+        _pin_scale(z[:, None], _pin_width(inputs), name="ability_z_scale")
+        return pm.Deterministic("ability", (z - z.mean()) / z.std(), dims="subject")
+    n_dim = len(inputs.coords["dim"])
+    chol = pm.LKJCorr("ability_corr_chol", n=n_dim, eta=priors.ability_corr_eta)
+    pm.Deterministic("ability_corr", chol @ chol.T, dims=("dim", "dim2"))
+    z = pm.Normal("ability_z", 0.0, 1.0, dims=("subject", "dim"), initval=np.repeat(start[:, None], n_dim, axis=1))
+    raw = z @ chol.T
+    if not standardise:
+        return pm.Deterministic("ability", raw, dims=("subject", "dim"))
+    _pin_scale(raw, _pin_width(inputs), name="ability_z_scale")
+    return pm.Deterministic("ability", (raw - raw.mean(axis=0)) / raw.std(axis=0), dims=("subject", "dim"))
+
+
+def build_model(data: ResponseData, spec: ModelSpec | None = None) -> pm.Model:
+    """Build the PyMC model for ``data`` under ``spec`` (see the module docstring for the maths).
+
+    Parameters
+    ----------
+    data
+        Responses (long format; missing cells absent).
+    spec
+        Model settings; ``None`` gives the default 2PL. ``"auto"`` settings are resolved against the data
+        (the resolved spec is in ``model.irtbayes_spec``).
+
+    Returns
+    -------
+    pymc.Model
+        Free variables include ``ability_z`` (subject[, dim]; or ``ability`` with ``identification="prior"``),
+        ``difficulty`` (item), ``discrimination`` (item; 2PL/3PL), ``guessing`` (item; 3PL) and the
+        hyperparameters ``difficulty_mu``, ``difficulty_sd``, ``difficulty_benchmark[_sd]``,
+        ``difficulty_domain[_sd]``, ``log_discrimination_*``; Deterministic ``ability`` (subject[, dim]).
+        The response log-likelihood is the Potential ``response_loglik``.
+
+    Raises
+    ------
+    SpecError
+        The data cannot support the spec.
+    """
+    spec = spec or ModelSpec()
+    inputs = model_inputs(data, spec)
+    spec = inputs.spec
+    priors = spec.priors
+    n_items = len(inputs.coords["item"])
+    n_subjects = len(inputs.coords["subject"])
+    coords = dict(inputs.coords)
+    if "dim" in coords:
+        coords["dim2"] = list(coords["dim"])
+
+    with pm.Model(coords=coords) as model:
+        ability = _abilities(inputs)
+
+        b_loc = _item_location(
+            "difficulty",
+            inputs,
+            mu_mean=0.0,
+            mu_sd=priors.difficulty_mu_sd,
+            group_sd_scale=priors.difficulty_group_sd_scale,
+            min_items_centred=CENTRED_MIN_ITEMS,
+        )
+        b_sd = pm.HalfNormal("difficulty_sd", priors.difficulty_sd_scale)
+        centred_b, centred_a = _item_centring(inputs)
+        if centred_b:
+            difficulty = pm.Normal("difficulty", b_loc, b_sd, dims="item")
+        else:
+            b_z = pm.Normal("difficulty_z", 0.0, 1.0, dims="item")
+            difficulty = pm.Deterministic("difficulty", b_loc + b_sd * b_z, dims="item")
+
+        if spec.kind == "1pl":
+            la = pm.Normal("log_discrimination_mu", priors.log_discrimination_mu_mean, priors.log_discrimination_mu_sd)
+            discrimination = pt.exp(la) * pt.ones(n_items)
+        else:
+            la_loc = _item_location(
+                "log_discrimination",
+                inputs,
+                mu_mean=priors.log_discrimination_mu_mean,
+                mu_sd=priors.log_discrimination_mu_sd,
+                group_sd_scale=priors.log_discrimination_group_sd_scale,
+                min_items_centred=CENTRED_MIN_ITEMS_DISCRIMINATION,
+            )
+            la_sd = pm.HalfNormal("log_discrimination_sd", priors.log_discrimination_sd_scale)
+            if centred_a:
+                discrimination = pm.LogNormal("discrimination", la_loc, la_sd, dims="item")
+            else:
+                a_z = pm.Normal("discrimination_z", 0.0, 1.0, dims="item")
+                discrimination = pm.Deterministic("discrimination", pt.exp(la_loc + la_sd * a_z), dims="item")
+
+        guessing = None
+        if spec.kind == "3pl":
+            mean = np.full(n_items, priors.guessing_mean)
+            if priors.guessing_chance:
+                mean = np.where(np.isnan(inputs.chance), mean, inputs.chance)
+            kappa = priors.guessing_concentration
+            guessing = pm.Beta("guessing", mean * kappa, (1 - mean) * kappa, dims="item")
+
+        loglik = _loglik(inputs, ability, difficulty, discrimination, guessing, n_subjects=n_subjects)
+        pm.Potential("response_loglik", loglik)
+    model.irtbayes_spec = spec  # type: ignore[attr-defined]
+    model.irtbayes_inputs = inputs  # type: ignore[attr-defined]
+    return model
+
+
+def _bernoulli_terms(y: Any, eta: Any, guessing: Any) -> Any:
+    """Per-cell log-likelihood: ``y*eta - softplus(eta)`` (2PL), or the 3PL mixture form."""
+    if guessing is None:
+        return y * eta - pt.softplus(eta)
+    log_c = pt.log(guessing)
+    log_1mc = pt.log1p(-guessing)
+    log_p = pt.logaddexp(log_c, log_1mc - pt.softplus(-eta))
+    log_q = log_1mc - pt.softplus(eta)
+    return y * log_p + (1 - y) * log_q
+
+
+# ---------------------------------------------------------------------------------------------- fused likelihood
+@numba.njit(nogil=True, cache=True)
+def _fused_kernel(
+    theta: np.ndarray, a: np.ndarray, b: np.ndarray, item_dim: np.ndarray, y: np.ndarray, w: np.ndarray
+) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:
+    """Value and gradient of sum_ij w_ij (y_ij eta_ij - softplus(eta_ij)), eta_ij = a_i (theta_j,k(i) - b_i).
+
+    One pass over the cells with one exp per cell: softplus(eta) = max(eta, 0) + log(1 + e) with
+    e = exp(-|eta|), whose logs are summed as the log of running products (each factor is in (1, 2], so
+    512 of them cannot overflow), and sigmoid(eta) reuses e. ``w`` must be 0 or 1.
+    """
+    n, m = y.shape
+    d_theta = np.zeros_like(theta)
+    d_a = np.zeros(m)
+    d_b = np.zeros(m)
+    lin = 0.0
+    logs = 0.0
+    prod = 1.0
+    count = 0
+    one_dim = theta.shape[1] == 1
+    for j in range(n):
+        acc = 0.0
+        for i in range(m):
+            if w[j, i] == 0.0:
+                continue
+            k = 0 if one_dim else item_dim[i]
+            diff = theta[j, k] - b[i]
+            eta = a[i] * diff
+            e = np.exp(-abs(eta))
+            one_e = 1.0 + e
+            prod *= one_e
+            count += 1
+            if count == 512:
+                logs += np.log(prod)
+                prod = 1.0
+                count = 0
+            lin += y[j, i] * eta - (eta if eta > 0.0 else 0.0)
+            inv = 1.0 / one_e
+            sig = inv if eta >= 0.0 else e * inv
+            r = y[j, i] - sig
+            if one_dim:
+                acc += r * a[i]
+            else:
+                d_theta[j, k] += r * a[i]
+            d_a[i] += r * diff
+            d_b[i] -= r * a[i]
+        if one_dim:
+            d_theta[j, 0] = acc
+    logs += np.log(prod)
+    return lin - logs, d_theta, d_a, d_b
+
+
+class FusedBernoulliLogit(Op):
+    """Log-likelihood of 1PL/2PL responses on a dense matrix, value and gradient in one pass.
+
+    Inputs ``theta`` (subject, dim), ``a``, ``b`` (item), ``item_dim`` (int, item), ``y`` and ``w``
+    (subject, item; w = 1 where observed). Outputs the log-likelihood and its gradient with respect to
+    ``theta``, ``a`` and ``b``; the gradient of the first output is read from the others, so the logp
+    and gradient of a model share one evaluation. Second derivatives are not available.
+    """
+
+    __props__ = ()
+
+    def make_node(self, theta: Any, a: Any, b: Any, item_dim: Any, y: Any, w: Any) -> Apply:
+        theta = pt.as_tensor_variable(theta).astype("float64")
+        a = pt.as_tensor_variable(a).astype("float64")
+        b = pt.as_tensor_variable(b).astype("float64")
+        item_dim = pt.as_tensor_variable(item_dim).astype("int64")
+        y = pt.as_tensor_variable(y).astype("float64")
+        w = pt.as_tensor_variable(w).astype("float64")
+        outputs = [pt.dscalar(), pt.dmatrix(), pt.dvector(), pt.dvector()]
+        return Apply(self, [theta, a, b, item_dim, y, w], outputs)
+
+    def perform(self, node: Apply, inputs: list[np.ndarray], output_storage: list[list[Any]]) -> None:
+        theta, a, b, item_dim, y, w = inputs
+        value, d_theta, d_a, d_b = _fused_kernel(
+            np.ascontiguousarray(theta), a, b, item_dim, np.ascontiguousarray(y), np.ascontiguousarray(w)
+        )
+        output_storage[0][0] = np.asarray(value, dtype="float64")
+        output_storage[1][0] = d_theta
+        output_storage[2][0] = d_a
+        output_storage[3][0] = d_b
+
+    def infer_shape(self, node: Apply, shapes: list[Any]) -> list[Any]:
+        return [(), shapes[0], shapes[1], shapes[2]]
+
+    def connection_pattern(self, node: Apply) -> list[list[bool]]:
+        return [[True] * 4] * 3 + [[False] * 4] * 3
+
+    def pullback(self, inputs: list[Any], outputs: list[Any], output_grads: list[Any]) -> list[Any]:
+        if any(not isinstance(g.type, DisconnectedType) for g in output_grads[1:]):
+            raise NotImplementedError("FusedBernoulliLogit has no second derivatives")
+        g = output_grads[0]
+        disconnected = [DisconnectedType()() for _ in range(3)]
+        return [g * outputs[1], g * outputs[2], g * outputs[3], *disconnected]
+
+
+fused_bernoulli_logit = FusedBernoulliLogit()
+#: Bumped whenever the kernel changes, so PyTensor's numba cache does not serve a stale one.
+_FUSED_VERSION = 2
+
+
+@register_funcify_default_op_cache_key(FusedBernoulliLogit)
+def _numba_fused(op: FusedBernoulliLogit, node: Apply, **kwargs: Any) -> Any:
+    kernel = _fused_kernel
+
+    @numba_njit
+    def fused(theta, a, b, item_dim, y, w):  # type: ignore[no-untyped-def]
+        value, d_theta, d_a, d_b = kernel(theta, a, b, item_dim, y, w)
+        return np.array(value), d_theta, d_a, d_b
+
+    return fused, _FUSED_VERSION
+
+
+def _loglik(
+    inputs: ModelInputs,
+    ability: Any,
+    difficulty: Any,
+    discrimination: Any,
+    guessing: Any,
+    *,
+    n_subjects: int,
+) -> Any:
+    spec = inputs.spec
+    n_items = len(inputs.coords["item"])
+    dtype = "float32" if spec.precision == "float32" else "float64"
+
+    def cast(x: Any) -> Any:
+        return pt.cast(x, dtype) if dtype == "float32" else x
+
+    if spec.layout == "fused":
+        y = np.zeros((n_subjects, n_items))
+        w = np.zeros((n_subjects, n_items))
+        y[inputs.subject_code, inputs.item_code] = inputs.response
+        w[inputs.subject_code, inputs.item_code] = 1.0
+        theta = ability if spec.dims == "domain" else ability[:, None]
+        item_dim = inputs.item_domain if spec.dims == "domain" else np.zeros(n_items, dtype="int64")
+        return fused_bernoulli_logit(theta, discrimination, difficulty, item_dim, y, w)[0]
+    if spec.layout == "dense":
+        y = np.zeros((n_subjects, n_items), dtype=dtype)
+        w = np.zeros((n_subjects, n_items), dtype=dtype)
+        y[inputs.subject_code, inputs.item_code] = inputs.response
+        w[inputs.subject_code, inputs.item_code] = 1.0
+        if spec.dims == "domain":
+            onehot = np.zeros((len(inputs.coords["dim"]), n_items), dtype=dtype)
+            onehot[inputs.item_domain, np.arange(n_items)] = 1.0
+            theta = cast(ability) @ pt.as_tensor(onehot)
+        else:
+            theta = cast(ability)[:, None]
+        eta = cast(discrimination)[None, :] * (theta - cast(difficulty)[None, :])
+        g = None if guessing is None else cast(guessing)[None, :]
+        terms = _bernoulli_terms(pt.as_tensor(y), eta, g)
+        if not w.all():
+            terms = pt.as_tensor(w) * terms
+        # sum each subject's row in the working precision, the rows in float64
+        return pt.cast(terms.sum(axis=1), "float64").sum()
+    s = inputs.subject_code
+    i = inputs.item_code
+    if spec.dims == "domain":
+        theta = ability[s, inputs.item_domain[i]]
+    else:
+        theta = ability[s]
+    eta = cast(discrimination[i]) * (cast(theta) - cast(difficulty[i]))
+    g = None if guessing is None else cast(guessing[i])
+    terms = _bernoulli_terms(pt.as_tensor(inputs.response.astype(dtype)), eta, g)
+    return pt.cast(terms, "float64").sum()
+
+
+def add_derived(posterior: xr.Dataset, spec: ModelSpec) -> xr.Dataset:
+    """Add the variables computed after sampling: ``discrimination`` for 1PL and ``intercept`` (d = -a b).
+
+    Parameters
+    ----------
+    posterior
+        Posterior draws with ``difficulty`` (chain, draw, item) and ``discrimination`` or, for 1PL,
+        ``log_discrimination_mu``.
+
+    Returns
+    -------
+    xarray.Dataset
+        ``posterior`` with ``discrimination`` and ``intercept`` (chain, draw, item).
+    """
+    out = posterior
+    if "discrimination" not in out:
+        shared = np.exp(out["log_discrimination_mu"])
+        out = out.assign(discrimination=shared * xr.ones_like(out["difficulty"]))
+    if "intercept" not in out:
+        out = out.assign(intercept=-out["discrimination"] * out["difficulty"])
+    return out
+
+
+DERIVED_VARIABLES = ("intercept",)

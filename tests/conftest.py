@@ -1,0 +1,83 @@
+"""Shared fixtures: tiny seeded fits, one per model kind, fitted once per test session.
+
+Tests marked ``slow`` run only when asked for (``pytest -m slow`` or ``make test-slow``).
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import xarray as xr
+
+from irtbayes.data import ResponseData
+from irtbayes.fit import Fit, fit
+from irtbayes.model import ModelSpec
+from irtbayes.simulate import simulate_responses
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Skip ``slow`` tests unless the marker expression selects them."""
+    if "slow" in (config.getoption("markexpr", "") or ""):
+        return
+    skip = pytest.mark.skip(reason="slow statistical check: run with `pytest -m slow`")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)
+
+
+@dataclass(frozen=True)
+class Fitted:
+    """A simulated data set, its truth, and a fit to it."""
+
+    data: ResponseData
+    truth: xr.Dataset
+    fit: Fit
+
+
+def _fit(data: ResponseData, spec: ModelSpec, *, seed: int, draws: int = 500, tune: int = 500) -> Fit:
+    # tiny data sets leave the hyper-sds of discriminations weakly identified: a higher target acceptance
+    # avoids the occasional divergence there
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # a tiny fit may miss ESS >= 400; tests check what they need
+        return fit(data, spec, chains=2, draws=draws, tune=tune, seed=seed, progress=False, target_accept=0.9)
+
+
+def _with_constant_items(data: ResponseData) -> ResponseData:
+    """The data with one item every subject solves (the first) and one no subject solves (the second)."""
+    frame = data.long_frame()[["subject", "item", "response"]]
+    first, second = data.item_ids[0], data.item_ids[1]
+    frame.loc[frame["item"] == first, "response"] = 1.0
+    frame.loc[frame["item"] == second, "response"] = 0.0
+    return ResponseData.from_long(frame, items=data.items.reset_index(), source=data.source)
+
+
+@pytest.fixture(scope="session")
+def fitted_2pl() -> Fitted:
+    data, truth = simulate_responses(60, 40, kind="2pl", n_benchmarks=4, n_domains=2, missing=0.1, seed=11)
+    data = _with_constant_items(data)
+    return Fitted(data, truth, _fit(data, ModelSpec(kind="2pl"), seed=1))
+
+
+@pytest.fixture(scope="session")
+def fitted_1pl() -> Fitted:
+    data, truth = simulate_responses(60, 30, kind="1pl", n_benchmarks=3, missing=0.1, seed=12)
+    return Fitted(data, truth, _fit(data, ModelSpec(kind="1pl"), seed=2))
+
+
+@pytest.fixture(scope="session")
+def fitted_3pl() -> Fitted:
+    data, truth = simulate_responses(150, 30, kind="3pl", missing=0.0, seed=13)
+    return Fitted(data, truth, _fit(data, ModelSpec(kind="3pl"), seed=3))
+
+
+@pytest.fixture(scope="session")
+def fitted_2dim() -> Fitted:
+    data, truth = simulate_responses(
+        80, 40, kind="2pl", n_benchmarks=4, n_domains=2, dims="domain", ability_corr=0.5, missing=0.1, seed=14
+    )
+    return Fitted(data, truth, _fit(data, ModelSpec(kind="2pl", dims="domain"), seed=4))

@@ -1,0 +1,358 @@
+"""Fitting: recovery on tiny seeded fits, tables, flags, scoring, save/load, convergence checks."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.stats import spearmanr
+
+import irtbayes.fit as fit_module
+from irtbayes.data import ResponseData
+from irtbayes.diagnostics import check_convergence
+from irtbayes.errors import DataError, FitError, SpecError
+from irtbayes.fit import fit, load_fit, save_fit, score
+from irtbayes.model import ModelSpec
+from irtbayes.simulate import simulate_responses
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+
+
+def _coverage(table: pd.DataFrame, truth: np.ndarray, name: str) -> float:
+    inside = (table[f"{name}_ci_low"].to_numpy() <= truth) & (truth <= table[f"{name}_ci_high"].to_numpy())
+    return float(inside.mean())
+
+
+def _check_recovery(fitted, *, params=("difficulty",), min_cover=0.75, min_rank=0.8):
+    result, truth = fitted.fit, fitted.truth
+    items = result.items_table(ci_prob=0.9).set_index("item").loc[truth["item"].values]
+    report = []
+    for name in params:
+        true = truth[name].values
+        cover = _coverage(items, true, name)
+        rank = spearmanr(items[f"{name}_mean"], true).statistic
+        report.append(f"{name}: 90% coverage {cover:.2f}, rank corr {rank:.3f}")
+        assert cover >= min_cover, "; ".join(report)
+        assert rank >= min_rank, "; ".join(report)
+    subjects = result.subjects_table(ci_prob=0.9)
+    if "dim" in subjects.columns:
+        true_ab = truth["ability"].to_series().rename("truth").reset_index()
+        merged = subjects.merge(true_ab, on=["subject", "dim"])
+    else:
+        merged = subjects.merge(truth["ability"].to_series().rename("truth").reset_index(), on="subject")
+    cover = _coverage(merged, merged["truth"].to_numpy(), "ability")
+    rank = spearmanr(merged["ability_mean"], merged["truth"]).statistic
+    assert cover >= min_cover and rank >= 0.8, f"ability: 90% coverage {cover:.2f}, rank corr {rank:.3f}"
+    # tiny data: the audit quantities must have mixed; hyper-sds of discriminations mix slowest there
+    d = result.diagnostics
+    core = max(v.max_rhat for v in d.variables if v.name in ("ability", "difficulty"))
+    assert core <= 1.05, f"max r-hat of abilities and difficulties {core:.3f}\n{d.summary()}"
+    assert d.max_rhat <= 1.1, f"max r-hat {d.max_rhat:.3f}\n{d.summary()}"
+    assert d.divergences == 0, f"{d.divergences} divergences\n{d.summary()}"
+
+
+def test_2pl_recovers_the_truth(fitted_2pl):
+    _check_recovery(fitted_2pl, params=("difficulty", "discrimination"), min_rank=0.6)
+
+
+def test_1pl_recovers_the_truth(fitted_1pl):
+    _check_recovery(fitted_1pl, params=("difficulty",))
+    table = fitted_1pl.fit.items_table()
+    assert table["discrimination_sd"].nunique() == 1, "1PL items must share one discrimination"
+
+
+def test_3pl_recovers_difficulties_and_guessing(fitted_3pl):
+    _check_recovery(fitted_3pl, params=("difficulty",), min_rank=0.75)
+    items = fitted_3pl.fit.items_table()
+    assert items["guessing_mean"].between(0.05, 0.5).all(), items["guessing_mean"].describe().to_string()
+
+
+def test_2dim_recovers_abilities_per_domain_and_their_correlation(fitted_2dim):
+    _check_recovery(fitted_2dim, params=("difficulty",))
+    corr = fitted_2dim.fit.posterior["ability_corr"].isel(dim=0, dim2=1)
+    lo, hi = np.quantile(corr.values, [0.05, 0.95])
+    assert lo < 0.5 < hi or abs(float(corr.mean()) - 0.5) < 0.25, f"correlation 90% interval [{lo:.2f}, {hi:.2f}]"
+
+
+def test_abilities_are_standardised_in_every_draw(fitted_2pl):
+    ability = fitted_2pl.fit.posterior["ability"]
+    means = ability.mean("subject").values
+    sds = ability.std("subject").values
+    assert np.abs(means).max() < 1e-8 and np.abs(sds - 1).max() < 1e-8, f"{np.abs(means).max()}, {sds.min()}"
+
+
+def test_items_table_columns_and_ci_prob(fitted_2pl):
+    result, data = fitted_2pl.fit, fitted_2pl.data
+    table = result.items_table(ci_prob=0.8)
+    assert list(table["item"]) == list(data.item_ids)
+    for p in ("difficulty", "discrimination", "intercept"):
+        for s in ("mean", "sd", "ci_low", "ci_high"):
+            assert f"{p}_{s}" in table.columns
+    assert "guessing_mean" not in table.columns
+    assert table.attrs["ci_prob"] == 0.8 and (table["ci_prob"] == 0.8).all()
+    assert table.attrs["approximate"] is False
+    assert (table["difficulty_ci_low"] < table["difficulty_mean"]).all()
+    assert (table["difficulty_mean"] < table["difficulty_ci_high"]).all()
+    wider = result.items_table(ci_prob=0.95)
+    assert (
+        wider["difficulty_ci_high"] - wider["difficulty_ci_low"]
+        > table["difficulty_ci_high"] - table["difficulty_ci_low"]
+    ).all()
+    assert list(table["benchmark"]) == list(data.items["benchmark"])
+    d = result.posterior
+    assert np.allclose(d["intercept"], -d["discrimination"] * d["difficulty"]), "intercept must be -a*b"
+
+
+def test_subjects_table(fitted_2pl, fitted_2dim):
+    table = fitted_2pl.fit.subjects_table()
+    assert list(table["subject"]) == list(fitted_2pl.data.subject_ids)
+    assert {"ability_mean", "ability_sd", "ability_ci_low", "ability_ci_high", "n_responses"} <= set(table.columns)
+    two = fitted_2dim.fit.subjects_table()
+    assert len(two) == 2 * fitted_2dim.data.n_subjects and set(two["dim"]) == set(fitted_2dim.data.domains)
+
+
+def test_save_and_load_round_trip(fitted_2pl, tmp_path):
+    result, data = fitted_2pl.fit, fitted_2pl.data
+    target = save_fit(result, tmp_path / "fit")
+    assert sorted(p.name for p in target.iterdir()) == ["card.json", "items.csv", "posterior.nc", "subjects.csv"]
+    card = json.loads((target / "card.json").read_text())
+    assert card["spec"] == result.spec.to_dict() and card["sampler"]["seed"] == result.sampler["seed"]
+    assert card["data_checksum"] == data.checksum() and "pymc" in card["package_versions"]
+    again = load_fit(target, data=data)
+    pd.testing.assert_frame_equal(again.items_table(), result.items_table())
+    pd.testing.assert_frame_equal(again.subjects_table(), result.subjects_table())
+    assert again.spec == result.spec and again.diagnostics == result.diagnostics
+    saved_items = pd.read_csv(target / "items.csv")
+    assert np.allclose(saved_items["difficulty_mean"], result.items_table()["difficulty_mean"])
+    with pytest.raises(FitError, match="already exists"):
+        save_fit(result, target)
+    save_fit(result, target, overwrite=True)
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")], "temporary folders left behind"
+
+
+def test_load_refuses_other_data(fitted_2pl, tmp_path):
+    target = save_fit(fitted_2pl.fit, tmp_path / "fit")
+    other, _ = simulate_responses(20, 10, seed=99)
+    with pytest.raises(FitError, match="other data"):
+        load_fit(target, data=other)
+
+
+def test_load_names_the_damaged_file(fitted_2pl, tmp_path):
+    target = save_fit(fitted_2pl.fit, tmp_path / "fit")
+    nc = target / "posterior.nc"
+    raw = nc.read_bytes()
+    nc.write_bytes(raw[: len(raw) // 3])
+    with pytest.raises(FitError, match=r"posterior\.nc"):
+        load_fit(target)
+    nc.write_bytes(raw)
+    card = target / "card.json"
+    text = card.read_text()
+    card.write_text(text[: len(text) // 2])
+    with pytest.raises(FitError, match=r"card\.json"):
+        load_fit(target)
+    card.write_text(json.dumps({**json.loads(text), "format_version": 99}))
+    with pytest.raises(FitError, match="format version"):
+        load_fit(target)
+    card.unlink()
+    with pytest.raises(FitError, match=r"card\.json: missing"):
+        load_fit(target)
+    with pytest.raises(FitError, match="no saved fit"):
+        load_fit(tmp_path / "nowhere")
+
+
+def test_interrupted_save_leaves_no_folder(fitted_2pl, tmp_path, monkeypatch):
+    def broken(result, folder: Path) -> None:
+        (folder / "posterior.nc").write_bytes(b"partial")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(fit_module, "_write_fit_files", broken)
+    with pytest.raises(KeyboardInterrupt):
+        save_fit(fitted_2pl.fit, tmp_path / "fit")
+    assert list(tmp_path.iterdir()) == [], f"left behind: {list(tmp_path.iterdir())}"
+
+
+def test_score_new_subjects_with_items_fixed(fitted_2pl):
+    result, data = fitted_2pl.fit, fitted_2pl.data
+    scores = score(result, data, n_draws=200, seed=1)
+    table = scores.table()
+    fitted = result.subjects_table().set_index("subject")["ability_mean"]
+    rho = np.corrcoef(table.set_index("subject")["ability_mean"].loc[fitted.index], fitted)[0, 1]
+    assert rho > 0.95, f"correlation of scored and fitted abilities {rho:.3f}"
+    assert (table["ability_sd"] > 0).all()
+    few = data.subset(items=list(data.item_ids[:5]))
+    wide = score(result, few, n_draws=200, seed=1).table()
+    assert wide["ability_sd"].median() > table["ability_sd"].median(), "fewer items must give wider intervals"
+    frame = pd.DataFrame({"subject": ["new"], "item": ["not-an-item"], "response": [1]})
+    with pytest.raises(DataError, match="not in the fitted item bank"):
+        score(result, ResponseData.from_long(frame))
+
+
+def test_flagged_items(fitted_2pl):
+    table = fitted_2pl.fit.flagged_items(min_discrimination=10.0, prob=0.5)
+    assert len(table) == fitted_2pl.data.n_items and table["flags"].str.contains("low_discrimination").all()
+    none = fitted_2pl.fit.flagged_items(min_discrimination=0.01)
+    data = fitted_2pl.data
+    constant = data.uninformative_items()
+    assert set(none["item"]) >= set(constant.index), (none, constant)
+
+
+def test_flags_items_everyone_solves(fitted_2pl):
+    flags = fitted_2pl.fit.flagged_items().set_index("item")["flags"]
+    first, second = fitted_2pl.data.item_ids[:2]
+    assert "all_correct" in flags.get(first, ""), flags.to_string()
+    assert "all_wrong" in flags.get(second, ""), flags.to_string()
+
+
+def test_fit_rejects_bad_settings(fitted_2pl):
+    with pytest.raises(SpecError, match="unknown sampler"):
+        fit(fitted_2pl.data, sampler="gibbs")
+    with pytest.raises(SpecError, match="chains"):
+        fit(fitted_2pl.data, chains=0)
+
+
+def test_check_convergence_flags_a_stuck_chain(fitted_2pl):
+    tree = fitted_2pl.fit.idata.copy(deep=True)
+    post = tree["posterior"].to_dataset()
+    shifted = post.copy()
+    shifted["difficulty"] = post["difficulty"] + (post["chain"] == 0) * 3.0
+    tree["posterior"] = tree["posterior"].assign(difficulty=shifted["difficulty"])
+    diag = check_convergence(tree)
+    assert not diag.ok and diag.max_rhat > 1.5, diag.summary()
+    assert any("difficulty[" in p for p in diag.problems), diag.problems
+    ok = check_convergence(fitted_2pl.fit.idata, ess_min=10, rhat_max=1.1)
+    assert ok.ok, ok.summary()
+    assert ok.to_dict()["thresholds"]["ess_min"] == 10
+
+
+def test_advi_is_labelled_approximate(tmp_path):
+    data, _ = simulate_responses(15, 10, seed=31)
+    with pytest.warns(UserWarning, match="approximate"):
+        result = fit(data, sampler="advi", draws=100, chains=1, tune=100, seed=1, progress=False)
+    assert result.approximate and result.items_table().attrs["approximate"] is True
+    assert result.subjects_table().attrs["approximate"] is True
+    assert not result.diagnostics.ok and result.diagnostics.approximate
+    target = save_fit(result, tmp_path / "advi")
+    assert json.loads((target / "card.json").read_text())["approximate"] is True
+    assert load_fit(target).approximate
+
+
+# ------------------------------------------------------------------------------------------------ slow checks
+CLASSIC = SHARED / "data" / "classic_irt"
+
+
+def _lsat(name: str) -> ResponseData:
+    path = CLASSIC / f"{name}_responses.csv"
+    if not path.is_file():
+        pytest.skip(f"{path} is absent (shared data not available)")
+    wide = pd.read_csv(path)
+    wide.insert(0, "person", [f"p{i:04d}" for i in range(len(wide))])
+    return ResponseData.from_wide(wide, id_column="person", source=str(path))
+
+
+def _reference(dataset: str, model_prefix: str) -> pd.DataFrame:
+    path = CLASSIC / "published_reference_estimates.csv"
+    if not path.is_file():
+        pytest.skip(f"{path} is absent (shared data not available)")
+    ref = pd.read_csv(path)
+    ref = ref.loc[(ref["dataset"] == dataset) & ref["model"].str.startswith(model_prefix)]
+    return ref.drop_duplicates(["item", "parameter"])
+
+
+@pytest.mark.slow
+def test_lsat7_2pl_matches_mirt():
+    data = _lsat("lsat7")
+    ref = _reference("LSAT7", "2PL")
+    result = fit(data, ModelSpec(kind="2pl"), chains=4, draws=1000, tune=1000, seed=7, progress=False)
+    assert result.diagnostics.ok, result.diagnostics.summary()
+    table = result.items_table().set_index("item")
+    misses = []
+    for _, row in ref.iterrows():
+        col = {"a": "discrimination_mean", "d": "intercept_mean"}[row["parameter"]]
+        est = table.loc[f"item{row['item']}", col]
+        if not row["ci95_low"] <= est <= row["ci95_high"]:
+            misses.append(
+                f"item {row['item']} {row['parameter']}: {est:.3f} not in [{row['ci95_low']}, "
+                f"{row['ci95_high']}] (mirt {row['estimate']})"
+            )
+    assert not misses, "\n".join(misses)
+
+
+@pytest.mark.slow
+def test_lsat6_rasch_matches_mirt():
+    data = _lsat("lsat6")
+    ref = _reference("LSAT6", "Rasch")
+    result = fit(data, ModelSpec(kind="1pl"), chains=4, draws=1000, tune=1000, seed=6, progress=False)
+    assert result.diagnostics.ok, result.diagnostics.summary()
+    table = result.items_table().set_index("item")
+    misses = []
+    for _, row in ref.loc[ref["parameter"] == "d"].iterrows():
+        est = table.loc[f"item{row['item']}", "intercept_mean"]
+        if not row["ci95_low"] <= est <= row["ci95_high"]:
+            misses.append(f"item {row['item']} d: {est:.3f} not in [{row['ci95_low']}, {row['ci95_high']}]")
+    # mirt's Rasch fixes a = 1 and frees the ability variance; on the N(0, 1) scale the slope is its sd
+    var = ref.loc[ref["parameter"] == "var_theta"].iloc[0]
+    slope = float(table["discrimination_mean"].iloc[0])
+    if not np.sqrt(var["ci95_low"]) <= slope <= np.sqrt(var["ci95_high"]):
+        misses.append(f"slope {slope:.3f} not in sqrt of [{var['ci95_low']}, {var['ci95_high']}]")
+    assert not misses, "\n".join(misses)
+
+
+@pytest.mark.slow
+def test_2pl_interval_calibration_over_simulations():
+    """Simulation-based calibration, small: ranks of the truth among posterior draws are roughly uniform."""
+    ranks = []
+    for rep in range(8):
+        data, truth = simulate_responses(40, 20, n_benchmarks=2, seed=100 + rep)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            result = fit(data, chains=2, draws=200, tune=300, seed=rep, progress=False)
+        draws = result.posterior["difficulty"].stack(s=("chain", "draw")).transpose("item", "s").values
+        ranks.append((draws < truth["difficulty"].values[:, None]).mean(axis=1))
+    u = np.concatenate(ranks)
+    inside = np.mean((u > 0.05) & (u < 0.95))
+    assert 0.8 <= inside <= 0.97, f"90% intervals cover {inside:.2f} of {len(u)} true difficulties"
+    hist = np.histogram(u, bins=4, range=(0, 1))[0] / len(u)
+    assert hist.min() > 0.12, f"rank histogram {hist} far from uniform"
+
+
+def test_posterior_predictive_check_flags_a_misfitting_item(fitted_2pl):
+    from irtbayes.diagnostics import posterior_predictive_check
+
+    result, data = fitted_2pl.fit, fitted_2pl.data
+    check = posterior_predictive_check(result, data, n_draws=100, seed=1)
+    items = check.items
+    assert len(items) == data.n_items and len(check.subjects) == data.n_subjects
+    share = items["misfit"].mean()
+    assert share <= 0.2, f"{share:.2f} of items misfit on data simulated from the model\n{check.summary()}"
+    assert items["p_value_mean"].between(0, 1).all()
+    # the same data with one item's responses reversed: its item-rest relation must now misfit
+    frame = data.long_frame()
+    target = "item00003"
+    frame.loc[frame["item"] == target, "response"] = 1 - frame.loc[frame["item"] == target, "response"]
+    other = ResponseData.from_long(frame[["subject", "item", "response"]], items=data.items.reset_index())
+    with pytest.raises(FitError, match="not the data"):
+        posterior_predictive_check(result, other)
+    other._cache["checksum"] = data.checksum()  # pretend these are the fitted data, to check the statistic
+    bad = posterior_predictive_check(result, other, n_draws=100, seed=1).items.set_index("item")
+    assert bad.loc[target, "misfit"], bad.loc[target].to_string()
+    assert bad.loc[target, "p_value_item_rest"] > 0.975, bad.loc[target].to_string()
+
+
+def test_compare_fits_prefers_the_true_model(fitted_2pl):
+    from irtbayes.diagnostics import compare_fits, log_likelihood
+
+    data = fitted_2pl.data
+    ll = log_likelihood(fitted_2pl.fit, data, n_draws=100)
+    assert ll.sizes["response"] == data.n_responses and np.all(ll.values <= 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        rasch = fit(data, ModelSpec(kind="1pl"), chains=2, draws=200, tune=200, seed=3, progress=False)
+        table = compare_fits({"2pl": fitted_2pl.fit, "1pl": rasch}, data, n_draws=200)
+    assert set(table.index) == {"2pl", "1pl"} and np.isfinite(table["elpd"]).all(), table.to_string()
+    margin = 2 * float(table["dse"].max())
+    assert table.loc["2pl", "elpd"] >= table.loc["1pl", "elpd"] - margin, table.to_string()
+    assert "n_high_pareto_k" in table.columns
