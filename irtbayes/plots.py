@@ -53,6 +53,15 @@ def domain_colours(domains: Sequence[object]) -> dict[str, str]:
     return {d: OKABE_ITO[i % len(OKABE_ITO)] for i, d in enumerate(distinct)}
 
 
+MARKERS = ("o", "s", "^", "D", "v", "P")
+
+
+def domain_markers(domains: Sequence[object]) -> dict[str, str]:
+    """A marker per distinct domain that changes each time the colours cycle, so 9+ domains stay distinct."""
+    distinct = list(dict.fromkeys(str(d) for d in domains))
+    return {d: MARKERS[(i // len(OKABE_ITO)) % len(MARKERS)] for i, d in enumerate(distinct)}
+
+
 def _axes(ax: Axes | None, *, width: float, height: float) -> Axes:
     if ax is not None:
         return ax
@@ -196,15 +205,26 @@ def plot_forest(
     ax = _axes(ax, width=6.5, height=max(2.5, 0.9 + 0.26 * len(rows)))
     y = np.arange(len(rows))
     colours = domain_colours(rows[colour_by].astype(str)) if colour_by and colour_by in rows.columns else {}
-    c = [colours.get(str(v), OKABE_ITO[0]) for v in rows[colour_by]] if colours else OKABE_ITO[0]
+    markers = domain_markers(rows[colour_by].astype(str)) if colours else {}
+    keys = rows[colour_by].astype(str).tolist() if colours else ["" for _ in range(len(rows))]
+    c = [colours.get(k, OKABE_ITO[0]) for k in keys]
     ax.hlines(y, rows[low], rows[high], color=c, lw=2)
-    ax.scatter(rows[mean], y, color=c, s=18, zorder=3)
+    for key in dict.fromkeys(keys):
+        at = np.array([k == key for k in keys])
+        ax.scatter(
+            rows[mean].to_numpy()[at],
+            y[at],
+            color=colours.get(key, OKABE_ITO[0]),
+            marker=markers.get(key, "o"),
+            s=18,
+            zorder=3,
+        )
     ax.set_yticks(y, [shorten(v, 30) for v in rows[label]], fontsize="small")
     ax.set_xlabel(xlabel or mean)
     ax.set_title(title)
     ax.grid(axis="x", alpha=0.3)
     if colours:
-        handles = [Line2D([], [], color=col, lw=2, label=d) for d, col in colours.items()]
+        handles = [Line2D([], [], color=col, lw=2, marker=markers[d], label=d) for d, col in colours.items()]
         ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small", frameon=False)
     return ax
 
