@@ -1,0 +1,407 @@
+"""Helpers shared by the notebooks (not part of the irtbayes package): settings read from the environment, the
+populations of systems and how each is subsampled, fit-or-load, and small formatting helpers.
+
+Environment
+-----------
+``IRTBAYES_NB_MODE``          ``full`` (default) or ``fast`` (tiny sizes, for the test suite).
+``IRTBAYES_NB_OUT``           Output folder (default ``notebooks/results/`` in full mode, a temporary folder in fast
+                              mode). Fits are saved under ``<out>/fits/`` and reused when present.
+``IRTBAYES_NB_SAMPLER``       ``nutpie`` (full-mode default), ``pymc``, ``advi`` (fast-mode default) or ``pathfinder``.
+``IRTBAYES_NB_DRAWS``         Kept draws per chain (full 500, fast 150).
+``IRTBAYES_NB_TUNE``          Warm-up draws per chain (full 500, fast 200; ADVI runs at least 2,000 optimisation steps).
+``IRTBAYES_NB_CHAINS``        Chains (full 2, fast 1).
+``IRTBAYES_NB_MAX_ITEMS``     At most this many items per benchmark, in every population (default: per population).
+``IRTBAYES_NB_MAX_SUBJECTS``  At most this many subjects per population (default: per population).
+``IRTBAYES_NB_SEED``          Seed of the subsamples and the samplers (default 2026).
+``IRTBAYES_DATA_DIR``         The external data sets (default ``../shared/data`` beside the repository, when present).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import os
+import platform
+import tempfile
+import time
+import warnings
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from irtbayes import datasets
+from irtbayes.data import ResponseData
+from irtbayes.errors import FitError
+from irtbayes.fit import Fit, fit, load_fit, save_fit
+from irtbayes.model import ModelSpec
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS = REPO / "notebooks" / "results"
+
+
+# ============================================================================================ settings
+@dataclass(frozen=True)
+class Settings:
+    """What the environment asked for (see the module docstring)."""
+
+    mode: str
+    out: Path
+    sampler: str
+    draws: int
+    tune: int
+    chains: int
+    max_items: int | None
+    max_subjects: int | None
+    seed: int
+    data_dir: str | None
+
+    @property
+    def fast(self) -> bool:
+        return self.mode == "fast"
+
+    @property
+    def fits(self) -> Path:
+        return self.out / "fits"
+
+    @property
+    def figures(self) -> Path:
+        return self.out / "figures"
+
+    def describe(self) -> str:
+        def cap(value: int | None) -> str:
+            return "per population" if value is None else ("all" if value == NO_CAP else str(value))
+
+        cap_i, cap_s = cap(self.max_items), cap(self.max_subjects)
+        return (
+            f"mode {self.mode}; sampler {self.sampler} ({self.chains} chain(s) x {self.draws} draws, tune {self.tune}); "
+            f"items per benchmark: {cap_i}; subjects per population: {cap_s}; seed {self.seed}; out {self.out}"
+        )
+
+
+NO_CAP = -1  #: a cap of ``all`` in the environment: no limit
+
+
+def _env_int(name: str, default: int | None) -> int | None:
+    value = os.environ.get(name, "").strip()
+    if not value:
+        return default
+    if value.lower() in ("none", "all"):
+        return NO_CAP
+    number = int(value)
+    if number < 1:
+        raise ValueError(f"{name} must be a positive whole number or 'all', got {value!r}")
+    return number
+
+
+def settings() -> Settings:
+    """Read the notebook settings from the environment; make the output folders; point at the data."""
+    mode = os.environ.get("IRTBAYES_NB_MODE", "full").strip().lower() or "full"
+    if mode not in ("fast", "full"):
+        raise ValueError(f"IRTBAYES_NB_MODE must be 'fast' or 'full', got {mode!r}")
+    fast = mode == "fast"
+    out_env = os.environ.get("IRTBAYES_NB_OUT", "").strip()
+    if out_env:
+        out = Path(out_env).expanduser().resolve()
+    elif fast:
+        out = Path(tempfile.gettempdir()) / "irtbayes-notebooks-fast"
+    else:
+        out = RESULTS
+    data_dir = os.environ.get(datasets.DATA_DIR_ENV, "").strip() or None
+    if data_dir is None:
+        shared = REPO.parent / "shared" / "data"
+        if shared.is_dir():
+            data_dir = str(shared)
+            os.environ[datasets.DATA_DIR_ENV] = data_dir
+    s = Settings(
+        mode=mode,
+        out=out,
+        sampler=os.environ.get("IRTBAYES_NB_SAMPLER", "").strip() or ("advi" if fast else "nutpie"),
+        draws=int(os.environ.get("IRTBAYES_NB_DRAWS", "").strip() or (150 if fast else 500)),
+        tune=int(os.environ.get("IRTBAYES_NB_TUNE", "").strip() or (200 if fast else 500)),
+        chains=int(os.environ.get("IRTBAYES_NB_CHAINS", "").strip() or (1 if fast else 2)),
+        max_items=_env_int("IRTBAYES_NB_MAX_ITEMS", None),
+        max_subjects=_env_int("IRTBAYES_NB_MAX_SUBJECTS", None),
+        seed=int(os.environ.get("IRTBAYES_NB_SEED", "").strip() or 2026),
+        data_dir=data_dir,
+    )
+    s.out.mkdir(parents=True, exist_ok=True)
+    s.figures.mkdir(parents=True, exist_ok=True)
+    return s
+
+
+# ============================================================================================ populations
+@dataclass(frozen=True)
+class Population:
+    """One population of systems calibrated together: a registered data set and how it is subsampled.
+
+    ``items_full`` / ``items_fast``: at most this many items per benchmark (None: all); ``subjects_full`` /
+    ``subjects_fast``: at most this many subjects (None: all), drawn at random with the notebook seed.
+    """
+
+    name: str
+    dataset: str
+    options: tuple[tuple[str, Any], ...] = ()
+    items_full: int | None = None
+    items_fast: int | None = None
+    subjects_full: int | None = None
+    subjects_fast: int | None = None
+    kind: str = "2pl"
+    why: str = ""
+
+
+POPULATIONS: tuple[Population, ...] = (
+    Population(
+        "mmlu_pro",
+        "mmlu_pro",
+        items_fast=6,
+        why="29 LLMs on all 12,032 questions of MMLU-Pro's 14 categories",
+    ),
+    Population(
+        "openllm",
+        "openllm_tinybench",
+        options=(("min_benchmarks", 5),),
+        subjects_full=400,
+        items_fast=8,
+        subjects_fast=40,
+        why=(
+            "Open LLM Leaderboard v1 systems on the tinyBenchmarks items; only the 1,989 systems with results on "
+            "all five benchmarks are kept (so every ability rests on the same five test sets), and of those a "
+            "random subset is calibrated (the full 1,989 x 493 matrix costs about 6x more per gradient)"
+        ),
+    ),
+    Population(
+        "nlu",
+        "nlu_vania2021",
+        items_full=100,
+        items_fast=5,
+        why=(
+            "90 fine-tuned encoder checkpoints on 29 NLU test sets; the test sets hold 82,756 items, so a random "
+            "subset of items per test set is calibrated"
+        ),
+    ),
+    Population("chembench", "chembench", items_fast=30, why="21 LLMs and one agent on ChemBench's 2,854 questions"),
+    Population(
+        "jailbreakbench",
+        "jailbreakbench",
+        items_fast=40,
+        why="18 (attack, target LLM) pairs on JailbreakBench's 100 behaviours; 1 = the jailbreak was resisted",
+    ),
+    Population(
+        "xstest",
+        "xstest",
+        items_fast=60,
+        kind="1pl",
+        why=(
+            "5 LLM setups on XSTest's 450 prompts; 1 = complied with a safe prompt or refused an unsafe one; with "
+            "5 systems an item's discrimination would rest on 5 responses, so the 1PL (Rasch) model is used"
+        ),
+    ),
+)
+BY_NAME = {p.name: p for p in POPULATIONS}
+
+
+def caps(pop: Population, s: Settings) -> tuple[int | None, int | None]:
+    """(items per benchmark, subjects) caps for ``pop`` under ``s``: the environment overrides the defaults."""
+    items = s.max_items if s.max_items is not None else (pop.items_fast if s.fast else pop.items_full)
+    subjects = s.max_subjects if s.max_subjects is not None else (pop.subjects_fast if s.fast else pop.subjects_full)
+    return (None if items == NO_CAP else items), (None if subjects == NO_CAP else subjects)
+
+
+def load_population(pop: Population | str, s: Settings) -> tuple[ResponseData, dict[str, Any]]:
+    """The population's data (subsampled as documented) and a record of what was kept.
+
+    Subjects are drawn first (uniformly at random without replacement), then items: per benchmark, uniformly
+    at random without replacement. Both draws are seeded, so every notebook rebuilds the same data (and the
+    saved fits' data checksums match).
+    """
+    pop = BY_NAME[pop] if isinstance(pop, str) else pop
+    full = datasets.load_dataset(pop.dataset, **dict(pop.options))
+    max_items, max_subjects = caps(pop, s)
+    rng = np.random.default_rng(s.seed)
+    subjects = full.subject_ids
+    if max_subjects is not None and len(subjects) > max_subjects:
+        subjects = pd.Index(sorted(rng.choice(subjects.to_numpy(dtype=str), size=max_subjects, replace=False)))
+    items = full.item_ids
+    if max_items is not None:
+        bench = full.items["benchmark"].astype(str)
+        keep = []
+        for name in dict.fromkeys(bench):
+            ids = full.item_ids[(bench == name).to_numpy()]
+            if len(ids) > max_items:
+                ids = pd.Index(rng.choice(ids.to_numpy(dtype=str), size=max_items, replace=False))
+            keep.extend(ids)
+        items = pd.Index(keep)
+    data = full
+    if len(subjects) < full.n_subjects or len(items) < full.n_items:
+        data = full.subset(subjects=list(subjects), items=list(items))
+    per_bench_total = full.items["benchmark"].astype(str).value_counts()
+    record = {
+        "population": pop.name,
+        "dataset": pop.dataset,
+        "options": dict(pop.options),
+        "subjects_total": full.n_subjects,
+        "items_total": full.n_items,
+        "subjects": data.n_subjects,
+        "items": data.n_items,
+        "responses": data.n_responses,
+        "max_items_per_benchmark": max_items,
+        "max_subjects": max_subjects,
+        "items_total_per_benchmark": {str(k): int(v) for k, v in per_bench_total.items()},
+        "why": pop.why,
+    }
+    return data, record
+
+
+def subsample_note(record: dict[str, Any]) -> str:
+    """One phrase saying what part of the population was calibrated."""
+    parts = []
+    if record["subjects"] < record["subjects_total"]:
+        parts.append(f"random {record['subjects']} of {record['subjects_total']} subjects")
+    if record["items"] < record["items_total"]:
+        parts.append(f"random <= {record['max_items_per_benchmark']} items per benchmark")
+    if record["options"]:
+        parts.append(", ".join(f"{k}={v}" for k, v in record["options"].items()))
+    return "; ".join(parts) if parts else "all subjects and items"
+
+
+# ============================================================================================ fitting
+#: In the full mode, data sets with at most this many responses are sampled longer (they are cheap).
+SMALL_RESPONSES = 100_000
+SMALL_SAMPLING = {"chains": 4, "draws": 1000, "tune": 1000}
+
+
+def fit_settings(s: Settings, *, sampler: str | None = None, n_responses: int | None = None) -> dict[str, Any]:
+    """Sampler settings for a fit: the notebook's, raised to 4 chains x 1000 draws (tune 1000) in the full mode
+    for data with at most ``SMALL_RESPONSES`` responses."""
+    out = {"sampler": sampler or s.sampler, "chains": s.chains, "draws": s.draws, "tune": s.tune, "seed": s.seed}
+    if not s.fast and n_responses is not None and n_responses <= SMALL_RESPONSES:
+        out.update({k: max(out[k], v) for k, v in SMALL_SAMPLING.items()})
+    return out
+
+
+def fit_or_load(
+    name: str,
+    data: ResponseData,
+    s: Settings,
+    *,
+    spec: ModelSpec | None = None,
+    sampler: str | None = None,
+) -> tuple[Fit, bool]:
+    """Load ``<out>/fits/<name>`` when it was fitted to this data with these settings, else fit and save it.
+
+    A population's fit uses its model (``Population.kind``) unless ``spec`` is given. Returns the fit and whether it
+    was loaded (True) or fitted now (False).
+    """
+    if spec is None and name in BY_NAME:
+        spec = ModelSpec(kind=BY_NAME[name].kind)
+    wanted = fit_settings(s, sampler=sampler, n_responses=data.n_responses)
+    path = s.fits / name
+    if path.is_dir():
+        try:
+            result = load_fit(path, data=data)
+        except FitError as err:
+            print(f"{name}: the saved fit cannot be reused ({err}); refitting")
+        else:
+            have = {k: result.sampler.get("name" if k == "sampler" else k) for k in wanted}
+            same_spec = spec is None or result.spec.kind == spec.kind
+            if have == wanted and same_spec:
+                return result, True
+            print(f"{name}: the saved fit has settings {have}, wanted {wanted}; refitting")
+    with warnings.catch_warnings():
+        # both facts are reported by short_summary() and in every table (fit_label)
+        warnings.filterwarnings("ignore", message=".*approximate method.*")
+        warnings.filterwarnings("ignore", message=".*did not pass the convergence checks.*")
+        result = fit(
+            data,
+            spec,
+            sampler=wanted["sampler"],
+            chains=wanted["chains"],
+            draws=wanted["draws"],
+            tune=wanted["tune"],
+            seed=s.seed,
+            progress=False,
+        )
+    save_fit(result, path, overwrite=True)
+    return result, False
+
+
+def fit_label(result: Fit) -> str:
+    """How a fit was made, for tables: sampler, chains x draws, and APPROXIMATE or the convergence verdict."""
+    sm = result.sampler
+    base = f"{sm.get('name')} {sm.get('chains')}x{sm.get('draws')}"
+    if result.approximate:
+        return f"{base} (approximate)"
+    return f"{base} NUTS ({'converged' if result.diagnostics.ok else 'not converged'})"
+
+
+# ============================================================================================ formatting
+def ci(mean: float, low: float, high: float, digits: int = 2) -> str:
+    return f"{mean:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
+
+
+def row_ci(row: pd.Series | dict[str, Any], prefix: str, digits: int = 2) -> str:
+    return ci(row[f"{prefix}_mean"], row[f"{prefix}_ci_low"], row[f"{prefix}_ci_high"], digits)
+
+
+def overlap(a: tuple[float, float], b: tuple[float, float]) -> bool:
+    """True when the intervals a and b overlap."""
+    return a[0] <= b[1] and b[0] <= a[1]
+
+
+def write_json(path: Path, payload: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(payload, indent=2, default=str) + "\n")
+
+
+class Timer:
+    """Wall-clock seconds per named step, for the notebooks' timing tables."""
+
+    def __init__(self) -> None:
+        self.rows: list[dict[str, Any]] = []
+
+    def __call__(self, step: str) -> _Step:
+        return _Step(self, step)
+
+    def table(self) -> pd.DataFrame:
+        return pd.DataFrame(self.rows, columns=["step", "seconds"])
+
+
+class _Step:
+    def __init__(self, timer: Timer, step: str) -> None:
+        self.timer, self.step = timer, step
+
+    def __enter__(self) -> _Step:
+        self.start = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.timer.rows.append({"step": self.step, "seconds": round(time.perf_counter() - self.start, 1)})
+
+
+def versions() -> str:
+    """Python and package versions, one line."""
+    names = ("irtbayes", "pymc", "pytensor", "arviz", "nutpie", "numpy", "pandas", "xarray", "matplotlib")
+    parts = [f"python {platform.python_version()}"]
+    for n in names:
+        try:
+            parts.append(f"{n} {importlib.metadata.version(n)}")
+        except importlib.metadata.PackageNotFoundError:
+            parts.append(f"{n} (not installed)")
+    return ", ".join(parts)
+
+
+def settings_record(s: Settings) -> dict[str, Any]:
+    """The settings as JSON-ready values; paths inside the repository are given relative to it."""
+    out = asdict(s)
+    out["out"] = str(s.out.relative_to(REPO)) if s.out.is_relative_to(REPO) else str(s.out)
+    out["data_dir"] = f"${datasets.DATA_DIR_ENV}" if s.data_dir else None
+    return out
+
+
+def short_summary(result: Fit) -> str:
+    """The fit's summary without the per-variable diagnostics: model, data, sampler, verdict, worst numbers."""
+    lines = result.summary().splitlines()
+    return "\n".join(lines[:5])

@@ -1,0 +1,147 @@
+"""The notebooks run end to end in fast mode (tiny sizes, ADVI) and write what they promise.
+
+Each notebook is run as a script in a subprocess, in order, with ``IRTBAYES_NB_MODE=fast`` and its outputs in a
+temporary folder shared by the five (notebooks 4 and 5 reuse the fits notebook 3 saved). They need the shared
+data sets; without them the tests skip, saying so.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+NOTEBOOKS = REPO / "notebooks"
+SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+ORDER = ("01_data_tour", "02_validation", "03_audit", "04_measure_mismatch", "05_benchfill")
+
+needs_data = pytest.mark.skipif(
+    not (SHARED_DATA / "INDEX.md").is_file(),
+    reason=f"the shared data sets are not at {SHARED_DATA}; the notebooks audit real data and need them",
+)
+
+
+@pytest.fixture(scope="module")
+def nb_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("notebooks")
+
+
+def run_notebook(name: str, out: Path) -> tuple[subprocess.CompletedProcess[str], float]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("IRTBAYES_NB_")}
+    env.update(
+        IRTBAYES_DATA_DIR=str(SHARED_DATA),
+        IRTBAYES_NB_MODE="fast",
+        IRTBAYES_NB_OUT=str(out),
+        MPLBACKEND="Agg",
+    )
+    start = time.perf_counter()
+    proc = subprocess.run(
+        [sys.executable, str(NOTEBOOKS / f"{name}.py")],
+        cwd=NOTEBOOKS,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    seconds = time.perf_counter() - start
+    (out / f"{name}.log").write_text(proc.stdout + "\n--- stderr ---\n" + proc.stderr)
+    assert proc.returncode == 0, (
+        f"{name}.py exited with {proc.returncode} after {seconds:.0f}s\n--- stdout (tail) ---\n{proc.stdout[-3000:]}"
+        f"\n--- stderr (tail) ---\n{proc.stderr[-3000:]}"
+    )
+    return proc, seconds
+
+
+def test_notebooks_are_percent_scripts_with_parameters_and_versions() -> None:
+    jupytext = pytest.importorskip("jupytext")
+    for name in ORDER:
+        nb = jupytext.read(NOTEBOOKS / f"{name}.py")
+        kinds = [c.cell_type for c in nb.cells]
+        assert kinds[0] == "markdown", f"{name}: the first cell is {kinds[0]}, expected the narrative"
+        assert kinds.count("markdown") >= 4, f"{name}: only {kinds.count('markdown')} markdown cells"
+        code = [c for c in nb.cells if c.cell_type == "code"]
+        assert "parameters" in code[0].metadata.get("tags", []), f"{name}: the first code cell is not tagged"
+        assert "settings()" in code[0].source, f"{name}: the parameters cell does not read the settings"
+        assert "versions()" in code[-1].source, f"{name}: the last cell does not print versions"
+
+
+@needs_data
+def test_01_data_tour(nb_out: Path) -> None:
+    proc, _ = run_notebook("01_data_tour", nb_out)
+    tour = pd.read_csv(nb_out / "data_tour.csv")
+    assert len(tour) >= 25 and tour["domain"].nunique() >= 7, (len(tour), tour["domain"].nunique())
+    assert (tour["missing_share"].between(0, 1)).all(), tour["missing_share"].describe()
+    assert (nb_out / "figures" / "item_accuracy.png").stat().st_size > 0
+    assert "benchmarks in" in proc.stdout
+
+
+@needs_data
+def test_02_validation(nb_out: Path) -> None:
+    run_notebook("02_validation", nb_out)
+    published = pd.read_csv(nb_out / "validation_published.csv")
+    # LSAT7 2PL: a and d of 5 items; LSAT6 Rasch: 5 d and the latent variance; published Bayesian Rasch: 5 items
+    assert published.groupby("check").size().to_dict() == {
+        "LSAT7 2PL vs mirt": 10,
+        "LSAT6 Rasch vs mirt": 6,
+        "LSAT6 Rasch vs published Bayesian fit": 5,
+    }, published.groupby("check").size()
+    assert published["posterior_mean"].notna().all()
+    recovery = pd.read_csv(nb_out / "validation_recovery.csv")
+    assert set(recovery["parameter"]) == {"difficulty", "discrimination", "ability"}
+    # even a tiny approximate fit recovers difficulties and abilities far better than chance
+    assert (recovery.set_index("parameter").loc[["difficulty", "ability"], "correlation"] > 0.5).all(), recovery
+
+
+@needs_data
+def test_03_audit(nb_out: Path) -> None:
+    run_notebook("03_audit", nb_out)
+    table = pd.read_csv(nb_out / "benchmark_audit.csv")
+    assert len(table) >= 25, f"{len(table)} benchmarks audited"
+    assert table["domain"].nunique() >= 7, sorted(table["domain"].unique())
+    assert table["population"].nunique() == 6, table["population"].unique()
+    assert not table.duplicated(["population", "benchmark"]).any()
+    for prefix in ("ddm", "max_gap", "max_gap_rel"):
+        lo, mean, hi = table[f"{prefix}_ci_low"], table[f"{prefix}_mean"], table[f"{prefix}_ci_high"]
+        assert ((lo <= mean + 1e-9) & (mean <= hi + 1e-9)).all(), table[["label", f"{prefix}_ci_low", f"{prefix}_mean"]]
+    assert table["ddm_mean"].between(0, 1).all() and table["max_gap_rel_mean"].between(0, 1).all()
+    assert (table["gap_lo"] < table["gap_hi"]).all()
+    assert table["sampler"].str.len().gt(0).all() and "subsample" in table.columns
+    for fig in ("forest_ddm.png", "forest_max_gap.png", "coverage_heatmap.png"):
+        assert (nb_out / "figures" / fig).stat().st_size > 0, fig
+    assert sorted(p.name for p in (nb_out / "fits").iterdir()) == sorted(
+        ["mmlu_pro", "openllm", "nlu", "chembench", "jailbreakbench", "xstest"]
+    )
+
+
+@needs_data
+def test_04_measure_mismatch(nb_out: Path) -> None:
+    had_fits = (nb_out / "fits" / "mmlu_pro").is_dir()
+    proc, _ = run_notebook("04_measure_mismatch", nb_out)
+    sens = pd.read_csv(nb_out / "sensitivity_leaderboard.csv")
+    assert len(sens) == 12, sens  # 2 populations x 2 targets x 3 bin counts
+    assert set(sens["bins"]) == {5, 10, 20} and set(sens["target"]) == {"uniform", "frontier"}
+    board = pd.read_csv(nb_out / "leaderboard_mmlu_pro.csv")
+    assert len(board) == 29 and board["rank_ci_low_frontier"].le(board["rank_ci_high_frontier"]).all()
+    if had_fits:
+        assert "reused the saved fit" in proc.stdout, "notebook 4 refitted instead of reusing notebook 3's fits"
+
+
+@needs_data
+def test_05_benchfill(nb_out: Path) -> None:
+    run_notebook("05_benchfill", nb_out)
+    ledger = pd.read_csv(nb_out / "benchfill_ledger.csv")
+    # 12 candidates, decided after the fixed-bank calibration (and the full refit, which fast mode skips)
+    assert ledger["stage"].value_counts().to_dict() == {"fixed bank": 12}, ledger["stage"].value_counts()
+    assert set(ledger["decision"]) <= {"accepted", "rejected"}
+    few = ledger.loc[ledger["kind"] == "inside, few answers"]
+    assert (few["reason"] == "not enough responses").all(), few[["stage", "reason"]]
+    before_after = pd.read_csv(nb_out / "benchfill_before_after.csv", index_col=0)
+    assert list(before_after.columns) == ["before", "after"]
+    assert (nb_out / "benchfill" / "ledger.jsonl").is_file()
