@@ -513,6 +513,9 @@ def posterior_predictive_check(
         subj_total[k] = np.bincount(s, weights=rep, minlength=n_s)
     obs_mean = np.bincount(i, weights=y, minlength=n_i) / n_item
     obs_rest = _item_rest_corr(y, s, i, n_s, n_i)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # items answered alike in a replication have no correlation
+        pred_rest = np.nanmean(item_rest, axis=0)
     obs_total = np.bincount(s, weights=y, minlength=n_s)
     lo, hi = (1 - ci_prob) / 2, 1 - (1 - ci_prob) / 2
     p_mean = _p_value(item_mean, obs_mean)
@@ -533,7 +536,7 @@ def posterior_predictive_check(
             "predicted_ci_high": np.quantile(item_mean, hi, axis=0),
             "p_value_mean": p_mean,
             "observed_item_rest": obs_rest,
-            "predicted_item_rest": np.nanmean(item_rest, axis=0) if n_rep else np.nan,
+            "predicted_item_rest": pred_rest,
             "p_value_item_rest": p_rest,
         }
     )

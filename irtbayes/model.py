@@ -69,6 +69,16 @@ running products); 3PL uses ``"dense"`` (the same matrix, plain PyTensor); spars
 and 7.3 ms long; 100 x 1,000 (90k responses) 1.1 ms vs 2.1 ms. The fused Op has no JAX form: the
 ``numpyro`` sampler uses ``"dense"``.
 
+Measured (nutpie, shared 2-core machine, so CPU seconds are quoted where other work competed):
+the default 2PL on MMLU-Pro, 4 chains x 1000 draws (500 warm-up), target acceptance 0.7: 31 leapfrog steps
+per draw, max r-hat 1.009, no divergences, min bulk ESS 657 (difficulties >= 1017, abilities >= 2936),
+890 CPU seconds (about 450 s on 2 idle cores). With target acceptance 0.8 it took 58 steps per draw and
+1344 CPU seconds for the same ESS per gradient. On simulated 100 x 1,000 data (4 chains x 1000 draws,
+``scripts/benchmark_fit.py``): default 253 s, min bulk ESS 565 over all parameters (4174 over abilities
+and difficulties), max r-hat 1.007, 31 steps per draw; the straightforward non-centred long-format PyMC
+2PL 930 s, min ESS 35 (42), max r-hat 1.095: 59 times the ESS per second over all parameters, 365 times
+over abilities and difficulties.
+
 Priors
 ------
 See :class:`Priors`: weakly informative on the ability scale, overridable, saved with every fit.

@@ -262,12 +262,20 @@ def _reference(dataset: str, model_prefix: str) -> pd.DataFrame:
     return ref.drop_duplicates(["item", "parameter"])
 
 
+def _assert_mixed(result) -> None:
+    d = result.diagnostics
+    assert d.max_rhat <= 1.02 and d.divergences == 0 and d.min_ess_bulk >= 200, d.summary()
+
+
 @pytest.mark.slow
 def test_lsat7_2pl_matches_mirt():
     data = _lsat("lsat7")
     ref = _reference("LSAT7", "2PL")
-    result = fit(data, ModelSpec(kind="2pl"), chains=4, draws=1000, tune=1000, seed=7, progress=False)
-    assert result.diagnostics.ok, result.diagnostics.summary()
+    # five items: the hyper-sd of their discriminations is prior-dominated and needs small steps
+    result = fit(
+        data, ModelSpec(kind="2pl"), chains=4, draws=1000, tune=1000, seed=7, progress=False, target_accept=0.95
+    )
+    _assert_mixed(result)
     table = result.items_table().set_index("item")
     misses = []
     for _, row in ref.iterrows():
@@ -285,8 +293,10 @@ def test_lsat7_2pl_matches_mirt():
 def test_lsat6_rasch_matches_mirt():
     data = _lsat("lsat6")
     ref = _reference("LSAT6", "Rasch")
-    result = fit(data, ModelSpec(kind="1pl"), chains=4, draws=1000, tune=1000, seed=6, progress=False)
-    assert result.diagnostics.ok, result.diagnostics.summary()
+    result = fit(
+        data, ModelSpec(kind="1pl"), chains=4, draws=1000, tune=1000, seed=6, progress=False, target_accept=0.95
+    )
+    _assert_mixed(result)
     table = result.items_table().set_index("item")
     misses = []
     for _, row in ref.loc[ref["parameter"] == "d"].iterrows():
@@ -356,3 +366,14 @@ def test_compare_fits_prefers_the_true_model(fitted_2pl):
     margin = 2 * float(table["dse"].max())
     assert table.loc["2pl", "elpd"] >= table.loc["1pl", "elpd"] - margin, table.to_string()
     assert "n_high_pareto_k" in table.columns
+
+
+def test_optional_samplers_say_what_they_need(fitted_2pl):
+    import importlib.util
+
+    if importlib.util.find_spec("numpyro") is None:
+        with pytest.raises(SpecError, match="JAX and NumPyro"):
+            fit(fitted_2pl.data, sampler="numpyro", progress=False)
+    if importlib.util.find_spec("pymc_extras") is None:
+        with pytest.raises(SpecError, match="pymc-extras"):
+            fit(fitted_2pl.data, sampler="pathfinder", progress=False)
