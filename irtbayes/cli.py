@@ -73,8 +73,7 @@ def load_data_argument(args: argparse.Namespace) -> object:
     if fmt == "dataset":
         return datasets.load_folder(path)
     if path.is_file():
-        head = io.read_table(path).columns
-        if {args.subject_col, args.item_col, args.response_col} <= set(map(str, head)):
+        if {args.subject_col, args.item_col, args.response_col} <= set(io.read_columns(path)):
             return io.load_long(
                 path,
                 subject=args.subject_col,

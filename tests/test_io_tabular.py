@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from irtbayes import DataError
-from irtbayes.io import load, load_long, load_wide
+from irtbayes.io import load, load_long, load_wide, read_columns
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 needs_shared = pytest.mark.skipif(not SHARED.is_dir(), reason=f"shared data folder {SHARED} is absent")
@@ -101,3 +101,13 @@ def test_unknown_columns_and_missing_files(tmp_path: Path) -> None:
     (tmp_path / "r.json").write_text("{}")
     with pytest.raises(DataError, match="unknown file type"):
         load(tmp_path / "r.json")
+
+
+def test_read_columns_reads_only_the_header_and_still_names_bad_files(tmp_path: Path) -> None:
+    frame = pd.DataFrame({"subject": ["a"], "item": ["q"], "response": [1]})
+    frame.to_csv(tmp_path / "r.csv", index=False)
+    frame.to_parquet(tmp_path / "r.parquet")
+    assert read_columns(tmp_path / "r.csv") == read_columns(tmp_path / "r.parquet") == ["subject", "item", "response"]
+    (tmp_path / "empty.csv").write_text("")
+    with pytest.raises(DataError, match=r"empty\.csv: the file is empty"):
+        read_columns(tmp_path / "empty.csv")

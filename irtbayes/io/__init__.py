@@ -6,9 +6,9 @@ from pathlib import Path
 
 from irtbayes.data import ResponseData
 from irtbayes.errors import DataError
-from irtbayes.io.tabular import load_long, load_wide, read_table
+from irtbayes.io.tabular import load_long, load_wide, read_columns, read_table
 
-__all__ = ["load", "load_long", "load_wide", "read_table"]
+__all__ = ["load", "load_long", "load_wide", "read_columns", "read_table"]
 
 LONG_COLUMNS = {"subject", "item", "response"}
 
@@ -27,8 +27,7 @@ def load(path: str | Path, **options: object) -> ResponseData:
     if not path.exists():
         raise DataError(f"{path}: no such file or folder")
     if path.is_file():
-        head = read_table(path).columns
-        if LONG_COLUMNS <= set(map(str, head)):
+        if LONG_COLUMNS <= set(read_columns(path)):
             return load_long(path, **options)  # type: ignore[arg-type]
         return load_wide(path, **options)  # type: ignore[arg-type]
     from irtbayes import datasets

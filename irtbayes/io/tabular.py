@@ -10,7 +10,7 @@ import pandas as pd
 from irtbayes.data import ResponseData, Scoring
 from irtbayes.errors import DataError
 
-__all__ = ["load_long", "load_wide", "read_table"]
+__all__ = ["load_long", "load_wide", "read_columns", "read_table"]
 
 
 def read_table(path: str | Path) -> pd.DataFrame:
@@ -47,6 +47,26 @@ def read_table(path: str | Path) -> pd.DataFrame:
     if frame.shape[0] == 0:
         raise DataError(f"{path}: the file has a header but no rows")
     return frame
+
+
+def read_columns(path: str | Path) -> list[str]:
+    """The column names of a CSV or Parquet file, reading only its header (or Parquet schema).
+
+    A file that can't be read that way is read in full, so the error names the problem as :func:`read_table` does.
+    """
+    path = Path(path)
+    suffix = path.suffix.lower()
+    try:
+        if suffix in {".parquet", ".pq"} and path.is_file():
+            import pyarrow.parquet as pq
+
+            return [str(c) for c in pq.read_schema(path).names]
+        if suffix in {".csv", ".tsv", ".txt", ".gz"} and path.is_file() and path.stat().st_size:
+            head = pd.read_csv(path, sep="\t" if ".tsv" in path.suffixes else ",", nrows=0)
+            return [str(c) for c in head.columns]
+    except (pd.errors.EmptyDataError, pd.errors.ParserError, OSError, ValueError):
+        pass
+    return [str(c) for c in read_table(path).columns]
 
 
 def _first_line(path: Path) -> int | None:
