@@ -217,6 +217,13 @@ def _target_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--range", nargs=2, type=float, metavar=("L", "U"), help="target range on the ability scale")
     group.add_argument("--bins", type=int, help="number of bins (default 10)")
     group.add_argument("--ci", type=float, default=0.9, help="credible interval probability (default 0.9)")
+    group.add_argument(
+        "--ensemble",
+        choices=("auto", "deconvolved", "draws"),
+        default="auto",
+        help="item locations for coverage, DDM and Maximum Gap: deconvolved under each benchmark's estimated "
+        "difficulty distribution (auto: when the fit allows) or the fit's draws",
+    )
 
 
 def _audit_from_args(fit_result: object, data: object, args: argparse.Namespace) -> object:
@@ -238,6 +245,7 @@ def _audit_from_args(fit_result: object, data: object, args: argparse.Namespace)
         range=args.range,
         group=args.group.split(",") if args.group else None,
         ci_prob=args.ci,
+        ensemble=getattr(args, "ensemble", "auto"),
         progress=not getattr(args, "no_progress", False),
     )
 
@@ -296,7 +304,14 @@ def cmd_report(args: argparse.Namespace) -> int:
         target = recorded.get("target", {})
         edges = target.get("edges")
         weights = target.get("weights")
-        result = audit(fit_result, data, target=weights, bins=edges, ci_prob=recorded.get("ci_prob", 0.9))  # type: ignore[arg-type]
+        result = audit(
+            fit_result,
+            data,  # type: ignore[arg-type]
+            target=weights,
+            bins=edges,
+            ci_prob=recorded.get("ci_prob", 0.9),
+            ensemble=(recorded.get("settings") or {}).get("ensemble", "auto"),
+        )
     benchfill = None
     if args.benchfill:
         from irtbayes.benchfill.run import load_benchfill_result

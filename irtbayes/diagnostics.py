@@ -1,6 +1,7 @@
 """Convergence and fit checks of a fitted IRT model.
 
-- :func:`check_convergence`: r-hat, bulk and tail ESS (arviz-stats), divergences, E-BFMI and tree-depth
+- :func:`check_convergence`: r-hat, bulk and tail ESS (arviz-stats' definitions, computed for all parameters
+  of a variable at once by :mod:`irtbayes.convergence`), divergences, E-BFMI and tree-depth
   saturation, against stated thresholds, in a small :class:`Diagnostics` object with ``.ok``.
 - :func:`posterior_predictive_check`: per-item proportion correct, per-subject total score and the
   item-rest relation, each against its posterior predictive distribution (Bayesian p-values).
@@ -19,6 +20,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from irtbayes.convergence import rank_diagnostics
 from irtbayes.errors import FitError, SpecError
 
 if TYPE_CHECKING:
@@ -215,6 +217,23 @@ def _worst(da: xr.DataArray, *, largest: bool) -> tuple[float, str]:
     return float(values[idx]), _label(da, idx)
 
 
+def rank_diagnostics_datasets(posterior: xr.Dataset) -> tuple[xr.Dataset, xr.Dataset, xr.Dataset]:
+    """Rank-normalised r-hat, bulk ESS and tail ESS of every variable, as Datasets shaped like the
+    variables without (chain, draw); the values of ``arviz_stats.rhat`` / ``ess`` (see
+    :mod:`irtbayes.convergence`), computed for all parameters of a variable at once."""
+    out: tuple[dict[str, xr.DataArray], ...] = ({}, {}, {})
+    for name, var in posterior.data_vars.items():
+        rest = [d for d in var.dims if d not in ("chain", "draw")]
+        values = var.transpose("chain", "draw", *rest).to_numpy()
+        coords = {d: var[d] for d in rest if d in var.coords}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            results = rank_diagnostics(values)
+        for target, result in zip(out, results, strict=True):
+            target[str(name)] = xr.DataArray(result, dims=rest, coords=coords)
+    return xr.Dataset(out[0]), xr.Dataset(out[1]), xr.Dataset(out[2])
+
+
 def checked_variables(posterior: xr.Dataset) -> list[str]:
     """Names of the posterior variables that convergence is judged on."""
     return [
@@ -285,11 +304,7 @@ def check_convergence(
     variables: list[VariableDiagnostics] = []
     if n_chains < 2:
         problems.append(f"only {n_chains} chain: r-hat needs at least 2")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        rhat = azs.rhat(post)
-        ess_bulk = azs.ess(post, method="bulk")
-        ess_tail = azs.ess(post, method="tail")
+    rhat, ess_bulk, ess_tail = rank_diagnostics_datasets(post)
     for name in names:
         # a parameter constant over every draw (e.g. a fixed correlation of 1) has no r-hat: leave it out
         constant = (post[name].std(dim=("chain", "draw")) == 0).values

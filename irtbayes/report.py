@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import platform
-import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -44,17 +43,11 @@ def parameter_diagnostics(fit: Fit) -> pd.DataFrame:
     pandas.DataFrame
         Columns ``variable``, ``index`` (the coordinates as text), ``r_hat``, ``ess_bulk``, ``ess_tail``.
     """
-    import arviz_stats as azs
-
-    from irtbayes.diagnostics import checked_variables
+    from irtbayes.diagnostics import checked_variables, rank_diagnostics_datasets
 
     posterior = fit.posterior
     names = checked_variables(posterior)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        rhat = azs.rhat(posterior[names])
-        bulk = azs.ess(posterior[names], method="bulk")
-        tail = azs.ess(posterior[names], method="tail")
+    rhat, bulk, tail = rank_diagnostics_datasets(posterior[names])
     rows = []
     for name in names:
         frame = pd.DataFrame(
@@ -197,11 +190,20 @@ def supported_claims(fit: Fit, audit: AuditResult | None, *, ci_prob: float) -> 
         "another target (the workload a decision is about) can give another DDM and another re-weighted order."
     )
     difficulty_sd = float(fit.posterior["difficulty"].std(dim=("chain", "draw")).mean())
-    unsupported.append(
-        f"The exact width of a gap: per-draw Maximum Gaps scatter items into gaps by the difficulty uncertainty "
-        f"(mean posterior sd of a difficulty here: {difficulty_sd:.2f}), so gaps narrower than about twice that "
-        "are understated; the location of the widest gap is the more reliable reading."
-    )
+    if audit.settings.get("ensemble") == "deconvolved":
+        unsupported.append(
+            "The exact width of a gap. Gaps are measured on deconvolved item locations, which remove most of the "
+            "pull of the model's normal prior into empty regions, but a gap's edges stay blurred by the items' "
+            f"uncertainty (mean posterior sd of a difficulty here: {difficulty_sd:.2f}): in simulations the 90% "
+            "interval covered a true gap in about three data sets out of four, with the posterior median below "
+            "the truth. Read the upper end of the interval as plausible; the location is the more reliable reading."
+        )
+    else:
+        unsupported.append(
+            f"The exact width of a gap: per-draw Maximum Gaps scatter items into gaps by the difficulty "
+            f"uncertainty (mean posterior sd of a difficulty here: {difficulty_sd:.2f}), so gaps narrower than "
+            "about twice that are understated; the location of the widest gap is the more reliable reading."
+        )
     return supported, unsupported
 
 
@@ -311,7 +313,15 @@ def _audit_section(
     doc.paragraph(
         f"Target: {target.kind} over [{target.lo:.2f}, {target.hi:.2f}] on the ability scale, {target.n_bins} bins "
         f"({target.description}). Every number is computed per posterior draw; intervals are {ci:.0%} "
-        "equal-tailed credible intervals."
+        "equal-tailed credible intervals. "
+        + (
+            "Coverage, DDM and the Maximum Gap use deconvolved item locations: in each draw, each item is placed "
+            "under its benchmark's estimated difficulty distribution rather than the model's normal prior, so "
+            "that empty regions are not filled by the scatter of their neighbours. Each item's own difficulty, "
+            "the leaderboard and the information curves use the fit's draws."
+            if audit.settings.get("ensemble") == "deconvolved"
+            else "Coverage, DDM and the Maximum Gap use the fit's difficulty draws as they are."
+        )
     )
     figure(
         "item_person_map",

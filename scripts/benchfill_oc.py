@@ -42,6 +42,12 @@ SCENARIOS = {
 }
 
 
+PRIORS = {
+    "candidates": "the candidates' own group (default).",
+    "bank": "a new item of the bank's benchmark.",
+}
+
+
 def markdown_table(table: pd.DataFrame, *, tau: float) -> str:
     """The OC table in markdown."""
     lines = [
@@ -75,6 +81,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--ability-points", type=int, default=16, help="quantile points per ability posterior")
     parser.add_argument("--seed", type=int, default=20260101)
     parser.add_argument(
+        "--prior",
+        nargs="+",
+        choices=("candidates", "bank"),
+        default=["candidates", "bank"],
+        help="calibration priors to compare (default both)",
+    )
+    parser.add_argument(
         "--truth", nargs="+", choices=("uniform", "bank"), default=["uniform", "bank"], help="scenarios to run"
     )
     args = parser.parse_args(argv)
@@ -89,18 +102,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     fitted = time.perf_counter() - started
     tables = {}
     for truth in args.truth:
-        frame = operating_characteristic(
-            bank,
-            target_lo=args.lo,
-            target_hi=args.hi,
-            n_systems=args.systems,
-            n_candidates=args.candidates,
-            truth=truth,
-            tau=args.tau,
-            seed=args.seed,
-            ability_points=args.ability_points,
-        )
-        tables[truth] = operating_characteristic_table(frame)
+        for prior in args.prior:
+            frame = operating_characteristic(
+                bank,
+                target_lo=args.lo,
+                target_hi=args.hi,
+                n_systems=args.systems,
+                n_candidates=args.candidates,
+                truth=truth,
+                tau=args.tau,
+                seed=args.seed,
+                ability_points=args.ability_points,
+                prior=prior,
+            )
+            tables[truth, prior] = operating_characteristic_table(frame)
     total = time.perf_counter() - started
     print(
         f"BenchFill operating characteristic: bank {args.subjects} systems x {args.items} items (2PL, 2 chains x "
@@ -108,8 +123,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"their posterior means; target bin [{args.lo:g}, {args.hi:g}); tau {args.tau:g}; fixed-bank calibration; "
         f"seed {args.seed}. Fit {fitted:.0f} s, total {total:.0f} s."
     )
-    for truth, table in tables.items():
-        print(f"\n{SCENARIOS[truth].format(lo=2 * args.lo - args.hi, hi=2 * args.hi - args.lo)}\n")
+    for (truth, prior), table in tables.items():
+        scenario = SCENARIOS[truth].format(lo=2 * args.lo - args.hi, hi=2 * args.hi - args.lo)
+        print(f"\n{scenario} Calibration prior: {PRIORS[prior]}\n")
         print(markdown_table(table, tau=args.tau))
     return 0
 

@@ -173,16 +173,20 @@ def test_fixed_bank_output_is_labelled(fixed, bank):
     assert dict(fixed["difficulty"].sizes) == {"chain": 1, "draw": n_total, "item": 6}
     assert list(fixed["item"].values) == [f"cand{k}" for k in range(6)]
     assert fixed["n_responses"].values.tolist() == [40] * 6
-    assert set(fixed["prior_group"].values) == {"benchmark 'bench00'"}
+    assert set(fixed["prior_group"].values) == {"benchmark 'bench00 [candidates]' (6 candidate(s) pooled)"}
+    assert fixed.attrs["prior"] == "candidates"
     assert (fixed["discrimination"] > 0).all()
     assert float(fixed["edge_mass"].max()) < 1e-3, fixed["edge_mass"].values
 
 
 def test_fixed_bank_prior_for_an_unknown_benchmark_is_wider(bank):
     frame = bank.responses.loc[bank.responses["item"] == "cand2"]
-    known = calibrate_fixed(bank.fit, candidate_response_data(frame, bank.candidates[2:3], fit=bank.fit), seed=0)
+    known = calibrate_fixed(
+        bank.fit, candidate_response_data(frame, bank.candidates[2:3], fit=bank.fit), seed=0, prior="bank"
+    )
     stranger = Candidate(candidate_id="cand2", text="q", answer="a", benchmark="brand-new")
-    new = calibrate_fixed(bank.fit, candidate_response_data(frame, [stranger], fit=bank.fit), seed=0)
+    new = calibrate_fixed(bank.fit, candidate_response_data(frame, [stranger], fit=bank.fit), seed=0, prior="bank")
+    assert str(known["prior_group"].values[0]) == "benchmark 'bench00'" and known.attrs["prior"] == "bank"
     assert str(new["prior_group"].values[0]) == "a new benchmark"
     assert float(new["prior_difficulty_sd"][0]) > float(known["prior_difficulty_sd"][0]), (
         new["prior_difficulty_sd"].values,
@@ -321,6 +325,58 @@ def test_loaded_candidates_round_trip(bank):
 #: for the number of accepted candidates.
 def _margin(tau: float, n_accepted: int) -> float:
     return 2 * np.sqrt(tau * (1 - tau) / max(n_accepted, 1))
+
+
+def test_pooled_prior_follows_candidates_aimed_far_from_the_bank(bank):
+    """Candidates aimed at a hard region: their own group's prior is centred on them, the bank's is not."""
+    rng = np.random.default_rng(11)
+    true_b = rng.uniform(1.5, 2.5, 12)
+    theta = bank.truth["ability"].values
+    y = (rng.random((40, 12)) < expit(theta[:, None] - true_b[None, :])).astype(float)
+    ids = [f"hard{k}" for k in range(12)]
+    frame = pd.DataFrame({"subject": np.repeat(bank.data.subject_ids.to_numpy(), 12), "item": np.tile(ids, 40)})
+    frame["response"] = y.ravel()
+    cands = [Candidate(candidate_id=i, text="q", answer="a", benchmark="bench00") for i in ids]
+    new = candidate_response_data(frame, cands, fit=bank.fit)
+    pooled = calibrate_fixed(bank.fit, new, seed=0)
+    banked = calibrate_fixed(bank.fit, new, seed=0, prior="bank")
+    bank_mean = float(bank.fit.posterior["difficulty_benchmark"].sel(benchmark="bench00").mean())
+    assert float(pooled["prior_difficulty_mean"][0]) > bank_mean + 1.0, (
+        pooled["prior_difficulty_mean"].values,
+        bank_mean,
+    )
+    err_pooled = np.abs(pooled["difficulty"].mean(("chain", "draw")).values - true_b).mean()
+    err_banked = np.abs(banked["difficulty"].mean(("chain", "draw")).values - true_b).mean()
+    shrink_pooled = (pooled["difficulty"].mean(("chain", "draw")).values - true_b).mean()
+    shrink_banked = (banked["difficulty"].mean(("chain", "draw")).values - true_b).mean()
+    assert shrink_banked < shrink_pooled and err_pooled < err_banked, (
+        err_pooled,
+        err_banked,
+        shrink_pooled,
+        shrink_banked,
+    )
+
+
+def test_operating_characteristic_precision_reaches_tau_for_aimed_candidates(bank):
+    """Candidates aimed at the bin (a third inside, uniform around it), answered by 40 systems."""
+    tau = 0.8
+    frame = operating_characteristic(
+        bank.fit,
+        target_lo=0.0,
+        target_hi=1.5,
+        n_systems=(40,),
+        n_candidates=200,
+        truth="uniform",
+        benchmark="bench00",
+        tau=tau,
+        seed=1,
+        ability_points=8,
+        n_draws=1000,
+    )
+    table = operating_characteristic_table(frame)
+    row = table.iloc[0]
+    assert row["n_accepted"] >= 15, table.to_string()
+    assert row["precision"] >= tau - _margin(tau, int(row["n_accepted"])), table.to_string()
 
 
 def test_operating_characteristic_precision_reaches_tau(bank):

@@ -20,6 +20,15 @@ information curves cost (draws x items x grid points) and use at most ``informat
 Both are taken evenly spaced over the stacked (chain, draw) sequence. Work is done in chunks of draws
 (about 2 million array elements each), so memory stays bounded whatever the number of draws.
 
+Locations
+---------
+Coverage, DDM and the Maximum Gap describe the whole set of a benchmark's difficulties. By default they
+use *deconvolved* locations (:mod:`irtbayes.audit.deconvolve`): per draw, each item's location is drawn
+under its benchmark's estimated difficulty distribution instead of the model's normal prior, which would
+otherwise fill gaps with the scatter of neighbouring items. Each item's own difficulty (the items table),
+the leaderboard and the information curves use the fit's draws. ``ensemble="draws"`` uses the fit's draws
+everywhere; a posterior without the hierarchy's hyperparameters (a hand-built one) always does.
+
 Ability
 -------
 One-dimensional fits: the ``ability`` variable. Multidimensional fits (``ability`` with a ``dim`` axis,
@@ -49,6 +58,7 @@ import xarray as xr
 from tqdm.auto import tqdm
 
 from irtbayes.audit.coverage import DEFAULT_MIN_ITEMS, CoverageDraws, bin_codes, count_items, coverage_table
+from irtbayes.audit.deconvolve import deconvolved_locations, prior_draws
 from irtbayes.audit.gaps import GapDraws, GapLocation, gap_location, widest_gap
 from irtbayes.audit.information import DEFAULT_GRID_POINTS, curves_by_blocks, item_blocks, theta_grid
 from irtbayes.audit.mismatch import ddm_tv, ddm_w1
@@ -550,6 +560,8 @@ def audit(
     ability_dim: str | None = None,
     seed: int = 0,
     progress: bool = False,
+    ensemble: str = "auto",
+    fixed_items: Sequence[str] | None = None,
 ) -> AuditResult:
     """Audit benchmarks against a target: coverage, DDM, Maximum Gap, information, re-weighted leaderboard.
 
@@ -587,9 +599,19 @@ def audit(
     ability_dim
         Multidimensional fits: use this ability dimension everywhere.
     seed
-        Seed of the Bayesian bootstrap.
+        Seed of the Bayesian bootstrap and of the deconvolved locations.
     progress
         Show a progress bar over chunks of draws.
+    ensemble
+        Item locations for the measures of the whole set of difficulties (coverage, DDM, Maximum Gap):
+        ``"deconvolved"`` draws them under each benchmark's estimated difficulty distribution
+        (:mod:`irtbayes.audit.deconvolve`), which removes the normal prior's pull toward "no gaps";
+        ``"draws"`` uses the fit's difficulty draws as they are; ``"auto"`` (default) deconvolves when the
+        posterior holds the hierarchy's hyperparameters (``difficulty_sd`` and the item's prior mean), else
+        uses the draws. ``settings["ensemble"]`` records the choice.
+    fixed_items
+        Items whose draws enter the ensemble measures as they are, even when deconvolving (items whose
+        prior is not the bank's, such as BenchFill's added candidates).
 
     Returns
     -------
@@ -656,15 +678,20 @@ def audit(
     check_range_holds_subjects(tgt, overall_ability.mean(axis=0), list(data.subject_ids))
     edges, weights, n_bins = tgt.edges_array, tgt.weights_array, tgt.n_bins
     n_samples, n_items = draws.difficulty.shape
+    chunks = list(_chunks(n_samples, n_items))
+    locations, ensemble_used, smoothing = _ensemble_locations(
+        post, data, draws.difficulty, ensemble=ensemble, fixed_items=fixed_items, chunks=chunks, seed=seed
+    )
+    t_ensemble = time.perf_counter() - started
 
     # ---- coverage, DDM, gaps: every draw
     item_codes = np.zeros((n_items, n_bins + 2), dtype=np.int64)
-    chunks = list(_chunks(n_samples, n_items))
     for sl in tqdm(chunks, desc="audit: coverage and gaps", disable=not progress):
-        block = draws.difficulty[sl]
-        codes = bin_codes(block, edges)
-        flat = (np.arange(n_items, dtype=np.int64)[None, :] * (n_bins + 2) + codes).ravel()
+        own = bin_codes(draws.difficulty[sl], edges)  # each item's own difficulty: the fit's draws
+        flat = (np.arange(n_items, dtype=np.int64)[None, :] * (n_bins + 2) + own).ravel()
         item_codes += np.bincount(flat, minlength=n_items * (n_bins + 2)).reshape(n_items, n_bins + 2)
+        block = locations[sl]
+        codes = own if locations is draws.difficulty else bin_codes(block, edges)
         for scope in scopes:
             # single-precision sort (twice as fast); W1 and the gap move by < 1e-6 logits
             x = np.sort(block[:, scope.items].astype(np.float32), axis=1)
@@ -831,6 +858,8 @@ def audit(
         "ability_dims": draws.dims,
         "ability_dim": ability_dim,
         "range_rule": range_rule,
+        "ensemble": ensemble_used,
+        "deconvolution_smoothing": smoothing,
         "interval": "equal-tailed",
         "ddm_default": "ddm_w1 = W1 / (U - L)",
     }
@@ -847,18 +876,62 @@ def audit(
     total = time.perf_counter() - started
     log.info(
         "audit of %d items x %d subjects, %d draws (%d for the leaderboard), %d scopes: %.1fs "
-        "(coverage/DDM/gaps %.1fs, leaderboard %.1fs, information %.1fs)",
+        "(%s locations %.1fs, coverage/DDM/gaps %.1fs, leaderboard %.1fs, information %.1fs)",
         n_items,
         data.n_subjects,
         n_samples,
         len(keep),
         len(scopes),
         total,
-        t_coverage,
+        ensemble_used,
+        t_ensemble,
+        t_coverage - t_ensemble,
         t_ranking,
         t_information,
     )
     return AuditResult(target=tgt, ci_prob=ci_prob, settings=settings, **tables)
+
+
+ENSEMBLES = ("auto", "deconvolved", "draws")
+
+
+def _ensemble_locations(
+    post: xr.Dataset,
+    data: ResponseData,
+    difficulty: np.ndarray,
+    *,
+    ensemble: str,
+    fixed_items: Sequence[str] | None,
+    chunks: list[slice],
+    seed: int,
+) -> tuple[np.ndarray, str, dict[str, float]]:
+    """The item locations the ensemble measures use, the mode used, and the smoothing chosen per benchmark."""
+    if ensemble not in ENSEMBLES:
+        raise SpecError(f"ensemble must be one of {ENSEMBLES}, got {ensemble!r}")
+    if ensemble == "draws":
+        return difficulty, "draws", {}
+    from irtbayes.model import UNLABELLED
+
+    labels = [UNLABELLED if pd.isna(b) else str(b) for b in data.items["benchmark"]]
+    prior = prior_draws(post, labels)
+    if prior is None:
+        if ensemble == "deconvolved":
+            raise SpecError(
+                "ensemble='deconvolved' needs the fit's difficulty prior (posterior variables 'difficulty_sd' and "
+                "'difficulty_benchmark' or 'difficulty_mu'), which this posterior lacks; use ensemble='draws'"
+            )
+        log.info("the posterior has no difficulty hyperparameters: ensemble measures use the fit's draws")
+        return difficulty, "draws", {}
+    fixed = set() if fixed_items is None else {str(i) for i in fixed_items}
+    unknown = sorted(fixed - set(map(str, data.item_ids)))
+    if unknown:
+        raise SpecError(f"fixed_items: {len(unknown)} item(s) are not in the data: {unknown[:10]}")
+    keep = ~np.isin(data.item_ids.astype(str), list(fixed))
+    names = sorted(set(labels))
+    groups = [np.flatnonzero(keep & (np.asarray(labels) == name)) for name in names]
+    locations, populations = deconvolved_locations(difficulty, prior, groups, chunks=chunks, seed=seed)
+    smoothing = {names[g]: float(pop.smoothing) for g, pop in populations.items()}
+    return locations, "deconvolved", smoothing
 
 
 def _gap_columns(where: GapLocation) -> dict[str, Any]:

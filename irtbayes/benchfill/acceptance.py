@@ -3,8 +3,18 @@
 A candidate is **accepted** when all three hold:
 
 1. it has at least ``min_responses`` responses;
-2. ``P(target_lo <= b < target_hi) >= tau`` (the interval is half-open, so adjacent bins never share a draw);
+2. ``P(target_lo <= b < target_hi) >= tau`` (the interval is half-open, so adjacent bins never share a draw),
+   under the calibration's prior and, when the posterior carries them, also under the draws
+   ``difficulty_data`` of the same posterior with a flat prior on b (``p_in_target_data``): the data, not
+   only the prior, must place the candidate in the bin;
 3. ``P(a > min_discrimination) >= discrimination_prob``.
+
+Why both: a candidate answered by few systems has a wide likelihood, and its posterior then leans on the
+prior's shape. When the prior is right (candidates drawn like the bank's items) the posterior probability is
+calibrated; when candidates are aimed at a bin, the normal prior pulls items from either side into it and
+accepted items miss the bin more often than ``1 - tau``. Requiring the probability under both priors keeps
+the share of accepted items that truly lie in the bin at ``tau`` or above in both cases, at the cost of
+accepting fewer (see ``scripts/benchfill_oc.py``).
 
 Probabilities are shares of posterior draws, compared with a tolerance of 1e-12 so that ``tau`` met exactly
 (8 draws of 10 against ``tau=0.8``) counts as met. Otherwise it is **rejected** with the first failing reason:
@@ -13,6 +23,7 @@ Probabilities are shares of posterior draws, compared with a tolerance of 1e-12 
 - ``"too easy"``: most of the difficulty mass (more than half) lies below ``target_lo``;
 - ``"too hard"``: more than half lies at or above ``target_hi``;
 - ``"uncertain"``: neither side holds a majority but the mass inside is short of ``tau``;
+- ``"prior-driven"``: ``p_in_target`` reaches ``tau`` but ``p_in_target_data`` does not;
 - ``"uninformative"``: the discrimination is not credibly above ``min_discrimination``.
 
 ``failed`` lists every failing check, in that order. Credible intervals are equal-tailed with probability
@@ -35,7 +46,15 @@ from irtbayes.errors import DataError, FitError, SpecError
 __all__ = ["REASONS", "Decision", "decide", "decide_all"]
 
 #: Reasons a decision can give, in the order they are checked (``"in target"`` for an accepted candidate).
-REASONS: tuple[str, ...] = ("not enough responses", "too easy", "too hard", "uncertain", "uninformative", "in target")
+REASONS: tuple[str, ...] = (
+    "not enough responses",
+    "too easy",
+    "too hard",
+    "uncertain",
+    "prior-driven",
+    "uninformative",
+    "in target",
+)
 _TOL = 1e-12
 _SAMPLE_DIMS = ("chain", "draw")
 
@@ -63,6 +82,7 @@ class Decision:
     target_lo: float
     target_hi: float
     ci_prob: float
+    p_in_target_data: float = float("nan")
 
     @property
     def accepted(self) -> bool:
@@ -102,8 +122,10 @@ def _decide_arrays(
     discrimination_prob: float,
     min_responses: int,
     ci_prob: float,
+    b_data: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
-    """The rule over items: ``b`` and ``a`` are (item, sample); ``a=None`` means a fixed at 1 (1PL)."""
+    """The rule over items: ``b``, ``a`` and ``b_data`` are (item, sample); ``a=None`` means a fixed at 1 (1PL);
+    ``b_data=None``: no flat-prior draws (``p_in_target_data`` NaN, not checked)."""
     if b.shape[1] == 0:
         raise FitError("acceptance: no posterior draws of difficulty")
     if not np.all(np.isfinite(b)):
@@ -120,11 +142,21 @@ def _decide_arrays(
     b_ci = np.quantile(b, q, axis=1)
     a_ci = np.quantile(a, q, axis=1)
 
+    if b_data is None:
+        p_data = np.full(b.shape[0], np.nan)
+    else:
+        if b_data.shape[1] == 0 or not np.all(np.isfinite(b_data)):
+            raise FitError("acceptance: the flat-prior difficulty draws are empty or hold NaN or infinite values")
+        p_data = np.mean((b_data >= target_lo) & (b_data < target_hi), axis=1)
+
     enough = n_responses >= min_responses
-    located = p_in >= tau - _TOL
+    by_data = np.isnan(p_data) | (p_data >= tau - _TOL)
+    located = (p_in >= tau - _TOL) & by_data
     informative = p_a >= discrimination_prob - _TOL
     location = np.where(p_below > 0.5, "too easy", np.where(p_above > 0.5, "too hard", "uncertain"))
+    location = np.where((p_in >= tau - _TOL) & ~by_data, "prior-driven", location)
     return {
+        "p_in_target_data": p_data,
         "enough": enough,
         "located": located,
         "informative": informative,
@@ -164,15 +196,21 @@ def _verdict(
     interval = f"P({target_lo:g} <= b < {target_hi:g}) = {row['p_in_target']:.3f}"
     disc = f"P(a > {min_discrimination:g}) = {row['p_discrimination_positive']:.3f}"
     if not failed:
+        data = "" if np.isnan(row["p_in_target_data"]) else f" ({row['p_in_target_data']:.3f} from the data alone)"
         detail = (
-            f"{interval} >= tau {tau:g} and {disc} >= {discrimination_prob:g}, "
+            f"{interval}{data} >= tau {tau:g} and {disc} >= {discrimination_prob:g}, "
             f"with {n} responses (at least {min_responses})"
         )
         return "accepted", "in target", detail, ()
     notes = []
     if not row["enough"]:
         notes.append(f"{n} responses, fewer than {min_responses}")
-    if not row["located"]:
+    if not row["located"] and row["location"] == "prior-driven":
+        notes.append(
+            f"{interval} with the prior, but {row['p_in_target_data']:.3f} < tau {tau:g} from the data alone "
+            "(flat prior on b)"
+        )
+    elif not row["located"]:
         notes.append(
             f"{interval} < tau {tau:g} (P(b < {target_lo:g}) = {row['p_below']:.3f}, "
             f"P(b >= {target_hi:g}) = {row['p_above']:.3f})"
@@ -201,6 +239,7 @@ def decide(
     n_responses: int,
     min_responses: int = 10,
     ci_prob: float = 0.9,
+    data_difficulty_draws: Any | None = None,
 ) -> Decision:
     """Accept or reject one candidate from posterior draws of its difficulty ``b`` and discrimination ``a``.
 
@@ -219,6 +258,9 @@ def decide(
         Responses the candidate received, and the least accepted.
     ci_prob
         Probability of the reported equal-tailed intervals.
+    data_difficulty_draws
+        Draws of b under a flat prior (the same likelihood); when given, they must place b in the bin with
+        probability ``tau`` too.
 
     Returns
     -------
@@ -236,10 +278,12 @@ def decide(
     a = None if discrimination_draws is None else _draws(discrimination_draws, name="discrimination")[None, :]
     if int(n_responses) != n_responses or n_responses < 0:
         raise SpecError(f"acceptance: n_responses must be a whole number >= 0, got {n_responses!r}")
+    b_data = None if data_difficulty_draws is None else _draws(data_difficulty_draws, name="difficulty_data")[None, :]
     stats = _decide_arrays(
         b,
         a,
         np.array([int(n_responses)]),
+        b_data=b_data,
         target_lo=target_lo,
         target_hi=target_hi,
         tau=tau,
@@ -274,6 +318,7 @@ def decide(
 
 _STAT_COLUMNS = (
     "p_in_target",
+    "p_in_target_data",
     "p_below",
     "p_above",
     "p_discrimination_positive",
@@ -344,8 +389,9 @@ def decide_all(
     ----------
     posterior
         A Dataset with ``difficulty`` over (chain, draw, item) and, unless the model fixes it at 1,
-        ``discrimination`` over (chain, draw, item) (or without ``item``, when shared); a DataTree is read
-        from its ``posterior`` group.
+        ``discrimination`` over (chain, draw, item) (or without ``item``, when shared); optionally
+        ``difficulty_data`` (chain, draw, item), draws of b under a flat prior (see the module notes); a
+        DataTree is read from its ``posterior`` group.
     n_responses
         Responses per item: one int for all, a mapping or Series item -> count (every item needed), or the
         :class:`~irtbayes.data.ResponseData` of the refit (items absent from it count 0).
@@ -358,8 +404,8 @@ def decide_all(
     -------
     pandas.DataFrame
         One row per item (index ``item``), columns ``decision``, ``reason``, ``detail``, ``failed``,
-        ``p_in_target``, ``p_below``, ``p_above``, ``p_discrimination_positive``, ``difficulty_mean``,
-        ``difficulty_sd``, ``difficulty_ci_low``, ``difficulty_ci_high``, ``discrimination_mean``,
+        ``p_in_target``, ``p_in_target_data`` (NaN without ``difficulty_data``), ``p_below``, ``p_above``,
+        ``p_discrimination_positive``, ``difficulty_mean``, ``difficulty_sd``, ``difficulty_ci_low``, ``difficulty_ci_high``, ``discrimination_mean``,
         ``discrimination_ci_low``, ``discrimination_ci_high``, ``n_responses``, ``target_lo``, ``target_hi``.
         ``attrs`` record ``ci_prob``, ``tau``, ``min_discrimination``, ``discrimination_prob`` and
         ``min_responses``.
@@ -397,11 +443,17 @@ def decide_all(
         if "item" in discrimination.dims:
             discrimination = discrimination.assign_coords(item=discrimination["item"].to_numpy().astype(str))
         a = _item_matrix(discrimination, name="discrimination", items=chosen)
+    b_data = None
+    if "difficulty_data" in posterior.data_vars:
+        data_var = posterior["difficulty_data"]
+        data_var = data_var.assign_coords(item=data_var["item"].to_numpy().astype(str))
+        b_data = _item_matrix(data_var, name="difficulty_data", items=chosen)
     counts = _response_counts(n_responses, chosen)
     stats = _decide_arrays(
         b,
         a,
         counts,
+        b_data=b_data,
         target_lo=target_lo,
         target_hi=target_hi,
         tau=tau,

@@ -17,7 +17,19 @@ Fixed-bank calibration (:func:`calibrate_fixed`)
       taken over ``ability_points`` equally weighted quantiles of the draws (probabilities (q + 1/2) / Q).
       Subjects are treated as independent given (a, b). Fractional responses enter as
       ``y log p + (1 - y) log(1 - p)``, as in the model.
-    - **prior**: the posterior predictive of a new item under the fitted hierarchy, a mixture over
+    - **difficulty prior, ``prior="candidates"`` (default)**: candidates are aimed at a target, not drawn
+      like the bank's items, so the candidates of one benchmark B form their own benchmark group
+      ``"B [candidates]"``, exactly as the full refit treats them: ``b ~ Normal(mu_c, difficulty_sd)`` with
+      the group mean ``mu_c`` drawn like a new benchmark's mean in B's domain (``Normal(difficulty_domain,
+      difficulty_benchmark_sd)``; without a domain level, ``Normal(difficulty_mu, difficulty_benchmark_sd)``).
+      For each of ``prior_draws`` evenly spaced posterior draws s of the bank's hyperparameters, ``mu_c`` is
+      drawn from its posterior given all the group's candidates (on a grid over ``b_range``, each
+      candidate's likelihood integrated over log a); each candidate's posterior is the equal mixture over s
+      of its posterior given ``(mu_c, difficulty_sd)`` of draw s. Without a benchmark level
+      (``hierarchy="none"``) the bank's population prior below is used.
+    - **log a, and b with ``prior="bank"``**: the posterior predictive of a new item under the fitted
+      hierarchy (with ``prior="candidates"``, of an item of the new group ``"B [candidates]"``: a new
+      benchmark in B's domain), a mixture over
       ``prior_draws`` evenly spaced posterior draws of the hyperparameters. A candidate whose benchmark is
       in the bank gets ``b ~ Normal(difficulty_benchmark[k], difficulty_sd)`` and
       ``log a ~ Normal(log_discrimination_benchmark[k], log_discrimination_sd)``, exactly the prior the refit
@@ -44,8 +56,10 @@ Fixed-bank calibration (:func:`calibrate_fixed`)
     simulated data.
 
 Both return the new items' posterior as an :class:`xarray.Dataset` with ``difficulty`` and
-``discrimination`` (chain, draw, item) and ``n_responses`` (item), ready for
-:func:`~irtbayes.benchfill.acceptance.decide_all`.
+``discrimination`` (chain, draw, item), ``difficulty_data`` (chain, draw, item: b under a flat prior, with
+the same likelihood; the fixed path computes it on its grid, the full refit by importance resampling of
+its draws with weights 1 / prior density) and ``n_responses`` (item), ready for
+:func:`~irtbayes.benchfill.acceptance.decide_all`, which requires both to place a candidate in the bin.
 
 :func:`operating_characteristic` measures, on simulated candidates with known difficulties, how often the
 acceptance rule run on the fast path accepts items that truly lie in the target bin.
@@ -73,15 +87,20 @@ if TYPE_CHECKING:
     from irtbayes.fit import Fit
 
 __all__ = [
+    "CANDIDATE_GROUP_SUFFIX",
     "FullCalibration",
     "calibrate_fixed",
     "calibrate_full",
+    "candidate_group_label",
     "candidate_response_data",
     "operating_characteristic",
     "operating_characteristic_table",
 ]
 
 log = logging.getLogger(__name__)
+
+#: Which prior candidates' difficulties get (see the module notes).
+Prior = Literal["candidates", "bank"]
 
 SAMPLE_DIMS = ("chain", "draw")
 #: Default grid: points of b and of log a per pass.
@@ -213,6 +232,11 @@ def candidate_response_data(
     return ResponseData.from_long(frame, items=meta.reset_index(), source=name)
 
 
+def _check_prior(prior: str) -> None:
+    if prior not in ("candidates", "bank"):
+        raise SpecError(f"prior must be 'candidates' or 'bank', got {prior!r}")
+
+
 def _check_new_data(fit: Fit, new_data: ResponseData) -> None:
     if not isinstance(new_data, ResponseData):
         raise DataError(f"expected the candidates' responses as ResponseData, got {type(new_data).__name__}")
@@ -262,6 +286,7 @@ def calibrate_full(
     seed: int | None = None,
     sampler: str | None = None,
     progress: bool = False,
+    prior: Prior = "candidates",
 ) -> FullCalibration:
     """Refit the bank together with the candidates (full concurrent calibration).
 
@@ -279,6 +304,9 @@ def calibrate_full(
         Seed of the refit (default: the fit's seed + 1).
     progress
         Show the sampler's progress bar.
+    prior
+        ``"candidates"`` (default): in the refit, the candidates of each benchmark B form their own
+        benchmark group ``"B [candidates]"`` in B's domain; ``"bank"``: they join B's group.
 
     Returns
     -------
@@ -293,6 +321,7 @@ def calibrate_full(
         Unknown subjects, or candidate ids that are bank items.
     """
     from irtbayes.fit import fit as fit_model
+    from irtbayes.model import UNLABELLED
 
     if not isinstance(data, ResponseData):
         raise DataError(f"calibrate_full: expected the bank's data as ResponseData, got {type(data).__name__}")
@@ -302,6 +331,11 @@ def calibrate_full(
             f"the fit records {fit.data_checksum[:12]})"
         )
     _check_new_data(fit, new_data)
+    _check_prior(prior)
+    if prior == "candidates" and fit.spec.hierarchy != "none":
+        meta = new_data.items.copy()
+        meta["benchmark"] = [candidate_group_label(None if pd.isna(b) else str(b)) for b in meta["benchmark"]]
+        new_data = ResponseData.from_long(new_data.long_frame(), items=meta.reset_index(), source=new_data.source)
     combined = ResponseData.combine([data, new_data], source=f"{data.source} + {new_data.source}")
     settings = fit.sampler
     seed = int(settings.get("seed", 0)) + 1 if seed is None else int(seed)
@@ -320,12 +354,42 @@ def calibrate_full(
     names = [n for n in ("difficulty", "discrimination", "guessing") if n in refit.posterior]
     posterior = refit.posterior[names].sel(item=new_ids)
     posterior = posterior.assign(n_responses=("item", _counts(new_data)))
+    labels = [UNLABELLED if pd.isna(b) else str(b) for b in new_data.items["benchmark"]]
+    data_draws = _flat_prior_draws(refit.posterior, new_ids, labels, seed=seed)
+    if data_draws is not None:
+        posterior = posterior.assign(difficulty_data=data_draws)
     posterior.attrs = {
         "method": "full refit",
+        "prior": prior if fit.spec.hierarchy != "none" else "bank",
         "sampler": refit.sampler.get("name"),
         "approximate": int(refit.approximate),
     }
     return FullCalibration(posterior=posterior, refit=refit, data=combined)
+
+
+def _flat_prior_draws(post: xr.Dataset, items: list[str], labels: list[str], *, seed: int) -> xr.DataArray | None:
+    """Draws of the items' difficulties under a flat prior, by importance resampling of the refit's draws.
+
+    Draw s of item i gets weight ``1 / Normal(b_is; loc_s, difficulty_sd_s)`` (its prior in that draw), which
+    turns the posterior into likelihood x flat prior; each item's draws are resampled with those weights.
+    None when the posterior lacks the prior's hyperparameters.
+    """
+    from irtbayes.audit.deconvolve import prior_draws
+
+    prior = prior_draws(post, labels)
+    if prior is None or np.any(prior.item_group < 0):
+        return None
+    var = post["difficulty"].sel(item=items)
+    values = var.transpose("chain", "draw", "item").to_numpy()
+    n_chain, n_draw = values.shape[:2]
+    flat = values.reshape(n_chain * n_draw, len(items))
+    logw = -prior.logpdf(slice(None), np.arange(len(items)), flat)
+    rng = np.random.default_rng(seed)
+    out = np.empty_like(flat)
+    for i in range(len(items)):
+        w = np.exp(logw[:, i] - logw[:, i].max())
+        out[:, i] = flat[rng.choice(len(w), size=len(w), p=w / w.sum()), i]
+    return xr.DataArray(out.reshape(values.shape), dims=("chain", "draw", "item"), coords=var.coords)
 
 
 # ============================================================================================ fixed bank
@@ -336,17 +400,25 @@ def _flat(var: xr.DataArray, *rest: str) -> np.ndarray:
 
 @dataclass(frozen=True)
 class _Prior:
+    """A mixture of normals, mean over components s of Normal(centre_s, sd_s), weighted by ``weights``."""
+
     centre: np.ndarray  # (S,)
     sd: np.ndarray  # (S,)
     group: str
+    weights: np.ndarray | None = None  # (S,) summing to 1; None: equal
+
+    @property
+    def _w(self) -> np.ndarray:
+        return np.full(len(self.centre), 1.0 / len(self.centre)) if self.weights is None else self.weights
 
     @property
     def mean(self) -> float:
-        return float(self.centre.mean())
+        return float(self._w @ self.centre)
 
     @property
     def total_sd(self) -> float:
-        return float(np.sqrt(np.mean(self.sd**2) + np.var(self.centre)))
+        w = self._w
+        return float(np.sqrt(w @ self.sd**2 + w @ (self.centre - self.mean) ** 2))
 
 
 def _level_prior(
@@ -376,12 +448,79 @@ def _level_prior(
     return _Prior(mu, np.sqrt(var), "a new benchmark")
 
 
+#: Suffix of the benchmark label that candidates get in the hierarchy (``prior="candidates"``).
+CANDIDATE_GROUP_SUFFIX = "[candidates]"
+#: Points of the common b grid (over ``b_range``) and of log a on which the candidates' group mean is inferred.
+POOL_GRID_POINTS = (161, 11)
+
+
+def candidate_group_label(benchmark: str | None) -> str:
+    """The benchmark label candidates of ``benchmark`` get in the hierarchy with ``prior="candidates"``."""
+    from irtbayes.model import UNLABELLED
+
+    return f"{benchmark if benchmark is not None else UNLABELLED} {CANDIDATE_GROUP_SUFFIX}"
+
+
+def _group_mean_prior(
+    post: xr.Dataset, hierarchy: str, rows: np.ndarray, domain: str | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(centre, sd) of a new benchmark's mean difficulty and the item-level sd, per hyperparameter draw."""
+    from irtbayes.model import UNLABELLED
+
+    item_sd = _flat(post["difficulty_sd"])[rows]
+    mu = _flat(post["difficulty_mu"])[rows]
+    var = _flat(post["difficulty_benchmark_sd"])[rows] ** 2
+    if hierarchy == "benchmark+domain":
+        dom = domain if domain is not None else UNLABELLED
+        if dom in [str(d) for d in post["difficulty_domain"]["domain"].values]:
+            return _flat(post["difficulty_domain"].sel(domain=dom))[rows], np.sqrt(var), item_sd
+        var = var + _flat(post["difficulty_domain_sd"])[rows] ** 2
+    return mu, np.sqrt(var), item_sd
+
+
+def _pooled_priors(
+    loglik: np.ndarray,
+    b_grid: np.ndarray,
+    centre: np.ndarray,
+    group_sd: np.ndarray,
+    item_sd: np.ndarray,
+    *,
+    name: str,
+    rng: np.random.Generator,
+) -> list[_Prior]:
+    """Difficulty priors of a group of candidates that share one group mean, inferred from all of them.
+
+    ``loglik`` (item, b) is each candidate's log-likelihood on ``b_grid`` (log a integrated out). For each
+    hyperparameter draw s, the group mean is drawn from ``p(mu | s, all candidates) ∝
+    Normal(mu; centre_s, group_sd_s) prod_i int L_i(b) Normal(b; mu, item_sd_s) db`` on the grid. Candidate
+    i's posterior is then the equal mixture over s of ``p(b | mu_s, item_sd_s, y_i)``, each normalised: a
+    mixture prior with component weights proportional to ``1 / Z_is``, ``Z_is = int L_i(b) Normal(b; mu_s,
+    item_sd_s) db``, so that no candidate's data count twice.
+    """
+    db = float(b_grid[1] - b_grid[0])
+    lik = np.exp(loglik - loglik.max(axis=1, keepdims=True))  # (n, nb)
+    n_s = len(centre)
+    mus = np.empty(n_s)
+    z = np.empty((n_s, len(lik)))
+    for s in range(n_s):
+        kernel = np.exp(-0.5 * ((b_grid[:, None] - b_grid[None, :]) / item_sd[s]) ** 2) / item_sd[s]
+        m = np.maximum(lik @ kernel, 1e-300)  # (n, mu)
+        logpost = np.log(m).sum(axis=0) - 0.5 * ((b_grid - centre[s]) / group_sd[s]) ** 2
+        p = np.exp(logpost - logpost.max())
+        k = int(rng.choice(len(b_grid), p=p / p.sum()))
+        mus[s] = b_grid[k] + (rng.random() - 0.5) * db
+        z[s] = m[:, k]
+    w = 1.0 / z
+    w /= w.sum(axis=0, keepdims=True)
+    return [_Prior(mus, item_sd, name, weights=w[:, i]) for i in range(len(lik))]
+
+
 def _log_normal_mixture(x: np.ndarray, prior: _Prior) -> np.ndarray:
-    """log of mean_s Normal(x; centre_s, sd_s), for each x (any shape)."""
+    """log of sum_s w_s Normal(x; centre_s, sd_s), for each x (any shape)."""
     z = (x.reshape(-1, 1) - prior.centre[None, :]) / prior.sd[None, :]
     terms = -0.5 * z**2 - np.log(prior.sd)[None, :] - 0.5 * math.log(2 * math.pi)
     top = terms.max(axis=1, keepdims=True)
-    out = top[:, 0] + np.log(np.exp(terms - top).mean(axis=1))
+    out = top[:, 0] + np.log(np.exp(terms - top) @ prior._w)
     return out.reshape(x.shape)
 
 
@@ -407,20 +546,56 @@ def _grid_posterior(
     b_grid: np.ndarray,
     la_grid: np.ndarray,
     *,
-    prior_b: _Prior,
+    prior_b: _Prior | None,
     prior_la: _Prior | None,
     a_fixed: float | None,
     guessing: float | None,
 ) -> np.ndarray:
-    """Normalised posterior probabilities on the (b, log a) grid (nb, na); na = 1 when ``a_fixed``."""
+    """Normalised posterior probabilities on the (b, log a) grid (nb, na); na = 1 when ``a_fixed``;
+    ``prior_b=None``: a flat prior on b."""
     a_grid = np.array([a_fixed]) if a_fixed is not None else np.exp(la_grid)
     logp = _loglik_grid(theta, y, b_grid, a_grid, guessing)
-    logp = logp + _log_normal_mixture(b_grid, prior_b)[:, None]
+    if prior_b is not None:
+        logp = logp + _log_normal_mixture(b_grid, prior_b)[:, None]
     if prior_la is not None and a_fixed is None:
         logp = logp + _log_normal_mixture(la_grid, prior_la)[None, :]
     logp -= logp.max()
     prob = np.exp(logp)
     return prob / prob.sum()
+
+
+def _two_pass(
+    theta: np.ndarray,
+    y: np.ndarray,
+    prior_b: _Prior | None,
+    prior_la: _Prior | None,
+    *,
+    b_range: tuple[float, float],
+    nb: int,
+    na: int,
+    a_fixed: float | None,
+    guessing: float | None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The grid posterior (see the module notes): a coarse pass to find the mass, then a fine one over it."""
+    b_lo, b_hi = b_range
+    if prior_la is not None:
+        half = max(5 * prior_la.total_sd, LOG_A_MIN_HALF_WIDTH)
+        la_lo, la_hi = prior_la.mean - half, prior_la.mean + half
+    else:
+        la_lo, la_hi = 0.0, 1.0
+    for _pass in range(2):
+        # the first pass only finds where the mass is: half the points in each direction
+        pb, pa = (max(41, nb // 2 + 1), max(9, na // 2 + 1)) if _pass == 0 else (nb, na)
+        b_grid = np.linspace(b_lo, b_hi, pb)
+        la_grid = np.linspace(la_lo, la_hi, pa) if a_fixed is None else np.zeros(1)
+        prob = _grid_posterior(
+            theta, y, b_grid, la_grid, prior_b=prior_b, prior_la=prior_la, a_fixed=a_fixed, guessing=guessing
+        )
+        if _pass == 0:
+            b_lo, b_hi = _narrowed(b_grid, prob.sum(axis=1), lo=b_range[0], hi=b_range[1])
+            if a_fixed is None:
+                la_lo, la_hi = _narrowed(la_grid, prob.sum(axis=0), lo=la_lo, hi=la_hi)
+    return prob, b_grid, la_grid
 
 
 def _narrowed(grid: np.ndarray, marginal: np.ndarray, *, lo: float, hi: float) -> tuple[float, float]:
@@ -450,6 +625,7 @@ def calibrate_fixed(
     b_range: tuple[float, float] = B_RANGE,
     ability_points: int = 16,
     prior_draws: int = 200,
+    prior: Prior = "candidates",
 ) -> xr.Dataset:
     """Posterior of new items' parameters with the bank held at its posterior (no refit; see the module notes).
 
@@ -473,11 +649,16 @@ def calibrate_fixed(
         Quantile points per subject that represent its ability posterior in the likelihood.
     prior_draws
         Posterior draws of the hyperparameters (evenly spaced) that make up the prior mixture.
+    prior
+        ``"candidates"`` (default): the candidates of one benchmark form their own benchmark group, whose
+        mean is inferred from all of them; ``"bank"``: each gets the prior of a new item of its benchmark in
+        the bank (see the module notes).
 
     Returns
     -------
     xarray.Dataset
-        ``difficulty``, ``discrimination`` (and ``guessing``, held fixed, for 3PL) over
+        ``difficulty``, ``difficulty_data`` (b under a flat prior, for the acceptance rule),
+        ``discrimination`` (and ``guessing``, held fixed, for 3PL) over
         (chain=1, draw, item); ``n_responses`` (item); ``prior_group`` (item: which level of the hierarchy
         gave the prior), ``prior_difficulty_mean`` and ``prior_difficulty_sd`` (item), ``edge_mass`` (item:
         posterior mass in the outermost cells of the final grid). Coords ``item`` are the candidate ids.
@@ -491,6 +672,7 @@ def calibrate_fixed(
         Bad grid settings.
     """
     _check_new_data(fit, new_data)
+    _check_prior(prior)
     nb, na = (int(g) for g in grid_points)
     if nb < 5 or na < 3:
         raise SpecError(f"calibrate_fixed: grid_points must be at least (5, 3), got {grid_points}")
@@ -531,18 +713,21 @@ def calibrate_fixed(
     i_codes = new_data.item_codes
     n_items = new_data.n_items
     b_out = np.empty((n_draws, n_items))
+    b_data = np.empty((n_draws, n_items))
     a_out = np.empty((n_draws, n_items))
     c_out = np.full(n_items, np.nan)
     groups, prior_mean, prior_sd, edge = [], np.empty(n_items), np.empty(n_items), np.empty(n_items)
     counts = _counts(new_data)
+
+    # ---- each candidate's responses, its log-discrimination prior and its difficulty prior
+    pooled = prior == "candidates" and spec.hierarchy != "none"
+    per_item: list[dict[str, Any]] = []
     for i, item in enumerate(new_data.item_ids):
         bench = items["benchmark"].iloc[i]
         dom = items["domain"].iloc[i]
         bench = None if pd.isna(bench) else str(bench)
         dom = None if pd.isna(dom) else str(dom)
         mask = i_codes == i
-        y = y_all[mask]
-        subj = subject_pos[s_codes[mask]]
         if multi:
             if dom not in dims:
                 raise DataError(
@@ -552,37 +737,76 @@ def calibrate_fixed(
             d = dims.index(dom)
         else:
             d = 0
-        theta = quant[:, subj, d].T  # (n_j, Q)
-        prior_b = _level_prior(post, spec.hierarchy, "difficulty", rows, bench, dom)
-        prior_la = (
-            None if spec.kind == "1pl" else _level_prior(post, spec.hierarchy, "log_discrimination", rows, bench, dom)
-        )
         guessing = None
         if spec.kind == "3pl":
             n_opt = items["n_options"].iloc[i] if "n_options" in items.columns else None
             guessing = _guessing_value(fit, n_opt)
             c_out[i] = guessing
+        per_item.append(
+            {
+                "bench": bench,
+                "dom": dom,
+                "y": y_all[mask],
+                "theta": quant[:, subject_pos[s_codes[mask]], d].T,  # (n_j, Q)
+                "guessing": guessing,
+                "prior_la": None
+                if spec.kind == "1pl"
+                else _level_prior(
+                    post,
+                    spec.hierarchy,
+                    "log_discrimination",
+                    rows,
+                    candidate_group_label(bench) if pooled else bench,
+                    dom,
+                ),
+            }
+        )
+    if pooled:
+        by_group: dict[tuple[str | None, str | None], list[int]] = {}
+        for i, info in enumerate(per_item):
+            by_group.setdefault((info["bench"], info["dom"]), []).append(i)
+        b_grid = np.linspace(b_range[0], b_range[1], POOL_GRID_POINTS[0])
+        for (bench, dom), members in by_group.items():
+            loglik = np.empty((len(members), len(b_grid)))
+            for r, i in enumerate(members):
+                info = per_item[i]
+                if info["prior_la"] is None:
+                    la_grid, log_w = np.log(np.array([a_fixed])), np.zeros(1)
+                else:
+                    half = max(4 * info["prior_la"].total_sd, LOG_A_MIN_HALF_WIDTH)
+                    la_grid = np.linspace(
+                        info["prior_la"].mean - half, info["prior_la"].mean + half, POOL_GRID_POINTS[1]
+                    )
+                    log_w = _log_normal_mixture(la_grid, info["prior_la"])
+                grid = (
+                    _loglik_grid(info["theta"], info["y"], b_grid, np.exp(la_grid), info["guessing"]) + log_w[None, :]
+                )
+                top = grid.max(axis=1, keepdims=True)
+                loglik[r] = top[:, 0] + np.log(np.exp(grid - top).sum(axis=1))
+            centre, group_sd, item_sd = _group_mean_prior(post, spec.hierarchy, rows, dom)
+            name = f"benchmark '{candidate_group_label(bench)}' ({len(members)} candidate(s) pooled)"
+            priors_b = _pooled_priors(loglik, b_grid, centre, group_sd, item_sd, name=name, rng=rng)
+            for i, p_b in zip(members, priors_b, strict=True):
+                per_item[i]["prior_b"] = p_b
+    else:
+        for info in per_item:
+            info["prior_b"] = _level_prior(post, spec.hierarchy, "difficulty", rows, info["bench"], info["dom"])
+
+    # ---- each candidate's posterior on its own grid
+    for i, item in enumerate(new_data.item_ids):
+        info = per_item[i]
+        theta, y, guessing = info["theta"], info["y"], info["guessing"]
+        prior_b, prior_la = info["prior_b"], info["prior_la"]
         groups.append(prior_b.group)
         prior_mean[i], prior_sd[i] = prior_b.mean, prior_b.total_sd
 
-        b_lo, b_hi = b_range
-        if prior_la is not None:
-            half = max(5 * prior_la.total_sd, LOG_A_MIN_HALF_WIDTH)
-            la_lo, la_hi = prior_la.mean - half, prior_la.mean + half
-        else:
-            la_lo, la_hi = 0.0, 1.0
-        for _pass in range(2):
-            # the first pass only finds where the mass is: half the points in each direction
-            pb, pa = (max(41, nb // 2 + 1), max(9, na // 2 + 1)) if _pass == 0 else (nb, na)
-            b_grid = np.linspace(b_lo, b_hi, pb)
-            la_grid = np.linspace(la_lo, la_hi, pa) if a_fixed is None else np.zeros(1)
-            prob = _grid_posterior(
-                theta, y, b_grid, la_grid, prior_b=prior_b, prior_la=prior_la, a_fixed=a_fixed, guessing=guessing
-            )
-            if _pass == 0:
-                b_lo, b_hi = _narrowed(b_grid, prob.sum(axis=1), lo=b_range[0], hi=b_range[1])
-                if a_fixed is None:
-                    la_lo, la_hi = _narrowed(la_grid, prob.sum(axis=0), lo=la_lo, hi=la_hi)
+        # the same likelihood under a flat prior on b: what the data alone say (see acceptance)
+        grids = {"b_range": b_range, "nb": nb, "na": na, "a_fixed": a_fixed, "guessing": guessing}
+        flat, flat_grid, _ = _two_pass(theta, y, None, prior_la, **grids)
+        cells = rng.choice(len(flat_grid), size=n_draws, p=flat.sum(axis=1))
+        b_data[:, i] = flat_grid[cells] + (rng.random(n_draws) - 0.5) * (flat_grid[1] - flat_grid[0])
+
+        prob, b_grid, la_grid = _two_pass(theta, y, prior_b, prior_la, **grids)
         marg_b = prob.sum(axis=1)
         edge_b = float(marg_b[0] + marg_b[-1])
         edge_a = 0.0
@@ -617,6 +841,7 @@ def calibrate_fixed(
     sample = ("chain", "draw", "item")
     data_vars: dict[str, Any] = {
         "difficulty": (sample, b_out[None]),
+        "difficulty_data": (sample, b_data[None]),
         "discrimination": (sample, a_out[None]),
         "n_responses": ("item", counts),
         "prior_group": ("item", np.array(groups, dtype=object).astype(str)),
@@ -633,6 +858,7 @@ def calibrate_fixed(
         "grid_points": list(grid_points),
         "ability_points": int(ability_points),
         "prior_draws": len(rows),
+        "prior": prior if pooled else "bank",
         "approximate": 1,
     }
     return out
@@ -657,6 +883,7 @@ def operating_characteristic(
     seed: int = 0,
     ability_points: int = 16,
     n_draws: int = 1000,
+    prior: Prior = "candidates",
 ) -> pd.DataFrame:
     """Simulate candidates with known difficulties, calibrate them on the fast path and decide.
 
@@ -668,13 +895,14 @@ def operating_characteristic(
       ``[target_lo - spread, target_hi + spread]`` (default spread: the bin width, so a third lie in the bin),
       discriminations ``exp(Normal(0, discrimination_sd))``;
     - ``truth="bank"`` (candidates like the bank's items): (difficulty, log discrimination) drawn from the
-      prior the calibration uses, the fitted hierarchy's predictive for a new item of ``benchmark`` (one
-      posterior draw of the hyperparameters per candidate). Here the model is right about where items come
-      from, so the precision of the rule is at least ``tau`` in expectation; under ``"uniform"`` it can fall
-      short when few systems answer, because the posterior shrinks each candidate towards the bank's mean.
+      fitted hierarchy's predictive for a new item of ``benchmark`` (one posterior draw of the
+      hyperparameters per candidate).
 
     The systems' responses are simulated from the 2PL model; the candidates are calibrated with
-    :func:`calibrate_fixed` and decided with :func:`~irtbayes.benchfill.acceptance.decide_all`.
+    :func:`calibrate_fixed` (with ``prior``) and decided with :func:`~irtbayes.benchfill.acceptance.decide_all`.
+    With ``prior="bank"`` every candidate is shrunk towards the bank's mean, which suits bank-like
+    candidates but not candidates aimed at a bin far from that mean; ``prior="candidates"`` learns where
+    the candidates are from all of them.
 
     Returns
     -------
@@ -719,7 +947,12 @@ def operating_characteristic(
             meta = pd.DataFrame({"item": ids, "benchmark": benchmark})
             new = ResponseData.from_long(frame, items=meta, source=f"simulated candidates (n={n}, rep {rep})")
             post = calibrate_fixed(
-                fit, new, n_draws=n_draws, seed=int(rng.integers(2**31)), ability_points=ability_points
+                fit,
+                new,
+                n_draws=n_draws,
+                seed=int(rng.integers(2**31)),
+                ability_points=ability_points,
+                prior=prior,
             )
             table = decide_all(
                 post,
@@ -757,6 +990,7 @@ def operating_characteristic(
         discrimination_sd=discrimination_sd,
         min_responses=min_responses,
         seed=seed,
+        prior=prior,
     )
     return out
 

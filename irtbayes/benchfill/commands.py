@@ -6,7 +6,7 @@
         (--llm BASE_URL --llm-model NAME [--api-key-env VAR] [--n 10] | --candidates FILE) --out out/bf
     irtbayes benchfill export out/bf --format lm-eval|csv
     irtbayes benchfill calibrate --fit models/fit --candidates out/bf/candidates.jsonl --responses PATH
-        (--target-bin K | --target L U | --target-json out/bf/target.json) [--tau 0.8] [--mode full|fixed]
+        (--target-bin K | --target L U | --target-json out/bf/target.json) [--tau 0.8] [--mode full|fixed] [--prior candidates|bank]
         --out out/bf/round1
 
 Each verb is a thin wrapper over :mod:`irtbayes.benchfill.run`; errors a user can cause raise
@@ -158,6 +158,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         new_data,
         choice,
         mode=args.mode,
+        prior=args.prior,
         tau=args.tau,
         min_responses=args.min_responses,
         discrimination_prob=args.discrimination_prob,
@@ -268,6 +269,13 @@ def add_parser(subparsers: Any) -> None:
         choices=("full", "fixed"),
         default="full",
         help="full: refit the bank with the candidates (default); fixed: hold the bank at its posterior (fast)",
+    )
+    cal.add_argument(
+        "--prior",
+        choices=("candidates", "bank"),
+        default="candidates",
+        help="candidates: the candidates of a benchmark form their own group in the hierarchy, its mean learnt "
+        "from them (default); bank: each gets the prior of a new item of its benchmark",
     )
     cal.add_argument("--chains", type=int, help="refit chains (default: the fit's)")
     cal.add_argument("--draws", type=int, help="refit draws per chain (default: the fit's)")

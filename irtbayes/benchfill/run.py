@@ -51,6 +51,7 @@ import xarray as xr
 from irtbayes.audit import AuditResult, Target, audit, bin_codes, count_items
 from irtbayes.benchfill.acceptance import decide_all
 from irtbayes.benchfill.calibration import (
+    Prior,
     calibrate_fixed,
     calibrate_full,
     candidate_response_data,
@@ -676,6 +677,10 @@ def _draws(var: xr.DataArray, items: Sequence[str]) -> np.ndarray:
     return arr.reshape(arr.shape[0] * arr.shape[1], arr.shape[2])
 
 
+#: Hyperparameters of the difficulty prior kept with an extended posterior (see ``audit(ensemble=...)``).
+HYPER_VARS = ("difficulty_sd", "difficulty_mu", "difficulty_benchmark")
+
+
 def _append_draws(base: xr.Dataset, new: xr.Dataset, items: Sequence[str], *, kind: str) -> xr.Dataset:
     """The bank's posterior with the new items' draws appended, draw s of a new item beside draw s of the bank."""
     n_chain, n_draw = int(base.sizes["chain"]), int(base.sizes["draw"])
@@ -685,6 +690,9 @@ def _append_draws(base: xr.Dataset, new: xr.Dataset, items: Sequence[str], *, ki
     if n_new != n_total:
         log.info("the new items have %d draws and the bank %d; the new items' draws are reused in turn", n_new, n_total)
     out = {"ability": base["ability"]}
+    for name in HYPER_VARS:  # the bank's difficulty prior, for the deconvolved audit of the bank's items
+        if name in base:
+            out[name] = base[name]
     for name in ("difficulty", "discrimination", "guessing"):
         if name not in base:
             continue
@@ -769,7 +777,11 @@ def before_after(
         "progress": False,
     }
     before = audit(fit, data, **settings)  # type: ignore[arg-type]
-    after = audit(extended_posterior, extended_data, **settings)  # type: ignore[arg-type]
+    # the added items' draws come from their calibration, not from the bank's prior: they enter as they are
+    after = audit(extended_posterior, extended_data, fixed_items=added, **settings)  # type: ignore[arg-type]
+    if before.settings["ensemble"] != after.settings["ensemble"]:
+        before = audit(fit, data, ensemble="draws", **settings)  # type: ignore[arg-type]
+        after = audit(extended_posterior, extended_data, ensemble="draws", **settings)  # type: ignore[arg-type]
     ext_items = extended_data.items
     added_set = set(added)
     scopes: list[tuple[str, str]] = [("all", "all")]
@@ -1050,6 +1062,7 @@ def calibrate_candidates(
     choice: TargetChoice,
     *,
     mode: Mode = "full",
+    prior: Prior = "candidates",
     tau: float = 0.8,
     min_responses: int = 10,
     discrimination_prob: float = 0.9,
@@ -1076,6 +1089,9 @@ def calibrate_candidates(
     mode
         ``"full"`` refits the bank with the candidates (:func:`~irtbayes.benchfill.calibration.calibrate_full`);
         ``"fixed"`` holds the bank at its posterior (:func:`~irtbayes.benchfill.calibration.calibrate_fixed`).
+    prior
+        ``"candidates"`` (default): the candidates of a benchmark form their own group in the hierarchy;
+        ``"bank"``: each gets the prior of a new item of its benchmark.
     tau, min_responses, discrimination_prob, min_discrimination, ci_prob
         The acceptance rule (:func:`~irtbayes.benchfill.acceptance.decide_all`).
     chains, draws, tune, seed, progress
@@ -1095,6 +1111,7 @@ def calibrate_candidates(
         raise DataError(f"{new_data.source}: responses to item(s) that are not candidates: {extra[:20]}")
     settings: dict[str, Any] = {
         "mode": mode,
+        "prior": prior,
         "tau": tau,
         "min_responses": min_responses,
         "discrimination_prob": discrimination_prob,
@@ -1105,7 +1122,9 @@ def calibrate_candidates(
     }
     refit = None
     if mode == "full":
-        full = calibrate_full(fit, data, new_data, chains=chains, draws=draws, tune=tune, seed=seed, progress=progress)
+        full = calibrate_full(
+            fit, data, new_data, chains=chains, draws=draws, tune=tune, seed=seed, progress=progress, prior=prior
+        )
         posterior = full.posterior
         refit = full.refit
         settings["refit"] = {k: refit.sampler.get(k) for k in ("name", "chains", "draws", "tune", "seed")}
@@ -1113,7 +1132,7 @@ def calibrate_candidates(
     else:
         if data.checksum() != fit.data_checksum:
             raise FitError(f"{data.source}: not the data the fit was made from")
-        posterior = calibrate_fixed(fit, new_data, seed=seed)
+        posterior = calibrate_fixed(fit, new_data, seed=seed, prior=prior)
         settings["fixed"] = dict(posterior.attrs)
     answered = [str(i) for i in new_data.item_ids]
     decisions = decide_all(
@@ -1141,7 +1160,9 @@ def calibrate_candidates(
     accepted = [i for i in ids if decisions.loc[i, "decision"] == "accepted"]
     if refit is not None:
         keep = [str(i) for i in data.item_ids] + accepted
-        names = [n for n in ("ability", "difficulty", "discrimination", "guessing") if n in refit.posterior]
+        names = [
+            n for n in ("ability", "difficulty", "discrimination", "guessing", *HYPER_VARS) if n in refit.posterior
+        ]
         extended = refit.posterior[names].sel(item=keep)
         extended.attrs = {}
     else:

@@ -218,7 +218,9 @@ def _filter_for(file: _SamplesFile, requested: str | None) -> str:
             )
         return filters[0]
     if requested is None:
-        raise DataError(f"{file.path}: task '{file.task}' logs several filters {filters}; choose one with filter= (--filter on the command line)")
+        raise DataError(
+            f"{file.path}: task '{file.task}' logs several filters {filters}; choose one with filter= (--filter on the command line)"
+        )
     if requested not in filters:
         raise DataError(f"{file.path}: task '{file.task}' has no filter '{requested}'; it logs {filters}")
     return requested

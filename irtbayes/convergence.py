@@ -1,0 +1,183 @@
+"""Rank-normalised split r-hat and bulk/tail ESS for many parameters at once.
+
+The same quantities as ``arviz_stats.rhat(method="rank")`` and ``arviz_stats.ess(method="bulk" | "tail")``
+(Vehtari, Gelman, Simpson, Carpenter and Bürkner 2021), computed with array operations over every
+parameter of a variable together instead of one parameter at a time: for a fit with 24,000 item parameters
+that is seconds instead of a minute and a half. The definitions follow arviz-stats step by step:
+
+- chains are split in halves (the middle draw dropped when the number of draws is odd);
+- rank normalisation: ``z = Φ⁻¹((r - 3/8) / (S + 1/4))`` with average ranks ``r`` over all S split draws;
+- r-hat: ``sqrt((B / W + n - 1) / n)`` on the normalised draws and on the normalised folded draws
+  ``|x - median|``; the larger of the two;
+- ESS: autocovariances by FFT, Geyer's initial positive sequence and initial monotone sequence, with the
+  autocorrelation time bounded below by ``1 / log10(S)``; bulk on the rank-normalised split draws, tail the
+  smaller of the ESS of the indicators ``x <= q_p`` and ``x <= q_(1-p)`` (split chains), with arviz-stats'
+  default ``p = (1 - rcParams["stats.ci_prob"]) / ...``: the quantiles ``1 - ci_prob`` and ``ci_prob``
+  (0.11 and 0.89 with the default 0.89);
+- a parameter constant over every draw has ESS equal to the number of draws.
+
+``tests/test_convergence.py`` checks every value against arviz-stats.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.fft import next_fast_len
+from scipy.special import ndtri
+from scipy.stats import rankdata
+
+__all__ = ["ess_bulk", "ess_tail", "rank_diagnostics", "rhat_rank"]
+
+#: Parameters processed together (bounds the memory of the temporaries: about 10 arrays of this many
+#: parameters x draws).
+CHUNK_PARAMETERS = 1024
+
+
+def _tail_probs() -> tuple[float, float]:
+    from arviz_stats.validate import validate_ci_prob
+
+    prob = float(validate_ci_prob(None))
+    low, high = sorted((prob, 1 - prob))
+    return low, high
+
+
+def _as_3d(x: np.ndarray) -> tuple[np.ndarray, tuple[int, ...]]:
+    """(chain, draw, ...) -> contiguous (parameter, chain, draw), and the parameter shape."""
+    x = np.asarray(x, dtype="float64")
+    if x.ndim < 2:
+        raise ValueError(f"expected (chain, draw, ...) draws, got shape {x.shape}")
+    shape = x.shape[2:]
+    return np.ascontiguousarray(np.moveaxis(x.reshape(x.shape[0], x.shape[1], -1), 2, 0)), shape
+
+
+def _split(x: np.ndarray) -> np.ndarray:
+    half = x.shape[2] // 2
+    return np.concatenate([x[:, :, :half], x[:, :, x.shape[2] - half :]], axis=1)
+
+
+def _z_scale(x: np.ndarray) -> np.ndarray:
+    p, c, n = x.shape
+    size = c * n
+    ranks = rankdata(x.reshape(p, size), method="average", axis=1)
+    return ndtri((ranks - 3 / 8) / (size - 2 * 3 / 8 + 1)).reshape(p, c, n)
+
+
+def _rhat(x: np.ndarray) -> np.ndarray:
+    n = x.shape[2]
+    chain_mean = x.mean(axis=2)
+    within = x.var(axis=2, ddof=1).mean(axis=1)
+    between = n * chain_mean.var(axis=1, ddof=1)
+    return np.sqrt((between / within + n - 1) / n)
+
+
+def rhat_rank(draws: np.ndarray) -> np.ndarray:
+    """Rank-normalised split r-hat of each parameter; ``draws`` is (chain, draw, ...). NaN with < 2 chains
+    or < 4 draws."""
+    x, shape = _as_3d(draws)
+    if x.shape[1] < 2 or x.shape[2] < 4:
+        return np.full(shape, np.nan)
+    s = _split(x)
+    bulk = _rhat(_z_scale(s))
+    folded = np.abs(s - np.median(s.reshape(s.shape[0], -1), axis=1)[:, None, None])
+    tail = _rhat(_z_scale(folded))
+    with np.errstate(invalid="ignore"):
+        out = np.fmax(bulk, tail)
+    out[np.isnan(bulk) | np.isnan(tail)] = np.nan
+    return out.reshape(shape)
+
+
+def _ess(x: np.ndarray) -> np.ndarray:
+    """ESS of each parameter of (parameter, chain, draw) draws (chains already split)."""
+    p, c, n = x.shape
+    size = c * n
+    out = np.full(p, np.nan)
+    const = (x.max(axis=(1, 2)) - x.min(axis=(1, 2))) < np.finfo(float).resolution
+    out[const] = size
+    live = np.flatnonzero(~const)
+    if not len(live) or n < 4:
+        return out
+    y = x[live]
+    m = next_fast_len(2 * n)
+    centred = y - y.mean(axis=2, keepdims=True)
+    spec = np.fft.rfft(centred, n=m, axis=2)
+    acov = np.fft.irfft(spec * np.conjugate(spec), n=m, axis=2)[:, :, :n] / n  # (p, c, n)
+    mean_acov = acov.mean(axis=1)  # (p, n)
+    mean_var = mean_acov[:, 0] * n / (n - 1.0)
+    var_plus = mean_var * (n - 1.0) / n
+    if c > 1:
+        var_plus = var_plus + y.mean(axis=2).var(axis=1, ddof=1)
+    rho = 1.0 - (mean_var[:, None] - mean_acov) / var_plus[:, None]  # (p, n); rho[:, 0] is replaced by 1
+    rho[:, 0] = 1.0
+    j_max = len(range(1, n - 3, 2))  # iterations of Geyer's initial positive sequence
+    k = np.arange(j_max + 1)
+    pairs = rho[:, 2 * k] + rho[:, 2 * k + 1]  # (p, j_max + 1): pair k = rho[2k] + rho[2k+1]
+    rows = np.arange(len(live))
+    if j_max == 0:
+        stop = np.zeros(len(live), dtype=np.int64)
+        kept_sum = np.zeros(len(live))
+    else:
+        nonpos = pairs[:, 1:] <= 0
+        stop = np.where(nonpos.any(axis=1), nonpos.argmax(axis=1) + 1, j_max)  # J: the last pair computed
+        # initial monotone sequence over the pairs before J: each pair at most the one before it
+        mono = np.minimum.accumulate(pairs[:, :j_max], axis=1)
+        kept = np.arange(j_max)[None, :] < stop[:, None]
+        kept_sum = np.where(kept, mono, 0.0).sum(axis=1)
+    even = rho[rows, 2 * stop]
+    last = np.where(pairs[rows, stop] >= 0, even, np.maximum(even, 0.0))
+    tau = np.maximum(-1.0 + 2.0 * kept_sum + last, 1 / np.log10(size))
+    ess = size / tau
+    ess[np.isnan(rho).any(axis=1)] = np.nan
+    out[live] = ess
+    return out
+
+
+def ess_bulk(draws: np.ndarray) -> np.ndarray:
+    """Bulk ESS of each parameter; ``draws`` is (chain, draw, ...)."""
+    x, shape = _as_3d(draws)
+    if x.shape[2] < 4:
+        return np.full(shape, np.nan)
+    return _ess(_z_scale(_split(x))).reshape(shape)
+
+
+def ess_tail(draws: np.ndarray) -> np.ndarray:
+    """Tail ESS of each parameter (the smaller of the two quantiles' ESS); ``draws`` is (chain, draw, ...)."""
+    x, shape = _as_3d(draws)
+    if x.shape[2] < 4:
+        return np.full(shape, np.nan)
+    flat = x.reshape(x.shape[0], -1)
+    out = []
+    for prob in _tail_probs():
+        q = np.quantile(flat, prob, axis=1)
+        out.append(_ess(_split((x <= q[:, None, None]).astype("float64"))))
+    return np.fmin(*out).reshape(shape)
+
+
+def rank_diagnostics(draws: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(r-hat, bulk ESS, tail ESS) of each parameter of (chain, draw, ...) draws, in chunks of parameters.
+
+    The rank-normalised split draws serve both the bulk r-hat and the bulk ESS, so they are computed once.
+    """
+    x, shape = _as_3d(draws)
+    p = x.shape[0]
+    rhat, bulk, tail = np.full(p, np.nan), np.full(p, np.nan), np.full(p, np.nan)
+    if x.shape[2] < 4:
+        return rhat.reshape(shape), bulk.reshape(shape), tail.reshape(shape)
+    probs = _tail_probs()
+    for start in range(0, p, CHUNK_PARAMETERS):
+        part = x[start : start + CHUNK_PARAMETERS]
+        sl = slice(start, start + len(part))
+        s = _split(part)
+        z = _z_scale(s)
+        bulk[sl] = _ess(z)
+        flat = part.reshape(len(part), -1)
+        tail[sl] = np.fmin(
+            *[_ess(_split((part <= np.quantile(flat, q, axis=1)[:, None, None]).astype("float64"))) for q in probs]
+        )
+        if x.shape[1] >= 2:
+            folded = np.abs(s - np.median(s.reshape(len(s), -1), axis=1)[:, None, None])
+            r_bulk, r_tail = _rhat(z), _rhat(_z_scale(folded))
+            with np.errstate(invalid="ignore"):
+                r = np.fmax(r_bulk, r_tail)
+            r[np.isnan(r_bulk) | np.isnan(r_tail)] = np.nan
+            rhat[sl] = r
+    return rhat.reshape(shape), bulk.reshape(shape), tail.reshape(shape)

@@ -1,0 +1,180 @@
+"""Deconvolved item locations: likelihoods from draws, the population estimate, and gaps that stay open."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import xarray as xr
+
+from irtbayes.audit import audit, widest_gap
+from irtbayes.audit.deconvolve import (
+    PriorDraws,
+    deconvolved_locations,
+    fit_population,
+    item_likelihoods,
+    prior_draws,
+)
+from irtbayes.data import ResponseData
+from irtbayes.errors import SpecError
+
+GAP = (-0.3, 1.2)
+
+
+def _normal_posterior_draws(
+    rng: np.random.Generator, estimate: np.ndarray, se: np.ndarray, loc: np.ndarray, sd: np.ndarray
+) -> np.ndarray:
+    """(sample, item) exact posterior draws: likelihood Normal(estimate, se), prior Normal(loc_s, sd_s) per draw."""
+    prec = 1 / se[None, :] ** 2 + 1 / sd[:, None] ** 2
+    mean = (estimate[None, :] / se[None, :] ** 2 + loc[:, None] / sd[:, None] ** 2) / prec
+    return mean + rng.standard_normal(mean.shape) / np.sqrt(prec)
+
+
+@pytest.fixture(scope="module")
+def gapped() -> dict[str, np.ndarray]:
+    """Items with a planted gap, measured with error, under a normal hierarchical prior (no MCMC)."""
+    rng = np.random.default_rng(5)
+    truth = np.concatenate([np.linspace(-2.4, GAP[0], 90), np.linspace(GAP[1], 2.4, 60)])
+    se = np.full(truth.size, 0.25)
+    estimate = truth + rng.normal(0, se)
+    n_samples = 2000
+    loc = rng.normal(estimate.mean(), 0.08, n_samples)  # the hyperparameters' posterior, roughly
+    sd = np.abs(rng.normal(estimate.std(), 0.08, n_samples))
+    draws = _normal_posterior_draws(rng, estimate, se, loc, sd)
+    return {"truth": truth, "se": se, "estimate": estimate, "loc": loc, "sd": sd, "draws": draws}
+
+
+def test_item_likelihoods_divide_out_the_prior(gapped: dict[str, np.ndarray]) -> None:
+    prior = PriorDraws(loc=gapped["loc"][:, None], sd=gapped["sd"], item_group=np.zeros(150, dtype=np.int64))
+    items = np.array([0, 75, 149])
+    edges = np.linspace(-4.5, 4.5, 301)
+    lik = item_likelihoods(gapped["draws"], prior, items, edges, smooth_cells=0)
+    centres = (edges[:-1] + edges[1:]) / 2
+    assert np.allclose(lik.sum(axis=1), 1)
+    mean = lik @ centres
+    sd = np.sqrt(lik @ centres**2 - mean**2)
+    # the likelihood is Normal(estimate, 0.25); the posterior draws are pulled toward the prior mean by ~10%
+    assert mean == pytest.approx(gapped["estimate"][items], abs=0.04)
+    assert sd == pytest.approx(0.25, abs=0.03)
+    post_mean = gapped["draws"][:, items].mean(axis=0)
+    assert np.all(np.abs(mean - gapped["estimate"][items]) < np.abs(post_mean - gapped["estimate"][items]) + 0.02)
+
+
+def test_population_shows_the_planted_hole_and_a_normal_one_stays_smooth(gapped: dict[str, np.ndarray]) -> None:
+    prior = PriorDraws(loc=gapped["loc"][:, None], sd=gapped["sd"], item_group=np.zeros(150, dtype=np.int64))
+    edges = np.linspace(-4.0, 4.0, 201)
+    centres = (edges[:-1] + edges[1:]) / 2
+    lik = item_likelihoods(gapped["draws"], prior, np.arange(150), edges)
+    pop = fit_population(lik, edges, rng=np.random.default_rng(0))
+    inside = (centres > GAP[0] + 0.3) & (centres < GAP[1] - 0.3)
+    beside = ((centres > -1.5) & (centres < GAP[0] - 0.2)) | ((centres > GAP[1] + 0.2) & (centres < 2.1))
+    assert pop.probs[inside].mean() < 0.25 * pop.probs[beside].mean(), pop.smoothing
+    assert pop.draws.shape == (200, 200) and np.allclose(pop.draws.sum(axis=1), 1)
+
+    # items from a normal population: the evidence prefers a smooth (near-normal) distribution
+    rng = np.random.default_rng(1)
+    truth = rng.normal(0, 1, 150)
+    estimate = truth + rng.normal(0, 0.25, 150)
+    draws = _normal_posterior_draws(rng, estimate, np.full(150, 0.25), gapped["loc"] * 0, gapped["sd"] * 0 + 1)
+    flat = PriorDraws(loc=np.zeros((2000, 1)), sd=np.ones(2000), item_group=np.zeros(150, dtype=np.int64))
+    smooth = fit_population(item_likelihoods(draws, flat, np.arange(150), edges), edges)
+    assert smooth.smoothing > pop.smoothing
+    normal = np.exp(-0.5 * centres**2)
+    normal /= normal.sum()
+    assert np.abs(smooth.probs - normal).sum() < 0.25
+
+
+def test_deconvolved_gap_covers_the_truth_where_the_draws_do_not(gapped: dict[str, np.ndarray]) -> None:
+    prior = PriorDraws(loc=gapped["loc"][:, None], sd=gapped["sd"], item_group=np.zeros(150, dtype=np.int64))
+    lo, hi = -2.0, 2.0
+    true = widest_gap(gapped["truth"][None, :], lo, hi)
+    raw = widest_gap(gapped["draws"], lo, hi)
+    loc, pops = deconvolved_locations(gapped["draws"], prior, [np.arange(150)], seed=3)
+    assert loc.shape == gapped["draws"].shape and loc.dtype == np.float32 and set(pops) == {0}
+    fixed = widest_gap(loc, lo, hi)
+    q_raw = np.quantile(raw.width, [0.05, 0.95])
+    q_fixed = np.quantile(fixed.width, [0.05, 0.95])
+    assert q_raw[1] < true.width[0], f"the fit's draws should understate the gap here: {q_raw} vs {true.width}"
+    assert q_fixed[0] <= true.width[0] <= q_fixed[1], f"deconvolved {q_fixed} should cover {true.width[0]}"
+    assert GAP[0] - 0.2 < np.median(fixed.lo) and np.median(fixed.hi) < GAP[1] + 0.2
+
+
+def test_small_and_unknown_groups_keep_their_draws() -> None:
+    rng = np.random.default_rng(2)
+    draws = rng.normal(size=(50, 14))
+    prior = PriorDraws(loc=np.zeros((50, 1)), sd=np.ones(50), item_group=np.array([0] * 12 + [-1, -1], dtype=np.int64))
+    loc, pops = deconvolved_locations(draws, prior, [np.arange(5), np.arange(5, 14)], n_population=10)
+    assert pops == {}  # 5 items, and 7 known + 2 unknown: both below MIN_ITEMS
+    assert np.array_equal(loc, draws.astype(np.float32))
+
+
+# ---------------------------------------------------------------------------------------------- in the audit
+def _posterior(draws: np.ndarray, *, hyper: bool, benchmarks: list[str]) -> tuple[xr.Dataset, ResponseData]:
+    n_samples, n_items = draws.shape
+    rng = np.random.default_rng(0)
+    items = [f"q{i:03d}" for i in range(n_items)]
+    subjects = [f"s{j}" for j in range(30)]
+    ability = rng.normal(size=(n_samples, 30))
+    bench = [benchmarks[i % len(benchmarks)] for i in range(n_items)]
+    y = (rng.random((30, n_items)) < 0.5).astype(float)
+    frame = pd.DataFrame({"subject": np.repeat(subjects, n_items), "item": np.tile(items, 30), "response": y.ravel()})
+    data = ResponseData.from_long(frame, items=pd.DataFrame({"item": items, "benchmark": bench}))
+    shape = (2, n_samples // 2)
+    ds = xr.Dataset(
+        {
+            "difficulty": (("chain", "draw", "item"), draws.reshape(*shape, n_items)),
+            "ability": (("chain", "draw", "subject"), ability.reshape(*shape, 30)),
+        },
+        coords={"chain": [0, 1], "draw": np.arange(shape[1]), "item": items, "subject": subjects},
+    )
+    if hyper:
+        names = sorted(set(benchmarks))
+        ds["difficulty_sd"] = (("chain", "draw"), np.ones(shape))
+        ds["difficulty_benchmark"] = (("chain", "draw", "benchmark"), np.zeros((*shape, len(names))))
+        ds = ds.assign_coords(benchmark=names)
+    return ds, data
+
+
+def test_audit_deconvolves_when_it_can_and_says_so(gapped: dict[str, np.ndarray]) -> None:
+    draws = gapped["draws"][:400]
+    with_hyper, data = _posterior(draws, hyper=True, benchmarks=["b"])
+    without, _ = _posterior(draws, hyper=False, benchmarks=["b"])
+    kw = {"range": (-2.0, 2.0), "max_draws": 50, "information_draws": 10}
+    auto = audit(with_hyper, data, **kw)
+    assert auto.settings["ensemble"] == "deconvolved" and set(auto.settings["deconvolution_smoothing"]) == {"b"}
+    plain = audit(with_hyper, data, ensemble="draws", **kw)
+    assert plain.settings["ensemble"] == "draws"
+    assert audit(without, data, **kw).settings["ensemble"] == "draws"
+    gap_auto = auto.benchmarks.set_index("scope").loc["b", "max_gap_mean"]
+    gap_plain = plain.benchmarks.set_index("scope").loc["b", "max_gap_mean"]
+    assert gap_auto > gap_plain + 0.2
+    # each item's own difficulty stays the fit's
+    pd.testing.assert_frame_equal(auto.items, plain.items)
+    # items held as they are: all of them, so nothing is deconvolved
+    held = audit(with_hyper, data, fixed_items=list(data.item_ids), **kw)
+    assert held.settings["deconvolution_smoothing"] == {}
+    assert held.benchmarks.set_index("scope").loc["b", "max_gap_mean"] == pytest.approx(gap_plain)
+
+
+def test_audit_ensemble_errors(gapped: dict[str, np.ndarray]) -> None:
+    draws = gapped["draws"][:40]
+    without, data = _posterior(draws, hyper=False, benchmarks=["b"])
+    with pytest.raises(SpecError, match="needs the fit's difficulty prior"):
+        audit(without, data, ensemble="deconvolved", range=(-2.0, 2.0))
+    with pytest.raises(SpecError, match="ensemble must be one of"):
+        audit(without, data, ensemble="smoothed", range=(-2.0, 2.0))
+    with_hyper, _ = _posterior(draws, hyper=True, benchmarks=["b"])
+    with pytest.raises(SpecError, match="not in the data"):
+        audit(with_hyper, data, fixed_items=["nope"], range=(-2.0, 2.0))
+
+
+def test_prior_draws_maps_items_to_their_benchmark() -> None:
+    draws = np.zeros((4, 6))
+    ds, data = _posterior(draws, hyper=True, benchmarks=["x", "y"])
+    ds["difficulty_benchmark"] = ds["difficulty_benchmark"] + xr.DataArray([1.0, 2.0], dims="benchmark")
+    prior = prior_draws(ds, list(data.items["benchmark"]))
+    assert prior is not None
+    assert list(prior.item_group) == [0, 1, 0, 1, 0, 1]
+    assert prior.logpdf(slice(0, 4), np.array([1]), np.full((4, 1), 2.0)) == pytest.approx(np.zeros((4, 1)))
+    assert list(prior_draws(ds, ["x", "z", None, "x", "x", "x"]).item_group) == [0, -1, -1, 0, 0, 0]
+    assert prior_draws(ds.drop_vars("difficulty_sd"), list(data.items["benchmark"])) is None
