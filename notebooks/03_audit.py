@@ -57,6 +57,11 @@
 # notebooks/03_audit.py` (or any other caps), on a machine with more cores. A smaller subsample inflates the
 # Maximum Gap (fewer points leave wider gaps) and raises DDM's floor, 1/(4m) for m items; the table reports
 # both the number of items calibrated and a reference gap for that many items spread at random.
+#
+# **Item locations.** Coverage, DDM and the Maximum Gap use the audit's default deconvolved item locations:
+# in each draw every item is placed under its benchmark's estimated difficulty distribution rather than the
+# model's normal prior, which would otherwise fill empty regions with its neighbours' scatter (README, "What
+# the audit computes"). The table's `ensemble` column records it per row.
 
 # %% tags=["parameters"]
 import warnings
@@ -146,6 +151,7 @@ for pop in POPULATIONS:
                 "gap_modal_bin_hi": report.target.edges[int(r["gap_modal_bin"]) + 1],
                 "gap_p_modal_bin": r["gap_p_modal_bin"],
                 "empty_bins_mean": r["empty_bins_mean"],
+                "ensemble": report.settings["ensemble"],
                 "mass_below_mean": r["mass_below_mean"],
                 "mass_above_mean": r["mass_above_mean"],
                 "sampler": fit_label(result),

@@ -4,8 +4,9 @@ A bank is simulated (2PL, abilities standardised) and fitted; the fitted subject
 are then taken as the systems' true abilities. For each number of responding systems, candidates get true
 difficulties uniform on [lo - w, hi + w] (w = hi - lo, so a third lie in the target bin [lo, hi)) and true
 discriminations exp(Normal(0, 0.3)) ("uniform"), or are drawn from the fitted hierarchy's predictive for a
-new item ("bank", where the prior the calibration uses is the truth); the systems' responses are
-simulated, the candidates are calibrated with ``calibrate_fixed`` and decided with ``decide_all`` (tau,
+new item of bench00 ("bank"); the systems' responses are simulated, the candidates (of benchmark bench00)
+are calibrated with ``calibrate_fixed`` under each chosen prior (``--prior candidates bank``: the candidates'
+own group, the default, or a new item of bench00) and decided with ``decide_all`` (tau, the data-alone check,
 P(a > 0) >= 0.9, at least 10 responses).
 
 Printed: a markdown table with, per number of systems, the candidates, those truly in the bin, those
@@ -14,7 +15,7 @@ recall (share of in-bin items accepted) and the mean posterior P(in bin) of the 
 
 Usage::
 
-    .venv/bin/python scripts/benchfill_oc.py                      # about 8 minutes on 2 cores
+    .venv/bin/python scripts/benchfill_oc.py --prior candidates    # about 10 minutes on 2 cores
     .venv/bin/python scripts/benchfill_oc.py --systems 20 50 --candidates 60 --subjects 60 --draws 200
 """
 
@@ -72,6 +73,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--subjects", type=int, default=200, help="systems in the simulated bank (default 200)")
     parser.add_argument("--items", type=int, default=40, help="items in the simulated bank (default 40)")
+    parser.add_argument("--benchmarks", type=int, default=2, help="benchmarks in the bank (default 2)")
     parser.add_argument("--systems", type=int, nargs="+", default=[20, 50, 100, 200], help="responding systems")
     parser.add_argument("--candidates", type=int, default=300, help="candidates per number of systems")
     parser.add_argument("--lo", type=float, default=0.0, help="target bin lower edge (default 0)")
@@ -94,7 +96,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING)
 
     started = time.perf_counter()
-    data, _ = simulate_responses(args.subjects, args.items, kind="2pl", missing=0.0, seed=args.seed)
+    data, _ = simulate_responses(
+        args.subjects, args.items, kind="2pl", n_benchmarks=args.benchmarks, missing=0.0, seed=args.seed
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         bank = fit(data, ModelSpec(kind="2pl"), chains=2, draws=args.draws, tune=args.draws, seed=args.seed,
@@ -110,6 +114,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 n_systems=args.systems,
                 n_candidates=args.candidates,
                 truth=truth,
+                benchmark="bench00",
                 tau=args.tau,
                 seed=args.seed,
                 ability_points=args.ability_points,
@@ -118,7 +123,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             tables[truth, prior] = operating_characteristic_table(frame)
     total = time.perf_counter() - started
     print(
-        f"BenchFill operating characteristic: bank {args.subjects} systems x {args.items} items (2PL, 2 chains x "
+        f"BenchFill operating characteristic: bank {args.subjects} systems x {args.items} items in "
+        f"{args.benchmarks} benchmark(s), candidates of bench00 (2PL, {bank.spec.hierarchy} hierarchy, 2 chains x "
         f"{args.draws} draws; {bank.diagnostics.summary().splitlines()[1]}); responding systems' true abilities = "
         f"their posterior means; target bin [{args.lo:g}, {args.hi:g}); tau {args.tau:g}; fixed-bank calibration; "
         f"seed {args.seed}. Fit {fitted:.0f} s, total {total:.0f} s."
