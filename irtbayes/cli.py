@@ -140,7 +140,11 @@ def _fit_options(parser: argparse.ArgumentParser) -> None:
         help="NUTS via nutpie (default), PyMC or numpyro; advi/pathfinder are approximate quick looks",
     )
     group.add_argument("--chains", type=int, default=4, help="chains (default 4)")
-    group.add_argument("--draws", type=int, default=1000, help="draws per chain after tuning (default 1000)")
+    group.add_argument(
+        "--draws",
+        type=int,
+        help="draws per chain after tuning (default 1000; 1250 for models with more than 5,000 parameters)",
+    )
     group.add_argument("--tune", type=int, default=None, help="tuning steps per chain (default: the sampler's own)")
     group.add_argument("--seed", type=int, default=20260101, help="random seed (default 20260101)")
     group.add_argument("--no-progress", action="store_true", help="hide progress bars")
@@ -151,7 +155,13 @@ def _fit_from_args(data: object, args: argparse.Namespace) -> object:
     from irtbayes.model import ModelSpec
 
     spec = ModelSpec(kind=args.model, hierarchy=args.hierarchy, dims=args.dims)  # other settings: the defaults
-    log.info("fitting a %s model (%s, %d chains x %d draws)", args.model.upper(), args.sampler, args.chains, args.draws)
+    log.info(
+        "fitting a %s model (%s, %d chains x %s draws)",
+        args.model.upper(),
+        args.sampler,
+        args.chains,
+        args.draws if args.draws is not None else "the default number of",
+    )
     return fit(
         data,  # type: ignore[arg-type]
         spec,

@@ -92,6 +92,9 @@ class Diagnostics:
         Draws whose trajectory hit the maximum tree depth.
     problems
         One sentence per failed check.
+    parameters
+        Per scalar parameter: ``variable``, ``index``, ``r_hat``, ``ess_bulk``, ``ess_tail`` (kept in memory
+        after :func:`check_convergence`, not saved; ``None`` for a loaded fit).
     """
 
     ok: bool
@@ -105,6 +108,7 @@ class Diagnostics:
     treedepth_saturated: int = 0
     mean_steps: float | None = None
     problems: list[str] = field(default_factory=list)
+    parameters: pd.DataFrame | None = field(default=None, compare=False, repr=False)
 
     @property
     def max_rhat(self) -> float:
@@ -362,7 +366,33 @@ def check_convergence(
         treedepth_saturated=saturated,
         mean_steps=mean_steps,
         problems=problems,
+        parameters=parameter_table(rhat, ess_bulk, ess_tail, names),
     )
+
+
+def parameter_table(rhat: xr.Dataset, bulk: xr.Dataset, tail: xr.Dataset, names: list[str]) -> pd.DataFrame:
+    """One row per scalar parameter of ``names``: ``variable``, ``index`` (coordinates as text), ``r_hat``,
+    ``ess_bulk``, ``ess_tail``."""
+    rows = []
+    for name in names:
+        frame = pd.DataFrame(
+            {
+                "r_hat": np.ravel(rhat[name].values),
+                "ess_bulk": np.ravel(bulk[name].values),
+                "ess_tail": np.ravel(tail[name].values),
+            }
+        )
+        dims = rhat[name].dims
+        if dims:
+            index = pd.MultiIndex.from_product([rhat[name][d].values for d in dims]).map(
+                lambda t: ",".join(map(str, t if isinstance(t, tuple) else (t,)))
+            )
+            frame.insert(0, "index", np.asarray(index))
+        else:
+            frame.insert(0, "index", "")
+        frame.insert(0, "variable", name)
+        rows.append(frame)
+    return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=["variable", "index", "r_hat"])
 
 
 # ---------------------------------------------------------------------------------------------- predictive

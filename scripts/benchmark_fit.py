@@ -45,9 +45,10 @@ def _straightforward_model(data):  # type: ignore[no-untyped-def]
 
 def _worker(config: dict) -> dict:
     """Run one fit and return its numbers (called in a subprocess)."""
-    import arviz_stats as azs
+    import numpy as np
     import nutpie
 
+    from irtbayes.convergence import ess_bulk
     from irtbayes.diagnostics import check_convergence
     from irtbayes.fit import fit
     from irtbayes.simulate import simulate_responses
@@ -85,7 +86,9 @@ def _worker(config: dict) -> dict:
         post = tree["posterior"].to_dataset()
         diag = check_convergence(tree)  # raw *_z variables are left out, as for the default model
         core = {"ability": post["theta"], "difficulty": post["difficulty"]}
-    core_ess = min(float(azs.ess(da.to_dataset(name="x"))["x"].min()) for da in core.values())
+    core_ess = min(
+        float(np.nanmin(ess_bulk(da.transpose("chain", "draw", ...).to_numpy()))) for da in core.values()
+    )
     return {
         "model": config["model"],
         "size": f"{n_subjects}x{n_items}",

@@ -3,8 +3,9 @@
 The loop: pick a target bin ``[lo, hi)`` on the ability scale; ask a :class:`CandidateSource` (a file, a Python
 callable, or an LLM behind an OpenAI-compatible API) for candidates with a :class:`ProposalRequest`; have the
 evaluated systems answer them (:func:`export_lm_eval`, :func:`export_csv_template`); refit; accept a candidate
-only when :func:`decide` / :func:`decide_all` find it in the bin with probability ``tau`` and credibly
-discriminating; record every decision in a :class:`Ledger`.
+only when :func:`decide` / :func:`decide_all` find it in the bin with probability ``tau`` (under the
+calibration's prior and from the data alone) and credibly discriminating; record every decision in a
+:class:`Ledger`.
 
 Calibration (:mod:`irtbayes.benchfill.calibration`) is a full refit (:func:`calibrate_full`) or a fast
 fixed-bank grid (:func:`calibrate_fixed`); :mod:`irtbayes.benchfill.run` holds the loop's steps
