@@ -182,7 +182,7 @@ def supported_claims(fit: Fit, audit: AuditResult | None, *, ci_prob: float) -> 
             "The exact width of a gap. Gaps are measured on deconvolved item locations, which remove much of the "
             "pull of the model's normal prior into empty regions, but a gap's edges stay blurred by the items' "
             f"uncertainty (mean posterior sd of a difficulty here: {difficulty_sd:.2f}): in simulations the 90% "
-            "interval covered a true gap in 56–75% of data sets rather than 90%, with the posterior median below "
+            "interval covered a true gap in 69–81% of data sets rather than 90%, with the posterior median below "
             "the truth. Read the upper end of the interval as plausible; the location is the more reliable reading."
         )
     else:

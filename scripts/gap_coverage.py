@@ -52,6 +52,7 @@ def main() -> None:
     parser.add_argument("--subjects", type=int, nargs="+", default=[40, 100])
     parser.add_argument("--sets", type=int, default=8, help="data sets per number of subjects")
     parser.add_argument("--penalty-order", type=int, default=3, help="order of the log-spline's difference penalty")
+    parser.add_argument("--ridge", type=float, default=0.01, help="precision of the deviation from the normal base")
     args = parser.parse_args()
     logging.getLogger("irtbayes").setLevel(logging.ERROR)
     true = float(
@@ -69,7 +70,7 @@ def main() -> None:
             prior = prior_draws(post, list(data.items["benchmark"]))
             assert prior is not None
             locations, _ = deconvolved_locations(
-                draws, prior, [np.arange(data.n_items)], seed=seed, penalty_order=args.penalty_order
+                draws, prior, [np.arange(data.n_items)], seed=seed, penalty_order=args.penalty_order, ridge=args.ridge
             )
             row = {"subjects": n, "set": seed}
             for name, values in (("draws", draws), ("deconvolved", locations)):
