@@ -31,7 +31,9 @@ def test_audit_of_a_real_fit_finds_the_planted_gap() -> None:
     y = (rng.uniform(size=p.shape) < p).astype(float)
     subjects = [f"s{j:03d}" for j in range(n_subjects)]
     items = [f"q{i:02d}" for i in range(60)]
-    frame = pd.DataFrame({"subject": np.repeat(subjects, 60), "item": np.tile(items, n_subjects), "response": y.ravel()})
+    frame = pd.DataFrame(
+        {"subject": np.repeat(subjects, 60), "item": np.tile(items, n_subjects), "response": y.ravel()}
+    )
     data = ResponseData.from_long(frame, items=pd.DataFrame({"item": items, "benchmark": "planted"}))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # a tiny fit may miss the ESS threshold

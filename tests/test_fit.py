@@ -214,6 +214,21 @@ def test_fit_rejects_bad_settings(fitted_2pl):
         fit(fitted_2pl.data, chains=0)
 
 
+def test_default_sampler_settings_follow_the_model_size(monkeypatch):
+    """Small banks get small steps; models above LARGE_MODEL parameters get more draws."""
+    data, _ = simulate_responses(30, 8, kind="2pl", seed=3)
+    monkeypatch.setattr(fit_module, "LARGE_MODEL_DRAWS", 30)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # 20 draws of one chain cannot pass the checks
+        small = fit(data, chains=1, draws=20, tune=20, seed=1, progress=False)
+        monkeypatch.setattr(fit_module, "LARGE_MODEL", 10)
+        large = fit(data, chains=1, tune=20, seed=1, progress=False)
+    assert small.sampler["target_accept"] == 0.95 and small.sampler["draws"] == 20
+    assert large.sampler["draws"] == 30 and large.posterior.sizes["draw"] == 30
+    assert large.diagnostics.parameters is not None
+    assert set(large.diagnostics.parameters.columns) == {"variable", "index", "r_hat", "ess_bulk", "ess_tail"}
+
+
 def test_check_convergence_flags_a_stuck_chain(fitted_2pl):
     tree = fitted_2pl.fit.idata.copy(deep=True)
     post = tree["posterior"].to_dataset()

@@ -930,6 +930,9 @@ def _ensemble_locations(
     names = sorted(set(labels))
     groups = [np.flatnonzero(keep & (np.asarray(labels) == name)) for name in names]
     locations, populations = deconvolved_locations(difficulty, prior, groups, chunks=chunks, seed=seed)
+    if not populations:  # every benchmark too small (or held as it is): nothing was deconvolved
+        log.info("no benchmark has enough items to deconvolve: ensemble measures use the fit's draws")
+        return difficulty, "draws", {}
     smoothing = {names[g]: float(pop.smoothing) for g, pop in populations.items()}
     return locations, "deconvolved", smoothing
 
