@@ -155,13 +155,7 @@ def _fit_from_args(data: object, args: argparse.Namespace) -> object:
     from irtbayes.model import ModelSpec
 
     spec = ModelSpec(kind=args.model, hierarchy=args.hierarchy, dims=args.dims)  # other settings: the defaults
-    log.info(
-        "fitting a %s model (%s, %d chains x %s draws)",
-        args.model.upper(),
-        args.sampler,
-        args.chains,
-        args.draws if args.draws is not None else "the default number of",
-    )
+    log.info("fitting a %s model (%s, %d chains)", args.model.upper(), args.sampler, args.chains)
     return fit(
         data,  # type: ignore[arg-type]
         spec,
