@@ -17,7 +17,7 @@ import xarray as xr
 from irtbayes.data import ResponseData
 from irtbayes.errors import SpecError
 
-__all__ = ["simulate_responses"]
+__all__ = ["PLANTED_GAP", "planted_gap_responses", "simulate_responses"]
 
 
 def _standardise(x: np.ndarray) -> np.ndarray:
@@ -162,3 +162,32 @@ def simulate_responses(
         variables["guessing"] = ("item", guessing)
     truth = xr.Dataset(variables, coords=coords, attrs={"kind": kind, "n_trials": n_trials, "missing": missing})
     return data, truth
+
+
+#: The empty stretch of :func:`planted_gap_responses`' difficulties.
+PLANTED_GAP = (-0.3, 1.2)
+
+
+def planted_gap_responses(n_subjects: int, *, seed: int) -> tuple[ResponseData, np.ndarray]:
+    """1PL responses to 60 items whose difficulties leave the stretch :data:`PLANTED_GAP` empty.
+
+    36 difficulties are evenly spaced on [-2.4, -0.3] and 24 on [1.2, 2.4]; the ``n_subjects`` abilities are
+    standard normal draws, standardised. Used to check that an audit finds a known gap.
+
+    Returns
+    -------
+    (data, difficulty)
+        The responses (one benchmark, ``"planted"``) and the 60 true difficulties.
+    """
+    rng = np.random.default_rng(seed)
+    ability = _standardise(rng.normal(size=n_subjects))
+    difficulty = np.concatenate([np.linspace(-2.4, PLANTED_GAP[0], 36), np.linspace(PLANTED_GAP[1], 2.4, 24)])
+    p = 1 / (1 + np.exp(-(ability[:, None] - difficulty[None, :])))
+    y = (rng.uniform(size=p.shape) < p).astype(float)
+    subjects = [f"s{j:03d}" for j in range(n_subjects)]
+    items = [f"q{i:02d}" for i in range(60)]
+    frame = pd.DataFrame(
+        {"subject": np.repeat(subjects, 60), "item": np.tile(items, n_subjects), "response": y.ravel()}
+    )
+    data = ResponseData.from_long(frame, items=pd.DataFrame({"item": items, "benchmark": "planted"}))
+    return data, difficulty

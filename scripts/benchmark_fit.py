@@ -86,9 +86,7 @@ def _worker(config: dict) -> dict:
         post = tree["posterior"].to_dataset()
         diag = check_convergence(tree)  # raw *_z variables are left out, as for the default model
         core = {"ability": post["theta"], "difficulty": post["difficulty"]}
-    core_ess = min(
-        float(np.nanmin(ess_bulk(da.transpose("chain", "draw", ...).to_numpy()))) for da in core.values()
-    )
+    core_ess = min(float(np.nanmin(ess_bulk(da.transpose("chain", "draw", ...).to_numpy()))) for da in core.values())
     return {
         "model": config["model"],
         "size": f"{n_subjects}x{n_items}",

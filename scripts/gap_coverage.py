@@ -1,14 +1,14 @@
 """Coverage of the Maximum Gap's credible interval: the fit's draws against deconvolved locations.
 
-Each data set plants a gap of 1.5 logits among 60 item difficulties (36 items uniform on [-2.4, -0.3], 24 on
-[1.2, 2.4]), simulates 1PL responses of N standardised subjects, fits irtbayes' 1PL (2 chains x 300
-draws), and computes the widest gap in [-2.5, 2.6] per draw from (a) the fit's difficulty draws and (b) the
+Each data set plants a gap of 1.5 logits among 60 item difficulties (36 evenly spaced on [-2.4, -0.3], 24
+on [1.2, 2.4]; :func:`irtbayes.simulate.planted_gap_responses`), simulates 1PL responses of N standardised
+subjects, fits irtbayes' 1PL (2 chains x 300 draws), and computes the widest gap in [-2.5, 2.6] per draw from (a) the fit's difficulty draws and (b) the
 deconvolved locations the audit uses by default. Printed per data set: the 90% interval and median of
 each; then, per N, how often each interval covers the true width and the mean posterior median.
 
 Usage::
 
-    .venv/bin/python scripts/gap_coverage.py                        # N = 40 and 100, 8 data sets each (~4 min)
+    .venv/bin/python scripts/gap_coverage.py --sets 16              # N = 40 and 100: the README table (~2 min)
     .venv/bin/python scripts/gap_coverage.py --subjects 150 --sets 4
 """
 
@@ -23,28 +23,11 @@ import pandas as pd
 
 from irtbayes.audit import widest_gap
 from irtbayes.audit.deconvolve import deconvolved_locations, prior_draws
-from irtbayes.data import ResponseData
 from irtbayes.fit import fit
 from irtbayes.model import ModelSpec
+from irtbayes.simulate import planted_gap_responses
 
-GAP = (-0.3, 1.2)
 RANGE = (-2.5, 2.6)
-
-
-def planted(n_subjects: int, seed: int) -> tuple[ResponseData, np.ndarray]:
-    """Responses of ``n_subjects`` to 60 items with the planted gap, and the true difficulties."""
-    rng = np.random.default_rng(seed)
-    ability = rng.normal(size=n_subjects)
-    ability = (ability - ability.mean()) / ability.std()
-    difficulty = np.concatenate([np.linspace(-2.4, GAP[0], 36), np.linspace(GAP[1], 2.4, 24)])
-    p = 1 / (1 + np.exp(-(ability[:, None] - difficulty[None, :])))
-    y = (rng.uniform(size=p.shape) < p).astype(float)
-    subjects = [f"s{j:03d}" for j in range(n_subjects)]
-    items = [f"q{i:02d}" for i in range(60)]
-    frame = pd.DataFrame(
-        {"subject": np.repeat(subjects, 60), "item": np.tile(items, n_subjects), "response": y.ravel()}
-    )
-    return ResponseData.from_long(frame, items=pd.DataFrame({"item": items, "benchmark": "planted"})), difficulty
 
 
 def main() -> None:
@@ -55,13 +38,11 @@ def main() -> None:
     parser.add_argument("--ridge", type=float, default=0.01, help="precision of the deviation from the normal base")
     args = parser.parse_args()
     logging.getLogger("irtbayes").setLevel(logging.ERROR)
-    true = float(
-        widest_gap(np.array([[*np.linspace(-2.4, GAP[0], 36), *np.linspace(GAP[1], 2.4, 24)]]), *RANGE).width[0]
-    )
+    true = float(widest_gap(planted_gap_responses(2, seed=0)[1][None, :], *RANGE).width[0])
     rows = []
     for n in args.subjects:
         for seed in range(1, args.sets + 1):
-            data, _ = planted(n, seed)
+            data, _ = planted_gap_responses(n, seed=seed)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 fitted = fit(data, ModelSpec(kind="1pl"), chains=2, draws=300, tune=300, seed=seed, progress=False)

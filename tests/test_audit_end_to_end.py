@@ -8,33 +8,19 @@ from __future__ import annotations
 
 import warnings
 
-import numpy as np
-import pandas as pd
 import pytest
 
 from irtbayes.audit import audit, widest_gap
-from irtbayes.data import ResponseData
+from irtbayes.simulate import PLANTED_GAP, planted_gap_responses
 
 fit_module = pytest.importorskip("irtbayes.fit", reason="the fit module is needed for the end-to-end audit")
 model_module = pytest.importorskip("irtbayes.model", reason="the model module is needed for the end-to-end audit")
 
-TRUE_GAP = (-0.3, 1.2)  # no item difficulty in between
+TRUE_GAP = PLANTED_GAP  # no item difficulty in between
 
 
 def test_audit_of_a_real_fit_finds_the_planted_gap() -> None:
-    rng = np.random.default_rng(20)
-    n_subjects = 150
-    ability = rng.normal(size=n_subjects)
-    ability = (ability - ability.mean()) / ability.std()
-    difficulty = np.concatenate([np.linspace(-2.4, TRUE_GAP[0], 36), np.linspace(TRUE_GAP[1], 2.4, 24)])
-    p = 1 / (1 + np.exp(-(ability[:, None] - difficulty[None, :])))
-    y = (rng.uniform(size=p.shape) < p).astype(float)
-    subjects = [f"s{j:03d}" for j in range(n_subjects)]
-    items = [f"q{i:02d}" for i in range(60)]
-    frame = pd.DataFrame(
-        {"subject": np.repeat(subjects, 60), "item": np.tile(items, n_subjects), "response": y.ravel()}
-    )
-    data = ResponseData.from_long(frame, items=pd.DataFrame({"item": items, "benchmark": "planted"}))
+    data, difficulty = planted_gap_responses(150, seed=20)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # a tiny fit may miss the ESS threshold
         fitted = fit_module.fit(

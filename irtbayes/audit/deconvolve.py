@@ -56,7 +56,7 @@ uncertainty: the correction removes much of the bias, not all of it. In simulati
 among 60 items (1PL, 2 x 300 draws, 16 data sets each), the 90% interval of the Maximum Gap covered the
 truth in 69% of the data sets with 40 subjects and 81% with 100 (the fit's own draws: 0% and 6%); the mean
 posterior median was 1.02 and 1.23 (draws: 0.53 and 0.88). A stronger ridge (0.1) covered 56% and 75%.
-``scripts/gap_coverage.py`` reruns the study.
+``scripts/gap_coverage.py --sets 16`` reruns the study.
 """
 
 from __future__ import annotations
