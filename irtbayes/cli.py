@@ -286,9 +286,9 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    import json as _json
-
     from irtbayes.audit import audit
+    from irtbayes.errors import DataError
+    from irtbayes.files import read_json
     from irtbayes.report import write_report
 
     fit_result, data = _load_fit_and_data(args, args.fit)
@@ -296,15 +296,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     if args.audit:
         summary_path = Path(args.audit) / "summary.json"
         if not summary_path.is_file():
-            from irtbayes.errors import DataError
-
             raise DataError(f"{summary_path}: no such file (is {args.audit} an audit folder?)")
-        try:
-            recorded = _json.loads(summary_path.read_text())
-        except _json.JSONDecodeError as err:
-            from irtbayes.errors import DataError
-
-            raise DataError(f"{summary_path}: not valid JSON ({err})") from None
+        recorded = read_json(summary_path)
         target = recorded.get("target", {})
         edges = target.get("edges")
         weights = target.get("weights")

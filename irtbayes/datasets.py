@@ -56,7 +56,6 @@ test sets, whose upstream ids already carry the task name (``cb_0``), so entries
 from __future__ import annotations
 
 import csv
-import json
 import logging
 import os
 import re
@@ -70,6 +69,7 @@ import pandas as pd
 
 from irtbayes.data import ResponseData
 from irtbayes.errors import DataError
+from irtbayes.files import read_json, read_json_lines
 
 __all__ = [
     "DATA_DIR_ENV",
@@ -293,13 +293,7 @@ def _manifest_get(manifest: Mapping[str, Any], key: str, *, path: Path) -> Any:
 def _read_manifest(folder: Path) -> dict[str, Any]:
     path = folder / MANIFEST
     _need(path, what="the data set manifest")
-    try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise DataError(f"{path}: not valid JSON ({err})") from None
-    if not isinstance(manifest, dict):
-        raise DataError(f"{path}: expected a JSON object at the top level")
-    return manifest
+    return read_json(path)
 
 
 def _manifest_file(manifest: Mapping[str, Any], key: str, *, folder: Path, manifest_path: Path) -> Path:
@@ -570,10 +564,7 @@ def _load_chembench(folder: Path) -> ResponseData:
     items["source_index"] = pd.array([int(i) for i in index], dtype="Int64")
     dpath = folder / "difficulty_dict.json"
     if dpath.is_file():
-        try:
-            tags = json.loads(dpath.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as err:
-            raise DataError(f"{dpath}: not valid JSON ({err})") from None
+        tags = read_json(dpath)
         label = {str(i): str(tag) for tag, ids in tags.items() for i in ids}
         items["difficulty_label"] = pd.array([label.get(i) for i in index], dtype="string")
     return _assemble(values.T, subject_ids=list(frame.columns), items=items, source=str(folder))
@@ -689,17 +680,10 @@ def _load_sst3(folder: Path) -> ResponseData:
     path = folder / "minitest.amortized.jsonlines"
     _need(path, what="py-irt's JSON Lines fixture")
     records = []
-    with path.open(encoding="utf-8") as fh:
-        for n, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise DataError(f"{path}: line {n}: not valid JSON ({err})") from None
-            if not isinstance(rec, dict) or "subject_id" not in rec or not isinstance(rec.get("responses"), dict):
-                raise DataError(f"{path}: line {n}: expected an object with 'subject_id' and 'responses'")
-            records.append(rec)
+    for n, rec in read_json_lines(path):
+        if "subject_id" not in rec or not isinstance(rec.get("responses"), dict):
+            raise DataError(f"{path} line {n}: expected an object with 'subject_id' and 'responses'")
+        records.append(rec)
     if not records:
         raise DataError(f"{path}: no records")
     texts = list(dict.fromkeys(t for rec in records for t in rec["responses"]))

@@ -1,4 +1,5 @@
-"""Atomic writes: a crash or Ctrl-C never leaves a half-written file or folder."""
+"""Files: atomic writes (a crash or Ctrl-C never leaves a half-written file or folder) and JSON reading
+whose errors name the file, line and column."""
 
 from __future__ import annotations
 
@@ -11,7 +12,71 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["atomic_dir", "atomic_write_bytes", "atomic_write_json", "atomic_write_text"]
+from irtbayes.errors import DataError
+
+__all__ = [
+    "atomic_dir",
+    "atomic_write_bytes",
+    "atomic_write_json",
+    "atomic_write_text",
+    "read_json",
+    "read_json_lines",
+]
+
+_JSON_KINDS = {dict: "an object", list: "an array", str: "a string", bool: "a boolean", type(None): "null"}
+
+
+def _json_kind(value: Any) -> str:
+    return _JSON_KINDS.get(type(value), "a number")
+
+
+def read_json(path: str | Path, *, top: type | None = dict, error: type[Exception] = DataError) -> Any:
+    """Read one JSON document (a byte-order mark is allowed).
+
+    ``top`` is the type the document must have at the top level (``dict``, ``list``, or ``None`` for any).
+    Every failure raises ``error`` with a message that names ``path`` and, for invalid JSON, the line and
+    column.
+    """
+    try:
+        with Path(path).open(encoding="utf-8-sig") as handle:
+            value = json.load(handle)
+    except json.JSONDecodeError as err:
+        raise error(f"{path}: not valid JSON (line {err.lineno}, column {err.colno}: {err.msg})") from None
+    except UnicodeDecodeError as err:
+        raise error(f"{path}: not UTF-8 text ({err.reason} at byte {err.start})") from None
+    except OSError as err:
+        raise error(f"{path}: could not read the file ({err.strerror or err})") from None
+    if top is not None and not isinstance(value, top):
+        raise error(f"{path}: expected {_JSON_KINDS[top]} at the top level, found {_json_kind(value)}")
+    return value
+
+
+def read_json_lines(path: str | Path, *, error: type[Exception] = DataError) -> list[tuple[int, dict[str, Any]]]:
+    """Every non-blank line of a JSON Lines file as ``(line number, object)``.
+
+    Each line must hold a JSON object; a line that does not, invalid JSON, or bytes that are not UTF-8 raise
+    ``error`` naming the file and the line.
+    """
+    records: list[tuple[int, dict[str, Any]]] = []
+    try:
+        with Path(path).open("rb") as handle:
+            for number, raw in enumerate(handle, start=1):
+                try:
+                    line = raw.decode("utf-8-sig" if number == 1 else "utf-8")
+                except UnicodeDecodeError as err:
+                    raise error(f"{path} line {number}: not UTF-8 text ({err.reason} at byte {err.start})") from None
+                if not line.strip():
+                    continue
+                try:
+                    value = json.loads(line.rstrip("\r\n"))
+                except json.JSONDecodeError as err:
+                    raise error(f"{path} line {number}: not valid JSON ({err.msg} at column {err.colno})") from None
+                if not isinstance(value, dict):
+                    raise error(f"{path} line {number}: expected a JSON object, found {_json_kind(value)}")
+                records.append((number, value))
+    except OSError as err:
+        raise error(f"{path}: could not read the file ({err.strerror or err})") from None
+    return records
 
 
 def atomic_write_bytes(path: str | Path, payload: bytes) -> Path:

@@ -35,6 +35,7 @@ import xarray as xr
 from irtbayes.data import ResponseData, json_ready
 from irtbayes.diagnostics import Diagnostics, check_convergence
 from irtbayes.errors import DataError, FitError, SpecError
+from irtbayes.files import read_json
 from irtbayes.model import ModelSpec, add_derived, build_model, model_inputs
 
 __all__ = [
@@ -716,12 +717,7 @@ def load_fit(path: str | os.PathLike[str], *, data: ResponseData | None = None) 
     for p in (card_path, post_path):
         if not p.is_file():
             raise FitError(f"{p}: missing; a saved fit needs card.json and posterior.nc")
-    try:
-        card = json.loads(card_path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise FitError(f"{card_path}: not valid JSON ({err})") from None
-    if not isinstance(card, dict):
-        raise FitError(f"{card_path}: expected a JSON object")
+    card = read_json(card_path, error=FitError)
     for key in ("format_version", "spec", "sampler", "data_checksum", "diagnostics"):
         if key not in card:
             raise FitError(f"{card_path}: key '{key}' is missing")

@@ -13,6 +13,12 @@ Usage:
     python scripts/benchmark_fit.py                   # 100x1000 and 400x5000, 4 chains x 1000 draws
     python scripts/benchmark_fit.py --quick           # 100x1000 only, 2 chains x 300 draws (a few minutes)
     python scripts/benchmark_fit.py --sizes 100x1000 --chains 4 --draws 1000 --tune 1000
+    python scripts/benchmark_fit.py --sizes 400x5000 --models default --draws auto --tune auto
+                                                      # the default fit with irtbayes' own draws and tune
+
+``--draws auto`` and ``--tune auto`` let :func:`irtbayes.fit.fit` choose (1000 draws, or 1250 for models of
+more than 5,000 free parameters; tune 500 with nutpie); the straightforward model is then sampled with the
+same resolved numbers.
 """
 
 from __future__ import annotations
@@ -50,7 +56,7 @@ def _worker(config: dict) -> dict:
 
     from irtbayes.convergence import ess_bulk
     from irtbayes.diagnostics import check_convergence
-    from irtbayes.fit import fit
+    from irtbayes.fit import LARGE_MODEL, LARGE_MODEL_DRAWS, fit
     from irtbayes.simulate import simulate_responses
 
     warnings.simplefilter("ignore")
@@ -64,11 +70,16 @@ def _worker(config: dict) -> dict:
         result = fit(data, chains=chains, draws=draws, tune=tune, seed=config["seed"], progress=False)
         wall = time.perf_counter() - start
         sampling = result.sampler["wall_time_s"]
+        draws, tune = result.sampler["draws"], result.sampler["tune"]
         diag = result.diagnostics
         post = result.posterior
         core = {"ability": post["ability"], "difficulty": post["difficulty"]}
     else:
         model = _straightforward_model(data)
+        if draws is None or tune is None:
+            n_free = sum(v.size for v in model.initial_point().values())
+            draws = draws or (LARGE_MODEL_DRAWS if n_free > LARGE_MODEL else 1000)
+            tune = 500 if tune is None else tune
         compiled = nutpie.compile_pymc_model(model)
         t0 = time.perf_counter()
         tree = nutpie.sample(
@@ -91,6 +102,9 @@ def _worker(config: dict) -> dict:
         "model": config["model"],
         "size": f"{n_subjects}x{n_items}",
         "responses": data.n_responses,
+        "chains": chains,
+        "draws": draws,
+        "tune": tune,
         "wall_s": wall,
         "sampling_s": sampling,
         "min_ess_bulk": diag.min_ess_bulk,
@@ -110,12 +124,21 @@ def _run(config: dict) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+def _count_or_auto(text: str) -> int | None:
+    if text == "auto":
+        return None
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer or 'auto', got {text!r}")
+    return value
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="100x1000,400x5000", help="comma-separated SUBJECTSxITEMS")
     parser.add_argument("--chains", type=int, default=4)
-    parser.add_argument("--draws", type=int, default=1000)
-    parser.add_argument("--tune", type=int, default=1000)
+    parser.add_argument("--draws", type=_count_or_auto, default=1000, help="draws per chain, or 'auto'")
+    parser.add_argument("--tune", type=_count_or_auto, default=1000, help="warm-up draws per chain, or 'auto'")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--models", default="default,straightforward")
     parser.add_argument("--quick", action="store_true", help="100x1000 only, 2 chains x 300 draws, tune 300")
@@ -128,10 +151,11 @@ def main(argv: list[str] | None = None) -> int:
         args.sizes, args.chains, args.draws, args.tune = "100x1000", 2, 300, 300
     sizes = [tuple(int(x) for x in s.lower().split("x")) for s in args.sizes.split(",") if s]
     models = [m for m in args.models.split(",") if m]
-    print(f"chains {args.chains} x draws {args.draws} (tune {args.tune}), seed {args.seed}")
+    draws, tune = ("auto" if n is None else n for n in (args.draws, args.tune))
+    print(f"chains {args.chains} x draws {draws} (tune {tune}), seed {args.seed}", flush=True)
     header = (
         f"{'size':>9} {'model':>15} {'wall s':>8} {'sample s':>8} {'minESS':>7} {'minESS ab/b':>11} "
-        f"{'ESS/s':>7} {'max rhat':>8} {'div':>4} {'steps':>6} {'peak MB':>8}"
+        f"{'ESS/s':>7} {'max rhat':>8} {'div':>4} {'steps':>6} {'peak MB':>8} {'chains x draws+tune':>19}"
     )
     print(header)
     for size in sizes:
@@ -152,7 +176,8 @@ def main(argv: list[str] | None = None) -> int:
             print(
                 f"{r['size']:>9} {model:>15} {r['wall_s']:8.1f} {r['sampling_s']:8.1f} {r['min_ess_bulk']:7.0f} "
                 f"{r['min_ess_core']:11.0f} {r['ess_per_s']:7.2f} {r['max_rhat']:8.3f} {r['divergences']:4d} "
-                f"{r['mean_steps'] or float('nan'):6.1f} {r['peak_mb']:8.0f}",
+                f"{r['mean_steps'] or float('nan'):6.1f} {r['peak_mb']:8.0f} "
+                f"{str(r['chains']) + ' x ' + str(r['draws']) + '+' + str(r['tune']):>19}",
                 flush=True,
             )
         if {"default", "straightforward"} <= rows.keys():

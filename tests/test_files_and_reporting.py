@@ -1,4 +1,4 @@
-"""Atomic writes and the escaped, self-contained report document."""
+"""Atomic writes, JSON reading, and the escaped, self-contained report document."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import pytest
 
-from irtbayes.files import atomic_dir, atomic_write_json, atomic_write_text
+from irtbayes.errors import DataError, FitError
+from irtbayes.files import atomic_dir, atomic_write_json, atomic_write_text, read_json, read_json_lines
 from irtbayes.reporting import Document, format_number
 
 EVIL = "<script>alert(1)</script>"
@@ -40,6 +41,59 @@ def test_atomic_write_text_replaces_whole_file(tmp_path: Path) -> None:
         atomic_write_json(path, {"a": float("nan")})
     assert path.read_text().strip() == '{\n  "a": 1\n}'
     assert [p.name for p in path.parent.iterdir()] == ["y.txt"]
+
+
+def test_read_json_accepts_a_bom_and_checks_the_top_level(tmp_path: Path) -> None:
+    path = tmp_path / "a.json"
+    path.write_bytes(b'\xef\xbb\xbf{"a": [1, 2]}')
+    assert read_json(path) == {"a": [1, 2]}
+    path.write_text("[1, 2]")
+    assert read_json(path, top=list) == [1, 2]
+    with pytest.raises(DataError, match=r"a\.json: expected an object at the top level, found an array"):
+        read_json(path)
+
+
+@pytest.mark.parametrize(
+    ("payload", "message"),
+    [
+        (b'{"a": 1,\n "b": }', r"bad\.json: not valid JSON \(line 2, column 7: Expecting value\)"),
+        (b'{"a": "\xff"}', r"bad\.json: not UTF-8 text"),
+        (b"", r"bad\.json: not valid JSON \(line 1, column 1"),
+    ],
+)
+def test_read_json_errors_name_file_line_and_column(tmp_path: Path, payload: bytes, message: str) -> None:
+    path = tmp_path / "bad.json"
+    path.write_bytes(payload)
+    with pytest.raises(DataError, match=message):
+        read_json(path)
+    with pytest.raises(FitError, match=message):
+        read_json(path, error=FitError)
+    with pytest.raises(DataError, match=r"missing\.json: could not read the file \(No such file"):
+        read_json(tmp_path / "missing.json")
+
+
+def test_read_json_lines_numbers_lines_and_skips_blank_ones(tmp_path: Path) -> None:
+    path = tmp_path / "r.jsonl"
+    path.write_bytes(b'\xef\xbb\xbf{"i": 1}\n\n  \n{"i": 2}\r\n')
+    assert read_json_lines(path) == [(1, {"i": 1}), (4, {"i": 2})]
+    path.write_text("")
+    assert read_json_lines(path) == []
+
+
+@pytest.mark.parametrize(
+    ("payload", "message"),
+    [
+        (b'{"i": 1}\n{"i": \n', r"r\.jsonl line 2: not valid JSON \(Expecting value at column 7\)"),
+        (b'{"i": 1}\n\n[1]\n', r"r\.jsonl line 3: expected a JSON object, found an array"),
+        (b'{"i": 1}\n"x"\n', r"r\.jsonl line 2: expected a JSON object, found a string"),
+        (b'{"i": 1}\n{"t": "\xe9"}\n', r"r\.jsonl line 2: not UTF-8 text"),
+    ],
+)
+def test_read_json_lines_errors_name_the_line(tmp_path: Path, payload: bytes, message: str) -> None:
+    path = tmp_path / "r.jsonl"
+    path.write_bytes(payload)
+    with pytest.raises(DataError, match=message):
+        read_json_lines(path)
 
 
 def test_document_escapes_data_text_everywhere_and_embeds_figures(tmp_path: Path) -> None:

@@ -281,7 +281,7 @@ def test_folder_without_logs(tmp_path: Path) -> None:
 def test_line_that_is_not_json(dummy_copy: Path) -> None:
     path = samples_file(dummy_copy / "fixture-org__dummy-b", "fx_mc")
     rewrite_line(path, 7, lambda text: text[: len(text) // 2])
-    with pytest.raises(DataError, match=rf"{path.name}: line 7 is not valid JSON"):
+    with pytest.raises(DataError, match=rf"{path.name} line 7: not valid JSON"):
         load_lm_eval(dummy_copy, tasks=["fx_mc"])
 
 

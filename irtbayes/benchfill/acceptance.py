@@ -95,37 +95,38 @@ class Decision:
         return record
 
 
-def _check_settings(
-    *, target_lo: float, target_hi: float, tau: float, discrimination_prob: float, min_responses: int, ci_prob: float
-) -> None:
-    if not (np.isfinite(target_lo) and np.isfinite(target_hi)) or target_lo >= target_hi:
-        raise SpecError(f"acceptance: the target interval [{target_lo}, {target_hi}) must be finite with lo < hi")
-    if not 0 < tau <= 1:
-        raise SpecError(f"acceptance: tau must be in (0, 1], got {tau}")
-    if not 0 < discrimination_prob <= 1:
-        raise SpecError(f"acceptance: discrimination_prob must be in (0, 1], got {discrimination_prob}")
-    if min_responses < 0:
-        raise SpecError(f"acceptance: min_responses must be >= 0, got {min_responses}")
-    if not 0 < ci_prob < 1:
-        raise SpecError(f"acceptance: ci_prob must be in (0, 1), got {ci_prob}")
+@dataclass(frozen=True)
+class _Rule:
+    """The settings of the rule (see :func:`decide`), checked once."""
+
+    target_lo: float
+    target_hi: float
+    tau: float
+    min_discrimination: float
+    discrimination_prob: float
+    min_responses: int
+    ci_prob: float
+
+    def __post_init__(self) -> None:
+        lo, hi = self.target_lo, self.target_hi
+        if not (np.isfinite(lo) and np.isfinite(hi)) or lo >= hi:
+            raise SpecError(f"acceptance: the target interval [{lo}, {hi}) must be finite with lo < hi")
+        if not 0 < self.tau <= 1:
+            raise SpecError(f"acceptance: tau must be in (0, 1], got {self.tau}")
+        if not 0 < self.discrimination_prob <= 1:
+            raise SpecError(f"acceptance: discrimination_prob must be in (0, 1], got {self.discrimination_prob}")
+        if self.min_responses < 0:
+            raise SpecError(f"acceptance: min_responses must be >= 0, got {self.min_responses}")
+        if not 0 < self.ci_prob < 1:
+            raise SpecError(f"acceptance: ci_prob must be in (0, 1), got {self.ci_prob}")
 
 
 def _decide_arrays(
-    b: np.ndarray,
-    a: np.ndarray | None,
-    n_responses: np.ndarray,
-    *,
-    target_lo: float,
-    target_hi: float,
-    tau: float,
-    min_discrimination: float,
-    discrimination_prob: float,
-    min_responses: int,
-    ci_prob: float,
-    b_data: np.ndarray | None = None,
+    b: np.ndarray, a: np.ndarray | None, n_responses: np.ndarray, rule: _Rule, *, b_data: np.ndarray | None = None
 ) -> dict[str, np.ndarray]:
     """The rule over items: ``b``, ``a`` and ``b_data`` are (item, sample); ``a=None`` means a fixed at 1 (1PL);
     ``b_data=None``: no flat-prior draws (``p_in_target_data`` NaN, not checked)."""
+    target_lo, target_hi, tau = rule.target_lo, rule.target_hi, rule.tau
     if b.shape[1] == 0:
         raise FitError("acceptance: no posterior draws of difficulty")
     if not np.all(np.isfinite(b)):
@@ -137,8 +138,8 @@ def _decide_arrays(
     p_below = np.mean(b < target_lo, axis=1)
     p_above = np.mean(b >= target_hi, axis=1)
     p_in = np.mean((b >= target_lo) & (b < target_hi), axis=1)
-    p_a = np.mean(a > min_discrimination, axis=1)
-    q = [(1 - ci_prob) / 2, (1 + ci_prob) / 2]
+    p_a = np.mean(a > rule.min_discrimination, axis=1)
+    q = [(1 - rule.ci_prob) / 2, (1 + rule.ci_prob) / 2]
     b_ci = np.quantile(b, q, axis=1)
     a_ci = np.quantile(a, q, axis=1)
 
@@ -149,10 +150,10 @@ def _decide_arrays(
             raise FitError("acceptance: the flat-prior difficulty draws are empty or hold NaN or infinite values")
         p_data = np.mean((b_data >= target_lo) & (b_data < target_hi), axis=1)
 
-    enough = n_responses >= min_responses
+    enough = n_responses >= rule.min_responses
     by_data = np.isnan(p_data) | (p_data >= tau - _TOL)
     located = (p_in >= tau - _TOL) & by_data
-    informative = p_a >= discrimination_prob - _TOL
+    informative = p_a >= rule.discrimination_prob - _TOL
     location = np.where(p_below > 0.5, "too easy", np.where(p_above > 0.5, "too hard", "uncertain"))
     location = np.where((p_in >= tau - _TOL) & ~by_data, "prior-driven", location)
     return {
@@ -175,17 +176,13 @@ def _decide_arrays(
     }
 
 
-def _verdict(
-    row: Mapping[str, Any],
-    *,
-    n: int,
-    target_lo: float,
-    target_hi: float,
-    tau: float,
-    min_discrimination: float,
-    discrimination_prob: float,
-    min_responses: int,
-) -> tuple[str, str, str, tuple[str, ...]]:
+def _verdict(row: Mapping[str, Any], *, n: int, rule: _Rule) -> tuple[str, str, str, tuple[str, ...]]:
+    target_lo, target_hi, tau = rule.target_lo, rule.target_hi, rule.tau
+    min_discrimination, discrimination_prob, min_responses = (
+        rule.min_discrimination,
+        rule.discrimination_prob,
+        rule.min_responses,
+    )
     failed = []
     if not row["enough"]:
         failed.append("not enough responses")
@@ -266,43 +263,15 @@ def decide(
     -------
     Decision
     """
-    _check_settings(
-        target_lo=target_lo,
-        target_hi=target_hi,
-        tau=tau,
-        discrimination_prob=discrimination_prob,
-        min_responses=min_responses,
-        ci_prob=ci_prob,
-    )
+    rule = _Rule(target_lo, target_hi, tau, min_discrimination, discrimination_prob, min_responses, ci_prob)
     b = _draws(difficulty_draws, name="difficulty")[None, :]
     a = None if discrimination_draws is None else _draws(discrimination_draws, name="discrimination")[None, :]
     if int(n_responses) != n_responses or n_responses < 0:
         raise SpecError(f"acceptance: n_responses must be a whole number >= 0, got {n_responses!r}")
     b_data = None if data_difficulty_draws is None else _draws(data_difficulty_draws, name="difficulty_data")[None, :]
-    stats = _decide_arrays(
-        b,
-        a,
-        np.array([int(n_responses)]),
-        b_data=b_data,
-        target_lo=target_lo,
-        target_hi=target_hi,
-        tau=tau,
-        min_discrimination=min_discrimination,
-        discrimination_prob=discrimination_prob,
-        min_responses=min_responses,
-        ci_prob=ci_prob,
-    )
+    stats = _decide_arrays(b, a, np.array([int(n_responses)]), rule, b_data=b_data)
     row = {key: value[0] for key, value in stats.items()}
-    decision, reason, detail, failed = _verdict(
-        row,
-        n=int(n_responses),
-        target_lo=target_lo,
-        target_hi=target_hi,
-        tau=tau,
-        min_discrimination=min_discrimination,
-        discrimination_prob=discrimination_prob,
-        min_responses=min_responses,
-    )
+    decision, reason, detail, failed = _verdict(row, n=int(n_responses), rule=rule)
     return Decision(
         decision=decision,  # type: ignore[arg-type]
         reason=reason,
@@ -410,14 +379,7 @@ def decide_all(
         ``attrs`` record ``ci_prob``, ``tau``, ``min_discrimination``, ``discrimination_prob`` and
         ``min_responses``.
     """
-    _check_settings(
-        target_lo=target_lo,
-        target_hi=target_hi,
-        tau=tau,
-        discrimination_prob=discrimination_prob,
-        min_responses=min_responses,
-        ci_prob=ci_prob,
-    )
+    rule = _Rule(target_lo, target_hi, tau, min_discrimination, discrimination_prob, min_responses, ci_prob)
     if isinstance(posterior, xr.DataTree):
         if "posterior" not in posterior.children:
             raise FitError(f"decide_all: the DataTree has no 'posterior' group (groups: {list(posterior.children)})")
@@ -449,32 +411,11 @@ def decide_all(
         data_var = data_var.assign_coords(item=data_var["item"].to_numpy().astype(str))
         b_data = _item_matrix(data_var, name="difficulty_data", items=chosen)
     counts = _response_counts(n_responses, chosen)
-    stats = _decide_arrays(
-        b,
-        a,
-        counts,
-        b_data=b_data,
-        target_lo=target_lo,
-        target_hi=target_hi,
-        tau=tau,
-        min_discrimination=min_discrimination,
-        discrimination_prob=discrimination_prob,
-        min_responses=min_responses,
-        ci_prob=ci_prob,
-    )
+    stats = _decide_arrays(b, a, counts, rule, b_data=b_data)
     rows = []
     for k in range(len(chosen)):
         row = {key: value[k] for key, value in stats.items()}
-        decision, reason, detail, failed = _verdict(
-            row,
-            n=int(counts[k]),
-            target_lo=target_lo,
-            target_hi=target_hi,
-            tau=tau,
-            min_discrimination=min_discrimination,
-            discrimination_prob=discrimination_prob,
-            min_responses=min_responses,
-        )
+        decision, reason, detail, failed = _verdict(row, n=int(counts[k]), rule=rule)
         rows.append({"decision": decision, "reason": reason, "detail": detail, "failed": "; ".join(failed)})
     table = pd.DataFrame(rows, index=pd.Index(chosen, name="item"))
     for key in _STAT_COLUMNS:
@@ -482,11 +423,5 @@ def decide_all(
     table["n_responses"] = counts
     table["target_lo"] = float(target_lo)
     table["target_hi"] = float(target_hi)
-    table.attrs.update(
-        ci_prob=ci_prob,
-        tau=tau,
-        min_discrimination=min_discrimination,
-        discrimination_prob=discrimination_prob,
-        min_responses=min_responses,
-    )
+    table.attrs.update({k: v for k, v in asdict(rule).items() if k not in ("target_lo", "target_hi")})
     return table

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import pandas as pd
 
 from irtbayes.errors import DataError, SpecError
+from irtbayes.files import read_json_lines
 
 if TYPE_CHECKING:
     from irtbayes.benchfill.client import ChatClient
@@ -298,18 +299,7 @@ def _read_csv_records(path: Path) -> list[tuple[str, dict[str, Any]]]:
 
 
 def _read_jsonl_records(path: Path) -> list[tuple[str, dict[str, Any]]]:
-    records = []
-    with path.open(encoding="utf-8-sig") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise DataError(f"{path} line {number}: not valid JSON ({err.msg} at column {err.colno})") from None
-            if not isinstance(record, dict):
-                raise DataError(f"{path} line {number}: expected a JSON object, got {type(record).__name__}")
-            records.append((f"{path} line {number}", record))
+    records = [(f"{path} line {number}", record) for number, record in read_json_lines(path)]
     if records:
         missing = [c for c in _REQUIRED if all(c not in r for _, r in records)]
         if missing:

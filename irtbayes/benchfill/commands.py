@@ -16,12 +16,12 @@ Each verb is a thin wrapper over :mod:`irtbayes.benchfill.run`; errors a user ca
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 from pathlib import Path
 from typing import Any
 
 from irtbayes.errors import DataError, SpecError
+from irtbayes.files import read_json
 
 __all__ = ["add_parser", "cmd_calibrate", "cmd_export", "cmd_propose"]
 
@@ -131,13 +131,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
             path = path / "target.json"
         if not path.is_file():
             raise DataError(f"{path}: no such file (a target.json written by `benchfill propose`)")
-        try:
-            record = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as err:
-            raise DataError(f"{path}: not valid JSON ({err.msg}, line {err.lineno})") from None
-        if not isinstance(record, dict):
-            raise DataError(f"{path}: expected a JSON object")
-        choice = TargetChoice.from_dict(record, where=str(path))
+        choice = TargetChoice.from_dict(read_json(path), where=str(path))
     else:
         choice, _ = choose_target(
             fit,

@@ -31,6 +31,7 @@ import pandas as pd
 
 from irtbayes.benchfill.export import write_atomic
 from irtbayes.errors import DataError
+from irtbayes.files import read_json_lines
 
 if TYPE_CHECKING:
     from irtbayes.benchfill.candidates import Candidate
@@ -245,19 +246,7 @@ class Ledger:
         DataError
             A line that is not a JSON object (named by line number).
         """
-        rows = []
-        if self.path.exists():
-            with self.path.open(encoding="utf-8") as handle:
-                for number, line in enumerate(handle, start=1):
-                    if not line.strip():
-                        continue
-                    try:
-                        record = json.loads(line)
-                    except json.JSONDecodeError as err:
-                        raise DataError(f"{self.path} line {number}: not valid JSON ({err.msg})") from None
-                    if not isinstance(record, dict):
-                        raise DataError(f"{self.path} line {number}: expected a JSON object")
-                    rows.append(record)
+        rows = [record for _, record in read_json_lines(self.path)] if self.path.exists() else []
         frame = pd.DataFrame(rows)
         for key in LEDGER_COLUMNS:
             if key not in frame.columns:

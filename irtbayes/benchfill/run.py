@@ -71,6 +71,7 @@ from irtbayes.benchfill.export import export_csv_template, export_lm_eval, write
 from irtbayes.benchfill.ledger import Ledger, decision_records
 from irtbayes.data import ResponseData, json_ready
 from irtbayes.errors import DataError, FitError, SpecError
+from irtbayes.files import read_json, read_json_lines
 from irtbayes.summaries import summarize
 
 if TYPE_CHECKING:
@@ -504,12 +505,7 @@ def read_proposal(folder: str | os.PathLike[str]) -> tuple[list[Candidate], Targ
     target_path = folder / "target.json"
     if not target_path.is_file():
         raise DataError(f"{target_path}: missing; is {folder} a folder written by `benchfill propose`?")
-    try:
-        meta = json.loads(target_path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        raise DataError(f"{target_path}: not valid JSON ({err.msg}, line {err.lineno})") from None
-    if not isinstance(meta, dict):
-        raise DataError(f"{target_path}: expected a JSON object")
+    meta = read_json(target_path)
     choice = TargetChoice.from_dict(meta, where=str(target_path))
     candidates = load_candidates(folder / "candidates.jsonl")
     return candidates, choice, meta
@@ -584,19 +580,12 @@ def _lm_eval_candidate_responses(
         match = name.match(path.name)
         task = match.group("task") if match else path.stem.removeprefix("samples_")
         entries = []
-        with path.open(encoding="utf-8") as handle:
-            for number, raw in enumerate(handle, start=1):
-                if not raw.strip():
-                    continue
-                try:
-                    line = json.loads(raw)
-                except json.JSONDecodeError as err:
-                    raise DataError(f"{path}: line {number} is not valid JSON ({err.msg})") from None
-                doc = line.get("doc") if isinstance(line, dict) else None
-                doc_hash = line.get("doc_hash") if isinstance(line, dict) else None
-                key = str(doc_hash) if isinstance(doc_hash, str) and doc_hash else str(line.get("doc_id"))
-                cid = doc.get("candidate_id") if isinstance(doc, dict) else None
-                entries.append((f"{task}/{key}", None if cid is None else str(cid), number))
+        for number, line in read_json_lines(path):
+            doc = line.get("doc")
+            doc_hash = line.get("doc_hash")
+            key = str(doc_hash) if isinstance(doc_hash, str) and doc_hash else str(line.get("doc_id"))
+            cid = doc.get("candidate_id") if isinstance(doc, dict) else None
+            entries.append((f"{task}/{key}", None if cid is None else str(cid), number))
         if any(cid is not None for _, cid, _ in entries):
             tasks.add(task)
             for item, cid, number in entries:
@@ -1252,10 +1241,7 @@ def load_benchfill_result(folder: str | os.PathLike[str]) -> BenchfillResult:
     path = folder / "before_after.json"
     if not path.is_file():
         raise DataError(f"{path}: missing; is {folder} a folder written by `benchfill calibrate`?")
-    try:
-        summary = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        raise DataError(f"{path}: not valid JSON ({err.msg}, line {err.lineno})") from None
+    summary = read_json(path)
     for key in ("run_id", "target", "settings", "comparison", "bins", "subjects"):
         if key not in summary:
             raise DataError(f"{path}: key '{key}' is missing")

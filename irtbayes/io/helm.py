@@ -37,6 +37,7 @@ import pandas as pd
 
 from irtbayes.data import ResponseData, Scoring
 from irtbayes.errors import DataError
+from irtbayes.files import read_json
 
 __all__ = ["is_helm_folder", "load_helm"]
 
@@ -83,16 +84,6 @@ def is_helm_folder(path: str | Path) -> bool:
     return any(any(path.glob("*/" * depth + "per_instance_stats.json")) for depth in range(MAX_DEPTH + 1))
 
 
-def _read_json(path: Path) -> Any:
-    try:
-        with path.open(encoding="utf-8") as handle:
-            return json.load(handle)
-    except json.JSONDecodeError as err:
-        raise DataError(f"{path}: not valid JSON (line {err.lineno}, column {err.colno}: {err.msg})") from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise DataError(f"{path}: could not read the file ({err})") from None
-
-
 def _format_value(value: Any) -> str:
     if isinstance(value, str):
         return value
@@ -117,9 +108,7 @@ def _read_run(folder: Path, suite: str) -> _Run:
         if not (folder / name).is_file():
             raise DataError(f"{folder}: HELM run folder without {name} (did the run finish?)")
     spec_path = folder / "run_spec.json"
-    spec = _read_json(spec_path)
-    if not isinstance(spec, dict):
-        raise DataError(f"{spec_path}: expected a JSON object, found {type(spec).__name__}")
+    spec = read_json(spec_path)
     adapter = spec.get("adapter_spec")
     if not isinstance(adapter, dict):
         raise DataError(f"{spec_path}: no 'adapter_spec' object")
@@ -151,19 +140,17 @@ def _instances(run: _Run) -> dict[str, dict[str, Any]]:
     scenario_state.json; empty when neither exists."""
     path = run.folder / "instances.json"
     if path.is_file():
-        listed = _read_json(path)
+        listed = read_json(path, top=list)
     else:
         path = run.folder / "scenario_state.json"
         if not path.is_file():
             log.info("%s: no instances.json or scenario_state.json; items get no text", run.folder)
             return {}
-        state = _read_json(path)
-        states = state.get("request_states") if isinstance(state, dict) else None
+        state = read_json(path)
+        states = state.get("request_states")
         if not isinstance(states, list):
             raise DataError(f"{path}: no 'request_states' list")
         listed = [s.get("instance") for s in states if isinstance(s, dict)]
-    if not isinstance(listed, list):
-        raise DataError(f"{path}: expected a list of instances, found {type(listed).__name__}")
     out: dict[str, dict[str, Any]] = {}
     for instance in listed:
         if not isinstance(instance, dict) or "id" not in instance:
@@ -215,9 +202,7 @@ def _stat_value(stat: dict[str, Any], *, path: Path, instance_id: str, metric: s
 def _run_scores(run: _Run, *, metric: str, split: str | None, scoring: Scoring) -> dict[tuple[str, str], list[float]]:
     """(instance_id, condition) -> the metric's values (one per train trial) for one run."""
     path = run.folder / "per_instance_stats.json"
-    entries = _read_json(path)
-    if not isinstance(entries, list):
-        raise DataError(f"{path}: expected a list of per-instance stats, found {type(entries).__name__}")
+    entries = read_json(path, top=list)
     if not entries:
         raise DataError(f"{path}: the list of per-instance stats is empty")
     scores: dict[tuple[str, str], list[float]] = {}

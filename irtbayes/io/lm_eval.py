@@ -32,6 +32,7 @@ import pandas as pd
 
 from irtbayes.data import ResponseData, Scoring
 from irtbayes.errors import DataError
+from irtbayes.files import read_json, read_json_lines
 
 __all__ = ["is_lm_eval_folder", "load_lm_eval"]
 
@@ -84,40 +85,9 @@ def _parse_name(path: Path) -> tuple[str, str]:
     return path.name.removeprefix("samples_").removesuffix(".jsonl"), ""
 
 
-def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        with path.open(encoding="utf-8") as handle:
-            obj = json.load(handle)
-    except json.JSONDecodeError as err:
-        raise DataError(f"{path}: not valid JSON (line {err.lineno}, column {err.colno}: {err.msg})") from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise DataError(f"{path}: could not read the file ({err})") from None
-    if not isinstance(obj, dict):
-        raise DataError(f"{path}: expected a JSON object at the top level, found {type(obj).__name__}")
-    return obj
-
-
 def _read_samples(path: Path) -> list[tuple[int, dict[str, Any]]]:
     """Every non-blank line of a samples file as (line number, object); errors name the file and line."""
-    lines: list[tuple[int, dict[str, Any]]] = []
-    try:
-        with path.open(encoding="utf-8") as handle:
-            for number, raw in enumerate(handle, start=1):
-                if not raw.strip():
-                    continue
-                try:
-                    obj = json.loads(raw)
-                except json.JSONDecodeError as err:
-                    raise DataError(
-                        f"{path}: line {number} is not valid JSON ({err.msg} at column {err.colno})"
-                    ) from None
-                if not isinstance(obj, dict):
-                    raise DataError(f"{path}: line {number} is a JSON {type(obj).__name__}, expected an object")
-                lines.append((number, obj))
-    except UnicodeDecodeError as err:
-        raise DataError(f"{path}: not UTF-8 text ({err})") from None
-    except OSError as err:
-        raise DataError(f"{path}: could not read the file ({err})") from None
+    lines = read_json_lines(path)
     if not lines:
         raise DataError(f"{path}: the file is empty (no sample lines)")
     return lines
@@ -152,7 +122,7 @@ class _Results:
             return None
         key = date_id if date_id in self.files else max(self.files)
         if key not in self._cache:
-            self._cache[key] = _read_json(self.files[key])
+            self._cache[key] = read_json(self.files[key])
         return self._cache[key], self.files[key]
 
 
