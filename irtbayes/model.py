@@ -74,12 +74,12 @@ the default 2PL on MMLU-Pro, 4 chains x 1000 draws (500 warm-up), target accepta
 per draw, max r-hat 1.009, no divergences, min bulk ESS 657 (difficulties >= 1017, abilities >= 2936),
 890 CPU seconds (about 450 s on 2 idle cores). With target acceptance 0.8 it took 58 steps per draw and
 1344 CPU seconds for the same ESS per gradient. On simulated 100 x 1,000 data (4 chains x 1000 draws,
-``scripts/benchmark_fit.py``, both models in one run on an idle machine): default 122 s, min bulk ESS 565
+``scripts/benchmark_fit.py``, both models in one run on an idle machine): default 116 s, min bulk ESS 565
 over all parameters (4174 over abilities and difficulties), max r-hat 1.007, 31 steps per draw; the
-straightforward non-centred long-format PyMC 2PL 569 s, min ESS 35 (42), max r-hat 1.095: 75 times the ESS
-per second over all parameters, 468 times over abilities and difficulties. On 400 x 5,000 the default at
-its own settings (4 x 1250 draws, 500 warm-up) took 2116 s: max r-hat 1.008, min bulk ESS 1006 (2580 over
-abilities and difficulties); README has the whole table.
+straightforward non-centred long-format PyMC 2PL 572 s, min ESS 35 (42), max r-hat 1.095: 79 times the ESS
+per second over all parameters, 492 times over abilities and difficulties. On 400 x 5,000 the default at
+its own settings (4 x 1250 draws, 500 warm-up) took 2093 s: max r-hat 1.008, min bulk ESS 1006 (abilities
+7868, difficulties 2580, discriminations 2601); README has the whole table.
 
 Priors
 ------

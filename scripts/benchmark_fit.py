@@ -6,8 +6,9 @@ Straightforward model: long-format indexing, abilities N(0, 1), non-centred diff
 sampler (nutpie) and settings. Each fit runs in its own subprocess, so that peak memory (max RSS) is its own.
 
 Prints, per size and model: wall time (compile + sampling), sampling time, min bulk ESS over all
-parameters (and over abilities and difficulties), ESS per second, max r-hat, divergences, mean leapfrog
-steps, peak memory; then the ratios default / straightforward.
+parameters and over the abilities, the difficulties and the discriminations, ESS per second (all
+parameters), max r-hat, divergences, mean leapfrog steps, peak memory, the settings and the parameter with the
+least ESS; then the ratios default / straightforward.
 
 Usage:
     python scripts/benchmark_fit.py                   # 100x1000 and 400x5000, 4 chains x 1000 draws
@@ -73,7 +74,7 @@ def _worker(config: dict) -> dict:
         draws, tune = result.sampler["draws"], result.sampler["tune"]
         diag = result.diagnostics
         post = result.posterior
-        core = {"ability": post["ability"], "difficulty": post["difficulty"]}
+        groups = {name: post[name] for name in ("ability", "difficulty", "discrimination")}
     else:
         model = _straightforward_model(data)
         if draws is None or tune is None:
@@ -96,8 +97,10 @@ def _worker(config: dict) -> dict:
         wall = time.perf_counter() - start
         post = tree["posterior"].to_dataset()
         diag = check_convergence(tree)  # raw *_z variables are left out, as for the default model
-        core = {"ability": post["theta"], "difficulty": post["difficulty"]}
-    core_ess = min(float(np.nanmin(ess_bulk(da.transpose("chain", "draw", ...).to_numpy()))) for da in core.values())
+        groups = {"ability": post["theta"], "difficulty": post["difficulty"], "discrimination": post["discrimination"]}
+    group_ess = {
+        name: float(np.nanmin(ess_bulk(da.transpose("chain", "draw", ...).to_numpy()))) for name, da in groups.items()
+    }
     return {
         "model": config["model"],
         "size": f"{n_subjects}x{n_items}",
@@ -109,7 +112,10 @@ def _worker(config: dict) -> dict:
         "sampling_s": sampling,
         "min_ess_bulk": diag.min_ess_bulk,
         "worst": min(diag.variables, key=lambda v: v.min_ess_bulk).worst_ess_bulk,
-        "min_ess_core": core_ess,
+        "min_ess_core": min(group_ess["ability"], group_ess["difficulty"]),
+        "min_ess_ability": group_ess["ability"],
+        "min_ess_difficulty": group_ess["difficulty"],
+        "min_ess_discrimination": group_ess["discrimination"],
         "max_rhat": diag.max_rhat,
         "divergences": diag.divergences,
         "mean_steps": diag.mean_steps,
@@ -154,8 +160,9 @@ def main(argv: list[str] | None = None) -> int:
     draws, tune = ("auto" if n is None else n for n in (args.draws, args.tune))
     print(f"chains {args.chains} x draws {draws} (tune {tune}), seed {args.seed}", flush=True)
     header = (
-        f"{'size':>9} {'model':>15} {'wall s':>8} {'sample s':>8} {'minESS':>7} {'minESS ab/b':>11} "
-        f"{'ESS/s':>7} {'max rhat':>8} {'div':>4} {'steps':>6} {'peak MB':>8} {'chains x draws+tune':>19}"
+        f"{'size':>9} {'model':>15} {'wall s':>8} {'sample s':>8} {'minESS':>7} {'ability':>7} {'diffic.':>7} "
+        f"{'discr.':>7} {'ESS/s':>7} {'max rhat':>8} {'div':>4} {'steps':>6} {'peak MB':>8} "
+        f"{'chains x draws+tune':>19}  least ESS"
     )
     print(header)
     for size in sizes:
@@ -169,15 +176,21 @@ def main(argv: list[str] | None = None) -> int:
                 "tune": args.tune,
                 "seed": args.seed,
             }
+            print(
+                f"[{time.strftime('%H:%M:%S')}] fitting {size[0]}x{size[1]} with the {model} model ...",
+                file=sys.stderr,
+                flush=True,
+            )
             r = _run(config)
             r["ess_per_s"] = r["min_ess_bulk"] / r["wall_s"]
             r["core_ess_per_s"] = r["min_ess_core"] / r["wall_s"]
             rows[model] = r
             print(
                 f"{r['size']:>9} {model:>15} {r['wall_s']:8.1f} {r['sampling_s']:8.1f} {r['min_ess_bulk']:7.0f} "
-                f"{r['min_ess_core']:11.0f} {r['ess_per_s']:7.2f} {r['max_rhat']:8.3f} {r['divergences']:4d} "
+                f"{r['min_ess_ability']:7.0f} {r['min_ess_difficulty']:7.0f} {r['min_ess_discrimination']:7.0f} "
+                f"{r['ess_per_s']:7.2f} {r['max_rhat']:8.3f} {r['divergences']:4d} "
                 f"{r['mean_steps'] or float('nan'):6.1f} {r['peak_mb']:8.0f} "
-                f"{str(r['chains']) + ' x ' + str(r['draws']) + '+' + str(r['tune']):>19}",
+                f"{str(r['chains']) + ' x ' + str(r['draws']) + '+' + str(r['tune']):>19}  {r['worst']}",
                 flush=True,
             )
         if {"default", "straightforward"} <= rows.keys():
