@@ -2,9 +2,10 @@
 
 Each data set plants a gap of 1.5 logits among 60 item difficulties (36 evenly spaced on [-2.4, -0.3], 24
 on [1.2, 2.4]; :func:`irtbayes.simulate.planted_gap_responses`), simulates 1PL responses of N standardised
-subjects, fits irtbayes' 1PL (2 chains x 300 draws), and computes the widest gap in [-2.5, 2.6] per draw from (a) the fit's difficulty draws and (b) the
-deconvolved locations the audit uses by default. Printed per data set: the 90% interval and median of
-each; then, per N, how often each interval covers the true width and the mean posterior median.
+subjects, fits irtbayes' 1PL (2 chains x 300 draws), and computes the widest gap in [-2.5, 2.6] per draw
+from (a) the fit's difficulty draws and (b) the deconvolved locations the audit uses by default. Printed per
+data set: the 90% interval and median of each; then, per N, how often each interval covers the true width
+and the mean posterior median.
 
 Usage::
 

@@ -51,6 +51,8 @@ def test_read_json_accepts_a_bom_and_checks_the_top_level(tmp_path: Path) -> Non
     assert read_json(path, top=list) == [1, 2]
     with pytest.raises(DataError, match=r"a\.json: expected an object at the top level, found an array"):
         read_json(path)
+    with pytest.raises(DataError, match=r"missing\.json: could not read the file \(No such file"):
+        read_json(tmp_path / "missing.json")
 
 
 @pytest.mark.parametrize(
@@ -68,8 +70,6 @@ def test_read_json_errors_name_file_line_and_column(tmp_path: Path, payload: byt
         read_json(path)
     with pytest.raises(FitError, match=message):
         read_json(path, error=FitError)
-    with pytest.raises(DataError, match=r"missing\.json: could not read the file \(No such file"):
-        read_json(tmp_path / "missing.json")
 
 
 def test_read_json_lines_numbers_lines_and_skips_blank_ones(tmp_path: Path) -> None:
