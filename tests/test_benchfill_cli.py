@@ -302,6 +302,11 @@ def test_calibrate_reads_lm_eval_logs_through_candidate_ids(bank, tmp_path, caps
     code, _, err = calibrate(bank, tmp_path / "broken_out", capsys, *target, responses=broken)
     assert code == 2 and "without a 'candidate_id'" in err, err
 
+    # a line that is JSON but not an object is named by file and line (it used to raise AttributeError)
+    sample.write_text("\n".join([*lines[:2], "[1, 2]", *lines[2:]]) + "\n")
+    code, _, err = calibrate(bank, tmp_path / "broken_out", capsys, *target, responses=broken)
+    assert code == 2 and f"{sample.name} line 3: expected a JSON object, found an array" in err, err
+
 
 def test_unanswered_candidates_are_rejected_for_want_of_responses(bank, tmp_path, capsys):
     path = tmp_path / "responses.csv"
