@@ -9,8 +9,7 @@ import pytest
 
 from irtbayes.cli import main
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
-LM_EVAL = SHARED / "fixtures" / "lm_eval" / "lm_eval_hf"
+LM_EVAL = Path(__file__).resolve().parent / "fixtures" / "lm_eval" / "lm_eval_hf"
 
 
 def test_summary_of_default_data(capsys: pytest.CaptureFixture[str]) -> None:
@@ -29,7 +28,6 @@ def test_summary_json_of_default_data(capsys: pytest.CaptureFixture[str]) -> Non
     assert kinds == {"all_correct", "all_wrong"}
 
 
-@pytest.mark.skipif(not LM_EVAL.is_dir(), reason=f"lm-eval fixtures {LM_EVAL} are absent")
 def test_summary_of_lm_eval_logs_lists_models_tasks_and_items(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["data", "summary", str(LM_EVAL), "--filter", "strict-match"]) == 0
     out = capsys.readouterr().out
@@ -40,7 +38,6 @@ def test_summary_of_lm_eval_logs_lists_models_tasks_and_items(capsys: pytest.Cap
     assert lines["fx_mc"][2] == "30" and lines["fx_gen"][2] == "20", out
 
 
-@pytest.mark.skipif(not LM_EVAL.is_dir(), reason=f"lm-eval fixtures {LM_EVAL} are absent")
 def test_lm_eval_without_filter_choice_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["data", "summary", str(LM_EVAL)]) == 2
     err = capsys.readouterr().err

@@ -1,4 +1,4 @@
-"""The HELM loader on genuine ``helm-run`` / ``helm-summarize`` output (../shared/fixtures/helm)."""
+"""The HELM loader on genuine ``helm-run`` / ``helm-summarize`` output (tests/fixtures/helm)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,7 @@ import pytest
 from irtbayes.errors import DataError
 from irtbayes.io.helm import is_helm_folder, load_helm
 
-FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "helm"
-pytestmark = pytest.mark.skipif(not FIXTURES.is_dir(), reason=f"HELM fixtures not found at {FIXTURES}")
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "helm"
 
 SUITE = FIXTURES / "benchmark_output" / "runs" / "fixture-v1"
 MCQA_B = "simple_mcqa:model=fixture-org_tiny-parity-b"

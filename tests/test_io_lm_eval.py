@@ -1,4 +1,4 @@
-"""The lm-evaluation-harness loader on genuine ``--log_samples`` output (../shared/fixtures/lm_eval)."""
+"""The lm-evaluation-harness loader on genuine ``--log_samples`` output (tests/fixtures/lm_eval)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,7 @@ import pytest
 from irtbayes.errors import DataError
 from irtbayes.io.lm_eval import is_lm_eval_folder, load_lm_eval
 
-FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "lm_eval"
-pytestmark = pytest.mark.skipif(not FIXTURES.is_dir(), reason=f"lm-eval fixtures not found at {FIXTURES}")
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "lm_eval"
 
 DUMMY = FIXTURES / "lm_eval_dummy"
 HF = FIXTURES / "lm_eval_hf"

@@ -1,4 +1,4 @@
-"""Long and wide CSV/Parquet loaders, on real files where the shared data is present."""
+"""Long and wide CSV/Parquet loaders, on real files from tests/fixtures and data/."""
 
 from __future__ import annotations
 
@@ -11,13 +11,11 @@ import pytest
 from irtbayes import DataError
 from irtbayes.io import load, load_long, load_wide, read_columns
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
-needs_shared = pytest.mark.skipif(not SHARED.is_dir(), reason=f"shared data folder {SHARED} is absent")
+TESTS = Path(__file__).resolve().parent
 
 
-@needs_shared
 def test_long_csv_with_column_mapping_on_verbagg(tmp_path: Path) -> None:
-    path = SHARED / "classic_irt" / "verbagg_long.csv"
+    path = TESTS / "fixtures" / "verbagg_long.csv"
     raw = pd.read_csv(path)
     raw_binary = raw.assign(r2=(raw["r2"] == "Y").astype(int))
     tmp = raw_binary[["id", "item", "r2", "btype"]]
@@ -31,9 +29,8 @@ def test_long_csv_with_column_mapping_on_verbagg(tmp_path: Path) -> None:
     pd.testing.assert_series_equal(got.sort_index(), expected.sort_index(), check_names=False)
 
 
-@needs_shared
 def test_wide_csv_rows_subjects_on_mmlu_pro() -> None:
-    path = SHARED / "mmlu_pro_tiger" / "mmlu_pro_responses.csv"
+    path = TESTS.parent / "data" / "mmlu_pro" / "mmlu_pro_responses.csv"
     data = load_wide(path, scoring="binary")
     assert (data.n_subjects, data.n_items) == (29, 12032)
     assert data.values.mean() == pytest.approx(0.4024, abs=1e-4)
