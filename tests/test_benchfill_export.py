@@ -12,8 +12,7 @@ import yaml
 from irtbayes import DataError, ResponseData, SpecError
 from irtbayes.benchfill import Candidate, export_csv_template, export_lm_eval, items_table
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
-TASKS = SHARED / "fixtures" / "lm_eval" / "task_definitions"
+TASKS = Path(__file__).resolve().parent / "fixtures" / "lm_eval" / "task_definitions"
 needs_fixtures = pytest.mark.skipif(not TASKS.is_dir(), reason=f"lm-eval task fixtures not found at {TASKS}")
 
 MC = [

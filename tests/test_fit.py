@@ -19,8 +19,6 @@ from irtbayes.fit import fit, load_fit, save_fit, score
 from irtbayes.model import ModelSpec
 from irtbayes.simulate import simulate_responses
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
-
 
 def _coverage(table: pd.DataFrame, truth: np.ndarray, name: str) -> float:
     inside = (table[f"{name}_ci_low"].to_numpy() <= truth) & (truth <= table[f"{name}_ci_high"].to_numpy())
@@ -256,7 +254,7 @@ def test_advi_is_labelled_approximate(tmp_path):
 
 
 # ------------------------------------------------------------------------------------------------ slow checks
-CLASSIC = SHARED / "data" / "classic_irt"
+CLASSIC = Path(__file__).resolve().parent / "fixtures"
 
 
 def _lsat(name: str) -> ResponseData:
