@@ -107,8 +107,46 @@ def test_planted_gap_is_found_with_its_location_and_empty_bins(two_benchmarks: t
         result.summary_dict()["benchmarks"]["A"]["ddm"]["mean"]
         > result.summary_dict()["benchmarks"]["B"]["ddm"]["mean"]
     )
+    # the planted hole lies between two items; the edge gaps are the half spacing at either end
+    a = result.summary_dict()["benchmarks"]["A"]
+    assert a["max_gap"]["kind"] == "interior" and a["max_gap"]["p_edge_low"] == 0.0, a["max_gap"]
+    assert a["interior_gap"]["mean"] == pytest.approx(1.0), a["interior_gap"]
+    assert a["edge_gap_low"]["mean"] == pytest.approx(0.05) and a["edge_gap_high"]["mean"] == pytest.approx(0.05)
+    # [L + 0.5, U - 0.5] = [-1.5, 1.5]: the nearest items are -1.45 and 1.45
+    assert a["edge_gap_low"]["inner"]["mean"] == pytest.approx(0.05), a["edge_gap_low"]
+    assert a["edge_gap_high"]["inner"]["mean"] == pytest.approx(0.05), a["edge_gap_high"]
     text = result.to_text()
     assert "A: the widest gap is 1.00 [1.00, 1.00]" in text and "[0.25, 1.25]" in text, text
+    assert "[0.25, 1.25] (between two items" in text, text
+
+
+def test_items_outside_the_range_count_in_the_headline_ddm_and_edge_gaps_are_named() -> None:
+    # S: 80 of 100 items below L = -2, 20 well spread inside; E: items from -0.95 up, nothing near L
+    spread = np.round(np.arange(-1.9, 2.0, 0.2), 2)
+    s_items = np.concatenate([np.linspace(-4.0, -2.5, 80), spread])
+    e_items = np.round(np.arange(-0.95, 1.96, 0.1), 2)
+    difficulty = np.concatenate([s_items, e_items])
+    labels = ["S"] * len(s_items) + ["E"] * len(e_items)
+    data = make_data(difficulty, SUBJECT_ABILITY, benchmarks=labels)
+    result = audit(fake_posterior(data, difficulty, SUBJECT_ABILITY), data, range=(-2, 2), resample_items=False)
+    summary = result.summary_dict()["benchmarks"]
+    sat = summary["S"]
+    # in range S is as spread as it gets (shape W1 = 1 / (4 * 20)); the headline counts the 80% outside
+    # (W1 is computed from difficulties sorted in single precision: within 1e-6)
+    assert sat["ddm_shape_w1"]["mean"] == pytest.approx(1 / 80, abs=1e-6), sat["ddm_shape_w1"]
+    assert sat["ddm_shape_tv"]["mean"] == pytest.approx(0.0, abs=1e-12), sat["ddm_shape_tv"]
+    assert sat["ddm"]["mean"] == pytest.approx(0.8 + 0.2 / 80, abs=1e-6), sat["ddm"]
+    assert sat["ddm_tv"]["mean"] == pytest.approx(0.5 * (10 * 0.08 + 0.8)), sat["ddm_tv"]
+    bench = result.benchmarks.set_index("scope")
+    assert bench.loc["S", "ddm_w1_mean"] > bench.loc["E", "ddm_w1_mean"], bench[["ddm_w1_mean", "ddm_shape_w1_mean"]]
+    edge = summary["E"]
+    assert edge["max_gap"]["kind"] == "low edge" and edge["max_gap"]["p_edge_low"] == 1.0, edge["max_gap"]
+    assert edge["max_gap"]["mean"] == pytest.approx(1.05) and edge["edge_gap_low"]["mean"] == pytest.approx(1.05)
+    assert edge["interior_gap"]["mean"] == pytest.approx(0.1) and edge["edge_gap_high"]["mean"] == pytest.approx(0.05)
+    # half a logit of that edge gap is the range's margin: from L + 0.5 = -1.5 the first item is 0.55 away
+    assert edge["edge_gap_low"]["inner"]["mean"] == pytest.approx(0.55), edge["edge_gap_low"]
+    assert "an edge gap, set by where the range ends" in result.to_text()
+    assert result.settings["edge_gap_inner_range"] == pytest.approx([-1.5, 1.5])
 
 
 def test_wider_scatter_makes_the_planted_gap_less_certain(two_benchmarks: tuple[ResponseData, np.ndarray]) -> None:
@@ -201,7 +239,12 @@ def test_table_schemas_and_scopes(two_benchmarks: tuple[ResponseData, np.ndarray
         "moves_lo",
         "moves_hi",
     }
-    for q in ("mass_below", "mass_above", "ddm_w1", "ddm_tv", "max_gap", "empty_bins", "unrepresented"):
+    expected |= {"gap_kind", "gap_p_edge_low", "gap_p_edge_high"}
+    for q in (
+        *("mass_below", "mass_above", "ddm_w1", "ddm_tv", "ddm_shape_w1", "ddm_shape_tv", "max_gap"),
+        *("interior_gap", "edge_gap_low", "edge_gap_high", "edge_gap_low_inner", "edge_gap_high_inner"),
+        *("empty_bins", "unrepresented"),
+    ):
         expected |= {f"{q}_{s}" for s in stats}
     assert expected <= set(result.benchmarks.columns), expected - set(result.benchmarks.columns)
     scopes = list(zip(result.benchmarks["scope_kind"], result.benchmarks["scope"], strict=True))
@@ -216,7 +259,10 @@ def test_table_schemas_and_scopes(two_benchmarks: tuple[ResponseData, np.ndarray
     assert list(items["item"]) == list(data.item_ids) and {"difficulty_mean", "p_below", "modal_bin"} <= set(items)
     summary = result.summary_dict()
     assert set(summary) >= {"ci_prob", "range", "bins", "edges", "target_weights", "target", "overall", "benchmarks"}
-    assert set(summary["overall"]["max_gap"]) >= {"mean", "ci_low", "ci_high", "interval"}
+    assert set(summary["overall"]["max_gap"]) >= {"mean", "ci_low", "ci_high", "interval", "kind", "p_edge_low"}
+    for key in ("ddm", "ddm_tv", "ddm_shape_w1", "ddm_shape_tv", "interior_gap", "edge_gap_low", "edge_gap_high"):
+        assert set(summary["benchmarks"]["A"][key]) >= {"mean", "ci_low", "ci_high"}, (key, summary["benchmarks"]["A"])
+    assert set(summary["benchmarks"]["A"]["edge_gap_low"]["inner"]) >= {"mean", "ci_low", "ci_high"}
     json.dumps(summary, allow_nan=False)
 
 

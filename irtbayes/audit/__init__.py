@@ -5,9 +5,9 @@ intervals. :func:`audit` runs them all; the modules hold the plain per-draw func
 """
 
 from irtbayes.audit.coverage import CoverageDraws, bin_codes, count_items, coverage, coverage_table
-from irtbayes.audit.gaps import GapDraws, GapLocation, gap_location, widest_gap
+from irtbayes.audit.gaps import GapDraws, GapLocation, GapParts, edge_gaps, gap_location, gap_parts, widest_gap
 from irtbayes.audit.information import item_curves, scope_curves, test_information, theta_grid
-from irtbayes.audit.mismatch import ddm_tv, ddm_w1
+from irtbayes.audit.mismatch import ddm_shape_tv, ddm_shape_w1, ddm_tv, ddm_w1, ddm_w1_from_shape
 from irtbayes.audit.ranking import (
     ahead_probability,
     draw_ranks,
@@ -32,6 +32,7 @@ __all__ = [
     "CoverageDraws",
     "GapDraws",
     "GapLocation",
+    "GapParts",
     "Target",
     "ahead_probability",
     "audit",
@@ -40,11 +41,16 @@ __all__ = [
     "count_items",
     "coverage",
     "coverage_table",
+    "ddm_shape_tv",
+    "ddm_shape_w1",
     "ddm_tv",
     "ddm_w1",
+    "ddm_w1_from_shape",
     "default_range",
     "draw_ranks",
+    "edge_gaps",
     "gap_location",
+    "gap_parts",
     "group_target",
     "indistinguishable_groups",
     "item_curves",

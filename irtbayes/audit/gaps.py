@@ -1,4 +1,4 @@
-"""Maximum Gap: the widest stretch of [L, U] that holds no item difficulty, per posterior draw.
+"""Maximum Gap: the widest stretch of [L, U] that holds no item difficulty, per posterior draw; its parts.
 
 In draw s, sort the difficulties inside [L, U] and put L and U at the ends:
 L = v_0 <= v_1 <= ... <= v_m <= v_{m+1} = U. The gaps are v_{j+1} - v_j (m + 1 of them, summing to U - L),
@@ -8,6 +8,25 @@ and
 
 (the lowest one when several are equally wide). Items outside [L, U] play no part. Because the m + 1 gaps
 fill the range, MaxGap(s) >= (U - L) / (m + 1); with no item inside, MaxGap(s) = U - L.
+
+Interior and edge gaps
+----------------------
+The m + 1 gaps are of two kinds, reported apart (:func:`gap_parts`):
+
+- the *edge gaps* EdgeLow(s) = v_1 - L (from L to the lowest item inside) and EdgeHigh(s) = U - v_m (from the
+  highest item inside to U); both are U - L when no item lies inside;
+- the *interior gap* Interior(s) = max_{1 <= j < m} (v_{j+1} - v_j), the widest gap between two items inside
+  the range; 0 when fewer than two items lie inside (there is no gap between two items).
+
+MaxGap(s) = max(EdgeLow(s), Interior(s), EdgeHigh(s)). The interior gap depends on the range only through which
+items are inside; the edge gaps depend on where the range ends. *How the edge gaps move with the range*: moving
+L down by d (widening the range on that side) adds exactly d to EdgeLow(s), per unit of widening, in every
+draw with no item in [L - d, L); moving L up by d (narrowing) takes exactly d off it in every draw with
+EdgeLow(s) > d, and otherwise it becomes the gap from L + d to the next item. The same holds for U and
+EdgeHigh. So an edge gap is set by the range's margin as much as by the benchmark: with the default range,
+widened by 0.5 beyond the subjects' abilities, an edge gap of 0.5 or less can be all margin.
+:func:`edge_gaps` gives the edge gaps of any sub-range (the audit reports them again for the range narrowed
+by that 0.5 on each side).
 
 Where the widest gap lies
 -------------------------
@@ -21,7 +40,10 @@ reports:
   falls in the modal bin. When the location is unimodal (``p_modal_bin`` near 1) this is the plain
   posterior mean location; when it is not, it is the mean location of the most probable gap, and
   ``p_modal_bin`` says how much of the posterior it represents;
-- ``interval_all_draws``: the posterior mean of the end points over all draws, for comparison.
+- ``interval_all_draws``: the posterior mean of the end points over all draws, for comparison;
+- whether it is an edge gap: ``p_edge_low`` = P(the widest gap is the edge gap at L), ``p_edge_high`` the
+  same at U, and ``kind``, the most common kind ("interior", "low edge", "high edge" or "whole range" when no
+  item lies inside) among the draws of the modal bin.
 """
 
 from __future__ import annotations
@@ -32,21 +54,108 @@ import numpy as np
 
 from irtbayes.audit.coverage import bin_codes
 
-__all__ = ["GapDraws", "GapLocation", "gap_location", "widest_gap"]
+__all__ = [
+    "EDGE_HIGH",
+    "EDGE_LOW",
+    "GAP_KINDS",
+    "GapDraws",
+    "GapLocation",
+    "GapParts",
+    "edge_gaps",
+    "gap_location",
+    "gap_parts",
+    "widest_gap",
+]
+
+#: Flag in :attr:`GapDraws.edge`: the gap starts at L (from L to the lowest item inside).
+EDGE_LOW = 1
+#: Flag in :attr:`GapDraws.edge`: the gap ends at U (from the highest item inside to U).
+EDGE_HIGH = 2
+#: Names of the gap kinds by :attr:`GapDraws.edge` code (3 = both flags: no item inside, the whole range).
+GAP_KINDS = ("interior", "low edge", "high edge", "whole range")
 
 
 @dataclass(frozen=True)
 class GapDraws:
-    """The widest gap in each draw: ``width``, ``lo`` and ``hi``, each (draw,)."""
+    """The widest gap in each draw: ``width``, ``lo``, ``hi`` and ``edge``, each (draw,).
+
+    ``edge`` holds bit flags: 0 for a gap between two items inside the range, :data:`EDGE_LOW` for the gap from
+    L to the lowest item inside, :data:`EDGE_HIGH` for the gap from the highest item inside to U, both (3) when
+    no item lies inside and the gap is the whole range.
+    """
 
     width: np.ndarray
     lo: np.ndarray
     hi: np.ndarray
+    edge: np.ndarray
 
     @property
     def midpoint(self) -> np.ndarray:
         """(draw,) the middle of the widest gap."""
         return (self.lo + self.hi) / 2
+
+
+@dataclass(frozen=True)
+class GapParts:
+    """Per-draw gaps of one benchmark (definitions in the module docstring).
+
+    Attributes
+    ----------
+    widest
+        The Maximum Gap, edges included.
+    interior
+        (draw,) widest gap between two items inside [L, U]; 0 with fewer than two items inside.
+    edge_low, edge_high
+        (draw,) the gaps from L to the lowest item inside and from the highest item inside to U.
+    """
+
+    widest: GapDraws
+    interior: np.ndarray
+    edge_low: np.ndarray
+    edge_high: np.ndarray
+
+
+def gap_parts(difficulty: np.ndarray, lo: float, hi: float, *, presorted: bool = False) -> GapParts:
+    """Per-draw widest gap, widest interior gap and the two edge gaps inside [lo, hi].
+
+    Parameters
+    ----------
+    difficulty
+        (draw, item) difficulty draws of one benchmark.
+    lo, hi
+        The range [L, U].
+    presorted
+        ``difficulty`` is already sorted along items.
+
+    Returns
+    -------
+    GapParts
+        widest (GapDraws), interior, edge_low, edge_high: (draw,) arrays.
+    """
+    x = np.atleast_2d(np.asarray(difficulty, dtype="float64"))
+    if not presorted:
+        x = np.sort(x, axis=1)
+    n_draws, n = x.shape
+    below = (x < lo).sum(axis=1)
+    inside = ((x >= lo) & (x <= hi)).sum(axis=1)
+    ends = np.empty((n_draws, n + 2))
+    ends[:, 0] = lo
+    ends[:, -1] = hi
+    np.clip(x, lo, hi, out=ends[:, 1:-1])  # items outside collapse onto L or U: zero-width gaps
+    steps = np.diff(ends, axis=1)
+    rows = np.arange(n_draws)
+    # ends[below] = L and ends[below + 1] = the lowest item inside (U when none); likewise at the top
+    first_step, last_step = below, below + inside
+    j = np.argmax(steps, axis=1)
+    edge = np.where(j == first_step, EDGE_LOW, 0) | np.where(j == last_step, EDGE_HIGH, 0)
+    position = np.arange(n + 1)[None, :]
+    between_items = (position > first_step[:, None]) & (position < last_step[:, None])
+    return GapParts(
+        widest=GapDraws(width=steps[rows, j], lo=ends[rows, j], hi=ends[rows, j + 1], edge=edge.astype(np.int8)),
+        interior=np.where(between_items, steps, 0.0).max(axis=1),
+        edge_low=steps[rows, first_step],
+        edge_high=steps[rows, last_step],
+    )
 
 
 def widest_gap(difficulty: np.ndarray, lo: float, hi: float, *, presorted: bool = False) -> GapDraws:
@@ -64,20 +173,32 @@ def widest_gap(difficulty: np.ndarray, lo: float, hi: float, *, presorted: bool 
     Returns
     -------
     GapDraws
-        width, lo, hi: (draw,) arrays.
+        width, lo, hi, edge: (draw,) arrays.
     """
-    x = np.atleast_2d(np.asarray(difficulty, dtype="float64"))
-    if not presorted:
-        x = np.sort(x, axis=1)
-    n_draws = x.shape[0]
-    ends = np.empty((n_draws, x.shape[1] + 2))
-    ends[:, 0] = lo
-    ends[:, -1] = hi
-    np.clip(x, lo, hi, out=ends[:, 1:-1])  # items outside collapse onto L or U: zero-width gaps
-    steps = np.diff(ends, axis=1)
-    j = np.argmax(steps, axis=1)
-    rows = np.arange(n_draws)
-    return GapDraws(width=steps[rows, j], lo=ends[rows, j], hi=ends[rows, j + 1])
+    return gap_parts(difficulty, lo, hi, presorted=presorted).widest
+
+
+def edge_gaps(
+    difficulty: np.ndarray, lo: float, hi: float, *, presorted: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per-draw edge gaps of the range [lo, hi]: from lo to the lowest item inside, from the highest to hi.
+
+    Parameters
+    ----------
+    difficulty
+        (draw, item) difficulty draws of one benchmark.
+    lo, hi
+        Any range (for example the audit's range narrowed by its margin).
+    presorted
+        ``difficulty`` is already sorted along items.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        (edge_low, edge_high), each (draw,); both hi - lo in a draw with no item inside.
+    """
+    parts = gap_parts(difficulty, lo, hi, presorted=presorted)
+    return parts.edge_low, parts.edge_high
 
 
 @dataclass(frozen=True)
@@ -96,6 +217,12 @@ class GapLocation:
         (lo, hi): mean end points over the draws whose midpoint is in the modal bin.
     interval_all_draws
         (lo, hi): mean end points over all draws.
+    p_edge_low, p_edge_high
+        P(the widest gap is the edge gap at L), P(... at U), over all draws (a draw with no item inside counts
+        for both).
+    kind
+        The most common kind among the draws of the modal bin: "interior", "low edge", "high edge" or
+        "whole range".
     """
 
     p_bins: np.ndarray
@@ -103,6 +230,9 @@ class GapLocation:
     p_modal_bin: float
     interval: tuple[float, float]
     interval_all_draws: tuple[float, float]
+    p_edge_low: float
+    p_edge_high: float
+    kind: str
 
 
 def gap_location(gaps: GapDraws, edges: np.ndarray) -> GapLocation:
@@ -125,10 +255,15 @@ def gap_location(gaps: GapDraws, edges: np.ndarray) -> GapLocation:
     p_bins = np.bincount(k, minlength=n_bins) / max(len(k), 1)
     modal = int(np.argmax(p_bins))
     chosen = k == modal
+    edge = np.asarray(gaps.edge, dtype=np.int64)
+    kinds = np.bincount(edge[chosen], minlength=len(GAP_KINDS))
     return GapLocation(
         p_bins=p_bins,
         modal_bin=modal,
         p_modal_bin=float(p_bins[modal]),
         interval=(float(gaps.lo[chosen].mean()), float(gaps.hi[chosen].mean())),
         interval_all_draws=(float(gaps.lo.mean()), float(gaps.hi.mean())),
+        p_edge_low=float(((edge & EDGE_LOW) > 0).mean()),
+        p_edge_high=float(((edge & EDGE_HIGH) > 0).mean()),
+        kind=GAP_KINDS[int(np.argmax(kinds))],
     )

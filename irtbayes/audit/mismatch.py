@@ -1,38 +1,79 @@
 """Difficulty Distribution Mismatch (DDM): how far a benchmark's difficulties are from the target, per draw.
 
-In each posterior draw s, the benchmark's difficulty distribution *restricted to [L, U]* is the empirical
-measure P_s that puts mass 1/m_s on each of the m_s item difficulties inside [L, U] (items outside the range
-are reported as mass below / above, not here). The target Q is piecewise uniform: weight w_k spread evenly
-over bin k. Two distances are computed:
+Notation for one posterior draw s of a benchmark with n items: m_s items lie inside [L, U], b_s below L and
+a_s above U; o_s = (b_s + a_s) / n is the share outside the range. P_s is the empirical measure putting mass
+1/m_s on each in-range difficulty (the benchmark *restricted* to [L, U]); F_s its CDF. The target Q is
+piecewise uniform on [L, U] (weight w_k spread evenly over bin k), G its CDF; p_k(s) = c_k(s) / m_s is the
+in-range share of bin k and c_k(s) its count.
+
+The headline: the whole distribution
+------------------------------------
+Items outside [L, U] measure nobody the audit is about, so the headline DDM counts them. A benchmark whose
+items mostly lie below L is the extreme case of measure mismatch and scores near 1, whatever the few in-range
+items look like.
 
 ``ddm_w1`` (the default, reported as ``ddm``)
-    The 1-Wasserstein distance divided by the range width,
+    The share outside counts in full, the share inside by how far its shape is from the target::
 
-        DDM_W1(s) = W1(P_s, Q) / (U - L) = (1 / (U - L)) * integral_L^U |F_s(x) - G(x)| dx,
+        DDM_W1(s) = o_s * 1 + (1 - o_s) * W1(P_s, Q) / (U - L)
+                  = o_s + (1 - o_s) * DDM_shape_W1(s).
 
-    with F_s and G the two CDFs. It lies in [0, 1] because |F_s - G| <= 1. W1 is the average distance
-    (in ability units, before the division) that difficulty mass must move to turn the benchmark into the
-    target; multiply by U - L to read it in logits. It is the default because it counts *how far* the
-    mass is off (items piled one bin away from where they are wanted cost less than items at the other end
-    of the range) and uses the exact difficulties, so it barely depends on the choice of bins. It is
-    computed exactly (F_s is a step function, G piecewise linear; the integral is summed segment by
-    segment). A finite set of m points can never equal a continuous target: against the uniform target the
-    smallest possible value is 1 / (4 m), reached by items at the midpoints (i - 1/2) / m of the range.
+    Each item outside is charged U - L, the farthest any item inside can be from any target mass (so the
+    charge is 1 on the normalised scale); the items inside are charged their share of the in-range W1. In
+    [0, 1]; 1 when no item lies inside; at least o_s, so a benchmark with 80% of its items outside scores at
+    least 0.8. With every item inside it equals the shape measure below.
+
+    *Why not clip.* Clipping out-of-range difficulties onto L or U and taking W1 of the clipped set
+    (the first idea for counting them) can *lower* the DDM when an item leaves the range: with [L, U] = [0, 1],
+    the uniform target and items at 0.75 and 1, W1 = 0.375; moving the item at 0.75 below L clips it to 0 and
+    W1 drops to 0.25, because the clipped item now fills the empty lower end. That rewards a benchmark for
+    losing an item from the range. The definition above never does: moving an item from inside to outside
+    changes n * DDM_W1 by 1 - [T(S) - T(S minus i)], with T(S) = m W1(P_S, Q) / (U - L) for the in-range set S,
+    and in one dimension T(S) <= T(S minus i) + W1(delta_i, Q) / (U - L) <= T(S minus i) + 1 (the triangle
+    inequality on integral |m F_S - m G|, splitting m G = (m - 1) G + G). It is also never below the clipped W1
+    (the same splitting, with each clipped item's W1(delta_L, Q) or W1(delta_U, Q) at most U - L). The price is
+    a jump at the edges: an item just inside L costs what its place in the shape costs, one just outside
+    costs 1. Posterior means over draws smooth the jump.
 
 ``ddm_tv``
-    Total variation over the bins, DDM_TV(s) = (1/2) * sum_k |p_k(s) - w_k|, with p_k(s) the in-range
-    share of bin k. In [0, 1]: the share of the benchmark's in-range items that would have to change bin.
-    It is 0 exactly when the bin shares equal the target weights; it ignores where inside a bin an item
-    lies and how far apart two bins are.
+    Total variation over K + 2 bins, the K bins plus a "below" and an "above" bin where the target has mass 0::
 
-A draw with no item inside [L, U] has DDM 1 on both scales (the benchmark misses the target entirely).
+        DDM_TV(s) = (1/2) * [ sum_k |c_k(s) / n - w_k| + b_s / n + a_s / n ].
+
+    In [0, 1]: the share of all the benchmark's items that would have to change bin (or enter the range) to
+    match the target. It lies between o_s and o_s + (1 - o_s) * DDM_shape_TV(s); moving an item from a bin to
+    outside changes one |c_k / n - w_k| by at most 1/n and adds 1/n to the outside terms, so it never falls.
+
+The in-range shape
+------------------
+The distribution of the items *inside* [L, U] compared with the target, ignoring how many lie outside:
+
+``ddm_shape_w1``
+    The 1-Wasserstein distance divided by the range width,
+
+        DDM_shape_W1(s) = W1(P_s, Q) / (U - L) = (1 / (U - L)) * integral_L^U |F_s(x) - G(x)| dx.
+
+    It lies in [0, 1] because |F_s - G| <= 1. W1 is the average distance (in ability units, before the
+    division) that difficulty mass must move to turn the in-range items into the target. It counts *how far*
+    the mass is off (items piled one bin away from where they are wanted cost less than items at the other end
+    of the range) and uses the exact difficulties, so it barely depends on the choice of bins. It is computed
+    exactly (F_s is a step function, G piecewise linear; the integral is summed segment by segment). A finite
+    set of m points can never equal a continuous target: against the uniform target the smallest possible value
+    is 1 / (4 m), reached by items at the midpoints (i - 1/2) / m of the range.
+
+``ddm_shape_tv``
+    DDM_shape_TV(s) = (1/2) * sum_k |p_k(s) - w_k|. In [0, 1]: the share of the in-range items that would have
+    to change bin. It is 0 exactly when the in-range bin shares equal the target weights; it ignores where
+    inside a bin an item lies and how far apart two bins are.
+
+A draw with no item inside [L, U] has DDM 1 on every scale (the benchmark misses the target entirely).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["ddm_tv", "ddm_w1"]
+__all__ = ["ddm_shape_tv", "ddm_shape_w1", "ddm_tv", "ddm_w1", "ddm_w1_from_shape"]
 
 
 def _weights_per_draw(weights: np.ndarray, n_draws: int, n_bins: int) -> np.ndarray:
@@ -54,7 +95,7 @@ def _piece(h0: np.ndarray, h1: np.ndarray, width: np.ndarray) -> np.ndarray:
         )
 
 
-def ddm_w1(
+def ddm_shape_w1(
     difficulty: np.ndarray,
     edges: np.ndarray,
     weights: np.ndarray,
@@ -62,7 +103,7 @@ def ddm_w1(
     presorted: bool = False,
     normalise: bool = True,
 ) -> np.ndarray:
-    """Per-draw 1-Wasserstein distance between the in-range difficulties and the piecewise-uniform target.
+    """Per-draw in-range shape DDM_shape_W1: W1 between the in-range difficulties and the target.
 
     Parameters
     ----------
@@ -80,7 +121,8 @@ def ddm_w1(
     Returns
     -------
     numpy.ndarray
-        (draw,) DDM_W1; 1 in a draw with no item inside [L, U] (U - L when not normalised).
+        (draw,) DDM_shape_W1; 1 in a draw with no item inside [L, U] (U - L when not normalised). Items
+        outside [L, U] play no part.
 
     Notes
     -----
@@ -161,8 +203,8 @@ def ddm_w1(
     return np.where(m > 0, total, hi - lo)
 
 
-def ddm_tv(counts: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """Per-draw total variation between the in-range bin shares and the target weights.
+def ddm_shape_tv(counts: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Per-draw in-range shape DDM_shape_TV: total variation between the in-range bin shares and the target.
 
     Parameters
     ----------
@@ -174,11 +216,108 @@ def ddm_tv(counts: np.ndarray, weights: np.ndarray) -> np.ndarray:
     Returns
     -------
     numpy.ndarray
-        (draw,) DDM_TV = (1/2) sum_k |counts_k / sum(counts) - w_k|; 1 in a draw with no item in range.
+        (draw,) DDM_shape_TV = (1/2) sum_k |counts_k / sum(counts) - w_k|; 1 in a draw with no item in range.
     """
     counts = np.atleast_2d(np.asarray(counts, dtype="float64"))
     w = _weights_per_draw(weights, counts.shape[0], counts.shape[1])
     total = counts.sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
         tv = 0.5 * np.abs(counts / total[:, None] - w).sum(axis=1)
+    return np.where(total > 0, tv, 1.0)
+
+
+def ddm_w1_from_shape(
+    shape: np.ndarray, *, in_range: np.ndarray, n_items: int, outside_cost: float = 1.0
+) -> np.ndarray:
+    """The headline DDM_W1 from the in-range shape measure: o + (1 - o) * shape (see the module docstring).
+
+    Parameters
+    ----------
+    shape
+        (draw,) DDM_shape_W1 (:func:`ddm_shape_w1`).
+    in_range
+        (draw,) number of items inside [L, U].
+    n_items
+        Number of items of the benchmark (inside and outside).
+    outside_cost
+        What one item outside costs on the scale of ``shape``: 1 when ``shape`` is normalised, U - L when not.
+
+    Returns
+    -------
+    numpy.ndarray
+        (draw,) DDM_W1; ``outside_cost`` in a draw with no item inside (and for a benchmark with no items).
+    """
+    shape = np.asarray(shape, dtype="float64")
+    inside = np.asarray(in_range, dtype="float64")
+    if n_items < 1:
+        return np.full(shape.shape, float(outside_cost))
+    if np.any((inside < 0) | (inside > n_items)):
+        raise ValueError(f"in_range must lie in [0, {n_items}], got values in [{inside.min():g}, {inside.max():g}]")
+    share_in = inside / n_items
+    # a draw with no item inside has share_in 0: the (undefined) shape does not enter
+    return (1.0 - share_in) * outside_cost + share_in * np.where(inside > 0, shape, 0.0)
+
+
+def ddm_w1(
+    difficulty: np.ndarray,
+    edges: np.ndarray,
+    weights: np.ndarray,
+    *,
+    presorted: bool = False,
+    normalise: bool = True,
+) -> np.ndarray:
+    """Per-draw headline DDM_W1 over the whole difficulty distribution, items outside [L, U] included.
+
+    Parameters
+    ----------
+    difficulty
+        (draw, item) difficulty draws of one benchmark, all its items.
+    edges
+        K + 1 increasing bin edges, [edges[0], edges[-1]] = [L, U].
+    weights
+        (K,) target weights, or (draw, K) weights that vary by draw; each row sums to 1.
+    presorted
+        ``difficulty`` is already sorted along items.
+    normalise
+        Divide by U - L (the default), so the result lies in [0, 1].
+
+    Returns
+    -------
+    numpy.ndarray
+        (draw,) DDM_W1 = o + (1 - o) * DDM_shape_W1, with o the share of items outside [L, U]; 1 in a draw
+        with no item inside (U - L when not normalised).
+    """
+    x = np.atleast_2d(np.asarray(difficulty))
+    edges = np.asarray(edges, dtype="float64")
+    lo, hi = edges[0], edges[-1]
+    shape = ddm_shape_w1(x, edges, weights, presorted=presorted, normalise=normalise)
+    in_range = ((x >= lo) & (x <= hi)).sum(axis=1)
+    return ddm_w1_from_shape(shape, in_range=in_range, n_items=x.shape[1], outside_cost=1.0 if normalise else hi - lo)
+
+
+def ddm_tv(counts: np.ndarray, weights: np.ndarray, *, below: np.ndarray, above: np.ndarray) -> np.ndarray:
+    """Per-draw headline DDM_TV: total variation over the K bins plus a "below" and an "above" bin of target mass 0.
+
+    Parameters
+    ----------
+    counts
+        (draw, K) items per bin (see :func:`irtbayes.audit.coverage.coverage`).
+    weights
+        (K,) or (draw, K) target weights summing to 1.
+    below, above
+        (draw,) items below L and above U.
+
+    Returns
+    -------
+    numpy.ndarray
+        (draw,) DDM_TV = (1/2) [sum_k |counts_k / n - w_k| + (below + above) / n], n = all items;
+        1 in a draw with no item at all.
+    """
+    counts = np.atleast_2d(np.asarray(counts, dtype="float64"))
+    n_draws = counts.shape[0]
+    w = _weights_per_draw(weights, n_draws, counts.shape[1])
+    outside = np.broadcast_to(np.asarray(below, dtype="float64") + np.asarray(above, dtype="float64"), (n_draws,))
+    total = counts.sum(axis=1) + outside
+    with np.errstate(invalid="ignore", divide="ignore"):
+        tv = 0.5 * (np.abs(counts / total[:, None] - w).sum(axis=1) + outside / total)
     return np.where(total > 0, tv, 1.0)

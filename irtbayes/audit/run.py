@@ -59,9 +59,9 @@ from tqdm.auto import tqdm
 
 from irtbayes.audit.coverage import DEFAULT_MIN_ITEMS, CoverageDraws, bin_codes, count_items, coverage_table
 from irtbayes.audit.deconvolve import deconvolved_locations, prior_draws
-from irtbayes.audit.gaps import GapDraws, GapLocation, gap_location, widest_gap
+from irtbayes.audit.gaps import GapDraws, GapLocation, edge_gaps, gap_location, gap_parts
 from irtbayes.audit.information import DEFAULT_GRID_POINTS, curves_by_blocks, item_blocks, theta_grid
-from irtbayes.audit.mismatch import ddm_tv, ddm_w1
+from irtbayes.audit.mismatch import ddm_shape_tv, ddm_shape_w1, ddm_tv, ddm_w1_from_shape
 from irtbayes.audit.ranking import (
     DEFAULT_GROUP_THRESHOLD,
     DEFAULT_TOP_K,
@@ -101,6 +101,21 @@ DEFAULT_INFORMATION_DRAWS = 200
 #: About this many array elements per chunk of draws.
 CHUNK_ELEMENTS = 1 << 21
 SAMPLE_DIMS = ("chain", "draw")
+#: Edge gaps are also reported for [L + margin, U - margin]: the default range's widening on each side.
+EDGE_GAP_MARGIN = RANGE_WIDEN
+#: What each DDM column measures (recorded in the settings and summary.json; formulas in irtbayes.audit.mismatch).
+DDM_DEFINITIONS = {
+    "ddm_w1": "headline: share of items outside [L, U] + share inside x W1(in-range items, target) / (U - L)",
+    "ddm_tv": "total variation over the bins plus a below-L and an above-U bin of target mass 0",
+    "ddm_shape_w1": "in-range shape: W1(items inside [L, U], target) / (U - L); items outside ignored",
+    "ddm_shape_tv": "in-range shape: total variation between the in-range bin shares and the target",
+}
+#: How the edge gaps move with the range (derivation in irtbayes.audit.gaps).
+EDGE_GAP_RULE = (
+    "moving L down (U up) by d adds exactly d to the low (high) edge gap in every draw with no item in the added "
+    "stretch: derivative 1 per unit of widening; the *_inner columns are the edge gaps of "
+    f"[L + {EDGE_GAP_MARGIN:g}, U - {EDGE_GAP_MARGIN:g}]"
+)
 STAT_NAMES = ("mean", "sd", "ci_low", "ci_high")
 
 
@@ -226,10 +241,16 @@ class _Scope:
     responses: np.ndarray  # (scope subject, scope item), NaN where missing
     # per-draw results, filled in as chunks are processed
     counts: list[np.ndarray] = field(default_factory=list)
-    w1: list[np.ndarray] = field(default_factory=list)
+    shape_w1: list[np.ndarray] = field(default_factory=list)
     gap_width: list[np.ndarray] = field(default_factory=list)
     gap_lo: list[np.ndarray] = field(default_factory=list)
     gap_hi: list[np.ndarray] = field(default_factory=list)
+    gap_edge: list[np.ndarray] = field(default_factory=list)
+    interior_gap: list[np.ndarray] = field(default_factory=list)
+    edge_gap_low: list[np.ndarray] = field(default_factory=list)
+    edge_gap_high: list[np.ndarray] = field(default_factory=list)
+    edge_gap_low_inner: list[np.ndarray] = field(default_factory=list)
+    edge_gap_high_inner: list[np.ndarray] = field(default_factory=list)
     racc: list[np.ndarray] = field(default_factory=list)
     ranks: list[np.ndarray] = field(default_factory=list)
 
@@ -417,8 +438,10 @@ class AuditResult:
             return {
                 "n_items": int(row["n_items"]),
                 "n_subjects": int(row["n_subjects"]),
-                "ddm": {**stat(row, "ddm_w1"), "metric": "w1/(U-L)"},
-                "ddm_tv": {**stat(row, "ddm_tv"), "metric": "total variation over bins"},
+                "ddm": {**stat(row, "ddm_w1"), "metric": DDM_DEFINITIONS["ddm_w1"]},
+                "ddm_tv": {**stat(row, "ddm_tv"), "metric": DDM_DEFINITIONS["ddm_tv"]},
+                "ddm_shape_w1": {**stat(row, "ddm_shape_w1"), "metric": DDM_DEFINITIONS["ddm_shape_w1"]},
+                "ddm_shape_tv": {**stat(row, "ddm_shape_tv"), "metric": DDM_DEFINITIONS["ddm_shape_tv"]},
                 "max_gap": {
                     **stat(row, "max_gap"),
                     "interval": [row["gap_lo"], row["gap_hi"]],
@@ -426,7 +449,13 @@ class AuditResult:
                     "modal_bin_range": [self.target.edges[k], self.target.edges[k + 1]],
                     "p_modal_bin": row["gap_p_modal_bin"],
                     "interval_all_draws": [row["gap_lo_all_draws"], row["gap_hi_all_draws"]],
+                    "kind": row["gap_kind"],
+                    "p_edge_low": row["gap_p_edge_low"],
+                    "p_edge_high": row["gap_p_edge_high"],
                 },
+                "interior_gap": stat(row, "interior_gap"),
+                "edge_gap_low": {**stat(row, "edge_gap_low"), "inner": stat(row, "edge_gap_low_inner")},
+                "edge_gap_high": {**stat(row, "edge_gap_high"), "inner": stat(row, "edge_gap_high_inner")},
                 "mass_below": stat(row, "mass_below"),
                 "mass_above": stat(row, "mass_above"),
                 "empty_bins": stat(row, "empty_bins"),
@@ -477,10 +506,15 @@ class AuditResult:
                 "items": table["n_items"],
                 "DDM": [_fmt_ci(r, "ddm_w1") for _, r in table.iterrows()],
                 "DDM_TV": [_fmt_ci(r, "ddm_tv") for _, r in table.iterrows()],
+                "shape_W1": [_fmt_ci(r, "ddm_shape_w1") for _, r in table.iterrows()],
                 "max_gap": [_fmt_ci(r, "max_gap") for _, r in table.iterrows()],
                 "gap_at": [
-                    f"[{r['gap_lo']:.2f}, {r['gap_hi']:.2f}] P={r['gap_p_modal_bin']:.2f}" for _, r in table.iterrows()
+                    f"[{r['gap_lo']:.2f}, {r['gap_hi']:.2f}] P={r['gap_p_modal_bin']:.2f} {r['gap_kind']}"
+                    for _, r in table.iterrows()
                 ],
+                "interior_gap": [_fmt_ci(r, "interior_gap") for _, r in table.iterrows()],
+                "edge_L": [_fmt_ci(r, "edge_gap_low") for _, r in table.iterrows()],
+                "edge_U": [_fmt_ci(r, "edge_gap_high") for _, r in table.iterrows()],
                 "below": [f"{v:.0%}" for v in table["mass_below_mean"]],
                 "above": [f"{v:.0%}" for v in table["mass_above_mean"]],
             }
@@ -496,7 +530,10 @@ class AuditResult:
             lines.append(
                 f"{r['scope'] if r['scope_kind'] != 'all' else 'All items'}: the widest gap is {_fmt_ci(r, 'max_gap')} "
                 f"logits wide; in {r['gap_p_modal_bin']:.0%} of draws it lies in bin {k} {t.bin_label(k)}, on average "
-                f"[{r['gap_lo']:.2f}, {r['gap_hi']:.2f}]. DDM {_fmt_ci(r, 'ddm_w1')}. "
+                f"[{r['gap_lo']:.2f}, {r['gap_hi']:.2f}] ({_gap_kind_text(r)}). "
+                f"Between two items the widest gap is {_fmt_ci(r, 'interior_gap')}; the edge gaps are "
+                f"{_fmt_ci(r, 'edge_gap_low')} at L and {_fmt_ci(r, 'edge_gap_high')} at U. "
+                f"DDM {_fmt_ci(r, 'ddm_w1')} (in-range shape {_fmt_ci(r, 'ddm_shape_w1')}). "
                 f"{r['mass_below_mean']:.0%} of items lie below the range and {r['mass_above_mean']:.0%} above; "
                 f"{likely_empty} of {t.n_bins} bins are more likely empty than not."
             )
@@ -523,6 +560,16 @@ class AuditResult:
             with pd.option_context("display.width", 200, "display.max_colwidth", 40):
                 lines.append(board.to_string(index=False))
         return "\n".join(lines)
+
+
+def _gap_kind_text(row: pd.Series) -> str:
+    kind = str(row["gap_kind"])
+    share = f"the edge gap at L in {row['gap_p_edge_low']:.0%} of draws, at U in {row['gap_p_edge_high']:.0%}"
+    if kind == "interior":
+        return f"between two items; {share}"
+    if kind == "whole range":
+        return "no item inside the range"
+    return f"an edge gap, set by where the range ends as much as by the items; {share}"
 
 
 def _fmt_ci(row: pd.Series, prefix: str) -> str:
@@ -620,10 +667,16 @@ def audit(
         ``target_weight``, ``count_{mean,sd,ci_low,ci_high}``, ``share_{...}`` (of all the scope's items),
         ``share_in_range_{...}``, ``p_empty``, ``p_fewer_than_m``, ``p_widest_gap_here``.
         ``benchmarks``: one row per scope: ``scope_kind``, ``scope``, ``n_items``, ``n_subjects``,
-        ``raw_accuracy``, ``{mass_below,mass_above,ddm_w1,ddm_tv,max_gap,empty_bins,unrepresented}_{mean,sd,
-        ci_low,ci_high}``, ``gap_lo``, ``gap_hi``, ``gap_modal_bin``, ``gap_p_modal_bin``,
-        ``gap_lo_all_draws``, ``gap_hi_all_draws``, ``top_k``, ``saturated_share``, ``unseparating_share``,
-        ``info_peak_theta``, ``moves_lo``, ``moves_hi``.
+        ``raw_accuracy``, ``{mass_below,mass_above,ddm_w1,ddm_tv,ddm_shape_w1,ddm_shape_tv,max_gap,
+        interior_gap,edge_gap_low,edge_gap_high,edge_gap_low_inner,edge_gap_high_inner,empty_bins,
+        unrepresented}_{mean,sd,ci_low,ci_high}``, ``gap_lo``, ``gap_hi``, ``gap_modal_bin``,
+        ``gap_p_modal_bin``, ``gap_lo_all_draws``, ``gap_hi_all_draws``, ``gap_kind``, ``gap_p_edge_low``,
+        ``gap_p_edge_high``, ``top_k``, ``saturated_share``, ``unseparating_share``, ``info_peak_theta``,
+        ``moves_lo``, ``moves_hi``. ``ddm_w1`` and ``ddm_tv`` are the headline DDM over all the scope's items
+        (items outside [L, U] count, see :mod:`irtbayes.audit.mismatch`); ``ddm_shape_*`` compare only the
+        items inside [L, U] with the target. ``max_gap`` is the Maximum Gap, ``interior_gap`` the widest gap
+        between two items inside the range, ``edge_gap_low``/``edge_gap_high`` the gaps at L and U and
+        ``*_inner`` the same for [L + 0.5, U - 0.5] (NaN when U - L <= 1; see :mod:`irtbayes.audit.gaps`).
         ``ranking``: one row per (scope, subject): ``scope_kind``, ``scope``, ``subject``, ``n_responses``,
         ``raw_accuracy``, ``raw_rank``, ``reweighted_{mean,sd,ci_low,ci_high}``, ``ability_{...}``,
         ``rank_mean``, ``rank_ci_low``, ``rank_ci_high``, ``group``.
@@ -678,6 +731,10 @@ def audit(
     check_range_holds_subjects(tgt, overall_ability.mean(axis=0), list(data.subject_ids))
     edges, weights, n_bins = tgt.edges_array, tgt.weights_array, tgt.n_bins
     n_samples, n_items = draws.difficulty.shape
+    # edge gaps are reported again for the range without the default's margin (see irtbayes.audit.gaps)
+    inner_range = (
+        (tgt.lo + EDGE_GAP_MARGIN, tgt.hi - EDGE_GAP_MARGIN) if tgt.hi - tgt.lo > 2 * EDGE_GAP_MARGIN else None
+    )
     chunks = list(_chunks(n_samples, n_items))
     locations, ensemble_used, smoothing = _ensemble_locations(
         post, data, draws.difficulty, ensemble=ensemble, fixed_items=fixed_items, chunks=chunks, seed=seed
@@ -696,11 +753,19 @@ def audit(
             # single-precision sort (twice as fast); W1 and the gap move by < 1e-6 logits
             x = np.sort(block[:, scope.items].astype(np.float32), axis=1)
             scope.counts.append(count_items(codes[:, scope.items], n_bins))
-            scope.w1.append(ddm_w1(x, edges, weights, presorted=True))
-            gaps = widest_gap(x, tgt.lo, tgt.hi, presorted=True)
-            scope.gap_width.append(gaps.width)
-            scope.gap_lo.append(gaps.lo)
-            scope.gap_hi.append(gaps.hi)
+            scope.shape_w1.append(ddm_shape_w1(x, edges, weights, presorted=True))
+            parts = gap_parts(x, tgt.lo, tgt.hi, presorted=True)
+            scope.gap_width.append(parts.widest.width)
+            scope.gap_lo.append(parts.widest.lo)
+            scope.gap_hi.append(parts.widest.hi)
+            scope.gap_edge.append(parts.widest.edge)
+            scope.interior_gap.append(parts.interior)
+            scope.edge_gap_low.append(parts.edge_low)
+            scope.edge_gap_high.append(parts.edge_high)
+            if inner_range is not None:
+                low, high = edge_gaps(x, *inner_range, presorted=True)
+                scope.edge_gap_low_inner.append(low)
+                scope.edge_gap_high_inner.append(high)
     t_coverage = time.perf_counter() - started
 
     # ---- leaderboard and information: thinned draws
@@ -751,11 +816,16 @@ def audit(
     for j, scope in enumerate(scopes):
         cov = CoverageDraws.from_counts(np.concatenate(scope.counts, axis=0), len(scope.items))
         gaps = GapDraws(
-            width=np.concatenate(scope.gap_width), lo=np.concatenate(scope.gap_lo), hi=np.concatenate(scope.gap_hi)
+            width=np.concatenate(scope.gap_width),
+            lo=np.concatenate(scope.gap_lo),
+            hi=np.concatenate(scope.gap_hi),
+            edge=np.concatenate(scope.gap_edge),
         )
         where = gap_location(gaps, edges)
-        w1 = np.concatenate(scope.w1)
-        tv = ddm_tv(cov.counts, weights)
+        shape_w1 = np.concatenate(scope.shape_w1)
+        w1 = ddm_w1_from_shape(shape_w1, in_range=cov.in_range, n_items=cov.n_items)
+        tv = ddm_tv(cov.counts, weights, below=cov.below, above=cov.above)
+        shape_tv = ddm_shape_tv(cov.counts, weights)
         unrep = unrepresented_mass(cov.counts, weights)
 
         table = coverage_table(cov, edges=edges, target_weights=weights, ci_prob=ci_prob, min_items=min_items)
@@ -825,8 +895,13 @@ def audit(
         row |= _stats(cov.mass_above, "mass_above", ci_prob)
         row |= _stats(w1, "ddm_w1", ci_prob)
         row |= _stats(tv, "ddm_tv", ci_prob)
+        row |= _stats(shape_w1, "ddm_shape_w1", ci_prob)
+        row |= _stats(shape_tv, "ddm_shape_tv", ci_prob)
         row |= _stats(gaps.width, "max_gap", ci_prob)
         row |= _gap_columns(where)
+        for part in ("interior_gap", "edge_gap_low", "edge_gap_high", "edge_gap_low_inner", "edge_gap_high_inner"):
+            values = getattr(scope, part)
+            row |= _stats(np.concatenate(values), part, ci_prob) if values else _nan_stats(part)
         row |= _stats((cov.counts == 0).sum(axis=1), "empty_bins", ci_prob)
         row |= _stats(unrep, "unrepresented", ci_prob)
         row |= {
@@ -861,7 +936,10 @@ def audit(
         "ensemble": ensemble_used,
         "deconvolution_smoothing": smoothing,
         "interval": "equal-tailed",
-        "ddm_default": "ddm_w1 = W1 / (U - L)",
+        "ddm_default": DDM_DEFINITIONS["ddm_w1"],
+        "ddm_definitions": DDM_DEFINITIONS,
+        "edge_gap_inner_range": None if inner_range is None else list(inner_range),
+        "edge_gap_rule": EDGE_GAP_RULE,
     }
     tables = {
         "bins": pd.concat(bins_rows, ignore_index=True),
@@ -945,7 +1023,14 @@ def _gap_columns(where: GapLocation) -> dict[str, Any]:
         "gap_p_modal_bin": where.p_modal_bin,
         "gap_lo_all_draws": where.interval_all_draws[0],
         "gap_hi_all_draws": where.interval_all_draws[1],
+        "gap_kind": where.kind,
+        "gap_p_edge_low": where.p_edge_low,
+        "gap_p_edge_high": where.p_edge_high,
     }
+
+
+def _nan_stats(prefix: str) -> dict[str, float]:
+    return {f"{prefix}_{k}": math.nan for k in STAT_NAMES}
 
 
 def _items_table(
