@@ -1,8 +1,13 @@
 """Figures. Each ``plot_*`` takes a precomputed table (from a fit or an audit) and returns the Axes it drew on.
 
 Colours come from the Okabe-Ito palette (safe for the common forms of colour blindness); long names are
-shortened in the middle so 25+ benchmarks and 30+ subjects stay legible at paper size; figure sizes grow
-with the number of rows.
+shortened in the middle so 25+ benchmarks and 30+ subjects stay legible at paper size.
+
+Sizes are bounded whatever the data: figures grow with the number of rows up to :data:`MAX_WIDTH` x
+:data:`MAX_HEIGHT` inches; past :data:`MAX_LABELS` rows the row labels are left out; legends list at most
+:data:`MAX_LEGEND` entries; scatters of more than :data:`RASTER_POINTS` points are rasterised in vector
+output; the item-person map draws at most ``max_subjects`` subjects. Choosing *which* rows to show (the
+top-k subjects, say) is the caller's: :mod:`irtbayes.report` passes the top of each table.
 """
 
 from __future__ import annotations
@@ -20,6 +25,10 @@ from matplotlib.colors import LinearSegmentedColormap
 from matplotlib.lines import Line2D
 
 __all__ = [
+    "MAX_HEIGHT",
+    "MAX_LABELS",
+    "MAX_LEGEND",
+    "MAX_WIDTH",
     "OKABE_ITO",
     "domain_colours",
     "plot_ahead_matrix",
@@ -31,10 +40,19 @@ __all__ = [
     "plot_rhat_ess",
     "plot_test_information",
     "shorten",
+    "text_labels",
 ]
 
 #: Okabe & Ito (2008) colour-blind-safe palette, black last.
 OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
+#: Largest figure, in inches (at the report's 150 dpi: 1,950 x 2,100 pixels before the tight bounding box).
+MAX_WIDTH, MAX_HEIGHT = 13.0, 14.0
+#: Rows beyond which tick labels are left out (they would overlap).
+MAX_LABELS = 80
+#: Legend entries beyond which the rest are counted in one entry.
+MAX_LEGEND = 12
+#: Points beyond which a scatter is rasterised in SVG/PDF output.
+RASTER_POINTS = 2000
 SHADE = LinearSegmentedColormap.from_list("irtbayes_blues", ["#FFFFFF", "#56B4E9", "#0072B2", "#00304F"])
 
 
@@ -62,11 +80,52 @@ def domain_markers(domains: Sequence[object]) -> dict[str, str]:
     return {d: MARKERS[(i // len(OKABE_ITO)) % len(MARKERS)] for i, d in enumerate(distinct)}
 
 
+def text_labels(values: pd.Series | Sequence[object], *, missing: str = "") -> list[str]:
+    """Labels as text, with missing values (None, NaN, pandas.NA) as ``missing``."""
+    return [missing if v is None or (not isinstance(v, str) and bool(pd.isna(v))) else str(v) for v in values]
+
+
 def _axes(ax: Axes | None, *, width: float, height: float) -> Axes:
     if ax is not None:
         return ax
-    _, new = plt.subplots(figsize=(width, height), layout="constrained")
+    _, new = plt.subplots(figsize=(min(width, MAX_WIDTH), min(height, MAX_HEIGHT)), layout="constrained")
     return new
+
+
+def _row_labels(ax: Axes, axis: str, labels: Sequence[object], *, width: int = 30, **kwargs: Any) -> None:
+    """Tick labels for ``len(labels)`` rows (``axis`` "x" or "y"), or none past :data:`MAX_LABELS`."""
+    ticks = range(len(labels))
+    setter = ax.set_yticks if axis == "y" else ax.set_xticks
+    if len(labels) <= MAX_LABELS:
+        setter(ticks, [shorten(v, width) for v in labels], **kwargs)
+    else:
+        setter([])
+        (ax.set_ylabel if axis == "y" else ax.set_xlabel)(f"{len(labels):,} rows (labels left out)")
+
+
+def _pad_flat_limits(ax: Axes, values: np.ndarray, *, axis: str) -> None:
+    """Give an axis whose data all share one value a small range around it (matplotlib would warn)."""
+    finite = np.asarray(values, dtype=float)
+    finite = finite[np.isfinite(finite)]
+    if finite.size == 0 or finite.min() < finite.max():
+        return
+    centre = float(finite[0])
+    pad = max(abs(centre) * 0.05, 0.5)
+    (ax.set_xlim if axis == "x" else ax.set_ylim)(centre - pad, centre + pad)
+
+
+def _legend(ax: Axes, handles: Sequence[Any] | None = None, **kwargs: Any) -> None:
+    """A legend outside the axes, right, with at most :data:`MAX_LEGEND` entries."""
+    if handles is None:
+        handles = ax.get_legend_handles_labels()[0]
+    handles = list(handles)
+    if len(handles) > MAX_LEGEND:
+        rest = len(handles) - (MAX_LEGEND - 1)
+        handles = [*handles[: MAX_LEGEND - 1], Line2D([], [], ls="", label=f"… and {rest} more")]
+    if handles:
+        ax.legend(
+            handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small", frameon=False, **kwargs
+        )
 
 
 def _mark_target(ax: Axes, lo: float, hi: float, edges: Sequence[float] | None, *, vertical: bool) -> None:
@@ -84,6 +143,7 @@ def plot_item_person_map(
     target_range: tuple[float, float] | None = None,
     edges: Sequence[float] | None = None,
     group: str = "benchmark",
+    max_subjects: int = 200,
     ax: Axes | None = None,
 ) -> Axes:
     """Item-person (Wright) map: subjects' abilities beside each group's item difficulties.
@@ -98,10 +158,19 @@ def plot_item_person_map(
         optional ``domain`` column colours the groups.
     target_range, edges
         The audit's target range and bin edges, shaded and ruled across the plot.
+    max_subjects
+        With more subjects, this many are drawn, evenly spaced in the order of ability (the legend says so).
     """
-    groups = list(dict.fromkeys(items[group].astype(str))) if group in items.columns else ["all"]
+    labels = text_labels(items[group]) if group in items.columns else [""] * len(items)
+    groups = list(dict.fromkeys(labels))
     ax = _axes(ax, width=max(6.0, 1.2 + 0.38 * (len(groups) + 3)), height=5.2)
     subj = subjects.sort_values("ability_mean")
+    n_subjects = len(subj)
+    if n_subjects > max_subjects:
+        subj = subj.iloc[np.unique(np.linspace(0, n_subjects - 1, max_subjects).round().astype(np.int64))]
+    subject_label = "subject (interval)"
+    if len(subj) < n_subjects:
+        subject_label = f"subject (interval): {len(subj)} of {n_subjects:,}, evenly spaced by ability"
     x_subj = np.linspace(-0.9, 0.9, len(subj)) if len(subj) > 1 else np.zeros(1)
     ax.errorbar(
         x_subj,
@@ -111,28 +180,39 @@ def plot_item_person_map(
         ms=3,
         lw=0.8,
         color=OKABE_ITO[7],
-        label="subject ability (interval)",
+        label=subject_label,
     )
-    colours = domain_colours(items["domain"].astype(str)) if "domain" in items.columns else {}
+    domain_of = text_labels(items["domain"]) if "domain" in items.columns else [""] * len(items)
+    colours = domain_colours(domain_of)
     rng = np.random.default_rng(0)
+    in_group = np.asarray(labels, dtype=object)
+    domains = np.asarray(domain_of, dtype=object)
+    difficulty = items["difficulty_mean"].to_numpy(dtype=float)
     for k, name in enumerate(groups, start=2):
-        rows = items if group not in items.columns else items.loc[items[group].astype(str) == name]
-        domain = str(rows["domain"].iloc[0]) if "domain" in rows.columns and len(rows) else ""
-        jitter = rng.uniform(-0.3, 0.3, len(rows))
-        ax.scatter(k + jitter, rows["difficulty_mean"], s=4, alpha=0.35, color=colours.get(domain, OKABE_ITO[0]), lw=0)
-        ax.hlines(np.median(rows["difficulty_mean"]), k - 0.35, k + 0.35, color="black", lw=1)
+        at = in_group == name
+        jitter = rng.uniform(-0.3, 0.3, int(at.sum()))
+        colour = colours[str(domains[at][0])]
+        ax.scatter(
+            k + jitter, difficulty[at], s=4, alpha=0.35, color=colour, lw=0, rasterized=len(items) > RASTER_POINTS
+        )
+        ax.hlines(np.median(difficulty[at]), k - 0.35, k + 0.35, color="black", lw=1)
     if target_range is not None:
         _mark_target(ax, target_range[0], target_range[1], edges, vertical=True)
-    ax.set_xticks([0, *range(2, len(groups) + 2)], ["subjects", *[shorten(g, 22) for g in groups]])
+    names = [g or ("items" if len(groups) == 1 else "(no benchmark)") for g in groups]
+    if len(groups) <= MAX_LABELS:
+        ax.set_xticks([0, *range(2, len(groups) + 2)], ["subjects", *[shorten(g, 22) for g in names]])
+    else:
+        ax.set_xticks([0], ["subjects"])
+        ax.set_xlabel(f"{len(groups):,} {group} groups (labels left out)")
     ax.tick_params(axis="x", labelrotation=60)
     for label in ax.get_xticklabels():
         label.set_horizontalalignment("right")
     ax.set_ylabel("ability / difficulty (logits)")
     ax.set_title("Item-person map: abilities beside item difficulties (posterior means)")
-    handles = [Line2D([], [], color=OKABE_ITO[7], marker="o", ls="", label="subject (interval)")]
-    handles += [Line2D([], [], color=c, marker="o", ls="", label=d) for d, c in colours.items()]
+    handles = [Line2D([], [], color=OKABE_ITO[7], marker="o", ls="", label=subject_label)]
+    handles += [Line2D([], [], color=c, marker="o", ls="", label=d or "items") for d, c in colours.items()]
     handles.append(Line2D([], [], color="#E69F00", lw=6, alpha=0.3, label="target range"))
-    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small", frameon=False)
+    _legend(ax, handles)
     return ax
 
 
@@ -157,8 +237,9 @@ def plot_coverage_heatmap(
         Benchmark -> domain, to group rows by domain (rows keep their order within a domain).
     """
     table = bins.loc[bins["scope_kind"] == scope_kind] if "scope_kind" in bins.columns else bins
-    scopes = list(dict.fromkeys(table["scope"].astype(str)))
-    domain_of = {str(k): ("" if pd.isna(v) else str(v)) for k, v in (domains or {}).items()}
+    table = table.assign(scope=text_labels(table["scope"]))
+    scopes = list(dict.fromkeys(table["scope"]))
+    domain_of = {str(k): text_labels([v])[0] for k, v in (domains or {}).items()}
     if domain_of:
         order = {d: i for i, d in enumerate(dict.fromkeys(domain_of.get(s, "") for s in scopes))}
         scopes = sorted(scopes, key=lambda s: order[domain_of.get(s, "")])
@@ -169,15 +250,16 @@ def plot_coverage_heatmap(
     image = ax.imshow(grid.to_numpy(dtype=float), aspect="auto", cmap=SHADE, vmin=0, interpolation="nearest")
     rows, cols = np.nonzero(empty.to_numpy(dtype=float) >= empty_threshold)
     ax.scatter(cols, rows, marker="x", color="#D55E00", s=22, lw=1.2)
-    ax.set_yticks(range(len(scopes)), [shorten(s, 30) for s in scopes], fontsize="small")
-    ax.set_xticks(
-        range(grid.shape[1]),
+    _row_labels(ax, "y", scopes, fontsize="small")
+    _row_labels(
+        ax,
+        "x",
         [f"[{lo:.1f}, {hi:.1f})" for lo, hi in zip(edges["lo"], edges["hi"], strict=False)],
         rotation=60,
         ha="right",
         fontsize="small",
     )
-    if domain_of:
+    if domain_of and len(scopes) <= MAX_LABELS:
         colours = domain_colours([domain_of.get(s, "") for s in scopes])
         for tick, scope in zip(ax.get_yticklabels(), scopes, strict=False):
             tick.set_color(colours[domain_of.get(scope, "")])
@@ -204,9 +286,9 @@ def plot_forest(
     rows = table.sort_values(mean) if sort else table
     ax = _axes(ax, width=6.5, height=max(2.5, 0.9 + 0.26 * len(rows)))
     y = np.arange(len(rows))
-    colours = domain_colours(rows[colour_by].astype(str)) if colour_by and colour_by in rows.columns else {}
-    markers = domain_markers(rows[colour_by].astype(str)) if colours else {}
-    keys = rows[colour_by].astype(str).tolist() if colours else ["" for _ in range(len(rows))]
+    keys = text_labels(rows[colour_by]) if colour_by and colour_by in rows.columns else ["" for _ in range(len(rows))]
+    colours = domain_colours(keys) if any(keys) else {}
+    markers = domain_markers(keys) if colours else {}
     c = [colours.get(k, OKABE_ITO[0]) for k in keys]
     ax.hlines(y, rows[low], rows[high], color=c, lw=2)
     for key in dict.fromkeys(keys):
@@ -219,13 +301,13 @@ def plot_forest(
             s=18,
             zorder=3,
         )
-    ax.set_yticks(y, [shorten(v, 30) for v in rows[label]], fontsize="small")
+    _row_labels(ax, "y", text_labels(rows[label]), fontsize="small")
     ax.set_xlabel(xlabel or mean)
     ax.set_title(title)
     ax.grid(axis="x", alpha=0.3)
+    _pad_flat_limits(ax, rows[[low, high]].to_numpy(dtype=float), axis="x")
     if colours:
-        handles = [Line2D([], [], color=col, lw=2, marker=markers[d], label=d) for d, col in colours.items()]
-        ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small", frameon=False)
+        _legend(ax, [Line2D([], [], color=col, lw=2, marker=markers[d], label=d or "–") for d, col in colours.items()])
     return ax
 
 
@@ -244,17 +326,26 @@ def plot_test_information(
     ``{value}_ci_high``; ``subjects`` (optional, with ``ability_mean``) adds a rug of abilities.
     """
     ax = _axes(ax, width=6.5, height=4.0)
-    names = list(scopes) if scopes is not None else list(dict.fromkeys(information["scope"].astype(str)))
+    scope_of = np.asarray(text_labels(information["scope"]), dtype=object)
+    names = list(scopes) if scopes is not None else list(dict.fromkeys(scope_of))
     for k, name in enumerate(names):
-        rows = information.loc[information["scope"].astype(str) == name].sort_values(theta)
+        rows = information.loc[scope_of == name].sort_values(theta)
         colour = OKABE_ITO[k % len(OKABE_ITO)]
         ax.plot(rows[theta], rows[f"{value}_mean"], color=colour, lw=1.5, label=shorten(name, 28))
         ax.fill_between(rows[theta], rows[f"{value}_ci_low"], rows[f"{value}_ci_high"], color=colour, alpha=0.2, lw=0)
     if subjects is not None:
-        ax.plot(subjects["ability_mean"], np.zeros(len(subjects)), "|", color="black", ms=10, label="subjects")
+        ax.plot(
+            subjects["ability_mean"],
+            np.zeros(len(subjects)),
+            "|",
+            color="black",
+            ms=10,
+            label="subjects",
+            rasterized=len(subjects) > RASTER_POINTS,
+        )
     ax.set_xlabel("ability (logits)")
     ax.set_ylabel({"info": "test information", "se": "standard error of ability"}.get(value, value))
-    ax.legend(fontsize="small", frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    _legend(ax)
     ax.grid(alpha=0.3)
     return ax
 
@@ -272,7 +363,7 @@ def plot_item_curves(curves: pd.DataFrame, *, ax: Axes | None = None) -> Axes:
     ax.set_xlabel("ability (logits)")
     ax.set_ylabel("P(correct)")
     ax.set_ylim(0, 1)
-    ax.legend(fontsize="small", frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    _legend(ax)
     ax.grid(alpha=0.3)
     return ax
 
@@ -299,10 +390,11 @@ def plot_leaderboard(
         colour = OKABE_ITO[k % len(OKABE_ITO)]
         ax.hlines(y + dy, rows[lo], rows[hi], color=colour, lw=2, alpha=0.8)
         ax.scatter(rows[m], y + dy, color=colour, s=14, zorder=3, label=name)
-    ax.set_yticks(y, [shorten(v, 30) for v in rows[label]], fontsize="small")
+    _row_labels(ax, "y", text_labels(rows[label]), fontsize="small")
     ax.invert_yaxis()
     ax.set_xlabel("rank (1 = best)")
-    ax.legend(fontsize="small", frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    _pad_flat_limits(ax, rows[[c for cols in columns.values() for c in cols]].to_numpy(dtype=float), axis="x")
+    _legend(ax)
     ax.grid(axis="x", alpha=0.3)
     ax.set_title("Leaderboard with rank intervals")
     return ax
@@ -315,10 +407,10 @@ def plot_ahead_matrix(ahead: pd.DataFrame, *, ax: Axes | None = None) -> Axes:
     ax = _axes(ax, width=size + 1.2, height=size)
     cmap = LinearSegmentedColormap.from_list("ahead", ["#D55E00", "#FFFFFF", "#0072B2"])
     image = ax.imshow(ahead.to_numpy(dtype=float), vmin=0, vmax=1, cmap=cmap, interpolation="nearest")
-    labels = [shorten(s, 24) for s in ahead.index]
+    labels = text_labels(ahead.index)
     fs = "small" if n <= 30 else "x-small"
-    ax.set_xticks(range(n), labels, rotation=90, fontsize=fs)
-    ax.set_yticks(range(n), labels, fontsize=fs)
+    _row_labels(ax, "x", labels, width=24, rotation=90, fontsize=fs)
+    _row_labels(ax, "y", labels, width=24, fontsize=fs)
     ax.figure.colorbar(image, ax=ax, label="P(row ahead of column)", shrink=0.8)
     ax.set_title("Posterior probability that one subject is ahead of another")
     return ax
@@ -328,16 +420,27 @@ def plot_rhat_ess(diagnostics: pd.DataFrame, *, rhat_max: float = 1.01, ess_min:
     """R-hat against bulk ESS for every parameter, thresholds marked; ``diagnostics`` has ``r_hat``,
     ``ess_bulk`` and ``variable`` columns. Returns the Axes."""
     ax = _axes(ax, width=6.0, height=4.0)
-    colours = domain_colours(diagnostics["variable"].astype(str))
-    for name, rows in diagnostics.groupby("variable", sort=False):
-        ax.scatter(rows["ess_bulk"], rows["r_hat"], s=6, alpha=0.6, color=colours[str(name)], label=str(name))
+    names = text_labels(diagnostics["variable"])
+    colours = domain_colours(names)
+    raster = len(diagnostics) > RASTER_POINTS
+    variable = np.asarray(names, dtype=object)
+    ess = diagnostics["ess_bulk"].to_numpy(dtype=float)
+    rhat = diagnostics["r_hat"].to_numpy(dtype=float)
+    for name, colour in colours.items():
+        at = variable == name
+        ax.scatter(ess[at], rhat[at], s=6, alpha=0.6, color=colour, label=name, rasterized=raster)
     ax.axhline(rhat_max, color="#D55E00", lw=1, ls="--")
     ax.axvline(ess_min, color="#D55E00", lw=1, ls="--")
     ax.set_xscale("log")
+    known = np.append(ess, ess_min)
+    known = known[np.isfinite(known) & (known > 0)]
+    if known.size:
+        ax.set_xlim(known.min() / 2, known.max() * 2)
+    _pad_flat_limits(ax, np.append(rhat, rhat_max), axis="y")
     ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
     ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     ax.set_xlabel("bulk ESS")
     ax.set_ylabel("R-hat")
     ax.set_title(f"Convergence: want R-hat ≤ {rhat_max:g} and ESS ≥ {ess_min:g}")
-    ax.legend(fontsize="small", frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    _legend(ax)
     return ax

@@ -4,6 +4,12 @@
 :class:`~irtbayes.reporting.Document`; :func:`write_report` writes it atomically. The closing section,
 "What this supports and what it does not", is generated from the numbers: which coverage gaps are
 credible, which rank differences the posterior cannot resolve, which conclusions depend on the target.
+
+The report's size is bounded whatever the number of subjects, items and benchmarks: the leaderboard figure,
+the P(ahead) matrix and the leaderboard table show the top :data:`TOP_SUBJECTS` subjects by posterior mean
+rank, the benchmark figures at most :data:`TOP_BENCHMARKS` benchmarks, and a sentence says how many were left
+out and summarises them; the full tables are the CSV files in ``tables/``. Figure sizes are capped in
+:mod:`irtbayes.plots`.
 """
 
 from __future__ import annotations
@@ -26,13 +32,27 @@ if TYPE_CHECKING:
     from irtbayes.audit import AuditResult
     from irtbayes.fit import Fit
 
-__all__ = ["build_report", "parameter_diagnostics", "supported_claims", "write_report"]
+__all__ = [
+    "MAX_SCOPES",
+    "TOP_BENCHMARKS",
+    "TOP_SUBJECTS",
+    "build_report",
+    "parameter_diagnostics",
+    "supported_claims",
+    "write_report",
+]
 
 log = logging.getLogger(__name__)
 
 #: P(bin empty) at or above which a gap is called credible, and the band where the data cannot decide.
 CREDIBLE_EMPTY = 0.9
 UNDECIDED_EMPTY = 0.5
+#: Subjects shown in the leaderboard figure, the P(ahead) matrix and the leaderboard table.
+TOP_SUBJECTS = 30
+#: Benchmarks shown in the coverage and forest figures (those with the largest DDM).
+TOP_BENCHMARKS = 40
+#: Ability scopes (all items, then the domains) drawn in the information figure.
+MAX_SCOPES = 8
 
 
 def parameter_diagnostics(fit: Fit) -> pd.DataFrame:
@@ -194,6 +214,11 @@ def supported_claims(fit: Fit, audit: AuditResult | None, *, ci_prob: float) -> 
     return supported, unsupported
 
 
+def _first_of(n: int, shown: int) -> str:
+    """`` (first 40 of 120)`` for a caption when a table is cut, else nothing."""
+    return f" (first {shown} of {n:,})" if n > shown else ""
+
+
 def _data_section(doc: Document, data: ResponseData) -> None:
     summary = data.summary()
     doc.heading("Data")
@@ -202,7 +227,12 @@ def _data_section(doc: Document, data: ResponseData) -> None:
         f"responses; {summary.missing_share:.1%} of cells missing; "
         f"{'binary' if summary.binary else 'fractional'} scores. Checksum {summary.checksum[:16]}."
     )
-    doc.table(summary.benchmarks.reset_index(), caption="Benchmarks: items, subjects and accuracy")
+    benchmarks = summary.benchmarks.reset_index()
+    doc.table(
+        benchmarks,
+        caption="Benchmarks: items, subjects and accuracy" + _first_of(len(benchmarks), TOP_BENCHMARKS),
+        max_rows=TOP_BENCHMARKS,
+    )
     n_u = len(summary.uninformative)
     if n_u:
         kinds = summary.uninformative["kind"].value_counts().to_dict()
@@ -290,11 +320,9 @@ def _audit_section(
     ci = audit.ci_prob
     target = audit.target
     edges = list(target.edges_array)
-    domains = (
-        data.items.dropna(subset=["benchmark"])
-        .drop_duplicates("benchmark")
-        .set_index("benchmark")["domain"]
-        .astype(str)
+    labelled = data.items.dropna(subset=["benchmark"]).drop_duplicates("benchmark")
+    domains = pd.Series(
+        plots.text_labels(labelled["domain"]), index=plots.text_labels(labelled["benchmark"]), dtype=object
     )
     doc.heading("Audit: coverage, mismatch and gaps")
     doc.paragraph(
@@ -321,14 +349,22 @@ def _audit_section(
         "Item-person map: subjects' abilities (with intervals) beside each benchmark's item difficulties; the "
         "target range is shaded and its bins ruled.",
     )
+    kind = "benchmark" if (audit.benchmarks["scope_kind"] == "benchmark").any() else "all"  # unlabelled items
+    bench = audit.benchmarks.loc[audit.benchmarks["scope_kind"] == kind].copy()
+    bench["domain"] = [domains.get(s, "") for s in plots.text_labels(bench["scope"])]
+    if len(bench) > TOP_BENCHMARKS:
+        bench = bench.sort_values("ddm_w1_mean", ascending=False, kind="stable").head(TOP_BENCHMARKS)
+        doc.paragraph(
+            f"The coverage and benchmark figures show the {TOP_BENCHMARKS} of {len(audit.benchmarks):,} scopes "
+            f"with the largest DDM; every benchmark is in tables/benchmarks.csv and tables/bins.csv."
+        )
+    shown_bins = audit.bins.loc[(audit.bins["scope_kind"] == kind) & audit.bins["scope"].isin(bench["scope"])]
     figure(
         "coverage",
-        plots.plot_coverage_heatmap(audit.bins, domains=domains.to_dict()),
+        plots.plot_coverage_heatmap(shown_bins, scope_kind=kind, domains=domains.to_dict()),
         "Coverage: expected share of each benchmark's items per difficulty bin; × marks bins empty with "
         "probability ≥ 0.8. Rows are grouped and coloured by domain.",
     )
-    bench = audit.benchmarks.loc[audit.benchmarks["scope_kind"] == "benchmark"].copy()
-    bench["domain"] = bench["scope"].map(domains).fillna("")
     figure(
         "ddm",
         plots.plot_forest(
@@ -336,11 +372,10 @@ def _audit_section(
             mean="ddm_w1_mean",
             low="ddm_w1_ci_low",
             high="ddm_w1_ci_high",
-            xlabel="DDM (share outside [L, U] + share inside × W1 / (U − L))",
+            xlabel="DDM (W1 / (U − L))",
             title="Difficulty distribution mismatch with the target",
         ),
-        f"DDM per benchmark with {ci:.0%} intervals (0 = the items follow the target; items outside the range "
-        "count in full).",
+        f"DDM per benchmark with {ci:.0%} intervals (0 = the items follow the target).",
     )
     figure(
         "max_gap",
@@ -354,39 +389,66 @@ def _audit_section(
         ),
         f"Maximum Gap per benchmark with {ci:.0%} intervals.",
     )
-    scopes = ["all"] + [d for d in dict.fromkeys(domains.tolist()) if d and d != "<NA>"]
-    info = audit.information.loc[audit.information["scope"].astype(str).isin(scopes)]
+    info_scope = pd.Series(plots.text_labels(audit.information["scope"]), index=audit.information.index)
+    scopes = [s for s in ["all", *dict.fromkeys(domains.tolist())] if s and s in set(info_scope)]
+    left_out = max(len(scopes) - MAX_SCOPES, 0)
+    scopes = scopes[:MAX_SCOPES]
     figure(
         "information",
-        plots.plot_test_information(
-            info, scopes=[s for s in scopes if s in set(info["scope"].astype(str))], value="se"
-        ),
+        plots.plot_test_information(audit.information.loc[info_scope.isin(scopes)], scopes=scopes, value="se"),
         "Standard error of ability across the range (1/√information), with bands: where the benchmark measures "
-        "precisely and where it does not.",
+        "precisely and where it does not."
+        + (f" {left_out} domain(s) left out; all are in tables/information.csv." if left_out else ""),
     )
     columns = [
         "scope", "n_items", "ddm_w1_mean", "ddm_w1_ci_low", "ddm_w1_ci_high", "ddm_tv_mean",
-        "max_gap_mean", "max_gap_ci_low", "max_gap_ci_high", "gap_lo", "gap_hi", "gap_kind", "interior_gap_mean",
-        "edge_gap_low_mean", "edge_gap_high_mean", "mass_below_mean", "mass_above_mean", "saturated_share",
-        "ddm_shape_w1_mean",
+        "max_gap_mean", "max_gap_ci_low", "max_gap_ci_high", "gap_lo", "gap_hi", "mass_below_mean",
+        "mass_above_mean", "saturated_share",
     ]  # fmt: skip
-    doc.table(audit.benchmarks[[c for c in columns if c in audit.benchmarks.columns]], caption="Per benchmark")
+    doc.table(
+        audit.benchmarks[[c for c in columns if c in audit.benchmarks.columns]],
+        caption="Per benchmark" + _first_of(len(audit.benchmarks), TOP_BENCHMARKS),
+        max_rows=TOP_BENCHMARKS,
+    )
+
+
+def _left_out_sentence(ranking: pd.DataFrame, shown: int, ci_prob: float) -> str:
+    """How many subjects the leaderboard figures leave out, and what their ranks look like."""
+    rest = ranking.iloc[shown:]
+    widths = rest["rank_ci_high"] - rest["rank_ci_low"]
+    last_group = ranking["group"].iloc[shown - 1]
+    tied = int((rest["group"] == last_group).sum())
+    return (
+        f"The leaderboard figure, the P(ahead) matrix and the table show the top {shown} of {len(ranking):,} "
+        f"subjects by posterior mean rank under the re-weighted score; {len(rest):,} subjects are left out of "
+        "them (every subject is in tables/ranking.csv). The left-out subjects have mean ranks "
+        f"{rest['rank_mean'].min():.1f} to {rest['rank_mean'].max():.1f}, with {ci_prob:.0%} rank intervals "
+        f"{widths.median():.0f} places wide (median); {tied:,} of them share a group with the last subject shown "
+        "(the posterior cannot tell them apart from it)."
+    )
 
 
 def _leaderboard_section(doc: Document, fit: Fit, audit: AuditResult, figure: Callable[[str, Any, str], None]) -> None:
     ci = audit.ci_prob
-    ranking = audit.ranking.loc[audit.ranking["scope_kind"] == "all"].merge(
-        _ability_ranks(fit, ci_prob=ci), on="subject", how="left"
+    ranking = (
+        audit.ranking.loc[audit.ranking["scope_kind"] == "all"]
+        .merge(_ability_ranks(fit, ci_prob=ci), on="subject", how="left")
+        .sort_values("rank_mean", kind="stable")
     )
+    shown = min(TOP_SUBJECTS, len(ranking))
+    top = ranking.head(shown)
     doc.heading("Leaderboard with rank intervals")
     doc.paragraph(
         "Raw accuracy weights items as the benchmark happens to hold them; the re-weighted accuracy gives each "
         "difficulty bin its target weight; ability is the IRT estimate. Ranks are per posterior draw."
     )
+    if shown < len(ranking):
+        doc.paragraph(_left_out_sentence(ranking, shown, ci))
+    label = f"the top {shown} of {len(ranking):,} subjects" if shown < len(ranking) else "every subject"
     figure(
         "leaderboard",
         plots.plot_leaderboard(
-            ranking,
+            top,
             columns={
                 "raw accuracy": ("raw_rank", "raw_rank", "raw_rank"),
                 "re-weighted accuracy": ("rank_mean", "rank_ci_low", "rank_ci_high"),
@@ -394,15 +456,20 @@ def _leaderboard_section(doc: Document, fit: Fit, audit: AuditResult, figure: Ca
             },
             sort_by="rank_mean",
         ),
-        f"Ranks (1 = best) under three scorings, with {ci:.0%} intervals.",
+        f"Ranks (1 = best) under three scorings, with {ci:.0%} intervals: {label}.",
     )
     if len(audit.ahead):
-        figure("ahead", plots.plot_ahead_matrix(audit.ahead), "P(row subject ahead of column subject), re-weighted.")
+        k = min(shown, len(audit.ahead))
+        figure(
+            "ahead",
+            plots.plot_ahead_matrix(audit.ahead.iloc[:k, :k]),
+            f"P(row subject ahead of column subject), re-weighted: {label}.",
+        )
     cols = [
         "subject", "raw_accuracy", "raw_rank", "reweighted_mean", "reweighted_ci_low", "reweighted_ci_high",
         "rank_mean", "rank_ci_low", "rank_ci_high", "ability_mean", "ability_ci_low", "ability_ci_high", "group",
     ]  # fmt: skip
-    doc.table(ranking.sort_values("rank_mean")[[c for c in cols if c in ranking.columns]], caption="Leaderboard")
+    doc.table(top[[c for c in cols if c in top.columns]], caption=f"Leaderboard: {label}", max_rows=TOP_SUBJECTS)
 
 
 def build_report(

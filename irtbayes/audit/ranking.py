@@ -37,7 +37,12 @@ P(A ahead of B) = mean_s [rank_A(s) < rank_B(s)]. *Groups*: subjects sorted by p
 the first opens group 1 and is its leader; each next subject joins the current group unless
 P(leader ahead of it) >= ``threshold`` (default 0.9), in which case it opens the next group and leads
 it. Within a group no subject is credibly behind the group's leader, so the group's members cannot be
-told apart at that level.
+told apart at that level. The groups need only the leaders' rows of P(ahead), computed one block of
+candidates at a time (:func:`ranked_groups`), so they cost memory O(draws x subjects) however many subjects.
+
+The full P(ahead) matrix grows with the square of the number of subjects; the audit keeps it for the first
+:data:`MAX_AHEAD_SUBJECTS` subjects by posterior mean rank (all of them when there are fewer), and every
+subject's rank, interval and group in the ranking table.
 
 Saturation
 ----------
@@ -50,15 +55,19 @@ subject answered.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import scipy.sparse as sp
 
 __all__ = [
     "DEFAULT_GROUP_THRESHOLD",
     "DEFAULT_TOP_K",
+    "MAX_AHEAD_SUBJECTS",
     "ahead_probability",
     "draw_ranks",
     "indistinguishable_groups",
+    "ranked_groups",
     "reweighted_accuracy",
     "saturation",
     "unrepresented_mass",
@@ -68,6 +77,10 @@ __all__ = [
 DEFAULT_GROUP_THRESHOLD = 0.9
 #: Number of top subjects for saturation.
 DEFAULT_TOP_K = 5
+#: Subjects (the first by posterior mean rank) for which the audit keeps the full P(ahead) matrix.
+MAX_AHEAD_SUBJECTS = 200
+#: Booleans compared at once when counting P(ahead) (bounds the working memory to about 16 MiB).
+_BLOCK_ELEMENTS = 2**24
 
 
 def reweighted_accuracy(
@@ -166,13 +179,15 @@ def draw_ranks(scores: np.ndarray, *, tiebreak: np.ndarray | None = None) -> np.
     return ranks
 
 
-def ahead_probability(ranks: np.ndarray, *, chunk: int = 256) -> np.ndarray:
+def ahead_probability(ranks: np.ndarray, *, chunk: int | None = None) -> np.ndarray:
     """P(A ahead of B) = share of draws where rank_A < rank_B.
 
     Parameters
     ----------
     ranks
         (draw, subject) ranks.
+    chunk
+        Draws compared at once; by default as many as keep the working memory near 16 MiB.
 
     Returns
     -------
@@ -181,6 +196,8 @@ def ahead_probability(ranks: np.ndarray, *, chunk: int = 256) -> np.ndarray:
     """
     ranks = np.atleast_2d(ranks)
     n_draws, n_subjects = ranks.shape
+    if chunk is None:
+        chunk = max(1, _BLOCK_ELEMENTS // max(n_subjects * n_subjects, 1))
     total = np.zeros((n_subjects, n_subjects))
     for start in range(0, n_draws, chunk):
         r = ranks[start : start + chunk]
@@ -188,6 +205,33 @@ def ahead_probability(ranks: np.ndarray, *, chunk: int = 256) -> np.ndarray:
     out = total / n_draws
     np.fill_diagonal(out, np.nan)
     return out
+
+
+def _leader_rule(order: np.ndarray, p_ahead: Callable[[int, np.ndarray], np.ndarray], threshold: float) -> np.ndarray:
+    """The leader rule over subjects in ``order``; ``p_ahead(leader, candidates)`` gives P(leader ahead)."""
+    groups = np.zeros(len(order), dtype=np.int64)
+    if len(order) == 0:
+        return groups
+    group, start = 1, 0
+    while start < len(order):
+        leader = int(order[start])
+        groups[leader] = group
+        position = start + 1
+        while position < len(order):
+            candidates = order[position : position + _LEADER_BLOCK]
+            beaten = np.flatnonzero(p_ahead(leader, candidates) >= threshold)
+            stop = len(candidates) if len(beaten) == 0 else int(beaten[0])
+            groups[candidates[:stop]] = group
+            position += stop
+            if len(beaten):
+                break
+        group += 1
+        start = position
+    return groups
+
+
+#: Candidates compared with a group's leader at once.
+_LEADER_BLOCK = 64
 
 
 def indistinguishable_groups(
@@ -208,16 +252,33 @@ def indistinguishable_groups(
         (subject,) group numbers 1, 2, ... (1 = the top group).
     """
     order = np.argsort(np.asarray(mean_rank, dtype="float64"), kind="stable")
-    groups = np.zeros(len(order), dtype=np.int64)
-    if len(order) == 0:
-        return groups
-    group, leader = 1, order[0]
-    for j in order:
-        if j != leader and ahead[leader, j] >= threshold:
-            group += 1
-            leader = j
-        groups[j] = group
-    return groups
+    return _leader_rule(order, lambda leader, candidates: ahead[leader, candidates], float(threshold))
+
+
+def ranked_groups(ranks: np.ndarray, *, threshold: float = DEFAULT_GROUP_THRESHOLD) -> np.ndarray:
+    """The groups of :func:`indistinguishable_groups` from the ranks themselves, without the full P(ahead).
+
+    Only each leader's P(ahead) over the subjects that follow it is computed, a block at a time: memory
+    O(draws x subjects), time O(draws x (subjects + groups x block)).
+
+    Parameters
+    ----------
+    ranks
+        (draw, subject) ranks.
+
+    Returns
+    -------
+    numpy.ndarray
+        (subject,) group numbers 1, 2, ... (1 = the top group), equal to
+        ``indistinguishable_groups(ahead_probability(ranks), ranks.mean(axis=0))``.
+    """
+    ranks = np.atleast_2d(ranks)
+    order = np.argsort(ranks.mean(axis=0), kind="stable")
+
+    def p_ahead(leader: int, candidates: np.ndarray) -> np.ndarray:
+        return (ranks[:, [leader]] < ranks[:, candidates]).mean(axis=0)
+
+    return _leader_rule(order, p_ahead, float(threshold))
 
 
 def saturation(responses: np.ndarray, top: np.ndarray) -> dict[str, np.ndarray]:

@@ -65,9 +65,10 @@ from irtbayes.audit.mismatch import ddm_shape_tv, ddm_shape_w1, ddm_tv, ddm_w1_f
 from irtbayes.audit.ranking import (
     DEFAULT_GROUP_THRESHOLD,
     DEFAULT_TOP_K,
+    MAX_AHEAD_SUBJECTS,
     ahead_probability,
     draw_ranks,
-    indistinguishable_groups,
+    ranked_groups,
     reweighted_accuracy,
     saturation,
     unrepresented_mass,
@@ -680,7 +681,9 @@ def audit(
         ``ranking``: one row per (scope, subject): ``scope_kind``, ``scope``, ``subject``, ``n_responses``,
         ``raw_accuracy``, ``raw_rank``, ``reweighted_{mean,sd,ci_low,ci_high}``, ``ability_{...}``,
         ``rank_mean``, ``rank_ci_low``, ``rank_ci_high``, ``group``.
-        ``ahead``: P(row subject ahead of column subject) over all items, subjects by mean rank.
+        ``ahead``: P(row subject ahead of column subject) over all items, subjects by mean rank; the first
+        :data:`~irtbayes.audit.ranking.MAX_AHEAD_SUBJECTS` (200) subjects when there are more (``ranking``
+        holds every subject).
         ``information``: one row per (scope, theta): ``scope_kind``, ``scope``, ``theta``,
         ``{info,se,score,slope}_{mean,sd,ci_low,ci_high}``.
         ``items``: one row per item: ``item``, ``benchmark``, ``domain``, ``difficulty_{...}``, ``p_below``,
@@ -845,9 +848,8 @@ def audit(
         sat = saturation(scope.responses, top)
         saturation_by_scope[(scope.kind, scope.name)] = {k: v for k, v in sat.items()} | {"items": scope.items}
         n_answered = max(int(sat["answered"].sum()), 1)
-        ahead = ahead_probability(ranks)
         mean_rank = ranks.mean(axis=0)
-        groups = indistinguishable_groups(ahead, mean_rank, threshold=float(group_threshold))
+        groups = ranked_groups(ranks, threshold=float(group_threshold))
         q_low, q_high = (1 - ci_prob) / 2, (1 + ci_prob) / 2
         raw = np.nanmean(scope.responses, axis=1)
         rk = pd.DataFrame(
@@ -869,9 +871,9 @@ def audit(
         rk["group"] = groups
         rank_rows.append(rk.sort_values("rank_mean", kind="stable"))
         if scope.kind == "all":
-            order = np.argsort(mean_rank, kind="stable")
+            order = np.argsort(mean_rank, kind="stable")[:MAX_AHEAD_SUBJECTS]
             ahead_frame = pd.DataFrame(
-                ahead[np.ix_(order, order)],
+                ahead_probability(ranks[:, order]),
                 index=pd.Index(subj_ids[order], name="subject"),
                 columns=pd.Index(subj_ids[order], name="behind"),
             )
@@ -929,6 +931,7 @@ def audit(
         "min_items": min_items,
         "top_k": top_k,
         "group_threshold": float(group_threshold),
+        "ahead_max_subjects": MAX_AHEAD_SUBJECTS,
         "grid_points": grid_points,
         "ability_dims": draws.dims,
         "ability_dim": ability_dim,
