@@ -76,7 +76,7 @@ def test_ddm_lies_in_unit_interval_and_w1_is_zero_only_when_tv_can_be(
         )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=120, deadline=None)
 @given(draws_and_edges())
 def test_headline_ddm_bounds_outside_share_clipped_w1_and_shape(
     case: tuple[np.ndarray, np.ndarray, np.ndarray],
@@ -112,7 +112,7 @@ def one_item_leaves(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray, np.ndarray
     return x[None, :], moved[None, :], edges, weights
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(one_item_leaves())
 def test_moving_an_item_out_of_the_range_never_lowers_the_headline_ddm(
     case: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
@@ -125,7 +125,7 @@ def test_moving_an_item_out_of_the_range_never_lowers_the_headline_ddm(
     assert tv[1] >= tv[0] - 1e-12, f"TV headline fell from {tv[0]} to {tv[1]}: {before} -> {after}, edges {edges}"
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(
     st.integers(1, 40),
     st.integers(1, 12),
@@ -149,7 +149,7 @@ def test_eighty_percent_below_l_scores_at_least_point_three_under_the_uniform_ta
     assert np.all(w1 >= 0.3) and np.all(tv >= 0.3), (w1, tv)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(draws_and_edges())
 def test_the_maximum_gap_is_the_widest_of_its_interior_and_edge_parts(
     case: tuple[np.ndarray, np.ndarray, np.ndarray],
@@ -157,6 +157,8 @@ def test_the_maximum_gap_is_the_widest_of_its_interior_and_edge_parts(
     x, edges, _ = case
     lo, hi = edges[0], edges[-1]
     parts = gap_parts(x, lo, hi)
+    low, high = edge_gaps(x, lo, hi)
+    assert np.array_equal(low, parts.edge_low) and np.array_equal(high, parts.edge_high), (low, high, parts)
     np.testing.assert_allclose(
         parts.widest.width, np.maximum.reduce([parts.edge_low, parts.interior, parts.edge_high]), atol=1e-12
     )
@@ -168,7 +170,7 @@ def test_the_maximum_gap_is_the_widest_of_its_interior_and_edge_parts(
         assert bool(parts.widest.edge[s] & 1) == (parts.widest.lo[s] == lo and parts.widest.width[s] == want_low)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(draws_and_edges(), st.floats(0.01, 2.0))
 def test_widening_the_range_adds_its_width_to_an_edge_gap_when_no_item_is_in_the_added_stretch(
     case: tuple[np.ndarray, np.ndarray, np.ndarray], d: float
@@ -235,11 +237,13 @@ def test_intervals_are_ordered_and_hold_the_median(values: np.ndarray, ci_prob: 
 @settings(max_examples=100, deadline=None)
 @given(st.integers(0, 10_000), st.floats(0.5, 0.95))
 def test_intervals_contain_the_mean_for_the_audits_bounded_measures(seed: int, ci_prob: float) -> None:
-    # DDM and gap posteriors from scattered difficulties are unimodal and not extremely skewed: there the
-    # equal-tailed interval holds the mean (it need not for arbitrary draws, see irtbayes.summaries)
+    # in-range W1 and gap posteriors from scattered difficulties are unimodal and not extremely skewed: there
+    # the equal-tailed interval holds the mean (it need not for arbitrary draws, see irtbayes.summaries). The
+    # headline DDM is left out: it jumps by 1/n whenever an item crosses L or U, so with items scattered across
+    # the edges its posterior is a lumpy mixture whose mean can leave a 50% interval.
     rng = np.random.default_rng(seed)
     x = rng.uniform(-1, 1, 40) + rng.uniform(0.05, 0.4) * rng.normal(size=(400, 40))
     edges = np.linspace(-1, 1, 9)
-    for values in (ddm_w1(x, edges, np.full(8, 1 / 8)), widest_gap(x, -1, 1).width):
+    for values in (ddm_shape_w1(x, edges, np.full(8, 1 / 8)), widest_gap(x, -1, 1).width):
         s = summarize(values, ci_prob=ci_prob)
         assert s["ci_low"] <= s["mean"] <= s["ci_high"], (s, ci_prob)

@@ -197,8 +197,20 @@ def edge_gaps(
     tuple of numpy.ndarray
         (edge_low, edge_high), each (draw,); both hi - lo in a draw with no item inside.
     """
-    parts = gap_parts(difficulty, lo, hi, presorted=presorted)
-    return parts.edge_low, parts.edge_high
+    x = np.atleast_2d(np.asarray(difficulty))
+    if not presorted:
+        x = np.sort(x, axis=1)
+    n_draws, n = x.shape
+    if n == 0:
+        whole = np.full(n_draws, float(hi - lo))
+        return whole, whole.copy()
+    rows = np.arange(n_draws)
+    start = (x < lo).sum(axis=1)  # the lowest item inside sits here, if any
+    stop = (x <= hi).sum(axis=1)  # one past the highest item inside
+    inside = stop > start
+    first = x[rows, np.minimum(start, n - 1)].astype("float64")
+    last = x[rows, np.maximum(stop - 1, 0)].astype("float64")
+    return np.where(inside, first - lo, hi - lo), np.where(inside, hi - last, hi - lo)
 
 
 @dataclass(frozen=True)
