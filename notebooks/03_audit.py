@@ -36,11 +36,12 @@
 #
 # **Measures** (per posterior draw, summarised by the mean and a 90% equal-tailed interval): the target range
 # [L, U] is where the population's abilities lie (pooled 2.5%-97.5% posterior quantiles, widened by 0.5),
-# cut into 10 bins with a uniform target. **DDM** is the 1-Wasserstein distance between the benchmark's
-# difficulties inside [L, U] and the uniform target, divided by U - L (0 = spread evenly, 1 = all mass at one
-# end). **Maximum Gap** is the widest interval in [L, U] with no item difficulty (L and U count as edges);
-# we report it in logits and as a share of U - L, which is comparable across populations. Coverage is the
-# expected share of items per bin and the probability that a bin is empty.
+# cut into 10 bins with a uniform target. **DDM** counts the share of the benchmark's items outside [L, U] in
+# full and adds, for the share inside, the 1-Wasserstein distance between those items and the uniform target
+# divided by U - L (0 = every item inside and spread evenly, 1 = no item inside). **Maximum Gap** is the
+# widest interval in [L, U] with no item difficulty (L and U count as edges); we report it in logits and as a
+# share of U - L, which is comparable across populations. Coverage is the expected share of items per bin and
+# the probability that a bin is empty.
 #
 # **Models and sampling.** A hierarchical 2PL (item difficulties and log-discriminations pooled within benchmark
 # and domain) for every population except XSTest: with 5 systems an item's discrimination would rest on 5
@@ -55,8 +56,9 @@
 # ADVI. Every row of the results table says what was calibrated and with which sampler. A full run on more
 # data is `IRTBAYES_NB_MAX_SUBJECTS=all IRTBAYES_NB_MAX_ITEMS=all IRTBAYES_NB_MODE=full python
 # notebooks/03_audit.py` (or any other caps), on a machine with more cores. A smaller subsample inflates the
-# Maximum Gap (fewer points leave wider gaps) and raises DDM's floor, 1/(4m) for m items; the table reports
-# both the number of items calibrated and a reference gap for that many items spread at random.
+# Maximum Gap (fewer points leave wider gaps) and raises DDM's floor, o + (1 - o)/(4m) for m items inside and a
+# share o outside; the table reports both the number of items calibrated and a reference gap for that many
+# items spread at random.
 #
 # **Item locations.** Coverage, DDM and the Maximum Gap use the audit's default deconvolved item locations:
 # in each draw every item is placed under its benchmark's estimated difficulty distribution rather than the
@@ -121,7 +123,8 @@ for pop in POPULATIONS:
     domain_of = data.items.groupby("benchmark", observed=True)["domain"].first().astype(str)
     for _, r in table.iterrows():
         width = hi - lo
-        in_range = r["n_items"] * (1 - r["mass_below_mean"] - r["mass_above_mean"])
+        outside = r["mass_below_mean"] + r["mass_above_mean"]
+        in_range = r["n_items"] * (1 - outside)
         m = max(round(in_range), 0)
         # expected widest of the m + 1 spacings of m uniform points on [0, 1] (L and U count as edges)
         gap_ref = float(np.sum(1.0 / np.arange(1, m + 2)) / (m + 1))
@@ -139,7 +142,7 @@ for pop in POPULATIONS:
                 "range_lo": lo,
                 "range_hi": hi,
                 **{f"ddm_{k}": r[f"ddm_w1_{k}"] for k in ("mean", "sd", "ci_low", "ci_high")},
-                "ddm_floor": 1 / (4 * max(m, 1)),
+                "ddm_floor": outside + (1 - outside) / (4 * max(m, 1)),
                 **{f"ddm_tv_{k}": r[f"ddm_tv_{k}"] for k in ("mean", "ci_low", "ci_high")},
                 **{f"max_gap_{k}": r[f"max_gap_{k}"] for k in ("mean", "sd", "ci_low", "ci_high")},
                 **{f"max_gap_rel_{k}": r[f"max_gap_{k}"] / width for k in ("mean", "ci_low", "ci_high")},
@@ -327,7 +330,7 @@ ax = plot_forest(
     high="ddm_ci_high",
     label="label_domain",
     colour_by="domain",
-    xlabel="DDM = W1(difficulties, uniform target) / (U - L)",
+    xlabel="DDM = share outside + share inside x W1(inside, uniform target) / (U - L)",
     title=f"Difficulty Distribution Mismatch, {n_b} benchmarks ({CI_PROB:.0%} intervals)",
 )
 ax.figure.savefig(S.figures / "forest_ddm.png", dpi=dpi, bbox_inches="tight")
