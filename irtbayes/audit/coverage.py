@@ -8,8 +8,9 @@ For draw s and bin k = [e_k, e_{k+1}) (last bin closed),
 
 so that sum_k share_k(s) + below(s) + above(s) = 1 in every draw. The *in-range share*
 count_k(s) / sum_k count_k(s) is the benchmark's difficulty distribution restricted to [L, U], the one the
-DDM compares with the target. From the draws: P(bin k empty) = mean_s [count_k(s) = 0] and
-P(bin k holds fewer than m items) = mean_s [count_k(s) < m].
+in-range shape measures (``ddm_shape_w1``, ``ddm_shape_tv``) compare with the target; the headline DDM also
+counts below(s) and above(s) (:mod:`irtbayes.audit.mismatch`). From the draws: P(bin k empty) =
+mean_s [count_k(s) = 0] and P(bin k holds fewer than m items) = mean_s [count_k(s) < m].
 """
 
 from __future__ import annotations
