@@ -11,10 +11,13 @@ that is seconds instead of a minute and a half. The definitions follow arviz-sta
   ``|x - median|``; the larger of the two;
 - ESS: autocovariances by FFT, Geyer's initial positive sequence and initial monotone sequence, with the
   autocorrelation time bounded below by ``1 / log10(S)``; bulk on the rank-normalised split draws, tail the
-  smaller of the ESS of the indicators ``x <= q_p`` and ``x <= q_(1-p)`` (split chains), with arviz-stats'
-  default ``p = (1 - rcParams["stats.ci_prob"]) / ...``: the quantiles ``1 - ci_prob`` and ``ci_prob``
-  (0.11 and 0.89 with the default 0.89);
+  smaller of the ESS of the indicators ``x <= q_low`` and ``x <= q_high`` (split chains) at the ends of the
+  central ``ci_prob`` interval that irtbayes reports, ``low = (1 - ci_prob) / 2`` and ``high = 1 - low``
+  (0.05 and 0.95 for the default 0.9): arviz-stats' ``ess(method="tail", prob=(low, high))``. (arviz-stats'
+  own default, ``prob=None``, takes the quantiles ``1 - p`` and ``p`` of its ``stats.ci_prob`` setting,
+  0.11 and 0.89, which are not the ends of the intervals irtbayes reports.)
 - a parameter constant over every draw has ESS equal to the number of draws.
+- a parameter with a NaN (or infinite) draw has NaN r-hat and ESS, as in arviz-stats.
 
 ``tests/test_convergence.py`` checks every value against arviz-stats.
 """
@@ -26,19 +29,25 @@ from scipy.fft import next_fast_len
 from scipy.special import ndtri
 from scipy.stats import rankdata
 
-__all__ = ["ess_bulk", "ess_tail", "rank_diagnostics", "rhat_rank"]
+__all__ = ["ess_bulk", "ess_tail", "rank_diagnostics", "rhat_rank", "tail_probs"]
 
 #: Parameters processed together (bounds the memory of the temporaries: about 10 arrays of this many
 #: parameters x draws).
 CHUNK_PARAMETERS = 1024
 
 
-def _tail_probs() -> tuple[float, float]:
-    from arviz_stats.validate import validate_ci_prob
+def tail_probs(ci_prob: float = 0.9) -> tuple[float, float]:
+    """The quantiles at the ends of a central ``ci_prob`` interval: ``((1 - ci_prob) / 2, (1 + ci_prob) / 2)``.
 
-    prob = float(validate_ci_prob(None))
-    low, high = sorted((prob, 1 - prob))
-    return low, high
+    Raises
+    ------
+    ValueError
+        ``ci_prob`` is not strictly between 0 and 1.
+    """
+    if not 0 < ci_prob < 1:
+        raise ValueError(f"ci_prob must be strictly between 0 and 1, got {ci_prob}")
+    low = round((1 - float(ci_prob)) / 2, 12)  # 0.05, not 0.04999999999999999: the quantile is exact
+    return low, round(1 - low, 12)
 
 
 def _as_3d(x: np.ndarray) -> tuple[np.ndarray, tuple[int, ...]]:
@@ -48,6 +57,12 @@ def _as_3d(x: np.ndarray) -> tuple[np.ndarray, tuple[int, ...]]:
         raise ValueError(f"expected (chain, draw, ...) draws, got shape {x.shape}")
     shape = x.shape[2:]
     return np.ascontiguousarray(np.moveaxis(x.reshape(x.shape[0], x.shape[1], -1), 2, 0)), shape
+
+
+def _nonfinite(x: np.ndarray) -> np.ndarray:
+    """Parameters of (parameter, chain, draw) draws with a NaN or infinite draw: their diagnostics are NaN
+    (arviz-stats gives NaN for NaN draws; an infinite draw has no rank-normalised value either)."""
+    return ~np.isfinite(x).all(axis=(1, 2))
 
 
 def _split(x: np.ndarray) -> np.ndarray:
@@ -82,7 +97,7 @@ def rhat_rank(draws: np.ndarray) -> np.ndarray:
     tail = _rhat(_z_scale(folded))
     with np.errstate(invalid="ignore"):
         out = np.fmax(bulk, tail)
-    out[np.isnan(bulk) | np.isnan(tail)] = np.nan
+    out[np.isnan(bulk) | np.isnan(tail) | _nonfinite(x)] = np.nan
     return out.reshape(shape)
 
 
@@ -136,33 +151,40 @@ def ess_bulk(draws: np.ndarray) -> np.ndarray:
     x, shape = _as_3d(draws)
     if x.shape[2] < 4:
         return np.full(shape, np.nan)
-    return _ess(_z_scale(_split(x))).reshape(shape)
+    out = _ess(_z_scale(_split(x)))
+    out[_nonfinite(x)] = np.nan
+    return out.reshape(shape)
 
 
-def ess_tail(draws: np.ndarray) -> np.ndarray:
-    """Tail ESS of each parameter (the smaller of the two quantiles' ESS); ``draws`` is (chain, draw, ...)."""
+def ess_tail(draws: np.ndarray, *, ci_prob: float = 0.9) -> np.ndarray:
+    """Tail ESS of each parameter: the smaller of the ESS at the two ends of the central ``ci_prob``
+    interval (see :func:`tail_probs`); ``draws`` is (chain, draw, ...)."""
+    probs = tail_probs(ci_prob)
     x, shape = _as_3d(draws)
     if x.shape[2] < 4:
         return np.full(shape, np.nan)
     flat = x.reshape(x.shape[0], -1)
     out = []
-    for prob in _tail_probs():
+    for prob in probs:
         q = np.quantile(flat, prob, axis=1)
         out.append(_ess(_split((x <= q[:, None, None]).astype("float64"))))
-    return np.fmin(*out).reshape(shape)
+    tail = np.minimum(*out)  # NaN if either is NaN
+    tail[_nonfinite(x)] = np.nan
+    return tail.reshape(shape)
 
 
-def rank_diagnostics(draws: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def rank_diagnostics(draws: np.ndarray, *, ci_prob: float = 0.9) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(r-hat, bulk ESS, tail ESS) of each parameter of (chain, draw, ...) draws, in chunks of parameters.
 
-    The rank-normalised split draws serve both the bulk r-hat and the bulk ESS, so they are computed once.
+    Tail ESS is taken at the ends of the central ``ci_prob`` interval (:func:`tail_probs`). The
+    rank-normalised split draws serve both the bulk r-hat and the bulk ESS, so they are computed once.
     """
+    probs = tail_probs(ci_prob)
     x, shape = _as_3d(draws)
     p = x.shape[0]
     rhat, bulk, tail = np.full(p, np.nan), np.full(p, np.nan), np.full(p, np.nan)
     if x.shape[2] < 4:
         return rhat.reshape(shape), bulk.reshape(shape), tail.reshape(shape)
-    probs = _tail_probs()
     for start in range(0, p, CHUNK_PARAMETERS):
         part = x[start : start + CHUNK_PARAMETERS]
         sl = slice(start, start + len(part))
@@ -170,7 +192,7 @@ def rank_diagnostics(draws: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndar
         z = _z_scale(s)
         bulk[sl] = _ess(z)
         flat = part.reshape(len(part), -1)
-        tail[sl] = np.fmin(
+        tail[sl] = np.minimum(
             *[_ess(_split((part <= np.quantile(flat, q, axis=1)[:, None, None]).astype("float64"))) for q in probs]
         )
         if x.shape[1] >= 2:
@@ -180,4 +202,6 @@ def rank_diagnostics(draws: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndar
                 r = np.fmax(r_bulk, r_tail)
             r[np.isnan(r_bulk) | np.isnan(r_tail)] = np.nan
             rhat[sl] = r
+    bad = _nonfinite(x)
+    rhat[bad], bulk[bad], tail[bad] = np.nan, np.nan, np.nan
     return rhat.reshape(shape), bulk.reshape(shape), tail.reshape(shape)

@@ -10,7 +10,7 @@ import pytest
 import xarray as xr
 
 from irtbayes import convergence
-from irtbayes.convergence import ess_bulk, ess_tail, rank_diagnostics, rhat_rank
+from irtbayes.convergence import ess_bulk, ess_tail, rank_diagnostics, rhat_rank, tail_probs
 from irtbayes.diagnostics import rank_diagnostics_datasets
 
 
@@ -34,21 +34,69 @@ def _cases() -> dict[str, np.ndarray]:
         "one chain": _ar(rng, 1, 400, 4, 0.7),
         "very short": rng.normal(size=(2, 9, 4)),
         "nearly stuck": _ar(rng, 4, 1000, 4, 0.99),
+        "NaN draws": _with_nan(_ar(rng, 4, 200, 4, 0.5)),
     }
+
+
+def _with_nan(x: np.ndarray) -> np.ndarray:
+    """The draws with a NaN in the second parameter (an interrupted chain padded with NaN) and one in the
+    last parameter's first draw: their diagnostics must be NaN, the others' unchanged."""
+    x = x.copy()
+    x[1, 150:, 1] = np.nan
+    x[0, 0, -1] = np.nan
+    return x
 
 
 @pytest.mark.parametrize("name", list(_cases()))
 def test_equals_arviz_stats(name: str) -> None:
+    """Defaults: tail ESS at the ends of the 90% interval, arviz-stats' ``prob=(0.05, 0.95)``."""
     x = _cases()[name]
     da = xr.DataArray(x, dims=("chain", "draw", "p"))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        expected = (azs.rhat(da).values, azs.ess(da, method="bulk").values, azs.ess(da, method="tail").values)
+        expected = (
+            azs.rhat(da).values,
+            azs.ess(da, method="bulk").values,
+            azs.ess(da, method="tail", prob=(0.05, 0.95)).values,
+        )
         got = (rhat_rank(x), ess_bulk(x), ess_tail(x))
         together = rank_diagnostics(x)
     for label, want, have, joint in zip(("r-hat", "bulk ESS", "tail ESS"), expected, got, together, strict=True):
         np.testing.assert_allclose(have, want, rtol=1e-9, atol=1e-9, err_msg=f"{name}: {label}")
         np.testing.assert_allclose(joint, want, rtol=1e-9, atol=1e-9, err_msg=f"{name}: {label} (together)")
+
+
+@pytest.mark.parametrize("ci_prob", [0.5, 0.8, 0.89, 0.95, 0.99])
+@pytest.mark.parametrize("name", ["strongly autocorrelated", "antithetic, odd draws", "ties (discrete)"])
+def test_tail_ess_at_the_ends_of_the_interval_equals_arviz_stats(name: str, ci_prob: float) -> None:
+    x = _cases()[name]
+    da = xr.DataArray(x, dims=("chain", "draw", "p"))
+    low, high = tail_probs(ci_prob)
+    assert low == pytest.approx((1 - ci_prob) / 2, abs=1e-12) and high == pytest.approx((1 + ci_prob) / 2, abs=1e-12)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want = azs.ess(da, method="tail", prob=(low, high)).values
+        have, joint = ess_tail(x, ci_prob=ci_prob), rank_diagnostics(x, ci_prob=ci_prob)[2]
+    np.testing.assert_allclose(have, want, rtol=1e-9, atol=1e-9, err_msg=f"{name}, ci_prob {ci_prob}")
+    np.testing.assert_allclose(joint, want, rtol=1e-9, atol=1e-9, err_msg=f"{name}, ci_prob {ci_prob} (together)")
+
+
+def test_tail_ess_depends_on_the_interval() -> None:
+    """The 0.05/0.95 quantiles are not arviz-stats' default 0.11/0.89: the tail ESS differs, and only the
+    quantiles of the reported interval match."""
+    x = _ar(np.random.default_rng(5), 4, 400, 6, 0.8)
+    da = xr.DataArray(x, dims=("chain", "draw", "p"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        default = azs.ess(da, method="tail").values
+    assert not np.allclose(ess_tail(x), default, rtol=1e-6), "tail ESS at 0.05/0.95 equals the 0.11/0.89 one"
+    assert not np.allclose(ess_tail(x, ci_prob=0.5), ess_tail(x), rtol=1e-6)
+
+
+@pytest.mark.parametrize("ci_prob", [0.0, 1.0, -0.2, 1.5])
+def test_tail_probs_reject_a_bad_interval(ci_prob: float) -> None:
+    with pytest.raises(ValueError, match="ci_prob"):
+        tail_probs(ci_prob)
 
 
 def test_chunks_and_shapes(monkeypatch: pytest.MonkeyPatch) -> None:
