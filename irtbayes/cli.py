@@ -1,7 +1,8 @@
 """The ``irtbayes`` command: thin wrappers over the library's verbs.
 
 Errors a user can cause (bad files, bad settings, mismatched fits) print one line to stderr and exit 2;
-nothing prints a traceback unless ``--debug`` is given.
+nothing prints a traceback unless ``--debug`` is given. Ctrl-C prints one line saying what was lost and
+exits 130; an interrupted fit saves nothing unless ``--keep-partial`` is given.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from irtbayes.errors import IrtbayesError
+from irtbayes.errors import FitInterrupted, IrtbayesError
 
 log = logging.getLogger("irtbayes")
 
@@ -148,6 +149,12 @@ def _fit_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--tune", type=int, default=None, help="tuning steps per chain (default: the sampler's own)")
     group.add_argument("--seed", type=int, default=20260101, help="random seed (default 20260101)")
     group.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    group.add_argument(
+        "--keep-partial",
+        action="store_true",
+        help="on Ctrl-C during sampling, save the draws so far as a fit marked PARTIAL (never converged); "
+        "default: an interrupted fit saves nothing",
+    )
 
 
 def _fit_from_args(data: object, args: argparse.Namespace) -> object:
@@ -165,14 +172,55 @@ def _fit_from_args(data: object, args: argparse.Namespace) -> object:
         tune=args.tune,
         seed=args.seed,
         progress=not args.no_progress,
+        keep_partial=bool(getattr(args, "keep_partial", False)),
     )
+
+
+def _fit_interrupted(err: FitInterrupted, args: argparse.Namespace, *, inside_audit: bool) -> int:
+    """Say in one line on stderr what an interrupted fit lost; with ``--keep-partial``, save the draws so far.
+
+    The partial fit goes where the complete one would have: ``--out`` for ``fit``, ``OUT/fit`` for ``audit``
+    (no audit is run on it). Returns 130, the exit code of a Ctrl-C.
+    """
+    from irtbayes.files import atomic_dir
+    from irtbayes.fit import save_fit
+
+    if err.partial is None or not getattr(args, "keep_partial", False):
+        if getattr(args, "keep_partial", False):
+            lost = "no draws to keep, nothing saved"
+        elif err.draws_done > 0 or err.phase == "optimisation":
+            lost = "nothing saved; rerun, or use --keep-partial to keep the draws so far"
+        else:
+            lost = "nothing saved; rerun"
+        print(f"irtbayes: {err}: {lost}", file=sys.stderr)
+        return 130
+    try:
+        if inside_audit:
+            with atomic_dir(args.out) as tmp:
+                save_fit(err.partial, tmp / "fit")
+            path = Path(args.out) / "fit"
+        else:
+            path = save_fit(err.partial, args.out, overwrite=args.overwrite)
+    except IrtbayesError as save_error:
+        print(f"irtbayes: {err}: the draws so far were not saved ({save_error})", file=sys.stderr)
+        return 130
+    print(err.partial.summary())
+    after = f"; no audit was run (`irtbayes audit --fit {path}` audits it)" if inside_audit else ""
+    print(
+        f"irtbayes: {err}: saved the draws so far to {path} as a PARTIAL fit (its convergence checks fail){after}",
+        file=sys.stderr,
+    )
+    return 130
 
 
 def cmd_fit(args: argparse.Namespace) -> int:
     from irtbayes.fit import save_fit
 
     data = load_data_argument(args)
-    result = _fit_from_args(data, args)
+    try:
+        result = _fit_from_args(data, args)
+    except FitInterrupted as err:
+        return _fit_interrupted(err, args, inside_audit=False)
     path = save_fit(result, args.out, overwrite=args.overwrite)  # type: ignore[arg-type]
     print(result.summary())  # type: ignore[attr-defined]
     print(f"\nSaved the fit to {path}")
@@ -264,7 +312,10 @@ def cmd_audit(args: argparse.Namespace) -> int:
         fit_result, data = _load_fit_and_data(args, args.fit)
     else:
         data = load_data_argument(args)
-        fit_result = _fit_from_args(data, args)
+        try:
+            fit_result = _fit_from_args(data, args)
+        except FitInterrupted as err:
+            return _fit_interrupted(err, args, inside_audit=True)
     result = _audit_from_args(fit_result, data, args)
     with atomic_dir(args.out) as tmp:
         write_audit(result, tmp)  # type: ignore[arg-type]
@@ -315,6 +366,8 @@ def cmd_report(args: argparse.Namespace) -> int:
 
         benchfill = load_benchfill_result(args.benchfill)
     path = write_report(fit_result, data, args.out, audit=result, benchfill=benchfill)  # type: ignore[arg-type]
+    if fit_result.partial:  # type: ignore[attr-defined]
+        print(fit_result.partial_text())  # type: ignore[attr-defined]
     print(f"Report: {path}")
     return 0
 
@@ -410,6 +463,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # output piped into `head` and the like
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except FitInterrupted as err:  # from a fit outside `fit` and `audit` (which say more)
+        print(f"irtbayes: {err}: nothing saved", file=sys.stderr)
+        return 130
     except KeyboardInterrupt:
         print("irtbayes: interrupted; nothing half-written was left behind", file=sys.stderr)
         return 130

@@ -6,6 +6,11 @@ message and a non-zero exit code instead of a traceback.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from irtbayes.fit import Fit
+
 
 class IrtbayesError(Exception):
     """Base class of the errors that irtbayes raises on purpose."""
@@ -21,3 +26,81 @@ class FitError(IrtbayesError):
 
 class SpecError(IrtbayesError, ValueError):
     """A model, audit or BenchFill setting is invalid."""
+
+
+class FitInterrupted(KeyboardInterrupt):
+    """A fit was interrupted (Ctrl-C) before every chain had all its draws.
+
+    It derives from :class:`KeyboardInterrupt`, not :class:`IrtbayesError`, so that code which catches
+    errors in general never swallows a Ctrl-C.
+
+    Attributes
+    ----------
+    phase
+        ``"compile"`` (building and compiling the model), ``"tuning"`` (warm-up, no draw kept yet),
+        ``"sampling"`` (some draws kept), ``"optimisation"`` (ADVI, Pathfinder) or ``"running"`` (a sampler
+        that reports no progress, e.g. numpyro).
+    draws_done, draws_requested
+        Draws per chain kept so far (in ``chains_done`` chains) and asked for.
+    chains_done, chains_requested
+        Chains that have ``draws_done`` draws, and chains asked for.
+    partial
+        With ``fit(..., keep_partial=True)`` and at least one draw: the draws so far as a
+        :class:`~irtbayes.fit.Fit` marked partial (``fit.partial``; its convergence checks fail). Else None.
+    """
+
+    def __init__(
+        self,
+        phase: str,
+        *,
+        draws_done: int = 0,
+        draws_requested: int = 0,
+        chains_done: int = 0,
+        chains_requested: int = 0,
+        partial: Fit | None = None,
+    ) -> None:
+        self.phase = phase
+        self.draws_done = int(draws_done)
+        self.draws_requested = int(draws_requested)
+        self.chains_done = int(chains_done)
+        self.chains_requested = int(chains_requested)
+        self.partial = partial
+        super().__init__(self.describe())
+
+    def describe(self) -> str:
+        """What was done when the interrupt came, as a phrase (see :func:`describe_interrupt`)."""
+        return describe_interrupt(
+            self.phase,
+            draws_done=self.draws_done,
+            draws_requested=self.draws_requested,
+            chains_done=self.chains_done,
+            chains_requested=self.chains_requested,
+        )
+
+
+def describe_interrupt(
+    phase: str, *, draws_done: int = 0, draws_requested: int = 0, chains_done: int = 0, chains_requested: int = 0
+) -> str:
+    """The phrase that says how far an interrupted fit got: ``interrupted during sampling after 300 of 1000 ...``.
+
+    Parameters
+    ----------
+    phase, draws_done, draws_requested, chains_done, chains_requested
+        As in :class:`FitInterrupted`.
+
+    Returns
+    -------
+    str
+    """
+    if phase == "compile":
+        return "interrupted while building and compiling the model, before sampling"
+    if phase == "optimisation":
+        return "interrupted during the approximation's optimisation"
+    if phase == "running":
+        return "interrupted while the sampler was running (it returns no draws when interrupted)"
+    if phase == "tuning" or draws_done == 0:
+        return f"interrupted during tuning (warm-up), before any of the {draws_requested} draws per chain"
+    text = f"interrupted during sampling after {draws_done} of {draws_requested} draws per chain"
+    if chains_done < chains_requested:
+        text += f" (in {chains_done} of {chains_requested} chains)"
+    return text

@@ -18,10 +18,13 @@ import json
 import logging
 import os
 import shutil
+import signal
+import threading
 import time
 import uuid
 import warnings
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal
@@ -34,7 +37,7 @@ import xarray as xr
 
 from irtbayes.data import ResponseData, json_ready
 from irtbayes.diagnostics import Diagnostics, check_convergence
-from irtbayes.errors import DataError, FitError, SpecError
+from irtbayes.errors import DataError, FitError, FitInterrupted, SpecError, describe_interrupt
 from irtbayes.files import read_json
 from irtbayes.model import ModelSpec, add_derived, build_model, model_inputs
 
@@ -43,6 +46,7 @@ __all__ = [
     "FORMAT_VERSION",
     "SAMPLERS",
     "Fit",
+    "FitInterrupted",
     "Scores",
     "fit",
     "load_fit",
@@ -106,7 +110,9 @@ class Fit:
     diagnostics
         Convergence checks.
     info
-        Data source, sizes, creation time, package versions.
+        Data source, sizes, creation time, package versions; for a partial fit (an interrupted run kept with
+        ``keep_partial=True``) also ``partial`` (True) and ``interrupted`` (``phase``, ``draws_done``,
+        ``draws_requested``, ``chains_done``, ``chains_requested``).
     """
 
     idata: xr.DataTree
@@ -120,6 +126,25 @@ class Fit:
     def approximate(self) -> bool:
         """True for variational / Pathfinder fits (labelled approximate in the card and every table)."""
         return bool(self.sampler.get("approximate", False))
+
+    @property
+    def partial(self) -> bool:
+        """True for the draws of an interrupted run (see ``keep_partial`` in :func:`fit`): never converged."""
+        return bool(self.info.get("partial", False))
+
+    def partial_text(self) -> str:
+        """For a partial fit, one sentence saying so and how far the run got; else ``""``."""
+        if not self.partial:
+            return ""
+        done = dict(self.info.get("interrupted") or {})
+        how = describe_interrupt(
+            str(done.get("phase", "sampling")),
+            draws_done=int(done.get("draws_done", 0)),
+            draws_requested=int(done.get("draws_requested", 0)),
+            chains_done=int(done.get("chains_done", 0)),
+            chains_requested=int(done.get("chains_requested", 0)),
+        )
+        return f"PARTIAL fit: the run was {how}; these are the draws so far, not a complete fit."
 
     @property
     def posterior(self) -> xr.Dataset:
@@ -144,11 +169,12 @@ class Fit:
                 "format_version": FORMAT_VERSION,
                 "irtbayes_version": _irtbayes_version(),
                 "approximate": self.approximate,
+                "partial": self.partial,
                 "spec": self.spec.to_dict(),
                 "sampler": self.sampler,
                 "data_checksum": self.data_checksum,
                 "diagnostics": self.diagnostics.to_dict(),
-                **{k: v for k, v in self.info.items() if k not in ("format_version", "spec", "sampler")},
+                **{k: v for k, v in self.info.items() if k not in ("format_version", "spec", "sampler", "partial")},
             }
         )
 
@@ -278,9 +304,9 @@ class Fit:
         return table
 
     def summary(self) -> str:
-        """A short text: model, data, sampler, convergence."""
+        """A short text: model, data, sampler, convergence (and PARTIAL for an interrupted run kept)."""
         s = self.sampler
-        label = " (APPROXIMATE)" if self.approximate else ""
+        label = (" (APPROXIMATE)" if self.approximate else "") + (" (PARTIAL)" if self.partial else "")
         lines = [
             f"{self.spec.kind.upper()} IRT, hierarchy {self.spec.hierarchy}, abilities {self.spec.dims}, "
             f"identification {self.spec.identification}{label}",
@@ -288,6 +314,7 @@ class Fit:
             f"{self.info.get('n_items', '?')} items, {self.info.get('n_responses', '?')} responses)",
             f"sampler: {s.get('name')} {s.get('chains')} chains x {s.get('draws')} draws (tune {s.get('tune')}), "
             f"seed {s.get('seed')}, {s.get('wall_time_s', float('nan')):.1f} s",
+            *([self.partial_text()] if self.partial else []),
             self.diagnostics.summary(),
         ]
         return "\n".join(lines)
@@ -403,6 +430,7 @@ def fit(
     rhat_max: float = 1.01,
     ess_min: float = 400.0,
     sampler_kwargs: dict[str, Any] | None = None,
+    keep_partial: bool = False,
 ) -> Fit:
     """Fit an IRT model to ``data``.
 
@@ -439,6 +467,10 @@ def fit(
         Thresholds of the convergence check (:func:`~irtbayes.diagnostics.check_convergence`).
     sampler_kwargs
         Extra keyword arguments for the sampler (e.g. ``{"adaptation": "low_rank"}`` for nutpie).
+    keep_partial
+        When the run is interrupted (Ctrl-C) after some draws, attach them to the :class:`FitInterrupted`
+        raised, as a :class:`Fit` marked partial (``fit.partial``, ``card()["partial"]``) whose convergence
+        checks fail with the reason stated. Default: the draws so far are discarded.
 
     Returns
     -------
@@ -451,6 +483,10 @@ def fit(
     ------
     SpecError
         Unknown sampler, bad settings, or a spec the data cannot support.
+    FitInterrupted
+        Ctrl-C while building, compiling, tuning or sampling, or a sampler that returned fewer chains or
+        draws than asked for (nutpie and PyMC return the draws so far when interrupted). It says the phase
+        and the draws done, and carries the partial fit when ``keep_partial`` is True.
     """
     if sampler not in SAMPLERS:
         raise SpecError(f"unknown sampler {sampler!r}; choose one of {list(SAMPLERS)}")
@@ -465,59 +501,133 @@ def fit(
     if not isinstance(spec, ModelSpec):
         raise SpecError(f"fit: spec must be a ModelSpec, got {type(spec).__name__}")
     seed = _random_seed() if seed is None else int(seed)
-    if sampler == "numpyro" and spec.layout in ("auto", "fused"):
-        resolved = model_inputs(data, spec).spec.layout
-        if resolved == "fused":  # the fused Op has no JAX implementation
-            spec = spec.replace(layout="dense")
-    model = build_model(data, spec)
-    spec = model.irtbayes_spec  # resolved
-    dims = model.named_vars_to_dims
-    n_free = sum(int(np.prod([len(model.coords[d]) for d in dims.get(rv.name, ())])) for rv in model.free_RVs)
-    if draws is None:
-        draws = LARGE_MODEL_DRAWS if n_free > LARGE_MODEL else 1000
-    if target_accept is None:
-        if data.n_items < SMALL_BANK:
-            target_accept = 0.95
-        else:
-            target_accept = 0.7 if n_free > LARGE_MODEL else 0.8
-    cores = int(cores or min(chains, os.cpu_count() or 1))
-    extra = dict(sampler_kwargs or {})
-    settings: dict[str, Any] = {
-        "name": sampler,
-        "chains": int(chains),
-        "draws": int(draws),
-        "tune": int(tune),
-        "seed": seed,
-        "cores": cores,
-        "target_accept": float(target_accept),
-        "approximate": sampler in APPROXIMATE_SAMPLERS,
-        "options": json_ready(extra),
-    }
-    log.info(
-        "fitting %s to %s with %s (%d chains x %d draws, tune %d, seed %d)",
-        spec.kind,
-        data.source,
-        sampler,
-        chains,
-        draws,
-        tune,
-        seed,
-    )
-    start = time.perf_counter()
-    tree = _sample(
-        model,
-        sampler=sampler,
-        chains=chains,
-        draws=draws,
-        tune=tune,
-        seed=seed,
-        progress=progress,
-        cores=cores,
-        target_accept=target_accept,
-        extra=extra,
-    )
+    chains, tune = int(chains), int(tune)
+    state = _Progress()
+    with _InterruptWatch() as watch:
+        try:
+            if sampler == "numpyro" and spec.layout in ("auto", "fused"):
+                resolved = model_inputs(data, spec).spec.layout
+                if resolved == "fused":  # the fused Op has no JAX implementation
+                    spec = spec.replace(layout="dense")
+            model = build_model(data, spec)
+            spec = model.irtbayes_spec  # resolved
+            dims = model.named_vars_to_dims
+            n_free = sum(int(np.prod([len(model.coords[d]) for d in dims.get(rv.name, ())])) for rv in model.free_RVs)
+            if draws is None:
+                draws = LARGE_MODEL_DRAWS if n_free > LARGE_MODEL else 1000
+            if target_accept is None:
+                if data.n_items < SMALL_BANK:
+                    target_accept = 0.95
+                else:
+                    target_accept = 0.7 if n_free > LARGE_MODEL else 0.8
+            cores = int(cores or min(chains, os.cpu_count() or 1))
+            extra = dict(sampler_kwargs or {})
+            settings: dict[str, Any] = {
+                "name": sampler,
+                "chains": chains,
+                "draws": int(draws),
+                "tune": tune,
+                "seed": seed,
+                "cores": cores,
+                "target_accept": float(target_accept),
+                "approximate": sampler in APPROXIMATE_SAMPLERS,
+                "options": json_ready(extra),
+            }
+            log.info(
+                "fitting %s to %s with %s (%d chains x %d draws, tune %d, seed %d)",
+                spec.kind,
+                data.source,
+                sampler,
+                chains,
+                draws,
+                tune,
+                seed,
+            )
+            start = time.perf_counter()
+            tree = _sample(
+                model,
+                sampler=sampler,
+                chains=chains,
+                draws=draws,
+                tune=tune,
+                seed=seed,
+                progress=progress,
+                cores=cores,
+                target_accept=target_accept,
+                extra=extra,
+                state=state,
+                watch=watch,
+            )
+        except KeyboardInterrupt:
+            raise FitInterrupted(state.phase, draws_requested=draws or 0, chains_requested=chains) from None
+        except Exception:
+            # PyMC, interrupted while tuning, raises "Not enough samples to build a trace"
+            if watch.seen:
+                raise FitInterrupted(state.phase, draws_requested=draws or 0, chains_requested=chains) from None
+            raise
     settings["wall_time_s"] = round(time.perf_counter() - start, 3)
+    assemble: dict[str, Any] = {
+        "data": data,
+        "spec": spec,
+        "settings": settings,
+        "rhat_max": rhat_max,
+        "ess_min": ess_min,
+    }
 
+    if settings["approximate"]:
+        if watch.seen:
+            n_chains, n_draws = (int(tree["posterior"].to_dataset().sizes.get(d, 0)) for d in ("chain", "draw"))
+            done = {"draws_done": n_draws, "draws_requested": int(draws), "chains_done": n_chains}
+            interrupted = {"phase": "optimisation", **done, "chains_requested": chains}
+            partial = _assemble(tree, **assemble, interrupted=interrupted) if keep_partial else None
+            raise FitInterrupted("optimisation", **done, chains_requested=chains, partial=partial)
+        result = _assemble(tree, **assemble)
+        warnings.warn(
+            f"{sampler} is an approximate method: intervals are approximate and MCMC diagnostics do not apply",
+            UserWarning,
+            stacklevel=2,
+        )
+        return result
+
+    done_per_chain = _completed_draws(tree["posterior"].to_dataset(), draws=int(draws))
+    if watch.seen or len(done_per_chain) < chains or int(done_per_chain.min(initial=draws)) < draws:
+        keep, length = _choose_chains(done_per_chain)
+        phase = "sampling" if length > 0 else "tuning"
+        done = {"draws_done": length, "draws_requested": int(draws), "chains_done": len(keep)}
+        partial = None
+        if keep_partial and length > 0:
+            kept = xr.DataTree.from_dict(
+                {
+                    name: tree[name].to_dataset().isel(chain=keep, draw=slice(0, length))
+                    for name in ("posterior", "sample_stats")
+                    if name in tree.children
+                }
+            )
+            partial = _assemble(kept, **assemble, interrupted={"phase": phase, **done, "chains_requested": chains})
+        raise FitInterrupted(phase, **done, chains_requested=chains, partial=partial)
+
+    result = _assemble(tree, **assemble)
+    if not result.diagnostics.ok:
+        warnings.warn(
+            "the fit did not pass the convergence checks:\n" + result.diagnostics.summary(), UserWarning, stacklevel=2
+        )
+    return result
+
+
+def _assemble(
+    tree: xr.DataTree,
+    *,
+    data: ResponseData,
+    spec: ModelSpec,
+    settings: dict[str, Any],
+    rhat_max: float,
+    ess_min: float,
+    interrupted: dict[str, Any] | None = None,
+) -> Fit:
+    """The :class:`Fit` of a sampler's trace: clean posterior, counts, diagnostics, card information.
+
+    With ``interrupted`` (phase and draws done) the fit is marked partial and its diagnostics fail.
+    """
     posterior = _clean_posterior(tree["posterior"].to_dataset(), spec)
     groups: dict[str, xr.Dataset] = {"posterior": posterior}
     if "sample_stats" in tree.children and not settings["approximate"]:
@@ -527,13 +637,12 @@ def fit(
     idata.attrs.update(
         {
             "irtbayes_version": _irtbayes_version(),
-            "sampler": sampler,
+            "sampler": settings["name"],
             "approximate": int(settings["approximate"]),
             "data_checksum": data.checksum(),
         }
     )
-    diagnostics = check_convergence(idata, rhat_max=rhat_max, ess_min=ess_min, approximate=settings["approximate"])
-    info = {
+    info: dict[str, Any] = {
         "source": data.source,
         "n_subjects": data.n_subjects,
         "n_items": data.n_items,
@@ -542,20 +651,112 @@ def fit(
         "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "package_versions": _versions(),
     }
-    result = Fit(
-        idata=idata, spec=spec, sampler=settings, data_checksum=data.checksum(), diagnostics=diagnostics, info=info
+    check = {"rhat_max": rhat_max, "ess_min": ess_min, "approximate": settings["approximate"]}
+    if interrupted is None:
+        diagnostics = check_convergence(idata, **check)
+    else:
+        idata.attrs["partial"] = 1
+        info.update(partial=True, interrupted=dict(interrupted))
+        reason = f"partial run: {describe_interrupt(**interrupted)}; a partial fit never passes the convergence checks"
+        try:
+            diagnostics = check_convergence(idata, **check)
+        except Exception as err:  # too few draws for the checks: the reason above says why the fit fails
+            defaults = check_convergence.__kwdefaults__ or {}
+            diagnostics = Diagnostics(
+                ok=False,
+                approximate=bool(settings["approximate"]),
+                thresholds={
+                    "rhat_max": float(rhat_max),
+                    "ess_min": float(ess_min),
+                    "ebfmi_min": float(defaults.get("ebfmi_min", 0.3)),
+                    "treedepth_share_max": float(defaults.get("treedepth_share_max", 0.01)),
+                },
+                n_chains=int(posterior.sizes.get("chain", 0)),
+                n_draws=int(posterior.sizes.get("draw", 0)),
+                problems=[f"the convergence diagnostics could not be computed ({type(err).__name__}: {err})"],
+            )
+        diagnostics = replace(diagnostics, ok=False, problems=[reason, *diagnostics.problems])
+    return Fit(
+        idata=idata,
+        spec=spec,
+        sampler=settings,
+        data_checksum=data.checksum(),
+        diagnostics=diagnostics,
+        info=info,
     )
-    if settings["approximate"]:
-        warnings.warn(
-            f"{sampler} is an approximate method: intervals are approximate and MCMC diagnostics do not apply",
-            UserWarning,
-            stacklevel=2,
-        )
-    elif not diagnostics.ok:
-        warnings.warn(
-            "the fit did not pass the convergence checks:\n" + diagnostics.summary(), UserWarning, stacklevel=2
-        )
-    return result
+
+
+@dataclass
+class _Progress:
+    """How far a fit has got: ``compile``, ``tuning``, ``sampling``, ``optimisation`` or ``running``."""
+
+    phase: str = "compile"
+
+
+class _InterruptWatch:
+    """Notes a SIGINT (Ctrl-C) during a fit and passes it on to the handler that was installed.
+
+    nutpie and PyMC catch the ``KeyboardInterrupt`` and return the draws so far; this records that the
+    interrupt happened, whatever the sampler does with it. Outside the main thread (where Python handles
+    no signals) or when SIGINT is not handled by a Python function, it records nothing.
+    """
+
+    def __init__(self) -> None:
+        self.seen = False
+        self._previous: Callable[..., Any] | None = None
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        self.seen = True
+        if self._previous is not None:
+            self._previous(signum, frame)
+
+    def __enter__(self) -> _InterruptWatch:
+        if threading.current_thread() is threading.main_thread():
+            previous = signal.getsignal(signal.SIGINT)
+            if callable(previous):
+                self._previous = previous
+                signal.signal(signal.SIGINT, self._handle)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+            self._previous = None
+
+
+def _completed_draws(posterior: xr.Dataset, *, draws: int) -> np.ndarray:
+    """Per chain, the draws before the first incomplete one (nutpie pads chains cut short with NaN).
+
+    Returns
+    -------
+    numpy.ndarray
+        (chain,) integers; all equal to ``draws`` for a complete run.
+    """
+    n_chains = int(posterior.sizes.get("chain", 0))
+    n_draws = int(posterior.sizes.get("draw", 0))
+    floats = [v for v in posterior.data_vars.values() if np.issubdtype(v.dtype, np.floating)]
+    if n_chains == 0 or n_draws == 0:
+        return np.zeros(n_chains, dtype="int64")
+    if n_draws == draws and all(bool(np.isfinite(v.isel(draw=-1)).all()) for v in floats):
+        return np.full(n_chains, n_draws, dtype="int64")
+    complete = np.ones((n_chains, n_draws), dtype=bool)
+    for v in floats:
+        rest = [d for d in v.dims if d not in ("chain", "draw")]
+        finite = np.isfinite(v.transpose("chain", "draw", *rest).values)
+        complete &= finite.reshape(n_chains, n_draws, -1).all(axis=2)
+    return np.where(complete.all(axis=1), n_draws, complete.argmin(axis=1)).astype("int64")
+
+
+def _choose_chains(done: np.ndarray) -> tuple[list[int], int]:
+    """The chains to keep of a run cut short, and their common length: the most draws in all (chains x
+    length); on a tie, more chains (r-hat needs at least two)."""
+    best: tuple[list[int], int] = ([], 0)
+    order = np.argsort(-done, kind="stable")
+    for k in range(1, len(done) + 1):
+        length = int(done[order[k - 1]])
+        if length > 0 and k * length >= len(best[0]) * best[1]:
+            best = (sorted(int(i) for i in order[:k]), length)
+    return best
 
 
 def _sample(
@@ -570,11 +771,22 @@ def _sample(
     cores: int,
     target_accept: float,
     extra: dict[str, Any],
+    state: _Progress | None = None,
+    watch: _InterruptWatch | None = None,
 ) -> xr.DataTree:
+    """Run ``sampler`` on ``model``, recording the phase reached in ``state``.
+
+    On Ctrl-C, nutpie and PyMC return the draws so far (PyMC raises when there are none); with ``watch``,
+    PyMC's sequential chains stop too instead of running on after the first one is cut short.
+    """
+    state = state or _Progress()
     if sampler == "nutpie":
         import nutpie
 
+        started = time.perf_counter()
         compiled = nutpie.compile_pymc_model(model)
+        state.phase = "tuning"
+        log.info("compiled the model in %.1f s; tuning and sampling", time.perf_counter() - started)
         return nutpie.sample(
             compiled,
             draws=draws,
@@ -597,6 +809,9 @@ def _sample(
         if sampler == "pymc":
             # numba: pip installs of PyTensor often have no BLAS for its C backend
             extra.setdefault("compile_kwargs", {"mode": "NUMBA"})
+            extra["callback"] = _pymc_callback(state, watch, extra.get("callback"))
+        else:
+            state.phase = "running"
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=".*ravel_inputs.*")
             return pm.sample(
@@ -612,6 +827,7 @@ def _sample(
                 nuts_sampler="numpyro" if sampler == "numpyro" else "pymc",
                 **extra,
             )
+    state.phase = "optimisation"
     if sampler == "advi":
         n_steps = int(extra.pop("n", max(10 * tune, 2000)))
         with pytensor.config.change_flags(mode="NUMBA"):
@@ -624,13 +840,37 @@ def _sample(
     return pmx.fit(method="pathfinder", model=model, num_draws=draws * chains, random_seed=seed, **extra)
 
 
+def _pymc_callback(
+    state: _Progress, watch: _InterruptWatch | None, user: Callable[..., Any] | None
+) -> Callable[..., None]:
+    """A ``pm.sample`` callback that records the phase and, once Ctrl-C has been seen, stops every chain.
+
+    PyMC samples chains one after the other when ``cores=1`` and, on Ctrl-C, only ends the current one;
+    raising ``KeyboardInterrupt`` here ends each later chain at its first draw.
+    """
+
+    def callback(trace: Any, draw: Any) -> None:
+        state.phase = "tuning" if draw.tuning else "sampling"
+        if user is not None:
+            user(trace=trace, draw=draw)
+        if watch is not None and watch.seen:
+            raise KeyboardInterrupt
+
+    return callback
+
+
 # ---------------------------------------------------------------------------------------------- save / load
 def save_fit(result: Fit, path: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
     """Write ``result`` to the folder ``path`` atomically.
 
     The folder gets ``posterior.nc`` (the DataTree less derived variables; netCDF4 via h5netcdf),
-    ``card.json``, ``items.csv`` and ``subjects.csv``. Everything is written into a temporary folder beside
-    ``path`` and renamed into place at the end; an error or interrupt removes the temporary folder.
+    ``card.json`` (with the SHA-256 of ``posterior.nc`` and of the card itself, which :func:`load_fit`
+    checks), ``items.csv`` and ``subjects.csv``. Everything is written into a temporary folder
+    ``.<name>.tmp-<random>`` beside ``path``, flushed to disk, and renamed into place at the end, so ``path``
+    is at every moment either absent, the previous fit, or the new one, complete (an interrupt, a full disk
+    or a killed process never leaves a half-written fit there; a killed process may leave the hidden
+    temporary folder behind, which nothing reads). When two processes save to the same ``path`` at once,
+    one complete fit ends up there, never a mix.
 
     Parameters
     ----------

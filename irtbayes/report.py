@@ -507,6 +507,8 @@ def build_report(
             f"{max(len(data.domains), 1)} domain(s); {fit.spec.kind.upper()} IRT fitted with {fit.sampler.get('name')}"
             f"{' (approximate)' if fit.approximate else ''}; convergence {'PASS' if fit.diagnostics.ok else 'FAIL'}."
         )
+        if fit.partial:
+            doc.paragraph(f"Warning: {fit.partial_text()} Every number below is provisional.", css="verdict-bad")
         if audit is not None:
             doc.paragraph(audit.to_text().split("\n\n")[0])
         _data_section(doc, data)

@@ -470,6 +470,7 @@ class AuditResult:
 
         table = self.benchmarks
         out: dict[str, Any] = {
+            "partial": bool(self.settings.get("partial", False)),  # the draws of an interrupted fit
             "ci_prob": self.ci_prob,
             "range": [self.target.lo, self.target.hi],
             "bins": self.target.n_bins,
@@ -919,6 +920,7 @@ def audit(
     items = _items_table(data, draws.difficulty, item_codes, n_samples, saturation_by_scope, ci_prob)
     settings = {
         "source": data.source,
+        "partial": bool(getattr(posterior, "partial", False) or getattr(posterior, "attrs", {}).get("partial", 0)),
         "n_chains": draws.n_chains,
         "n_draws": draws.n_draws,
         "n_samples": n_samples,
