@@ -342,12 +342,11 @@ def excluded_elements(da: xr.DataArray) -> tuple[np.ndarray, dict[str, int]]:
         counts["correlation diagonal"] = int(diagonal.sum())
     if values.shape[0] * values.shape[1] == 0:
         return excluded, counts
-    flat = values.reshape(-1, *shape)
     with np.errstate(invalid="ignore"):
-        finite = np.isfinite(flat).all(axis=0)
-        span = np.max(flat, axis=0) - np.min(flat, axis=0)
-        scale = np.maximum(1.0, np.max(np.abs(flat), axis=0))
-        constant = finite & (span <= CONSTANT_RTOL * scale) & ~excluded
+        high, low = np.max(values, axis=(0, 1)), np.min(values, axis=(0, 1))  # NaN when any draw is NaN
+        finite = np.isfinite(high) & np.isfinite(low)
+        scale = np.maximum(1.0, np.maximum(np.abs(high), np.abs(low)))
+        constant = finite & (high - low <= CONSTANT_RTOL * scale) & ~excluded
     excluded |= constant
     counts["constant"] = int(constant.sum())
     return excluded, counts
@@ -570,11 +569,11 @@ def check_convergence(
     rhat, ess_bulk, ess_tail = rank_diagnostics_datasets(post, ci_prob=ci_prob)
     variables: list[VariableDiagnostics] = []
     for name in names:
-        excluded, _ = excluded_elements(post[name])
+        excluded = np.asarray(rhat[name].attrs["excluded"])  # excluded_elements(post[name])
         checked = ~excluded
         size = int(excluded.size)
         draws = post[name].transpose("chain", "draw", ...).to_numpy()
-        nonfinite = (~np.isfinite(draws)).sum(axis=(0, 1))
+        nonfinite = np.count_nonzero(~np.isfinite(draws), axis=(0, 1))
         if nonfinite.any():  # never excluded: excluded_elements requires finite draws
             first = int(np.flatnonzero(np.ravel(nonfinite > 0))[0])
             problems.append(

@@ -277,6 +277,15 @@ def test_constant_rule_keeps_nan_draws_and_informative_elements() -> None:
     mask, counts = excluded_elements(xr.DataArray(x, dims=("chain", "draw", "p"), name="difficulty"))
     np.testing.assert_array_equal(mask, [True, False, False])
     assert counts == {"correlation diagonal": 0, "constant": 1}
+    x[1, 3, 2] = np.inf  # an infinite draw is no constant either
+    mask, _ = excluded_elements(xr.DataArray(x, dims=("chain", "draw", "p"), name="difficulty"))
+    np.testing.assert_array_equal(mask, [True, False, False])
+    x[..., 1] = 1e6 + np.arange(10) * 1e-5  # a spread of 1e-10 of the value: still informative
+    mask, _ = excluded_elements(xr.DataArray(x, dims=("chain", "draw", "p"), name="difficulty"))
+    assert not mask[1]
+    x[..., 0] = 1.0 + np.finfo(float).eps * np.arange(10)  # rounding noise on a fixed value: constant
+    mask, counts = excluded_elements(xr.DataArray(x, dims=("chain", "draw", "p"), name="difficulty"))
+    assert mask[0] and counts["constant"] == 1
 
 
 def test_every_variable_but_raw_coordinates_is_checked() -> None:
