@@ -31,6 +31,8 @@ from irtbayes.convergence import rank_diagnostics, tail_probs
 from irtbayes.errors import FitError, SpecError
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from irtbayes.data import ResponseData
     from irtbayes.fit import Fit
 
@@ -219,7 +221,7 @@ class Diagnostics:
             + (f", mean leapfrog steps {self.mean_steps:.1f}" if self.mean_steps is not None else ""),
         ]
         for v in self.variables:
-            excluded = f"  ({v.n_excluded} constant element(s) left out)" if v.n_excluded else ""
+            excluded = f"  ({v.n_excluded} left out: constant, or a correlation's diagonal)" if v.n_excluded else ""
             lines.append(
                 f"  {v.name:<34} r-hat {_fmt(v.max_rhat, '6.3f')} ({v.worst_rhat})  bulk ESS "
                 f"{_fmt(v.min_ess_bulk, '7.0f')} ({v.worst_ess_bulk})  tail ESS {_fmt(v.min_ess_tail, '7.0f')}"
@@ -682,7 +684,9 @@ def _draw_index(result: Fit, n_draws: int | None) -> tuple[np.ndarray, np.ndarra
     return np.arange(n_chain), draws
 
 
-def _response_probabilities(result: Fit, data: ResponseData, chains: np.ndarray, draws: np.ndarray):  # type: ignore[no-untyped-def]
+def _response_probabilities(
+    result: Fit, data: ResponseData, chains: np.ndarray, draws: np.ndarray
+) -> Iterator[tuple[int, int, np.ndarray]]:
     """Yield, per (chain, draw), the success probability of every response row of ``data`` (long order)."""
     post = result.posterior
     s, i = data.subject_codes, data.item_codes
