@@ -787,18 +787,21 @@ def _sample(
         compiled = nutpie.compile_pymc_model(model)
         state.phase = "tuning"
         log.info("compiled the model in %.1f s; tuning and sampling", time.perf_counter() - started)
-        return nutpie.sample(
-            compiled,
-            draws=draws,
-            tune=tune,
-            chains=chains,
-            cores=cores,
-            seed=seed,
-            save_warmup=False,
-            progress_bar=progress,
-            target_accept=target_accept,
-            **extra,
-        )
+        with warnings.catch_warnings():
+            # ArviZ's guess about dimension names, raised for a run cut short with fewer draws than chains
+            warnings.filterwarnings("ignore", message="Found chain dimension to be longer than draw dimension")
+            return nutpie.sample(
+                compiled,
+                draws=draws,
+                tune=tune,
+                chains=chains,
+                cores=cores,
+                seed=seed,
+                save_warmup=False,
+                progress_bar=progress,
+                target_accept=target_accept,
+                **extra,
+            )
     if sampler in ("pymc", "numpyro"):
         if sampler == "numpyro":
             try:
