@@ -7,9 +7,13 @@ difficulties, 0.05 for log-discriminations), with the hierarchy's hyperparameter
 deconvolves as it does for a real fit. The convergence checks run on these draws as for a real fit. Each size
 runs in its own subprocess, so that peak memory (max RSS) is its own.
 
+The output folder is laid out as ``irtbayes audit`` lays it out: the audit's files (``summary.json``, one CSV
+per table) with the report in ``report/`` (``report.html``, ``report.md``, ``figures/``, ``tables/``).
+
 Prints, per size: peak RSS after building the fit, after the audit and after the report (the process's
-maximum so far), wall time of the audit and of the report, the report folder's size (all files, including
-the CSV tables) and its largest file, the largest figure in pixels; then the ratios largest / baseline.
+maximum so far), wall time of the audit (with the audit's own breakdown) and of the report, the size of the
+report folder (all its files, the CSV tables included) and of the audit's files beside it, the largest file,
+the largest figure in pixels; then the ratios largest / baseline.
 
 Usage:
     python scripts/benchmark_report.py                      # 100x500 (baseline) and 5000x500, 4 chains x 1000 draws
@@ -79,6 +83,7 @@ def _peak_mib() -> float:
 
 def _worker(config: dict) -> dict:
     """Build the fit, audit it and write the report (called in a subprocess)."""
+    import logging
     import tempfile
     import time
     import warnings
@@ -94,21 +99,28 @@ def _worker(config: dict) -> dict:
         config["subjects"], config["items"], chains=config["chains"], draws=config["draws"], seed=config["seed"]
     )
     out = {"subjects": config["subjects"], "items": config["items"], "peak_fit_mib": _peak_mib()}
+    messages: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: messages.append(record.getMessage())  # type: ignore[method-assign]
+    logging.getLogger("irtbayes.audit").addHandler(handler)
+    logging.getLogger("irtbayes.audit").setLevel(logging.INFO)
     started = time.perf_counter()
     result = audit(fitted.idata, data, seed=config["seed"])
     out["audit_s"] = time.perf_counter() - started
+    out["audit_log"] = messages[-1] if messages else ""
     out["peak_audit_mib"] = _peak_mib()
     with tempfile.TemporaryDirectory() as tmp:
-        folder = Path(tmp) / "report"
+        folder = Path(tmp) / "audit"
+        write_audit(result, folder)
         started = time.perf_counter()
-        write_report(fitted, data, folder, audit=result)
-        write_audit(result, folder / "audit")
+        write_report(fitted, data, folder / "report", audit=result)
         out["report_s"] = time.perf_counter() - started
         out["peak_report_mib"] = _peak_mib()
         files = [p for p in folder.rglob("*") if p.is_file()]
         sizes = {str(p.relative_to(folder)): p.stat().st_size for p in files}
-        out["report_mib"] = sum(sizes.values()) / 2**20
-        out["html_mib"] = sizes["report.html"] / 2**20
+        out["report_mib"] = sum(v for k, v in sizes.items() if k.startswith("report/")) / 2**20
+        out["audit_files_mib"] = sum(v for k, v in sizes.items() if not k.startswith("report/")) / 2**20
+        out["html_mib"] = sizes["report/report.html"] / 2**20
         largest = max(sizes, key=sizes.__getitem__)
         out["largest_file"] = f"{largest} ({sizes[largest] / 2**20:.2f} MiB)"
         pixels = {p.name: Image.open(p).size for p in files if p.suffix == ".png"}
@@ -146,8 +158,9 @@ def main() -> int:
             f"peak RSS {row['peak_fit_mib']:,.0f} MiB after building the fit, {row['peak_audit_mib']:,.0f} after "
             f"the audit ({row['audit_s']:.1f} s), {row['peak_report_mib']:,.0f} after the report "
             f"({row['report_s']:.1f} s); report folder {row['report_mib']:.2f} MiB (report.html "
-            f"{row['html_mib']:.2f} MiB, largest file {row['largest_file']}); {row['n_figures']} figures, "
-            f"largest {row['largest_png']}",
+            f"{row['html_mib']:.2f} MiB), audit files beside it {row['audit_files_mib']:.2f} MiB, largest file "
+            f"{row['largest_file']}; {row['n_figures']} figures, largest {row['largest_png']}\n"
+            f"    audit log: {row['audit_log']}",
             flush=True,
         )
     base = rows[0]
