@@ -4,14 +4,19 @@ A bank is simulated (2PL, abilities standardised) and fitted; the fitted subject
 are then taken as the systems' true abilities. For each number of responding systems, candidates get true
 difficulties uniform on [lo - w, hi + w] (w = hi - lo, so a third lie in the target bin [lo, hi)) and true
 discriminations exp(Normal(0, 0.3)) ("uniform"), or are drawn from the fitted hierarchy's predictive for a
-new item of bench00 ("bank"); the systems' responses are simulated, the candidates (of benchmark bench00)
-are calibrated with ``calibrate_fixed`` under each chosen prior (``--prior candidates bank``: the candidates'
-own group, the default, or a new item of bench00) and decided with ``decide_all`` (tau, the data-alone check,
-P(a > 0) >= 0.9, at least 10 responses).
+new item of bench00 ("bank"). A share of them (``--mis-keyed``, default 20%) is mis-keyed (slope minus the
+drawn discrimination: responses fall with ability) and a share (``--flat``, default 20%) is flat (slope
+0.05). The systems' responses are simulated, the candidates (of benchmark bench00) are calibrated with
+``calibrate_fixed`` under each chosen prior (``--prior candidates bank``: the candidates' own group, the
+default, or a new item of bench00) and decided with ``decide_all`` (tau, the data-alone check, the sign-free
+slope credibly above the least slope, by default a quarter of the bank's typical discrimination, at least
+10 responses).
 
-Printed: a markdown table with, per number of systems, the candidates, those truly in the bin, those
-accepted, the precision (share of accepted items truly in the bin, with its binomial standard error), the
-recall (share of in-bin items accepted) and the mean posterior P(in bin) of the accepted items.
+Printed: a markdown table with, per number of systems, the candidates, those wanted (good and truly in the
+bin), those accepted, the precision (share of accepted candidates that are wanted, with its binomial standard
+error), the recall (share of wanted candidates accepted), the mean posterior P(in bin) of the accepted ones,
+and for the mis-keyed and the flat candidates the share rejected and the share rejected with their own
+reason among the failed checks.
 
 Usage::
 
@@ -49,23 +54,35 @@ PRIORS = {
 }
 
 
+def _share(value: float) -> str:
+    return "–" if pd.isna(value) else f"{value:.2f}"
+
+
 def markdown_table(table: pd.DataFrame, *, tau: float) -> str:
     """The OC table in markdown."""
     lines = [
-        "| systems | candidates | in bin | accepted | precision (± se) | recall | mean P(in bin) of accepted |",
-        "|---:|---:|---:|---:|---:|---:|---:|",
+        "| systems | candidates | wanted | accepted | precision (± se) | recall | mean P(in bin) of accepted | "
+        "mis-keyed: rejected (named) | flat: rejected (named) |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for _, r in table.iterrows():
         precision = "–" if pd.isna(r["precision"]) else f"{r['precision']:.3f} ± {r['precision_se']:.3f}"
         promised = "–" if pd.isna(r["mean_p_in_target_accepted"]) else f"{r['mean_p_in_target_accepted']:.3f}"
         lines.append(
             f"| {int(r['n_systems'])} | {int(r['n_candidates'])} | {int(r['n_in_bin'])} | {int(r['n_accepted'])} | "
-            f"{precision} | {r['recall']:.3f} | {promised} |"
+            f"{precision} | {r['recall']:.3f} | {promised} | "
+            f"{_share(r['mis_keyed_rejected'])} ({_share(r['mis_keyed_named'])}) of {int(r['n_mis_keyed'])} | "
+            f"{_share(r['flat_rejected'])} ({_share(r['flat_named'])}) of {int(r['n_flat'])} |"
         )
     accepted = table["n_accepted"].sum()
     pooled = table["n_true_accepted"].sum() / accepted if accepted else float("nan")
+    rows = table.loc[table["n_accepted"] > 0]
+    short = rows.loc[rows["precision"] < tau, "n_systems"].tolist()
     lines.append("")
-    lines.append(f"Pooled precision {pooled:.3f} over {int(accepted)} accepted candidates (tau = {tau:g}).")
+    lines.append(
+        f"Pooled precision {pooled:.3f} over {int(accepted)} accepted candidates (tau = {tau:g}); precision "
+        + (f"below tau with {short} systems." if short else "at least tau in every row with an acceptance.")
+    )
     return "\n".join(lines)
 
 
@@ -82,6 +99,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--draws", type=int, default=1000, help="bank fit: draws per chain (2 chains)")
     parser.add_argument("--ability-points", type=int, default=16, help="quantile points per ability posterior")
     parser.add_argument("--seed", type=int, default=20260101)
+    parser.add_argument("--mis-keyed", type=float, default=0.2, help="share of mis-keyed candidates (default 0.2)")
+    parser.add_argument("--flat", type=float, default=0.2, help="share of flat candidates, slope 0.05 (default 0.2)")
+    parser.add_argument(
+        "--min-discrimination", type=float, help="least slope (default 0.25 of the bank's typical discrimination)"
+    )
+    parser.add_argument("--csv", help="also write the per-row table (every scenario and prior) to this CSV file")
     parser.add_argument(
         "--prior",
         nargs="+",
@@ -106,6 +129,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                    progress=False, target_accept=0.95)  # fmt: skip
     fitted = time.perf_counter() - started
     tables = {}
+    least = float("nan")
     for truth in args.truth:
         for prior in args.prior:
             frame = operating_characteristic(
@@ -120,16 +144,24 @@ def main(argv: Sequence[str] | None = None) -> int:
                 seed=args.seed,
                 ability_points=args.ability_points,
                 prior=prior,
+                min_discrimination=args.min_discrimination,
+                mis_keyed_share=args.mis_keyed,
+                flat_share=args.flat,
             )
             tables[truth, prior] = operating_characteristic_table(frame)
+            least = frame.attrs["min_discrimination"]
     total = time.perf_counter() - started
     print(
         f"BenchFill operating characteristic: bank {args.subjects} systems x {args.items} items in "
         f"{args.benchmarks} benchmark(s), candidates of bench00 (2PL, {bank.spec.hierarchy} hierarchy, 2 chains x "
         f"{args.draws} draws; {bank.diagnostics.summary().splitlines()[1]}); responding systems' true abilities = "
-        f"their posterior means; target bin [{args.lo:g}, {args.hi:g}); tau {args.tau:g}; fixed-bank calibration; "
+        f"their posterior means; target bin [{args.lo:g}, {args.hi:g}); tau {args.tau:g}; least slope {least:.3g}; "
+        f"{args.mis_keyed:.0%} mis-keyed and {args.flat:.0%} flat candidates; fixed-bank calibration; "
         f"seed {args.seed}. Fit {fitted:.0f} s, total {total:.0f} s."
     )
+    if args.csv:
+        rows = [table.assign(truth=truth, prior=prior) for (truth, prior), table in tables.items()]
+        pd.concat(rows, ignore_index=True).to_csv(args.csv, index=False)
     for (truth, prior), table in tables.items():
         scenario = SCENARIOS[truth].format(lo=2 * args.lo - args.hi, hi=2 * args.hi - args.lo)
         print(f"\n{scenario} Calibration prior: {PRIORS[prior]}\n")

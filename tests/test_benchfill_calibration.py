@@ -20,6 +20,7 @@ import pandas as pd
 import pytest
 import xarray as xr
 from scipy.special import expit
+from scipy.stats import beta as beta_dist
 
 from irtbayes import io
 from irtbayes.benchfill import Candidate, decide_all, load_candidates
@@ -234,7 +235,8 @@ def _fake_fit(kind: str, theta: np.ndarray, *, mu: float, sd: float, a: float = 
 
 @pytest.mark.parametrize(("kind", "chance"), [("1pl", None), ("3pl", 0.25)])
 def test_fixed_bank_matches_exact_quadrature(kind, chance):
-    """With abilities known exactly and a Normal prior, the grid posterior mean of b is a 1-D integral."""
+    """With abilities known exactly and a Normal prior, the grid posterior mean of b is a 1-D integral; for
+    3PL the guessing c is integrated over its Beta prior (mean chance, concentration 20), not held fixed."""
     theta = np.linspace(-2, 2, 30)
     rng = np.random.default_rng(7)
     y = (rng.random(30) < 0.5).astype(float)
@@ -242,18 +244,22 @@ def test_fixed_bank_matches_exact_quadrature(kind, chance):
     frame = pd.DataFrame({"subject": [f"s{j:02d}" for j in range(30)], "item": "new", "response": y})
     choices = ("a", "b", "c", "d") if chance else None
     cand = Candidate(candidate_id="new", text="q", answer="a", choices=choices)
-    post = calibrate_fixed(bank, candidate_response_data(frame, [cand], fit=bank), n_draws=20_000, seed=3)
-    b = np.linspace(-8, 8, 2001)[:, None, None]
-    # 1PL: a is the bank's; 3PL: log a has the bank's prior Normal(log 1.3, 0.3) and c is held at chance
-    la = np.log(1.3) + (np.linspace(-6, 6, 121) * 0.3 if chance else np.zeros(1))
-    p = expit(np.exp(la)[None, :, None] * (theta[None, None, :] - b))
-    if chance:
-        p = chance + (1 - chance) * p
-    p = np.clip(p, 1e-15, 1 - 1e-15)
-    logpost = np.log(p) @ y + np.log1p(-p) @ (1 - y) - 0.5 * ((b[:, :, 0] - 0.3) / 1.2) ** 2
-    logpost = logpost - 0.5 * ((la[None, :] - np.log(1.3)) / 0.3) ** 2
-    w = np.exp(logpost - logpost.max()).sum(axis=1)
-    w /= w.sum()
+    new = candidate_response_data(frame, [cand], fit=bank)
+    # the abilities are known exactly, so one quantile point per subject is exact
+    post = calibrate_fixed(bank, new, n_draws=20_000, seed=3, ability_points=1)
+    b = np.linspace(-8, 8, 801)[:, None, None]
+    # 1PL: a is the bank's; 3PL: log a has the bank's prior Normal(log 1.3, 0.3), c its Beta(5, 15) prior
+    la = np.log(1.3) + (np.linspace(-6, 6, 61) * 0.3 if chance else np.zeros(1))
+    c = beta_dist.ppf((np.arange(100) + 0.5) / 100, 5, 15) if chance else np.zeros(1)
+    p0 = expit(np.exp(la)[None, :, None] * (theta[None, None, :] - b))
+    logpost = np.empty((len(b), len(la), len(c)))
+    for k, ck in enumerate(c):
+        p = np.clip(ck + (1 - ck) * p0, 1e-15, 1 - 1e-15)
+        logpost[:, :, k] = np.log(p) @ y + np.log1p(-p) @ (1 - y)
+    logpost = logpost - 0.5 * ((b - 0.3) / 1.2) ** 2 - 0.5 * ((la[None, :, None] - np.log(1.3)) / 0.3) ** 2
+    joint = np.exp(logpost - logpost.max())
+    joint /= joint.sum()
+    w = joint.sum(axis=(1, 2))
     b = b[:, 0, 0]
     exact_mean = float(w @ b)
     exact_sd = float(np.sqrt(w @ (b - exact_mean) ** 2))
@@ -262,7 +268,14 @@ def test_fixed_bank_matches_exact_quadrature(kind, chance):
     assert abs(draws.mean() - exact_mean) < 5 * mcse + 0.005, (draws.mean(), exact_mean, mcse)
     assert abs(draws.std() / exact_sd - 1) < 0.03, (draws.std(), exact_sd)
     if chance:
-        assert np.allclose(post["guessing"].values, 0.25)
+        c_draws = post["guessing"].values.ravel()
+        exact_c = float(joint.sum(axis=(0, 1)) @ c)
+        exact_c_sd = float(np.sqrt(joint.sum(axis=(0, 1)) @ (c - exact_c) ** 2))
+        assert abs(c_draws.mean() - exact_c) < 0.005, (c_draws.mean(), exact_c)
+        assert abs(exact_c - 0.25) > 0.04, "the responses moved c from its prior mean: the check has teeth"
+        # 11 strata of the prior (a midpoint rule): the sd is 5% off here, 9% with 7 strata, 3% with 21
+        assert abs(c_draws.std() / exact_c_sd - 1) < 0.08, (c_draws.std(), exact_c_sd)
+        assert c_draws.std() > 0.05, "the guessing draws carry its uncertainty"
     else:
         assert np.allclose(post["discrimination"].values, 1.3)
 
@@ -304,6 +317,33 @@ def test_fixed_bank_agrees_with_the_full_refit(fixed, full):
     assert fu["decision"].tolist() == ["rejected", "rejected", "accepted", "accepted", "rejected", "rejected"], (
         report.to_string()
     )
+
+
+def test_full_refit_computes_the_data_alone_and_slope_pieces_on_the_grid(fixed, full):
+    """The refit's data-alone P(b in target) and sign-free slope come from the same grid as the fixed path's,
+    on the refit's abilities, so the two agree closely (no importance weights with a tiny effective size)."""
+    for name in ("difficulty_data", "slope"):
+        values = full.posterior[name]
+        assert values.dims == ("chain", "draw", "item") and np.isfinite(values.values).all(), name
+        assert values.sizes["draw"] == full.posterior["difficulty"].sizes["draw"]
+    counts = full.posterior["n_responses"].to_series()
+    fx = decide_all(fixed, target_lo=TARGET[0], target_hi=TARGET[1], n_responses=counts)
+    fu = decide_all(full.posterior, target_lo=TARGET[0], target_hi=TARGET[1], n_responses=counts)
+    report = pd.DataFrame(
+        {
+            "fixed_data": fx["p_in_target_data"],
+            "full_data": fu["p_in_target_data"],
+            "fixed_slope": fx["slope_mean"],
+            "full_slope": fu["slope_mean"],
+        }
+    ).round(3)
+    assert ((fx["p_in_target_data"] - fu["p_in_target_data"]).abs() < 0.1).all(), report.to_string()
+    # the refit's abilities have seen the candidates' own responses, so its slopes run a little higher: within
+    # half a posterior sd (the 90% interval's width / 3.29)
+    slope_sd = (fu["slope_ci_high"] - fu["slope_ci_low"]) / 3.29
+    report["slope_sd"] = slope_sd.round(3)
+    assert ((fx["slope_mean"] - fu["slope_mean"]).abs() < 0.5 * slope_sd).all(), report.to_string()
+    assert (fu.loc[["cand2", "cand3"], "slope_ci_low"] > 0).all(), "simulated with slope 1.2, near the abilities"
 
 
 def test_full_refit_recovers_the_candidates(full):

@@ -308,6 +308,37 @@ def test_calibrate_reads_lm_eval_logs_through_candidate_ids(bank, tmp_path, caps
     assert code == 2 and f"{sample.name} line 3: expected a JSON object, found an array" in err, err
 
 
+def test_calibrate_exposes_the_least_slope(bank, tmp_path, capsys):
+    """--min-discrimination is the least sign-free slope; by default a quarter of the bank's typical one."""
+    from irtbayes.benchfill.calibration import typical_discrimination
+
+    code, text, err = calibrate(bank, tmp_path / "default", capsys, "--target", "-0.5", "1.5")
+    assert code == 0, err
+    typical = typical_discrimination(bank.fit)
+    assert f"Least slope {0.25 * typical:.3g}: 0.25 of the bank's typical discrimination" in text, text
+    ledger = pd.read_csv(tmp_path / "default" / "ledger.csv")
+    assert ledger["min_discrimination"].to_numpy() == pytest.approx(0.25 * typical)
+    for column in ("failed", "slope_mean", "slope_ci_low", "slope_ci_high", "p_slope_above_min", "p_in_target_data"):
+        assert column in ledger.columns, column
+    near = ledger["candidate_id"].isin(["cand2", "cand3"])  # simulated with slope 1.2 near the abilities
+    assert (ledger.loc[near, "slope_ci_low"] > 0).all(), ledger[["candidate_id", "slope_mean", "slope_ci_low"]]
+
+    # no candidate's slope is credibly above 20: every one is rejected, "flat" among its failed checks
+    code, text, err = calibrate(
+        bank, tmp_path / "steep", capsys, "--target", "-0.5", "1.5", "--min-discrimination", "20"
+    )
+    assert code == 0, err
+    assert "Least slope" not in text, text
+    ledger = pd.read_csv(tmp_path / "steep" / "ledger.csv")
+    assert (ledger["decision"] == "rejected").all(), ledger[["candidate_id", "decision", "failed"]]
+    assert ledger["failed"].str.split("; ").map(lambda f: "flat" in f).all(), ledger["failed"]
+    assert ledger.loc[ledger["candidate_id"].isin(["cand2", "cand3"]), "reason"].eq("flat").all()
+    assert (ledger["min_discrimination"] == 20).all()
+
+    code, _, err = calibrate(bank, tmp_path / "bad", capsys, "--target", "-0.5", "1.5", "--min-discrimination", "-1")
+    assert code == 2 and "--min-discrimination must be a number >= 0" in err, err
+
+
 def test_unanswered_candidates_are_rejected_for_want_of_responses(bank, tmp_path, capsys):
     path = tmp_path / "responses.csv"
     partial = bank.responses.loc[bank.responses["item"] != "cand5"].copy()

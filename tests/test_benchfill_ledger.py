@@ -177,6 +177,8 @@ def test_decisions_flow_into_the_ledger(tmp_path):
         {
             "difficulty": (("chain", "draw", "item"), draws),
             "discrimination": (("chain", "draw", "item"), np.ones_like(draws)),
+            "slope": (("chain", "draw", "item"), np.ones_like(draws)),
+            "difficulty_data": (("chain", "draw", "item"), draws),
         },
         coords={"chain": [0], "draw": np.arange(5), "item": ["bf-1", "bf-2"]},
     )
@@ -195,6 +197,14 @@ def test_decisions_flow_into_the_ledger(tmp_path):
     assert rows.loc["bf-1", "ci_prob"] == 0.9 and rows.loc["bf-1", "tau"] == 0.8
     assert rows.loc["bf-1", "difficulty_mean"] == pytest.approx(0.75)
     # a single Decision goes in the same way
-    one = decide(draws[0, :, 0], None, target_lo=0.5, target_hi=1.0, n_responses=12).to_record()
+    one = decide(
+        draws[0, :, 0],
+        None,
+        target_lo=0.5,
+        target_hi=1.0,
+        n_responses=12,
+        slope_draws=np.ones(5),
+        data_difficulty_draws=draws[0, :, 0],
+    ).to_record()
     ledger.append([one | {"candidate_id": "bf-3", "target_bin": 3}])
     assert ledger.read()["candidate_id"].iloc[-1] == "bf-3"

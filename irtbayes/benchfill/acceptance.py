@@ -1,33 +1,49 @@
-"""The BenchFill acceptance rule, applied to posterior draws of a candidate's difficulty and discrimination.
+"""The BenchFill acceptance rule, applied to posterior draws of a candidate's parameters.
 
-A candidate is **accepted** when all three hold:
+A candidate is **accepted** when all of these hold:
 
 1. it has at least ``min_responses`` responses;
-2. ``P(target_lo <= b < target_hi) >= tau`` (the interval is half-open, so adjacent bins never share a draw),
-   under the calibration's prior and, when the posterior carries them, also under the draws
-   ``difficulty_data`` of the same posterior with a flat prior on b (``p_in_target_data``): the data, not
-   only the prior, must place the candidate in the bin;
-3. ``P(a > min_discrimination) >= discrimination_prob``.
+2. its **sign-free slope** ``s`` (the slope of ``P = c + (1 - c) sigmoid(s theta + d)`` with ``s`` free to be
+   negative, under a wide symmetric prior; see :mod:`irtbayes.benchfill.calibration`) is credibly above
+   ``min_discrimination``: ``P(s > min_discrimination) >= discrimination_prob``. The model's own discrimination
+   is ``exp(.)``, so ``P(a > 0) = 1`` whatever the responses: only a slope of either sign can say that the
+   responses fall with ability (a mis-keyed item) or do not move with it (a flat one);
+3. ``P(target_lo <= b < target_hi) >= tau`` (the interval is half-open, so adjacent bins never share a draw)
+   under the calibration's prior, and also under the draws ``difficulty_data`` of the same likelihood with
+   a flat prior on b (``p_in_target_data``): the data, not only the prior, must place the candidate in the bin.
 
-Why both: a candidate answered by few systems has a wide likelihood, and its posterior then leans on the
-prior's shape. When the prior is right (candidates drawn like the bank's items) the posterior probability is
-calibrated; when candidates are aimed at a bin, the normal prior pulls items from either side into it and
+Why both priors: a candidate answered by few systems has a wide likelihood, and its posterior then leans on
+the prior's shape. When the prior is right (candidates drawn like the bank's items) the posterior probability
+is calibrated; when candidates are aimed at a bin, the normal prior pulls items from either side into it and
 accepted items miss the bin more often than ``1 - tau``. Requiring the probability under both priors keeps
 the share of accepted items that truly lie in the bin at ``tau`` or above in both cases, at the cost of
 accepting fewer (see ``scripts/benchfill_oc.py``).
 
-Probabilities are shares of posterior draws, compared with a tolerance of 1e-12 so that ``tau`` met exactly
-(8 draws of 10 against ``tau=0.8``) counts as met. Otherwise it is **rejected** with the first failing reason:
+A missing piece is a failure, never a pass: without slope draws, or without data-alone draws, or with NaN
+in them, the candidate is rejected. Probabilities are shares of posterior draws, compared with a tolerance
+of 1e-12 so that a threshold met exactly (8 draws of 10 against ``tau=0.8``) counts as met. Otherwise the
+candidate is **rejected** with the first failing reason:
 
 - ``"not enough responses"``: too few systems answered it for the posterior to say much;
+- ``"mis-keyed"``: the responses fall with ability, ``P(s < -min_discrimination) >= discrimination_prob``, the
+  mirror image of the acceptance check (a wrong key, or a question the stronger systems get wrong for a
+  reason that is not the skill);
 - ``"too easy"``: most of the difficulty mass (more than half) lies below ``target_lo``;
 - ``"too hard"``: more than half lies at or above ``target_hi``;
 - ``"uncertain"``: neither side holds a majority but the mass inside is short of ``tau``;
 - ``"prior-driven"``: ``p_in_target`` reaches ``tau`` but ``p_in_target_data`` does not;
-- ``"uninformative"``: the discrimination is not credibly above ``min_discrimination``.
+- ``"data-alone missing"``: the posterior has no data-alone difficulty draws for it;
+- ``"flat"``: no credible relation to ability: the slope is not credibly above ``min_discrimination`` and
+  not credibly below ``-min_discrimination`` either (a trivial, ambiguous or noisy item, or too few
+  responses to tell);
+- ``"slope missing"``: the posterior has no sign-free slope draws for it.
 
-``failed`` lists every failing check, in that order. Credible intervals are equal-tailed with probability
-``ci_prob`` (default 0.9, as in the fit and audit tables; linear interpolation between order statistics).
+A mis-keyed candidate is named before its location (the difficulty of an item whose responses fall with
+ability says nothing about where it measures); a flat one after it (an item far outside the bin is first of
+all out of the bin, and the slope of a very easy or very hard item is hard to pin down with few systems).
+``failed`` lists every failing check, in the order above. Credible
+intervals are equal-tailed with probability ``ci_prob`` (default 0.9, as in the fit and audit tables; linear
+interpolation between order statistics). ``p_discrimination_positive`` is ``P(s > 0)`` of the sign-free slope.
 """
 
 from __future__ import annotations
@@ -48,11 +64,14 @@ __all__ = ["REASONS", "Decision", "decide", "decide_all"]
 #: Reasons a decision can give, in the order they are checked (``"in target"`` for an accepted candidate).
 REASONS: tuple[str, ...] = (
     "not enough responses",
+    "mis-keyed",
     "too easy",
     "too hard",
     "uncertain",
     "prior-driven",
-    "uninformative",
+    "data-alone missing",
+    "flat",
+    "slope missing",
     "in target",
 )
 _TOL = 1e-12
@@ -83,6 +102,12 @@ class Decision:
     target_hi: float
     ci_prob: float
     p_in_target_data: float = float("nan")
+    p_slope_above_min: float = float("nan")
+    p_slope_below_min: float = float("nan")
+    slope_mean: float = float("nan")
+    slope_ci_low: float = float("nan")
+    slope_ci_high: float = float("nan")
+    min_discrimination: float = 0.0
 
     @property
     def accepted(self) -> bool:
@@ -115,17 +140,37 @@ class _Rule:
             raise SpecError(f"acceptance: tau must be in (0, 1], got {self.tau}")
         if not 0 < self.discrimination_prob <= 1:
             raise SpecError(f"acceptance: discrimination_prob must be in (0, 1], got {self.discrimination_prob}")
+        if not (np.isfinite(self.min_discrimination) and self.min_discrimination >= 0):
+            raise SpecError(f"acceptance: min_discrimination must be a number >= 0, got {self.min_discrimination}")
         if self.min_responses < 0:
             raise SpecError(f"acceptance: min_responses must be >= 0, got {self.min_responses}")
         if not 0 < self.ci_prob < 1:
             raise SpecError(f"acceptance: ci_prob must be in (0, 1), got {self.ci_prob}")
 
 
+def _complete(values: np.ndarray | None, n_items: int) -> tuple[np.ndarray, np.ndarray]:
+    """(values with incomplete rows set to NaN, mask of complete rows); ``None``: every row missing."""
+    if values is None or values.shape[1] == 0:
+        return np.full((n_items, 1), np.nan), np.zeros(n_items, dtype=bool)
+    ok = np.all(np.isfinite(values), axis=1)
+    return np.where(ok[:, None], values, np.nan), ok
+
+
+def _share(mask: np.ndarray, ok: np.ndarray) -> np.ndarray:
+    return np.where(ok, np.mean(mask, axis=1), np.nan)
+
+
 def _decide_arrays(
-    b: np.ndarray, a: np.ndarray | None, n_responses: np.ndarray, rule: _Rule, *, b_data: np.ndarray | None = None
+    b: np.ndarray,
+    a: np.ndarray | None,
+    n_responses: np.ndarray,
+    rule: _Rule,
+    *,
+    b_data: np.ndarray | None = None,
+    slope: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
-    """The rule over items: ``b``, ``a`` and ``b_data`` are (item, sample); ``a=None`` means a fixed at 1 (1PL);
-    ``b_data=None``: no flat-prior draws (``p_in_target_data`` NaN, not checked)."""
+    """The rule over items: ``b``, ``a``, ``b_data`` and ``slope`` are (item, sample); ``a=None`` means a fixed
+    at 1 (1PL); ``b_data=None`` / ``slope=None`` (or NaN in an item's row): that piece is missing (a failure)."""
     target_lo, target_hi, tau = rule.target_lo, rule.target_hi, rule.tau
     if b.shape[1] == 0:
         raise FitError("acceptance: no posterior draws of difficulty")
@@ -135,37 +180,48 @@ def _decide_arrays(
         a = np.ones_like(b)
     elif a.shape[1] == 0 or not np.all(np.isfinite(a)):
         raise FitError("acceptance: the discrimination draws are empty or hold NaN or infinite values")
+    n_items = b.shape[0]
     p_below = np.mean(b < target_lo, axis=1)
     p_above = np.mean(b >= target_hi, axis=1)
     p_in = np.mean((b >= target_lo) & (b < target_hi), axis=1)
-    p_a = np.mean(a > rule.min_discrimination, axis=1)
     q = [(1 - rule.ci_prob) / 2, (1 + rule.ci_prob) / 2]
     b_ci = np.quantile(b, q, axis=1)
     a_ci = np.quantile(a, q, axis=1)
 
-    if b_data is None:
-        p_data = np.full(b.shape[0], np.nan)
-    else:
-        if b_data.shape[1] == 0 or not np.all(np.isfinite(b_data)):
-            raise FitError("acceptance: the flat-prior difficulty draws are empty or hold NaN or infinite values")
-        p_data = np.mean((b_data >= target_lo) & (b_data < target_hi), axis=1)
+    b_data, has_data = _complete(b_data, n_items)
+    p_data = _share((b_data >= target_lo) & (b_data < target_hi), has_data)
+    slope, has_slope = _complete(slope, n_items)
+    p_pos = _share(slope > 0, has_slope)
+    p_neg = _share(slope < -rule.min_discrimination, has_slope)
+    p_slope = _share(slope > rule.min_discrimination, has_slope)
+    s_ci = np.where(has_slope[None, :], np.quantile(np.nan_to_num(slope), q, axis=1), np.nan)
 
     enough = n_responses >= rule.min_responses
-    by_data = np.isnan(p_data) | (p_data >= tau - _TOL)
+    by_data = has_data & (p_data >= tau - _TOL)
     located = (p_in >= tau - _TOL) & by_data
-    informative = p_a >= rule.discrimination_prob - _TOL
     location = np.where(p_below > 0.5, "too easy", np.where(p_above > 0.5, "too hard", "uncertain"))
-    location = np.where((p_in >= tau - _TOL) & ~by_data, "prior-driven", location)
+    location = np.where((p_in >= tau - _TOL) & has_data & ~by_data, "prior-driven", location)
+    location = np.where((p_in >= tau - _TOL) & ~has_data, "data-alone missing", location)
+    related = has_slope & (p_slope >= rule.discrimination_prob - _TOL)
+    relation = np.where(
+        ~has_slope, "slope missing", np.where(p_neg >= rule.discrimination_prob - _TOL, "mis-keyed", "flat")
+    )
     return {
-        "p_in_target_data": p_data,
         "enough": enough,
         "located": located,
-        "informative": informative,
+        "related": related,
         "location": location,
+        "relation": relation,
         "p_in_target": p_in,
+        "p_in_target_data": p_data,
         "p_below": p_below,
         "p_above": p_above,
-        "p_discrimination_positive": p_a,
+        "p_discrimination_positive": p_pos,
+        "p_slope_above_min": p_slope,
+        "p_slope_below_min": p_neg,
+        "slope_mean": np.where(has_slope, np.nan_to_num(slope).mean(axis=1), np.nan),
+        "slope_ci_low": s_ci[0],
+        "slope_ci_high": s_ci[1],
         "difficulty_mean": b.mean(axis=1),
         "difficulty_sd": b.std(axis=1, ddof=1) if b.shape[1] > 1 else np.zeros(b.shape[0]),
         "difficulty_ci_low": b_ci[0],
@@ -178,42 +234,52 @@ def _decide_arrays(
 
 def _verdict(row: Mapping[str, Any], *, n: int, rule: _Rule) -> tuple[str, str, str, tuple[str, ...]]:
     target_lo, target_hi, tau = rule.target_lo, rule.target_hi, rule.tau
-    min_discrimination, discrimination_prob, min_responses = (
-        rule.min_discrimination,
-        rule.discrimination_prob,
-        rule.min_responses,
-    )
+    md, discrimination_prob, min_responses = rule.min_discrimination, rule.discrimination_prob, rule.min_responses
     failed = []
     if not row["enough"]:
         failed.append("not enough responses")
+    if not row["related"] and row["relation"] == "mis-keyed":
+        failed.append("mis-keyed")
     if not row["located"]:
         failed.append(str(row["location"]))
-    if not row["informative"]:
-        failed.append("uninformative")
+    if not row["related"] and row["relation"] != "mis-keyed":
+        failed.append(str(row["relation"]))
     interval = f"P({target_lo:g} <= b < {target_hi:g}) = {row['p_in_target']:.3f}"
-    disc = f"P(a > {min_discrimination:g}) = {row['p_discrimination_positive']:.3f}"
+    slope = (
+        f"slope {row['slope_mean']:.2f} [{row['slope_ci_low']:.2f}, {row['slope_ci_high']:.2f}], "
+        f"P(slope > {md:g}) = {row['p_slope_above_min']:.3f}"
+    )
     if not failed:
-        data = "" if np.isnan(row["p_in_target_data"]) else f" ({row['p_in_target_data']:.3f} from the data alone)"
         detail = (
-            f"{interval}{data} >= tau {tau:g} and {disc} >= {discrimination_prob:g}, "
-            f"with {n} responses (at least {min_responses})"
+            f"{interval} ({row['p_in_target_data']:.3f} from the data alone) >= tau {tau:g} and {slope} >= "
+            f"{discrimination_prob:g}, with {n} responses (at least {min_responses})"
         )
         return "accepted", "in target", detail, ()
     notes = []
     if not row["enough"]:
         notes.append(f"{n} responses, fewer than {min_responses}")
-    if not row["located"] and row["location"] == "prior-driven":
+    if not row["related"] and row["relation"] == "mis-keyed":
         notes.append(
-            f"{interval} with the prior, but {row['p_in_target_data']:.3f} < tau {tau:g} from the data alone "
-            "(flat prior on b)"
+            f"mis-keyed: responses fall with ability (P(slope < -{md:g}) = {row['p_slope_below_min']:.3f} >= "
+            f"{discrimination_prob:g}; {slope})"
         )
-    elif not row["located"]:
-        notes.append(
-            f"{interval} < tau {tau:g} (P(b < {target_lo:g}) = {row['p_below']:.3f}, "
-            f"P(b >= {target_hi:g}) = {row['p_above']:.3f})"
-        )
-    if not row["informative"]:
-        notes.append(f"{disc} < {discrimination_prob:g}")
+    if not row["located"]:
+        if row["location"] == "prior-driven":
+            notes.append(
+                f"{interval} with the prior, but {row['p_in_target_data']:.3f} < tau {tau:g} from the data alone "
+                "(flat prior on b)"
+            )
+        elif row["location"] == "data-alone missing":
+            notes.append(f"{interval} with the prior, but the data-alone draws (flat prior on b) are missing")
+        else:
+            notes.append(
+                f"{interval} < tau {tau:g} (P(b < {target_lo:g}) = {row['p_below']:.3f}, "
+                f"P(b >= {target_hi:g}) = {row['p_above']:.3f})"
+            )
+    if not row["related"] and row["relation"] == "slope missing":
+        notes.append("slope missing: no sign-free slope draws, so its relation to ability is unchecked")
+    elif not row["related"] and row["relation"] == "flat":
+        notes.append(f"flat: no credible relation to ability ({slope} < {discrimination_prob:g})")
     return "rejected", failed[0], "; ".join(notes), tuple(failed)
 
 
@@ -230,34 +296,38 @@ def decide(
     *,
     target_lo: float,
     target_hi: float,
+    n_responses: int,
+    slope_draws: Any | None,
+    data_difficulty_draws: Any | None,
     tau: float = 0.8,
     min_discrimination: float = 0.0,
     discrimination_prob: float = 0.9,
-    n_responses: int,
     min_responses: int = 10,
     ci_prob: float = 0.9,
-    data_difficulty_draws: Any | None = None,
 ) -> Decision:
-    """Accept or reject one candidate from posterior draws of its difficulty ``b`` and discrimination ``a``.
+    """Accept or reject one candidate from posterior draws of its parameters.
 
     Parameters
     ----------
     difficulty_draws, discrimination_draws
-        Draws of any shape (flattened; e.g. (chain, draw)). ``discrimination_draws=None`` means a model that
-        fixes ``a = 1`` (1PL).
+        Draws of b and of the model's discrimination a, of any shape (flattened; e.g. (chain, draw)).
+        ``discrimination_draws=None`` means a model that fixes ``a = 1`` (1PL). a is reported, not checked.
     target_lo, target_hi
         The target bin ``[target_lo, target_hi)`` on the ability scale.
+    n_responses, min_responses
+        Responses the candidate received, and the least accepted.
+    slope_draws
+        Draws of the sign-free slope; ``None`` (or any NaN): missing, and the candidate is rejected.
+    data_difficulty_draws
+        Draws of b under a flat prior (the same likelihood); they must place b in the bin with probability
+        ``tau`` too. ``None`` (or any NaN): missing, and the candidate is rejected.
     tau
         Least posterior probability of the bin.
     min_discrimination, discrimination_prob
-        ``P(a > min_discrimination)`` must reach ``discrimination_prob``.
-    n_responses, min_responses
-        Responses the candidate received, and the least accepted.
+        ``P(slope > min_discrimination)`` must reach ``discrimination_prob``; ``P(slope < -min_discrimination)``
+        reaching ``discrimination_prob`` makes the candidate "mis-keyed", anything between "flat".
     ci_prob
         Probability of the reported equal-tailed intervals.
-    data_difficulty_draws
-        Draws of b under a flat prior (the same likelihood); when given, they must place b in the bin with
-        probability ``tau`` too.
 
     Returns
     -------
@@ -269,7 +339,8 @@ def decide(
     if int(n_responses) != n_responses or n_responses < 0:
         raise SpecError(f"acceptance: n_responses must be a whole number >= 0, got {n_responses!r}")
     b_data = None if data_difficulty_draws is None else _draws(data_difficulty_draws, name="difficulty_data")[None, :]
-    stats = _decide_arrays(b, a, np.array([int(n_responses)]), rule, b_data=b_data)
+    slope = None if slope_draws is None else _draws(slope_draws, name="slope")[None, :]
+    stats = _decide_arrays(b, a, np.array([int(n_responses)]), rule, b_data=b_data, slope=slope)
     row = {key: value[0] for key, value in stats.items()}
     decision, reason, detail, failed = _verdict(row, n=int(n_responses), rule=rule)
     return Decision(
@@ -281,6 +352,7 @@ def decide(
         target_lo=float(target_lo),
         target_hi=float(target_hi),
         ci_prob=float(ci_prob),
+        min_discrimination=float(min_discrimination),
         **{key: float(row[key]) for key in _STAT_COLUMNS},
     )
 
@@ -291,6 +363,11 @@ _STAT_COLUMNS = (
     "p_below",
     "p_above",
     "p_discrimination_positive",
+    "p_slope_above_min",
+    "p_slope_below_min",
+    "slope_mean",
+    "slope_ci_low",
+    "slope_ci_high",
     "difficulty_mean",
     "difficulty_sd",
     "difficulty_ci_low",
@@ -358,9 +435,11 @@ def decide_all(
     ----------
     posterior
         A Dataset with ``difficulty`` over (chain, draw, item) and, unless the model fixes it at 1,
-        ``discrimination`` over (chain, draw, item) (or without ``item``, when shared); optionally
-        ``difficulty_data`` (chain, draw, item), draws of b under a flat prior (see the module notes); a
-        DataTree is read from its ``posterior`` group.
+        ``discrimination`` over (chain, draw, item) (or without ``item``, when shared); ``slope`` (chain,
+        draw, item), the sign-free slope, and ``difficulty_data`` (chain, draw, item), draws of b under a flat
+        prior (see the module notes), as :func:`~irtbayes.benchfill.calibration.calibrate_fixed` and
+        :func:`~irtbayes.benchfill.calibration.calibrate_full` write them: without either (or with NaN in an
+        item's draws) the item is rejected. A DataTree is read from its ``posterior`` group.
     n_responses
         Responses per item: one int for all, a mapping or Series item -> count (every item needed), or the
         :class:`~irtbayes.data.ResponseData` of the refit (items absent from it count 0).
@@ -373,9 +452,12 @@ def decide_all(
     -------
     pandas.DataFrame
         One row per item (index ``item``), columns ``decision``, ``reason``, ``detail``, ``failed``,
-        ``p_in_target``, ``p_in_target_data`` (NaN without ``difficulty_data``), ``p_below``, ``p_above``,
-        ``p_discrimination_positive``, ``difficulty_mean``, ``difficulty_sd``, ``difficulty_ci_low``, ``difficulty_ci_high``, ``discrimination_mean``,
-        ``discrimination_ci_low``, ``discrimination_ci_high``, ``n_responses``, ``target_lo``, ``target_hi``.
+        ``p_in_target``, ``p_in_target_data``, ``p_below``, ``p_above``, ``p_discrimination_positive``
+        (``P(slope > 0)``), ``p_slope_above_min`` (``P(slope > min_discrimination)``), ``p_slope_below_min``
+        (``P(slope < -min_discrimination)``), ``slope_mean``, ``slope_ci_low``,
+        ``slope_ci_high``, ``difficulty_mean``, ``difficulty_sd``, ``difficulty_ci_low``,
+        ``difficulty_ci_high``, ``discrimination_mean``, ``discrimination_ci_low``, ``discrimination_ci_high``,
+        ``n_responses``, ``target_lo``, ``target_hi``, ``min_discrimination`` (NaN where a piece is missing).
         ``attrs`` record ``ci_prob``, ``tau``, ``min_discrimination``, ``discrimination_prob`` and
         ``min_responses``.
     """
@@ -405,13 +487,17 @@ def decide_all(
         if "item" in discrimination.dims:
             discrimination = discrimination.assign_coords(item=discrimination["item"].to_numpy().astype(str))
         a = _item_matrix(discrimination, name="discrimination", items=chosen)
-    b_data = None
-    if "difficulty_data" in posterior.data_vars:
-        data_var = posterior["difficulty_data"]
-        data_var = data_var.assign_coords(item=data_var["item"].to_numpy().astype(str))
-        b_data = _item_matrix(data_var, name="difficulty_data", items=chosen)
+    pieces: dict[str, np.ndarray | None] = {}
+    for name in ("difficulty_data", "slope"):
+        pieces[name] = None
+        if name in posterior.data_vars:
+            var = posterior[name]
+            if "item" not in var.dims:
+                raise FitError(f"decide_all: '{name}' has no 'item' dim (dims {var.dims})")
+            var = var.assign_coords(item=var["item"].to_numpy().astype(str))
+            pieces[name] = _item_matrix(var, name=name, items=chosen)
     counts = _response_counts(n_responses, chosen)
-    stats = _decide_arrays(b, a, counts, rule, b_data=b_data)
+    stats = _decide_arrays(b, a, counts, rule, b_data=pieces["difficulty_data"], slope=pieces["slope"])
     rows = []
     for k in range(len(chosen)):
         row = {key: value[k] for key, value in stats.items()}
@@ -423,5 +509,6 @@ def decide_all(
     table["n_responses"] = counts
     table["target_lo"] = float(target_lo)
     table["target_hi"] = float(target_hi)
+    table["min_discrimination"] = float(min_discrimination)
     table.attrs.update({k: v for k, v in asdict(rule).items() if k not in ("target_lo", "target_hi")})
     return table

@@ -7,7 +7,7 @@
     irtbayes benchfill export out/bf --format lm-eval|csv
     irtbayes benchfill calibrate --fit models/fit --candidates out/bf/candidates.jsonl --responses PATH
         (--target-bin K | --target L U | --target-json out/bf/target.json) [--tau 0.8] [--mode full|fixed] [--prior candidates|bank]
-        --out out/bf/round1
+        [--min-discrimination A] --out out/bf/round1
 
 Each verb is a thin wrapper over :mod:`irtbayes.benchfill.run`; errors a user can cause raise
 :class:`~irtbayes.errors.IrtbayesError` subclasses, which the command line prints as one line (exit 2).
@@ -145,6 +145,18 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     new_data = load_candidate_responses(
         args.responses, candidates, fit=fit, metric=args.metric, lm_filter=args.lm_filter
     )
+    min_discrimination = args.min_discrimination
+    if min_discrimination is None:
+        from irtbayes.benchfill.calibration import MIN_DISCRIMINATION_SHARE, typical_discrimination
+
+        typical = typical_discrimination(fit)
+        min_discrimination = MIN_DISCRIMINATION_SHARE * typical
+        print(
+            f"Least slope {min_discrimination:.3g}: {MIN_DISCRIMINATION_SHARE:g} of the bank's typical discrimination "
+            f"{typical:.3g} (median posterior mean; set it with --min-discrimination)."
+        )
+    elif not min_discrimination >= 0:
+        raise SpecError(f"--min-discrimination must be a number >= 0, got {min_discrimination}")
     result = calibrate_candidates(
         fit,
         data,
@@ -156,6 +168,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         tau=args.tau,
         min_responses=args.min_responses,
         discrimination_prob=args.discrimination_prob,
+        min_discrimination=min_discrimination,
         ci_prob=args.ci,
         chains=args.chains,
         draws=args.draws,
@@ -254,7 +267,19 @@ def add_parser(subparsers: Any) -> None:
     rule.add_argument("--tau", type=float, default=0.8, help="least P(b in target) (default 0.8)")
     rule.add_argument("--min-responses", type=int, default=10, help="least responses per candidate (default 10)")
     rule.add_argument(
-        "--discrimination-prob", type=float, default=0.9, help="least P(discrimination > 0) (default 0.9)"
+        "--min-discrimination",
+        type=float,
+        metavar="A",
+        help="least slope: a candidate is accepted only when P(slope > A) >= --discrimination-prob, where the "
+        "slope's sign is free (a mis-keyed item has a negative one); default 0.25 of the bank's typical "
+        "discrimination (the median posterior mean), so an accepted item carries at least 1/16 of a typical "
+        "item's peak information",
+    )
+    rule.add_argument(
+        "--discrimination-prob",
+        type=float,
+        default=0.9,
+        help="least P(slope > --min-discrimination); P(slope < -A) this high rejects as mis-keyed (default 0.9)",
     )
     rule.add_argument("--ci", type=float, default=0.9, help="credible interval probability (default 0.9)")
     cal = c.add_argument_group("the calibration")

@@ -4,7 +4,10 @@ Each record holds the candidate (``candidate_id``, ``source``, ``prompt_hash``),
 ``target_hi``, ``target_bin``), the refit posterior of the candidate (``difficulty_mean``,
 ``difficulty_ci_low``, ``difficulty_ci_high``, ``discrimination_mean``, ``discrimination_ci_low``,
 ``discrimination_ci_high``, ``p_in_target``, ``p_discrimination_positive``), ``n_responses``, the
-``decision`` (``"accepted"`` or ``"rejected"``) and its ``reason``, a UTC ``timestamp`` and the ``run_id``.
+``decision`` (``"accepted"`` or ``"rejected"``), its ``reason`` and every failed check (``failed``, joined
+with ``"; "``), the numbers behind the data-alone and relation-to-ability checks (``p_in_target_data``,
+``min_discrimination``, ``p_slope_above_min``, ``p_slope_below_min``, ``slope_mean``, ``slope_ci_low``,
+``slope_ci_high``; see :mod:`irtbayes.benchfill.acceptance`), a UTC ``timestamp`` and the ``run_id``.
 Other keys (``ci_prob``, ``tau``, ``detail``, ``text``, ...) are kept as given. Missing numbers are JSON
 ``null``.
 
@@ -59,6 +62,14 @@ LEDGER_COLUMNS: tuple[str, ...] = (
     "n_responses",
     "decision",
     "reason",
+    "failed",
+    "p_in_target_data",
+    "min_discrimination",
+    "p_slope_above_min",
+    "p_slope_below_min",
+    "slope_mean",
+    "slope_ci_low",
+    "slope_ci_high",
     "timestamp",
     "run_id",
 )
@@ -73,6 +84,13 @@ _NUMBERS = (
     "discrimination_ci_high",
     "p_in_target",
     "p_discrimination_positive",
+    "p_in_target_data",
+    "min_discrimination",
+    "p_slope_above_min",
+    "p_slope_below_min",
+    "slope_mean",
+    "slope_ci_low",
+    "slope_ci_high",
 )
 _INTEGERS = ("target_bin", "n_responses")
 _DECISIONS = ("accepted", "rejected")
@@ -87,6 +105,7 @@ CSV_COLUMNS: tuple[str, ...] = (
     "discrimination_mean",
     "decision",
     "reason",
+    "failed",
 )
 
 

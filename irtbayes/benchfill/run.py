@@ -915,7 +915,7 @@ class BenchfillResult:
         s = self.settings
         lines = [
             f"BenchFill target {t.label}: {t.how}.",
-            f"Rule: P({t.lo:.2f} <= b < {t.hi:.2f}) >= {s.get('tau')} and P(a > {s.get('min_discrimination', 0):g}) >= "
+            f"Rule: P({t.lo:.2f} <= b < {t.hi:.2f}) >= {s.get('tau')} and P(slope > {s.get('min_discrimination', 0):g}) >= "
             f"{s.get('discrimination_prob')}, at least {s.get('min_responses')} responses; calibration: {s.get('mode')}.",
             f"{len(self.accepted)} of {len(self.decisions)} candidates accepted.",
         ]
@@ -953,7 +953,7 @@ class BenchfillResult:
         doc.paragraph(
             f"Target interval [{t.lo:.2f}, {t.hi:.2f}) on the ability scale: {t.how}. A candidate is accepted when "
             f"the posterior puts its difficulty in the interval with probability at least {s.get('tau')}, its "
-            f"discrimination above {s.get('min_discrimination', 0):g} with probability at least "
+            f"sign-free slope above {s.get('min_discrimination', 0):g} with probability at least "
             f"{s.get('discrimination_prob')}, and at least {s.get('min_responses')} systems answered it. "
             f"{_METHODS.get(str(s.get('mode')), '')}"
         )
