@@ -13,15 +13,19 @@ Environment
 ``IRTBAYES_NB_MAX_ITEMS``     At most this many items per benchmark, in every population (default: per population).
 ``IRTBAYES_NB_MAX_SUBJECTS``  At most this many subjects per population (default: per population).
 ``IRTBAYES_NB_SEED``          Seed of the subsamples and the samplers (default 2026).
-``IRTBAYES_DATA_DIR``         The external data sets (default ``../shared/data`` beside the repository, when present).
+``IRTBAYES_DATA_DIR``         The external data sets (default ``../shared/data`` beside the repository, when present):
+                              converted ones, or their upstream files, which are converted once into a temporary
+                              folder with ``scripts/convert_data.py``.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib.metadata
 import json
 import os
 import platform
+import sys
 import tempfile
 import time
 import warnings
@@ -114,7 +118,8 @@ def settings() -> Settings:
         shared = REPO.parent / "shared" / "data"
         if shared.is_dir():
             data_dir = str(shared)
-            os.environ[datasets.DATA_DIR_ENV] = data_dir
+    if data_dir is not None:
+        os.environ[datasets.DATA_DIR_ENV] = str(converted_data(Path(data_dir)))
     s = Settings(
         mode=mode,
         out=out,
@@ -130,6 +135,25 @@ def settings() -> Settings:
     s.out.mkdir(parents=True, exist_ok=True)
     s.figures.mkdir(parents=True, exist_ok=True)
     return s
+
+
+def converted_data(root: Path) -> Path:
+    """``root`` if it holds the converted external data sets of the populations; else a folder into which the
+    upstream files in ``root`` are converted once (``scripts/convert_data.py``)."""
+    names = [p.dataset for p in POPULATIONS if datasets.manifests()[p.dataset].get("storage") == "external"]
+    if all((root / name / datasets.MANIFEST).is_file() for name in names):
+        return root
+    converter = REPO / "scripts" / "convert_data.py"
+    key = hashlib.sha1(str(root.resolve()).encode() + converter.read_bytes()).hexdigest()[:12]
+    cache = Path(tempfile.gettempdir()) / f"irtbayes-data-{key}"
+    sys.path.insert(0, str(converter.parent))
+    from convert_data import convert
+
+    for name in names:
+        upstream = root / datasets.manifests()[name]["upstream"]
+        if upstream.is_dir() and not (cache / name / datasets.MANIFEST).is_file():
+            convert(name, root, cache)
+    return cache
 
 
 # ============================================================================================ populations

@@ -1,17 +1,24 @@
-"""The data set registry: embedded data (always present) and external data read from the shared data folder."""
+"""The data set registry: manifests in data/, embedded data, and external data converted from its upstream files.
+
+The tests on real external data convert ../shared/data (the upstream files) into a temporary folder; without it
+they skip, naming the path. Everything else uses the repository alone.
+"""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 import shutil
+import sys
 from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from irtbayes import DataError
+from irtbayes import DataError, datasets
 from irtbayes.data import ResponseData
 from irtbayes.datasets import (
     DATA_DIR_ENV,
@@ -21,29 +28,40 @@ from irtbayes.datasets import (
     list_datasets,
     load_dataset,
     load_folder,
+    manifests,
 )
+from irtbayes.io import load
 
-REPO_DATA = Path(__file__).resolve().parents[1] / "data"
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
-needs_shared = pytest.mark.skipif(
-    not SHARED.is_dir(), reason=f"the external data sets live in {SHARED}, which is absent on this machine"
-)
-
+REPO = Path(__file__).resolve().parents[1]
+REPO_DATA = REPO / "data"
+SHARED = REPO.parent / "shared" / "data"
+EMBEDDED = ["lsat6", "lsat7", "mmlu_pro"]
 EXTERNAL = [
-    "openllm_tinybench",
-    "nlu_vania2021",
     "chembench",
     "jailbreakbench",
-    "xstest",
+    "nlu_vania2021",
+    "openllm_tinybench",
     "pyirt_sst3",
     "sat12",
     "science",
     "verbagg",
+    "xstest",
 ]
 
 
 def matrix_frame(data: ResponseData) -> pd.DataFrame:
     return pd.DataFrame(data.to_matrix(), index=data.subject_ids, columns=data.item_ids)
+
+
+@pytest.fixture(scope="module")
+def convert_data() -> ModuleType:
+    """``scripts/convert_data.py`` as a module."""
+    spec = importlib.util.spec_from_file_location("convert_data", REPO / "scripts" / "convert_data.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["convert_data"] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 # ---------------------------------------------------------------------------------------------------- embedded
@@ -141,73 +159,253 @@ def test_lsat7_proportions_against_published_counts() -> None:
     assert correct.tolist() == [828, 658, 772, 606, 843], correct
 
 
-def test_list_datasets_describes_every_entry() -> None:
+def test_every_manifest_is_registered_and_described() -> None:
     table = list_datasets()
-    assert {"mmlu_pro", "lsat6", "lsat7", *EXTERNAL} <= set(table.index)
-    assert table.loc[["mmlu_pro", "lsat6", "lsat7"], "storage"].eq("embedded").all()
+    assert sorted(table.index) == sorted(p.parent.name for p in REPO_DATA.glob("*/dataset.json"))
+    assert sorted(table.index) == sorted(EMBEDDED + EXTERNAL)
+    assert table.loc[EMBEDDED, "storage"].eq("embedded").all() and table.loc[EMBEDDED, "available"].all()
     assert table.loc[EXTERNAL, "storage"].eq("external").all()
-    assert table.loc[["mmlu_pro", "lsat6", "lsat7"], "available"].all()
-    assert table["origin"].str.len().gt(10).all() and table["licence"].notna().all()
+    assert table["origin"].str.len().gt(10).all() and table["licence"].str.len().gt(2).all()
+    assert table["citation"].str.len().gt(10).all() and table["title"].str.len().gt(5).all()
     domains = {d.strip() for cell in table["domains"] for d in cell.split(",")}
     assert len(domains) >= 7, sorted(domains)
+    assert table.loc["jailbreakbench", "options"] == "judge, unsubmitted"
+    for name in EMBEDDED:
+        data = load_dataset(name)
+        assert (data.n_subjects, data.n_items) == tuple(table.loc[name, ["n_subjects", "n_items"]]), name
+        assert table.loc[name, "domains"] == ", ".join(data.domains.sort_values()) or name == "mmlu_pro"
+
+
+def test_mmlu_pro_domains_come_from_its_manifest() -> None:
+    listed = list_datasets().loc["mmlu_pro", "domains"].split(", ")
+    assert listed == list(json.loads((REPO_DATA / "mmlu_pro" / "dataset.json").read_text())["domains"])
+
+
+@pytest.mark.parametrize("name", ["lsat6", "lsat7"])
+def test_lsat_licence_agrees_with_its_source_note(name: str) -> None:
+    licence = manifests()[name]["licence"]
+    note = next(line for line in (REPO_DATA / name / "SOURCE.md").read_text().splitlines() if "Licence" in line)
+    stated = sorted(re.findall(r"GPL \(>= \d\)", note))
+    assert sorted(re.findall(r"GPL \(>= \d\)", licence)) == stated, (licence, note)
+    assert list_datasets().loc[name, "licence"] == licence
+
+
+def test_a_new_manifest_folder_is_registered_by_itself(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    for name in ("lsat7", "xstest"):
+        shutil.copytree(REPO_DATA / name, tmp_path / name)
+    shutil.copytree(REPO_DATA / "lsat7", tmp_path / "lsat7_copy")
+    manifest = json.loads((tmp_path / "lsat7_copy" / "dataset.json").read_text())
+    manifest.update(name="lsat7_copy", title="a copy", licence="GPL (>= 3)")
+    (tmp_path / "lsat7_copy" / "dataset.json").write_text(json.dumps(manifest))
+    monkeypatch.setattr(datasets, "data_root", lambda: tmp_path)
+    datasets._registry.cache_clear()
+    try:
+        table = list_datasets()
+        assert list(table.index) == ["lsat7", "lsat7_copy", "xstest"]
+        assert table.loc["lsat7_copy", "title"] == "a copy" and table.loc["lsat7_copy", "available"]
+        assert load_dataset("lsat7_copy").checksum() == load_dataset("lsat7").checksum()
+        (tmp_path / "lsat7_copy" / "dataset.json").write_text(json.dumps({**manifest, "name": "other"}))
+        datasets._registry.cache_clear()
+        with pytest.raises(DataError, match=r"'name' is 'other', but the folder is 'lsat7_copy'"):
+            list_datasets()
+    finally:
+        datasets._registry.cache_clear()
+
+
+def tiny_wide_folder(folder: Path) -> Path:
+    """A manifest folder of 4 subjects x 5 items in 3 benchmarks; s3 answers one benchmark, s4 two."""
+    folder.mkdir()
+    pd.DataFrame(
+        {
+            "who": ["s1", "s2", "s3", "s4"],
+            "q1": [1, 0, 1, None],
+            "q2": [0, 1, None, 1],
+            "q3": [1, 1, None, None],
+            "q4": [0, None, None, 0],
+            "q5": [1, 0, None, None],
+        }
+    ).to_csv(folder / "answers.csv", index=False)
+    items = pd.DataFrame(
+        {"qid": ["q5", "q4", "q3", "q2", "q1"], "topic": ["c", "b", "b", "a", "a"], "text": list("vwxyz")}
+    )
+    items.to_csv(folder / "questions.csv", index=False)
+    manifest = {
+        "name": "tiny",
+        "format": "wide",
+        "files": {"responses": "answers.csv", "items": "questions.csv"},
+        "responses": {"subject_column": "who", "scoring": "binary"},
+        "items": {"id_column": "qid", "id_prefix": "tiny/", "columns": {"topic": "benchmark", "text": "text"}},
+        "domains": {"one": ["a", "b"], "two": ["c"]},
+    }
+    (folder / "dataset.json").write_text(json.dumps(manifest))
+    return folder
+
+
+def test_a_wide_manifest_folder_and_the_subset_options(tmp_path: Path) -> None:
+    folder = tiny_wide_folder(tmp_path / "tiny")
+    data = load(folder)
+    assert list(data.item_ids) == [f"tiny/q{k}" for k in (5, 4, 3, 2, 1)], "items follow the item table"
+    assert data.items["benchmark"].tolist() == ["c", "b", "b", "a", "a"]
+    assert data.items["domain"].tolist() == ["two", "one", "one", "one", "one"]
+    assert data.items.loc["tiny/q3", "text"] == "x"
+    assert matrix_frame(data).loc["s2", "tiny/q5"] == 0 and np.isnan(matrix_frame(data).loc["s2", "tiny/q4"])
+    assert data.n_responses == 12
+    assert list(load_folder(folder, min_benchmarks=3).subject_ids) == ["s1", "s2"]
+    assert list(load_folder(folder, min_benchmarks=2).subject_ids) == ["s1", "s2", "s4"]
+    kept = load_folder(folder, benchmarks=["a", "c"], min_benchmarks=2)
+    assert list(kept.subject_ids) == ["s1", "s2"] and set(kept.benchmarks) == {"a", "c"}
+    with pytest.raises(DataError, match=r"min_benchmarks must lie in 1..3, got 4"):
+        load_folder(folder, min_benchmarks=4)
+    with pytest.raises(DataError, match=r"unknown benchmark\(s\) \['d'\]"):
+        load_folder(folder, benchmarks=["d"])
+    answers = pd.read_csv(folder / "answers.csv")
+    answers.loc[2, "q1"] = 2
+    answers.to_csv(folder / "answers.csv", index=False)
+    with pytest.raises(DataError, match=r"answers.csv: row 's3', column 'q1' holds 2; expected 0 or 1"):
+        load_folder(folder)
+    answers["q1"] = answers["q1"].astype(object)
+    answers.loc[2, "q1"] = "yes"
+    answers.to_csv(folder / "answers.csv", index=False)
+    with pytest.raises(DataError, match=r"answers.csv: row 's3', column 'q1' holds 'yes', not a number"):
+        load_folder(folder)
+    answers.loc[2, "q1"] = 1
+    answers.to_csv(folder / "answers.csv", index=False)
+    pd.DataFrame({"qid": ["q1", "q2"], "topic": ["a", "a"], "text": ["z", "y"]}).to_csv(folder / "questions.csv")
+    with pytest.raises(DataError, match=r"questions.csv: its 'qid' column and the response columns differ: 3 column"):
+        load_folder(folder)
+
+
+# ---------------------------------------------------------------------------------------------------- converters
+
+
+def write_xstest(upstream: Path) -> Path:
+    folder = upstream / "xstest_completions"
+    folder.mkdir(parents=True)
+    meta = pd.DataFrame(
+        {"id": [1, 2, 3], "type": ["homonyms", "contrast_homonyms", "homonyms"], "label": ["safe", "unsafe", "safe"]}
+    )
+    meta.assign(focus=["kill", "kill", "shoot"], note=["violence", "violence", "sports"]).to_csv(
+        folder / "xstest_prompt_meta.csv", index=False
+    )
+    labels = [
+        ("v2-1", "homonyms", "a", "1_full_compliance"),
+        ("v2-2", "contrast_homonyms", "a", "1_full_compliance"),
+        ("v2-3", "homonyms", "a", "3_partial_refusal"),
+        ("v2-1", "homonyms", "b", "2_full_refusal"),
+        ("v2-2", "contrast_homonyms", "b", "2_full_refusal"),
+        ("v2-3", "homonyms", "b", "1_full_compliance"),
+    ]
+    pd.DataFrame(labels, columns=["id", "type", "model", "final_label"]).to_csv(
+        folder / "xstest_labels_long.csv", index=False
+    )
+    return folder
+
+
+def test_converted_folder_loads_by_name_and_by_path(
+    convert_data: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_xstest(tmp_path / "upstream")
+    target = convert_data.convert("xstest", tmp_path / "upstream", tmp_path / "out")
+    assert target == tmp_path / "out" / "xstest"
+    monkeypatch.setenv(DATA_DIR_ENV, str(tmp_path / "out"))
+    assert list_datasets().loc["xstest", "available"]
+    data = load_dataset("xstest")
+    expected = pd.DataFrame(
+        {"xstest/v2-1": [1.0, 0.0], "xstest/v2-2": [0.0, 1.0], "xstest/v2-3": [0.5, 1.0]}, index=["a", "b"]
+    )
+    pd.testing.assert_frame_equal(matrix_frame(data), expected, check_names=False)
+    assert data.items["prompt_label"].tolist() == ["safe", "unsafe", "safe"]
+    assert set(data.domains) == {"safety"} and set(data.benchmarks) == {"xstest"}
+    assert load(target).checksum() == data.checksum() == load_folder(target).checksum()
+    assert json.loads((target / "dataset.json").read_text())["options"] == {"partial": 0.5, "split": False}
+    strict = convert_data.convert("xstest", tmp_path / "upstream", tmp_path / "strict", partial=0, split=True)
+    strict_data = load_folder(strict)
+    assert strict_data.is_binary and matrix_frame(strict_data).loc["a", "xstest/v2-3"] == 0
+    assert strict_data.items["benchmark"].tolist() == ["xstest_safe", "xstest_unsafe", "xstest_safe"]
+
+
+def test_converter_errors_name_the_file_and_line(convert_data: ModuleType, tmp_path: Path) -> None:
+    folder = write_xstest(tmp_path / "upstream")
+    labels = pd.read_csv(folder / "xstest_labels_long.csv")
+    labels.loc[4, "final_label"] = "4_unclear"
+    labels.to_csv(folder / "xstest_labels_long.csv", index=False)
+    with pytest.raises(DataError, match=r"xstest_labels_long.csv: line 6: final_label '4_unclear' is not one of"):
+        convert_data.convert("xstest", tmp_path / "upstream", tmp_path / "out")
+    assert not (tmp_path / "out" / "xstest").exists()
+    with pytest.raises(DataError, match=r"xstest: unknown option\(s\) \['judge'\]; options: partial, split"):
+        convert_data.convert("xstest", tmp_path / "upstream", tmp_path / "out", judge="artifact")
+    with pytest.raises(DataError, match=r"chembench_irt_on_bench: no such folder .*irt-on-bench"):
+        convert_data.convert("chembench", tmp_path / "upstream", tmp_path / "out")
+    assert convert_data.main([str(tmp_path / "upstream"), str(tmp_path / "out"), "--only", "chembench"]) == 2
+
+
+def test_convert_command_line_converts_what_is_there(convert_data: ModuleType, tmp_path: Path) -> None:
+    write_xstest(tmp_path / "upstream")
+    assert convert_data.main([str(tmp_path / "upstream"), str(tmp_path / "out")]) == 0
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["xstest"]
+    argv = [str(tmp_path / "upstream"), str(tmp_path / "out"), "--only", "xstest", "--option", "partial=0"]
+    assert convert_data.main(argv) == 0
+    assert load_dataset("xstest", root=tmp_path / "out").is_binary
 
 
 # ---------------------------------------------------------------------------------------------------- external
 
 
 @pytest.fixture(scope="module")
-def nlu() -> ResponseData:
+def converted(convert_data: ModuleType, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Every external data set converted from ../shared/data with default options."""
     if not SHARED.is_dir():
-        pytest.skip(f"the external data sets live in {SHARED}, which is absent on this machine")
-    return load_dataset("nlu_vania2021", root=SHARED)
+        pytest.skip(f"the external data sets' upstream files are not at {SHARED}")
+    out = tmp_path_factory.mktemp("converted")
+    for name in EXTERNAL:
+        convert_data.convert(name, SHARED, out)
+    return out
 
 
-@needs_shared
-@pytest.mark.parametrize("name", [n for n in EXTERNAL if n != "nlu_vania2021"])
-def test_external_sets_load_with_the_listed_shape_and_labels(name: str) -> None:
-    data = load_dataset(name, root=SHARED)
-    listed = list_datasets(root=SHARED).loc[name]
+def variant(convert_data: ModuleType, name: str, root: Path, **options: object) -> ResponseData:
+    out = root.parent / "_".join(["variant", name, *map(str, options.values())])
+    return load_folder(convert_data.convert(name, SHARED, out, **options))
+
+
+@pytest.mark.parametrize("name", EXTERNAL)
+def test_external_sets_load_with_the_listed_shape_and_labels(converted: Path, name: str) -> None:
+    data = load_dataset(name, root=converted)
+    listed = list_datasets(root=converted).loc[name]
     assert listed["available"]
     assert (data.n_subjects, data.n_items) == (listed["n_subjects"], listed["n_items"])
     assert data.items["benchmark"].notna().all() and data.items["domain"].notna().all()
     assert set(data.domains) == {d.strip() for d in listed["domains"].split(",")}
 
 
-@needs_shared
-def test_data_dir_variable_finds_the_external_sets(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(DATA_DIR_ENV, str(SHARED))
+def test_data_dir_variable_finds_the_converted_sets(converted: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(DATA_DIR_ENV, str(converted))
     data = load_dataset("chembench")
     assert (data.n_subjects, data.n_items) == (22, 2854)
+    monkeypatch.setenv(DATA_DIR_ENV, str(SHARED))
+    with pytest.raises(DataError, match=r"chembench: no such folder.*convert_data.py.*chembench_irt_on_bench"):
+        load_dataset("chembench")
 
 
-def test_nlu_shape_labels_and_values(nlu: ResponseData) -> None:
+def test_nlu_shape_labels_and_values(converted: Path) -> None:
     folder = SHARED / "nlu_test_sets_vania2021"
-    assert (nlu.n_subjects, nlu.n_items) == (90, 82756)
+    nlu = load_dataset("nlu_vania2021", root=converted)
     assert nlu.n_responses == 90 * 82756
     assert len(nlu.benchmarks) == 29
-    assert set(nlu.domains) == {
-        "nli",
-        "commonsense",
-        "reading_comprehension",
-        "science",
-        "coreference_wsd",
-        "temporal",
-        "argumentation",
-    }
+    matrix = matrix_frame(nlu)
     labels = nlu.items.drop_duplicates("benchmark").set_index("benchmark")["domain"]
     assert labels["snli"] == "nli" and labels["boolq"] == "reading_comprehension" and labels["wsc"] == "coreference_wsd"
     for task, benchmark in [("cb", "cb"), ("mrqa-nq", "mrqa_nq")]:
         raw = pd.read_csv(folder / f"{task}_irt_all_coded.csv", index_col="userid")
-        got = matrix_frame(nlu).loc[raw.index, raw.columns]
+        got = matrix.loc[raw.index, raw.columns]
         np.testing.assert_array_equal(got.to_numpy(), raw.to_numpy(dtype=float), err_msg=task)
         assert (nlu.items.loc[raw.columns, "benchmark"] == benchmark).all()
     assert nlu.subjects.loc["roberta-base-10M-1_25", "train_fraction"] == "25"
+    assert nlu.items.loc["cb_0", "task_name"] == "CB"
 
 
-@needs_shared
-def test_tinybench_joins_all_five_benchmarks_keeping_partial_models() -> None:
+def test_tinybench_joins_all_five_benchmarks_keeping_partial_models(converted: Path) -> None:
     folder = SHARED / "openllm_tinybench_atlas"
-    data = load_dataset("openllm_tinybench", root=SHARED)
+    data = load_dataset("openllm_tinybench", root=converted)
     assert set(data.benchmarks) == {"arc_challenge", "gsm8k", "hellaswag", "truthfulqa", "winogrande"}
     raws = {b: pd.read_csv(folder / f"response_matrix_tiny{b}.csv", index_col=0) for b in ("arc", "hellaswag")}
     union = set().union(*(pd.read_csv(p, index_col=0, usecols=[0]).index for p in folder.glob("response_matrix_*.csv")))
@@ -221,14 +419,14 @@ def test_tinybench_joins_all_five_benchmarks_keeping_partial_models() -> None:
     hella = data.items.index[data.items["benchmark"] == "hellaswag"]
     assert got.loc[partial, hella].isna().all() and got.loc[partial, cols].notna().all()
     assert data.subjects.loc[partial, "n_benchmarks"] < 5
-    complete = load_dataset("openllm_tinybench", root=SHARED, min_benchmarks=5)
+    complete = load_dataset("openllm_tinybench", root=converted, min_benchmarks=5)
     assert complete.n_subjects == 1989 and complete.n_responses == 1989 * 493
+    assert (complete.subjects["n_benchmarks"] == 5).all()
 
 
-@needs_shared
-def test_chembench_transposes_items_by_models() -> None:
+def test_chembench_transposes_items_by_models(converted: Path) -> None:
     folder = SHARED / "chembench_irt_on_bench"
-    data = load_dataset("chembench", root=SHARED)
+    data = load_dataset("chembench", root=converted)
     scores = pd.read_csv(folder / "model_score_allcorrect.csv", index_col=0)["score"]
     got = pd.Series(np.nanmean(data.to_matrix(), axis=1), index=data.subject_ids)
     np.testing.assert_allclose(got[scores.index].to_numpy(), scores.to_numpy(), atol=1e-12)
@@ -237,26 +435,24 @@ def test_chembench_transposes_items_by_models() -> None:
     assert matrix_frame(data).loc["GPT-4o", "chembench/1"] == raw.loc[1, "GPT-4o"]
 
 
-@needs_shared
-def test_jailbreakbench_scores_resisted_jailbreaks() -> None:
+def test_jailbreakbench_scores_resisted_jailbreaks(converted: Path, convert_data: ModuleType) -> None:
     folder = SHARED / "jailbreakbench_artifacts"
-    data = load_dataset("jailbreakbench", root=SHARED)
+    data = load_dataset("jailbreakbench", root=converted)
     raw = pd.read_csv(folder / "jailbreakbench_matrix.csv", index_col="subject")
     got = matrix_frame(data).loc[raw.index, ["jailbreakbench/" + c for c in raw.columns]]
     np.testing.assert_array_equal(got.to_numpy(), 1 - raw.to_numpy(dtype=float))
     assert got.loc["PAIR|vicuna-13b-v1.5"].mean() == pytest.approx(1 - 0.69)
     long = pd.read_csv(folder / "jailbreakbench_long.csv")
-    strict = load_dataset("jailbreakbench", root=SHARED, unsubmitted="missing")
+    strict = variant(convert_data, "jailbreakbench", converted, unsubmitted="missing")
     assert data.n_responses - strict.n_responses == int((~long["prompt_submitted"]).sum()) == 163
-    guard = load_dataset("jailbreakbench", root=SHARED, judge="llama_guard")
+    guard = variant(convert_data, "jailbreakbench", converted, judge="llama_guard")
     assert guard.n_subjects == 16, "DSN has no Llama Guard verdicts, so its two pairs drop out"
     assert data.subjects.loc["GCG|gpt-4-0125-preview", "attack_type"] == "transfer"
 
 
-@needs_shared
-def test_xstest_scores_the_desirable_behaviour() -> None:
+def test_xstest_scores_the_desirable_behaviour(converted: Path, convert_data: ModuleType) -> None:
     folder = SHARED / "xstest_completions"
-    data = load_dataset("xstest", root=SHARED)
+    data = load_dataset("xstest", root=converted)
     long = pd.read_csv(folder / "xstest_labels_long.csv")
     gpt4 = long[long["model"] == "gpt4"]["final_label"].value_counts()
     assert gpt4.to_dict() == {"1_full_compliance": 230, "2_full_refusal": 211, "3_partial_refusal": 9}
@@ -270,16 +466,14 @@ def test_xstest_scores_the_desirable_behaviour() -> None:
         }[row["final_label"]]
         assert got.loc[row["model"], f"xstest/{row['id']}"] == expected, row.to_dict()
     assert data.items["prompt_label"].value_counts().to_dict() == {"safe": 250, "unsafe": 200}
-    strict = load_dataset("xstest", root=SHARED, partial=0.0)
-    assert strict.is_binary and not data.is_binary
-    split = load_dataset("xstest", root=SHARED, split=True)
+    assert variant(convert_data, "xstest", converted, partial=0.0).is_binary and not data.is_binary
+    split = variant(convert_data, "xstest", converted, split=True)
     assert split.items["benchmark"].value_counts().to_dict() == {"xstest_safe": 250, "xstest_unsafe": 200}
 
 
-@needs_shared
-def test_pyirt_sst3_keeps_sentences_as_item_text() -> None:
+def test_pyirt_sst3_keeps_sentences_as_item_text(converted: Path) -> None:
     path = SHARED / "pyirt_sst3_fixture" / "minitest.amortized.jsonlines"
-    data = load_dataset("pyirt_sst3", root=SHARED)
+    data = load_dataset("pyirt_sst3", root=converted)
     records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     first = records[0]["responses"]
     assert data.items["text"].tolist() == list(first)
@@ -288,36 +482,35 @@ def test_pyirt_sst3_keeps_sentences_as_item_text() -> None:
     assert "always-positive" in data.subject_ids
 
 
-@needs_shared
-def test_classic_sets_match_their_files() -> None:
+def test_classic_sets_match_their_files(converted: Path, convert_data: ModuleType) -> None:
     folder = SHARED / "classic_irt"
-    sat12 = load_dataset("sat12", root=SHARED)
+    sat12 = load_dataset("sat12", root=converted)
     scored = pd.read_csv(folder / "sat12_scored.csv")
     np.testing.assert_array_equal(sat12.to_matrix(), scored.to_numpy(dtype=float))
-    omitted = load_dataset("sat12", root=SHARED, omitted="missing")
+    omitted = variant(convert_data, "sat12", converted, omitted="missing")
     assert sat12.n_responses - omitted.n_responses == 69
-    science = load_dataset("science", root=SHARED)
+    science = load_dataset("science", root=converted)
     raw = pd.read_csv(folder / "science_mirt.csv")
     np.testing.assert_allclose(np.nanmean(science.to_matrix(), axis=0), (raw >= 3).mean().to_numpy())
-    fraction = load_dataset("science", root=SHARED, threshold=None)
+    fraction = variant(convert_data, "science", converted, threshold=None)
     assert fraction.values.max() == 1 and sorted(set(fraction.values.round(6))) == [0, 0.333333, 0.666667, 1]
-    verbagg = load_dataset("verbagg", root=SHARED)
+    verbagg = load_dataset("verbagg", root=converted)
     wide = pd.read_csv(folder / "verbagg_r2_wide.csv", index_col="id")
     np.testing.assert_array_equal(verbagg.to_matrix(), wide.to_numpy(dtype=float))
 
 
-@needs_shared
+@pytest.mark.skipif(not SHARED.is_dir(), reason=f"the upstream files are not at {SHARED}")
 def test_upstream_folders_load_as_data_set_folders(mmlu: ResponseData) -> None:
     assert is_dataset_folder(SHARED / "mmlu_pro_tiger")
     upstream = load_folder(SHARED / "mmlu_pro_tiger")
     assert upstream.checksum() == mmlu.checksum()
-    with pytest.raises(DataError, match=r"holds several data sets.*sat12"):
+    with pytest.raises(DataError, match=r"holds several data sets \(lsat6, lsat7\)"):
         load_folder(SHARED / "classic_irt")
     lsat7 = load_folder(SHARED / "classic_irt", dataset="lsat7")
     assert lsat7.checksum() == load_dataset("lsat7").checksum()
 
 
-@needs_shared
+@pytest.mark.skipif(not SHARED.is_dir(), reason=f"the upstream files are not at {SHARED}")
 def test_embedded_files_are_the_upstream_extracts() -> None:
     for name in ("mmlu_pro_responses.csv", "mmlu_pro_items.csv", "mmlu_pro_models.csv"):
         assert (REPO_DATA / "mmlu_pro" / name).read_bytes() == (SHARED / "mmlu_pro_tiger" / name).read_bytes(), name
@@ -326,28 +519,41 @@ def test_embedded_files_are_the_upstream_extracts() -> None:
         assert (REPO_DATA / name / file).read_bytes() == (SHARED / "classic_irt" / file).read_bytes(), file
 
 
+def test_lsat_fixture_rows_are_the_embedded_patterns() -> None:
+    for name in ("lsat6", "lsat7"):
+        rows = pd.read_csv(REPO / "tests" / "fixtures" / f"{name}_responses.csv")
+        got = sorted("".join(map(str, r)) for r in rows.to_numpy())
+        assert got == sorted(load_dataset(name).subjects["pattern"]), name
+
+
 # ---------------------------------------------------------------------------------------------------- bad input
 
 
 def test_unknown_data_set_lists_the_known_names() -> None:
-    with pytest.raises(DataError, match=r"unknown data set 'mmlu'.*mmlu_pro.*lsat7.*nlu_vania2021"):
+    with pytest.raises(DataError, match=r"unknown data set 'mmlu'; known data sets: lsat6, lsat7, mmlu_pro, chembench"):
         load_dataset("mmlu")
 
 
 def test_external_set_without_a_data_folder(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.delenv(DATA_DIR_ENV, raising=False)
-    with pytest.raises(DataError, match=rf"{DATA_DIR_ENV}.*github.com/nyu-mll/nlu-test-sets"):
-        load_dataset("nlu_vania2021")
     with pytest.raises(
-        DataError, match=re.escape(f"{tmp_path / 'xstest_completions'}: no such folder") + f".*{DATA_DIR_ENV}"
+        DataError,
+        match=rf"{DATA_DIR_ENV} is not set: convert the upstream files \(github.com/nyu-mll/nlu-test-sets.*"
+        r"convert_data.py UPSTREAM_DIR OUT_DIR --only nlu_vania2021`, where UPSTREAM_DIR holds 'nlu_test_sets_vania2021/'",
     ):
+        load_dataset("nlu_vania2021")
+    with pytest.raises(DataError, match=re.escape(f"{tmp_path / 'xstest'}: no such folder with a dataset.json")):
         load_dataset("xstest", root=tmp_path)
+    with pytest.raises(DataError, match=rf"data set 'xstest' is not shipped with irtbayes and {DATA_DIR_ENV}"):
+        load_folder(REPO_DATA / "xstest")
     monkeypatch.setenv(DATA_DIR_ENV, str(tmp_path))
     assert not list_datasets().loc["xstest", "available"]
 
 
 def test_unknown_option_names_the_accepted_ones() -> None:
-    with pytest.raises(DataError, match=r"unknown option.*'judge'.*accepted options: none"):
+    with pytest.raises(
+        DataError, match=r"unknown option\(s\) \['judge'\]; accepted options: benchmarks, min_benchmarks .*convert_data"
+    ):
         load_dataset("lsat7", judge="artifact")
 
 
@@ -411,5 +617,5 @@ def test_malformed_manifests_and_files(tmp_path: Path) -> None:
 def test_is_dataset_folder_rejects_files_and_plain_folders(tmp_path: Path) -> None:
     assert not is_dataset_folder(tmp_path)
     assert not is_dataset_folder(REPO_DATA / "mmlu_pro" / "dataset.json")
-    with pytest.raises(DataError, match="not laid out like any registered data set"):
+    with pytest.raises(DataError, match=r"no dataset\.json and not laid out like any embedded data set"):
         load_folder(tmp_path)
