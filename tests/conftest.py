@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 import xarray as xr
@@ -16,8 +15,6 @@ from irtbayes.data import ResponseData
 from irtbayes.fit import Fit, fit
 from irtbayes.model import ModelSpec
 from irtbayes.simulate import simulate_responses
-
-SHARED = Path(__file__).resolve().parents[2] / "shared"
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
