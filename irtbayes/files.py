@@ -1,5 +1,9 @@
 """Files: atomic writes (a crash or Ctrl-C never leaves a half-written file or folder) and JSON reading
-whose errors name the file, line and column."""
+whose errors name the file, line and column.
+
+Files and folders written here get the permissions the user's umask gives (0644 and 0755 under the common
+umask 022), like files written with :func:`open`, although they are made as private temporaries first.
+"""
 
 from __future__ import annotations
 
@@ -15,10 +19,12 @@ from typing import Any
 from irtbayes.errors import DataError
 
 __all__ = [
+    "apply_umask",
     "atomic_dir",
     "atomic_write_bytes",
     "atomic_write_json",
     "atomic_write_text",
+    "current_umask",
     "read_json",
     "read_json_lines",
 ]
@@ -79,12 +85,41 @@ def read_json_lines(path: str | Path, *, error: type[Exception] = DataError) -> 
     return records
 
 
+def current_umask() -> int:
+    """The process's umask (read from ``/proc`` where it can be, so no other thread sees it change)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def apply_umask(path: str | Path) -> None:
+    """Give ``path`` the mode a plain ``open``/``mkdir`` would have given it (0666 or 0777 less the umask).
+
+    :func:`tempfile.mkstemp` and :func:`tempfile.mkdtemp` make private (0600/0700) temporaries; a file or
+    folder renamed into place from one would otherwise stay private whatever the user's umask.
+    """
+    path = Path(path)
+    base = 0o777 if path.is_dir() else 0o666
+    os.chmod(path, base & ~current_umask())
+
+
 def atomic_write_bytes(path: str | Path, payload: bytes) -> Path:
-    """Write ``payload`` to ``path`` through a temporary file in the same folder and :func:`os.replace`."""
+    """Write ``payload`` to ``path`` through a temporary file in the same folder and :func:`os.replace`.
+
+    The file gets the mode the umask gives (see :func:`apply_umask`).
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
+        os.fchmod(fd, 0o666 & ~current_umask())
         with os.fdopen(fd, "wb") as handle:
             handle.write(payload)
             handle.flush()
@@ -111,12 +146,14 @@ def atomic_write_json(path: str | Path, obj: Any) -> Path:
 def atomic_dir(target: str | Path) -> Iterator[Path]:
     """Yield a temporary folder beside ``target``; on success it replaces ``target`` in one rename.
 
-    On any exception (Ctrl-C included) the temporary folder is removed and ``target`` is left as it was.
+    On any exception (Ctrl-C included) the temporary folder is removed and ``target`` is left as it was. The
+    folder gets the mode the umask gives (see :func:`apply_umask`).
     """
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
     try:
+        apply_umask(tmp)
         yield tmp
         old = None
         if target.exists():

@@ -13,7 +13,10 @@ partial folder. Nothing is pickled.
 
 from __future__ import annotations
 
+import ctypes
 import datetime as _dt
+import errno
+import hashlib
 import json
 import logging
 import os
@@ -892,28 +895,108 @@ def save_fit(result: Fit, path: str | os.PathLike[str], *, overwrite: bool = Fal
     Raises
     ------
     FitError
-        ``path`` exists and ``overwrite`` is False, or the folder cannot be written.
+        ``path`` exists and ``overwrite`` is False (also when another process saved there meanwhile), or the
+        folder cannot be written (a full disk, no permission): the message names ``path`` and the reason, and
+        a fit already at ``path`` is left unchanged.
     """
     target = Path(path)
     if target.exists() and not overwrite:
         raise FitError(f"{target}: already exists (pass overwrite=True to replace it)")
-    target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.parent / f".{target.name}.tmp-{uuid.uuid4().hex[:8]}"
     try:
+        target.parent.mkdir(parents=True, exist_ok=True)
         tmp.mkdir()
         _write_fit_files(result, tmp)
-        if target.exists():
-            old = target.parent / f".{target.name}.old-{uuid.uuid4().hex[:8]}"
-            target.rename(old)
-            tmp.rename(target)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            tmp.rename(target)
+        _sync_folder(tmp)
+        _move_into_place(tmp, target, overwrite=overwrite)
+        _sync_folder(target.parent, files=False)
+    except OSError as err:
+        shutil.rmtree(tmp, ignore_errors=True)
+        kept = "the fit already there is unchanged" if target.exists() else "nothing was saved"
+        where = f" ({err.filename})" if err.filename and str(err.filename) != str(target) else ""
+        raise FitError(f"{target}: the fit could not be saved: {err.strerror or err}{where}; {kept}") from None
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     log.info("saved fit to %s", target)
     return target
+
+
+def _sync_folder(folder: Path, *, files: bool = True) -> None:
+    """Flush the files of ``folder`` (and the folder itself) to disk, so a rename publishes complete files."""
+    paths = [p for p in folder.iterdir() if p.is_file()] if files else []
+    for p in [*paths, folder]:
+        fd = os.open(p, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        except OSError as err:
+            if err.errno != errno.EINVAL:  # some file systems cannot sync a folder
+                raise
+        finally:
+            os.close(fd)
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap ``a`` and ``b`` in one step (Linux ``renameat2(RENAME_EXCHANGE)``); False where not supported."""
+    try:
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):
+        return False
+    at_fdcwd, rename_exchange = -100, 2
+    if renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.EINVAL, errno.ENOSYS, errno.EPERM):
+        return False
+    raise OSError(code, os.strerror(code), str(b))
+
+
+def _move_into_place(tmp: Path, target: Path, *, overwrite: bool) -> None:
+    """Rename the complete folder ``tmp`` to ``target``; with ``overwrite``, replace a folder already there.
+
+    A rename never replaces a non-empty folder, so a fit that another process put at ``target`` meanwhile is
+    kept (``overwrite=False``: FitError) or swapped out whole; ``target`` always holds one complete fit.
+    """
+    for _ in range(10):
+        try:
+            os.rename(tmp, target)
+            return
+        except OSError as err:
+            if err.errno not in (errno.EEXIST, errno.ENOTEMPTY, errno.ENOTDIR, errno.EISDIR):
+                raise
+        if not overwrite:
+            raise FitError(
+                f"{target}: another process saved a fit here while this one was being written; that fit "
+                "was kept and this one was not saved (pass overwrite=True to replace it)"
+            )
+        try:
+            if _exchange(tmp, target):
+                shutil.rmtree(tmp, ignore_errors=True)  # now the old fit
+                return
+            old = target.parent / f".{target.name}.old-{uuid.uuid4().hex[:8]}"
+            os.rename(target, old)
+        except FileNotFoundError:
+            continue  # another writer moved it away: try again
+        try:
+            os.rename(tmp, target)
+        finally:
+            shutil.rmtree(old, ignore_errors=True)
+        return
+    raise FitError(f"{target}: other processes kept replacing the fit here; this one was not saved")
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _card_checksum(card: dict[str, Any]) -> str:
+    """SHA-256 of the card's content less its own checksum, in a canonical JSON form."""
+    body = {k: v for k, v in card.items() if k != "card_sha256"}
+    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode("utf-8")).hexdigest()
 
 
 def _write_fit_files(result: Fit, folder: Path) -> None:
@@ -927,7 +1010,10 @@ def _write_fit_files(result: Fit, folder: Path) -> None:
     tree.attrs["format_version"] = FORMAT_VERSION
     tree.attrs["data_checksum"] = result.data_checksum
     tree.to_netcdf(folder / "posterior.nc", engine="h5netcdf")
-    (folder / "card.json").write_text(json.dumps(result.card(), indent=2, sort_keys=False) + "\n")
+    card = result.card()
+    card["posterior_sha256"] = _sha256(folder / "posterior.nc")
+    card["card_sha256"] = _card_checksum(card)
+    (folder / "card.json").write_text(json.dumps(card, indent=2, sort_keys=False) + "\n", encoding="utf-8")
     result.items_table().to_csv(folder / "items.csv", index=False)
     result.subjects_table().to_csv(folder / "subjects.csv", index=False)
 
@@ -949,8 +1035,10 @@ def load_fit(path: str | os.PathLike[str], *, data: ResponseData | None = None) 
     Raises
     ------
     FitError
-        Missing folder or file, a corrupt ``card.json`` or ``posterior.nc`` (named), another format
-        version, files that disagree with each other, or data with another checksum.
+        Missing folder or file, a corrupt ``card.json`` or ``posterior.nc`` (named), a file edited or
+        truncated after saving (their SHA-256 in the card differ; cards written before checksums were
+        recorded load without this check), another format version, files that disagree with each other, or
+        data with another checksum.
     """
     folder = Path(path)
     if not folder.is_dir():
@@ -961,13 +1049,19 @@ def load_fit(path: str | os.PathLike[str], *, data: ResponseData | None = None) 
         if not p.is_file():
             raise FitError(f"{p}: missing; a saved fit needs card.json and posterior.nc")
     card = read_json(card_path, error=FitError)
-    for key in ("format_version", "spec", "sampler", "data_checksum", "diagnostics"):
-        if key not in card:
-            raise FitError(f"{card_path}: key '{key}' is missing")
-    if card["format_version"] != FORMAT_VERSION:
+    if "format_version" in card and card["format_version"] != FORMAT_VERSION:
         raise FitError(
             f"{card_path}: format version {card['format_version']!r}; this irtbayes reads version {FORMAT_VERSION}"
         )
+    if "card_sha256" in card and card["card_sha256"] != _card_checksum(card):
+        raise FitError(f"{card_path}: edited after it was saved (its content does not match its checksum)")
+    if "posterior_sha256" in card and card["posterior_sha256"] != _sha256(post_path):
+        raise FitError(
+            f"{post_path}: truncated or edited after it was saved (its SHA-256 differs from the one in card.json)"
+        )
+    for key in ("format_version", "spec", "sampler", "data_checksum", "diagnostics"):
+        if key not in card:
+            raise FitError(f"{card_path}: key '{key}' is missing")
     try:
         spec = ModelSpec.from_dict(card["spec"])
         diagnostics = Diagnostics.from_dict(card["diagnostics"])
@@ -997,7 +1091,17 @@ def load_fit(path: str | os.PathLike[str], *, data: ResponseData | None = None) 
     info = {
         k: v
         for k, v in card.items()
-        if k not in ("format_version", "spec", "sampler", "data_checksum", "diagnostics", "approximate")
+        if k
+        not in (
+            "format_version",
+            "spec",
+            "sampler",
+            "data_checksum",
+            "diagnostics",
+            "approximate",
+            "posterior_sha256",
+            "card_sha256",
+        )
     }
     return Fit(
         idata=idata,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Literal
 
@@ -39,7 +40,7 @@ def read_table(path: str | Path) -> pd.DataFrame:
     except pd.errors.EmptyDataError:
         raise DataError(f"{path}: the file is empty") from None
     except pd.errors.ParserError as err:
-        raise DataError(f"{path}: not a valid CSV file ({err})") from None
+        raise DataError(f"{path}: not a valid CSV file ({_parser_message(err)})") from None
     except (OSError, ValueError) as err:
         if isinstance(err, DataError):
             raise
@@ -47,6 +48,12 @@ def read_table(path: str | Path) -> pd.DataFrame:
     if frame.shape[0] == 0:
         raise DataError(f"{path}: the file has a header but no rows")
     return frame
+
+
+def _parser_message(err: pd.errors.ParserError) -> str:
+    """pandas' CSV error in file lines (the header is line 1): it counts some positions in rows from 0."""
+    text = str(err).strip().replace("Error tokenizing data. C error: ", "")
+    return re.sub(r"starting at row (\d+)", lambda m: f"starting at line {int(m.group(1)) + 1}", text)
 
 
 def read_columns(path: str | Path) -> list[str]:
