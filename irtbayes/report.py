@@ -353,10 +353,11 @@ def _audit_section(
     bench = audit.benchmarks.loc[audit.benchmarks["scope_kind"] == kind].copy()
     bench["domain"] = [domains.get(s, "") for s in plots.text_labels(bench["scope"])]
     if len(bench) > TOP_BENCHMARKS:
+        n_bench = len(bench)
         bench = bench.sort_values("ddm_w1_mean", ascending=False, kind="stable").head(TOP_BENCHMARKS)
         doc.paragraph(
-            f"The coverage and benchmark figures show the {TOP_BENCHMARKS} of {len(audit.benchmarks):,} scopes "
-            f"with the largest DDM; every benchmark is in tables/benchmarks.csv and tables/bins.csv."
+            f"The coverage and benchmark figures show the {TOP_BENCHMARKS} of {n_bench:,} benchmarks with the "
+            f"largest DDM; the other {n_bench - TOP_BENCHMARKS:,} are in tables/benchmarks.csv and tables/bins.csv."
         )
     shown_bins = audit.bins.loc[(audit.bins["scope_kind"] == kind) & audit.bins["scope"].isin(bench["scope"])]
     figure(
@@ -372,10 +373,11 @@ def _audit_section(
             mean="ddm_w1_mean",
             low="ddm_w1_ci_low",
             high="ddm_w1_ci_high",
-            xlabel="DDM (W1 / (U − L))",
+            xlabel="DDM (share outside [L, U] + share inside × W1 / (U − L))",
             title="Difficulty distribution mismatch with the target",
         ),
-        f"DDM per benchmark with {ci:.0%} intervals (0 = the items follow the target).",
+        f"DDM per benchmark with {ci:.0%} intervals (0 = the items follow the target; items outside the range "
+        "count in full).",
     )
     figure(
         "max_gap",
@@ -402,8 +404,9 @@ def _audit_section(
     )
     columns = [
         "scope", "n_items", "ddm_w1_mean", "ddm_w1_ci_low", "ddm_w1_ci_high", "ddm_tv_mean",
-        "max_gap_mean", "max_gap_ci_low", "max_gap_ci_high", "gap_lo", "gap_hi", "mass_below_mean",
-        "mass_above_mean", "saturated_share",
+        "max_gap_mean", "max_gap_ci_low", "max_gap_ci_high", "gap_lo", "gap_hi", "gap_kind", "interior_gap_mean",
+        "edge_gap_low_mean", "edge_gap_high_mean", "mass_below_mean", "mass_above_mean", "saturated_share",
+        "ddm_shape_w1_mean",
     ]  # fmt: skip
     doc.table(
         audit.benchmarks[[c for c in columns if c in audit.benchmarks.columns]],

@@ -69,11 +69,11 @@ def png_sizes(folder: Path) -> dict[str, tuple[int, int]]:
 
 @pytest.fixture(scope="module")
 def many_subjects() -> tuple[ResponseData, Fit]:
-    data, truth = simulate_responses(300, 40, kind="2pl", n_benchmarks=3, n_domains=2, missing=0.1, seed=21)
+    data, truth = simulate_responses(300, 84, kind="2pl", n_benchmarks=42, n_domains=2, missing=0.1, seed=21)
     return data, hand_built_fit(data, truth["ability"].values, truth["difficulty"].values, scatter=0.3)
 
 
-def test_report_of_300_subjects_is_bounded_and_says_who_is_left_out(
+def test_report_of_300_subjects_and_42_benchmarks_is_bounded_and_says_what_is_left_out(
     many_subjects: tuple[ResponseData, Fit], tmp_path: Path
 ) -> None:
     data, fitted = many_subjects
@@ -94,6 +94,7 @@ def test_report_of_300_subjects_is_bounded_and_says_who_is_left_out(
     assert len(text.encode()) < 3 * 2**20, f"report.html is {len(text.encode()) / 2**20:.2f} MiB"
     assert f"show the top {TOP_SUBJECTS} of 300 subjects" in text and "270 subjects are left out" in text, text[:2000]
     assert "Leaderboard: the top 30 of 300 subjects" in text
+    assert "show the 40 of 42 benchmarks with the largest DDM; the other 2 are in tables/benchmarks.csv" in text
     # every subject stays in the table beside the report
     table = pd.read_csv(tmp_path / "report" / "tables" / "ranking.csv")
     assert (table["scope_kind"] == "all").sum() == 300
