@@ -405,7 +405,8 @@ def test_pooled_prior_follows_candidates_aimed_far_from_the_bank(bank):
     ],
 )
 def test_operating_characteristic_precision_reaches_tau(bank, truth, target):
-    """Accepted candidates truly lie in the bin at rate tau or more, with 40 responding systems."""
+    """Accepted candidates are good and truly lie in the bin at rate tau or more, with 40 responding systems,
+    when a fifth of the candidates are mis-keyed and a fifth flat; those are rejected."""
     tau = 0.8
     frame = operating_characteristic(
         bank.fit,
@@ -419,10 +420,15 @@ def test_operating_characteristic_precision_reaches_tau(bank, truth, target):
         seed=1,
         ability_points=8,
         n_draws=1000,
+        mis_keyed_share=0.2,
+        flat_share=0.2,
     )
     table = operating_characteristic_table(frame)
     row = table.iloc[0]
-    assert row["n_accepted"] >= 15, table.to_string()
+    assert row["n_mis_keyed"] == 40 and row["n_flat"] == 40, table.to_string()
+    assert row["mis_keyed_rejected"] == 1.0 and row["mis_keyed_named"] >= 0.5, table.to_string()
+    assert row["flat_rejected"] >= 0.95, table.to_string()
+    assert row["n_accepted"] >= 10, table.to_string()
     assert row["precision"] >= tau - _margin(tau, int(row["n_accepted"])), table.to_string()
     assert 0 < row["recall"] < 1, table.to_string()
     # every accepted candidate was accepted on posterior evidence at least tau
