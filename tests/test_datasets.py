@@ -6,11 +6,13 @@ they skip, naming the path. Everything else uses the repository alone.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import json
 import re
 import shutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
@@ -362,14 +364,22 @@ def converted(convert_data: ModuleType, tmp_path_factory: pytest.TempPathFactory
     return out
 
 
+@pytest.fixture(scope="module")
+def external(converted: Path) -> Callable[[str], ResponseData]:
+    """Load a converted external data set once per module."""
+    return functools.cache(lambda name: load_dataset(name, root=converted))
+
+
 def variant(convert_data: ModuleType, name: str, root: Path, **options: object) -> ResponseData:
     out = root.parent / "_".join(["variant", name, *map(str, options.values())])
     return load_folder(convert_data.convert(name, SHARED, out, **options))
 
 
 @pytest.mark.parametrize("name", EXTERNAL)
-def test_external_sets_load_with_the_listed_shape_and_labels(converted: Path, name: str) -> None:
-    data = load_dataset(name, root=converted)
+def test_external_sets_load_with_the_listed_shape_and_labels(
+    converted: Path, external: Callable[[str], ResponseData], name: str
+) -> None:
+    data = external(name)
     listed = list_datasets(root=converted).loc[name]
     assert listed["available"]
     assert (data.n_subjects, data.n_items) == (listed["n_subjects"], listed["n_items"])
@@ -386,9 +396,9 @@ def test_data_dir_variable_finds_the_converted_sets(converted: Path, monkeypatch
         load_dataset("chembench")
 
 
-def test_nlu_shape_labels_and_values(converted: Path) -> None:
+def test_nlu_shape_labels_and_values(external: Callable[[str], ResponseData]) -> None:
     folder = SHARED / "nlu_test_sets_vania2021"
-    nlu = load_dataset("nlu_vania2021", root=converted)
+    nlu = external("nlu_vania2021")
     assert nlu.n_responses == 90 * 82756
     assert len(nlu.benchmarks) == 29
     matrix = matrix_frame(nlu)
@@ -403,9 +413,11 @@ def test_nlu_shape_labels_and_values(converted: Path) -> None:
     assert nlu.items.loc["cb_0", "task_name"] == "CB"
 
 
-def test_tinybench_joins_all_five_benchmarks_keeping_partial_models(converted: Path) -> None:
+def test_tinybench_joins_all_five_benchmarks_keeping_partial_models(
+    converted: Path, external: Callable[[str], ResponseData]
+) -> None:
     folder = SHARED / "openllm_tinybench_atlas"
-    data = load_dataset("openllm_tinybench", root=converted)
+    data = external("openllm_tinybench")
     assert set(data.benchmarks) == {"arc_challenge", "gsm8k", "hellaswag", "truthfulqa", "winogrande"}
     raws = {b: pd.read_csv(folder / f"response_matrix_tiny{b}.csv", index_col=0) for b in ("arc", "hellaswag")}
     union = set().union(*(pd.read_csv(p, index_col=0, usecols=[0]).index for p in folder.glob("response_matrix_*.csv")))
@@ -424,9 +436,9 @@ def test_tinybench_joins_all_five_benchmarks_keeping_partial_models(converted: P
     assert (complete.subjects["n_benchmarks"] == 5).all()
 
 
-def test_chembench_transposes_items_by_models(converted: Path) -> None:
+def test_chembench_transposes_items_by_models(external: Callable[[str], ResponseData]) -> None:
     folder = SHARED / "chembench_irt_on_bench"
-    data = load_dataset("chembench", root=converted)
+    data = external("chembench")
     scores = pd.read_csv(folder / "model_score_allcorrect.csv", index_col=0)["score"]
     got = pd.Series(np.nanmean(data.to_matrix(), axis=1), index=data.subject_ids)
     np.testing.assert_allclose(got[scores.index].to_numpy(), scores.to_numpy(), atol=1e-12)
@@ -435,9 +447,11 @@ def test_chembench_transposes_items_by_models(converted: Path) -> None:
     assert matrix_frame(data).loc["GPT-4o", "chembench/1"] == raw.loc[1, "GPT-4o"]
 
 
-def test_jailbreakbench_scores_resisted_jailbreaks(converted: Path, convert_data: ModuleType) -> None:
+def test_jailbreakbench_scores_resisted_jailbreaks(
+    converted: Path, external: Callable[[str], ResponseData], convert_data: ModuleType
+) -> None:
     folder = SHARED / "jailbreakbench_artifacts"
-    data = load_dataset("jailbreakbench", root=converted)
+    data = external("jailbreakbench")
     raw = pd.read_csv(folder / "jailbreakbench_matrix.csv", index_col="subject")
     got = matrix_frame(data).loc[raw.index, ["jailbreakbench/" + c for c in raw.columns]]
     np.testing.assert_array_equal(got.to_numpy(), 1 - raw.to_numpy(dtype=float))
@@ -450,9 +464,11 @@ def test_jailbreakbench_scores_resisted_jailbreaks(converted: Path, convert_data
     assert data.subjects.loc["GCG|gpt-4-0125-preview", "attack_type"] == "transfer"
 
 
-def test_xstest_scores_the_desirable_behaviour(converted: Path, convert_data: ModuleType) -> None:
+def test_xstest_scores_the_desirable_behaviour(
+    converted: Path, external: Callable[[str], ResponseData], convert_data: ModuleType
+) -> None:
     folder = SHARED / "xstest_completions"
-    data = load_dataset("xstest", root=converted)
+    data = external("xstest")
     long = pd.read_csv(folder / "xstest_labels_long.csv")
     gpt4 = long[long["model"] == "gpt4"]["final_label"].value_counts()
     assert gpt4.to_dict() == {"1_full_compliance": 230, "2_full_refusal": 211, "3_partial_refusal": 9}
@@ -471,9 +487,9 @@ def test_xstest_scores_the_desirable_behaviour(converted: Path, convert_data: Mo
     assert split.items["benchmark"].value_counts().to_dict() == {"xstest_safe": 250, "xstest_unsafe": 200}
 
 
-def test_pyirt_sst3_keeps_sentences_as_item_text(converted: Path) -> None:
+def test_pyirt_sst3_keeps_sentences_as_item_text(external: Callable[[str], ResponseData]) -> None:
     path = SHARED / "pyirt_sst3_fixture" / "minitest.amortized.jsonlines"
-    data = load_dataset("pyirt_sst3", root=converted)
+    data = external("pyirt_sst3")
     records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     first = records[0]["responses"]
     assert data.items["text"].tolist() == list(first)
@@ -482,19 +498,21 @@ def test_pyirt_sst3_keeps_sentences_as_item_text(converted: Path) -> None:
     assert "always-positive" in data.subject_ids
 
 
-def test_classic_sets_match_their_files(converted: Path, convert_data: ModuleType) -> None:
+def test_classic_sets_match_their_files(
+    converted: Path, external: Callable[[str], ResponseData], convert_data: ModuleType
+) -> None:
     folder = SHARED / "classic_irt"
-    sat12 = load_dataset("sat12", root=converted)
+    sat12 = external("sat12")
     scored = pd.read_csv(folder / "sat12_scored.csv")
     np.testing.assert_array_equal(sat12.to_matrix(), scored.to_numpy(dtype=float))
     omitted = variant(convert_data, "sat12", converted, omitted="missing")
     assert sat12.n_responses - omitted.n_responses == 69
-    science = load_dataset("science", root=converted)
+    science = external("science")
     raw = pd.read_csv(folder / "science_mirt.csv")
     np.testing.assert_allclose(np.nanmean(science.to_matrix(), axis=0), (raw >= 3).mean().to_numpy())
     fraction = variant(convert_data, "science", converted, threshold=None)
     assert fraction.values.max() == 1 and sorted(set(fraction.values.round(6))) == [0, 0.333333, 0.666667, 1]
-    verbagg = load_dataset("verbagg", root=converted)
+    verbagg = external("verbagg")
     wide = pd.read_csv(folder / "verbagg_r2_wide.csv", index_col="id")
     np.testing.assert_array_equal(verbagg.to_matrix(), wide.to_numpy(dtype=float))
 
