@@ -149,7 +149,8 @@ def nlu(folder: Path, *, tasks: str = "all") -> Tables:
     unknown = [t for t in names if t not in meta.index]
     if unknown:
         raise DataError(f"{meta_path}: unknown task(s) {unknown}; known: {list(meta.index)}")
-    blocks, items = [], []
+    blocks: list[pd.DataFrame] = []
+    items: list[pd.DataFrame] = []
     for task in names:
         path = folder / f"{task}_irt_all_coded.csv"
         frame = read_csv(path, index_col="userid")

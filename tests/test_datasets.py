@@ -396,7 +396,9 @@ def test_data_dir_variable_finds_the_converted_sets(converted: Path, monkeypatch
         load_dataset("chembench")
 
 
-def test_nlu_shape_labels_and_values(external: Callable[[str], ResponseData]) -> None:
+def test_nlu_shape_labels_and_values(
+    external: Callable[[str], ResponseData], convert_data: ModuleType, converted: Path
+) -> None:
     folder = SHARED / "nlu_test_sets_vania2021"
     nlu = external("nlu_vania2021")
     assert nlu.n_responses == 90 * 82756
@@ -411,6 +413,12 @@ def test_nlu_shape_labels_and_values(external: Callable[[str], ResponseData]) ->
         assert (nlu.items.loc[raw.columns, "benchmark"] == benchmark).all()
     assert nlu.subjects.loc["roberta-base-10M-1_25", "train_fraction"] == "25"
     assert nlu.items.loc["cb_0", "task_name"] == "CB"
+    two = variant(convert_data, "nlu_vania2021", converted, tasks="cb,mrqa-nq")
+    assert set(two.benchmarks) == {"cb", "mrqa_nq"} and two.n_items == int(
+        nlu.items["benchmark"].isin(["cb", "mrqa_nq"]).sum()
+    )
+    with pytest.raises(DataError, match=r"task_metadata.csv: unknown task\(s\) \['cola'\]"):
+        convert_data.convert("nlu_vania2021", SHARED, converted.parent / "none", tasks="cola")
 
 
 def test_tinybench_joins_all_five_benchmarks_keeping_partial_models(
