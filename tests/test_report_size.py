@@ -23,6 +23,7 @@ from irtbayes.audit.ranking import (
     ahead_probability,
     indistinguishable_groups,
     ranked_groups,
+    reweighted_accuracy,
 )
 from irtbayes.data import ResponseData
 from irtbayes.diagnostics import check_convergence
@@ -191,3 +192,17 @@ def test_degenerate_data_draw_every_figure_without_a_warning(case: str) -> None:
         plt.close(plots.plot_rhat_ess(single, ess_min=400).figure)
     expected = {"diagnostics", "item_person_map", "coverage", "ddm", "max_gap", "information", "leaderboard", "ahead"}
     assert expected <= set(doc.figures), sorted(doc.figures)
+
+
+def test_reweighted_accuracy_in_blocks_of_draws_equals_one_block() -> None:
+    rng = np.random.default_rng(6)
+    codes = rng.integers(0, 7, size=(23, 40))  # 5 bins, codes 0 and 6 outside the range
+    responses = np.where(rng.random((30, 40)) < 0.2, np.nan, rng.random((30, 40)).round())
+    weights = rng.dirichlet(np.ones(5), size=23)
+    g = rng.standard_exponential((23, 40))
+    whole = reweighted_accuracy(codes, responses, weights, item_weights=g, block=23)
+    for block in (1, 4, 10):
+        np.testing.assert_array_equal(
+            reweighted_accuracy(codes, responses, weights, item_weights=g, block=block), whole
+        )
+    assert np.isfinite(whole).mean() > 0.9, whole

@@ -89,6 +89,7 @@ def reweighted_accuracy(
     weights: np.ndarray,
     *,
     item_weights: np.ndarray | None = None,
+    block: int | None = None,
 ) -> np.ndarray:
     """Per-draw re-weighted accuracy of every subject (formula in the module docstring).
 
@@ -103,6 +104,9 @@ def reweighted_accuracy(
         (K,) target weights, or (draw, K).
     item_weights
         (draw, item) positive weights g (the Bayesian bootstrap); None means 1.
+    block
+        Draws computed at once; by default as many as keep the per-bin sums near 8 Mi numbers (64 MiB, and
+        about four times that in all while a block is computed) whatever the number of subjects.
 
     Returns
     -------
@@ -110,7 +114,7 @@ def reweighted_accuracy(
         (draw, subject); NaN where a subject answered no item inside [L, U] in that draw.
     """
     codes = np.atleast_2d(np.asarray(codes)).astype(np.int64)
-    n_draws, n_items = codes.shape
+    n_draws = codes.shape[0]
     w = np.asarray(weights, dtype="float64")
     n_bins = w.shape[-1]
     if w.ndim == 1:
@@ -119,10 +123,25 @@ def reweighted_accuracy(
     answered = ~np.isnan(y)
     n_subjects = y.shape[0]
     stacked = np.concatenate([np.where(answered, y, 0.0), answered.astype("float64")], axis=0).T  # (item, 2J)
+    g = None if item_weights is None else np.asarray(item_weights, dtype="float64")
+    if block is None:
+        block = max(1, _BLOCK_ELEMENTS // 2 // ((n_bins + 2) * 2 * max(n_subjects, 1)))
+    out = np.empty((n_draws, n_subjects))
+    for start in range(0, n_draws, block):
+        sl = slice(start, min(start + block, n_draws))
+        out[sl] = _reweighted_block(codes[sl], stacked, w[sl], None if g is None else g[sl])
+    return out
+
+
+def _reweighted_block(codes: np.ndarray, stacked: np.ndarray, w: np.ndarray, g: np.ndarray | None) -> np.ndarray:
+    """:func:`reweighted_accuracy` for one block of draws; ``stacked`` is (item, 2J): responses, then answered."""
+    n_draws, n_items = codes.shape
+    n_bins = w.shape[-1]
+    n_subjects = stacked.shape[1] // 2
     width = n_bins + 2
     # One sparse (draw x code, item) indicator; column i holds one entry per draw, already in row order.
     rows = (np.arange(n_draws, dtype=np.int64)[:, None] * width + codes).T.ravel()
-    data = np.ones(rows.size) if item_weights is None else np.asarray(item_weights, dtype="float64").T.ravel()
+    data = np.ones(rows.size) if g is None else g.T.ravel()
     indptr = np.arange(0, n_draws * n_items + 1, n_draws, dtype=np.int64)
     indicator = sp.csc_matrix((data, rows, indptr), shape=(n_draws * width, n_items))
     sums = np.asarray(indicator @ stacked).reshape(n_draws, width, 2 * n_subjects)[:, 1:-1, :]
