@@ -443,3 +443,61 @@ def test_hostile_ids_go_through_the_benchfill_ledger(tmp_path):
     back = Ledger(tmp_path / "ledger.jsonl").read()
     assert back["candidate_id"].tolist() == HOSTILE_IDS
     assert back["source"].tolist() == [text[:50] for text in HOSTILE_TEXTS]
+
+
+# ------------------------------------------------------------------------------------------ small banks
+def test_a_small_single_group_bank_fixes_the_spread_of_discriminations():
+    from irtbayes.model import SMALL_BANK_ITEMS, build_model
+    from irtbayes.simulate import simulate_responses
+
+    small, _ = simulate_responses(30, 5, seed=1)  # LSAT-like: one bank of five items
+    model = build_model(small)
+    names = {v.name for v in model.free_RVs}
+    assert model.irtbayes_spec.discrimination_sd == "fixed"
+    assert "log_discrimination_sd" not in model.named_vars and "discrimination" in names, names
+    assert "log_discrimination_mu" in names and "difficulty_sd" in names  # the audit's difficulty prior stays
+    kept = build_model(small, ModelSpec(discrimination_sd="sampled"))
+    assert {"log_discrimination_sd", "discrimination_z"} <= {v.name for v in kept.free_RVs}
+    # a bank of SMALL_BANK_ITEMS items, or several benchmarks, keeps the sampled hyper-sd
+    large, _ = simulate_responses(12, SMALL_BANK_ITEMS, seed=2)
+    several, _ = simulate_responses(12, 20, n_benchmarks=2, seed=3)
+    for data in (large, several):
+        spec = build_model(data).irtbayes_spec
+        assert spec.discrimination_sd == "sampled", (data.n_items, spec.hierarchy)
+    # the fixed spread is the documented prior scale: the log-density of the discriminations says so
+    point = model.initial_point()
+    la = np.array([-0.6, -0.1, 0.0, 0.3, 0.9])
+    point["discrimination_log__"] = la
+    point["log_discrimination_mu"] = np.array(0.2)
+    logp = model.compile_logp(vars=[model["discrimination"]], sum=False)(point)[0]
+    scale = ModelSpec().priors.log_discrimination_sd_scale
+    expected = -0.5 * ((la - 0.2) / scale) ** 2 - np.log(
+        scale * np.sqrt(2 * np.pi)
+    )  # with the log-transform's Jacobian
+    np.testing.assert_allclose(logp, expected, rtol=1e-7)
+
+
+def test_benchfill_calibrates_candidates_against_a_bank_with_a_fixed_spread(data):
+    """A small bank's fit has no ``log_discrimination_sd`` draws: BenchFill uses the fixed spread instead."""
+    from irtbayes.benchfill.calibration import calibrate_fixed, candidate_response_data
+    from irtbayes.benchfill.candidates import Candidate
+
+    bank = hand_fit(data, seed=6)
+    assert "log_discrimination_sd" not in bank.posterior
+    rng = np.random.default_rng(2)
+    frame = pd.DataFrame({"subject": list(map(str, data.subject_ids)), "item": HOSTILE_IDS[0]})
+    frame["response"] = (rng.random(len(frame)) < 0.6).astype(float)
+    candidates = [Candidate(candidate_id=HOSTILE_IDS[0], text=HOSTILE_TEXTS[2], answer="a")]
+    new = candidate_response_data(frame, candidates, fit=bank)
+    post = calibrate_fixed(bank, new, n_draws=400, seed=1, prior="bank")
+    # the same bank with the spread as (constant) draws gives the same posterior
+    spread = ModelSpec().priors.log_discrimination_sd_scale
+    tree = bank.idata.copy()
+    tree["posterior"] = tree["posterior"].assign(
+        log_discrimination_sd=xr.full_like(bank.posterior["log_discrimination_mu"], spread)
+    )
+    explicit = calibrate_fixed(Fit(**{**vars(bank), "idata": tree}), new, n_draws=400, seed=1, prior="bank")
+    for name in ("difficulty", "discrimination"):
+        np.testing.assert_array_equal(post[name].values, explicit[name].values)
+    assert np.isfinite(post["discrimination"].values).all()
+    assert str(post["item"].values[0]) == HOSTILE_IDS[0]

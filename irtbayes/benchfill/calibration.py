@@ -419,12 +419,26 @@ class _Prior:
 
 
 def _level_prior(
-    post: xr.Dataset, hierarchy: str, prefix: str, rows: np.ndarray, benchmark: str | None, domain: str | None
+    post: xr.Dataset,
+    hierarchy: str,
+    prefix: str,
+    rows: np.ndarray,
+    benchmark: str | None,
+    domain: str | None,
+    *,
+    fixed_sd: float | None = None,
 ) -> _Prior:
-    """The predictive of a new item's ``prefix`` parameter (difficulty or log_discrimination) under the hierarchy."""
+    """The predictive of a new item's ``prefix`` parameter (difficulty or log_discrimination) under the hierarchy.
+
+    ``fixed_sd`` is the item-level sd where the model fixes it instead of sampling it (small banks:
+    ``ModelSpec.discrimination_sd="fixed"``), used when the posterior has no ``{prefix}_sd``.
+    """
     from irtbayes.model import UNLABELLED
 
-    item_sd = _flat(post[f"{prefix}_sd"])[rows]
+    if f"{prefix}_sd" in post or fixed_sd is None:
+        item_sd = _flat(post[f"{prefix}_sd"])[rows]
+    else:
+        item_sd = np.full(len(rows), float(fixed_sd))
     mu = _flat(post[f"{prefix}_mu"])[rows]
     if hierarchy == "none":
         return _Prior(mu, item_sd, "population")
@@ -818,6 +832,7 @@ def _candidate_inputs(
                     rows,
                     candidate_group_label(bench) if group_label else bench,
                     dom,
+                    fixed_sd=spec.priors.log_discrimination_sd_scale,
                 ),
             }
         )
@@ -1266,7 +1281,15 @@ def _bank_like(fit: Fit, benchmark: str | None, n: int, rng: np.random.Generator
     b = rng.normal(prior_b.centre, prior_b.sd)
     if fit.spec.kind == "1pl":
         return b, np.exp(_flat(post["log_discrimination_mu"])[rows])
-    prior_la = _level_prior(post, fit.spec.hierarchy, "log_discrimination", rows, benchmark, None)
+    prior_la = _level_prior(
+        post,
+        fit.spec.hierarchy,
+        "log_discrimination",
+        rows,
+        benchmark,
+        None,
+        fixed_sd=fit.spec.priors.log_discrimination_sd_scale,
+    )
     return b, np.exp(rng.normal(prior_la.centre, prior_la.sd))
 
 
