@@ -926,11 +926,16 @@ def _sync_folder(folder: Path, *, files: bool = True) -> None:
     """Flush the files of ``folder`` (and the folder itself) to disk, so a rename publishes complete files."""
     paths = [p for p in folder.iterdir() if p.is_file()] if files else []
     for p in [*paths, folder]:
-        fd = os.open(p, os.O_RDONLY)
+        try:
+            fd = os.open(p, os.O_RDONLY)
+        except OSError:
+            if p == folder:  # some systems cannot open a folder (Windows): its entries are then written through
+                continue
+            raise
         try:
             os.fsync(fd)
         except OSError as err:
-            if err.errno != errno.EINVAL:  # some file systems cannot sync a folder
+            if err.errno not in (errno.EINVAL, errno.EBADF):  # cannot be synced this way here: not an I/O error
                 raise
         finally:
             os.close(fd)
@@ -979,10 +984,25 @@ def _move_into_place(tmp: Path, target: Path, *, overwrite: bool) -> None:
             continue  # another writer moved it away: try again
         try:
             os.rename(tmp, target)
-        finally:
-            shutil.rmtree(old, ignore_errors=True)
+        except OSError as err:
+            _put_back(old, target)
+            if err.errno in (errno.EEXIST, errno.ENOTEMPTY):
+                continue  # another writer's fit arrived meanwhile: replace it in turn
+            raise
+        except BaseException:
+            _put_back(old, target)
+            raise
+        shutil.rmtree(old, ignore_errors=True)
         return
     raise FitError(f"{target}: other processes kept replacing the fit here; this one was not saved")
+
+
+def _put_back(old: Path, target: Path) -> None:
+    """Return the previous fit, moved aside to ``old``, to ``target``; drop it if another writer's fit is there."""
+    try:
+        os.rename(old, target)
+    except OSError:
+        shutil.rmtree(old, ignore_errors=True)
 
 
 def _sha256(path: Path) -> str:
@@ -1042,7 +1062,9 @@ def load_fit(path: str | os.PathLike[str], *, data: ResponseData | None = None) 
     """
     folder = Path(path)
     if not folder.is_dir():
-        raise FitError(f"{folder}: no saved fit here (not a folder)")
+        aside = sorted(folder.parent.glob(f".{folder.name}.old-*")) if folder.parent.is_dir() else []
+        hint = f"; a save interrupted while replacing it left the previous fit at {aside[-1]}" if aside else ""
+        raise FitError(f"{folder}: no saved fit here (not a folder){hint}")
     card_path = folder / "card.json"
     post_path = folder / "posterior.nc"
     for p in (card_path, post_path):

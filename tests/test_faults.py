@@ -238,6 +238,40 @@ def test_overwrite_without_an_atomic_exchange(tmp_path, data, monkeypatch):
     assert same_fit(load_fit(target), hand_fit(data, seed=2, name="new")) and leftovers(tmp_path) == []
 
 
+def test_an_interrupt_while_the_previous_fit_is_aside_puts_it_back(tmp_path, data, monkeypatch):
+    """Without an atomic exchange the old folder is moved aside first; an interrupt right then restores it."""
+    monkeypatch.setattr(fit_module, "_exchange", lambda a, b: False)
+    target = tmp_path / "fit"
+    old = hand_fit(data, seed=1, name="old")
+    save_fit(old, target)
+    real = os.rename
+    moments = []
+
+    def rename(src, dst):
+        if Path(dst) == target and ".tmp-" in Path(src).name and not target.exists():
+            moments.append(sorted(p.name for p in tmp_path.iterdir()))
+            raise KeyboardInterrupt
+        return real(src, dst)
+
+    monkeypatch.setattr(os, "rename", rename)
+    with pytest.raises(KeyboardInterrupt):
+        save_fit(hand_fit(data, seed=2, name="new"), target, overwrite=True)
+    monkeypatch.undo()
+    assert len(moments) == 1 and any(".fit.old-" in n for n in moments[0]), moments
+    assert same_fit(load_fit(target), old) and leftovers(tmp_path) == []
+
+
+def test_no_fit_here_points_at_a_previous_fit_left_aside(tmp_path, data):
+    """A save killed while the previous fit was aside (no atomic exchange) leaves it under a hidden name."""
+    target = save_fit(hand_fit(data), tmp_path / "fit")
+    aside = tmp_path / ".fit.old-0123abcd"
+    target.rename(aside)
+    with pytest.raises(FitError, match=rf"{target}: no saved fit here .* left the previous fit at {aside}"):
+        load_fit(target)
+    with pytest.raises(FitError, match=r"no saved fit here \(not a folder\)$"):
+        load_fit(tmp_path / "elsewhere")
+
+
 # subprocess helpers: a child that saves a hand-built fit
 CHILD = """
 import sys, time
