@@ -104,7 +104,7 @@ def test_a_posterior_without_what_the_grid_needs_gives_missing_pieces_that_rejec
     assert np.isfinite(b_data).all() and np.isfinite(slope).all()
     assert 0.6 < slope.mean() < 1.6, slope.mean()
     b_data, slope = _data_alone_and_slope(
-        post.drop_vars("log_discrimination_sd"), bank.spec, bank.subject_ids, new, seed=0
+        post.drop_vars("log_discrimination_mu"), bank.spec, bank.subject_ids, new, seed=0
     )
     assert np.isnan(b_data).all() and np.isnan(slope).all()
     shape = (post.sizes["chain"], post.sizes["draw"], 1)
