@@ -654,30 +654,17 @@ def _assemble(
         "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "package_versions": _versions(),
     }
-    check = {"rhat_max": rhat_max, "ess_min": ess_min, "approximate": settings["approximate"]}
-    if interrupted is None:
-        diagnostics = check_convergence(idata, **check)
-    else:
+    check = {
+        "rhat_max": rhat_max,
+        "ess_min": ess_min,
+        "approximate": settings["approximate"],
+        "standardised": spec.identification == "standardise",
+    }
+    diagnostics = check_convergence(idata, **check)
+    if interrupted is not None:
         idata.attrs["partial"] = 1
         info.update(partial=True, interrupted=dict(interrupted))
         reason = f"partial run: {describe_interrupt(**interrupted)}; a partial fit never passes the convergence checks"
-        try:
-            diagnostics = check_convergence(idata, **check)
-        except Exception as err:  # too few draws for the checks: the reason above says why the fit fails
-            defaults = check_convergence.__kwdefaults__ or {}
-            diagnostics = Diagnostics(
-                ok=False,
-                approximate=bool(settings["approximate"]),
-                thresholds={
-                    "rhat_max": float(rhat_max),
-                    "ess_min": float(ess_min),
-                    "ebfmi_min": float(defaults.get("ebfmi_min", 0.3)),
-                    "treedepth_share_max": float(defaults.get("treedepth_share_max", 0.01)),
-                },
-                n_chains=int(posterior.sizes.get("chain", 0)),
-                n_draws=int(posterior.sizes.get("draw", 0)),
-                problems=[f"the convergence diagnostics could not be computed ({type(err).__name__}: {err})"],
-            )
         diagnostics = replace(diagnostics, ok=False, problems=[reason, *diagnostics.problems])
     return Fit(
         idata=idata,
