@@ -53,7 +53,7 @@ keep their sampled ``difficulty_sd`` (the audit's deconvolved locations need it)
 fit (4 chains x 1000 draws, seeds 1-3): LSAT7 (1,000 examinees x 5 items) max r-hat 1.008, min bulk ESS
 636-686, min tail ESS >= 639, no divergences, where the sampled hyper-sd gave r-hat up to 1.016 and bulk ESS
 138-394 at ``log_discrimination_sd``; SAT12 (600 x 32) r-hat <= 1.007 and ESS >= 529 (sampled: ESS 251-300
-at ``log_discrimination_mu``, r-hat up to 1.017); each fit 13-15 s on 2 cores. Centring the items under a
+at ``log_discrimination_mu``, r-hat up to 1.017); each fit 13-16 s on 2 cores. Centring the items under a
 sampled hyper-sd gave hundreds of divergences on LSAT (its posterior reaches near 0: a funnel). LSAT6, whose
 five discriminations the data barely inform, still misses by a little at 1000 draws (r-hat 1.009-1.014, bulk
 ESS 346-470) and passes at 2000 (r-hat <= 1.007, ESS >= 818, about 20 s).
