@@ -445,3 +445,20 @@ def test_calibrate_full_mode_refits(bank, tmp_path, capsys):
     assert decisions == ["rejected", "rejected", "accepted", "accepted", "rejected", "rejected"], text
     summary = json.loads((out / "before_after.json").read_text())
     assert summary["settings"]["mode"] == "full" and summary["settings"]["refit"]["chains"] == 2
+
+
+def test_decisions_say_when_the_fit_behind_them_failed_its_checks(bank, tmp_path, capsys):
+    from irtbayes.benchfill.run import _unconverged_note
+    from irtbayes.fit import load_fit
+
+    code, text, err = calibrate(bank, tmp_path / "round", capsys, "--target", "-0.5", "1.5")
+    assert code == 0, err
+    records = Ledger(tmp_path / "round" / "ledger.jsonl").read()
+    bank_ok = load_fit(bank.fit_dir).diagnostics.ok
+    assert (records["bank_converged"] == bank_ok).all()
+    assert ("WARNING: the bank's fit did not pass" in text) == (not bank_ok), text
+    # a missing record is a failure, never a pass
+    assert _unconverged_note({"mode": "full"}).startswith("the refit did not pass")
+    assert _unconverged_note({"mode": "fixed"}).startswith("the bank's fit did not pass")
+    assert _unconverged_note({"mode": "full", "refit_converged": True}) == ""
+    assert _unconverged_note({"mode": "fixed", "bank_converged": True}) == ""

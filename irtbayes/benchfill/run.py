@@ -919,11 +919,9 @@ class BenchfillResult:
             f"{s.get('discrimination_prob')}, at least {s.get('min_responses')} responses; calibration: {s.get('mode')}.",
             f"{len(self.accepted)} of {len(self.decisions)} candidates accepted.",
         ]
-        if s.get("refit_converged") is False:
-            lines.append(
-                "WARNING: the refit did not pass the convergence checks; its decisions are not reliable (refit with "
-                "more draws, or use the fixed-bank mode)."
-            )
+        unconverged = _unconverged_note(s)
+        if unconverged:
+            lines.append(f"WARNING: {unconverged}")
         shown = self.decisions[["decision", "reason", "p_in_target", "difficulty_mean", "difficulty_ci_low",
                                 "difficulty_ci_high", "n_responses"]]  # fmt: skip
         with pd.option_context("display.width", 160, "display.max_rows", 100, "display.precision", 3):
@@ -961,11 +959,7 @@ class BenchfillResult:
         doc.bullets(
             [f"{len(self.decisions)} candidates, {len(self.accepted)} accepted."]
             + [f"{int(v)} {k}" for k, v in reasons.items() if k != "in target"]
-            + (
-                ["The refit did not pass the convergence checks: these decisions are not reliable."]
-                if s.get("refit_converged") is False
-                else []
-            )
+            + ([_unconverged_note(s)] if _unconverged_note(s) else [])
         )
         figure(
             "benchfill_candidates",
@@ -1006,6 +1000,27 @@ _METHODS = {
     "discrimination computed on a grid with the responses marginalised over each system's ability posterior and "
     "the fitted hierarchy as prior); the after-audit appends the accepted items' draws to the original posterior.",
 }
+
+
+def _unconverged_note(settings: dict[str, Any]) -> str:
+    """A sentence when the fit behind the decisions failed its convergence checks or did not record them.
+
+    A missing record counts as a failure: decisions are never presented as resting on a converged fit
+    unless the check was made and passed.
+    """
+    if settings.get("mode") == "full":
+        if settings.get("refit_converged") is True:
+            return ""
+        return (
+            "the refit did not pass the convergence checks (or they were not recorded); these decisions are not "
+            "reliable: refit with more draws, or use the fixed-bank mode."
+        )
+    if settings.get("bank_converged") is True:
+        return ""
+    return (
+        "the bank's fit did not pass the convergence checks (or they were not recorded); these decisions rest on an "
+        "unconverged posterior: refit the bank before relying on them."
+    )
 
 
 def _fmt(row: pd.Series, prefix: str) -> str:
@@ -1123,6 +1138,7 @@ def calibrate_candidates(
             raise FitError(f"{data.source}: not the data the fit was made from")
         posterior = calibrate_fixed(fit, new_data, seed=seed, prior=prior)
         settings["fixed"] = dict(posterior.attrs)
+        settings["bank_converged"] = bool(fit.diagnostics.ok)
     answered = [str(i) for i in new_data.item_ids]
     decisions = decide_all(
         posterior,
@@ -1209,6 +1225,7 @@ def write_benchfill(
             "ci_prob": s.get("ci_prob"),
             "benchmark_target": result.target.benchmark,
             "refit_converged": s.get("refit_converged"),
+            "bank_converged": s.get("bank_converged"),
         },
     )
     for record in records:
