@@ -471,6 +471,8 @@ class AuditResult:
         table = self.benchmarks
         out: dict[str, Any] = {
             "partial": bool(self.settings.get("partial", False)),  # the draws of an interrupted fit
+            "converged": self.settings.get("converged"),  # the fit's convergence checks; None: not recorded
+            "approximate": bool(self.settings.get("approximate", False)),
             "ci_prob": self.ci_prob,
             "range": [self.target.lo, self.target.hi],
             "bins": self.target.n_bins,
@@ -921,6 +923,9 @@ def audit(
     settings = {
         "source": data.source,
         "partial": bool(getattr(posterior, "partial", False) or getattr(posterior, "attrs", {}).get("partial", 0)),
+        # None when the draws come without a fit's checks (a bare posterior): never read as a pass
+        "converged": getattr(getattr(posterior, "diagnostics", None), "ok", None),
+        "approximate": bool(getattr(posterior, "approximate", False)),
         "n_chains": draws.n_chains,
         "n_draws": draws.n_draws,
         "n_samples": n_samples,
