@@ -14,6 +14,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Literal
 
 from irtbayes.errors import FitInterrupted, IrtbayesError
 
@@ -47,7 +48,7 @@ def load_data_argument(args: argparse.Namespace) -> object:
     from irtbayes import datasets, io
     from irtbayes.io import helm, lm_eval
 
-    scoring = "binary" if args.binary else "auto"
+    scoring: Literal["binary", "auto"] = "binary" if args.binary else "auto"
     source = args.data
     if source is None:
         return datasets.load_folder(datasets.default_data_path())
@@ -281,7 +282,7 @@ def _target_arguments(parser: argparse.ArgumentParser) -> None:
 def _audit_from_args(fit_result: object, data: object, args: argparse.Namespace) -> object:
     from irtbayes.audit import audit
 
-    target: object = args.target
+    target: str | list[float] = args.target
     if isinstance(target, str) and "," in target and not Path(target).exists():
         try:
             target = [float(w) for w in target.split(",")]

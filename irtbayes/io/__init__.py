@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from irtbayes.data import ResponseData
 from irtbayes.errors import DataError
@@ -13,7 +14,7 @@ __all__ = ["load", "load_long", "load_wide", "read_columns", "read_table"]
 LONG_COLUMNS = {"subject", "item", "response"}
 
 
-def load(path: str | Path, **options: object) -> ResponseData:
+def load(path: str | Path, **options: Any) -> ResponseData:
     """Load responses from a path, choosing the loader from what the path holds.
 
     - a CSV/Parquet file with ``subject``, ``item`` and ``response`` columns: :func:`load_long`;
@@ -28,17 +29,17 @@ def load(path: str | Path, **options: object) -> ResponseData:
         raise DataError(f"{path}: no such file or folder")
     if path.is_file():
         if LONG_COLUMNS <= set(read_columns(path)):
-            return load_long(path, **options)  # type: ignore[arg-type]
-        return load_wide(path, **options)  # type: ignore[arg-type]
+            return load_long(path, **options)
+        return load_wide(path, **options)
     from irtbayes import datasets
     from irtbayes.io import helm, lm_eval
 
     if datasets.is_dataset_folder(path):
         return datasets.load_folder(path, **options)
     if lm_eval.is_lm_eval_folder(path):
-        return lm_eval.load_lm_eval(path, **options)  # type: ignore[arg-type]
+        return lm_eval.load_lm_eval(path, **options)
     if helm.is_helm_folder(path):
-        return helm.load_helm(path, **options)  # type: ignore[arg-type]
+        return helm.load_helm(path, **options)
     raise DataError(
         f"{path}: a folder with no evaluation logs irtbayes knows (no lm-evaluation-harness samples_*.jsonl, "
         "no HELM per_instance_stats.json, no data set manifest)"
