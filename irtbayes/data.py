@@ -120,12 +120,16 @@ class ResponseData:
         Indexed by subject id (index name ``subject``), in code order; free columns.
     source
         Where the data came from (a path or a description), used in messages and reports.
+    notes
+        Sentences on how the data were read that a reader should know (e.g. ids made from row numbers);
+        shown by :meth:`summary`.
     """
 
     responses: pd.DataFrame
     items: pd.DataFrame
     subjects: pd.DataFrame
     source: str = "<data>"
+    notes: tuple[str, ...] = ()
     _cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     # ------------------------------------------------------------------ construction
@@ -620,6 +624,18 @@ class ResponseData:
         """Counts, missingness, accuracy per subject and benchmark, and uninformative items."""
         return DataSummary.of(self)
 
+    def with_notes(self, *notes: str) -> ResponseData:
+        """The same data with ``notes`` added (see :attr:`notes`)."""
+        if not notes:
+            return self
+        return ResponseData(
+            responses=self.responses,
+            items=self.items,
+            subjects=self.subjects,
+            source=self.source,
+            notes=(*self.notes, *notes),
+        )
+
 
 @dataclass(frozen=True)
 class DataSummary:
@@ -637,6 +653,7 @@ class DataSummary:
     domains: pd.DataFrame  #: one row per domain: benchmarks, items, responses, accuracy
     subjects: pd.DataFrame  #: one row per subject: responses, accuracy
     uninformative: pd.DataFrame  #: see :meth:`ResponseData.uninformative_items`
+    notes: tuple[str, ...] = ()  #: see :attr:`ResponseData.notes`
 
     @classmethod
     def of(cls, data: ResponseData) -> DataSummary:
@@ -676,6 +693,7 @@ class DataSummary:
             domains=per_domain,
             subjects=per_subject,
             uninformative=data.uninformative_items(),
+            notes=data.notes,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -698,6 +716,7 @@ class DataSummary:
             "domains": records(self.domains, "domain"),
             "subjects": records(self.subjects, "subject"),
             "uninformative_items": records(self.uninformative, "item"),
+            "notes": list(self.notes),
         }
 
     def to_text(self, *, max_rows: int = 40) -> str:
@@ -707,6 +726,7 @@ class DataSummary:
             f"{self.n_subjects} subjects x {self.n_items} items, {self.n_responses} responses "
             f"({self.missing_share:.1%} of cells missing; {'binary' if self.binary else 'fractional scores'})",
         ]
+        lines += [f"note: {note}" for note in self.notes]
         if self.conditions:
             lines.append(f"conditions: {', '.join(self.conditions)}")
         lines.append(f"checksum: {self.checksum[:16]}")

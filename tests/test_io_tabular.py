@@ -108,3 +108,34 @@ def test_read_columns_reads_only_the_header_and_still_names_bad_files(tmp_path: 
     (tmp_path / "empty.csv").write_text("")
     with pytest.raises(DataError, match=r"empty\.csv: the file is empty"):
         read_columns(tmp_path / "empty.csv")
+
+
+def test_a_bare_matrix_without_ids_is_numbered_by_row_as_mirt_reads_lsat7() -> None:
+    path = TESTS / "fixtures" / "lsat7_responses.csv"
+    raw = pd.read_csv(path)
+    data = load(path)
+    assert data.n_subjects == len(raw) == 1000 and list(data.item_ids) == list(raw.columns)
+    assert list(data.subject_ids[:3]) == ["1", "2", "3"]
+    np.testing.assert_array_equal(data.to_matrix(), raw.to_numpy(dtype=float))
+    summary = data.summary()
+    assert "numbered by their row, 1 to 1000" in summary.to_text()
+    assert summary.to_dict()["notes"] == list(data.notes)
+
+
+def test_a_first_column_of_unique_ids_is_still_the_ids(tmp_path: Path) -> None:
+    path = tmp_path / "ids.csv"
+    path.write_text("id,i1,i2\n0,0,1\n1,1,1\n")  # ids 0 and 1 look like responses but do not repeat
+    data = load_wide(path)
+    assert list(data.subject_ids) == ["0", "1"] and list(data.item_ids) == ["i1", "i2"] and data.notes == ()
+
+
+def test_a_long_table_with_other_column_names_is_named_with_the_flags(tmp_path: Path) -> None:
+    path = tmp_path / "long.csv"
+    path.write_text("subject,question,score\nA,q1,1\nA,q2,0\nB,q1,1\n")
+    with pytest.raises(DataError) as err:
+        load(path)
+    message = str(err.value)
+    assert str(path) in message and "subject 'A' has more than one row" in message
+    assert "['subject', 'question', 'score']" in message and "--item-col" in message and "--response-col" in message
+    data = load_long(path, subject="subject", item="question", response="score")
+    assert data.n_responses == 3

@@ -138,12 +138,22 @@ def load_wide(
 ) -> ResponseData:
     """Load a matrix: one row per subject (or per item with ``rows="items"``), blank cells missing.
 
-    ``id_column`` names the column with the row ids (default: the first column).
+    ``id_column`` names the column with the row ids. By default the first column holds them, unless it
+    cannot: when it holds only responses (0/1, or scores in [0, 1], or blanks) and repeats a value, the
+    table is a bare response matrix (as LSAT7 ships with mirt and ltm) and its rows are numbered 1, 2, ...
+    in file order, which :attr:`ResponseData.notes` and the data summary say.
     """
     path = Path(path)
     frame = read_table(path)
-    id_column = id_column or str(frame.columns[0])
-    return ResponseData.from_wide(
+    kind = "subject" if rows == "subjects" else "item"
+    notes: tuple[str, ...] = ()
+    if id_column is None and _bare_matrix(frame):
+        frame = frame.set_axis(pd.Index([str(i) for i in range(1, len(frame) + 1)], name=kind), axis=0)
+        notes = (f"no id column: the {kind}s are numbered by their row, 1 to {len(frame)}, in file order",)
+    else:
+        id_column = id_column or str(frame.columns[0])
+        _check_row_ids(frame, id_column, path=path, kind=kind)
+    data = ResponseData.from_wide(
         frame,
         id_column=id_column,
         rows=rows,
@@ -152,4 +162,31 @@ def load_wide(
         require_benchmark=require_benchmark,
         source=str(path),
         first_line=_first_line(path),
+    )
+    return data.with_notes(*notes)
+
+
+def _bare_matrix(frame: pd.DataFrame) -> bool:
+    """Whether the first column holds responses rather than ids: only numbers in [0, 1] or blanks, repeated."""
+    first = frame.iloc[:, 0]
+    if pd.api.types.is_bool_dtype(first) or not pd.api.types.is_numeric_dtype(first):
+        return False
+    values = first.dropna()
+    return bool(len(values) > 0 and values.between(0, 1).all() and values.duplicated().any())
+
+
+def _check_row_ids(frame: pd.DataFrame, id_column: str, *, path: Path, kind: str) -> None:
+    """A repeated row id: say how the table was read and how to read it as a long table instead."""
+    if id_column not in frame.columns:
+        return  # from_wide names the missing column
+    ids = frame[id_column].astype(str).str.strip()
+    repeated = ids[ids.duplicated()]
+    if repeated.empty:
+        return
+    columns = [str(c) for c in frame.columns]
+    raise DataError(
+        f"{path}: read as a wide matrix with the ids in column '{id_column}', but {kind} '{repeated.iloc[0]}' has "
+        f"more than one row. The columns are {columns[:12]}{' ...' if len(columns) > 12 else ''}. If the table "
+        "has one row per response (a long table), name its columns: --subject-col, --item-col and "
+        "--response-col on the command line, or load_long(path, subject=..., item=..., response=...)"
     )
