@@ -98,12 +98,32 @@ def load_data_argument(args: argparse.Namespace) -> object:
 
 # ---------------------------------------------------------------------------------------------- verbs
 def cmd_data_summary(args: argparse.Namespace) -> int:
+    from irtbayes.io import lm_eval
+
+    choices = None
+    source = Path(args.data) if args.data is not None else None
+    if source is not None and (
+        args.format == "lm-eval" or (args.format == "auto" and lm_eval.is_lm_eval_folder(source))
+    ):
+        # every filter is summarised, each as a condition; fit and audit ask for one where a task logs several
+        choices = lm_eval.list_choices(source)
+        if args.lm_filter is None:
+            args.format, args.lm_filter = "lm-eval", lm_eval.ALL_FILTERS
     data = load_data_argument(args)
     summary = data.summary()  # type: ignore[attr-defined]
     if args.json:
-        print(json.dumps(summary.to_dict(), indent=2))
-    else:
-        print(summary.to_text(max_rows=args.max_rows))
+        payload = summary.to_dict()
+        if choices is not None:
+            payload["lm_eval_choices"] = choices.to_dict(orient="records")
+        print(json.dumps(payload, indent=2))
+        return 0
+    if choices is not None:
+        import pandas as pd
+
+        with pd.option_context("display.width", 160, "display.max_rows", args.max_rows):
+            print("Tasks, filters and metrics logged (--filter and --metric choose among them):")
+            print(choices.to_string(index=False) + "\n")
+    print(summary.to_text(max_rows=args.max_rows))
     return 0
 
 

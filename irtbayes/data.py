@@ -654,6 +654,8 @@ class DataSummary:
     subjects: pd.DataFrame  #: one row per subject: responses, accuracy
     uninformative: pd.DataFrame  #: see :meth:`ResponseData.uninformative_items`
     notes: tuple[str, ...] = ()  #: see :attr:`ResponseData.notes`
+    #: one row per (benchmark, condition) when there are conditions: items, responses, accuracy
+    by_condition: pd.DataFrame | None = None
 
     @classmethod
     def of(cls, data: ResponseData) -> DataSummary:
@@ -694,6 +696,13 @@ class DataSummary:
             subjects=per_subject,
             uninformative=data.uninformative_items(),
             notes=data.notes,
+            by_condition=(
+                frame.groupby(["benchmark", "condition"], sort=False).agg(
+                    items=("item", "nunique"), responses=("response", "size"), accuracy=("response", "mean")
+                )
+                if "condition" in frame.columns
+                else None
+            ),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -717,6 +726,9 @@ class DataSummary:
             "subjects": records(self.subjects, "subject"),
             "uninformative_items": records(self.uninformative, "item"),
             "notes": list(self.notes),
+            "by_condition": None
+            if self.by_condition is None
+            else json_ready(self.by_condition.reset_index().to_dict(orient="records")),
         }
 
     def to_text(self, *, max_rows: int = 40) -> str:
@@ -732,6 +744,8 @@ class DataSummary:
         lines.append(f"checksum: {self.checksum[:16]}")
         with pd.option_context("display.max_rows", max_rows, "display.width", 120, "display.precision", 3):
             lines += ["", "Benchmarks:", self.benchmarks.to_string()]
+            if self.by_condition is not None:
+                lines += ["", "Benchmarks by condition:", self.by_condition.to_string()]
             if len(self.domains) > 1 or self.domains.index[0] != "(none)":
                 lines += ["", "Domains:", self.domains.to_string()]
             lines += ["", "Subjects:", self.subjects.sort_values("accuracy", ascending=False).to_string()]

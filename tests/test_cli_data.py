@@ -38,13 +38,6 @@ def test_summary_of_lm_eval_logs_lists_models_tasks_and_items(capsys: pytest.Cap
     assert lines["fx_mc"][2] == "30" and lines["fx_gen"][2] == "20", out
 
 
-def test_lm_eval_without_filter_choice_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["data", "summary", str(LM_EVAL)]) == 2
-    err = capsys.readouterr().err
-    assert "logs several filters" in err and "--filter" in err
-    assert "Traceback" not in err
-
-
 def test_empty_folder_and_empty_file_exit_2_naming_the_path(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["data", "summary", str(tmp_path)]) == 2
     assert f"{tmp_path}: a folder with no evaluation logs" in capsys.readouterr().err
@@ -67,3 +60,24 @@ def test_data_list_names_embedded_and_external_sets(capsys: pytest.CaptureFixtur
     assert main(["data", "list"]) == 0
     out = capsys.readouterr().out
     assert "mmlu_pro" in out and "embedded" in out and "external" in out
+
+
+def test_summary_of_lm_eval_logs_with_two_filters_shows_both(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["data", "summary", str(LM_EVAL)]) == 0
+    out = capsys.readouterr().out
+    assert "Tasks, filters and metrics logged" in out and "Benchmarks by condition" in out
+    for filt in ("strict-match", "flexible-extract"):
+        assert any(line.split()[:2] == ["fx_gen", filt] for line in out.splitlines()), out
+    assert main(["data", "summary", str(LM_EVAL), "--json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert {(c["task"], c["filter"]) for c in payload["lm_eval_choices"]} == {
+        ("fx_gen", "flexible-extract"), ("fx_gen", "strict-match"), ("fx_mc", "none")
+    }  # fmt: skip
+    assert sorted(payload["conditions"]) == ["flexible-extract", "none", "strict-match"]
+
+
+def test_fit_on_lm_eval_logs_with_two_filters_asks_for_one(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["fit", str(LM_EVAL), "--out", str(tmp_path / "fit")]) == 2
+    err = capsys.readouterr().err
+    assert "several filters" in err and "strict-match" in err and "--filter" in err
+    assert not (tmp_path / "fit").exists()

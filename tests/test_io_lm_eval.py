@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from irtbayes.errors import DataError
-from irtbayes.io.lm_eval import is_lm_eval_folder, load_lm_eval
+from irtbayes.io.lm_eval import ALL_FILTERS, is_lm_eval_folder, list_choices, load_lm_eval
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "lm_eval"
 
@@ -189,6 +189,30 @@ def test_a_filter_applies_only_where_the_task_logs_several() -> None:
     assert data.subset(benchmarks="fx_mc").values.sum() == sum(
         line["acc"] for s in data.subject_ids for line in raw_lines(samples_file(model_folder(DUMMY, s), "fx_mc"))
     )
+
+
+def test_all_filters_are_read_as_conditions_and_equal_each_filter_read_alone() -> None:
+    everything = load_lm_eval(DUMMY, filter=ALL_FILTERS)
+    assert sorted(everything.conditions) == ["flexible-extract", "none", "strict-match"]
+    frame = everything.long_frame()
+    for name in ("flexible-extract", "strict-match"):
+        alone = load_lm_eval(DUMMY, tasks=["fx_gen"], filter=name).long_frame()
+        part = frame.loc[frame["condition"] == name, ["subject", "item", "response"]]
+        merged = part.merge(alone, on=["subject", "item"], suffixes=("_all", "_alone"), validate="one_to_one")
+        assert len(merged) == len(alone) == len(part) and (merged["response_all"] == merged["response_alone"]).all()
+    summary = everything.summary()
+    assert summary.by_condition is not None
+    assert summary.by_condition.loc[("fx_gen", "flexible-extract"), "accuracy"] == pytest.approx(0.1)
+    assert summary.by_condition.loc[("fx_gen", "strict-match"), "accuracy"] == 0
+
+
+def test_list_choices_names_every_task_filter_and_metric() -> None:
+    table = list_choices(DUMMY).set_index(["task", "filter"])
+    assert sorted(table.index) == [("fx_gen", "flexible-extract"), ("fx_gen", "strict-match"), ("fx_mc", "none")]
+    assert table.loc[("fx_mc", "none"), "metrics"] == "acc, acc_norm"
+    assert table.loc[("fx_mc", "none"), "default_metric"] == "acc"
+    assert (table["subjects"] == 3).all()
+    assert table.loc[("fx_mc", "none"), "documents"] == 30 and table.loc[("fx_gen", "strict-match"), "documents"] == 20
 
 
 def test_tasks_option_selects_and_checks_tasks() -> None:

@@ -34,7 +34,7 @@ from irtbayes.data import ResponseData, Scoring
 from irtbayes.errors import DataError
 from irtbayes.files import read_json, read_json_lines
 
-__all__ = ["is_lm_eval_folder", "load_lm_eval"]
+__all__ = ["ALL_FILTERS", "is_lm_eval_folder", "list_choices", "load_lm_eval"]
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +46,8 @@ TEXT_FIELDS: tuple[str, ...] = (
 )  # fmt: skip
 
 Runs = Literal["latest", "all", "error"]
+#: ``filter=ALL_FILTERS`` reads every filter a task logs, each as a condition.
+ALL_FILTERS = "all"
 
 
 @dataclass
@@ -169,7 +171,7 @@ def _metric_for(file: _SamplesFile, requested: str | None) -> str:
     return requested
 
 
-def _filter_for(file: _SamplesFile, requested: str | None) -> str:
+def _logged_filters(file: _SamplesFile) -> list[str]:
     filters: list[str] = []
     for number, line in file.lines:
         if "filter" not in line:
@@ -177,6 +179,18 @@ def _filter_for(file: _SamplesFile, requested: str | None) -> str:
         name = str(line["filter"])
         if name not in filters:
             filters.append(name)
+    return filters
+
+
+def _filters_for(file: _SamplesFile, requested: str | None) -> list[str]:
+    """The filters whose lines are read: every one logged for :data:`ALL_FILTERS`, else the one chosen."""
+    if requested == ALL_FILTERS:
+        return _logged_filters(file)
+    return [_filter_for(file, requested)]
+
+
+def _filter_for(file: _SamplesFile, requested: str | None) -> str:
+    filters = _logged_filters(file)
     if len(filters) == 1:
         if requested is not None and requested != filters[0]:
             log.debug(
@@ -303,7 +317,9 @@ def load_lm_eval(
     filter
         The filter pipeline whose scores are read, for every task or per task. A task that logs a single
         filter (``none`` for most multiple-choice tasks) always uses it; a task that logs several
-        (e.g. ``strict-match`` and ``flexible-extract``) needs one named here.
+        (e.g. ``strict-match`` and ``flexible-extract``) needs one named here. ``"all"``
+        (:data:`ALL_FILTERS`) reads every filter of every task, the filter's name as each response's
+        ``condition`` (for a summary of all of them; a fit needs one filter per task).
     tasks
         Load only these tasks (default: every task found).
     runs
@@ -333,6 +349,7 @@ def load_lm_eval(
         filter or task; the same item id with different documents in two files; several runs when
         ``runs="error"``.
     """
+    all_filters = filter == ALL_FILTERS
     root = Path(path)
     if not root.exists():
         raise DataError(f"{root}: no such folder")
@@ -383,11 +400,12 @@ def load_lm_eval(
     for file in files:
         file.lines = _read_samples(file.path)
         chosen_metric = _metric_for(file, _choose(metric, file.task))
-        chosen_filter = _filter_for(file, _choose(filter, file.task))
-        copies: dict[str, int] = {}
+        chosen_filters = _filters_for(file, _choose(filter, file.task))
+        copies: dict[tuple[str, str], int] = {}
         for number, line in file.lines:
-            if line["filter"] != chosen_filter:
+            if line["filter"] not in chosen_filters:
                 continue
+            chosen_filter = str(line["filter"])
             if "doc_id" not in line:
                 raise DataError(f"{file.path}: line {number} has no 'doc_id' key")
             if chosen_metric not in line:
@@ -396,8 +414,8 @@ def load_lm_eval(
             doc_hash = line.get("doc_hash")
             has_hash = isinstance(doc_hash, str) and bool(doc_hash)
             key = str(doc_hash) if has_hash else str(line["doc_id"])
-            copies[key] = copies.get(key, 0) + 1
-            if copies[key] > 1:
+            copy = copies[chosen_filter, key] = copies.get((chosen_filter, key), 0) + 1
+            if copy > 1:
                 if not has_hash:
                     raise DataError(
                         f"{file.path}: line {number} repeats doc_id {line['doc_id']} for filter "
@@ -409,9 +427,9 @@ def load_lm_eval(
                     file.path,
                     number,
                     key,
-                    copies[key],
+                    copy,
                 )
-                key = f"{key}#{copies[key]}"
+                key = f"{key}#{copy}"
             item = f"{file.task}/{key}"
             doc_text = json.dumps(line.get("doc"), sort_keys=True, ensure_ascii=False, default=str)
             if item in seen_doc:
@@ -437,11 +455,13 @@ def load_lm_eval(
             rows["subject"].append(file.subject)
             rows["item"].append(item)
             rows["response"].append(value)
-            rows["condition"].append(file.date_id)
+            parts = ([file.date_id] if runs == "all" else []) + ([chosen_filter] if all_filters else [])
+            rows["condition"].append(" ".join(parts))
         file.lines = []  # the parsed lines are not needed any more
 
     frame = pd.DataFrame(rows)
-    if runs != "all":
+    with_condition = runs == "all" or all_filters
+    if not with_condition:
         frame = frame.drop(columns="condition")
     item_table = pd.DataFrame(list(items.values()))
     item_table["text"] = item_table["text"].astype("string")
@@ -451,9 +471,51 @@ def load_lm_eval(
     subjects = pd.DataFrame([{"subject": s, **meta} for s, meta in subject_meta.items() if s in used])
     return ResponseData.from_long(
         frame,
-        condition="condition" if runs == "all" else None,
+        condition="condition" if with_condition else None,
         items=item_table,
         subjects=subjects,
         scoring=scoring,
         source=str(root),
     )
+
+
+def list_choices(path: str | Path) -> pd.DataFrame:
+    """Every (task, filter) an lm-evaluation-harness folder logs, with its metrics: what ``filter=`` and
+    ``metric=`` of :func:`load_lm_eval` can name.
+
+    Parameters
+    ----------
+    path
+        As for :func:`load_lm_eval`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (task, filter): ``task``, ``filter``, ``metrics`` (comma-separated, as logged),
+        ``default_metric`` (what ``metric=None`` reads, empty when the task needs one named), ``subjects``
+        (folders holding it) and ``documents`` (its lines in the first such file).
+    """
+    root = Path(path)
+    rows: dict[tuple[str, str], dict[str, Any]] = {}
+    for file_path in _samples_files(root):
+        task, date_id = _parse_name(file_path)
+        file = _SamplesFile(path=file_path, task=task, date_id=date_id, folder=file_path.parent)
+        file.lines = _read_samples(file_path)
+        for name in _logged_filters(file):
+            lines = [(n, line) for n, line in file.lines if str(line["filter"]) == name]
+            logged = [str(m) for m in lines[0][1].get("metrics", [])] if lines else []
+            try:
+                default = _metric_for(_SamplesFile(file.path, task, date_id, file.folder, lines=lines), None)
+            except DataError:
+                default = ""
+            row = rows.setdefault(
+                (task, name),
+                {"task": task, "filter": name, "metrics": ", ".join(logged), "default_metric": default,
+                 "folders": set(), "documents": len(lines)},
+            )  # fmt: skip
+            row["folders"].add(file.folder)
+    if not rows:
+        raise DataError(f"{root}: no lm-evaluation-harness samples_*.jsonl files here or up to two folders below")
+    table = pd.DataFrame(list(rows.values()))
+    table.insert(4, "subjects", table.pop("folders").map(len))
+    return table.sort_values(["task", "filter"], ignore_index=True)
