@@ -22,6 +22,7 @@ import logging
 import os
 import shutil
 import signal
+import sys
 import threading
 import time
 import uuid
@@ -43,6 +44,7 @@ from irtbayes.diagnostics import Diagnostics, check_convergence
 from irtbayes.errors import DataError, FitError, FitInterrupted, SpecError, describe_interrupt
 from irtbayes.files import read_json
 from irtbayes.model import ModelSpec, add_derived, build_model, model_inputs
+from irtbayes.progress import SamplingProgress
 
 __all__ = [
     "APPROXIMATE_SAMPLERS",
@@ -58,6 +60,8 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+#: Seconds between progress log lines when no progress bar can be drawn (output not a terminal).
+PROGRESS_EVERY = 30.0
 
 Sampler = Literal["nutpie", "pymc", "numpyro", "advi", "pathfinder"]
 SAMPLERS: tuple[str, ...] = ("nutpie", "pymc", "numpyro", "advi", "pathfinder")
@@ -780,6 +784,12 @@ def _sample(
         with warnings.catch_warnings():
             # ArviZ's guess about dimension names, raised for a run cut short with fewer draws than chains
             warnings.filterwarnings("ignore", message="Found chain dimension to be longer than draw dimension")
+            # a bar where one can be drawn; log lines with draws/s and the time left everywhere else
+            bar = progress and sys.stderr.isatty()
+            phase_only = not progress or bar
+            progress_log = SamplingProgress(
+                every=float("inf") if phase_only else PROGRESS_EVERY, on_phase=lambda p: setattr(state, "phase", p)
+            )
             return nutpie.sample(
                 compiled,
                 draws=draws,
@@ -788,7 +798,8 @@ def _sample(
                 cores=cores,
                 seed=seed,
                 save_warmup=False,
-                progress_bar=progress,
+                progress_bar=bar,
+                progress_callback=progress_log,
                 target_accept=target_accept,
                 **extra,
             )
