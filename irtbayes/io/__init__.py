@@ -7,9 +7,10 @@ from typing import Any
 
 from irtbayes.data import ResponseData
 from irtbayes.errors import DataError
+from irtbayes.io.pyirt import PYIRT_SUFFIXES, load_pyirt, write_pyirt
 from irtbayes.io.tabular import load_long, load_wide, read_columns, read_table
 
-__all__ = ["load", "load_long", "load_wide", "read_columns", "read_table"]
+__all__ = ["load", "load_long", "load_pyirt", "load_wide", "read_columns", "read_table", "write_pyirt"]
 
 LONG_COLUMNS = {"subject", "item", "response"}
 
@@ -19,6 +20,7 @@ def load(path: str | Path, **options: Any) -> ResponseData:
 
     - a CSV/Parquet file with ``subject``, ``item`` and ``response`` columns: :func:`load_long`;
     - any other CSV/Parquet file: :func:`load_wide` (rows are subjects, first column their ids);
+    - a ``.jsonl``/``.jsonlines`` file: py-irt's JSON Lines (:func:`load_pyirt`);
     - a folder: lm-evaluation-harness ``--log_samples`` output, a HELM run folder, or a data set
       folder known to :mod:`irtbayes.datasets`.
 
@@ -28,6 +30,8 @@ def load(path: str | Path, **options: Any) -> ResponseData:
     if not path.exists():
         raise DataError(f"{path}: no such file or folder")
     if path.is_file():
+        if path.suffix.lower() in PYIRT_SUFFIXES:
+            return load_pyirt(path, **options)
         if LONG_COLUMNS <= set(read_columns(path)):
             return load_long(path, **options)
         return load_wide(path, **options)
