@@ -318,6 +318,10 @@ def test_calibrate_exposes_the_least_slope(bank, tmp_path, capsys):
     assert f"Least slope {0.25 * typical:.3g}: 0.25 of the bank's typical discrimination" in text, text
     ledger = pd.read_csv(tmp_path / "default" / "ledger.csv")
     assert ledger["min_discrimination"].to_numpy() == pytest.approx(0.25 * typical)
+    # the default lives in the library: the API gives the same least slope and records its rule
+    settings = load_benchfill_result(tmp_path / "default").settings
+    assert settings["min_discrimination"] == pytest.approx(0.25 * typical)
+    assert settings["min_discrimination_rule"].startswith("0.25 of the bank's typical discrimination")
     for column in ("failed", "slope_mean", "slope_ci_low", "slope_ci_high", "p_slope_above_min", "p_in_target_data"):
         assert column in ledger.columns, column
     near = ledger["candidate_id"].isin(["cand2", "cand3"])  # simulated with slope 1.2 near the abilities

@@ -146,16 +146,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         args.responses, candidates, fit=fit, metric=args.metric, lm_filter=args.lm_filter
     )
     min_discrimination = args.min_discrimination
-    if min_discrimination is None:
-        from irtbayes.benchfill.calibration import MIN_DISCRIMINATION_SHARE, typical_discrimination
-
-        typical = typical_discrimination(fit)
-        min_discrimination = MIN_DISCRIMINATION_SHARE * typical
-        print(
-            f"Least slope {min_discrimination:.3g}: {MIN_DISCRIMINATION_SHARE:g} of the bank's typical discrimination "
-            f"{typical:.3g} (median posterior mean; set it with --min-discrimination)."
-        )
-    elif not min_discrimination >= 0:
+    if min_discrimination is not None and not min_discrimination >= 0:
         raise SpecError(f"--min-discrimination must be a number >= 0, got {min_discrimination}")
     result = calibrate_candidates(
         fit,
@@ -177,6 +168,11 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         progress=not args.no_progress,
     )
     paths = write_benchfill(result, args.out, candidates=candidates)
+    if min_discrimination is None:
+        print(
+            f"Least slope {result.settings['min_discrimination']:.3g}: {result.settings['min_discrimination_rule']} "
+            "(set it with --min-discrimination)."
+        )
     print(result.to_text())
     print(
         f"\nAppended {len(result.decisions)} decision(s) to {paths['ledger']}; wrote {paths['ledger_csv'].name}, "

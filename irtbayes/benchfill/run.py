@@ -51,10 +51,12 @@ import xarray as xr
 from irtbayes.audit import AuditResult, Target, audit, bin_codes, count_items
 from irtbayes.benchfill.acceptance import decide_all
 from irtbayes.benchfill.calibration import (
+    MIN_DISCRIMINATION_SHARE,
     Prior,
     calibrate_fixed,
     calibrate_full,
     candidate_response_data,
+    typical_discrimination,
 )
 from irtbayes.benchfill.candidates import (
     Candidate,
@@ -1070,7 +1072,7 @@ def calibrate_candidates(
     tau: float = 0.8,
     min_responses: int = 10,
     discrimination_prob: float = 0.9,
-    min_discrimination: float = 0.0,
+    min_discrimination: float | None = None,
     ci_prob: float = 0.9,
     chains: int | None = None,
     draws: int | None = None,
@@ -1097,7 +1099,10 @@ def calibrate_candidates(
         ``"candidates"`` (default): the candidates of a benchmark form their own group in the hierarchy;
         ``"bank"``: each gets the prior of a new item of its benchmark.
     tau, min_responses, discrimination_prob, min_discrimination, ci_prob
-        The acceptance rule (:func:`~irtbayes.benchfill.acceptance.decide_all`).
+        The acceptance rule (:func:`~irtbayes.benchfill.acceptance.decide_all`). ``min_discrimination=None``
+        (the default): :data:`~irtbayes.benchfill.calibration.MIN_DISCRIMINATION_SHARE` of the bank's typical
+        discrimination (:func:`~irtbayes.benchfill.calibration.typical_discrimination`), recorded in the
+        settings as ``min_discrimination`` with ``min_discrimination_rule``.
     chains, draws, tune, seed, progress
         Sampler settings of the refit (default: the fit's own); ``seed`` also seeds the fixed-bank draws.
 
@@ -1113,6 +1118,13 @@ def calibrate_candidates(
     extra = sorted(set(map(str, new_data.item_ids)) - set(ids))
     if extra:
         raise DataError(f"{new_data.source}: responses to item(s) that are not candidates: {extra[:20]}")
+    rule_text = "given"
+    if min_discrimination is None:
+        typical = typical_discrimination(fit)
+        min_discrimination = MIN_DISCRIMINATION_SHARE * typical
+        rule_text = (
+            f"{MIN_DISCRIMINATION_SHARE:g} of the bank's typical discrimination {typical:.3g} (median posterior mean)"
+        )
     settings: dict[str, Any] = {
         "mode": mode,
         "prior": prior,
@@ -1120,6 +1132,7 @@ def calibrate_candidates(
         "min_responses": min_responses,
         "discrimination_prob": discrimination_prob,
         "min_discrimination": min_discrimination,
+        "min_discrimination_rule": rule_text,
         "ci_prob": ci_prob,
         "kind": fit.spec.kind,
         "bank_sampler": {k: fit.sampler.get(k) for k in ("name", "chains", "draws", "tune", "seed")},
