@@ -407,6 +407,40 @@ def cmd_score(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_export(args: argparse.Namespace) -> int:
+    """Write a saved fit for other tools: mirt tables, a tinyBenchmarks anchor set, or py-irt JSON Lines."""
+    from irtbayes import interchange, io
+    from irtbayes.errors import FitError
+    from irtbayes.fit import load_fit
+
+    fit_result = load_fit(args.fit)
+    out = Path(args.out)
+    if args.format == "pyirt":
+        source = args.data or str(fit_result.info.get("source") or "")
+        if not source or not Path(source).exists():
+            raise FitError(
+                f"{args.fit}: the data it was fitted to ({source or 'not recorded'}) is not here; give it with --data"
+            )
+        data = io.load(source)
+        if data.checksum() != fit_result.data_checksum:
+            raise FitError(
+                f"{args.fit}: the fit was made from other data (checksum {fit_result.data_checksum[:12]}) than "
+                f"{source} (checksum {data.checksum()[:12]})"
+            )
+        print(f"py-irt JSON Lines: {interchange.write_pyirt(data, out, condition=args.condition)}")
+    elif args.format in ("mirt", "mirt-si"):
+        paths = interchange.write_mirt(fit_result, out, layout="irt" if args.format == "mirt" else "si")
+        print(f"mirt tables in {out}: " + ", ".join(p.name for p in paths.values()))
+    else:
+        written = interchange.write_tinybenchmarks(fit_result, out, n_anchors=args.anchors, seed=args.seed)
+        print(f"tinyBenchmarks anchor set: {written}")
+    if fit_result.approximate:
+        print("note: the fit is APPROXIMATE (variational or Pathfinder); so are the exported values")
+    if fit_result.partial:
+        print(fit_result.partial_text())
+    return 0
+
+
 # ---------------------------------------------------------------------------------------------- parser
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -460,6 +494,22 @@ def build_parser() -> argparse.ArgumentParser:
     score_p.add_argument("--ci", type=float, default=0.9)
     score_p.add_argument("--seed", type=int, default=0)
     score_p.set_defaults(func=cmd_score)
+
+    export_p = verbs.add_parser("export", help="write a saved fit for mirt, tinyBenchmarks or py-irt")
+    export_p.add_argument("--fit", required=True, help="a saved fit folder")
+    export_p.add_argument(
+        "--format",
+        required=True,
+        choices=("mirt", "mirt-si", "pyirt", "tinybenchmarks"),
+        help="mirt: items.csv (a, b, g, u), items_sd.csv, subjects.csv (F1, SE_F1); mirt-si: the same with "
+        "a1, d, g, u; tinybenchmarks: anchor set (.json or .csv); pyirt: the responses as JSON Lines",
+    )
+    export_p.add_argument("--out", required=True, help="a folder (mirt, mirt-si) or a file (pyirt, tinybenchmarks)")
+    export_p.add_argument("--data", help="pyirt: the data the fit was made from (default: the source it records)")
+    export_p.add_argument("--condition", help="pyirt: the condition to write, when the data has several")
+    export_p.add_argument("--anchors", type=int, default=100, help="tinybenchmarks: anchor items per benchmark")
+    export_p.add_argument("--seed", type=int, default=0, help="tinybenchmarks: seed of the anchor choice")
+    export_p.set_defaults(func=cmd_export)
 
     from irtbayes.benchfill import commands as benchfill_commands
 
