@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import warnings
 from pathlib import Path
 from typing import Any, Literal
 
@@ -219,9 +220,15 @@ def _anchors(embedding: np.ndarray, n_anchors: int, *, seed: int) -> tuple[np.nd
     n = embedding.shape[0]
     if n <= n_anchors:
         return np.arange(n), np.full(n, 1.0 / n)
+    distinct, first, counts = np.unique(embedding, axis=0, return_index=True, return_counts=True)
+    if len(distinct) <= n_anchors:  # one anchor per distinct item: k-means has nothing to choose
+        order = np.argsort(first)
+        return first[order], counts[order] / n
     from scipy.cluster.vq import kmeans2
 
-    centres, labels = kmeans2(embedding, n_anchors, minit="++", seed=np.random.default_rng(seed))
+    with warnings.catch_warnings():  # an empty cluster is skipped below
+        warnings.filterwarnings("ignore", message="One of the clusters is empty")
+        centres, labels = kmeans2(embedding, n_anchors, minit="++", seed=np.random.default_rng(seed))
     weights: dict[int, float] = {}
     for k in range(len(centres)):
         members = np.flatnonzero(labels == k)

@@ -288,6 +288,23 @@ def test_tinybenchmarks_anchors_pick_one_item_per_cluster_weighted_by_its_share(
         write_tinybenchmarks(fitted, tmp_path / "anchors.pkl")
 
 
+def test_items_with_equal_parameters_share_one_anchor() -> None:
+    data = _data(n_subjects=4, n_items=8)
+    difficulty = np.array([-1.0, 1.0, -1.0, 1.0, -1.0, 1.0, 1.0, 1.0])
+    posterior = xr.Dataset(
+        {
+            "ability": (("chain", "draw", "subject"), np.random.default_rng(6).standard_normal((*SHAPE, 4))),
+            "difficulty": (("chain", "draw", "item"), np.broadcast_to(difficulty, (*SHAPE, 8)).copy()),
+            "discrimination": (("chain", "draw", "item"), np.ones((*SHAPE, 8))),
+        }
+    )
+    fitted = _fit(data, posterior, ModelSpec(kind="2pl", hierarchy="none"))
+    suite = tinybenchmarks_anchors(fitted, n_anchors=4)["irtbayes"]
+    # beta holds items 3-7: difficulties 1, -1, 1, 1, 1, so two distinct items whatever n_anchors allows
+    assert [p for p in suite["seen_examples"] if p >= 3] == [3, 4]
+    np.testing.assert_allclose(suite["examples_weights"]["beta"], [4 / 5, 1 / 5])
+
+
 # ---------------------------------------------------------------------------------------------- a real saved fit
 def _simulated() -> tuple[ResponseData, Fit]:
     """Simulated data (12 subjects x 8 items, 2 benchmarks) and a hand-built 2PL fit around the truth."""
@@ -414,3 +431,33 @@ def test_export_pyirt_refuses_data_the_fit_was_not_made_from(
     code = cli.main(["export", "--fit", str(folder), "--format", "pyirt", "--data", str(other), "--out", "x.jsonl"])
     assert code == 2
     assert "other data" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------------------------------- against mirt
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("kind", "model"), [("2pl", "2PL"), ("1pl", "1PL equal slopes")])
+def test_lsat7_mirt_export_lies_in_mirts_intervals(kind: str, model: str, tmp_path: Path) -> None:
+    """The exported slope-intercept table, column by column, against mirt's published LSAT7 estimates."""
+    wide = pd.read_csv(FIXTURES / "lsat7_responses.csv")
+    wide.insert(0, "person", [f"p{i:04d}" for i in range(len(wide))])
+    data = ResponseData.from_wide(wide, id_column="person")
+    result = fit(data, ModelSpec(kind=kind), chains=4, draws=1000, tune=1000, seed=7, progress=False)
+    items = pd.read_csv(write_mirt(result, tmp_path / "mirt", layout="si")["items"], index_col=0)
+    ref = pd.read_csv(FIXTURES / "published_reference_estimates.csv")
+    ref = ref.loc[(ref["dataset"] == "LSAT7") & ref["model"].str.startswith(model)].drop_duplicates(
+        ["item", "parameter"]
+    )
+    misses = []
+    for _, row in ref.iterrows():
+        column = {"a": "a1", "d": "d"}[row["parameter"]]
+        rows = items.index if row["item"] == "all" else [f"item{row['item']}"]
+        for item in rows:
+            est = items.loc[item, column]
+            if not row["ci95_low"] <= est <= row["ci95_high"]:
+                misses.append(
+                    f"{item} {column}: {est:.3f} not in [{row['ci95_low']}, {row['ci95_high']}] (mirt {row['estimate']})"
+                )
+    assert len(ref) >= 6 and not misses, "\n".join(misses)
