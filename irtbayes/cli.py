@@ -358,29 +358,13 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from irtbayes.audit import audit
-    from irtbayes.errors import DataError
-    from irtbayes.files import read_json
+    from irtbayes.audit import load_audit
     from irtbayes.report import write_report
 
     fit_result, data = _load_fit_and_data(args, args.fit)
-    result = None
-    if args.audit:
-        summary_path = Path(args.audit) / "summary.json"
-        if not summary_path.is_file():
-            raise DataError(f"{summary_path}: no such file (is {args.audit} an audit folder?)")
-        recorded = read_json(summary_path)
-        target = recorded.get("target", {})
-        edges = target.get("edges")
-        weights = target.get("weights")
-        result = audit(
-            fit_result,
-            data,  # type: ignore[arg-type]
-            target=weights,
-            bins=edges,
-            ci_prob=recorded.get("ci_prob", 0.9),
-            ensemble=(recorded.get("settings") or {}).get("ensemble", "auto"),
-        )
+    # a saved audit is read as it was written (its own target, seed, draws, top-k, group and intervals) and
+    # must have been made from this fit; it is never rerun
+    result = None if not args.audit else load_audit(args.audit, fit=fit_result, data=data)  # type: ignore[arg-type]
     benchfill = None
     if args.benchfill:
         from irtbayes.benchfill.run import load_benchfill_result
@@ -482,7 +466,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     report_p = verbs.add_parser("report", help="write the research report of a saved fit (and audit)")
     report_p.add_argument("--fit", required=True, help="a saved fit folder")
-    report_p.add_argument("--audit", help="an audit folder whose target settings to use")
+    report_p.add_argument(
+        "--audit", help="an `irtbayes audit` output folder made from this fit: reported as saved, not rerun"
+    )
     report_p.add_argument("--benchfill", help="a `benchfill calibrate` output folder to report on")
     report_p.add_argument("--out", required=True, help="folder for report.html, report.md, figures and tables")
     _add_data_arguments(report_p, required=False)

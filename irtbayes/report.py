@@ -20,7 +20,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import pandas as pd
 
 from irtbayes import plots
@@ -75,24 +74,6 @@ def parameter_diagnostics(fit: Fit) -> pd.DataFrame:
     names = checked_variables(posterior)
     rhat, bulk, tail = rank_diagnostics_datasets(posterior[names])
     return parameter_table(rhat, bulk, tail, names)
-
-
-def _ability_ranks(fit: Fit, *, ci_prob: float) -> pd.DataFrame:
-    """Per-draw ranks of ability (1 = best), summarised; multidimensional fits use the mean over dims."""
-    ability = fit.posterior["ability"]
-    if "dim" in ability.dims:
-        ability = ability.mean("dim")
-    values = ability.stack(sample=("chain", "draw")).transpose("sample", "subject").values
-    ranks = (-values).argsort(axis=1).argsort(axis=1) + 1
-    tail = (1 - ci_prob) / 2
-    return pd.DataFrame(
-        {
-            "subject": ability["subject"].values.astype(str),
-            "ability_rank_mean": ranks.mean(axis=0),
-            "ability_rank_ci_low": np.quantile(ranks, tail, axis=0),
-            "ability_rank_ci_high": np.quantile(ranks, 1 - tail, axis=0),
-        }
-    )
 
 
 def _fmt_interval(row: pd.Series | dict[str, Any], prefix: str, *, digits: int = 2) -> str:
@@ -338,6 +319,7 @@ def _audit_section(
             else "Coverage, DDM and the Maximum Gap use the fit's difficulty draws as they are."
         )
     )
+    doc.paragraph(_audit_settings_sentence(audit))
     figure(
         "item_person_map",
         plots.plot_item_person_map(
@@ -415,6 +397,20 @@ def _audit_section(
     )
 
 
+def _audit_settings_sentence(audit: AuditResult) -> str:
+    """The settings the audit ran with, as it recorded them (a saved audit is reported as it was made)."""
+    s = audit.settings
+    group = s.get("group")
+    return (
+        f"Audit settings: {s.get('n_samples', '?')} posterior draws ({s.get('n_samples_ranking', '?')} for the "
+        f"leaderboard, {s.get('n_samples_information', '?')} for the information curves), seed {s.get('seed', '?')}, "
+        f"top {s.get('top_k', '?')} subjects for saturation, leaderboard groups at P(ahead) < "
+        f"{s.get('group_threshold', '?')}, item locations: {s.get('ensemble', '?')}"
+        + (f"; target from the group {', '.join(map(str, group))}" if group else "")
+        + "."
+    )
+
+
 def _left_out_sentence(ranking: pd.DataFrame, shown: int, ci_prob: float) -> str:
     """How many subjects the leaderboard figures leave out, and what their ranks look like."""
     rest = ranking.iloc[shown:]
@@ -431,13 +427,17 @@ def _left_out_sentence(ranking: pd.DataFrame, shown: int, ci_prob: float) -> str
     )
 
 
-def _leaderboard_section(doc: Document, fit: Fit, audit: AuditResult, figure: Callable[[str, Any, str], None]) -> None:
+def _leaderboard_section(doc: Document, audit: AuditResult, figure: Callable[[str, Any, str], None]) -> None:
     ci = audit.ci_prob
-    ranking = (
-        audit.ranking.loc[audit.ranking["scope_kind"] == "all"]
-        .merge(_ability_ranks(fit, ci_prob=ci), on="subject", how="left")
-        .sort_values("rank_mean", kind="stable")
-    )
+    # the audit's own ranks and rank intervals (irtbayes.audit.rank_interval): nothing is recomputed here
+    ranking = audit.ranking.loc[audit.ranking["scope_kind"] == "all"].sort_values("rank_mean", kind="stable")
+    scorings = {
+        "raw accuracy": ("raw_rank", "raw_rank", "raw_rank"),
+        "re-weighted accuracy": ("rank_mean", "rank_ci_low", "rank_ci_high"),
+    }
+    ability_columns = ("ability_rank_mean", "ability_rank_ci_low", "ability_rank_ci_high")
+    if set(ability_columns) <= set(ranking.columns):  # audits written before ability ranks were recorded lack them
+        scorings["ability"] = ability_columns
     shown = min(TOP_SUBJECTS, len(ranking))
     top = ranking.head(shown)
     doc.heading("Leaderboard with rank intervals")
@@ -452,11 +452,7 @@ def _leaderboard_section(doc: Document, fit: Fit, audit: AuditResult, figure: Ca
         "leaderboard",
         plots.plot_leaderboard(
             top,
-            columns={
-                "raw accuracy": ("raw_rank", "raw_rank", "raw_rank"),
-                "re-weighted accuracy": ("rank_mean", "rank_ci_low", "rank_ci_high"),
-                "ability": ("ability_rank_mean", "ability_rank_ci_low", "ability_rank_ci_high"),
-            },
+            columns=scorings,
             sort_by="rank_mean",
         ),
         f"Ranks (1 = best) under three scorings, with {ci:.0%} intervals: {label}.",
@@ -520,7 +516,7 @@ def build_report(
         _items_section(doc, fit, data)
         if audit is not None:
             _audit_section(doc, fit, data, audit, figure)
-            _leaderboard_section(doc, fit, audit, figure)
+            _leaderboard_section(doc, audit, figure)
         if benchfill is not None:
             benchfill.report_section(doc, figure)
         doc.heading("What this supports and what it does not")

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 import xarray as xr
 
-from irtbayes.audit import audit, weights_target, write_audit
+from irtbayes.audit import audit, rank_interval, weights_target, write_audit
 from irtbayes.audit.coverage import bin_codes, count_items
 from irtbayes.data import ResponseData
 from irtbayes.errors import FitError, SpecError
@@ -197,6 +197,17 @@ def test_ranking_table_has_permutation_ranks_groups_and_ahead_matrix(
         overall["rank_mean"] <= overall["rank_ci_high"]
     ).all()
     assert overall["group"].iloc[0] == 1 and overall["group"].is_monotonic_increasing
+    # ability ranks: per draw by the scope's ability, summarised by the same quantile rule as the re-weighted ranks
+    post = fake_posterior(data, difficulty, SUBJECT_ABILITY, scatter=0.1)
+    ability = post["ability"].stack(sample=("chain", "draw")).transpose("sample", "subject")
+    ability = ability.sel(subject=list(overall["subject"])).to_numpy()
+    ranks = (-ability).argsort(axis=1).argsort(axis=1) + 1
+    np.testing.assert_allclose(overall["ability_rank_mean"], ranks.mean(axis=0))
+    low, high = rank_interval(ranks, ci_prob=0.9)
+    np.testing.assert_array_equal(overall["ability_rank_ci_low"], low)
+    np.testing.assert_array_equal(overall["ability_rank_ci_high"], high)
+    assert ((ranks >= low).mean(axis=0) >= 0.95).all() and ((ranks <= high).mean(axis=0) >= 0.95).all()
+    assert list(low[:3]) == [int(np.quantile(ranks[:, j], 0.05, method="lower")) for j in range(3)]
     ahead = result.ahead
     assert list(ahead.index) == list(overall["subject"]) and ahead.shape == (8, 8)
     off = ahead.to_numpy() + ahead.to_numpy().T
@@ -216,7 +227,8 @@ def test_table_schemas_and_scopes(two_benchmarks: tuple[ResponseData, np.ndarray
     assert list(result.ranking.columns) == [
         "scope_kind", "scope", "subject", "n_responses", "raw_accuracy", "raw_rank",
         *[f"reweighted_{s}" for s in stats], *[f"ability_{s}" for s in stats],
-        "rank_mean", "rank_ci_low", "rank_ci_high", "group",
+        "rank_mean", "rank_ci_low", "rank_ci_high", "ability_rank_mean", "ability_rank_ci_low",
+        "ability_rank_ci_high", "group",
     ]  # fmt: skip
     assert list(result.information.columns) == [
         "scope_kind",

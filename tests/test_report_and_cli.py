@@ -149,3 +149,65 @@ def test_cli_refuses_a_fit_of_other_data_and_bad_targets(
     (fit_dir / "card.json").unlink()
     assert main(["audit", "--fit", str(fit_dir), "--out", str(tmp_path / "a")]) == 2
     assert "card.json" in capsys.readouterr().err
+
+
+def test_report_reads_the_saved_audit_and_never_reruns_it(
+    hostile: dict[str, object], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import dataclasses
+
+    import irtbayes.audit
+    import irtbayes.audit.run
+    from irtbayes.audit import load_audit, write_audit
+    from irtbayes.fit import save_fit
+
+    data, result = hostile["data"], hostile["fit"]
+    fit_dir = save_fit(result, tmp_path / "fit")  # type: ignore[arg-type]
+    settings = {"bins": 6, "ci_prob": 0.8, "seed": 11, "top_k": 2, "max_draws": 120}
+    # audited in memory, reported from the saved fit (as `irtbayes audit` without --fit leaves them)
+    saved = audit(result, data, group=["subject001", "subject002"], **settings)  # type: ignore[arg-type]
+    audit_dir = write_audit(saved, tmp_path / "audit")
+
+    def rerun(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the report must read the saved audit, not run it again")
+
+    monkeypatch.setattr(irtbayes.audit, "audit", rerun)
+    monkeypatch.setattr(irtbayes.audit.run, "audit", rerun)
+    rep = tmp_path / "report"
+    assert main(["report", "--fit", str(fit_dir), "--audit", str(audit_dir), "--out", str(rep)]) == 0
+    for name in ("bins", "benchmarks", "ranking", "information", "items"):
+        pd.testing.assert_frame_equal(
+            pd.read_csv(rep / "tables" / f"{name}.csv"), pd.read_csv(audit_dir / f"{name}.csv")
+        )
+    md = (rep / "report.md").read_text()
+    assert "seed 11" in md and "top 2 subjects" in md and "target from the group subject001, subject002" in md
+    assert "under three scorings, with 80% intervals" in md, "re-weighted, raw and ability ranks, as audited"
+    # the leaderboard table shows the audit's own rank intervals (one quantile rule: the audit's)
+    lines = md.splitlines()
+    start = next(i for i, ln in enumerate(lines) if ln.startswith("*Leaderboard:"))
+    rows = lines[start + 2 :]
+    rows = rows[: next(i for i, ln in enumerate(rows) if not ln.startswith("|"))]
+    header = [c.strip() for c in rows[0].strip("|").split("|")]
+    ranking = load_audit(audit_dir).ranking
+    board = ranking.loc[ranking["scope_kind"] == "all"].sort_values("rank_mean", kind="stable")
+    assert len(rows) - 2 == min(len(board), 30)
+    for line, row in zip(rows[2:], board.itertuples(), strict=False):
+        cells = dict(zip(header, (c.strip() for c in line.strip("|").split("|")), strict=True))
+        got = [cells["rank_mean"], cells["rank_ci_low"], cells["rank_ci_high"]]
+        assert got == [format_number(v) for v in (row.rank_mean, row.rank_ci_low, row.rank_ci_high)], (got, row)
+
+    # an audit of another fit of the same data is refused, naming the audit's summary
+    tree = result.idata.copy(deep=True)  # type: ignore[attr-defined]
+    posterior = tree["posterior"].to_dataset()
+    posterior["ability"] = posterior["ability"] + 1e-3
+    tree["posterior"] = posterior
+    other_dir = save_fit(dataclasses.replace(result, idata=tree), tmp_path / "other")  # type: ignore[call-overload]
+    capsys.readouterr()
+    out = tmp_path / "refused"
+    assert main(["report", "--fit", str(other_dir), "--audit", str(audit_dir), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "another fit" in err and "summary.json" in err, err
+    assert not out.exists()
+    (audit_dir / "ranking.csv").unlink()
+    assert main(["report", "--fit", str(fit_dir), "--audit", str(audit_dir), "--out", str(out)]) == 2
+    assert "ranking.csv: no such file" in capsys.readouterr().err

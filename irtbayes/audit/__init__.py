@@ -5,6 +5,7 @@ intervals. :func:`audit` runs them all; the modules hold the plain per-draw func
 """
 
 from irtbayes.audit.coverage import CoverageDraws, bin_codes, count_items, coverage, coverage_table
+from irtbayes.audit.folder import check_audit_source, load_audit, write_audit
 from irtbayes.audit.gaps import GapDraws, GapLocation, GapParts, edge_gaps, gap_location, gap_parts, widest_gap
 from irtbayes.audit.information import item_curves, scope_curves, test_information, theta_grid
 from irtbayes.audit.mismatch import ddm_shape_tv, ddm_shape_w1, ddm_tv, ddm_w1, ddm_w1_from_shape
@@ -16,7 +17,7 @@ from irtbayes.audit.ranking import (
     saturation,
     unrepresented_mass,
 )
-from irtbayes.audit.run import AuditResult, audit, write_audit
+from irtbayes.audit.run import AuditResult, audit, fit_identity, rank_interval
 from irtbayes.audit.targets import (
     Target,
     bin_edges,
@@ -38,6 +39,7 @@ __all__ = [
     "audit",
     "bin_codes",
     "bin_edges",
+    "check_audit_source",
     "count_items",
     "coverage",
     "coverage_table",
@@ -49,11 +51,14 @@ __all__ = [
     "default_range",
     "draw_ranks",
     "edge_gaps",
+    "fit_identity",
     "gap_location",
     "gap_parts",
     "group_target",
     "indistinguishable_groups",
     "item_curves",
+    "load_audit",
+    "rank_interval",
     "read_target",
     "reweighted_accuracy",
     "saturation",

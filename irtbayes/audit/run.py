@@ -2,7 +2,8 @@
 
 :func:`audit` takes a posterior (a DataTree with a ``posterior`` group, or that group as a Dataset) and the
 :class:`~irtbayes.data.ResponseData` it was fitted to, and returns an :class:`AuditResult`;
-:func:`write_audit` writes it to a folder (``summary.json`` and one CSV per table).
+:func:`~irtbayes.audit.folder.write_audit` writes it to a folder and
+:func:`~irtbayes.audit.folder.load_audit` reads it back.
 
 Scopes
 ------
@@ -43,13 +44,14 @@ Responses under several conditions are averaged per (subject, item) for raw and 
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import math
 import os
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -88,10 +90,9 @@ from irtbayes.audit.targets import (
 )
 from irtbayes.data import ResponseData, json_ready
 from irtbayes.errors import FitError, SpecError
-from irtbayes.files import atomic_write_text
 from irtbayes.summaries import check_ci_prob, summarize
 
-__all__ = ["DEFAULT_MAX_DRAWS", "AuditResult", "audit", "write_audit"]
+__all__ = ["DEFAULT_MAX_DRAWS", "AuditResult", "audit", "fit_identity", "rank_interval"]
 
 log = logging.getLogger(__name__)
 
@@ -254,6 +255,7 @@ class _Scope:
     edge_gap_high_inner: list[np.ndarray] = field(default_factory=list)
     racc: list[np.ndarray] = field(default_factory=list)
     ranks: list[np.ndarray] = field(default_factory=list)
+    ability_ranks: list[np.ndarray] = field(default_factory=list)
 
 
 def _scope_ability(
@@ -384,6 +386,31 @@ def _thin(n_samples: int, max_draws: int | None) -> np.ndarray:
     if max_draws is None or n_samples <= max_draws:
         return np.arange(n_samples)
     return np.unique(np.linspace(0, n_samples - 1, max_draws).round().astype(np.int64))
+
+
+def rank_interval(ranks: np.ndarray, *, ci_prob: float) -> tuple[np.ndarray, np.ndarray]:
+    """The equal-tailed rank interval of each subject: the one quantile rule for ranks.
+
+    Ranks are whole numbers, so the interval's ends are ranks that occur: the lower end rounds down
+    (``method="lower"``) and the upper end rounds up (``method="higher"``), and the interval holds at least
+    ``ci_prob`` of the draws.
+
+    Parameters
+    ----------
+    ranks
+        (draw, subject) ranks, 1 = best.
+    ci_prob
+        Probability of the interval.
+
+    Returns
+    -------
+    (low, high)
+        Two (subject,) int64 arrays.
+    """
+    q_low, q_high = (1 - ci_prob) / 2, (1 + ci_prob) / 2
+    low = np.quantile(ranks, q_low, axis=0, method="lower")
+    high = np.quantile(ranks, q_high, axis=0, method="higher")
+    return low.astype(np.int64), high.astype(np.int64)
 
 
 def _half_max_region(theta: np.ndarray, curve: np.ndarray) -> tuple[float, float]:
@@ -683,7 +710,9 @@ def audit(
         ``*_inner`` the same for [L + 0.5, U - 0.5] (NaN when U - L <= 1; see :mod:`irtbayes.audit.gaps`).
         ``ranking``: one row per (scope, subject): ``scope_kind``, ``scope``, ``subject``, ``n_responses``,
         ``raw_accuracy``, ``raw_rank``, ``reweighted_{mean,sd,ci_low,ci_high}``, ``ability_{...}``,
-        ``rank_mean``, ``rank_ci_low``, ``rank_ci_high``, ``group``.
+        ``rank_mean``, ``rank_ci_low``, ``rank_ci_high`` (ranks under the re-weighted accuracy, ability breaking
+        ties), ``ability_rank_mean``, ``ability_rank_ci_low``, ``ability_rank_ci_high`` (ranks by the scope's
+        ability), ``group``; both rank intervals follow :func:`rank_interval` over the leaderboard's draws.
         ``ahead``: P(row subject ahead of column subject) over all items, subjects by mean rank; the first
         :data:`~irtbayes.audit.ranking.MAX_AHEAD_SUBJECTS` (200) subjects when there are more (``ranking``
         holds every subject).
@@ -794,6 +823,7 @@ def audit(
             )
             scope.racc.append(racc)
             scope.ranks.append(draw_ranks(racc, tiebreak=scope.ability[rows][:, scope.subjects]))
+            scope.ability_ranks.append(draw_ranks(scope.ability[rows][:, scope.subjects]))
     t_ranking = time.perf_counter() - started - t_coverage
 
     curves: dict[str, list[np.ndarray]] = {"info": [], "se": [], "score": [], "slope": []}
@@ -853,7 +883,6 @@ def audit(
         n_answered = max(int(sat["answered"].sum()), 1)
         mean_rank = ranks.mean(axis=0)
         groups = ranked_groups(ranks, threshold=float(group_threshold))
-        q_low, q_high = (1 - ci_prob) / 2, (1 + ci_prob) / 2
         raw = np.nanmean(scope.responses, axis=1)
         rk = pd.DataFrame(
             {
@@ -869,8 +898,10 @@ def audit(
             for k, v in summarize(values, ci_prob=ci_prob).items():
                 rk[f"{prefix}_{k}"] = v
         rk["rank_mean"] = mean_rank
-        rk["rank_ci_low"] = np.quantile(ranks, q_low, axis=0, method="lower")
-        rk["rank_ci_high"] = np.quantile(ranks, q_high, axis=0, method="higher")
+        rk["rank_ci_low"], rk["rank_ci_high"] = rank_interval(ranks, ci_prob=ci_prob)
+        ability_ranks = np.concatenate(scope.ability_ranks, axis=0)
+        rk["ability_rank_mean"] = ability_ranks.mean(axis=0)
+        rk["ability_rank_ci_low"], rk["ability_rank_ci_high"] = rank_interval(ability_ranks, ci_prob=ci_prob)
         rk["group"] = groups
         rank_rows.append(rk.sort_values("rank_mean", kind="stable"))
         if scope.kind == "all":
@@ -922,6 +953,10 @@ def audit(
     items = _items_table(data, draws.difficulty, item_codes, n_samples, saturation_by_scope, ci_prob)
     settings = {
         "source": data.source,
+        # what the audit was made from, checked when a saved audit is read back with its fit (load_audit)
+        "data_checksum": data.checksum(),
+        "fit_identity": _draws_identity(draws, data),
+        "fit_created": _fit_created(posterior),
         "partial": bool(getattr(posterior, "partial", False) or getattr(posterior, "attrs", {}).get("partial", 0)),
         # None when the draws come without a fit's checks (a bare posterior): never read as a pass
         "converged": getattr(getattr(posterior, "diagnostics", None), "ok", None),
@@ -935,6 +970,8 @@ def audit(
         "information_draws": information_draws,
         "resample_items": bool(resample_items),
         "seed": int(seed),
+        "group": None if group is None else ([str(group)] if isinstance(group, str) else [str(g) for g in group]),
+        "n_fixed_items": 0 if fixed_items is None else len(fixed_items),
         "min_items": min_items,
         "top_k": top_k,
         "group_threshold": float(group_threshold),
@@ -1083,31 +1120,52 @@ def _items_table(
     return table
 
 
-# ============================================================================================ writing
-def write_audit(result: AuditResult, out_dir: str | os.PathLike[str]) -> Path:
-    """Write ``summary.json``, ``audit.txt``, ``target.csv`` and one CSV per table into ``out_dir``.
+# ============================================================================================ identity
+def _draws_identity(draws: _Draws, data: ResponseData) -> str:
+    """SHA-256 of the draws the audit reads (in the data's order) and of their ids: the fit's identity."""
+    digest = hashlib.sha256()
+    header = {
+        "items": [str(i) for i in data.item_ids],
+        "subjects": [str(j) for j in data.subject_ids],
+        "dims": draws.dims,
+        "chains": draws.n_chains,
+        "draws": draws.n_draws,
+    }
+    digest.update(json.dumps(header, sort_keys=True).encode())
+    for name in ("difficulty", "discrimination", "guessing", "ability"):
+        values = getattr(draws, name)
+        digest.update(name.encode())
+        if values is not None:
+            # single precision: a saved fit may store its draws as float32 (see irtbayes.fit.save_fit)
+            digest.update(np.ascontiguousarray(values, dtype="<f4").tobytes())
+    return digest.hexdigest()
 
-    Every file's content is prepared first, then each is written through a temporary file and
-    :func:`os.replace`, so no file is ever half-written. Files: ``summary.json``, ``bins.csv``,
-    ``benchmarks.csv``, ``ranking.csv``, ``ahead.csv`` (index = subject ahead), ``information.csv``,
-    ``items.csv``, ``target.csv`` (readable by :func:`~irtbayes.audit.targets.read_target`), ``audit.txt``.
+
+def _fit_created(posterior: Any) -> str | None:
+    """When the fit was made (``Fit.info["created"]``), if the posterior comes with it."""
+    info = getattr(posterior, "info", None)
+    created = info.get("created") if isinstance(info, dict) else None
+    return None if created is None else str(created)
+
+
+def fit_identity(posterior: Any, data: ResponseData) -> str:
+    """The identity :func:`audit` records for a fit (``settings["fit_identity"]``).
+
+    A SHA-256 over the posterior draws of ``difficulty``, ``discrimination``, ``guessing`` and ``ability`` in
+    the data's item and subject order, rounded to single precision, with the ids and the numbers of chains
+    and draws: the same fit, in memory or saved (in float32 or float64) and loaded again, has the same
+    identity; any other fit (other draws, seed or data) another.
+
+    Parameters
+    ----------
+    posterior
+        A fit, its DataTree or its posterior Dataset (as :func:`audit` takes).
+    data
+        The data the fit was made from.
 
     Returns
     -------
-    pathlib.Path
-        ``out_dir``.
+    str
+        64 hexadecimal digits.
     """
-    import json
-
-    out = Path(out_dir)
-    payloads: dict[str, str] = {
-        "summary.json": json.dumps(result.summary_dict(), indent=2, allow_nan=False) + "\n",
-        "audit.txt": result.to_text() + "\n",
-        "target.csv": result.target.to_frame().to_csv(index=False),
-    }
-    for name, frame in result.tables().items():
-        payloads[f"{name}.csv"] = frame.to_csv(index=name == "ahead")
-    out.mkdir(parents=True, exist_ok=True)
-    for name, text in payloads.items():
-        atomic_write_text(out / name, text)
-    return out
+    return _draws_identity(_extract(_posterior_dataset(posterior), data), data)
