@@ -83,8 +83,11 @@ def hand_fit(data: ResponseData, *, seed: int = 0, name: str = "hand-built") -> 
 
 
 def same_fit(a: Fit, b: Fit) -> bool:
+    """Same sampler name and the same difficulty draws at the float32 precision ``save_fit`` stores."""
     return a.sampler["name"] == b.sampler["name"] and bool(
-        np.array_equal(a.posterior["difficulty"].values, b.posterior["difficulty"].values)
+        np.array_equal(
+            a.posterior["difficulty"].values.astype(np.float32), b.posterior["difficulty"].values.astype(np.float32)
+        )
     )
 
 
