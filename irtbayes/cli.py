@@ -394,11 +394,12 @@ def cmd_score(args: argparse.Namespace) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
     """Write a saved fit for other tools: mirt tables, a tinyBenchmarks anchor set, or py-irt JSON Lines."""
     from irtbayes import interchange, io
-    from irtbayes.errors import FitError
+    from irtbayes.errors import DataError, FitError
     from irtbayes.fit import load_fit
 
     fit_result = load_fit(args.fit)
     out = Path(args.out)
+    data = None
     if args.format == "pyirt":
         source = args.data or str(fit_result.info.get("source") or "")
         if not source or not Path(source).exists():
@@ -411,13 +412,17 @@ def cmd_export(args: argparse.Namespace) -> int:
                 f"{args.fit}: the fit was made from other data (checksum {fit_result.data_checksum[:12]}) than "
                 f"{source} (checksum {data.checksum()[:12]})"
             )
-        print(f"py-irt JSON Lines: {interchange.write_pyirt(data, out, condition=args.condition)}")
-    elif args.format in ("mirt", "mirt-si"):
-        paths = interchange.write_mirt(fit_result, out, layout="irt" if args.format == "mirt" else "si")
-        print(f"mirt tables in {out}: " + ", ".join(p.name for p in paths.values()))
-    else:
-        written = interchange.write_tinybenchmarks(fit_result, out, n_anchors=args.anchors, seed=args.seed)
-        print(f"tinyBenchmarks anchor set: {written}")
+    try:
+        if data is not None:
+            print(f"py-irt JSON Lines: {interchange.write_pyirt(data, out, condition=args.condition)}")
+        elif args.format in ("mirt", "mirt-si"):
+            paths = interchange.write_mirt(fit_result, out, layout="irt" if args.format == "mirt" else "si")
+            print(f"mirt tables in {out}: " + ", ".join(p.name for p in paths.values()))
+        else:
+            written = interchange.write_tinybenchmarks(fit_result, out, n_anchors=args.anchors, seed=args.seed)
+            print(f"tinyBenchmarks anchor set: {written}")
+    except OSError as err:
+        raise DataError(f"{out}: cannot be written ({err.strerror or err})") from None
     if fit_result.approximate:
         print("note: the fit is APPROXIMATE (variational or Pathfinder); so are the exported values")
     if fit_result.partial:

@@ -461,3 +461,15 @@ def test_lsat7_mirt_export_lies_in_mirts_intervals(kind: str, model: str, tmp_pa
                     f"{item} {column}: {est:.3f} not in [{row['ci95_low']}, {row['ci95_high']}] (mirt {row['estimate']})"
                 )
     assert len(ref) >= 6 and not misses, "\n".join(misses)
+
+
+def test_export_to_a_path_that_cannot_be_written_is_one_line_naming_it(
+    saved_fit: tuple[Path, ResponseData], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder, _ = saved_fit
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder\n", encoding="utf-8")
+    code = cli.main(["export", "--fit", str(folder), "--format", "mirt", "--out", str(blocker / "mirt")])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert f"{blocker / 'mirt'}: cannot be written" in err and "Traceback" not in err
