@@ -75,6 +75,8 @@ def load_data_argument(args: argparse.Namespace) -> object:
     if fmt == "dataset":
         return datasets.load_folder(path)
     if path.is_file():
+        if path.suffix.lower() in io.PYIRT_SUFFIXES:
+            return io.load_pyirt(path, scoring=scoring)
         if {args.subject_col, args.item_col, args.response_col} <= set(io.read_columns(path)):
             return io.load_long(
                 path,

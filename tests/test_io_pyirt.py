@@ -125,3 +125,12 @@ def test_empty_and_response_free_files_are_refused(tmp_path: Path) -> None:
     nothing.write_text('{"subject_id": "a", "responses": {}}\n', encoding="utf-8")
     with pytest.raises(DataError, match="no responses"):
         io.load(nothing)
+
+
+def test_the_command_line_reads_a_pyirt_file(capsys: pytest.CaptureFixture[str]) -> None:
+    from irtbayes.cli import main
+
+    assert main(["data", "summary", str(FIXTURES / "sparse.jsonl")]) == 0
+    out = capsys.readouterr().out
+    expected = io.load(FIXTURES / "sparse.jsonl")
+    assert f"{expected.n_subjects} subjects x {expected.n_items} items, {expected.n_responses} responses" in out
