@@ -43,7 +43,7 @@ from irtbayes.data import ResponseData, json_ready
 from irtbayes.diagnostics import Diagnostics, check_convergence
 from irtbayes.errors import DataError, FitError, FitInterrupted, SpecError, describe_interrupt
 from irtbayes.files import read_json
-from irtbayes.model import ModelSpec, add_derived, build_model, model_inputs
+from irtbayes.model import SMALL_BANK_ITEMS, ModelSpec, add_derived, build_model, model_inputs
 from irtbayes.progress import SamplingProgress
 
 __all__ = [
@@ -73,6 +73,9 @@ LARGE_MODEL_DRAWS = 1250
 #: Item banks with fewer items than this get a default NUTS target acceptance of 0.95: the hierarchy's item
 #: sds are then prior-dominated and their funnel needs small steps (LSAT7, 5 items: 4 divergences at 0.8).
 SMALL_BANK = 30
+#: Default draws per chain for a single group of fewer than :data:`~irtbayes.model.SMALL_BANK_ITEMS` items
+#: (hierarchy ``"none"``): their few discriminations are barely informed, so the draws are more correlated.
+SMALL_BANK_DRAWS = 2000
 #: Version of the saved-fit folder layout; :func:`load_fit` refuses other versions.
 FORMAT_VERSION = 1
 ITEM_PARAMETERS = ("difficulty", "discrimination", "intercept", "guessing")
@@ -418,8 +421,24 @@ def _derived_names(spec: ModelSpec) -> list[str]:
     return names
 
 
+def _default_settings(
+    spec: ModelSpec, *, n_items: int, n_free: int, draws: int | None, target_accept: float | None
+) -> tuple[int, float]:
+    """Draws per chain and target acceptance where :func:`fit` was given ``None`` (see its docstring)."""
+    if draws is None:
+        draws = LARGE_MODEL_DRAWS if n_free > LARGE_MODEL else 1000
+        if spec.hierarchy == "none" and n_items < SMALL_BANK_ITEMS:
+            draws = max(draws, SMALL_BANK_DRAWS)
+    if target_accept is None:
+        if n_items < SMALL_BANK:
+            target_accept = 0.95
+        else:
+            target_accept = 0.7 if n_free > LARGE_MODEL else 0.8
+    return int(draws), float(target_accept)
+
+
 def _random_seed() -> int:
-    return int(np.random.SeedSequence().entropy % (2**31 - 1))
+    return int(np.random.default_rng().integers(1, 2**31 - 1))
 
 
 def fit(
@@ -452,12 +471,14 @@ def fit(
         JAX and NumPyro), or the approximate ``"advi"`` (mean-field ADVI, ``tune`` is its number of
         optimisation steps x 10) and ``"pathfinder"`` (needs pymc-extras).
     chains, draws, tune
-        Chains, kept draws per chain, warm-up draws per chain. ``draws=None`` gives 1000, or
+        Chains, kept draws per chain, warm-up draws per chain. ``draws=None`` gives 1000;
         :data:`LARGE_MODEL_DRAWS` for models with more than :data:`LARGE_MODEL` free parameters (the largest
         r-hat over tens of thousands of parameters is noisier, and on MMLU-Pro 4 x 1000 draws left two of
-        24,064 parameters at r-hat 1.0104). ``tune=None`` gives 500 for nutpie (its
-        mass-matrix adaptation settles within a few hundred draws; on MMLU-Pro 500 more warm-up draws
-        would cost 2 minutes on 2 cores) and 1000 for the other samplers.
+        24,064 parameters at r-hat 1.0104); :data:`SMALL_BANK_DRAWS` (2000) for one group of fewer than
+        :data:`~irtbayes.model.SMALL_BANK_ITEMS` items (LSAT6, 1,000 examinees x 5 items, missed at 1000
+        draws with r-hat 1.009-1.014 at seeds 1-3; each such fit takes seconds). ``tune=None`` gives 500
+        for nutpie (its mass-matrix adaptation settles within a few hundred draws; on MMLU-Pro 500 more
+        warm-up draws would cost 2 minutes on 2 cores) and 1000 for the other samplers.
     seed
         Random seed; ``None`` draws one, which is recorded in ``fit.sampler["seed"]``.
     progress
@@ -466,10 +487,11 @@ def fit(
         Chains run in parallel (default: min(chains, CPU count)).
     target_accept
         NUTS target acceptance rate. ``None``: 0.95 for banks of fewer than :data:`SMALL_BANK` items, 0.7
-        for models with more than :data:`LARGE_MODEL` free parameters, else 0.8. In high dimension most directions of an IRT posterior are
-        close to Gaussian, where the optimal acceptance rate of HMC tends to 0.65 (Beskos et al. 2013);
-        on MMLU-Pro (24,000 parameters) 0.7 halves the leapfrog steps per draw (31 instead of 58) at the
-        same ESS per gradient evaluation. Raise it (0.9) if a fit reports divergences.
+        for models with more than :data:`LARGE_MODEL` free parameters, else 0.8. In high dimension most
+        directions of an IRT posterior are close to Gaussian, where the optimal acceptance rate of HMC
+        tends to 0.65 (Beskos et al. 2013); on MMLU-Pro (24,000 parameters) 0.7 halves the leapfrog steps
+        per draw (31 instead of 58) at the same ESS per gradient evaluation. Raise it (0.9) if a fit reports
+        divergences.
     rhat_max, ess_min
         Thresholds of the convergence check (:func:`~irtbayes.diagnostics.check_convergence`).
     sampler_kwargs
@@ -520,13 +542,9 @@ def fit(
             spec = model.irtbayes_spec  # resolved
             dims = model.named_vars_to_dims
             n_free = sum(int(np.prod([len(model.coords[d]) for d in dims.get(rv.name, ())])) for rv in model.free_RVs)
-            if draws is None:
-                draws = LARGE_MODEL_DRAWS if n_free > LARGE_MODEL else 1000
-            if target_accept is None:
-                if data.n_items < SMALL_BANK:
-                    target_accept = 0.95
-                else:
-                    target_accept = 0.7 if n_free > LARGE_MODEL else 0.8
+            draws, target_accept = _default_settings(
+                spec, n_items=data.n_items, n_free=n_free, draws=draws, target_accept=target_accept
+            )
             cores = int(cores or min(chains, os.cpu_count() or 1))
             extra = dict(sampler_kwargs or {})
             settings: dict[str, Any] = {

@@ -16,7 +16,7 @@ from irtbayes.data import ResponseData
 from irtbayes.diagnostics import check_convergence
 from irtbayes.errors import DataError, FitError, SpecError
 from irtbayes.fit import fit, load_fit, save_fit, score
-from irtbayes.model import ModelSpec
+from irtbayes.model import ModelSpec, model_inputs
 from irtbayes.simulate import simulate_responses
 
 
@@ -214,7 +214,8 @@ def test_fit_rejects_bad_settings(fitted_2pl):
 
 def test_default_sampler_settings_follow_the_model_size(monkeypatch):
     """Small banks get small steps; models above LARGE_MODEL parameters get more draws."""
-    data, _ = simulate_responses(30, 8, kind="2pl", seed=3)
+    # two benchmarks, so that the single-group rule for draws (tested below) does not apply
+    data, _ = simulate_responses(30, 8, kind="2pl", n_benchmarks=2, seed=3)
     monkeypatch.setattr(fit_module, "LARGE_MODEL_DRAWS", 30)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # 20 draws of one chain cannot pass the checks
@@ -225,6 +226,28 @@ def test_default_sampler_settings_follow_the_model_size(monkeypatch):
     assert large.sampler["draws"] == 30 and large.posterior.sizes["draw"] == 30
     assert large.diagnostics.parameters is not None
     assert set(large.diagnostics.parameters.columns) == {"variable", "index", "r_hat", "ess_bulk", "ess_tail"}
+
+
+def test_one_small_group_of_items_gets_more_draws_by_default():
+    """LSAT-like banks (one group of few items) draw SMALL_BANK_DRAWS; labelled or large banks do not."""
+    small, _ = simulate_responses(30, 5, seed=1)
+    mid, _ = simulate_responses(30, fit_module.SMALL_BANK_ITEMS - 1, seed=1)
+    big, _ = simulate_responses(30, fit_module.SMALL_BANK_ITEMS, seed=1)
+    labelled, _ = simulate_responses(30, 40, n_benchmarks=4, seed=1)
+
+    def defaults(data: ResponseData, n_free: int = 100, **given) -> tuple[int, float]:
+        spec = model_inputs(data, ModelSpec()).spec
+        given = {"draws": None, "target_accept": None, **given}
+        return fit_module._default_settings(spec, n_items=data.n_items, n_free=n_free, **given)
+
+    assert defaults(small) == (fit_module.SMALL_BANK_DRAWS, 0.95)
+    assert defaults(mid) == (fit_module.SMALL_BANK_DRAWS, 0.8)
+    assert defaults(big) == (1000, 0.8)
+    assert defaults(labelled) == (1000, 0.8)
+    assert defaults(small, n_free=fit_module.LARGE_MODEL + 1) == (fit_module.SMALL_BANK_DRAWS, 0.95)
+    assert defaults(big, n_free=fit_module.LARGE_MODEL + 1) == (fit_module.LARGE_MODEL_DRAWS, 0.7)
+    assert defaults(small, draws=300, target_accept=0.85) == (300, 0.85)
+    assert fit_module.SMALL_BANK_DRAWS > 1000
 
 
 def test_check_convergence_flags_a_stuck_chain(fitted_2pl):

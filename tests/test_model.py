@@ -134,6 +134,24 @@ def test_standardised_abilities_have_mean_zero_and_sd_one_in_any_draw(labelled):
         assert np.allclose(sds, 1, atol=1e-10), f"{dims}: ability sds {sds.ravel()[:5]}"
 
 
+def test_noncentred_group_effects_sum_to_zero_so_the_mean_is_their_centre(labelled):
+    # six benchmarks of 3-4 items in three domains: every group level is non-centred
+    model = build_model(labelled, ModelSpec(kind="2pl"))
+    inputs = model.irtbayes_inputs
+    for prefix in ("difficulty", "log_discrimination"):
+        assert isinstance(model[f"{prefix}_benchmark_z"].owner.op, pm.distributions.multivariate.ZeroSumNormalRV)
+        mu, dom, bench = pm.draw(
+            [model[f"{prefix}_mu"], model[f"{prefix}_domain"], model[f"{prefix}_benchmark"]],
+            draws=30,
+            random_seed=4,
+            mode=FAST,
+        )
+        assert np.allclose(dom.mean(axis=1), mu, atol=1e-10), f"{prefix}: domain means off their mean"
+        offsets = bench - dom[:, inputs.benchmark_domain]
+        assert np.allclose(offsets.mean(axis=1), 0, atol=1e-10), f"{prefix}: benchmark offsets do not sum to 0"
+        assert offsets.std() > 0.01 and (dom - mu[:, None]).std() > 0.01, f"{prefix}: no spread was drawn"
+
+
 def test_discriminations_are_positive_by_construction(labelled):
     model = build_model(labelled, ModelSpec(kind="2pl"))
     draws = pm.draw(model["discrimination"], draws=50, random_seed=2, mode=FAST)
