@@ -887,7 +887,7 @@ def save_fit(result: Fit, path: str | os.PathLike[str], *, overwrite: bool = Fal
 
     The folder gets ``posterior.nc`` (netCDF4 via h5netcdf), ``card.json`` (with the SHA-256 of
     ``posterior.nc`` and of the card itself, which :func:`load_fit` checks), ``items.csv`` and
-    ``subjects.csv`` (from the fit in memory, at full precision).
+    ``subjects.csv`` (summaries of the draws as stored, so they agree with the fit :func:`load_fit` returns).
 
     ``posterior.nc`` keeps what later steps read, and no more:
 
@@ -1101,6 +1101,7 @@ def _widen(posterior: xr.Dataset) -> xr.Dataset:
 
 
 def _write_fit_files(result: Fit, folder: Path) -> None:
+    """``posterior.nc``, ``card.json`` and the CSV tables; the tables from the draws as stored."""
     groups, dropped = _storage_groups(result)
     tree = xr.DataTree.from_dict(groups)
     tree.attrs.update(result.idata.attrs)
@@ -1116,8 +1117,19 @@ def _write_fit_files(result: Fit, folder: Path) -> None:
     card["posterior_sha256"] = _sha256(folder / "posterior.nc")
     card["card_sha256"] = _card_checksum(card)
     (folder / "card.json").write_text(json.dumps(card, indent=2, sort_keys=False) + "\n", encoding="utf-8")
-    result.items_table().to_csv(folder / "items.csv", index=False)
-    result.subjects_table().to_csv(folder / "subjects.csv", index=False)
+    stored = _as_stored(result, groups["posterior"])
+    stored.items_table().to_csv(folder / "items.csv", index=False)
+    stored.subjects_table().to_csv(folder / "subjects.csv", index=False)
+
+
+def _as_stored(result: Fit, posterior: xr.Dataset) -> Fit:
+    """``result`` with the posterior :func:`load_fit` returns from ``posterior.nc``, for the CSV tables."""
+    floats = [n for n, v in posterior.data_vars.items() if np.issubdtype(v.dtype, np.floating)]
+    narrow = posterior.assign({n: posterior[n].astype(_STORAGE_DTYPE) for n in floats})
+    tree = xr.DataTree.from_dict(
+        {"posterior": add_derived(_widen(narrow), result.spec), "constant_data": result.constant_data}
+    )
+    return replace(result, idata=tree)
 
 
 def load_fit(path: str | os.PathLike[str], *, data: ResponseData | None = None) -> Fit:

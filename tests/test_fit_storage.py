@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import xarray as xr
 
@@ -131,6 +132,12 @@ def test_round_trip_keeps_the_draws_to_float32_precision(hand_built: tuple[Respo
             np.testing.assert_allclose(got.values, var.values, rtol=4 * np.finfo(np.float32).eps)
         else:  # exactly the float32 rounding of each value
             np.testing.assert_array_equal(got.values, var.values.astype(np.float32).astype(np.float64), err_msg=name)
+    # the CSV tables summarise the draws as stored: they agree with the loaded fit, not only with the original
+    saved_items = pd.read_csv(tmp_path / "fit" / "items.csv")
+    saved_subjects = pd.read_csv(tmp_path / "fit" / "subjects.csv")
+    for column in ("difficulty_mean", "difficulty_ci_low", "discrimination_sd", "intercept_mean"):
+        np.testing.assert_array_equal(saved_items[column], loaded.items_table()[column], err_msg=column)
+    np.testing.assert_array_equal(saved_subjects["ability_mean"], loaded.subjects_table()["ability_mean"])
     np.testing.assert_array_equal(loaded.item_ids, fitted.item_ids)
     np.testing.assert_array_equal(loaded.subject_ids, fitted.subject_ids)
     xr.testing.assert_identical(loaded.constant_data, fitted.constant_data)
