@@ -56,7 +56,12 @@ fit (4 chains x 1000 draws, seeds 1-3): LSAT7 (1,000 examinees x 5 items) max r-
 at ``log_discrimination_mu``, r-hat up to 1.017); each fit 13-16 s on 2 cores. Centring the items under a
 sampled hyper-sd gave hundreds of divergences on LSAT (its posterior reaches near 0: a funnel). LSAT6, whose
 five discriminations the data barely inform, still misses by a little at 1000 draws (r-hat 1.009-1.014, bulk
-ESS 346-470) and passes at 2000 (r-hat <= 1.007, ESS >= 818, about 20 s).
+ESS 346-470) and passes at 2000 (r-hat <= 1.007, ESS >= 818, about 20 s), so :func:`irtbayes.fit.fit`
+draws 2000 per chain for one group of fewer than :data:`SMALL_BANK_ITEMS` items by default. With those
+defaults (4 chains x 2000 draws after 500, seeds 1-3, 2 cores shared with other work): LSAT6 max r-hat
+1.005-1.007, min bulk ESS 818-1023, min tail ESS >= 877; LSAT7 r-hat 1.004-1.005, bulk ESS >= 1055, tail
+ESS >= 1621; SAT12 (omitted answers scored wrong) r-hat 1.003, bulk ESS >= 1738, tail ESS >= 1442; no
+divergences, every check passed, 23-49 s per fit.
 
 Centred or non-centred is chosen per level from the data (``centring`` and ``item_centring`` override),
 by measured ESS per second: a level is centred when the data pin each group's value more tightly than
@@ -69,22 +74,28 @@ least 20 responses; discriminations (weakly informed by each item's responses) n
 threefold; on a 60 x 40 data set with 4 benchmarks the non-centred benchmark level removed all
 divergences.
 
-Non-centred group effects sum to zero. A non-centred level writes each group's mean as its parent plus
-``sd * z``; with a handful of groups the mean of the ``z`` is barely fixed by the data, so the parent
-(``*_mu``) and the group sd trade against it along a ridge that narrows into a funnel where the sd is
-large. The raw effects of a non-centred domain or benchmark level (``*_domain_z``, ``*_benchmark_z``) are
-therefore zero-sum normal (``pm.ZeroSumNormal``, each with variance (K - 1) / K for K groups): ``*_mu`` is
-exactly the mean of the domain means (of the benchmark means when there is no domain level), and the
-benchmarks' offsets from their domains sum to zero. A centred level is unchanged, and a new group's prior,
-Normal(parent, sd), keeps its form. Measured on the test fixture's data (60 x 42 with one all-correct and
-one all-wrong item, 4 benchmarks of 10-11 items, 2 domains so hierarchy ``"benchmark"``; 2 chains x 500
-draws after 500, target acceptance 0.9, seeds 1-5): independent normal effects gave a divergence at seed 1
-(at ``log_discrimination_benchmark_sd`` 0.46, posterior mean 0.14, ``difficulty_mu`` 1.09 against 0.18)
-and min bulk ESS 40-174; zero-sum effects gave no divergence at any seed and max r-hat 1.019-1.086 (the
-slowest now the item-level ``log_discrimination_sd``). With ``dims="domain"`` (80 x 40, seeds 1-5) neither
-diverged, and max r-hat was 1.017-1.035 against 1.021-1.113. A domain level over two domains, asked for
-explicitly, still diverges now and then (zero-sum: 1 and 5 divergences at seeds 2 and 5; independent: 1 at
-seeds 1 and 5): its sd rests on two values, which is why ``"auto"`` leaves it out.
+Non-centred levels: one centre and zero-sum effects. A non-centred level writes each group's mean as its
+parent plus ``sd * e``; with a handful of groups the mean of the ``e`` is barely fixed by the data, so
+``*_mu`` and the group sd trade against it along a ridge that narrows into a funnel where the sd is large.
+The same model is therefore sampled in other coordinates: the effects of a level of K groups are split
+into their mean, ``*_{level}_mean_z / sqrt(K)``, and the rest, zero-sum normal ``*_{level}_z``
+(``pm.ZeroSumNormal``); the data see only ``*_centre`` (the mean that the groups' values sit around) plus
+``sd`` times the zero-sum effects, and ``*_centre`` is drawn given the means of the effects so that
+``*_mu = *_centre - sum(sd * mean(e))`` keeps its Normal prior exactly. ``*_mu``, ``*_domain`` and
+``*_benchmark`` are the same quantities, with the same prior, as with independent effects (so a new
+group's predictive, Normal(parent, sd), is exact); only the sampler's coordinates changed. A centred level
+is unchanged. Measured on the test fixture's data (60 x 42 with one all-correct and one all-wrong item, 4
+benchmarks of 10-11 items, 2 domains so hierarchy ``"benchmark"``; 2 chains x 500 draws after 500, target
+acceptance 0.9, seeds 1-5): independent effects in the old coordinates gave a divergence at seed 1 (at
+``log_discrimination_benchmark_sd`` 0.46, posterior mean 0.14, ``difficulty_mu`` 1.09 against 0.18) and
+min bulk ESS 40-174; these coordinates gave no divergence at any seed (max r-hat 1.011-1.062, min bulk ESS
+27-234, the least at the item-level ``log_discrimination_sd``). With ``dims="domain"`` (80 x 40, seeds
+1-5) neither diverged; max r-hat 1.015-1.026 against 1.021-1.113. Zero-sum effects alone, with ``*_mu``
+sampled as the centre, also removed the divergences but changed the model (each effect's prior variance
+became (K - 1) / K), enough to move BenchFill's full refit away from its fixed-bank path. A domain level
+over two domains, asked for explicitly (``hierarchy="benchmark+domain"`` on the same data), still diverges
+now and then (1 and 4 divergences at seeds 3 and 5; old coordinates: 1 at seeds 1 and 5): its sd rests on
+two values, which is why ``"auto"`` leaves it out.
 
 Likelihood
 ----------
@@ -464,25 +475,45 @@ def _item_location(
     The domain level is non-centred (``{prefix}_domain`` is a Deterministic of ``{prefix}_domain_z``); the
     benchmark level is centred when every benchmark has at least ``min_items_centred`` items (its mean is
     then pinned by the data and the non-centred form would leave a ridge between ``{prefix}_mu`` and the
-    raw effects), and non-centred otherwise. Non-centred raw effects are zero-sum normal, so that the
-    parent is the mean of its groups (see the module docstring). Returns one value per item.
+    raw effects), and non-centred otherwise. A non-centred level is sampled as the mean of its groups and
+    zero-sum effects around it (see the module docstring), the same model in other coordinates: with
+    ``K`` groups, independent standard-normal effects ``e`` are ``mean(e) + (e - mean(e))``, where
+    ``e - mean(e)`` is zero-sum normal (``{prefix}_{level}_z``) and ``mean(e)`` is ``{prefix}_{level}_mean_z /
+    sqrt(K)``; ``{prefix}_centre``, the mean that the groups' values sit around, is drawn given those means
+    so that ``{prefix}_mu`` (a Deterministic) keeps its ``Normal(mu_mean, mu_sd)`` prior exactly. Returns
+    one value per item.
     """
-    mu = pm.Normal(f"{prefix}_mu", mu_mean, mu_sd)
     hierarchy = inputs.spec.hierarchy
     if hierarchy == "none":
+        mu = pm.Normal(f"{prefix}_mu", mu_mean, mu_sd)
         return mu * pt.ones(len(inputs.coords["item"]))
-    centre = mu
+    levels = []  # (name, sd) of the non-centred levels, top down
     if hierarchy == "benchmark+domain":
-        dom_sd = pm.HalfNormal(f"{prefix}_domain_sd", group_sd_scale)
-        dom_z = pm.ZeroSumNormal(f"{prefix}_domain_z", 1.0, dims="domain")
-        dom = pm.Deterministic(f"{prefix}_domain", mu + dom_sd * dom_z, dims="domain")
-        centre = dom[inputs.benchmark_domain]
+        levels.append(("domain", pm.HalfNormal(f"{prefix}_domain_sd", group_sd_scale)))
     bench_sd = pm.HalfNormal(f"{prefix}_benchmark_sd", group_sd_scale)
-    if _centred_benchmarks(inputs, min_items_centred):
-        bench = pm.Normal(f"{prefix}_benchmark", centre, bench_sd, dims="benchmark")
+    centred_bench = _centred_benchmarks(inputs, min_items_centred)
+    if not centred_bench:
+        levels.append(("benchmark", bench_sd))
+    if not levels:
+        mu = pm.Normal(f"{prefix}_mu", mu_mean, mu_sd)
+        return pm.Normal(f"{prefix}_benchmark", mu, bench_sd, dims="benchmark")[inputs.item_benchmark]
+    effects = {}  # level -> standard-normal effects e = mean(e) + zero-sum part
+    shift: Any = 0.0  # centre - mu = sum over levels of sd * mean(e)
+    for level, sd in levels:
+        mean_e = pm.Normal(f"{prefix}_{level}_mean_z", 0.0, 1.0) / np.sqrt(len(inputs.coords[level]))
+        effects[level] = mean_e + pm.ZeroSumNormal(f"{prefix}_{level}_z", 1.0, dims=level)
+        shift = shift + sd * mean_e
+    centre = pm.Normal(f"{prefix}_centre", mu_mean + shift, mu_sd)
+    mu = pm.Deterministic(f"{prefix}_mu", centre - shift)
+    if hierarchy == "benchmark+domain":
+        dom = pm.Deterministic(f"{prefix}_domain", mu + levels[0][1] * effects["domain"], dims="domain")
+        parent = dom[inputs.benchmark_domain]
     else:
-        bench_z = pm.ZeroSumNormal(f"{prefix}_benchmark_z", 1.0, dims="benchmark")
-        bench = pm.Deterministic(f"{prefix}_benchmark", centre + bench_sd * bench_z, dims="benchmark")
+        parent = mu
+    if centred_bench:
+        bench = pm.Normal(f"{prefix}_benchmark", parent, bench_sd, dims="benchmark")
+    else:
+        bench = pm.Deterministic(f"{prefix}_benchmark", parent + bench_sd * effects["benchmark"], dims="benchmark")
     return bench[inputs.item_benchmark]
 
 
@@ -593,7 +624,8 @@ def build_model(data: ResponseData, spec: ModelSpec | None = None) -> pm.Model:
         Free variables include ``ability_z`` (subject[, dim]; or ``ability`` with ``identification="prior"``),
         ``difficulty`` (item), ``discrimination`` (item; 2PL/3PL), ``guessing`` (item; 3PL) and the
         hyperparameters ``difficulty_mu``, ``difficulty_sd``, ``difficulty_benchmark[_sd]``,
-        ``difficulty_domain[_sd]``, ``log_discrimination_*``; Deterministic ``ability`` (subject[, dim]).
+        ``difficulty_domain[_sd]``, ``log_discrimination_*`` (with a non-centred group level, ``*_mu`` is a
+        Deterministic of ``*_centre``); Deterministic ``ability`` (subject[, dim]).
         The response log-likelihood is the Potential ``response_loglik``.
 
     Raises

@@ -134,22 +134,29 @@ def test_standardised_abilities_have_mean_zero_and_sd_one_in_any_draw(labelled):
         assert np.allclose(sds, 1, atol=1e-10), f"{dims}: ability sds {sds.ravel()[:5]}"
 
 
-def test_noncentred_group_effects_sum_to_zero_so_the_mean_is_their_centre(labelled):
-    # six benchmarks of 3-4 items in three domains: every group level is non-centred
+def test_noncentred_levels_are_zero_sum_around_one_centre_with_the_prior_unchanged(labelled):
+    # six benchmarks of 3-4 items in three domains: both group levels are non-centred
     model = build_model(labelled, ModelSpec(kind="2pl"))
-    inputs = model.irtbayes_inputs
-    for prefix in ("difficulty", "log_discrimination"):
-        assert isinstance(model[f"{prefix}_benchmark_z"].owner.op, pm.distributions.multivariate.ZeroSumNormalRV)
-        mu, dom, bench = pm.draw(
-            [model[f"{prefix}_mu"], model[f"{prefix}_domain"], model[f"{prefix}_benchmark"]],
-            draws=30,
-            random_seed=4,
-            mode=FAST,
+    inputs, priors = model.irtbayes_inputs, model.irtbayes_spec.priors
+    for prefix, mu_sd in (
+        ("difficulty", priors.difficulty_mu_sd),
+        ("log_discrimination", priors.log_discrimination_mu_sd),
+    ):
+        names = ["mu", "centre", "domain", "benchmark", "domain_sd", "benchmark_sd", "domain_z", "benchmark_z"]
+        mu, centre, dom, bench, dom_sd, bench_sd, dom_z, bench_z = pm.draw(
+            [model[f"{prefix}_{n}"] for n in names], draws=4000, random_seed=4, mode=FAST
         )
-        assert np.allclose(dom.mean(axis=1), mu, atol=1e-10), f"{prefix}: domain means off their mean"
-        offsets = bench - dom[:, inputs.benchmark_domain]
-        assert np.allclose(offsets.mean(axis=1), 0, atol=1e-10), f"{prefix}: benchmark offsets do not sum to 0"
-        assert offsets.std() > 0.01 and (dom - mu[:, None]).std() > 0.01, f"{prefix}: no spread was drawn"
+        # what the likelihood sees: one centre plus zero-sum effects, no ridge between the centre and their mean
+        assert np.allclose(dom_z.sum(axis=1), 0, atol=1e-10) and np.allclose(bench_z.sum(axis=1), 0, atol=1e-10)
+        seen = centre[:, None] + dom_sd[:, None] * dom_z[:, inputs.benchmark_domain] + bench_sd[:, None] * bench_z
+        assert np.allclose(bench, seen, atol=1e-10), f"{prefix}: benchmark means are not centre + zero-sum effects"
+        # the model is unchanged: independent standard-normal effects at each level, mu ~ Normal(., mu_sd)
+        e_dom = (dom - mu[:, None]) / dom_sd[:, None]
+        e_bench = (bench - dom[:, inputs.benchmark_domain]) / bench_sd[:, None]
+        for what, e in (("domain", e_dom), ("benchmark", e_bench)):
+            assert abs(e.std() - 1) < 0.03 and abs(e.mean()) < 0.03, f"{prefix} {what}: sd {e.std():.3f}"
+            assert abs(np.corrcoef(e[:, 0], e[:, 1])[0, 1]) < 0.05, f"{prefix} {what}: correlated effects"
+        assert abs(mu.std() / mu_sd - 1) < 0.05, f"{prefix}_mu: prior sd {mu.std():.3f}, expected {mu_sd}"
 
 
 def test_discriminations_are_positive_by_construction(labelled):
