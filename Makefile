@@ -31,6 +31,7 @@ test-slow: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy irtbayes
 
 benchmark: $(STAMP)
 	$(BIN)/python scripts/benchmark_fit.py
