@@ -56,6 +56,8 @@ def test_a_fit_whose_output_is_not_a_terminal_logs_progress(
 ) -> None:
     data, _ = simulate_responses(20, 10, kind="1pl", seed=3)
     monkeypatch.setattr(fit_module, "PROGRESS_EVERY", 0.0)
+    # output that is not a terminal, also when pytest runs with -s in one
+    monkeypatch.setattr(fit_module, "sys", SimpleNamespace(stderr=SimpleNamespace(isatty=lambda: False)))
     with caplog.at_level(logging.INFO, logger="irtbayes.progress"), pytest.warns(UserWarning):
         fit(data, ModelSpec(kind="1pl"), chains=2, draws=50, tune=50, seed=1, progress=True)
     lines = [r.getMessage() for r in caplog.records if r.name == "irtbayes.progress"]
