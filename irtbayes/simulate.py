@@ -17,7 +17,7 @@ import xarray as xr
 from irtbayes.data import ResponseData
 from irtbayes.errors import SpecError
 
-__all__ = ["PLANTED_GAP", "planted_gap_responses", "simulate_responses"]
+__all__ = ["PLANTED_GAP", "planted_gap_responses", "posterior_near_truth", "simulate_responses"]
 
 
 def _standardise(x: np.ndarray) -> np.ndarray:
@@ -191,3 +191,64 @@ def planted_gap_responses(n_subjects: int, *, seed: int) -> tuple[ResponseData, 
     )
     data = ResponseData.from_long(frame, items=pd.DataFrame({"item": items, "benchmark": "planted"}))
     return data, difficulty
+
+
+def posterior_near_truth(
+    data: ResponseData,
+    truth: xr.Dataset,
+    *,
+    chains: int,
+    draws: int,
+    seed: int,
+    sd_ability: float = 0.3,
+    sd_difficulty: float = 0.15,
+    sd_log_discrimination: float = 0.05,
+) -> xr.Dataset:
+    """A hand-built 2PL posterior: the true parameters plus independent normal scatter in every draw.
+
+    For tests and benchmarks that need a posterior of a known shape and size without sampling (as ArviZ's
+    tests build fake posteriors from known draws). Hyperparameters are the draws' own means and sds.
+
+    Parameters
+    ----------
+    data, truth
+        From :func:`simulate_responses` (``kind="2pl"``).
+    chains, draws
+        The posterior's size.
+    seed
+        Seeds the scatter.
+    sd_ability, sd_difficulty, sd_log_discrimination
+        The scatter's sd for each parameter.
+
+    Returns
+    -------
+    xarray.Dataset
+        ``ability`` (chain, draw, subject), ``difficulty`` and ``discrimination`` (chain, draw, item), and
+        ``difficulty_mu``, ``difficulty_sd``, ``log_discrimination_mu``, ``log_discrimination_sd`` (chain,
+        draw), with the data's ids as coordinates.
+    """
+    rng = np.random.default_rng(seed)
+    shape = (chains, draws)
+
+    def around(values: np.ndarray, sd: float) -> np.ndarray:
+        return values + sd * rng.standard_normal((*shape, len(values)))
+
+    difficulty = around(truth["difficulty"].values, sd_difficulty)
+    log_a = around(np.log(truth["discrimination"].values), sd_log_discrimination)
+    return xr.Dataset(
+        {
+            "ability": (("chain", "draw", "subject"), around(truth["ability"].values, sd_ability)),
+            "difficulty": (("chain", "draw", "item"), difficulty),
+            "discrimination": (("chain", "draw", "item"), np.exp(log_a)),
+            "difficulty_mu": (("chain", "draw"), difficulty.mean(axis=-1)),
+            "difficulty_sd": (("chain", "draw"), difficulty.std(axis=-1)),
+            "log_discrimination_mu": (("chain", "draw"), log_a.mean(axis=-1)),
+            "log_discrimination_sd": (("chain", "draw"), log_a.std(axis=-1)),
+        },
+        coords={
+            "chain": np.arange(chains),
+            "draw": np.arange(draws),
+            "subject": data.subject_ids.to_numpy(dtype=str),
+            "item": data.item_ids.to_numpy(dtype=str),
+        },
+    )

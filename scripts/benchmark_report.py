@@ -30,40 +30,15 @@ import sys
 
 def _hand_built_fit(n_subjects: int, n_items: int, *, chains: int, draws: int, seed: int):  # type: ignore[no-untyped-def]
     """Simulated data and a Fit whose posterior is the truth plus known scatter."""
-    import numpy as np
     import xarray as xr
 
     from irtbayes.diagnostics import check_convergence
     from irtbayes.fit import Fit, _constant_data
     from irtbayes.model import ModelSpec
-    from irtbayes.simulate import simulate_responses
+    from irtbayes.simulate import posterior_near_truth, simulate_responses
 
     data, truth = simulate_responses(n_subjects, n_items, kind="2pl", n_benchmarks=5, n_domains=2, seed=seed)
-    rng = np.random.default_rng(seed + 1)
-    shape = (chains, draws)
-
-    def around(values: np.ndarray, sd: float) -> np.ndarray:
-        return values + sd * rng.standard_normal((*shape, len(values)))
-
-    difficulty = around(truth["difficulty"].values, 0.15)
-    discrimination = np.exp(around(np.log(truth["discrimination"].values), 0.05))
-    posterior = xr.Dataset(
-        {
-            "ability": (("chain", "draw", "subject"), around(truth["ability"].values, 0.3)),
-            "difficulty": (("chain", "draw", "item"), difficulty),
-            "discrimination": (("chain", "draw", "item"), discrimination),
-            "difficulty_mu": (("chain", "draw"), difficulty.mean(axis=-1)),
-            "difficulty_sd": (("chain", "draw"), difficulty.std(axis=-1)),
-            "log_discrimination_mu": (("chain", "draw"), np.log(discrimination).mean(axis=-1)),
-            "log_discrimination_sd": (("chain", "draw"), np.log(discrimination).std(axis=-1)),
-        },
-        coords={
-            "chain": np.arange(chains),
-            "draw": np.arange(draws),
-            "subject": data.subject_ids.to_numpy(dtype=str),
-            "item": data.item_ids.to_numpy(dtype=str),
-        },
-    )
+    posterior = posterior_near_truth(data, truth, chains=chains, draws=draws, seed=seed + 1)
     tree = xr.DataTree.from_dict({"posterior": posterior, "constant_data": _constant_data(data)})
     fitted = Fit(
         idata=tree,

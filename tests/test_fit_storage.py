@@ -29,7 +29,7 @@ from irtbayes.fit import (
     save_fit,
 )
 from irtbayes.model import ModelSpec, add_derived
-from irtbayes.simulate import simulate_responses
+from irtbayes.simulate import posterior_near_truth, simulate_responses
 
 KEPT_STATS = ["diverging", "energy", "maxdepth_reached", "n_steps"]
 OTHER_STATS = ["step_size", "logp", "tuning", "divergence_message"]
@@ -38,32 +38,10 @@ OTHER_STATS = ["step_size", "logp", "tuning", "divergence_message"]
 @pytest.fixture(scope="module")
 def hand_built() -> tuple[ResponseData, Fit]:
     data, truth = simulate_responses(40, 120, kind="2pl", n_benchmarks=2, n_domains=1, seed=5)
-    rng = np.random.default_rng(6)
     chains, draws = 2, 150
     shape = (chains, draws)
-
-    def around(values: np.ndarray, sd: float) -> np.ndarray:
-        return values + sd * rng.standard_normal((*shape, len(values)))
-
-    difficulty = around(truth["difficulty"].values, 0.15)
-    discrimination = np.exp(around(np.log(truth["discrimination"].values), 0.05))
-    posterior = xr.Dataset(
-        {
-            "ability": (("chain", "draw", "subject"), around(truth["ability"].values, 0.3)),
-            "difficulty": (("chain", "draw", "item"), difficulty),
-            "discrimination": (("chain", "draw", "item"), discrimination),
-            "difficulty_mu": (("chain", "draw"), difficulty.mean(axis=-1)),
-            "difficulty_sd": (("chain", "draw"), difficulty.std(axis=-1)),
-            "log_discrimination_mu": (("chain", "draw"), np.log(discrimination).mean(axis=-1)),
-            "log_discrimination_sd": (("chain", "draw"), np.log(discrimination).std(axis=-1)),
-        },
-        coords={
-            "chain": np.arange(chains),
-            "draw": np.arange(draws),
-            "subject": data.subject_ids.to_numpy(dtype=str),
-            "item": data.item_ids.to_numpy(dtype=str),
-        },
-    )
+    rng = np.random.default_rng(7)
+    posterior = posterior_near_truth(data, truth, chains=chains, draws=draws, seed=6)
     spec = ModelSpec(kind="2pl", hierarchy="none")
     posterior = add_derived(posterior, spec)
     stats = xr.Dataset(
