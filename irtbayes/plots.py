@@ -12,7 +12,7 @@ top-k subjects, say) is the caller's: :mod:`irtbayes.report` passes the top of e
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import matplotlib
@@ -31,6 +31,7 @@ __all__ = [
     "MAX_WIDTH",
     "OKABE_ITO",
     "domain_colours",
+    "domain_palette",
     "plot_ahead_matrix",
     "plot_coverage_heatmap",
     "plot_forest",
@@ -78,6 +79,21 @@ def domain_markers(domains: Sequence[object]) -> dict[str, str]:
     """A marker per distinct domain that changes each time the colours cycle, so 9+ domains stay distinct."""
     distinct = list(dict.fromkeys(str(d) for d in domains))
     return {d: MARKERS[(i // len(OKABE_ITO)) % len(MARKERS)] for i, d in enumerate(distinct)}
+
+
+def domain_palette(domains: Sequence[object]) -> tuple[dict[str, str], dict[str, str]]:
+    """(colours, markers) for every domain a report shows, in sorted order, so that a domain looks the same in
+    every figure whichever of its benchmarks a figure draws."""
+    distinct = sorted({str(d) for d in domains})
+    return domain_colours(distinct), domain_markers(distinct)
+
+
+def _shared(
+    given: Mapping[str, str] | None, make: Callable[[Sequence[object]], dict[str, str]], keys: Sequence[object]
+) -> dict[str, str]:
+    """``given`` with any key it lacks filled from ``make(keys)``, or ``make(keys)`` alone."""
+    own = make(keys)
+    return own if given is None else {**own, **given}
 
 
 def text_labels(values: pd.Series | Sequence[object], *, missing: str = "") -> list[str]:
@@ -144,6 +160,7 @@ def plot_item_person_map(
     edges: Sequence[float] | None = None,
     group: str = "benchmark",
     max_subjects: int = 200,
+    colours: Mapping[str, str] | None = None,
     ax: Axes | None = None,
 ) -> Axes:
     """Item-person (Wright) map: subjects' abilities beside each group's item difficulties.
@@ -160,6 +177,8 @@ def plot_item_person_map(
         The audit's target range and bin edges, shaded and ruled across the plot.
     max_subjects
         With more subjects, this many are drawn, evenly spaced in the order of ability (the legend says so).
+    colours
+        Domain -> colour, shared by every figure of a report (default: :func:`domain_colours` of the items').
     """
     labels = text_labels(items[group]) if group in items.columns else [""] * len(items)
     groups = list(dict.fromkeys(labels))
@@ -183,7 +202,7 @@ def plot_item_person_map(
         label=subject_label,
     )
     domain_of = text_labels(items["domain"]) if "domain" in items.columns else [""] * len(items)
-    colours = domain_colours(domain_of)
+    colours = _shared(colours, domain_colours, domain_of)
     rng = np.random.default_rng(0)
     in_group = np.asarray(labels, dtype=object)
     domains = np.asarray(domain_of, dtype=object)
@@ -224,6 +243,7 @@ def plot_coverage_heatmap(
     p_empty: str = "p_empty",
     empty_threshold: float = 0.8,
     domains: dict[str, str] | None = None,
+    colours: Mapping[str, str] | None = None,
     ax: Axes | None = None,
 ) -> Axes:
     """Benchmarks x difficulty bins, shaded by the expected share of items; ``×`` where P(empty) is high.
@@ -235,6 +255,8 @@ def plot_coverage_heatmap(
         ``hi``, ``value`` and ``p_empty`` columns.
     domains
         Benchmark -> domain, to group rows by domain (rows keep their order within a domain).
+    colours
+        Domain -> colour of the row labels, shared by every figure of a report.
     """
     table = bins.loc[bins["scope_kind"] == scope_kind] if "scope_kind" in bins.columns else bins
     table = table.assign(scope=text_labels(table["scope"]))
@@ -260,9 +282,9 @@ def plot_coverage_heatmap(
         fontsize="small",
     )
     if domain_of and len(scopes) <= MAX_LABELS:
-        colours = domain_colours([domain_of.get(s, "") for s in scopes])
+        shown = _shared(colours, domain_colours, [domain_of.get(s, "") for s in scopes])
         for tick, scope in zip(ax.get_yticklabels(), scopes, strict=False):
-            tick.set_color(colours[domain_of.get(scope, "")])
+            tick.set_color(shown[domain_of.get(scope, "")])
     ax.figure.colorbar(image, ax=ax, label="expected share of items", shrink=0.8)
     ax.set_xlabel("difficulty bin (ability scale)")
     ax.set_title(f"Coverage: where each benchmark's items sit (× = P(bin empty) ≥ {empty_threshold:g})")
@@ -280,15 +302,20 @@ def plot_forest(
     xlabel: str = "",
     title: str = "",
     sort: bool = True,
+    colours: Mapping[str, str] | None = None,
+    markers: Mapping[str, str] | None = None,
     ax: Axes | None = None,
 ) -> Axes:
-    """Forest plot: one row per benchmark (or other scope) with its posterior mean and interval."""
+    """Forest plot: one row per benchmark (or other scope) with its posterior mean and interval.
+
+    ``colours`` and ``markers`` (domain -> colour, marker) keep a domain's look the same across a report's
+    figures; by default they follow the rows' first appearance (:func:`domain_colours`)."""
     rows = table.sort_values(mean) if sort else table
     ax = _axes(ax, width=6.5, height=max(2.5, 0.9 + 0.26 * len(rows)))
     y = np.arange(len(rows))
     keys = text_labels(rows[colour_by]) if colour_by and colour_by in rows.columns else ["" for _ in range(len(rows))]
-    colours = domain_colours(keys) if any(keys) else {}
-    markers = domain_markers(keys) if colours else {}
+    colours = _shared(colours, domain_colours, keys) if any(keys) else {}
+    markers = _shared(markers, domain_markers, keys) if colours else {}
     c = [colours.get(k, OKABE_ITO[0]) for k in keys]
     ax.hlines(y, rows[low], rows[high], color=c, lw=2)
     for key in dict.fromkeys(keys):

@@ -305,6 +305,8 @@ def _audit_section(
     domains = pd.Series(
         plots.text_labels(labelled["domain"]), index=plots.text_labels(labelled["benchmark"]), dtype=object
     )
+    # one colour (and marker) per domain in every figure of the report
+    colours, markers = plots.domain_palette(plots.text_labels(data.items["domain"]))
     doc.heading("Audit: coverage, mismatch and gaps")
     doc.paragraph(
         f"Target: {target.kind} over [{target.lo:.2f}, {target.hi:.2f}] on the ability scale, {target.n_bins} bins "
@@ -327,6 +329,7 @@ def _audit_section(
             fit.items_table(ci),
             target_range=(target.lo, target.hi),
             edges=edges,
+            colours=colours,
         ),
         "Item-person map: subjects' abilities (with intervals) beside each benchmark's item difficulties; the "
         "target range is shaded and its bins ruled.",
@@ -344,7 +347,7 @@ def _audit_section(
     shown_bins = audit.bins.loc[(audit.bins["scope_kind"] == kind) & audit.bins["scope"].isin(bench["scope"])]
     figure(
         "coverage",
-        plots.plot_coverage_heatmap(shown_bins, scope_kind=kind, domains=domains.to_dict()),
+        plots.plot_coverage_heatmap(shown_bins, scope_kind=kind, domains=domains.to_dict(), colours=colours),
         "Coverage: expected share of each benchmark's items per difficulty bin; × marks bins empty with "
         "probability ≥ 0.8. Rows are grouped and coloured by domain.",
     )
@@ -355,6 +358,8 @@ def _audit_section(
             mean="ddm_w1_mean",
             low="ddm_w1_ci_low",
             high="ddm_w1_ci_high",
+            colours=colours,
+            markers=markers,
             xlabel="DDM (share outside [L, U] + share inside × W1 / (U − L))",
             title="Difficulty distribution mismatch with the target",
         ),
@@ -368,6 +373,8 @@ def _audit_section(
             mean="max_gap_mean",
             low="max_gap_ci_low",
             high="max_gap_ci_high",
+            colours=colours,
+            markers=markers,
             xlabel="widest empty interval (logits)",
             title="Maximum Gap inside the target range",
         ),

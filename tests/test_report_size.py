@@ -206,3 +206,31 @@ def test_reweighted_accuracy_in_blocks_of_draws_equals_one_block() -> None:
             reweighted_accuracy(codes, responses, weights, item_weights=g, block=block), whole
         )
     assert np.isfinite(whole).mean() > 0.9, whole
+
+
+def test_a_domain_has_one_colour_in_every_forest_whatever_the_row_order() -> None:
+    from matplotlib.colors import to_hex
+
+    table = pd.DataFrame(
+        {
+            "scope": ["b1", "b2", "b3", "b4"],
+            "domain": ["math", "law", "math", "code"],
+            "ddm": [0.1, 0.4, 0.3, 0.2],
+            "gap": [0.9, 0.2, 0.5, 0.1],
+        }
+    )
+    colours, markers = plots.domain_palette(table["domain"])
+    assert list(colours) == ["code", "law", "math"] and len(set(colours.values())) == 3
+
+    def drawn(mean: str, **palette: dict[str, str]) -> dict[str, str]:
+        ax = plots.plot_forest(table.assign(lo=table[mean] - 0.05, hi=table[mean] + 0.05), mean=mean, low="lo",
+                               high="hi", **palette)  # fmt: skip
+        rows = table.sort_values(mean)
+        seen = [to_hex(c) for c in ax.collections[0].get_colors()]  # the interval lines, one per row in order
+        plt.close(ax.figure)
+        return dict(zip(rows["domain"], seen, strict=True))
+
+    # sorted by DDM the first row is math, sorted by gap it is code: on their own the mappings differ
+    assert drawn("ddm") != drawn("gap")
+    shared = {"colours": colours, "markers": markers}
+    assert drawn("ddm", **shared) == drawn("gap", **shared) == {d: to_hex(c) for d, c in colours.items()}
