@@ -73,26 +73,10 @@ LEDGER_COLUMNS: tuple[str, ...] = (
     "timestamp",
     "run_id",
 )
-_NUMBERS = (
-    "target_lo",
-    "target_hi",
-    "difficulty_mean",
-    "difficulty_ci_low",
-    "difficulty_ci_high",
-    "discrimination_mean",
-    "discrimination_ci_low",
-    "discrimination_ci_high",
-    "p_in_target",
-    "p_discrimination_positive",
-    "p_in_target_data",
-    "min_discrimination",
-    "p_slope_above_min",
-    "p_slope_below_min",
-    "slope_mean",
-    "slope_ci_low",
-    "slope_ci_high",
-)
 _INTEGERS = ("target_bin", "n_responses")
+_TEXT = ("candidate_id", "source", "prompt_hash", "decision", "reason", "failed", "timestamp", "run_id")
+#: Every other ledger column is a number (NaN where a record has none).
+_NUMBERS = tuple(c for c in LEDGER_COLUMNS if c not in _TEXT + _INTEGERS)
 _DECISIONS = ("accepted", "rejected")
 
 #: Leading columns of :meth:`Ledger.to_csv`; the other ledger columns follow.
