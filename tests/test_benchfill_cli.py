@@ -452,7 +452,7 @@ def test_calibrate_full_mode_refits(bank, tmp_path, capsys):
 
 
 def test_decisions_say_when_the_fit_behind_them_failed_its_checks(bank, tmp_path, capsys):
-    from irtbayes.benchfill.run import _unconverged_note
+    from irtbayes.benchfill.result import _unconverged_note
     from irtbayes.fit import load_fit
 
     code, text, err = calibrate(bank, tmp_path / "round", capsys, "--target", "-0.5", "1.5")

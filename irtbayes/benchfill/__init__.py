@@ -23,24 +23,16 @@ from irtbayes.benchfill.calibration import (
     operating_characteristic_table,
 )
 from irtbayes.benchfill.candidates import (
-    CallableSource,
     Candidate,
-    CandidateSource,
-    FileSource,
-    LLMSource,
-    Proposal,
-    ProposalRequest,
-    Rejection,
-    SeedItem,
     candidate_from_record,
     candidate_id_for,
     items_table,
     load_candidates,
-    select_seeds,
 )
 from irtbayes.benchfill.client import ChatAPIError, ChatClient
 from irtbayes.benchfill.export import LmEvalExport, export_csv_template, export_lm_eval
 from irtbayes.benchfill.ledger import LEDGER_COLUMNS, Ledger, decision_records
+from irtbayes.benchfill.llm import LLMSource
 from irtbayes.benchfill.prompts import ReplyError, build_messages, parse_reply, prompt_hash
 from irtbayes.benchfill.run import (
     BenchfillResult,
@@ -58,6 +50,16 @@ from irtbayes.benchfill.run import (
     read_proposal,
     write_benchfill,
     write_proposal,
+)
+from irtbayes.benchfill.sources import (
+    CallableSource,
+    CandidateSource,
+    FileSource,
+    Proposal,
+    ProposalRequest,
+    Rejection,
+    SeedItem,
+    select_seeds,
 )
 
 __all__ = [

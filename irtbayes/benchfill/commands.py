@@ -44,9 +44,10 @@ def _interval(args: argparse.Namespace) -> tuple[float, float] | None:
 # ---------------------------------------------------------------------------------------------- propose
 def cmd_propose(args: argparse.Namespace) -> int:
     """``benchfill propose``: choose the target, ask the source for candidates, write them with the target."""
-    from irtbayes.benchfill.candidates import FileSource, LLMSource
     from irtbayes.benchfill.client import ChatClient
+    from irtbayes.benchfill.llm import LLMSource
     from irtbayes.benchfill.run import choose_target, propose, write_proposal
+    from irtbayes.benchfill.sources import FileSource
 
     fit, data = _load(args)
     choice, _ = choose_target(

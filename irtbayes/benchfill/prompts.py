@@ -8,7 +8,7 @@ numbers, and asks for items in a strict JSON format::
 
 :func:`parse_reply` accepts that object, bare or inside a Markdown code fence (```json ... ```). A reply it
 cannot use raises :class:`ReplyError`, whose message is fed back to the model by
-:class:`~irtbayes.benchfill.candidates.LLMSource` (:func:`feedback_message`).
+:class:`~irtbayes.benchfill.llm.LLMSource` (:func:`feedback_message`).
 
 The difficulty scale is the ability scale of the fitted model, on which the evaluated systems' abilities have
 mean 0 and standard deviation 1: a system whose ability equals an item's difficulty answers it correctly with
@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from irtbayes.errors import IrtbayesError
 
 if TYPE_CHECKING:
-    from irtbayes.benchfill.candidates import ProposalRequest, SeedItem
+    from irtbayes.benchfill.sources import ProposalRequest, SeedItem
 
 __all__ = [
     "SYSTEM_PROMPT",

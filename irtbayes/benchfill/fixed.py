@@ -1,0 +1,416 @@
+"""BenchFill's fixed-bank calibration: each candidate's posterior on a grid, the bank held at its posterior.
+
+See :mod:`irtbayes.benchfill.calibration` for the method.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from irtbayes.benchfill.grid import (
+    B_RANGE,
+    EDGE_MASS_WARN,
+    GRID_POINTS,
+    GUESSING_POINTS,
+    LOG_A_MIN_HALF_WIDTH,
+    MIN_DISCRIMINATION_SHARE,
+    POOL_GRID_POINTS,
+    SAMPLE_DIMS,
+    SLOPE_GRID_POINTS,
+    SLOPE_PRIOR_SD,
+    Prior,
+    _check_prior,
+    _data_alone_draws,
+    _flat,
+    _group_mean_prior,
+    _guessing_prior,
+    _level_prior,
+    _log_normal_mixture,
+    _loglik_grid,
+    _pooled_priors,
+    _slope_draws,
+    _two_pass,
+    candidate_group_label,
+)
+from irtbayes.benchfill.responses import _check_new_data, _counts
+from irtbayes.data import ResponseData
+from irtbayes.errors import DataError, FitError, SpecError
+
+if TYPE_CHECKING:
+    from irtbayes.fit import Fit
+
+log = logging.getLogger(__name__)
+
+
+def typical_discrimination(fit: Fit) -> float:
+    """The bank's typical discrimination: the median over items of the posterior mean discrimination.
+
+    A 1PL fit (one shared discrimination) gives that discrimination's posterior mean.
+    """
+    post = fit.posterior
+    if "discrimination" in post:
+        means = post["discrimination"].mean(SAMPLE_DIMS).to_numpy().ravel()
+    else:
+        means = np.array([float(np.exp(_flat(post["log_discrimination_mu"])).mean())])
+    means = means[np.isfinite(means)]
+    if means.size == 0:
+        raise FitError("the fit's discriminations are missing or not finite")
+    return float(np.median(means))
+
+
+def default_min_discrimination(fit: Fit, *, share: float = MIN_DISCRIMINATION_SHARE) -> float:
+    """``share`` (default :data:`MIN_DISCRIMINATION_SHARE`) of :func:`typical_discrimination`.
+
+    With the default 0.25, an accepted item's slope is credibly above a quarter of the bank's typical one: its
+    peak information (a^2 / 4) is at least 1/16 of a typical item's.
+    """
+    if not 0 <= share:
+        raise SpecError(f"the share of the typical discrimination must be >= 0, got {share}")
+    return share * typical_discrimination(fit)
+
+
+def _candidate_inputs(
+    post: xr.Dataset,
+    spec: Any,
+    subject_ids: pd.Index,
+    new_data: ResponseData,
+    *,
+    ability_points: int,
+    rows: np.ndarray,
+    group_label: bool,
+    guessing_points: int,
+) -> list[dict[str, Any]]:
+    """Per candidate: labels, responses ``y``, the responding subjects' ability quantiles ``theta`` (n_j, Q),
+    its guessing prior (3PL) and its log-discrimination prior (``group_label``: that of its candidates' group)."""
+    ability = post["ability"]
+    multi = "dim" in ability.dims
+    probs = (np.arange(ability_points) + 0.5) / ability_points
+    if multi:
+        dims = [str(d) for d in ability["dim"].values]
+        flat = _flat(ability, "subject", "dim")  # (S, subject, dim)
+    else:
+        dims = []
+        flat = _flat(ability, "subject")[:, :, None]
+    quant = np.quantile(flat, probs, axis=0)  # (Q, subject, dim)
+    subject_pos = subject_ids.get_indexer(new_data.subject_ids)
+    items = new_data.items
+    y_all = new_data.values
+    s_codes = new_data.subject_codes
+    i_codes = new_data.item_codes
+    per_item: list[dict[str, Any]] = []
+    for i, item in enumerate(new_data.item_ids):
+        bench = items["benchmark"].iloc[i]
+        dom = items["domain"].iloc[i]
+        bench = None if pd.isna(bench) else str(bench)
+        dom = None if pd.isna(dom) else str(dom)
+        mask = i_codes == i
+        if multi:
+            if dom not in dims:
+                raise DataError(
+                    f"{new_data.source}: candidate '{item}' has domain {dom!r}, which is not an ability dimension of "
+                    f"the fit {dims}; label it with one of them"
+                )
+            d = dims.index(dom)
+        else:
+            d = 0
+        guessing = None
+        if spec.kind == "3pl":
+            n_opt = items["n_options"].iloc[i] if "n_options" in items.columns else None
+            guessing = _guessing_prior(spec, n_opt, points=guessing_points)
+        per_item.append(
+            {
+                "bench": bench,
+                "dom": dom,
+                "y": y_all[mask],
+                "theta": quant[:, subject_pos[s_codes[mask]], d].T,  # (n_j, Q)
+                "guessing": guessing,
+                "prior_la": None
+                if spec.kind == "1pl"
+                else _level_prior(
+                    post,
+                    spec.hierarchy,
+                    "log_discrimination",
+                    rows,
+                    candidate_group_label(bench) if group_label else bench,
+                    dom,
+                    fixed_sd=spec.priors.log_discrimination_sd_scale,
+                ),
+            }
+        )
+    return per_item
+
+
+def _data_alone_and_slope(
+    post: xr.Dataset,
+    spec: Any,
+    subject_ids: pd.Index,
+    new_data: ResponseData,
+    *,
+    seed: int,
+    ability_points: int = 16,
+    prior_draws: int = 200,
+    grid_points: tuple[int, int] = GRID_POINTS,
+    b_range: tuple[float, float] = B_RANGE,
+) -> tuple[np.ndarray, np.ndarray]:
+    """A refit's data-alone difficulty draws and sign-free slope draws of the new items, on the grid.
+
+    Computed as in the fixed-bank path, from the refit's own abilities (``ability_points`` quantiles per
+    subject) and hyperparameters; the new items' labels are those of the refit (their candidates' group).
+    Returns two (chain * draw, item) arrays; an item whose pieces cannot be computed (the posterior lacks a
+    variable the grid needs) gets NaN, which the acceptance rule rejects.
+    """
+    n_total = int(post.sizes["chain"] * post.sizes["draw"])
+    n_items = new_data.n_items
+    b_data = np.full((n_total, n_items), np.nan)
+    slope = np.full((n_total, n_items), np.nan)
+    rng = np.random.default_rng(seed)
+    rows = np.unique(np.linspace(0, n_total - 1, min(prior_draws, n_total)).round().astype(int))
+    try:
+        per_item = _candidate_inputs(
+            post,
+            spec,
+            subject_ids,
+            new_data,
+            ability_points=ability_points,
+            rows=rows,
+            group_label=False,
+            guessing_points=GUESSING_POINTS,
+        )
+        a_fixed = float(np.exp(_flat(post["log_discrimination_mu"])).mean()) if spec.kind == "1pl" else None
+    except KeyError as err:
+        log.warning("calibrate_full: the refit's posterior lacks %s; the data-alone and slope checks are missing", err)
+        return b_data, slope
+    nb, na = (int(g) for g in grid_points)
+    for i, info in enumerate(per_item):
+        theta, y, guessing = info["theta"], info["y"], info["guessing"]
+        b_data[:, i] = _data_alone_draws(
+            theta,
+            y,
+            info["prior_la"],
+            guessing=guessing,
+            a_fixed=a_fixed,
+            b_range=b_range,
+            nb=nb,
+            na=na,
+            n_draws=n_total,
+            rng=rng,
+        )
+        slope[:, i] = _slope_draws(theta, y, guessing, n_draws=n_total, grid_points=SLOPE_GRID_POINTS, rng=rng)
+    return b_data, slope
+
+
+def calibrate_fixed(
+    fit: Fit,
+    new_data: ResponseData,
+    *,
+    n_draws: int | None = None,
+    seed: int | None = 0,
+    grid_points: tuple[int, int] = GRID_POINTS,
+    b_range: tuple[float, float] = B_RANGE,
+    ability_points: int = 16,
+    prior_draws: int = 200,
+    prior: Prior = "candidates",
+    guessing_points: int = GUESSING_POINTS,
+) -> xr.Dataset:
+    """Posterior of new items' parameters with the bank held at its posterior (no refit; see the module notes).
+
+    Parameters
+    ----------
+    fit
+        The bank's fit.
+    new_data
+        The candidates' responses (see :func:`candidate_response_data`), from the fit's subjects. Item labels
+        (``benchmark``, ``domain``, ``n_options``) choose each item's prior.
+    n_draws
+        Draws per item (default: as many as the fit has, chains times draws, so that the draws can be paired
+        with the bank's).
+    seed
+        Seed of the draws.
+    grid_points
+        Points of b and of log a in each of the two passes.
+    b_range
+        Range of b in the first pass.
+    ability_points
+        Quantile points per subject that represent its ability posterior in the likelihood.
+    prior_draws
+        Posterior draws of the hyperparameters (evenly spaced) that make up the prior mixture.
+    prior
+        ``"candidates"`` (default): the candidates of one benchmark form their own benchmark group, whose
+        mean is inferred from all of them; ``"bank"``: each gets the prior of a new item of its benchmark in
+        the bank (see the module notes).
+    guessing_points
+        3PL: strata of each candidate's guessing prior over which the likelihood is integrated.
+
+    Returns
+    -------
+    xarray.Dataset
+        ``difficulty``, ``difficulty_data`` (b under a flat prior, for the acceptance rule), ``slope`` (the
+        sign-free slope, for the acceptance rule), ``discrimination`` (and ``guessing``, 3PL) over
+        (chain=1, draw, item); ``n_responses`` (item); ``prior_group`` (item: which level of the hierarchy
+        gave the prior), ``prior_difficulty_mean`` and ``prior_difficulty_sd`` (item), ``edge_mass`` (item:
+        posterior mass in the outermost cells of the final grid). Coords ``item`` are the candidate ids.
+
+    Raises
+    ------
+    DataError
+        Subjects the fit does not know, items already in the bank, or (multidimensional fits) a candidate
+        whose domain is not an ability dimension.
+    SpecError
+        Bad grid settings.
+    """
+    _check_new_data(fit, new_data)
+    _check_prior(prior)
+    nb, na = (int(g) for g in grid_points)
+    if nb < 5 or na < 3:
+        raise SpecError(f"calibrate_fixed: grid_points must be at least (5, 3), got {grid_points}")
+    if ability_points < 1 or prior_draws < 1 or guessing_points < 1:
+        raise SpecError("calibrate_fixed: ability_points, prior_draws and guessing_points must be at least 1")
+    if not b_range[0] < b_range[1]:
+        raise SpecError(f"calibrate_fixed: b_range must be (lo, hi) with lo < hi, got {b_range}")
+    post = fit.posterior
+    spec = fit.spec
+    n_total = int(post.sizes["chain"] * post.sizes["draw"])
+    n_draws = n_total if n_draws is None else int(n_draws)
+    if n_draws < 1:
+        raise SpecError(f"calibrate_fixed: n_draws must be at least 1, got {n_draws}")
+    rng = np.random.default_rng(seed)
+    rows = np.unique(np.linspace(0, n_total - 1, min(prior_draws, n_total)).round().astype(int))
+
+    a_fixed = None
+    a_draws = None
+    if spec.kind == "1pl":
+        a_draws = np.exp(_flat(post["log_discrimination_mu"]))
+        a_fixed = float(a_draws.mean())
+
+    n_items = new_data.n_items
+    b_out = np.empty((n_draws, n_items))
+    b_data = np.empty((n_draws, n_items))
+    s_out = np.empty((n_draws, n_items))
+    a_out = np.empty((n_draws, n_items))
+    c_out = np.full((n_draws, n_items), np.nan)
+    groups, prior_mean, prior_sd, edge = [], np.empty(n_items), np.empty(n_items), np.empty(n_items)
+    counts = _counts(new_data)
+
+    # ---- each candidate's responses, its log-discrimination prior and its difficulty prior
+    pooled = prior == "candidates" and spec.hierarchy != "none"
+    per_item = _candidate_inputs(
+        post,
+        spec,
+        fit.subject_ids,
+        new_data,
+        ability_points=ability_points,
+        rows=rows,
+        group_label=pooled,
+        guessing_points=guessing_points,
+    )
+    if pooled:
+        by_group: dict[tuple[str | None, str | None], list[int]] = {}
+        for i, info in enumerate(per_item):
+            by_group.setdefault((info["bench"], info["dom"]), []).append(i)
+        b_grid = np.linspace(b_range[0], b_range[1], POOL_GRID_POINTS[0])
+        for (bench, dom), members in by_group.items():
+            loglik = np.empty((len(members), len(b_grid)))
+            for r, i in enumerate(members):
+                info = per_item[i]
+                if info["prior_la"] is None:
+                    la_grid, log_w = np.log(np.array([a_fixed])), np.zeros(1)
+                else:
+                    half = max(4 * info["prior_la"].total_sd, LOG_A_MIN_HALF_WIDTH)
+                    la_grid = np.linspace(
+                        info["prior_la"].mean - half, info["prior_la"].mean + half, POOL_GRID_POINTS[1]
+                    )
+                    log_w = _log_normal_mixture(la_grid, info["prior_la"])
+                cube = _loglik_grid(info["theta"], info["y"], b_grid, np.exp(la_grid), info["guessing"])
+                grid = (cube + log_w[None, :, None]).reshape(len(b_grid), -1) - math.log(cube.shape[2])
+                top = grid.max(axis=1, keepdims=True)
+                loglik[r] = top[:, 0] + np.log(np.exp(grid - top).sum(axis=1))
+            centre, group_sd, item_sd = _group_mean_prior(post, spec.hierarchy, rows, dom)
+            name = f"benchmark '{candidate_group_label(bench)}' ({len(members)} candidate(s) pooled)"
+            priors_b = _pooled_priors(loglik, b_grid, centre, group_sd, item_sd, name=name, rng=rng)
+            for i, p_b in zip(members, priors_b, strict=True):
+                per_item[i]["prior_b"] = p_b
+    else:
+        for info in per_item:
+            info["prior_b"] = _level_prior(post, spec.hierarchy, "difficulty", rows, info["bench"], info["dom"])
+
+    # ---- each candidate's posterior on its own grid
+    for i, item in enumerate(new_data.item_ids):
+        info = per_item[i]
+        theta, y, guessing = info["theta"], info["y"], info["guessing"]
+        prior_b, prior_la = info["prior_b"], info["prior_la"]
+        groups.append(prior_b.group)
+        prior_mean[i], prior_sd[i] = prior_b.mean, prior_b.total_sd
+
+        grids = {"b_range": b_range, "nb": nb, "na": na, "a_fixed": a_fixed, "guessing": guessing}
+        # the same likelihood under a flat prior on b: what the data alone say (see acceptance)
+        b_data[:, i] = _data_alone_draws(theta, y, prior_la, **grids, n_draws=n_draws, rng=rng)
+        # the slope with a free sign: does the candidate relate to ability at all, and which way?
+        s_out[:, i] = _slope_draws(theta, y, guessing, n_draws=n_draws, grid_points=SLOPE_GRID_POINTS, rng=rng)
+
+        prob, b_grid, la_grid = _two_pass(theta, y, prior_b, prior_la, **grids)
+        marg_b = prob.sum(axis=(1, 2))
+        edge_b = float(marg_b[0] + marg_b[-1])
+        edge_a = 0.0
+        if a_fixed is None:
+            marg_a = prob.sum(axis=(0, 2))
+            edge_a = float(marg_a[0] + marg_a[-1])
+        edge[i] = max(edge_b, edge_a)
+        if edge[i] > EDGE_MASS_WARN:
+            log.warning(
+                "calibrate_fixed: item '%s' has %.3g of its posterior mass in the outermost grid cells of b in "
+                "[%.2f, %.2f] and %.3g in those of log a in [%.2f, %.2f]; its interval may be cut short",
+                item,
+                edge_b,
+                b_grid[0],
+                b_grid[-1],
+                edge_a,
+                la_grid[0],
+                la_grid[-1],
+            )
+        cell = rng.choice(prob.size, size=n_draws, p=prob.ravel())
+        ib, ia, ic = np.unravel_index(cell, prob.shape)
+        db = b_grid[1] - b_grid[0]
+        b_out[:, i] = b_grid[ib] + (rng.random(n_draws) - 0.5) * db
+        if a_fixed is None:
+            da = la_grid[1] - la_grid[0]
+            a_out[:, i] = np.exp(la_grid[ia] + (rng.random(n_draws) - 0.5) * da)
+        else:
+            assert a_draws is not None
+            a_out[:, i] = a_draws[rng.integers(0, len(a_draws), n_draws)]
+        if guessing is not None:
+            c_out[:, i] = guessing.draws(ic, rng)
+
+    ids = [str(i) for i in new_data.item_ids]
+    sample = ("chain", "draw", "item")
+    data_vars: dict[str, Any] = {
+        "difficulty": (sample, b_out[None]),
+        "difficulty_data": (sample, b_data[None]),
+        "slope": (sample, s_out[None]),
+        "discrimination": (sample, a_out[None]),
+        "n_responses": ("item", counts),
+        "prior_group": ("item", np.array(groups, dtype=object).astype(str)),
+        "prior_difficulty_mean": ("item", prior_mean),
+        "prior_difficulty_sd": ("item", prior_sd),
+        "edge_mass": ("item", edge),
+    }
+    if spec.kind == "3pl":
+        data_vars["guessing"] = (sample, c_out[None])
+    out = xr.Dataset(data_vars, coords={"chain": [0], "draw": np.arange(n_draws), "item": ids})
+    out.attrs = {
+        "method": "fixed bank (grid)",
+        "kind": spec.kind,
+        "grid_points": list(grid_points),
+        "ability_points": int(ability_points),
+        "prior_draws": len(rows),
+        "prior": prior if pooled else "bank",
+        "guessing_points": int(guessing_points) if spec.kind == "3pl" else 0,
+        "slope_prior_sd": SLOPE_PRIOR_SD,
+        "approximate": 1,
+    }
+    return out

@@ -1,0 +1,257 @@
+"""BenchFill's operating characteristic: how often the acceptance rule accepts simulated candidates truly in the bin."""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+import pandas as pd
+from scipy.special import expit
+
+from irtbayes.benchfill.acceptance import decide_all
+from irtbayes.benchfill.fixed import calibrate_fixed, default_min_discrimination
+from irtbayes.benchfill.grid import SAMPLE_DIMS, Prior, _flat, _level_prior
+from irtbayes.data import ResponseData
+from irtbayes.errors import SpecError
+
+if TYPE_CHECKING:
+    from irtbayes.fit import Fit
+
+log = logging.getLogger(__name__)
+
+
+def operating_characteristic(
+    fit: Fit,
+    *,
+    target_lo: float,
+    target_hi: float,
+    n_systems: Sequence[int] = (20, 50, 100, 200),
+    n_candidates: int = 100,
+    reps: int = 1,
+    truth: Literal["uniform", "bank"] = "uniform",
+    spread: float | None = None,
+    discrimination_sd: float = 0.3,
+    benchmark: str | None = None,
+    tau: float = 0.8,
+    min_responses: int = 10,
+    discrimination_prob: float = 0.9,
+    min_discrimination: float | None = None,
+    mis_keyed_share: float = 0.0,
+    flat_share: float = 0.0,
+    flat_discrimination: float = 0.05,
+    seed: int = 0,
+    ability_points: int = 16,
+    n_draws: int = 1000,
+    prior: Prior = "candidates",
+) -> pd.DataFrame:
+    """Simulate candidates with known parameters, calibrate them on the fast path and decide.
+
+    For each number of responding systems n and each repetition, n of the fit's subjects are chosen at
+    random; their posterior mean abilities are taken as their true abilities. ``n_candidates`` candidates get
+    true parameters from one of two scenarios:
+
+    - ``truth="uniform"`` (candidates aimed at the bin that may miss it): difficulties uniform on
+      ``[target_lo - spread, target_hi + spread]`` (default spread: the bin width, so a third lie in the bin),
+      discriminations ``exp(Normal(0, discrimination_sd))``;
+    - ``truth="bank"`` (candidates like the bank's items): (difficulty, log discrimination) drawn from the
+      fitted hierarchy's predictive for a new item of ``benchmark`` (one posterior draw of the
+      hyperparameters per candidate).
+
+    A share ``mis_keyed_share`` of the candidates (chosen at random) is mis-keyed: their slope is minus the
+    drawn discrimination, so their responses fall with ability; a share ``flat_share`` is flat: their slope is
+    ``flat_discrimination``. The others are good. The systems' responses are simulated from the 2PL model
+    with these slopes; the candidates are calibrated with :func:`calibrate_fixed` (with ``prior``) and
+    decided with :func:`~irtbayes.benchfill.acceptance.decide_all` (``min_discrimination`` default:
+    :func:`default_min_discrimination` of the fit).
+    With ``prior="bank"`` every candidate is shrunk towards the bank's mean, which suits bank-like
+    candidates but not candidates aimed at a bin far from that mean; ``prior="candidates"`` learns where
+    the candidates are from all of them.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per simulated candidate: ``n_systems``, ``rep``, ``candidate_id``, ``kind`` (``"good"``,
+        ``"mis-keyed"`` or ``"flat"``), ``true_difficulty``, ``true_discrimination`` (the slope, negative for
+        a mis-keyed candidate), ``in_bin`` (true difficulty in the bin), ``wanted`` (good and in the bin),
+        ``p_in_target``, ``p_in_target_data``, ``slope_mean``, ``difficulty_mean``, ``decision``, ``reason``,
+        ``failed``; summarise with :func:`operating_characteristic_table`. ``attrs`` record the settings.
+    """
+    if "dim" in fit.posterior["ability"].dims:
+        raise SpecError("operating_characteristic: needs a fit with one ability dimension")
+    if truth not in ("uniform", "bank"):
+        raise SpecError(f"operating_characteristic: truth must be 'uniform' or 'bank', got {truth!r}")
+    width = float(target_hi) - float(target_lo)
+    if not width > 0:
+        raise SpecError(f"operating_characteristic: need target_lo < target_hi, got [{target_lo}, {target_hi})")
+    spread = width if spread is None else float(spread)
+    if not (0 <= mis_keyed_share and 0 <= flat_share and mis_keyed_share + flat_share <= 1):
+        raise SpecError(
+            f"operating_characteristic: mis_keyed_share {mis_keyed_share} and flat_share {flat_share} must be >= 0 "
+            "with a sum <= 1"
+        )
+    if min_discrimination is None:
+        min_discrimination = default_min_discrimination(fit)
+    n_bad = (round(mis_keyed_share * n_candidates), round(flat_share * n_candidates))
+    theta_all = fit.posterior["ability"].mean(SAMPLE_DIMS).to_series()
+    theta_all.index = theta_all.index.astype(str)
+    rng = np.random.default_rng(seed)
+    frames = []
+    for n in n_systems:
+        if n > len(theta_all):
+            raise SpecError(f"operating_characteristic: {n} systems asked for but the fit has {len(theta_all)}")
+        for rep in range(reps):
+            chosen = rng.choice(len(theta_all), size=n, replace=False)
+            theta = theta_all.to_numpy()[chosen]
+            subjects = theta_all.index[chosen]
+            if truth == "bank":
+                b, a = _bank_like(fit, benchmark, n_candidates, rng)
+            else:
+                b = rng.uniform(target_lo - spread, target_hi + spread, n_candidates)
+                a = np.exp(rng.normal(0.0, discrimination_sd, n_candidates))
+            kind = np.array(["mis-keyed"] * n_bad[0] + ["flat"] * n_bad[1] + ["good"] * (n_candidates - sum(n_bad)))
+            kind = kind[rng.permutation(n_candidates)]
+            a = np.where(kind == "mis-keyed", -a, np.where(kind == "flat", flat_discrimination, a))
+            y = (rng.random((n, n_candidates)) < expit(a[None, :] * (theta[:, None] - b[None, :]))).astype(float)
+            ids = [f"oc-{n}-{rep}-{k:04d}" for k in range(n_candidates)]
+            frame = pd.DataFrame(
+                {
+                    "subject": np.repeat(subjects.to_numpy(), n_candidates),
+                    "item": np.tile(ids, n),
+                    "response": y.ravel(),
+                }
+            )
+            meta = pd.DataFrame({"item": ids, "benchmark": benchmark})
+            new = ResponseData.from_long(frame, items=meta, source=f"simulated candidates (n={n}, rep {rep})")
+            post = calibrate_fixed(
+                fit,
+                new,
+                n_draws=n_draws,
+                seed=int(rng.integers(2**31)),
+                ability_points=ability_points,
+                prior=prior,
+            )
+            table = decide_all(
+                post,
+                target_lo=target_lo,
+                target_hi=target_hi,
+                n_responses=post["n_responses"].to_series(),
+                tau=tau,
+                min_responses=min_responses,
+                discrimination_prob=discrimination_prob,
+                min_discrimination=min_discrimination,
+            )
+            table = table.reindex(ids)
+            in_bin = (b >= target_lo) & (b < target_hi)
+            frames.append(
+                pd.DataFrame(
+                    {
+                        "n_systems": n,
+                        "rep": rep,
+                        "candidate_id": ids,
+                        "kind": kind,
+                        "true_difficulty": b,
+                        "true_discrimination": a,
+                        "in_bin": in_bin,
+                        "wanted": in_bin & (kind == "good"),
+                        "p_in_target": table["p_in_target"].to_numpy(),
+                        "p_in_target_data": table["p_in_target_data"].to_numpy(),
+                        "slope_mean": table["slope_mean"].to_numpy(),
+                        "difficulty_mean": table["difficulty_mean"].to_numpy(),
+                        "decision": table["decision"].to_numpy(),
+                        "reason": table["reason"].to_numpy(),
+                        "failed": table["failed"].to_numpy(),
+                    }
+                )
+            )
+    out = pd.concat(frames, ignore_index=True)
+    out.attrs.update(
+        truth=truth,
+        target_lo=float(target_lo),
+        target_hi=float(target_hi),
+        tau=float(tau),
+        spread=spread,
+        discrimination_sd=discrimination_sd,
+        min_responses=min_responses,
+        min_discrimination=float(min_discrimination),
+        mis_keyed_share=mis_keyed_share,
+        flat_share=flat_share,
+        flat_discrimination=flat_discrimination,
+        seed=seed,
+        prior=prior,
+    )
+    return out
+
+
+def _bank_like(fit: Fit, benchmark: str | None, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """(difficulty, discrimination) of ``n`` new items drawn from the fitted hierarchy's predictive."""
+    post = fit.posterior
+    n_total = int(post.sizes["chain"] * post.sizes["draw"])
+    rows = rng.integers(0, n_total, n)
+    prior_b = _level_prior(post, fit.spec.hierarchy, "difficulty", rows, benchmark, None)
+    b = rng.normal(prior_b.centre, prior_b.sd)
+    if fit.spec.kind == "1pl":
+        return b, np.exp(_flat(post["log_discrimination_mu"])[rows])
+    prior_la = _level_prior(
+        post,
+        fit.spec.hierarchy,
+        "log_discrimination",
+        rows,
+        benchmark,
+        None,
+        fixed_sd=fit.spec.priors.log_discrimination_sd_scale,
+    )
+    return b, np.exp(rng.normal(prior_la.centre, prior_la.sd))
+
+
+def operating_characteristic_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per number of systems: candidates, wanted candidates, accepted, precision and recall, and the rejection
+    of mis-keyed and flat candidates.
+
+    A candidate is wanted when it is good (neither mis-keyed nor flat) and truly in the bin.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per ``n_systems``: ``n_candidates``, ``n_in_bin`` (wanted candidates), ``n_accepted``,
+        ``n_true_accepted`` (wanted and accepted), ``precision`` (share of accepted candidates that are wanted;
+        NaN when none is accepted), ``precision_se`` (binomial standard error, sqrt(p (1 - p) / n_accepted)),
+        ``recall`` (share of wanted candidates accepted), ``mean_p_in_target_accepted`` (the precision the
+        posterior promises); for ``kind`` in mis-keyed and flat: ``n_mis_keyed`` / ``n_flat``,
+        ``mis_keyed_rejected`` / ``flat_rejected`` (share rejected) and ``mis_keyed_named`` / ``flat_named``
+        (share rejected with that reason among its failed checks; NaN when there are none of that kind).
+    """
+    rows = []
+    for n, group in frame.groupby("n_systems", sort=True):
+        accepted = group["decision"].eq("accepted").to_numpy()
+        wanted = group["wanted" if "wanted" in group.columns else "in_bin"].to_numpy(dtype=bool)
+        n_acc = int(accepted.sum())
+        n_true = int((accepted & wanted).sum())
+        precision = n_true / n_acc if n_acc else math.nan
+        row: dict[str, Any] = {
+            "n_systems": int(n),
+            "n_candidates": len(group),
+            "n_in_bin": int(wanted.sum()),
+            "n_accepted": n_acc,
+            "n_true_accepted": n_true,
+            "precision": precision,
+            "precision_se": math.sqrt(precision * (1 - precision) / n_acc) if n_acc else math.nan,
+            "recall": n_true / int(wanted.sum()) if wanted.any() else math.nan,
+            "mean_p_in_target_accepted": float(group.loc[accepted, "p_in_target"].mean()) if n_acc else math.nan,
+        }
+        kinds = group["kind"] if "kind" in group.columns else pd.Series("good", index=group.index)
+        failed = group["failed"].fillna("") if "failed" in group.columns else pd.Series("", index=group.index)
+        for kind, key in (("mis-keyed", "mis_keyed"), ("flat", "flat")):
+            mask = (kinds == kind).to_numpy()
+            row[f"n_{key}"] = int(mask.sum())
+            if mask.any():
+                row[f"{key}_rejected"] = float((~accepted[mask]).mean())
+                row[f"{key}_named"] = float(failed[mask].map(lambda f, k=kind: k in f.split("; ")).mean())
+            else:
+                row[f"{key}_rejected"] = row[f"{key}_named"] = math.nan
+        rows.append(row)
+    table = pd.DataFrame(rows)
+    table.attrs.update(frame.attrs)
+    return table

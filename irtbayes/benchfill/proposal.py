@@ -1,0 +1,230 @@
+"""BenchFill proposals: ask a candidate source for items aimed at the target, write and export them."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+import pandas as pd
+
+from irtbayes.benchfill.candidates import Candidate, load_candidates
+from irtbayes.benchfill.export import export_csv_template, export_lm_eval, write_atomic
+from irtbayes.benchfill.llm import LLMSource
+from irtbayes.benchfill.sources import CandidateSource, FileSource, Proposal, ProposalRequest, Rejection, select_seeds
+from irtbayes.benchfill.target import TargetChoice
+from irtbayes.data import ResponseData, json_ready
+from irtbayes.errors import DataError, SpecError
+from irtbayes.files import read_json
+
+if TYPE_CHECKING:
+    from irtbayes.fit import Fit
+
+log = logging.getLogger(__name__)
+
+
+def _bank_domain(data: ResponseData, benchmark: str | None) -> str | None:
+    if benchmark is None:
+        return None
+    domains = data.items.loc[data.items["benchmark"] == benchmark, "domain"].dropna().unique()
+    return str(domains[0]) if len(domains) == 1 else None
+
+
+def _modal_options(data: ResponseData, benchmark: str | None) -> int | None:
+    if "n_options" not in data.items.columns:
+        return None
+    items = data.items if benchmark is None else data.items.loc[data.items["benchmark"] == benchmark]
+    values = pd.to_numeric(items["n_options"], errors="coerce").dropna()
+    values = values[values >= 2]
+    return int(values.mode().iloc[0]) if len(values) else None
+
+
+def propose(
+    fit: Fit,
+    data: ResponseData,
+    choice: TargetChoice,
+    source: CandidateSource,
+    *,
+    n: int | None = None,
+    n_choices: int | Literal["auto"] | None = "auto",
+    max_seeds: int = 8,
+    ci_prob: float = 0.9,
+) -> Proposal:
+    """Ask ``source`` for candidates aimed at ``choice``; seeds are the bank's items in and next to it.
+
+    Parameters
+    ----------
+    n
+        Candidates wanted (default: every candidate of a :class:`FileSource`, 10 otherwise).
+    n_choices
+        Options per multiple-choice candidate; ``"auto"``: the most common ``n_options`` of the benchmark's
+        items (free response when the data has none); ``None``: free response.
+    max_seeds
+        Existing items shown to the source (see :func:`~irtbayes.benchfill.candidates.select_seeds`); items
+        without text are never shown.
+
+    Returns
+    -------
+    Proposal
+        The candidates, and the rejections (an LLM's unusable items; candidates whose id is a bank item).
+    """
+    if n is None:
+        n = len(source.candidates) if isinstance(source, FileSource) else 10
+    if n_choices == "auto":
+        n_choices = _modal_options(data, choice.benchmark)
+    table = fit.items_table(ci_prob=ci_prob)
+    if choice.benchmark is not None:
+        table = table.loc[table["benchmark"].astype(str) == choice.benchmark]
+    seeds: tuple = ()
+    if "text" in data.items.columns and data.items["text"].notna().any():
+        seeds = select_seeds(table, target_lo=choice.lo, target_hi=choice.hi, items=data.items, max_seeds=max_seeds)
+    else:
+        log.info("%s: the items have no text, so no seed items are shown", data.source)
+    request = ProposalRequest(
+        target_lo=choice.lo,
+        target_hi=choice.hi,
+        target_bin=-1 if choice.bin is None else choice.bin,
+        n=max(int(n), 1),
+        benchmark=choice.benchmark,
+        domain=_bank_domain(data, choice.benchmark),
+        seeds=seeds,
+        n_choices=n_choices,
+        ci_prob=ci_prob,
+    )
+    if isinstance(source, LLMSource):
+        proposal = source.generate(request)
+    else:
+        proposal = Proposal(candidates=list(source.propose(request)))
+    bank = set(fit.item_ids)
+    keep, rejected = [], list(proposal.rejections)
+    for candidate in proposal.candidates:
+        if candidate.candidate_id in bank:
+            rejected.append(
+                Rejection(
+                    reason=f"candidate_id '{candidate.candidate_id}' is already an item of the bank",
+                    source=candidate.source,
+                    target_bin=request.target_bin,
+                    record=candidate.to_dict(),
+                    prompt_hash=candidate.prompt_hash,
+                )
+            )
+        else:
+            keep.append(candidate)
+    return Proposal(candidates=keep, rejections=rejected)
+
+
+def write_proposal(
+    out_dir: str | os.PathLike[str],
+    proposal: Proposal,
+    choice: TargetChoice,
+    *,
+    fit_dir: str | os.PathLike[str] | None = None,
+    data_source: str | None = None,
+    source: str | None = None,
+) -> dict[str, Path]:
+    """Write ``candidates.jsonl``, ``target.json`` and ``rejections.jsonl`` into ``out_dir``, each atomically.
+
+    ``target.json`` holds :meth:`TargetChoice.to_dict` plus ``fit`` (the fit folder, absolute), ``data``,
+    ``source``, ``n_candidates``, ``n_rejections`` and ``created``.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    cands = "".join(json.dumps(c.to_dict(), ensure_ascii=False) + "\n" for c in proposal.candidates)
+    rejections = "".join(
+        json.dumps(
+            json_ready(
+                {
+                    "reason": r.reason,
+                    "source": r.source,
+                    "target_bin": r.target_bin,
+                    "prompt_hash": r.prompt_hash,
+                    "record": dict(r.record) if r.record is not None else None,
+                }
+            ),
+            ensure_ascii=False,
+            default=str,
+        )
+        + "\n"
+        for r in proposal.rejections
+    )
+    meta = {
+        **choice.to_dict(),
+        "fit": str(Path(fit_dir).resolve()) if fit_dir is not None else None,
+        "data": data_source,
+        "source": source,
+        "n_candidates": len(proposal.candidates),
+        "n_rejections": len(proposal.rejections),
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+    paths = {
+        "candidates": write_atomic(out / "candidates.jsonl", cands),
+        "rejections": write_atomic(out / "rejections.jsonl", rejections),
+        "target": write_atomic(out / "target.json", json.dumps(meta, indent=2, allow_nan=False) + "\n"),
+    }
+    return paths
+
+
+def read_proposal(folder: str | os.PathLike[str]) -> tuple[list[Candidate], TargetChoice, dict[str, Any]]:
+    """The candidates, target and ``target.json`` content of a folder written by :func:`write_proposal`.
+
+    Raises
+    ------
+    DataError
+        A missing or malformed ``candidates.jsonl`` or ``target.json``.
+    """
+    folder = Path(folder)
+    target_path = folder / "target.json"
+    if not target_path.is_file():
+        raise DataError(f"{target_path}: missing; is {folder} a folder written by `benchfill propose`?")
+    meta = read_json(target_path)
+    choice = TargetChoice.from_dict(meta, where=str(target_path))
+    candidates = load_candidates(folder / "candidates.jsonl")
+    return candidates, choice, meta
+
+
+def export_proposal(
+    folder: str | os.PathLike[str],
+    fmt: Literal["lm-eval", "csv"],
+    *,
+    fit: Fit | None = None,
+    output_type: Literal["multiple_choice", "generate_until"] | None = None,
+    task_name: str = "irtbayes_benchfill",
+) -> list[Path]:
+    """Write the candidates of a proposal folder for the systems to answer, into ``folder/export/``.
+
+    ``"lm-eval"``: an lm-evaluation-harness task (``<task_name>.jsonl`` and ``.yaml``; ``output_type``
+    defaults to multiple choice when every candidate has choices, generation when none has).
+    ``"csv"``: ``responses_template.csv``, one blank row per (fit subject, candidate); ``fit`` defaults to
+    the fit folder recorded in ``target.json``.
+
+    Raises
+    ------
+    DataError
+        Candidates that mix multiple-choice and free-response items (export them separately), or a
+        missing fit for the CSV template.
+    """
+    from irtbayes.fit import load_fit
+
+    candidates, _, meta = read_proposal(folder)
+    out = Path(folder) / "export"
+    if fmt == "lm-eval":
+        if output_type is None:
+            with_choices = sum(c.choices is not None for c in candidates)
+            if with_choices not in (0, len(candidates)):
+                raise DataError(
+                    f"{folder}: {with_choices} of {len(candidates)} candidates are multiple choice and the rest free "
+                    "response; lm-eval runs one kind per task: give output_type, or split the candidates"
+                )
+            output_type = "multiple_choice" if with_choices else "generate_until"
+        written = export_lm_eval(candidates, out, task_name=task_name, output_type=output_type)
+        return [written.data_path, written.yaml_path]
+    if fmt == "csv":
+        if fit is None:
+            if not meta.get("fit"):
+                raise DataError(f"{folder}/target.json names no fit; give the fit folder")
+            fit = load_fit(meta["fit"])
+        return [export_csv_template(candidates, list(fit.subject_ids), out / "responses_template.csv")]
+    raise SpecError(f"export format must be 'lm-eval' or 'csv', got {fmt!r}")

@@ -1,0 +1,258 @@
+"""BenchFill responses: the candidates' responses read, checked against the fit and labelled for calibration."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+from irtbayes.benchfill.candidates import Candidate, items_table
+from irtbayes.data import ResponseData
+from irtbayes.errors import DataError
+from irtbayes.files import read_json_lines
+
+if TYPE_CHECKING:
+    from irtbayes.fit import Fit
+
+log = logging.getLogger(__name__)
+
+
+def _bank_labels(fit: Fit) -> pd.DataFrame:
+    cd = fit.constant_data
+    frame = pd.DataFrame(
+        {
+            "benchmark": cd["item_benchmark"].values.astype(str),
+            "domain": cd["item_domain"].values.astype(str),
+        },
+        index=fit.item_ids,
+    )
+    return frame.where(frame != "", None)
+
+
+def candidate_response_data(
+    responses: ResponseData | pd.DataFrame,
+    candidates: Sequence[Candidate],
+    *,
+    fit: Fit,
+    source: str | None = None,
+) -> ResponseData:
+    """Check the candidates' responses against the fit and the candidates, and label them for calibration.
+
+    Parameters
+    ----------
+    responses
+        The candidates' responses: a :class:`~irtbayes.data.ResponseData` (any loader) or a long frame with
+        ``subject``, ``item`` (the candidate id) and ``response`` columns.
+    candidates
+        The candidates (their ids, labels and choices become the item metadata).
+    fit
+        The bank's fit: every responding subject must be one of its subjects.
+    source
+        How messages name the responses (default: the data's own source).
+
+    Returns
+    -------
+    ResponseData
+        The responses with item metadata from the candidates (``benchmark``, ``domain``, ``text``,
+        ``answer``, ``n_options``, ...). A candidate whose benchmark is in the bank and that names no domain
+        gets the benchmark's domain. Candidates without responses are not in it.
+
+    Raises
+    ------
+    DataError
+        Responses from subjects the fit does not know (all listed), responses to items that are not
+        candidates (all listed), a candidate id that is already a bank item, a candidate whose domain
+        contradicts its benchmark's domain in the bank, or malformed responses.
+    """
+    if isinstance(responses, ResponseData):
+        frame = responses.long_frame()
+        name = source or responses.source
+        if "condition" in frame.columns and frame["condition"].nunique() > 1:
+            raise DataError(
+                f"{name}: responses under {frame['condition'].nunique()} conditions; calibrate one condition at a "
+                "time (data.subset(conditions=[...]))"
+            )
+    elif isinstance(responses, pd.DataFrame):
+        name = source or "<responses>"
+        missing = [c for c in ("subject", "item", "response") if c not in responses.columns]
+        if missing:
+            raise DataError(f"{name}: missing column(s) {missing}; the columns are {list(map(str, responses.columns))}")
+        frame = responses
+    else:
+        raise DataError(f"expected responses as ResponseData or a data frame, got {type(responses).__name__}")
+    frame = frame[["subject", "item", "response"]].copy()
+    frame["subject"] = frame["subject"].astype(str).str.strip()
+    frame["item"] = frame["item"].astype(str).str.strip()
+    by_id = {c.candidate_id: c for c in candidates}
+    if len(by_id) != len(candidates):
+        ids = [c.candidate_id for c in candidates]
+        raise DataError(f"candidate id(s) {sorted({i for i in ids if ids.count(i) > 1})} appear more than once")
+    bank_items = set(fit.item_ids)
+    clash = sorted(set(by_id) & bank_items)
+    if clash:
+        raise DataError(f"candidate id(s) {clash[:10]} are already items of the fitted bank; give candidates new ids")
+    unknown_items = sorted(set(frame["item"]) - set(by_id))
+    if unknown_items:
+        shown = ", ".join(unknown_items[:20]) + (
+            f" and {len(unknown_items) - 20} more" if len(unknown_items) > 20 else ""
+        )
+        raise DataError(
+            f"{name}: responses to {len(unknown_items)} item(s) that are not candidates: {shown}; the item column "
+            f"must hold candidate ids (e.g. {list(by_id)[:3]})"
+        )
+    known_subjects = set(fit.subject_ids)
+    unknown_subjects = sorted(set(frame["subject"]) - known_subjects)
+    if unknown_subjects:
+        shown = ", ".join(unknown_subjects[:20]) + (
+            f" and {len(unknown_subjects) - 20} more" if len(unknown_subjects) > 20 else ""
+        )
+        raise DataError(
+            f"{name}: {len(unknown_subjects)} subject(s) are not among the fit's {len(known_subjects)} subjects: "
+            f"{shown}. Candidates are calibrated against the systems the bank was fitted to; evaluate them with "
+            "those systems (check the spelling of the names), or fit the bank again with the new systems first"
+        )
+    answered = [c for c in candidates if c.candidate_id in set(frame["item"])]
+    if not answered:
+        raise DataError(f"{name}: no responses to any candidate")
+    meta = items_table(answered)
+    bank = _bank_labels(fit)
+    domain_of = bank.dropna(subset=["benchmark"]).drop_duplicates("benchmark").set_index("benchmark")["domain"]
+    for cid, row in meta.iterrows():
+        bench = row["benchmark"]
+        if bench is None or pd.isna(bench) or bench not in domain_of.index:
+            continue
+        bank_domain = domain_of[bench]
+        bank_domain = None if bank_domain is None or pd.isna(bank_domain) else str(bank_domain)
+        if row["domain"] is None or pd.isna(row["domain"]):
+            meta.loc[cid, "domain"] = bank_domain
+        elif bank_domain is not None and str(row["domain"]) != bank_domain:
+            raise DataError(
+                f"candidate '{cid}': domain '{row['domain']}' but its benchmark '{bench}' is in domain "
+                f"'{bank_domain}' in the fitted bank"
+            )
+    return ResponseData.from_long(frame, items=meta.reset_index(), source=name)
+
+
+def _check_new_data(fit: Fit, new_data: ResponseData) -> None:
+    if not isinstance(new_data, ResponseData):
+        raise DataError(f"expected the candidates' responses as ResponseData, got {type(new_data).__name__}")
+    unknown = new_data.subject_ids.difference(fit.subject_ids)
+    if len(unknown):
+        raise DataError(
+            f"{new_data.source}: {len(unknown)} subject(s) are not among the fit's subjects: {list(unknown[:20])}"
+        )
+    clash = new_data.item_ids.intersection(fit.item_ids)
+    if len(clash):
+        raise DataError(f"{new_data.source}: item(s) {list(clash[:10])} are already items of the fitted bank")
+
+
+def _counts(new_data: ResponseData) -> np.ndarray:
+    return np.bincount(new_data.item_codes, minlength=new_data.n_items).astype("int64")
+
+
+def _samples_files(root: Path) -> list[Path]:
+    found: list[Path] = []
+    for pattern in ("samples_*.jsonl", "*/samples_*.jsonl", "*/*/samples_*.jsonl"):
+        found.extend(p for p in root.glob(pattern) if p.is_file())
+    return sorted(found)
+
+
+def _lm_eval_candidate_responses(
+    root: Path, *, metric: str | None, lm_filter: str | None
+) -> tuple[pd.DataFrame, dict[str, list[str]]]:
+    """Responses of lm-eval logs with items mapped to candidate ids through each doc's ``candidate_id``."""
+    import re
+
+    from irtbayes.io.lm_eval import load_lm_eval
+
+    name = re.compile(r"^samples_(?P<task>.+?)_(?P<date>\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?)\.jsonl$")
+    mapping: dict[str, str] = {}
+    missing: dict[str, list[str]] = {}
+    tasks: set[str] = set()
+    for path in _samples_files(root):
+        match = name.match(path.name)
+        task = match.group("task") if match else path.stem.removeprefix("samples_")
+        entries = []
+        for number, line in read_json_lines(path):
+            doc = line.get("doc")
+            doc_hash = line.get("doc_hash")
+            key = str(doc_hash) if isinstance(doc_hash, str) and doc_hash else str(line.get("doc_id"))
+            cid = doc.get("candidate_id") if isinstance(doc, dict) else None
+            entries.append((f"{task}/{key}", None if cid is None else str(cid), number))
+        if any(cid is not None for _, cid, _ in entries):
+            tasks.add(task)
+            for item, cid, number in entries:
+                if cid is None:
+                    missing.setdefault(str(path), []).append(f"line {number}")
+                else:
+                    mapping[item] = cid
+    if not tasks:
+        raise DataError(
+            f"{root}: no lm-eval sample carries a 'candidate_id' in its doc; answer the task written by "
+            "`irtbayes benchfill export --format lm-eval`"
+        )
+    if missing:
+        where = "; ".join(f"{p}: {', '.join(lines[:5])}" for p, lines in missing.items())
+        raise DataError(f"lm-eval samples without a 'candidate_id' in a BenchFill task, so of unknown items: {where}")
+    loaded = load_lm_eval(root, metric=metric, filter=lm_filter, tasks=sorted(tasks))
+    frame = loaded.long_frame()
+    frame["item"] = frame["item"].map(mapping)
+    if frame["item"].isna().any():
+        raise DataError(f"{root}: some lm-eval items could not be mapped to a candidate id")
+    if frame.duplicated(["subject", "item"]).any():
+        dup = frame.loc[frame.duplicated(["subject", "item"], keep=False)].iloc[0]
+        raise DataError(
+            f"{root}: subject '{dup['subject']}' answered candidate '{dup['item']}' more than once (in several tasks "
+            "or documents); keep one"
+        )
+    return frame[["subject", "item", "response"]], {"tasks": sorted(tasks)}
+
+
+def load_candidate_responses(
+    path: str | os.PathLike[str],
+    candidates: Sequence[Candidate],
+    *,
+    fit: Fit,
+    metric: str | None = None,
+    lm_filter: str | None = None,
+) -> ResponseData:
+    """Read the candidates' responses and check them against the fit and the candidates.
+
+    Parameters
+    ----------
+    path
+        A long CSV/Parquet file ``subject,item,response`` (item = candidate id; blank responses are missing
+        cells), or lm-evaluation-harness ``--log_samples`` output of the exported task: each logged doc's
+        ``candidate_id`` names the candidate, the subject is the run's model name.
+    metric, lm_filter
+        lm-eval: the per-sample metric and filter to read (see :func:`irtbayes.io.lm_eval.load_lm_eval`).
+
+    Returns
+    -------
+    ResponseData
+        See :func:`~irtbayes.benchfill.calibration.candidate_response_data`.
+
+    Raises
+    ------
+    DataError
+        A missing or unreadable path, responses from subjects the fit does not know (listed), responses to
+        items that are not candidates (listed).
+    """
+    from irtbayes.io import load_long
+    from irtbayes.io.lm_eval import is_lm_eval_folder
+
+    path = Path(path)
+    if not path.exists():
+        raise DataError(f"{path}: no such file or folder")
+    if path.is_dir():
+        if not is_lm_eval_folder(path):
+            raise DataError(f"{path}: a folder without lm-evaluation-harness samples_*.jsonl files")
+        frame, _ = _lm_eval_candidate_responses(path, metric=metric, lm_filter=lm_filter)
+        return candidate_response_data(frame, candidates, fit=fit, source=str(path))
+    responses = load_long(path)
+    return candidate_response_data(responses, candidates, fit=fit, source=str(path))

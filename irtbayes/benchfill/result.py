@@ -1,0 +1,302 @@
+"""BenchFill's result: one round's decisions and before/after tables, written and read back."""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from irtbayes.benchfill.candidates import Candidate
+from irtbayes.benchfill.export import write_atomic
+from irtbayes.benchfill.figures import plot_candidate_intervals, plot_coverage_before_after
+from irtbayes.benchfill.ledger import Ledger, decision_records
+from irtbayes.benchfill.target import TargetChoice
+from irtbayes.data import json_ready
+from irtbayes.errors import DataError
+from irtbayes.files import read_json
+
+if TYPE_CHECKING:
+    pass
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class BenchfillResult:
+    """One BenchFill calibration round: decisions, and the bank before and after the accepted items.
+
+    Attributes
+    ----------
+    decisions
+        One row per candidate (index ``candidate_id``): the columns of
+        :func:`~irtbayes.benchfill.acceptance.decide_all` plus ``benchmark`` and ``text``.
+    comparison, bins, subjects
+        The tables of :func:`before_after`.
+    target
+        The target.
+    settings
+        ``mode``, ``tau``, ``min_responses``, ``discrimination_prob``, ``min_discrimination``, ``ci_prob``,
+        the sampler settings of a full refit, ``n_draws``.
+    run_id
+        Stamped on the ledger records of this round.
+    """
+
+    decisions: pd.DataFrame
+    comparison: pd.DataFrame
+    bins: pd.DataFrame
+    subjects: pd.DataFrame
+    target: TargetChoice
+    settings: dict[str, Any]
+    run_id: str
+
+    @property
+    def accepted(self) -> list[str]:
+        return [str(i) for i in self.decisions.index[self.decisions["decision"] == "accepted"]]
+
+    @property
+    def ci_prob(self) -> float:
+        return float(self.settings.get("ci_prob", 0.9))
+
+    def summary_dict(self) -> dict[str, Any]:
+        """What ``before_after.json`` holds."""
+        reasons = self.decisions["reason"].value_counts()
+        return _json_clean(
+            {
+                "run_id": self.run_id,
+                "target": self.target.to_dict(),
+                "settings": self.settings,
+                "n_candidates": len(self.decisions),
+                "accepted": self.accepted,
+                "reasons": {str(k): int(v) for k, v in reasons.items()},
+                "method": _METHODS.get(str(self.settings.get("mode")), ""),
+                "comparison": self.comparison.to_dict(orient="records"),
+                "bins": self.bins.to_dict(orient="records"),
+                "subjects": self.subjects.to_dict(orient="records"),
+            }
+        )
+
+    def to_text(self) -> str:
+        """A few lines for the terminal: target, decisions, Maximum Gap and DDM before and after."""
+        t = self.target
+        s = self.settings
+        lines = [
+            f"BenchFill target {t.label}: {t.how}.",
+            f"Rule: P({t.lo:.2f} <= b < {t.hi:.2f}) >= {s.get('tau')} and P(slope > {s.get('min_discrimination', 0):g}) >= "
+            f"{s.get('discrimination_prob')}, at least {s.get('min_responses')} responses; calibration: {s.get('mode')}.",
+            f"{len(self.accepted)} of {len(self.decisions)} candidates accepted.",
+        ]
+        unconverged = _unconverged_note(s)
+        if unconverged:
+            lines.append(f"WARNING: {unconverged}")
+        shown = self.decisions[["decision", "reason", "p_in_target", "difficulty_mean", "difficulty_ci_low",
+                                "difficulty_ci_high", "n_responses"]]  # fmt: skip
+        with pd.option_context("display.width", 160, "display.max_rows", 100, "display.precision", 3):
+            lines += ["", shown.to_string()]
+        lines.append("")
+        for _, row in self.comparison.iterrows():
+            lines.append(
+                f"{row['scope']:>12} {row['version']:<6} items {int(row['n_items']):4d} (+{int(row['n_added'])}): "
+                f"Maximum Gap {_fmt(row, 'max_gap')}, DDM {_fmt(row, 'ddm_w1')}"
+            )
+        return "\n".join(lines)
+
+    def report_section(self, doc: Any, figure: Callable[[str, Any, str], None]) -> None:
+        """Add a BenchFill section to a report.
+
+        Parameters
+        ----------
+        doc
+            An :class:`irtbayes.reporting.Document` (``heading``, ``paragraph``, ``bullets``, ``table``).
+        figure
+            ``figure(name, ax, caption)`` embeds a matplotlib Axes.
+        """
+        t = self.target
+        s = self.settings
+        ci = self.ci_prob
+        doc.heading("BenchFill: new items for the widest gap")
+        doc.paragraph(
+            f"Target interval [{t.lo:.2f}, {t.hi:.2f}) on the ability scale: {t.how}. A candidate is accepted when "
+            f"the posterior puts its difficulty in the interval with probability at least {s.get('tau')}, its "
+            f"sign-free slope above {s.get('min_discrimination', 0):g} with probability at least "
+            f"{s.get('discrimination_prob')}, and at least {s.get('min_responses')} systems answered it. "
+            f"{_METHODS.get(str(s.get('mode')), '')}"
+        )
+        reasons = self.decisions["reason"].value_counts()
+        doc.bullets(
+            [f"{len(self.decisions)} candidates, {len(self.accepted)} accepted."]
+            + [f"{int(v)} {k}" for k, v in reasons.items() if k != "in target"]
+            + ([_unconverged_note(s)] if _unconverged_note(s) else [])
+        )
+        figure(
+            "benchfill_candidates",
+            plot_candidate_intervals(self.decisions, target_lo=t.lo, target_hi=t.hi),
+            f"Each candidate's posterior difficulty (mean and {ci:.0%} interval) against the target interval "
+            "(shaded); accepted candidates in colour.",
+        )
+        cols = ["decision", "reason", "p_in_target", "difficulty_mean", "difficulty_ci_low", "difficulty_ci_high",
+                "discrimination_mean", "n_responses"]  # fmt: skip
+        doc.table(self.decisions[[c for c in cols if c in self.decisions.columns]].reset_index(), caption="Candidates")
+        scope_kind, scope = ("benchmark", t.benchmark) if t.benchmark else ("all", "all")
+        shown = self.bins.loc[(self.bins["scope_kind"] == scope_kind) & (self.bins["scope"].astype(str) == scope)]
+        if shown.empty:
+            shown = self.bins.loc[self.bins["scope_kind"] == "all"]
+        figure(
+            "benchfill_coverage",
+            plot_coverage_before_after(shown, target_lo=t.lo, target_hi=t.hi),
+            f"Coverage of {t.benchmark or 'all items'} before and after: expected items per bin, the original "
+            f"items and the added ones stacked, with {ci:.0%} intervals of the totals.",
+        )
+        comp_cols = ["scope", "version", "n_items", "n_added", "max_gap_mean", "max_gap_ci_low", "max_gap_ci_high",
+                     "ddm_w1_mean", "ddm_w1_ci_low", "ddm_w1_ci_high", "gap_lo", "gap_hi"]  # fmt: skip
+        doc.table(self.comparison[comp_cols], caption="Maximum Gap and DDM before and after (original items kept)")
+        doc.paragraph(
+            "Every original item stays in the extended benchmark; the table below gives each system's raw "
+            "accuracy on the original and on the added items separately, and its re-weighted rank (all items) "
+            "before and after, so a change in rank can be traced to the new items."
+        )
+        sub_cols = ["subject", "accuracy_original", "accuracy_added", "rank_before_mean", "rank_after_mean",
+                    "reweighted_before_mean", "reweighted_after_mean"]  # fmt: skip
+        doc.table(self.subjects[[c for c in sub_cols if c in self.subjects.columns]], caption="Systems")
+
+
+_METHODS = {
+    "full": "Calibration: the bank was refitted with the candidates' responses (full concurrent calibration); the "
+    "after-audit uses the refit.",
+    "fixed": "Calibration: fixed bank (the bank held at its posterior, each candidate's difficulty and "
+    "discrimination computed on a grid with the responses marginalised over each system's ability posterior and "
+    "the fitted hierarchy as prior); the after-audit appends the accepted items' draws to the original posterior.",
+}
+
+
+def _unconverged_note(settings: dict[str, Any]) -> str:
+    """A sentence when the fit behind the decisions failed its convergence checks or did not record them.
+
+    A missing record counts as a failure: decisions are never presented as resting on a converged fit
+    unless the check was made and passed.
+    """
+    if settings.get("mode") == "full":
+        if settings.get("refit_converged") is True:
+            return ""
+        return (
+            "the refit did not pass the convergence checks (or they were not recorded); these decisions are not "
+            "reliable: refit with more draws, or use the fixed-bank mode."
+        )
+    if settings.get("bank_converged") is True:
+        return ""
+    return (
+        "the bank's fit did not pass the convergence checks (or they were not recorded); these decisions rest on an "
+        "unconverged posterior: refit the bank before relying on them."
+    )
+
+
+def _fmt(row: pd.Series, prefix: str) -> str:
+    return f"{row[f'{prefix}_mean']:.2f} [{row[f'{prefix}_ci_low']:.2f}, {row[f'{prefix}_ci_high']:.2f}]"
+
+
+def _json_clean(obj: Any) -> Any:
+    obj = json_ready(obj)
+    if isinstance(obj, dict):
+        return {str(k): _json_clean(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_json_clean(v) for v in obj]
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if obj is pd.NA:
+        return None
+    return obj
+
+
+# ============================================================================================ files
+def write_benchfill(
+    result: BenchfillResult,
+    out_dir: str | os.PathLike[str],
+    *,
+    candidates: Sequence[Candidate] | None = None,
+) -> dict[str, Path]:
+    """Append the decisions to ``ledger.jsonl`` and write the tables of a round into ``out_dir``.
+
+    Files: ``ledger.jsonl`` (appended; a rerun continues it), ``ledger.csv`` (every record so far),
+    ``before_after.csv`` (the comparison table), ``before_after.json`` (:meth:`BenchfillResult.summary_dict`),
+    ``before_after_bins.csv`` and ``before_after_subjects.csv``. Every file but the ledger is replaced
+    atomically; the ledger is appended with one fsynced write.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    ledger = Ledger(out / "ledger.jsonl", run_id=result.run_id)
+    s = result.settings
+    records = decision_records(
+        result.decisions,
+        candidates=candidates,
+        target_bin=result.target.bin,  # type: ignore[arg-type]
+        extra={
+            "mode": s.get("mode"),
+            "tau": s.get("tau"),
+            "min_responses": s.get("min_responses"),
+            "discrimination_prob": s.get("discrimination_prob"),
+            "ci_prob": s.get("ci_prob"),
+            "benchmark_target": result.target.benchmark,
+            "refit_converged": s.get("refit_converged"),
+            "bank_converged": s.get("bank_converged"),
+        },
+    )
+    for record in records:
+        record["target_lo"] = result.target.lo
+        record["target_hi"] = result.target.hi
+    ledger.append(records)
+    paths = {"ledger": ledger.path, "ledger_csv": ledger.to_csv(out / "ledger.csv")}
+    paths["before_after_csv"] = write_atomic(out / "before_after.csv", result.comparison.to_csv(index=False))
+    paths["before_after_bins"] = write_atomic(out / "before_after_bins.csv", result.bins.to_csv(index=False))
+    paths["before_after_subjects"] = write_atomic(
+        out / "before_after_subjects.csv", result.subjects.to_csv(index=False)
+    )
+    paths["before_after_json"] = write_atomic(
+        out / "before_after.json", json.dumps(result.summary_dict(), indent=2, allow_nan=False) + "\n"
+    )
+    return paths
+
+
+def load_benchfill_result(folder: str | os.PathLike[str]) -> BenchfillResult:
+    """Rebuild the :class:`BenchfillResult` of the last round written into ``folder`` by :func:`write_benchfill`.
+
+    The decisions are the ledger records of that round (its ``run_id``).
+
+    Raises
+    ------
+    DataError
+        A missing or malformed ``before_after.json`` or ledger.
+    """
+    folder = Path(folder)
+    path = folder / "before_after.json"
+    if not path.is_file():
+        raise DataError(f"{path}: missing; is {folder} a folder written by `benchfill calibrate`?")
+    summary = read_json(path)
+    for key in ("run_id", "target", "settings", "comparison", "bins", "subjects"):
+        if key not in summary:
+            raise DataError(f"{path}: key '{key}' is missing")
+    choice = TargetChoice.from_dict(summary["target"], where=str(path))
+    ledger = Ledger(folder / "ledger.jsonl").read()
+    rows = ledger.loc[ledger["run_id"] == summary["run_id"]]
+    if rows.empty:
+        raise DataError(f"{folder / 'ledger.jsonl'}: no records of run {summary['run_id']}")
+    decisions = rows.drop_duplicates("candidate_id", keep="last").set_index("candidate_id")
+    ci_prob = float(summary["settings"].get("ci_prob", 0.9))
+    decisions.attrs.update(ci_prob=ci_prob, tau=summary["settings"].get("tau"))
+    tables = {k: pd.DataFrame(summary[k]) for k in ("comparison", "bins", "subjects")}
+    for frame in tables.values():
+        frame.attrs.update(ci_prob=ci_prob, target=choice.target.to_dict())
+    return BenchfillResult(
+        decisions=decisions,
+        comparison=tables["comparison"],
+        bins=tables["bins"],
+        subjects=tables["subjects"],
+        target=choice,
+        settings=dict(summary["settings"]),
+        run_id=str(summary["run_id"]),
+    )
