@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 OUT ?= out/audit
 
-.PHONY: run test test-slow lint benchmark clean
+.PHONY: run test test-slow lint benchmark docs clean
 
 $(STAMP): pyproject.toml
 	@py=$$(scripts/find-python) || exit 1; \
@@ -35,6 +35,12 @@ lint: $(STAMP)
 
 benchmark: $(STAMP)
 	$(BIN)/python scripts/benchmark_fit.py
+
+# The documentation site (mkdocs + mkdocstrings + mkdocs-jupyter) into site/, offline, warnings as errors.
+docs: $(STAMP)
+	@$(BIN)/python -c "import mkdocs, mkdocstrings_handlers.python, mkdocs_jupyter, material" 2>/dev/null || \
+	 $(BIN)/python -m pip install --quiet -e ".[docs]"
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --clean
 
 clean:
 	rm -rf $(VENV) out

@@ -1,0 +1,1 @@
+../../notebooks/01_data_tour.py

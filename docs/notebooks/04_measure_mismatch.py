@@ -1,0 +1,1 @@
+../../notebooks/04_measure_mismatch.py

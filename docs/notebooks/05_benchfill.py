@@ -1,0 +1,1 @@
+../../notebooks/05_benchfill.py
