@@ -43,22 +43,21 @@ from irtbayes.data import ResponseData
 from irtbayes.fit import (
     FORMAT_VERSION,
     Fit,
-    _card_checksum,
     _constant_data,
-    _derived_names,
-    _sha256,
     fit,
     load_fit,
     save_fit,
 )
+from irtbayes.fitresult import derived_names
 from irtbayes.model import add_derived
 from irtbayes.simulate import simulate_responses
+from irtbayes.storage import _card_checksum, _sha256
 
 
 def save_float64(result: Fit, folder: Path) -> Path:
     """Write a fit folder as irtbayes did before float32 storage (every group, float64, not compressed)."""
     folder.mkdir(parents=True)
-    post = result.posterior.drop_vars([n for n in _derived_names(result.spec) if n in result.posterior])
+    post = result.posterior.drop_vars([n for n in derived_names(result.spec) if n in result.posterior])
     groups = {"posterior": post}
     for name in result.idata.children:
         if name != "posterior":
@@ -136,7 +135,7 @@ def grown_fit(layout: Fit, *, n_subjects: int, n_items: int, chains: int, draws:
         "item": data.item_ids.to_numpy(dtype=str),
         "subject": data.subject_ids.to_numpy(dtype=str),
     }
-    stored = layout.posterior.drop_vars([n for n in _derived_names(layout.spec) if n in layout.posterior])
+    stored = layout.posterior.drop_vars([n for n in derived_names(layout.spec) if n in layout.posterior])
     post = {}
     for name, var in stored.data_vars.items():
         dims = var.dims

@@ -22,6 +22,7 @@ import pytest
 import xarray as xr
 
 import irtbayes.fit as fit_module
+import irtbayes.storage as storage_module
 from irtbayes.data import ResponseData
 from irtbayes.diagnostics import check_convergence
 from irtbayes.errors import DataError, FitError
@@ -216,14 +217,14 @@ def test_a_fit_saved_by_another_writer_meanwhile_is_kept_or_replaced_whole(tmp_p
     """A second save completes while the first is still writing its files: the outcome is one whole fit."""
     target = tmp_path / "fit"
     first, second = hand_fit(data, seed=1, name="first"), hand_fit(data, seed=2, name="second")
-    write = fit_module._write_fit_files
+    write = storage_module._write_fit_files
 
     def write_then_race(result, folder):
         write(result, folder)
         if result is first:
             save_fit(second, target, overwrite=True)
 
-    monkeypatch.setattr(fit_module, "_write_fit_files", write_then_race)
+    monkeypatch.setattr(storage_module, "_write_fit_files", write_then_race)
     with pytest.raises(FitError, match=rf"{target}: another process saved a fit here .* was kept"):
         save_fit(first, target)
     assert same_fit(load_fit(target), second) and leftovers(tmp_path) == []
@@ -234,7 +235,7 @@ def test_a_fit_saved_by_another_writer_meanwhile_is_kept_or_replaced_whole(tmp_p
 
 def test_overwrite_without_an_atomic_exchange(tmp_path, data, monkeypatch):
     """Where renameat2 is unavailable the old folder is moved aside and removed after the new one is in place."""
-    monkeypatch.setattr(fit_module, "_exchange", lambda a, b: False)
+    monkeypatch.setattr(storage_module, "_exchange", lambda a, b: False)
     target = tmp_path / "fit"
     save_fit(hand_fit(data, seed=1, name="old"), target)
     save_fit(hand_fit(data, seed=2, name="new"), target, overwrite=True)
@@ -243,7 +244,7 @@ def test_overwrite_without_an_atomic_exchange(tmp_path, data, monkeypatch):
 
 def test_an_interrupt_while_the_previous_fit_is_aside_puts_it_back(tmp_path, data, monkeypatch):
     """Without an atomic exchange the old folder is moved aside first; an interrupt right then restores it."""
-    monkeypatch.setattr(fit_module, "_exchange", lambda a, b: False)
+    monkeypatch.setattr(storage_module, "_exchange", lambda a, b: False)
     target = tmp_path / "fit"
     old = hand_fit(data, seed=1, name="old")
     save_fit(old, target)

@@ -12,6 +12,7 @@ import pytest
 from scipy.stats import spearmanr
 
 import irtbayes.fit as fit_module
+import irtbayes.storage as storage_module
 from irtbayes.data import ResponseData
 from irtbayes.diagnostics import check_convergence
 from irtbayes.errors import DataError, FitError, SpecError
@@ -167,7 +168,7 @@ def test_interrupted_save_leaves_no_folder(fitted_2pl, tmp_path, monkeypatch):
         (folder / "posterior.nc").write_bytes(b"partial")
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(fit_module, "_write_fit_files", broken)
+    monkeypatch.setattr(storage_module, "_write_fit_files", broken)
     with pytest.raises(KeyboardInterrupt):
         save_fit(fitted_2pl.fit, tmp_path / "fit")
     assert list(tmp_path.iterdir()) == [], f"left behind: {list(tmp_path.iterdir())}"

@@ -21,15 +21,14 @@ from irtbayes.errors import FitError
 from irtbayes.fit import (
     FORMAT_VERSION,
     Fit,
-    _card_checksum,
     _constant_data,
-    _derived_names,
-    _sha256,
     load_fit,
     save_fit,
 )
+from irtbayes.fitresult import derived_names
 from irtbayes.model import ModelSpec, add_derived
 from irtbayes.simulate import posterior_near_truth, simulate_responses
+from irtbayes.storage import _card_checksum, _sha256
 
 KEPT_STATS = ["diverging", "energy", "maxdepth_reached", "n_steps"]
 OTHER_STATS = ["step_size", "logp", "tuning", "divergence_message"]
@@ -73,7 +72,7 @@ def hand_built() -> tuple[ResponseData, Fit]:
 def save_float64(result: Fit, folder: Path) -> Path:
     """A fit written as irtbayes wrote it before float32 storage: every group, float64, no ``storage`` in the card."""
     folder.mkdir(parents=True)
-    post = result.posterior.drop_vars([n for n in _derived_names(result.spec) if n in result.posterior])
+    post = result.posterior.drop_vars([n for n in derived_names(result.spec) if n in result.posterior])
     groups = {"posterior": post} | {n: result.idata[n].to_dataset() for n in result.idata.children if n != "posterior"}
     tree = xr.DataTree.from_dict(groups)
     tree.attrs.update(result.idata.attrs)

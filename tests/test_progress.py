@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-import irtbayes.fit as fit_module
+import irtbayes.sampling as sampling_module
 from irtbayes.fit import fit
 from irtbayes.model import ModelSpec
 from irtbayes.progress import SamplingProgress, format_duration
@@ -55,9 +55,9 @@ def test_a_fit_whose_output_is_not_a_terminal_logs_progress(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     data, _ = simulate_responses(20, 10, kind="1pl", seed=3)
-    monkeypatch.setattr(fit_module, "PROGRESS_EVERY", 0.0)
+    monkeypatch.setattr(sampling_module, "PROGRESS_EVERY", 0.0)
     # output that is not a terminal, also when pytest runs with -s in one
-    monkeypatch.setattr(fit_module, "sys", SimpleNamespace(stderr=SimpleNamespace(isatty=lambda: False)))
+    monkeypatch.setattr(sampling_module, "sys", SimpleNamespace(stderr=SimpleNamespace(isatty=lambda: False)))
     with caplog.at_level(logging.INFO, logger="irtbayes.progress"), pytest.warns(UserWarning):
         fit(data, ModelSpec(kind="1pl"), chains=2, draws=50, tune=50, seed=1, progress=True)
     lines = [r.getMessage() for r in caplog.records if r.name == "irtbayes.progress"]

@@ -1,0 +1,229 @@
+"""Running a sampler on a built model: NUTS (nutpie, PyMC, NumPyro) or an approximation (ADVI, Pathfinder).
+
+:func:`run_sampler` returns the sampler's DataTree and records in a :class:`RunState` how far it got;
+:class:`InterruptWatch` notes a Ctrl-C whatever the sampler does with it; :func:`completed_draws` and
+:func:`choose_chains` find the complete part of a run cut short. :func:`irtbayes.fit.fit` puts these
+together.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+import threading
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+import pymc as pm
+import pytensor
+import xarray as xr
+
+from irtbayes.errors import SpecError
+from irtbayes.progress import SamplingProgress
+
+__all__ = [
+    "APPROXIMATE_SAMPLERS",
+    "SAMPLERS",
+    "InterruptWatch",
+    "RunState",
+    "Sampler",
+    "choose_chains",
+    "completed_draws",
+    "run_sampler",
+]
+
+log = logging.getLogger("irtbayes.fit")
+#: Seconds between progress log lines when no progress bar can be drawn (output not a terminal).
+PROGRESS_EVERY = 30.0
+
+Sampler = Literal["nutpie", "pymc", "numpyro", "advi", "pathfinder"]
+SAMPLERS: tuple[str, ...] = ("nutpie", "pymc", "numpyro", "advi", "pathfinder")
+APPROXIMATE_SAMPLERS: tuple[str, ...] = ("advi", "pathfinder")
+
+
+@dataclass
+class RunState:
+    """How far a fit has got: ``compile``, ``tuning``, ``sampling``, ``optimisation`` or ``running``."""
+
+    phase: str = "compile"
+
+
+class InterruptWatch:
+    """Notes a SIGINT (Ctrl-C) during a fit and passes it on to the handler that was installed.
+
+    nutpie and PyMC catch the ``KeyboardInterrupt`` and return the draws so far; this records that the
+    interrupt happened, whatever the sampler does with it. Outside the main thread (where Python handles
+    no signals) or when SIGINT is not handled by a Python function, it records nothing.
+    """
+
+    def __init__(self) -> None:
+        self.seen = False
+        self._previous: Callable[..., Any] | None = None
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        self.seen = True
+        if self._previous is not None:
+            self._previous(signum, frame)
+
+    def __enter__(self) -> InterruptWatch:
+        if threading.current_thread() is threading.main_thread():
+            previous = signal.getsignal(signal.SIGINT)
+            if callable(previous):
+                self._previous = previous
+                signal.signal(signal.SIGINT, self._handle)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+            self._previous = None
+
+
+def completed_draws(posterior: xr.Dataset, *, draws: int) -> np.ndarray:
+    """Per chain, the draws before the first incomplete one (nutpie pads chains cut short with NaN).
+
+    Returns
+    -------
+    numpy.ndarray
+        (chain,) integers; all equal to ``draws`` for a complete run.
+    """
+    n_chains = int(posterior.sizes.get("chain", 0))
+    n_draws = int(posterior.sizes.get("draw", 0))
+    floats = [v for v in posterior.data_vars.values() if np.issubdtype(v.dtype, np.floating)]
+    if n_chains == 0 or n_draws == 0:
+        return np.zeros(n_chains, dtype="int64")
+    if n_draws == draws and all(bool(np.isfinite(v.isel(draw=-1)).all()) for v in floats):
+        return np.full(n_chains, n_draws, dtype="int64")
+    complete = np.ones((n_chains, n_draws), dtype=bool)
+    for v in floats:
+        rest = [d for d in v.dims if d not in ("chain", "draw")]
+        finite = np.isfinite(v.transpose("chain", "draw", *rest).values)
+        complete &= finite.reshape(n_chains, n_draws, -1).all(axis=2)
+    return np.where(complete.all(axis=1), n_draws, complete.argmin(axis=1)).astype("int64")
+
+
+def choose_chains(done: np.ndarray) -> tuple[list[int], int]:
+    """The chains to keep of a run cut short, and their common length: the most draws in all (chains x
+    length); on a tie, more chains (r-hat needs at least two)."""
+    best: tuple[list[int], int] = ([], 0)
+    order = np.argsort(-done, kind="stable")
+    for k in range(1, len(done) + 1):
+        length = int(done[order[k - 1]])
+        if length > 0 and k * length >= len(best[0]) * best[1]:
+            best = (sorted(int(i) for i in order[:k]), length)
+    return best
+
+
+def run_sampler(
+    model: pm.Model,
+    *,
+    sampler: str,
+    chains: int,
+    draws: int,
+    tune: int,
+    seed: int,
+    progress: bool,
+    cores: int,
+    target_accept: float,
+    extra: dict[str, Any],
+    state: RunState | None = None,
+    watch: InterruptWatch | None = None,
+) -> xr.DataTree:
+    """Run ``sampler`` on ``model``, recording the phase reached in ``state``.
+
+    On Ctrl-C, nutpie and PyMC return the draws so far (PyMC raises when there are none); with ``watch``,
+    PyMC's sequential chains stop too instead of running on after the first one is cut short.
+    """
+    state = state or RunState()
+    if sampler == "nutpie":
+        import nutpie
+
+        started = time.perf_counter()
+        compiled = nutpie.compile_pymc_model(model)
+        state.phase = "tuning"
+        log.info("compiled the model in %.1f s; tuning and sampling", time.perf_counter() - started)
+        with warnings.catch_warnings():
+            # ArviZ's guess about dimension names, raised for a run cut short with fewer draws than chains
+            warnings.filterwarnings("ignore", message="Found chain dimension to be longer than draw dimension")
+            # a bar where one can be drawn; log lines with draws/s and the time left everywhere else
+            bar = progress and sys.stderr.isatty()
+            phase_only = not progress or bar
+            progress_log = SamplingProgress(
+                every=float("inf") if phase_only else PROGRESS_EVERY, on_phase=lambda p: setattr(state, "phase", p)
+            )
+            return nutpie.sample(
+                compiled,
+                draws=draws,
+                tune=tune,
+                chains=chains,
+                cores=cores,
+                seed=seed,
+                save_warmup=False,
+                progress_bar=bar,
+                progress_callback=progress_log,
+                target_accept=target_accept,
+                **extra,
+            )
+    if sampler in ("pymc", "numpyro"):
+        if sampler == "numpyro":
+            try:
+                import jax  # noqa: F401
+                import numpyro  # noqa: F401
+            except ImportError as err:
+                raise SpecError("sampler='numpyro' needs JAX and NumPyro: pip install 'irtbayes[jax]'") from err
+        if sampler == "pymc":
+            # numba: pip installs of PyTensor often have no BLAS for its C backend
+            extra.setdefault("compile_kwargs", {"mode": "NUMBA"})
+            extra["callback"] = pymc_callback(state, watch, extra.get("callback"))
+        else:
+            state.phase = "running"
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*ravel_inputs.*")
+            return pm.sample(
+                draws=draws,
+                tune=tune,
+                chains=chains,
+                cores=cores,
+                random_seed=seed,
+                progressbar=progress,
+                model=model,
+                target_accept=target_accept,
+                compute_convergence_checks=False,
+                nuts_sampler="numpyro" if sampler == "numpyro" else "pymc",
+                **extra,
+            )
+    state.phase = "optimisation"
+    if sampler == "advi":
+        n_steps = int(extra.pop("n", max(10 * tune, 2000)))
+        with pytensor.config.change_flags(mode="NUMBA"):
+            approx = pm.fit(n=n_steps, method="advi", model=model, random_seed=seed, progressbar=progress, **extra)
+            return approx.sample(draws=draws * chains, random_seed=seed)
+    try:
+        import pymc_extras as pmx
+    except ImportError as err:
+        raise SpecError("sampler='pathfinder' needs pymc-extras: pip install pymc-extras") from err
+    return pmx.fit(method="pathfinder", model=model, num_draws=draws * chains, random_seed=seed, **extra)
+
+
+def pymc_callback(
+    state: RunState, watch: InterruptWatch | None, user: Callable[..., Any] | None
+) -> Callable[..., None]:
+    """A ``pm.sample`` callback that records the phase and, once Ctrl-C has been seen, stops every chain.
+
+    PyMC samples chains one after the other when ``cores=1`` and, on Ctrl-C, only ends the current one;
+    raising ``KeyboardInterrupt`` here ends each later chain at its first draw.
+    """
+
+    def callback(trace: Any, draw: Any) -> None:
+        state.phase = "tuning" if draw.tuning else "sampling"
+        if user is not None:
+            user(trace=trace, draw=draw)
+        if watch is not None and watch.seen:
+            raise KeyboardInterrupt
+
+    return callback
