@@ -43,6 +43,12 @@ def bin_codes(difficulty: np.ndarray, edges: np.ndarray) -> np.ndarray:
     -------
     numpy.ndarray
         int16 codes, the shape of ``difficulty``.
+
+    Examples
+    --------
+    >>> from irtbayes.audit import bin_codes
+    >>> bin_codes(np.array([-3.0, -1.0, 0.5, 2.0, 3.0]), np.array([-2.0, 0.0, 2.0]))
+    array([0, 1, 2, 2, 3], dtype=int16)
     """
     edges = np.asarray(edges, dtype="float64")
     x = np.asarray(difficulty)
@@ -71,6 +77,14 @@ def count_items(codes: np.ndarray, n_bins: int) -> np.ndarray:
     -------
     numpy.ndarray
         (draw, K + 2) int64: column 0 below L, columns 1..K the bins, column K + 1 above U.
+
+    Examples
+    --------
+    >>> from irtbayes.audit import bin_codes, count_items
+    >>> codes = bin_codes(np.array([[-3.0, -1.0, 0.5, 1.5], [-1.0, -0.5, 0.5, 3.0]]), np.array([-2.0, 0.0, 2.0]))
+    >>> count_items(codes, 2)  # below L, bin 0, bin 1, above U
+    array([[1, 1, 2, 0],
+           [0, 2, 1, 1]])
     """
     codes = np.asarray(codes)
     n_draws = codes.shape[0]
@@ -91,6 +105,19 @@ class CoverageDraws:
         (draw,) items below L and above U.
     n_items
         Items in the benchmark.
+
+    Examples
+    --------
+    >>> from irtbayes.audit import coverage
+    >>> draws = coverage(np.array([[-3.0, -1.0, 0.5, 1.5], [-1.0, -0.5, 0.5, 3.0]]), np.array([-2.0, 0.0, 2.0]))
+    >>> draws.counts, draws.below, draws.above
+    (array([[1, 2],
+           [2, 1]]), array([1, 0]), array([0, 1]))
+    >>> draws.share_in_range
+    array([[0.33333333, 0.66666667],
+           [0.66666667, 0.33333333]])
+    >>> draws.p_empty()
+    array([0., 0.])
     """
 
     counts: np.ndarray
@@ -154,6 +181,17 @@ def coverage(difficulty: np.ndarray, edges: np.ndarray) -> CoverageDraws:
     -------
     CoverageDraws
         counts (draw, bin), below and above (draw,).
+
+    Examples
+    --------
+    >>> from irtbayes.audit import coverage
+    >>> difficulty = np.array([[-1.5, -0.5, 0.2, 0.4], [-1.2, 0.1, 0.3, 2.5]])  # 2 draws x 4 items
+    >>> draws = coverage(difficulty, np.array([-2.0, 0.0, 2.0]))
+    >>> draws.counts  # items per bin, per draw
+    array([[2, 2],
+           [1, 2]])
+    >>> draws.mass_above  # share of the items above U
+    array([0.  , 0.25])
     """
     difficulty = np.atleast_2d(np.asarray(difficulty, dtype="float64"))
     n_bins = len(edges) - 1
@@ -176,6 +214,20 @@ def coverage_table(
         Columns ``bin`` (0-based), ``lo``, ``hi``, ``target_weight``, ``count_{mean,sd,ci_low,ci_high}``,
         ``share_{...}``, ``share_in_range_{...}``, ``p_empty``, ``p_fewer_than_m``; ``attrs`` record
         ``ci_prob`` and ``min_items``.
+
+    Examples
+    --------
+    >>> from irtbayes.audit import coverage, coverage_table
+    >>> rng = np.random.default_rng(0)
+    >>> difficulty = rng.normal(0.0, 1.0, size=(200, 30))  # 200 draws x 30 items
+    >>> edges = np.array([-2.0, -1.0, 0.0, 1.0, 2.0])
+    >>> table = coverage_table(coverage(difficulty, edges), edges=edges, target_weights=np.full(4, 0.25))
+    >>> table[["bin", "lo", "hi", "count_mean", "p_empty"]].round(2)
+       bin   lo   hi  count_mean  p_empty
+    0    0 -2.0 -1.0        4.17     0.02
+    1    1 -1.0  0.0       10.50     0.00
+    2    2  0.0  1.0        9.88     0.00
+    3    3  1.0  2.0        4.14     0.02
     """
     if int(min_items) < 1:
         raise SpecError(f"min_items must be at least 1, got {min_items}")

@@ -82,6 +82,15 @@ class GapDraws:
     ``edge`` holds bit flags: 0 for a gap between two items inside the range, :data:`EDGE_LOW` for the gap from
     L to the lowest item inside, :data:`EDGE_HIGH` for the gap from the highest item inside to U, both (3) when
     no item lies inside and the gap is the whole range.
+
+    Examples
+    --------
+    >>> from irtbayes.audit import widest_gap
+    >>> gaps = widest_gap(np.array([[-1.0, 0.5, 1.0]]), -2.0, 2.0)
+    >>> gaps.width, gaps.lo, gaps.hi, gaps.edge
+    (array([1.5]), array([-1.]), array([0.5]), array([0], dtype=int8))
+    >>> gaps.midpoint
+    array([-0.25])
     """
 
     width: np.ndarray
@@ -107,6 +116,13 @@ class GapParts:
         (draw,) widest gap between two items inside [L, U]; 0 with fewer than two items inside.
     edge_low, edge_high
         (draw,) the gaps from L to the lowest item inside and from the highest item inside to U.
+
+    Examples
+    --------
+    >>> from irtbayes.audit import gap_parts
+    >>> parts = gap_parts(np.array([[-1.0, 0.5, 1.0], [-1.8, -1.5, 1.9]]), -2.0, 2.0)
+    >>> parts.widest.width, parts.interior, parts.edge_low, parts.edge_high
+    (array([1.5, 3.4]), array([1.5, 3.4]), array([1. , 0.2]), array([1. , 0.1]))
     """
 
     widest: GapDraws
@@ -131,6 +147,15 @@ def gap_parts(difficulty: np.ndarray, lo: float, hi: float, *, presorted: bool =
     -------
     GapParts
         widest (GapDraws), interior, edge_low, edge_high: (draw,) arrays.
+
+    Examples
+    --------
+    Items at -1, 0.5 and 1 in [-2, 2]: edge gaps 1 and 1, interior gap 1.5, so the Maximum Gap is the interior one.
+
+    >>> from irtbayes.audit import gap_parts
+    >>> parts = gap_parts(np.array([[-1.0, 0.5, 1.0]]), -2.0, 2.0)
+    >>> parts.interior, parts.edge_low, parts.edge_high, parts.widest.width
+    (array([1.5]), array([1.]), array([1.]), array([1.5]))
     """
     x = np.atleast_2d(np.asarray(difficulty, dtype="float64"))
     if not presorted:
@@ -174,6 +199,15 @@ def widest_gap(difficulty: np.ndarray, lo: float, hi: float, *, presorted: bool 
     -------
     GapDraws
         width, lo, hi, edge: (draw,) arrays.
+
+    Examples
+    --------
+    >>> from irtbayes.audit import widest_gap
+    >>> gaps = widest_gap(np.array([[-1.0, 0.5, 1.0], [0.0, 0.2, 3.0]]), -2.0, 2.0)
+    >>> gaps.width  # the second draw: from L = -2 to the item at 0 (3.0 is outside)
+    array([1.5, 2. ])
+    >>> gaps.edge  # 0 interior, 1 edge at L (EDGE_LOW)
+    array([0, 1], dtype=int8)
     """
     return gap_parts(difficulty, lo, hi, presorted=presorted).widest
 
@@ -196,6 +230,17 @@ def edge_gaps(
     -------
     tuple of numpy.ndarray
         (edge_low, edge_high), each (draw,); both hi - lo in a draw with no item inside.
+
+    Examples
+    --------
+    Widening the range by 0.5 on each side adds exactly 0.5 to each edge gap:
+
+    >>> from irtbayes.audit import edge_gaps
+    >>> difficulty = np.array([[-1.0, 0.5, 1.0]])
+    >>> edge_gaps(difficulty, -2.0, 2.0)
+    (array([1.]), array([1.]))
+    >>> edge_gaps(difficulty, -2.5, 2.5)
+    (array([1.5]), array([1.5]))
     """
     x = np.atleast_2d(np.asarray(difficulty))
     if not presorted:
@@ -235,6 +280,14 @@ class GapLocation:
     kind
         The most common kind among the draws of the modal bin: "interior", "low edge", "high edge" or
         "whole range".
+
+    Examples
+    --------
+    >>> from irtbayes.audit import gap_location, widest_gap
+    >>> difficulty = np.array([[-1.0, 0.5, 1.0], [-1.0, 0.6, 1.0], [-1.5, -1.0, 1.8]])
+    >>> where = gap_location(widest_gap(difficulty, -2.0, 2.0), np.array([-2.0, 0.0, 2.0]))
+    >>> where.p_bins, where.modal_bin, where.kind
+    (array([0.66666667, 0.33333333]), 0, 'interior')
     """
 
     p_bins: np.ndarray
@@ -260,6 +313,17 @@ def gap_location(gaps: GapDraws, edges: np.ndarray) -> GapLocation:
     Returns
     -------
     GapLocation
+
+    Examples
+    --------
+    In two draws of three the widest gap lies between the items at -1 and about 0.5 (midpoint in bin 0), in the third
+    between -1 and 1.8 (midpoint in bin 1):
+
+    >>> from irtbayes.audit import gap_location, widest_gap
+    >>> difficulty = np.array([[-1.0, 0.5, 1.0], [-1.0, 0.6, 1.0], [-1.5, -1.0, 1.8]])
+    >>> where = gap_location(widest_gap(difficulty, -2.0, 2.0), np.array([-2.0, 0.0, 2.0]))
+    >>> where.modal_bin, round(where.p_modal_bin, 3), where.interval, where.kind
+    (0, 0.667, (-1.0, 0.55), 'interior')
     """
     edges = np.asarray(edges, dtype="float64")
     n_bins = len(edges) - 1

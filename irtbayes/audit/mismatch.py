@@ -130,6 +130,18 @@ def ddm_shape_w1(
     empirical CDF is constant between consecutive items, so |F - G| is integrated exactly piece by piece:
     between neighbouring items of the same bin, and from each bin's edges to its first and last item
     (the whole bin when it is empty).
+
+    Examples
+    --------
+    The example of the module notes, items at 0.75 and 1 on [0, 1] against the uniform target, and m items at the
+    midpoints, which reach the least possible value 1 / (4 m):
+
+    >>> from irtbayes.audit import ddm_shape_w1
+    >>> edges, weights = np.array([0.0, 0.5, 1.0]), np.array([0.5, 0.5])
+    >>> ddm_shape_w1(np.array([[0.75, 1.0]]), edges, weights)
+    array([0.375])
+    >>> ddm_shape_w1(np.array([[0.125, 0.375, 0.625, 0.875]]), edges, weights)  # 1 / (4 * 4)
+    array([0.0625])
     """
     x = np.atleast_2d(np.asarray(difficulty))
     if not np.issubdtype(x.dtype, np.floating):
@@ -217,6 +229,12 @@ def ddm_shape_tv(counts: np.ndarray, weights: np.ndarray) -> np.ndarray:
     -------
     numpy.ndarray
         (draw,) DDM_shape_TV = (1/2) sum_k |counts_k / sum(counts) - w_k|; 1 in a draw with no item in range.
+
+    Examples
+    --------
+    >>> from irtbayes.audit import ddm_shape_tv
+    >>> ddm_shape_tv(np.array([[3, 1], [2, 2], [0, 0]]), np.array([0.5, 0.5]))  # the last draw has no item in range
+    array([0.25, 0.  , 1.  ])
     """
     counts = np.atleast_2d(np.asarray(counts, dtype="float64"))
     w = _weights_per_draw(weights, counts.shape[0], counts.shape[1])
@@ -246,6 +264,14 @@ def ddm_w1_from_shape(
     -------
     numpy.ndarray
         (draw,) DDM_W1; ``outside_cost`` in a draw with no item inside (and for a benchmark with no items).
+
+    Examples
+    --------
+    Half of the items outside: DDM = 0.5 + 0.5 * shape.
+
+    >>> from irtbayes.audit import ddm_w1_from_shape
+    >>> ddm_w1_from_shape(np.array([0.2, 0.2]), in_range=np.array([4, 2]), n_items=4)
+    array([0.2, 0.6])
     """
     shape = np.asarray(shape, dtype="float64")
     inside = np.asarray(in_range, dtype="float64")
@@ -286,6 +312,16 @@ def ddm_w1(
     numpy.ndarray
         (draw,) DDM_W1 = o + (1 - o) * DDM_shape_W1, with o the share of items outside [L, U]; 1 in a draw
         with no item inside (U - L when not normalised).
+
+    Examples
+    --------
+    Items at 0.75 and 1 on [0, 1]: the in-range W1 is 0.375. Moving the first below L makes one item of two
+    outside, and the DDM rises to 0.5 + 0.5 * W1(item at 1) = 0.5 + 0.5 * 0.5:
+
+    >>> from irtbayes.audit import ddm_w1
+    >>> edges, weights = np.array([0.0, 0.5, 1.0]), np.array([0.5, 0.5])
+    >>> ddm_w1(np.array([[0.75, 1.0], [-0.5, 1.0]]), edges, weights)
+    array([0.375, 0.75 ])
     """
     x = np.atleast_2d(np.asarray(difficulty))
     edges = np.asarray(edges, dtype="float64")
@@ -312,6 +348,13 @@ def ddm_tv(counts: np.ndarray, weights: np.ndarray, *, below: np.ndarray, above:
     numpy.ndarray
         (draw,) DDM_TV = (1/2) [sum_k |counts_k / n - w_k| + (below + above) / n], n = all items;
         1 in a draw with no item at all.
+
+    Examples
+    --------
+    >>> from irtbayes.audit import ddm_tv
+    >>> counts = np.array([[2, 2], [1, 1]])  # two draws, two bins
+    >>> ddm_tv(counts, np.array([0.5, 0.5]), below=np.array([0, 2]), above=np.array([0, 0]))
+    array([0. , 0.5])
     """
     counts = np.atleast_2d(np.asarray(counts, dtype="float64"))
     n_draws = counts.shape[0]
