@@ -6,10 +6,7 @@ message and a non-zero exit code instead of a traceback.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from irtbayes.fit import Fit
+from typing import Any
 
 
 class IrtbayesError(Exception):
@@ -47,6 +44,7 @@ class FitInterrupted(KeyboardInterrupt):
     partial
         With ``fit(..., keep_partial=True)`` and at least one draw: the draws so far as a
         :class:`~irtbayes.fit.Fit` marked partial (``fit.partial``; its convergence checks fail). Else None.
+        (Typed ``Any`` here: this module is imported by every other and imports none of them.)
     """
 
     def __init__(
@@ -57,7 +55,7 @@ class FitInterrupted(KeyboardInterrupt):
         draws_requested: int = 0,
         chains_done: int = 0,
         chains_requested: int = 0,
-        partial: Fit | None = None,
+        partial: Any = None,
     ) -> None:
         self.phase = phase
         self.draws_done = int(draws_done)

@@ -22,10 +22,10 @@ import pymc as pm
 import xarray as xr
 
 from irtbayes.data import ResponseData, json_ready
-from irtbayes.diagnostics import check_convergence
 from irtbayes.errors import FitInterrupted, SpecError, describe_interrupt
 from irtbayes.fitresult import FORMAT_VERSION, ITEM_PARAMETERS, Fit, _irtbayes_version, _versions
 from irtbayes.model import SMALL_BANK_ITEMS, ModelSpec, add_derived, build_model, model_inputs
+from irtbayes.sampler_checks import check_convergence
 from irtbayes.sampling import (
     APPROXIMATE_SAMPLERS,
     SAMPLERS,

@@ -18,9 +18,9 @@ import pandas as pd
 import xarray as xr
 
 from irtbayes.data import json_ready
-from irtbayes.diagnostics import Diagnostics
 from irtbayes.errors import SpecError, describe_interrupt
 from irtbayes.model import ModelSpec
+from irtbayes.sampler_checks import Diagnostics
 from irtbayes.summaries import summarize
 
 __all__ = ["FORMAT_VERSION", "ITEM_PARAMETERS", "Fit", "check_prob", "derived_names", "draws_table"]

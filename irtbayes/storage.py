@@ -24,11 +24,11 @@ import numpy as np
 import xarray as xr
 
 from irtbayes.data import ResponseData
-from irtbayes.diagnostics import Diagnostics
 from irtbayes.errors import FitError, SpecError
 from irtbayes.files import read_json
 from irtbayes.fitresult import FORMAT_VERSION, Fit, derived_names
 from irtbayes.model import ModelSpec, add_derived
+from irtbayes.sampler_checks import Diagnostics
 
 __all__ = ["load_fit", "save_fit"]
 

@@ -1,0 +1,407 @@
+"""Checks of a fitted model against its data: posterior predictive checks and PSIS-LOO.
+
+- :func:`posterior_predictive_check`: per-item proportion correct, per-subject total score and the
+  item-rest relation, each against its posterior predictive distribution (Bayesian p-values).
+- :func:`log_likelihood` and :func:`compare_fits`: pointwise log-likelihood and PSIS-LOO comparison of fits.
+
+Fractional responses are fitted with the fractional-logit quasi-likelihood (:mod:`irtbayes.model`): the
+predictive check, the log-likelihood and the LOO comparison say so (in their summaries, their ``attrs`` and a
+warning), since a quasi-likelihood is not the density of the data.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import arviz_stats as azs
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from irtbayes.data import ResponseData
+from irtbayes.errors import FitError, SpecError
+from irtbayes.fitresult import Fit
+
+__all__ = ["QUASI_LIKELIHOOD_NOTE", "PredictiveCheck", "compare_fits", "log_likelihood", "posterior_predictive_check"]
+
+#: What the predictive check, the log-likelihood and the LOO comparison say about fractional responses.
+QUASI_LIKELIHOOD_NOTE = (
+    "responses are fractional (scores strictly between 0 and 1): the fractional-logit quasi-likelihood is "
+    "used, which is not the density of the data; LOO/ELPD values are not comparable with fits to binary "
+    "responses, and Pareto k and predictive p-values are approximate"
+)
+
+
+def _likelihood_name(data: ResponseData) -> str:
+    return "bernoulli" if data.is_binary else "fractional-logit quasi-likelihood"
+
+
+def _check_data(result: Fit, data: ResponseData) -> None:
+    if data.checksum() != result.data_checksum:
+        raise FitError(
+            f"{data.source}: these are not the data the fit was made from (checksum {data.checksum()[:12]}, "
+            f"the fit's {result.data_checksum[:12]})"
+        )
+
+
+def _draw_index(result: Fit, n_draws: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """(chain, draw) positions of an even thinning to about ``n_draws`` draws, every chain kept."""
+    post = result.posterior
+    n_chain, n_draw = post.sizes["chain"], post.sizes["draw"]
+    per_chain = n_draw if n_draws is None else max(1, min(n_draw, int(np.ceil(n_draws / n_chain))))
+    draws = np.unique(np.linspace(0, n_draw - 1, per_chain).round().astype(int))
+    return np.arange(n_chain), draws
+
+
+def _response_probabilities(
+    result: Fit, data: ResponseData, chains: np.ndarray, draws: np.ndarray
+) -> Iterator[tuple[int, int, np.ndarray]]:
+    """Yield, per (chain, draw), the success probability of every response row of ``data`` (long order)."""
+    post = result.posterior
+    s, i = data.subject_codes, data.item_codes
+    ability = post["ability"].isel(chain=chains, draw=draws)
+    diff = post["difficulty"].isel(chain=chains, draw=draws).values
+    disc = post["discrimination"].isel(chain=chains, draw=draws).values
+    guess = post["guessing"].isel(chain=chains, draw=draws).values if "guessing" in post else None
+    if "dim" in ability.dims:
+        dims = list(ability["dim"].values.astype(str))
+        item_dim = np.array([dims.index(d) for d in result.constant_data["item_domain"].values.astype(str)])
+        theta_all = ability.transpose("chain", "draw", "subject", "dim").values
+    else:
+        item_dim = None
+        theta_all = ability.transpose("chain", "draw", "subject").values
+    for c in range(len(chains)):
+        for d in range(len(draws)):
+            theta = theta_all[c, d][s, item_dim[i]] if item_dim is not None else theta_all[c, d][s]
+            eta = disc[c, d][i] * (theta - diff[c, d][i])
+            p = 1.0 / (1.0 + np.exp(-eta))
+            if guess is not None:
+                p = guess[c, d][i] + (1 - guess[c, d][i]) * p
+            yield c, d, p
+
+
+def _item_rest_corr(y: np.ndarray, s: np.ndarray, i: np.ndarray, n_subjects: int, n_items: int) -> np.ndarray:
+    n_s = np.bincount(s, minlength=n_subjects)
+    total = np.bincount(s, weights=y, minlength=n_subjects)
+    rest = (total[s] - y) / np.maximum(n_s[s] - 1, 1)
+    n = np.bincount(i, minlength=n_items).astype("float64")
+    sy = np.bincount(i, weights=y, minlength=n_items)
+    sr = np.bincount(i, weights=rest, minlength=n_items)
+    syy = np.bincount(i, weights=y * y, minlength=n_items)
+    srr = np.bincount(i, weights=rest * rest, minlength=n_items)
+    syr = np.bincount(i, weights=y * rest, minlength=n_items)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        cov = syr - sy * sr / n
+        return cov / np.sqrt((syy - sy**2 / n) * (srr - sr**2 / n))
+
+
+@dataclass(frozen=True)
+class PredictiveCheck:
+    """Posterior predictive checks of a fit, with Bayesian p-values.
+
+    Attributes
+    ----------
+    items
+        One row per item: ``item``, ``benchmark``, ``n_responses``, ``observed_mean``, ``predicted_mean``,
+        ``predicted_ci_low``, ``predicted_ci_high``, ``p_value_mean``, ``observed_item_rest``,
+        ``predicted_item_rest``, ``p_value_item_rest`` and ``misfit`` (either p-value outside
+        [alpha/2, 1 - alpha/2]; for fractional responses only the item mean counts, see ``notes``).
+    subjects
+        One row per subject: ``subject``, ``n_responses``, ``observed_total``, ``predicted_total``,
+        ``predicted_ci_low``, ``predicted_ci_high``, ``p_value_total``, ``misfit``.
+    alpha, ci_prob, n_draws
+        Two-sided level of the misfit flags; interval probability; replicated data sets used.
+    quasi_likelihood
+        The responses are fractional and the fit used the fractional-logit quasi-likelihood.
+    notes
+        Sentences that qualify the check (the quasi-likelihood statement for fractional responses).
+    """
+
+    items: pd.DataFrame
+    subjects: pd.DataFrame
+    alpha: float
+    ci_prob: float
+    n_draws: int
+    quasi_likelihood: bool = False
+    notes: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        n_items = int(self.items["misfit"].sum())
+        n_subj = int(self.subjects["misfit"].sum())
+        expected = self.alpha * 2  # two statistics per item
+        worst = self.items.sort_values("p_value_item_rest").head(5)["item"].tolist()
+        text = (
+            f"Posterior predictive check ({self.n_draws} replicated data sets, two-sided level {self.alpha:g}): "
+            f"{n_items} of {len(self.items)} items misfit (about {expected:.0%} expected by chance), "
+            f"{n_subj} of {len(self.subjects)} subjects' total scores misfit. "
+            f"Lowest item-rest p-values: {', '.join(worst)}."
+        )
+        return "\n".join([text, *(f"Note: {n}." for n in self.notes)])
+
+
+def _p_value(replicated: np.ndarray, observed: np.ndarray) -> np.ndarray:
+    """Mid-p: P(T_rep > T_obs) + P(T_rep = T_obs) / 2, per column."""
+    with np.errstate(invalid="ignore"):
+        above = (replicated > observed[None, :]).mean(axis=0)
+        tie = np.isclose(replicated, observed[None, :], rtol=0, atol=1e-12).mean(axis=0)
+    return above + 0.5 * tie
+
+
+def posterior_predictive_check(
+    result: Fit,
+    data: ResponseData,
+    *,
+    n_draws: int = 200,
+    alpha: float = 0.05,
+    ci_prob: float = 0.9,
+    seed: int | None = None,
+) -> PredictiveCheck:
+    """Replicate the data from the posterior and compare per-item and per-subject statistics.
+
+    Statistics: each item's mean response, each item's correlation with the rest score (the subject's mean
+    on the other items; a model that misses an item's relation to ability shows here), each subject's
+    total score. Fractional responses are fitted with the fractional-logit quasi-likelihood, which has no
+    distribution to replicate from: they are replicated as 0/1 with the predicted mean, so only the item
+    means are comparable. For them the item-rest p-values are reported but do not flag misfit (0/1
+    replications have a weaker item-rest relation than fractional scores), total-score p-values are
+    conservative, and ``notes``, the tables' ``attrs`` and a warning say so.
+
+    Parameters
+    ----------
+    result
+        The fit.
+    data
+        The data it was fitted to (checked by checksum).
+    n_draws
+        Posterior draws to replicate from (thinned evenly).
+    alpha
+        Two-sided level: a p-value below alpha/2 or above 1 - alpha/2 flags misfit.
+    ci_prob
+        Probability of the predictive intervals.
+    seed
+        Seed of the replications.
+
+    Returns
+    -------
+    PredictiveCheck
+        ``items`` (one row per item) and ``subjects`` (one row per subject) tables.
+
+    Raises
+    ------
+    FitError
+        ``data`` is not the data of the fit.
+    """
+    _check_data(result, data)
+    if not 0 < alpha < 1 or not 0 < ci_prob < 1:
+        raise SpecError(f"posterior_predictive_check: alpha and ci_prob must be in (0, 1), got {alpha}, {ci_prob}")
+    rng = np.random.default_rng(seed)
+    chains, draws = _draw_index(result, n_draws)
+    s, i, y = data.subject_codes, data.item_codes, data.values
+    n_s, n_i = data.n_subjects, data.n_items
+    n_rep = len(chains) * len(draws)
+    item_mean = np.empty((n_rep, n_i))
+    item_rest = np.empty((n_rep, n_i))
+    subj_total = np.empty((n_rep, n_s))
+    n_item = np.maximum(np.bincount(i, minlength=n_i), 1)
+    for k, (_, _, p) in enumerate(_response_probabilities(result, data, chains, draws)):
+        rep = (rng.random(len(p)) < p).astype("float64")
+        item_mean[k] = np.bincount(i, weights=rep, minlength=n_i) / n_item
+        item_rest[k] = _item_rest_corr(rep, s, i, n_s, n_i)
+        subj_total[k] = np.bincount(s, weights=rep, minlength=n_s)
+    obs_mean = np.bincount(i, weights=y, minlength=n_i) / n_item
+    obs_rest = _item_rest_corr(y, s, i, n_s, n_i)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # items answered alike in a replication have no correlation
+        pred_rest = np.nanmean(item_rest, axis=0)
+    obs_total = np.bincount(s, weights=y, minlength=n_s)
+    lo, hi = (1 - ci_prob) / 2, 1 - (1 - ci_prob) / 2
+    p_mean = _p_value(item_mean, obs_mean)
+    p_rest = _p_value(np.nan_to_num(item_rest, nan=0.0), np.nan_to_num(obs_rest, nan=0.0))
+    p_total = _p_value(subj_total, obs_total)
+
+    def outside(p: np.ndarray) -> np.ndarray:
+        return (p < alpha / 2) | (p > 1 - alpha / 2)
+
+    items = pd.DataFrame(
+        {
+            "item": data.item_ids.to_numpy(dtype=str),
+            "benchmark": data.items["benchmark"].to_numpy(),
+            "n_responses": np.bincount(i, minlength=n_i),
+            "observed_mean": obs_mean,
+            "predicted_mean": item_mean.mean(axis=0),
+            "predicted_ci_low": np.quantile(item_mean, lo, axis=0),
+            "predicted_ci_high": np.quantile(item_mean, hi, axis=0),
+            "p_value_mean": p_mean,
+            "observed_item_rest": obs_rest,
+            "predicted_item_rest": pred_rest,
+            "p_value_item_rest": p_rest,
+        }
+    )
+    # an item everyone (or no one) answers alike has no item-rest correlation to check
+    constant = ~np.isfinite(obs_rest)
+    items.loc[constant, "p_value_item_rest"] = np.nan
+    quasi = not data.is_binary
+    notes = []
+    if quasi:
+        notes.append(
+            f"{QUASI_LIKELIHOOD_NOTE}; the replications are 0/1 draws with the predicted mean, so only the item "
+            "means are comparable: item-rest p-values do not flag misfit and total-score p-values are conservative"
+        )
+        warnings.warn(notes[-1], UserWarning, stacklevel=2)
+    items["misfit"] = outside(p_mean) | (outside(p_rest) & ~constant & (not quasi))
+    subjects = pd.DataFrame(
+        {
+            "subject": data.subject_ids.to_numpy(dtype=str),
+            "n_responses": np.bincount(s, minlength=n_s),
+            "observed_total": obs_total,
+            "predicted_total": subj_total.mean(axis=0),
+            "predicted_ci_low": np.quantile(subj_total, lo, axis=0),
+            "predicted_ci_high": np.quantile(subj_total, hi, axis=0),
+            "p_value_total": p_total,
+        }
+    )
+    subjects["misfit"] = outside(p_total)
+    for table in (items, subjects):
+        table.attrs.update(
+            ci_prob=ci_prob,
+            alpha=alpha,
+            n_draws=n_rep,
+            approximate=result.approximate,
+            likelihood=_likelihood_name(data),
+            notes=list(notes),
+        )
+    return PredictiveCheck(
+        items=items,
+        subjects=subjects,
+        alpha=alpha,
+        ci_prob=ci_prob,
+        n_draws=n_rep,
+        quasi_likelihood=quasi,
+        notes=notes,
+    )
+
+
+# ---------------------------------------------------------------------------------------------- LOO
+def log_likelihood(result: Fit, data: ResponseData, *, n_draws: int | None = 1000) -> xr.DataArray:
+    """Pointwise log-likelihood of every response, per posterior draw.
+
+    Parameters
+    ----------
+    result
+        The fit.
+    data
+        The data it was fitted to (checked by checksum).
+    n_draws
+        Posterior draws to use, thinned evenly over each chain (``None``: all). Memory is
+        ``n_draws x n_responses x 8`` bytes.
+
+    Returns
+    -------
+    xarray.DataArray
+        ``log_likelihood`` (chain, draw, response); coords ``subject`` and ``item`` on ``response``. ``attrs``:
+        ``likelihood`` (``"bernoulli"`` or ``"fractional-logit quasi-likelihood"``), ``quasi_likelihood`` and,
+        for fractional responses, ``note`` (:data:`QUASI_LIKELIHOOD_NOTE`, also given as a warning): the
+        values are then quasi-log-likelihoods, not comparable with those of binary responses.
+    """
+    _check_data(result, data)
+    chains, draws = _draw_index(result, n_draws)
+    y = data.values
+    out = np.empty((len(chains), len(draws), data.n_responses))
+    for c, d, p in _response_probabilities(result, data, chains, draws):
+        p = np.clip(p, 1e-300, 1 - 1e-16)
+        out[c, d] = y * np.log(p) + (1 - y) * np.log1p(-p)
+    quasi = not data.is_binary
+    attrs: dict[str, Any] = {"likelihood": _likelihood_name(data), "quasi_likelihood": int(quasi)}
+    if quasi:
+        attrs["note"] = QUASI_LIKELIHOOD_NOTE
+        warnings.warn(QUASI_LIKELIHOOD_NOTE, UserWarning, stacklevel=2)
+    return xr.DataArray(
+        out,
+        attrs=attrs,
+        dims=("chain", "draw", "response"),
+        coords={
+            "chain": chains,
+            "draw": result.posterior["draw"].values[draws],
+            "subject": ("response", data.responses["subject"].astype(str).to_numpy()),
+            "item": ("response", data.responses["item"].astype(str).to_numpy()),
+        },
+        name="log_likelihood",
+    )
+
+
+def compare_fits(
+    fits: dict[str, Fit] | list[Fit],
+    data: ResponseData,
+    *,
+    n_draws: int | None = 1000,
+    pareto_k_max: float = 0.7,
+) -> pd.DataFrame:
+    """Compare fits to the same data by PSIS-LOO (leave one response out), with Pareto-k warnings.
+
+    Parameters
+    ----------
+    fits
+        Fits by name (a list is named ``fit0``, ``fit1``, ... or by kind when the kinds differ).
+    data
+        The data every fit was made from (checked by checksum).
+    n_draws
+        Posterior draws used per fit (thinned evenly).
+    pareto_k_max
+        Responses whose Pareto k exceeds this make the LOO estimate unreliable: a warning says how many.
+
+    Returns
+    -------
+    pandas.DataFrame
+        arviz-stats' comparison table (rank, elpd, elpd_diff, se, dse, weight, ...), one row per fit,
+        plus ``n_high_pareto_k``. ``attrs``: ``pareto_k_max``, ``approximate``, ``likelihood`` and, for
+        fractional responses, ``note`` (:data:`QUASI_LIKELIHOOD_NOTE`, also given as one warning): the ELPD
+        values are then quasi-likelihood values, comparable between these fits but not with fits to binary
+        responses.
+    """
+    if isinstance(fits, list):
+        kinds = [f.spec.kind for f in fits]
+        names = kinds if len(set(kinds)) == len(kinds) else [f"fit{k}" for k in range(len(fits))]
+        fits = dict(zip(names, fits, strict=True))
+    if len(fits) < 2:
+        raise SpecError("compare_fits: need at least two fits")
+    trees = {}
+    high = {}
+    for name, result in fits.items():
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="responses are fractional", category=UserWarning)
+            ll = log_likelihood(result, data, n_draws=n_draws)
+        tree = xr.DataTree.from_dict(
+            {
+                "posterior": xr.Dataset({"ll_total": ll.sum("response")}),
+                "log_likelihood": xr.Dataset({"loglik": ll.drop_vars(["subject", "item"])}),
+            }
+        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            loo = azs.loo(tree, pointwise=True)
+        k = np.asarray(loo.pareto_k).ravel()
+        high[name] = int((k > pareto_k_max).sum())
+        if high[name]:
+            warnings.warn(
+                f"{name}: {high[name]} of {len(k)} responses have Pareto k > {pareto_k_max:g}; "
+                "the PSIS-LOO estimate of this fit is unreliable",
+                UserWarning,
+                stacklevel=2,
+            )
+        trees[name] = tree
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        table = azs.compare(trees)
+    table["n_high_pareto_k"] = [high[name] for name in table.index]
+    table.attrs.update(
+        pareto_k_max=pareto_k_max,
+        approximate=any(f.approximate for f in fits.values()),
+        likelihood=_likelihood_name(data),
+    )
+    if not data.is_binary:
+        table.attrs["note"] = QUASI_LIKELIHOOD_NOTE
+        warnings.warn(QUASI_LIKELIHOOD_NOTE, UserWarning, stacklevel=2)
+    return table
