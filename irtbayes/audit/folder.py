@@ -60,6 +60,17 @@ def write_audit(result: AuditResult, out_dir: str | os.PathLike[str]) -> Path:
     -------
     pathlib.Path
         ``out_dir``.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from irtbayes.audit import audit, write_audit
+    >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
+    >>> data, truth = simulate_responses(20, 30, seed=1)
+    >>> result = audit(posterior_near_truth(data, truth, chains=1, draws=50, seed=2), data, bins=4)
+    >>> folder = write_audit(result, tempfile.mkdtemp())
+    >>> sorted(p.name for p in folder.iterdir())
+    ['ahead.csv', 'audit.txt', 'benchmarks.csv', 'bins.csv', 'information.csv', 'items.csv', 'ranking.csv', 'summary.json', 'target.csv']
     """
     out = Path(out_dir)
     payloads: dict[str, str] = {f"{name}.csv": _table_csv(name, frame) for name, frame in result.tables().items()}
@@ -119,6 +130,17 @@ def load_audit(
         message names the file).
     FitError
         The audit was made from other data or from another fit than ``fit``, or records neither.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from irtbayes.audit import audit, load_audit, write_audit
+    >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
+    >>> data, truth = simulate_responses(20, 30, seed=1)
+    >>> result = audit(posterior_near_truth(data, truth, chains=1, draws=50, seed=2), data, bins=4)
+    >>> again = load_audit(write_audit(result, tempfile.mkdtemp()), data=data)  # the data's checksum is checked
+    >>> again.benchmarks.equals(result.benchmarks), again.target == result.target
+    (True, True)
     """
     folder = Path(path)
     if not folder.is_dir():
@@ -165,6 +187,19 @@ def check_audit_source(
     FitError
         The audit records another data checksum or fit identity, or records none (an audit written before
         they were recorded: run the audit again).
+
+    Examples
+    --------
+    >>> from irtbayes.audit import audit, check_audit_source
+    >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
+    >>> data, truth = simulate_responses(20, 30, seed=1)
+    >>> result = audit(posterior_near_truth(data, truth, chains=1, draws=50, seed=2), data, bins=4)
+    >>> check_audit_source(result, data=data)  # the same data: no error
+    >>> other, _ = simulate_responses(20, 30, seed=3)
+    >>> check_audit_source(result, data=other)
+    Traceback (most recent call last):
+        ...
+    irtbayes.errors.FitError: the audit: the audit was made from other data (checksum ...) than simulated 2pl (20 subjects x 30 items) (...)
     """
     settings = result.settings
     if fit is not None and data is None:

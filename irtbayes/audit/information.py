@@ -43,7 +43,14 @@ DEFAULT_GRID_POINTS = 61
 
 
 def theta_grid(lo: float, hi: float, *, points: int = DEFAULT_GRID_POINTS) -> np.ndarray:
-    """``points`` equally spaced abilities from lo to hi inclusive."""
+    """``points`` equally spaced abilities from lo to hi inclusive.
+
+    Examples
+    --------
+    >>> from irtbayes.audit import theta_grid
+    >>> theta_grid(-2.0, 2.0, points=5)
+    array([-2., -1.,  0.,  1.,  2.])
+    """
     if int(points) < 2:
         raise SpecError(f"the information grid needs at least 2 points, got {points}")
     return np.linspace(float(lo), float(hi), int(points))
@@ -78,6 +85,15 @@ def item_curves(
     -------
     tuple of numpy.ndarray
         P, P' and I, each (draw, grid, item).
+
+    Examples
+    --------
+    A 2PL item's information peaks at a^2 / 4 at theta = b:
+
+    >>> from irtbayes.audit import item_curves
+    >>> p, slope, info = item_curves(np.array([-1.0, 0.0, 1.0]), np.array([[0.0]]), np.array([[2.0]]))
+    >>> p[0, :, 0].round(3), info[0, :, 0].round(3)
+    (array([0.119, 0.5  , 0.881]), array([0.42, 1.  , 0.42]))
     """
     b = np.atleast_2d(np.asarray(difficulty, dtype="float64"))
     a = _as_draws(discrimination, b, 1.0)
@@ -107,6 +123,13 @@ def test_information(
     -------
     numpy.ndarray
         (draw, grid).
+
+    Examples
+    --------
+    >>> from irtbayes.audit import test_information
+    >>> difficulty = np.array([[-1.0, 0.0, 1.0]])  # one draw, three 1PL items
+    >>> test_information(np.array([-1.0, 0.0, 1.0]), difficulty).round(3)  # (draw, grid)
+    array([[0.552, 0.643, 0.552]])
     """
     return item_curves(theta, difficulty, discrimination, guessing)[2].sum(axis=2)
 
@@ -143,6 +166,16 @@ def scope_curves(
     Items with the same membership row (e.g. the same benchmark and domain) are summed first, in one pass
     over contiguous blocks, and the scopes are then sums of those blocks; the cost is one pass over
     (draw, grid, item) whatever the number of scopes.
+
+    Examples
+    --------
+    Two scopes: the first two items, and all three:
+
+    >>> from irtbayes.audit import scope_curves
+    >>> membership = np.array([[1, 1], [1, 1], [0, 1]])  # (item, scope)
+    >>> curves = scope_curves(np.array([0.0]), np.array([[0.0, 0.0, 2.0]]), membership=membership)
+    >>> curves["info"].round(3), curves["score"].round(3)  # (draw, grid, scope)
+    (array([[[0.5  , 0.605]]]), array([[[0.5  , 0.373]]]))
     """
     b = np.atleast_2d(np.asarray(difficulty, dtype="float64"))
     member = np.ones((b.shape[1], 1)) if membership is None else np.asarray(membership, dtype="float64")

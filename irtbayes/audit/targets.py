@@ -81,6 +81,19 @@ class Target:
         ``uniform``, ``weights``, ``group`` or ``file``.
     description
         One line saying where the target came from.
+
+    Examples
+    --------
+    >>> from irtbayes.audit import Target
+    >>> target = Target(edges=(-2.0, 0.0, 2.0), weights=(3.0, 1.0))  # weights are normalised
+    >>> target.weights, target.lo, target.hi, target.n_bins
+    ((0.75, 0.25), -2.0, 2.0, 2)
+    >>> target.bin_label(1)
+    '[0.00, 2.00]'
+    >>> target.to_frame()
+       bin   lo   hi  weight
+    0    0 -2.0  0.0    0.75
+    1    1  0.0  2.0    0.25
     """
 
     edges: tuple[float, ...]
@@ -196,6 +209,14 @@ def bin_edges(lo: float, hi: float, bins: int | Sequence[float] = DEFAULT_BINS) 
     ------
     SpecError
         K < 1, L >= U, or explicit edges that do not increase strictly or do not span [lo, hi].
+
+    Examples
+    --------
+    >>> from irtbayes.audit import bin_edges
+    >>> bin_edges(-2.0, 2.0, 4)
+    array([-2., -1.,  0.,  1.,  2.])
+    >>> bin_edges(-2.0, 2.0, [-2.0, -1.0, 2.0])  # explicit edges must span the range
+    array([-2., -1.,  2.])
     """
     lo, hi = _check_range(lo, hi)
     if isinstance(bins, (int, np.integer)) and not isinstance(bins, bool):
@@ -228,6 +249,15 @@ def default_range(
     -------
     tuple
         (L, U) = (floor((q_low - widen) / round_to) * round_to, ceil((q_high + widen) / round_to) * round_to).
+
+    Examples
+    --------
+    The pooled 2.5% and 97.5% quantiles, widened by 0.5 and rounded outward to 0.1:
+
+    >>> from irtbayes.audit import default_range
+    >>> ability = np.random.default_rng(0).normal(size=(4, 500, 20))  # (chain, draw, subject)
+    >>> default_range(ability)
+    (-2.5, 2.5)
     """
     values = np.asarray(ability, dtype="float64").ravel()
     values = values[np.isfinite(values)]
@@ -261,6 +291,16 @@ def uniform_target(lo: float, hi: float, *, bins: int | Sequence[float] = DEFAUL
 
     With explicit unequal edges, the weights stay proportional to bin width, so the target is still the
     uniform density on [lo, hi].
+
+    Examples
+    --------
+    >>> from irtbayes.audit import uniform_target
+    >>> target = uniform_target(-3.0, 3.0, bins=6)
+    >>> target.weights_array
+    array([0.16666667, 0.16666667, 0.16666667, 0.16666667, 0.16666667,
+           0.16666667])
+    >>> target.description
+    'uniform over [-3, 3] in 6 bins'
     """
     edges = bin_edges(lo, hi, bins)
     widths = np.diff(edges)
@@ -280,7 +320,15 @@ def weights_target(
     bins: int | Sequence[float] | None = None,
     description: str | None = None,
 ) -> Target:
-    """Explicit weights per bin (normalised to sum 1); ``bins`` defaults to ``len(weights)`` equal bins."""
+    """Explicit weights per bin (normalised to sum 1); ``bins`` defaults to ``len(weights)`` equal bins.
+
+    Examples
+    --------
+    >>> from irtbayes.audit import weights_target
+    >>> target = weights_target([1, 2, 1], lo=-1.5, hi=1.5)
+    >>> target.weights, target.edges
+    ((0.25, 0.5, 0.25), (-1.5, -0.5, 0.5, 1.5))
+    """
     n = len(weights)
     edges = bin_edges(lo, hi, n if bins is None else bins)
     if len(edges) - 1 != n:
@@ -309,6 +357,15 @@ def group_target(
         Ability draws of the group's subjects, any shape (pooled).
     names
         The group's subject ids, for the description.
+
+    Examples
+    --------
+    Half of the group's ability draws fall in the top bin:
+
+    >>> from irtbayes.audit import group_target
+    >>> ability = np.array([[-0.5, 1.5], [0.5, 1.2]])  # (draw, subject) of the group
+    >>> group_target(ability, lo=-2.0, hi=2.0, bins=4, names=["a", "b"]).weights
+    (0.0, 0.25, 0.25, 0.5)
     """
     edges = bin_edges(lo, hi, bins)
     values = np.asarray(ability, dtype="float64").ravel()
@@ -341,6 +398,16 @@ def read_target(path: str | os.PathLike[str]) -> Target:
     SpecError
         Missing file or columns, non-numeric cells, gaps or overlaps between rows, invalid weights; the
         message names the file and the row (file line, header = line 1).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from irtbayes.audit import read_target, weights_target
+    >>> path = Path(tempfile.mkdtemp()) / "target.csv"
+    >>> weights_target([1, 3], lo=-2.0, hi=2.0).to_frame().to_csv(path, index=False)
+    >>> read_target(path).weights
+    (0.25, 0.75)
     """
     path = Path(path)
     if not path.is_file():
