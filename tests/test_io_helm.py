@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from irtbayes.cli import main
 from irtbayes.errors import DataError
 from irtbayes.io.helm import is_helm_folder, load_helm
 
@@ -156,12 +158,89 @@ def test_unknown_metric_split_and_suite() -> None:
         load_helm(FIXTURES, suite="v2")
 
 
-def test_several_suites_need_a_choice(suite_copy: Path) -> None:
+def rename_model(run: Path, model: str) -> Path:
+    """Give a copied run folder another model (``adapter_spec`` and the folder name, as helm-run names it)."""
+    spec = read(run / "run_spec.json")
+    spec["adapter_spec"]["model"] = spec["adapter_spec"]["model_deployment"] = model
+    spec["name"] = spec["name"].split(":")[0] + ":model=" + model.replace("/", "_")
+    (run / "run_spec.json").write_text(json.dumps(spec), encoding="utf-8")
+    return run.rename(run.parent / spec["name"])
+
+
+def perturbed(entries: list[dict], flip: bool = True) -> list[dict]:
+    """Typo-perturbed copies of per-instance stats (exact_match flipped when ``flip``), as data augmentation writes."""
+    typos = {"name": "typos", "robustness": True, "fairness": False, "prob": 0.1}
+    out = []
+    for entry in entries:
+        copy = json.loads(json.dumps(entry))
+        copy["perturbation"] = typos
+        for stat in copy["stats"]:
+            stat["name"]["perturbation"] = typos
+            if flip and stat["name"]["name"] == "exact_match":
+                stat["mean"] = stat["min"] = stat["max"] = stat["sum"] = 1.0 - stat["mean"]
+        out.append(copy)
+    return out
+
+
+def test_a_runs_tree_of_several_suites_is_one_data_set(suite_copy: Path) -> None:
     runs = suite_copy.parent
-    copy_tree(suite_copy, runs / "fixture-v2")
-    with pytest.raises(DataError, match=r"several suites \['fixture-v1', 'fixture-v2'\]; choose one"):
+    renamed = rename_model(copy_tree(SUITE / MCQA_B, runs / "fixture-v2" / MCQA_B), "fixture-org/tiny-parity-c")
+    assert renamed.name == "simple_mcqa:model=fixture-org_tiny-parity-c"
+    data = load_helm(runs.parent.parent)  # the folder holding benchmark_output
+    assert sorted(data.subject_ids) == [
+        "fixture-org/tiny-parity-a",
+        "fixture-org/tiny-parity-b",
+        "fixture-org/tiny-parity-c",
+        "simple/model1",
+    ]
+    assert (data.n_responses, data.n_items) == (70, 20), "one scenario in two suites gives the same items"
+    for instance_id, value in raw_scores(SUITE / MCQA_B).items():
+        assert value_of(data, "fixture-org/tiny-parity-c", f"simple_mcqa/{instance_id}") == value
+    only_v2 = load_helm(runs, suite="fixture-v2")
+    assert list(only_v2.subject_ids) == ["fixture-org/tiny-parity-c"] and only_v2.n_responses == 10
+    assert load_helm(runs, suite=["fixture-v1", "fixture-v2"]).checksum() == data.checksum()
+    assert load_helm(runs, suite="fixture-v1").checksum() == load_helm(SUITE).checksum()
+
+
+def test_the_same_score_in_two_suites_names_both_runs(suite_copy: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    runs = suite_copy.parent
+    copy_tree(suite_copy / MCQA_B, runs / "fixture-v2" / MCQA_B)
+    both = (
+        rf"fixture-v2/{re.escape(MCQA_B)}: subject 'fixture-org/tiny-parity-b' already has a score for item "
+        rf"'simple_mcqa/id\d+' from \S*fixture-v1/{re.escape(MCQA_B)}; in suites 'fixture-v1' and 'fixture-v2'; "
+        r"choose suites with suite= \(--suite\)"
+    )
+    with pytest.raises(DataError, match=both):
         load_helm(runs)
-    assert load_helm(runs, suite="fixture-v2").checksum() == load_helm(SUITE).checksum()
+    v2 = load_helm(runs, suite="fixture-v2")
+    for instance_id, value in raw_scores(SUITE / MCQA_B).items():
+        assert value_of(v2, "fixture-org/tiny-parity-b", f"simple_mcqa/{instance_id}") == value
+    with pytest.raises(DataError, match=r"no suite 'v3'; the suites are \['fixture-v1', 'fixture-v2'\]"):
+        load_helm(runs, suite=["fixture-v1", "v3"])
+    assert main(["data", "summary", str(runs)]) == 2
+    assert "choose suites with suite= (--suite)" in capsys.readouterr().err
+    assert main(["data", "summary", str(runs), "--suite", "fixture-v1,fixture-v2", "--json"]) == 2
+    capsys.readouterr()
+    assert main(["data", "summary", str(runs), "--suite", "fixture-v1", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["n_responses"] == 60
+
+
+def test_perturbed_copies_in_another_suite_stay_a_separate_condition(suite_copy: Path) -> None:
+    runs = suite_copy.parent
+    robustness = copy_tree(SUITE / MCQA_B, runs / "fixture-robustness" / MCQA_B)
+    path = robustness / "per_instance_stats.json"
+    path.write_text(json.dumps(perturbed(read(path))), encoding="utf-8")
+    data = load_helm(runs)
+    assert list(data.conditions) == ["original", "typos(prob=0.1)"]
+    assert data.n_responses == 60 + 10 and data.n_items == 20
+    for instance_id, value in raw_scores(SUITE / MCQA_B).items():
+        item = f"simple_mcqa/{instance_id}"
+        assert value_of(data, "fixture-org/tiny-parity-b", item, "original") == value
+        assert value_of(data, "fixture-org/tiny-parity-b", item, "typos(prob=0.1)") == 1.0 - value
+    original = data.subset(conditions=["original"])
+    assert original.n_responses == 60
+    with pytest.raises(DataError, match=r"several conditions give more than one response"):
+        data.to_matrix()
 
 
 # ---------------------------------------------------------------------- conditions and trials
@@ -169,20 +248,11 @@ def test_perturbations_become_conditions(suite_copy: Path) -> None:
     path = suite_copy / MCQA_B / "per_instance_stats.json"
     entries = read(path)
     typos = {"name": "typos", "robustness": True, "fairness": False, "prob": 0.1}
-    perturbed = []
-    for entry in entries:
-        copy = json.loads(json.dumps(entry))
-        copy["perturbation"] = typos
-        for stat in copy["stats"]:
-            stat["name"]["perturbation"] = typos
-            if stat["name"]["name"] == "exact_match":
-                stat["mean"] = stat["min"] = stat["max"] = stat["sum"] = 1.0 - stat["mean"]
-        perturbed.append(copy)
     worst = json.loads(json.dumps(entries[0]))  # a worst-case stat is no instance score
     worst["stats"] = [
         {**s, "name": {**s["name"], "perturbation": {**typos, "computed_on": "worst"}}} for s in worst["stats"]
     ]
-    path.write_text(json.dumps(entries + perturbed + [worst]), encoding="utf-8")
+    path.write_text(json.dumps(entries + perturbed(entries) + [worst]), encoding="utf-8")
     data = load_helm(suite_copy)
     assert list(data.conditions) == ["original", "typos(prob=0.1)"]
     assert data.n_responses == 60 + 10

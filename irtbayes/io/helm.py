@@ -5,7 +5,8 @@ entry (``simple_mcqa:model=simple_model1``), holding ``run_spec.json`` (scenario
 ``scenario_state.json`` (every request and completion), ``per_instance_stats.json`` (the metrics of each
 instance) and ``stats.json`` (aggregates); ``helm-summarize`` adds ``instances.json`` and display files.
 
-:func:`load_helm` reads the per-instance stats of one suite as a :class:`~irtbayes.data.ResponseData`:
+:func:`load_helm` reads the per-instance stats of one run folder, one suite, or a whole ``runs/`` tree of
+several suites as a :class:`~irtbayes.data.ResponseData`:
 
 - **subject**: ``adapter_spec.model`` from ``run_spec.json`` (e.g. ``openai/gpt2``), or the
   ``model_deployment`` when no model is recorded.
@@ -18,7 +19,13 @@ instance) and ``stats.json`` (aggregates); ``helm-summarize`` adds ``instances.j
 - **condition**: the perturbation of the instance when the run used data augmentation: ``"original"`` for the
   unperturbed instance, otherwise the perturbation's name followed by its settings in brackets
   (``typos(prob=0.1)``; ``seed=`` appears when several seeds were drawn). The ``condition`` column is present
-  only when some perturbation is present.
+  only when some perturbation is present. A perturbed copy is never merged with the original: it is the same
+  item under another condition, and a fit asks for one condition (``data.subset(conditions=["original"])``).
+
+Suites: a ``runs/`` tree with several suites (``runs/v1``, ``runs/v2``, ...) is read as one data set, each
+(subject, item, condition) from the one suite that scored it; the same subject scored on the same item (and
+condition) in two suites is an error naming both run folders, to be settled by choosing suites (``suite=``,
+``--suite``). Run folders of different models on one scenario give one item per instance, answered by each model.
 - **response**: the ``mean`` of the per-instance stat named ``metric`` on the chosen split; when the run has
   several train trials (``num_train_trials > 1``), the mean over trials.
 """
@@ -28,7 +35,7 @@ from __future__ import annotations
 import json
 import logging
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -254,7 +261,7 @@ def load_helm(
     *,
     metric: str | Mapping[str, str] = "exact_match",
     split: str | None = "test",
-    suite: str | None = None,
+    suite: str | Sequence[str] | None = None,
     scoring: Scoring = "auto",
 ) -> ResponseData:
     """Load the per-instance results of a HELM suite as item-level responses.
@@ -271,7 +278,8 @@ def load_helm(
     split
         Only stats on this split (``"test"``, ``"valid"``); ``None`` keeps every split.
     suite
-        The suite to load when ``path`` holds several (required then).
+        The suite or suites to read when ``path`` holds several (default: every suite; a subject scored on
+        the same item in two of them is an error).
     scoring
         ``"binary"`` refuses means other than 0/1; ``"auto"`` and ``"fraction"`` keep scores in [0, 1].
 
@@ -288,7 +296,8 @@ def load_helm(
     DataError
         No run folders; a run folder without ``run_spec.json`` or ``per_instance_stats.json``; broken JSON
         (file named); a stat without ``mean`` or with a mean outside [0, 1]; an unknown metric, split or suite;
-        two runs giving the same subject a score for the same item; one item id with different inputs.
+        two runs (of one suite or of two) giving the same subject a score for the same item and condition,
+        naming both run folders; one item id with different inputs.
     """
     root = Path(path)
     if not root.exists():
@@ -303,11 +312,11 @@ def load_helm(
         )
     suites = sorted({f.parent.name for f in folders})
     if suite is not None:
-        if suite not in suites:
-            raise DataError(f"{root}: no suite '{suite}'; the suites are {suites}")
-        folders = [f for f in folders if f.parent.name == suite]
-    elif len(suites) > 1:
-        raise DataError(f"{root}: runs from several suites {suites}; choose one with suite=")
+        wanted = [suite] if isinstance(suite, str) else list(suite)
+        unknown = [s for s in wanted if s not in suites]
+        if unknown:
+            raise DataError(f"{root}: no suite '{unknown[0]}'; the suites are {suites}")
+        folders = [f for f in folders if f.parent.name in wanted]
 
     rows: list[dict[str, Any]] = []
     items: dict[str, dict[str, Any]] = {}
@@ -321,10 +330,16 @@ def load_helm(
             item = f"{run.scenario}/{instance_id}"
             key = (run.subject, item, condition)
             if key in provided:
+                first = provided[key]
+                advice = (
+                    f"in suites '{first.parent.name}' and '{run.suite}'; choose suites with suite= (--suite)"
+                    if first.parent.name != run.suite
+                    else "load these runs separately (e.g. different adapter settings)"
+                )
                 raise DataError(
                     f"{folder}: subject '{run.subject}' already has a score for item '{item}'"
                     + (f" ({condition})" if condition != UNPERTURBED else "")
-                    + f" from {provided[key]}; load these runs separately (e.g. different adapter settings)"
+                    + f" from {first}; {advice}"
                 )
             provided[key] = folder
             instance = instances.get(instance_id)
