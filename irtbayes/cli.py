@@ -20,7 +20,7 @@ from irtbayes.errors import FitInterrupted, IrtbayesError
 
 log = logging.getLogger("irtbayes")
 
-FORMATS = ("auto", "long", "wide", "lm-eval", "helm", "dataset")
+FORMATS = ("auto", "long", "wide", "lm-eval", "helm", "leaderboard", "dataset")
 
 
 def _add_data_arguments(parser: argparse.ArgumentParser, *, required: bool = True) -> None:
@@ -28,8 +28,9 @@ def _add_data_arguments(parser: argparse.ArgumentParser, *, required: bool = Tru
     parser.add_argument(
         "data",
         nargs=None if required else "?",
-        help="a CSV/Parquet file, an lm-eval or HELM output folder, a data set folder, or a registered data "
-        "set name (see `irtbayes data list`)" + ("" if required else "; default: the embedded data"),
+        help="a CSV/Parquet file, an lm-eval, HELM or Open LLM Leaderboard details folder, a data set folder, "
+        "or a registered data set name (see `irtbayes data list`)"
+        + ("" if required else "; default: the embedded data"),
     )
     group = parser.add_argument_group("reading the data")
     group.add_argument("--format", choices=FORMATS, default="auto", help="how to read DATA (default: guess)")
@@ -38,15 +39,20 @@ def _add_data_arguments(parser: argparse.ArgumentParser, *, required: bool = Tru
     group.add_argument("--item-col", default="item", help="long tables: the item column")
     group.add_argument("--response-col", default="response", help="long tables: the response column")
     group.add_argument("--items", help="a CSV/Parquet file of item metadata (item, benchmark, domain, text, ...)")
-    group.add_argument("--metric", help="lm-eval/HELM: the metric to read (e.g. acc, acc_norm, exact_match)")
+    group.add_argument(
+        "--metric",
+        help="lm-eval/HELM/leaderboard: the metric to read (e.g. acc, acc_norm, exact_match); leaderboard: also "
+        "TASK=METRIC,... for some tasks",
+    )
     group.add_argument("--filter", dest="lm_filter", help="lm-eval: the filter, when a task logs several")
+    group.add_argument("--suite", help="HELM: the suite(s) to read from a runs/ tree, comma-separated (default: all)")
     group.add_argument("--binary", action="store_true", help="refuse responses other than 0/1")
 
 
 def load_data_argument(args: argparse.Namespace) -> object:
     """Read the data that ``args`` name (see :func:`_add_data_arguments`)."""
     from irtbayes import datasets, io
-    from irtbayes.io import helm, lm_eval
+    from irtbayes.io import helm, leaderboard, lm_eval
 
     scoring: Literal["binary", "auto"] = "binary" if args.binary else "auto"
     source = args.data
@@ -70,8 +76,9 @@ def load_data_argument(args: argparse.Namespace) -> object:
     if fmt == "lm-eval":
         return lm_eval.load_lm_eval(path, metric=args.metric, filter=args.lm_filter, scoring=scoring)
     if fmt == "helm":
-        kwargs = {"metric": args.metric} if args.metric else {}
-        return helm.load_helm(path, scoring=scoring, **kwargs)
+        return helm.load_helm(path, scoring=scoring, **_helm_options(args))
+    if fmt == "leaderboard":
+        return leaderboard.load_leaderboard(path, metric=args.metric, filter=args.lm_filter, scoring=scoring)
     if fmt == "dataset":
         return datasets.load_folder(path)
     if path.is_file():
@@ -93,16 +100,27 @@ def load_data_argument(args: argparse.Namespace) -> object:
         if lm_eval.is_lm_eval_folder(path):
             return lm_eval.load_lm_eval(path, metric=args.metric, filter=args.lm_filter, scoring=scoring)
         if helm.is_helm_folder(path):
-            kwargs = {"metric": args.metric} if args.metric else {}
-            return helm.load_helm(path, scoring=scoring, **kwargs)
+            return helm.load_helm(path, scoring=scoring, **_helm_options(args))
+        if leaderboard.is_leaderboard_folder(path):
+            return leaderboard.load_leaderboard(path, metric=args.metric, filter=args.lm_filter, scoring=scoring)
     return io.load(path)
+
+
+def _helm_options(args: argparse.Namespace) -> dict[str, object]:
+    options: dict[str, object] = {"metric": args.metric} if args.metric else {}
+    if getattr(args, "suite", None):
+        options["suite"] = [s.strip() for s in args.suite.split(",") if s.strip()]
+    return options
 
 
 # ---------------------------------------------------------------------------------------------- verbs
 def cmd_data_summary(args: argparse.Namespace) -> int:
-    from irtbayes.io import lm_eval
+    from irtbayes import datasets
+    from irtbayes.io import helm, leaderboard, lm_eval
 
     choices = None
+    choices_key = "lm_eval_choices"
+    choices_title = "Tasks, filters and metrics logged (--filter and --metric choose among them):"
     source = Path(args.data) if args.data is not None else None
     if source is not None and (
         args.format == "lm-eval" or (args.format == "auto" and lm_eval.is_lm_eval_folder(source))
@@ -111,19 +129,35 @@ def cmd_data_summary(args: argparse.Namespace) -> int:
         choices = lm_eval.list_choices(source)
         if args.lm_filter is None:
             args.format, args.lm_filter = "lm-eval", lm_eval.ALL_FILTERS
+    elif source is not None and (
+        args.format == "leaderboard"
+        or (
+            args.format == "auto"
+            and source.is_dir()
+            and not datasets.is_dataset_folder(source)
+            and not helm.is_helm_folder(source)
+            and leaderboard.is_leaderboard_folder(source)
+        )
+    ):
+        # every metric is summarised, each as a condition; fit and audit ask for one where a task logs several
+        # and has no default
+        choices = leaderboard.list_choices(source)
+        choices_key, choices_title = "leaderboard_choices", "Tasks and metrics logged (--metric chooses among them):"
+        if args.metric is None:
+            args.format, args.metric = "leaderboard", leaderboard.ALL
     data = load_data_argument(args)
     summary = data.summary()  # type: ignore[attr-defined]
     if args.json:
         payload = summary.to_dict()
         if choices is not None:
-            payload["lm_eval_choices"] = choices.to_dict(orient="records")
+            payload[choices_key] = choices.to_dict(orient="records")
         print(json.dumps(payload, indent=2))
         return 0
     if choices is not None:
         import pandas as pd
 
         with pd.option_context("display.width", 160, "display.max_rows", args.max_rows):
-            print("Tasks, filters and metrics logged (--filter and --metric choose among them):")
+            print(choices_title)
             print(choices.to_string(index=False) + "\n")
     print(summary.to_text(max_rows=args.max_rows))
     return 0

@@ -7,10 +7,20 @@ from typing import Any
 
 from irtbayes.data import ResponseData
 from irtbayes.errors import DataError
+from irtbayes.io.leaderboard import load_leaderboard
 from irtbayes.io.pyirt import PYIRT_SUFFIXES, load_pyirt, write_pyirt
 from irtbayes.io.tabular import load_long, load_wide, read_columns, read_table
 
-__all__ = ["load", "load_long", "load_pyirt", "load_wide", "read_columns", "read_table", "write_pyirt"]
+__all__ = [
+    "load",
+    "load_leaderboard",
+    "load_long",
+    "load_pyirt",
+    "load_wide",
+    "read_columns",
+    "read_table",
+    "write_pyirt",
+]
 
 LONG_COLUMNS = {"subject", "item", "response"}
 
@@ -21,8 +31,9 @@ def load(path: str | Path, **options: Any) -> ResponseData:
     - a CSV/Parquet file with ``subject``, ``item`` and ``response`` columns: :func:`load_long`;
     - any other CSV/Parquet file: :func:`load_wide` (rows are subjects, first column their ids);
     - a ``.jsonl``/``.jsonlines`` file: py-irt's JSON Lines (:func:`load_pyirt`);
-    - a folder: lm-evaluation-harness ``--log_samples`` output, a HELM run folder, or a data set
-      folder known to :mod:`irtbayes.datasets`.
+    - a folder: lm-evaluation-harness ``--log_samples`` output, a HELM run folder or ``runs/`` tree, Open LLM
+      Leaderboard details (per-sample Parquet, :func:`~irtbayes.io.leaderboard.load_leaderboard`), or a data
+      set folder known to :mod:`irtbayes.datasets`.
 
     ``options`` are passed to the chosen loader.
     """
@@ -36,7 +47,7 @@ def load(path: str | Path, **options: Any) -> ResponseData:
             return load_long(path, **options)
         return load_wide(path, **options)
     from irtbayes import datasets
-    from irtbayes.io import helm, lm_eval
+    from irtbayes.io import helm, leaderboard, lm_eval
 
     if datasets.is_dataset_folder(path):
         return datasets.load_folder(path, **options)
@@ -44,7 +55,9 @@ def load(path: str | Path, **options: Any) -> ResponseData:
         return lm_eval.load_lm_eval(path, **options)
     if helm.is_helm_folder(path):
         return helm.load_helm(path, **options)
+    if leaderboard.is_leaderboard_folder(path):
+        return leaderboard.load_leaderboard(path, **options)
     raise DataError(
         f"{path}: a folder with no evaluation logs irtbayes knows (no lm-evaluation-harness samples_*.jsonl, "
-        "no HELM per_instance_stats.json, no data set manifest)"
+        "no HELM per_instance_stats.json, no Open LLM Leaderboard details Parquet, no data set manifest)"
     )

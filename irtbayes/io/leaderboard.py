@@ -1,0 +1,481 @@
+"""Open LLM Leaderboard "details" files: per-sample Parquet.
+
+The leaderboard (v2) publishes one details dataset per evaluated model, ``open-llm-leaderboard/<org>__<model>-details``
+on the Hugging Face hub. Its files are lm-evaluation-harness samples, one file per task and run,
+``<org>__<model>/samples_<task>_<YYYY-MM-DDTHH-MM-SS.ffffff>.jsonl``; the dataset card declares one
+configuration per task, ``<org>__<model>__<task>`` (e.g. ``Qwen__Qwen2.5-72B-Instruct__leaderboard_mmlu_pro``),
+with one split per run (``2024_06_26T18_35_38.148866``) and a ``latest`` split. The hub's Parquet conversion
+(the ``refs/convert/parquet`` revision) stores each (configuration, split) as
+``<configuration>/<split>/0000.parquet`` (more shards ``0001.parquet``, ... for large splits). Each row is one
+document: ``doc_id``, ``doc``, ``target``, ``arguments``, ``resps``, ``filtered_resps``, ``doc_hash``,
+``prompt_hash``, ``target_hash`` and one column per metric (``acc_norm`` for BBH, GPQA and MuSR, ``acc`` for
+MMLU-Pro, ``exact_match`` for MATH, ``prompt_level_strict_acc`` and three more for IFEval); newer harness
+versions add ``filter`` and ``metrics`` columns.
+
+:func:`load_leaderboard` reads a folder holding such Parquet files in either layout:
+
+- **the hub's Parquet conversion**: ``<configuration>/<split>/*.parquet``, the configurations of one model or
+  many (one ``<org>__<model>-details`` folder per model, or all configurations side by side). A (model, task)
+  reads its ``latest`` split when there is one, else its newest run.
+- **the repository's own layout, in Parquet**: ``<org>__<model>/samples_<task>_<date>.parquet``, one folder
+  per model (the samples files saved as Parquet, e.g. with ``datasets``' ``to_parquet``). A (model, task) with
+  several runs reads the newest, with a warning naming the files left out.
+
+The long table it builds:
+
+- **subject**: the model, ``<org>/<model>`` (the ``__`` of the hub's names read back as ``/``).
+- **item**: ``<task>/<doc_id>``; **benchmark**: the task (``leaderboard_bbh_navigate``).
+- **response**: the chosen metric's value for the document (booleans read as 0/1; scores must lie in [0, 1]).
+
+Archived v1 details (``open-llm-leaderboard-old/details_<org>__<model>``, lighteval's ``details_harness|...``
+files with ``example``/``metrics`` columns and no ``doc_id``) are not read.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from irtbayes.data import ResponseData, Scoring
+from irtbayes.errors import DataError
+from irtbayes.io.lm_eval import _answer_of, _n_options, _text_of
+
+__all__ = ["ALL", "DEFAULT_METRICS", "is_leaderboard_folder", "list_choices", "load_leaderboard"]
+
+log = logging.getLogger(__name__)
+
+#: ``metric=ALL`` (or ``filter=ALL``) reads every metric (filter) of every task, each as a condition.
+ALL = "all"
+#: The metric read by default for tasks that log several: IFEval's per-prompt strict accuracy (its per-instruction
+#: accuracies are lists, one value per instruction, not one score per document).
+DEFAULT_METRICS: dict[str, str] = {"leaderboard_ifeval": "prompt_level_strict_acc"}
+#: Columns of a samples row that are not metrics.
+NOT_METRICS = frozenset(
+    {"doc_id", "doc", "target", "arguments", "resps", "filtered_resps", "doc_hash", "prompt_hash", "target_hash",
+     "filter", "metrics", "task_name", "__index_level_0__"}
+)  # fmt: skip
+#: How many folder levels below the given path Parquet files are looked for
+#: (``<root>/<org>__<model>-details/<configuration>/<split>/0000.parquet`` is four).
+MAX_DEPTH = 4
+
+_SAMPLES = re.compile(r"^samples_(?P<task>.+?)_(?P<date>\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?)\.parquet$")
+_SPLIT = re.compile(r"^(?:latest|\d{4}_\d{2}_\d{2}T\d{2}_\d{2}_\d{2}(?:\.\d+)?)$")
+LATEST = "latest"
+
+
+@dataclass
+class _Run:
+    """One (subject, task, run): one samples file, or the shards of one converted split."""
+
+    subject: str
+    task: str
+    run: str  #: ``latest`` or the run's date as ``YYYY-MM-DDTHH-MM-SS[.ffffff]``
+    folder: Path  #: the model's folder, or the folder holding its configurations (converted layout)
+    files: list[Path] = field(default_factory=list)
+
+    @property
+    def where(self) -> str:
+        return str(self.files[0]) if len(self.files) == 1 else f"{self.files[0].parent}/*.parquet"
+
+
+def _parquet_files(path: Path) -> list[Path]:
+    found: set[Path] = set()
+    for depth in range(MAX_DEPTH + 1):
+        found.update(p for p in path.glob("*/" * depth + "*.parquet") if p.is_file())
+    return sorted(found)
+
+
+def _subject_of(name: str) -> str:
+    """``org__model`` -> ``org/model`` (the hub's file-name form of a model id)."""
+    return name.replace("__", "/", 1)
+
+
+def _split_config(config: Path) -> tuple[str, str] | None:
+    """(subject, task) from a configuration folder ``<org>__<model>__<task>``; None when the name is not one.
+
+    A ``<org>__<model>-details`` folder above it says where the model's name ends; without one the name is
+    split at its first two ``__``.
+    """
+    name = config.name
+    for parent in config.parents:
+        if parent.name.endswith("-details"):
+            prefix = parent.name.removesuffix("-details")
+            if name.startswith(prefix + "__") and len(name) > len(prefix) + 2:
+                return _subject_of(prefix), name[len(prefix) + 2 :]
+            break
+    parts = name.split("__")
+    if len(parts) < 3 or not all(parts[:3]):
+        return None
+    return f"{parts[0]}/{parts[1]}", "__".join(parts[2:])
+
+
+def _classify(path: Path) -> tuple[str, str, str]:
+    """(subject, task, run) of one Parquet file, from where it lies; an error naming it when the layout is unknown."""
+    match = _SAMPLES.match(path.name)
+    if match:
+        return _subject_of(path.parent.name), match["task"], match["date"]
+    split = path.parent
+    if _SPLIT.match(split.name):
+        names = _split_config(split.parent)
+        if names is not None:
+            run = split.name if split.name == LATEST else split.name.replace("_", "-")
+            return names[0], names[1], run
+    raise DataError(
+        f"{path}: not in an Open LLM Leaderboard details layout: expected "
+        "<org>__<model>/samples_<task>_<date>.parquet or <org>__<model>__<task>/<split>/<shard>.parquet "
+        "(split 'latest' or a run's date)"
+    )
+
+
+def is_leaderboard_folder(path: str | Path) -> bool:
+    """True when ``path`` is a folder holding Parquet files in a details layout (up to four levels down)."""
+    path = Path(path)
+    if not path.is_dir():
+        return False
+    for file in _parquet_files(path):
+        try:
+            _classify(file)
+        except DataError:
+            continue
+        return True
+    return False
+
+
+def _runs(root: Path) -> list[_Run]:
+    """The run each (subject, task) is read from: ``latest`` when there is one, else the newest."""
+    files = _parquet_files(root)
+    if not files:
+        raise DataError(
+            f"{root}: no Parquet files here or up to {MAX_DEPTH} folders below (expected Open LLM Leaderboard "
+            "details: <org>__<model>/samples_<task>_<date>.parquet or <org>__<model>__<task>/<split>/0000.parquet)"
+        )
+    runs: dict[tuple[str, str, str], _Run] = {}
+    for file in files:
+        subject, task, run_id = _classify(file)
+        folder = file.parent if _SAMPLES.match(file.name) else file.parent.parent.parent
+        entry = runs.setdefault((subject, task, run_id), _Run(subject, task, run_id, folder))
+        if entry.files and entry.files[0].parent != file.parent:
+            raise DataError(
+                f"{file}: subject '{subject}', task '{task}', run '{run_id}' is also in {entry.files[0]}; "
+                "keep one copy of each run"
+            )
+        entry.files.append(file)
+    chosen: dict[tuple[str, str], list[_Run]] = {}
+    for run in runs.values():
+        chosen.setdefault((run.subject, run.task), []).append(run)
+    kept: list[_Run] = []
+    for (subject, task), group in sorted(chosen.items()):
+        latest = [r for r in group if r.run == LATEST]
+        pick = latest[0] if latest else max(group, key=lambda r: r.run)
+        dropped = [r for r in group if r is not pick]
+        if dropped and not latest:
+            log.warning(
+                "subject '%s', task '%s': read the newest run %s and left out %s",
+                subject,
+                task,
+                pick.where,
+                ", ".join(r.where for r in dropped),
+            )
+        kept.append(pick)
+    return kept
+
+
+def _schema(path: Path) -> Any:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        if path.stat().st_size == 0:
+            raise DataError(f"{path}: the file is empty (0 bytes)")
+        return pq.read_schema(path)
+    except (OSError, pa.ArrowException) as err:
+        raise DataError(f"{path}: not a readable Parquet file ({err})") from None
+
+
+def _metric_names(schema: Any) -> list[str]:
+    """Columns that hold one number or boolean per document, in file order."""
+    import pyarrow as pa
+
+    names = []
+    for column in schema:
+        if column.name in NOT_METRICS:
+            continue
+        if pa.types.is_boolean(column.type) or pa.types.is_integer(column.type) or pa.types.is_floating(column.type):
+            names.append(column.name)
+    return names
+
+
+def _read_rows(path: Path) -> list[dict[str, Any]]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    _schema(path)
+    try:
+        table = pq.read_table(path)
+    except (OSError, pa.ArrowException) as err:
+        raise DataError(f"{path}: not a readable Parquet file ({err})") from None
+    return table.to_pylist()
+
+
+def _parse_option(value: str | Mapping[str, str] | None) -> str | Mapping[str, str] | None:
+    """``"task=metric,task=metric"`` (the command line's form) as a mapping; anything else as given."""
+    if isinstance(value, str) and "=" in value:
+        pairs = [part.partition("=") for part in value.split(",") if part.strip()]
+        bad = [p[0] for p in pairs if not p[0].strip() or not p[2].strip()]
+        if bad:
+            raise DataError(f"'{value}': expected METRIC or TASK=METRIC,TASK=METRIC")
+        return {k.strip(): v.strip() for k, _, v in pairs}
+    return value
+
+
+def _choose_metrics(
+    run: _Run, logged: list[str], requested: str | Mapping[str, str] | None, *, where: str
+) -> tuple[list[str], str | None]:
+    """The metrics read for one task, and a note when the choice was not the one named."""
+    if not logged:
+        raise DataError(f"{where}: no metric column (a number or boolean per document) in task '{run.task}'")
+    wanted = requested.get(run.task) if isinstance(requested, Mapping) else requested
+    if wanted == ALL:
+        return logged, None
+    if wanted is not None and wanted in logged:
+        return [wanted], None
+    if wanted is not None and isinstance(requested, Mapping):
+        raise DataError(f"{where}: task '{run.task}' does not log metric '{wanted}'; it logs {logged}")
+    default = logged[0] if len(logged) == 1 else DEFAULT_METRICS.get(run.task)
+    if default in logged:
+        if len(logged) == 1:
+            note = None if wanted is None else f"task '{run.task}': read '{default}', its only metric"
+        else:
+            note = f"task '{run.task}': read '{default}', the leaderboard's measure (it logs {logged})"
+        return [str(default)], note
+    raise DataError(
+        f"{where}: task '{run.task}' logs several metrics {logged}"
+        + ("" if wanted is None else f", not '{wanted}'")
+        + "; choose one with metric= (--metric METRIC, or --metric TASK=METRIC,... for some tasks)"
+    )
+
+
+def _score(value: Any, *, where: str, doc_id: Any, metric: str, scoring: Scoring) -> float:
+    if isinstance(value, bool):
+        return float(value)
+    if isinstance(value, int | float) and not math.isnan(value) and 0 <= value <= 1:
+        if scoring == "binary" and value not in (0, 1):
+            raise DataError(
+                f"{where}: doc_id {doc_id}, column '{metric}' holds {value!r}, but binary (0/1) responses were "
+                "required; pass scoring='fraction' to keep partial-credit scores"
+            )
+        return float(value)
+    raise DataError(f"{where}: doc_id {doc_id}, column '{metric}' holds {value!r}, which is not a score in [0, 1]")
+
+
+def load_leaderboard(
+    path: str | Path,
+    *,
+    metric: str | Mapping[str, str] | None = None,
+    filter: str | None = None,
+    scoring: Scoring = "auto",
+) -> ResponseData:
+    """Load Open LLM Leaderboard details (per-sample Parquet) as item-level responses.
+
+    Parameters
+    ----------
+    path
+        A folder holding the details of one model or many, in the hub's Parquet-conversion layout
+        (``<org>__<model>__<task>/<split>/0000.parquet``) or the repository's layout saved as Parquet
+        (``<org>__<model>/samples_<task>_<date>.parquet``); files are looked for up to four levels down.
+    metric
+        The metric column to read: one name for every task that logs it (a task with a single metric reads
+        that one, and IFEval its default; said in :attr:`~irtbayes.data.ResponseData.notes`), a mapping from
+        task to name (tasks left out read their default), the command line's ``"task=metric,task=metric"``, or
+        ``"all"`` (:data:`ALL`: every metric, its name as each response's ``condition``, for a summary).
+        Default: a task's only metric; for IFEval ``prompt_level_strict_acc`` (:data:`DEFAULT_METRICS`); a task
+        with several metrics and no default must be given one.
+    filter
+        For files with a ``filter`` column holding several filters: the one to read, or ``"all"`` (each filter
+        a condition).
+    scoring
+        ``"binary"`` refuses scores other than 0/1; ``"auto"`` and ``"fraction"`` keep scores in [0, 1].
+
+    Returns
+    -------
+    ResponseData
+        ``responses`` with one row per (subject, item[, condition]): subjects ``<org>/<model>``, items
+        ``<task>/<doc_id>``. ``items`` has ``benchmark`` (the task), ``text`` (the document's question field
+        when it has one), ``answer`` (the ``target``), ``n_options`` (the number of choices of a
+        multiple-choice document), ``doc_id`` and ``metric`` (the column read); ``subjects`` has ``folder``.
+
+    Raises
+    ------
+    DataError
+        No Parquet files, or one outside the layouts above; an empty or corrupt file; a file without rows or
+        without a ``doc_id`` column; one ``doc_id`` twice in a file; one item with different documents in
+        two files; a score outside [0, 1] or missing (file, doc_id and column named); a task with several
+        metrics and none chosen, one task read with different metrics for different models, or an unknown
+        metric or filter.
+    """
+    root = Path(path)
+    if not root.exists():
+        raise DataError(f"{root}: no such folder")
+    if not root.is_dir():
+        raise DataError(f"{root}: is a file; expected a folder of Open LLM Leaderboard details")
+    requested = _parse_option(metric)
+    runs = _runs(root)
+    if isinstance(requested, str) and requested != ALL:
+        logged_anywhere = {m for run in runs for f in run.files for m in _metric_names(_schema(f))}
+        if requested not in logged_anywhere:
+            raise DataError(f"{root}: no task logs metric '{requested}'; the metrics are {sorted(logged_anywhere)}")
+    if isinstance(requested, Mapping):
+        tasks = {run.task for run in runs}
+        unknown = sorted(set(requested) - tasks)
+        if unknown:
+            raise DataError(f"{root}: metric= names task(s) {unknown} that are not here; the tasks are {sorted(tasks)}")
+
+    rows: dict[str, list[Any]] = {"subject": [], "item": [], "response": [], "condition": []}
+    items: dict[str, dict[str, Any]] = {}
+    seen_doc: dict[str, tuple[str, str]] = {}
+    subjects: dict[str, str] = {}
+    notes: list[str] = []
+    task_metrics: dict[str, tuple[list[str], Path]] = {}
+    with_condition = requested == ALL or filter == ALL
+    for run in runs:
+        subjects.setdefault(run.subject, str(run.folder.relative_to(root)) if run.folder.is_relative_to(root) else ".")
+        logged = _metric_names(_schema(run.files[0]))
+        metrics, note = _choose_metrics(run, logged, requested, where=str(run.files[0]))
+        if note and note not in notes:
+            notes.append(note)
+        earlier_metrics, earlier_file = task_metrics.setdefault(run.task, (metrics, run.files[0]))
+        if earlier_metrics != metrics:
+            raise DataError(
+                f"{run.files[0]}: task '{run.task}' reads {metrics} here but {earlier_metrics} in {earlier_file}; "
+                "choose a metric every model logs with metric= (--metric)"
+            )
+        seen_in_run: dict[tuple[str, str], int] = {}
+        for file in run.files:
+            records = _read_rows(file)
+            if not records:
+                raise DataError(f"{file}: the file has no rows")
+            if "doc_id" not in records[0]:
+                raise DataError(f"{file}: no 'doc_id' column; the columns are {list(records[0])}")
+            missing = [m for m in metrics if m not in records[0]]
+            if missing:
+                raise DataError(f"{file}: no column {missing[0]!r} (the metric being read); it has {list(records[0])}")
+            filters = list(dict.fromkeys(str(r.get("filter")) for r in records)) if "filter" in records[0] else []
+            chosen_filters = filters
+            if len(filters) > 1 and filter != ALL:
+                if filter is None:
+                    raise DataError(
+                        f"{file}: task '{run.task}' logs several filters {filters}; choose one with filter= "
+                        "(--filter on the command line)"
+                    )
+                if filter not in filters:
+                    raise DataError(f"{file}: task '{run.task}' has no filter '{filter}'; it logs {filters}")
+                chosen_filters = [filter]
+            for number, record in enumerate(records):
+                doc_id = record["doc_id"]
+                if doc_id is None or (isinstance(doc_id, float) and math.isnan(doc_id)):
+                    raise DataError(f"{file}: row {number} has no doc_id")
+                doc_filter = str(record.get("filter")) if filters else ""
+                if filters and doc_filter not in chosen_filters:
+                    continue
+                key = (str(doc_id), doc_filter)
+                if key in seen_in_run:
+                    raise DataError(
+                        f"{file}: doc_id {doc_id} appears in rows {seen_in_run[key]} and {number}"
+                        + (f" (filter '{doc_filter}')" if filters else "")
+                        + "; each document must appear once per run"
+                    )
+                seen_in_run[key] = number
+                item = f"{run.task}/{doc_id}"
+                doc_key = str(record.get("doc_hash") or "") or json.dumps(
+                    record.get("doc"), sort_keys=True, ensure_ascii=False, default=str
+                )
+                if item in seen_doc:
+                    earlier_doc, doc_file = seen_doc[item]
+                    if earlier_doc != doc_key:
+                        raise DataError(
+                            f"{file}: doc_id {doc_id} of task '{run.task}' is another document than in "
+                            f"{doc_file}; the runs used different data for the same doc_id"
+                        )
+                else:
+                    seen_doc[item] = (doc_key, str(file))
+                    n_options = _n_options(record, None)
+                    items[item] = {
+                        "item": item,
+                        "benchmark": run.task,
+                        "text": _text_of(record.get("doc")),
+                        "answer": _answer_of(record.get("target")),
+                        "n_options": n_options if n_options is not None else pd.NA,
+                        "doc_id": str(doc_id),
+                        "metric": ",".join(metrics) if requested == ALL else metrics[0],
+                    }
+                for name in metrics:
+                    value = _score(record[name], where=str(file), doc_id=doc_id, metric=name, scoring=scoring)
+                    rows["subject"].append(run.subject)
+                    rows["item"].append(item)
+                    rows["response"].append(value)
+                    parts = ([name] if requested == ALL else []) + ([doc_filter] if filter == ALL and filters else [])
+                    rows["condition"].append(" ".join(parts))
+
+    frame = pd.DataFrame(rows)
+    if not with_condition:
+        frame = frame.drop(columns="condition")
+    item_table = pd.DataFrame(list(items.values()))
+    for column in ("text", "answer"):
+        item_table[column] = item_table[column].astype("string")
+    item_table["n_options"] = item_table["n_options"].astype("Int64")
+    subject_table = pd.DataFrame([{"subject": s, "folder": f} for s, f in subjects.items()])
+    data = ResponseData.from_long(
+        frame,
+        condition="condition" if with_condition else None,
+        items=item_table,
+        subjects=subject_table,
+        scoring=scoring,
+        source=str(root),
+    )
+    return data.with_notes(*notes)
+
+
+def list_choices(path: str | Path) -> pd.DataFrame:
+    """Every task of a details folder with the metrics it logs: what ``metric=`` of :func:`load_leaderboard` names.
+
+    Reads only the Parquet schemas and row counts.
+
+    Parameters
+    ----------
+    path
+        As for :func:`load_leaderboard`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per task: ``task``, ``metrics`` (comma-separated, in file order), ``default_metric`` (what
+        ``metric=None`` reads; empty when the task needs one named), ``subjects`` (models with the task) and
+        ``documents`` (rows in the first model's run).
+    """
+    import pyarrow.parquet as pq
+
+    root = Path(path)
+    rows: dict[str, dict[str, Any]] = {}
+    for run in _runs(root):
+        logged = _metric_names(_schema(run.files[0]))
+        row = rows.get(run.task)
+        if row is None:
+            default = logged[0] if len(logged) == 1 else DEFAULT_METRICS.get(run.task, "")
+            documents = sum(pq.ParquetFile(f).metadata.num_rows for f in run.files)
+            row = rows[run.task] = {
+                "task": run.task,
+                "metrics": ", ".join(logged),
+                "default_metric": default if default in logged else "",
+                "subjects": 0,
+                "documents": documents,
+            }
+        row["subjects"] += 1
+    return pd.DataFrame(list(rows.values())).sort_values("task", ignore_index=True)
