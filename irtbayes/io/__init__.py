@@ -36,6 +36,20 @@ def load(path: str | Path, **options: Any) -> ResponseData:
       set folder known to :mod:`irtbayes.datasets`.
 
     ``options`` are passed to the chosen loader.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from irtbayes import io
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> _ = (folder / "long.csv").write_text("subject,item,response\\na,q1,1\\na,q2,0\\nb,q1,1\\nb,q2,1\\n")
+    >>> _ = (folder / "wide.csv").write_text("q1,q2,q3\\n1,0,1\\n0,0,1\\n1,1,1\\n")  # no id column, as LSAT7 ships
+    >>> io.load(folder / "long.csv").n_responses
+    4
+    >>> wide = io.load(folder / "wide.csv")
+    >>> list(wide.subject_ids), wide.notes
+    (['1', '2', '3'], ('no id column: the subjects are numbered by their row, 1 to 3, in file order',))
     """
     path = Path(path)
     if not path.exists():

@@ -75,6 +75,17 @@ def load_pyirt(path: str | Path, *, scoring: Scoring = "auto") -> ResponseData:
         An empty file, a line that is not a JSON object, a missing or blank ``subject_id``, ``responses`` that
         is not an object, a response that is not a number in [0, 1], or a subject on two lines: the message
         names the file and the line (and the item).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from irtbayes.io import load_pyirt
+    >>> path = Path(tempfile.mkdtemp()) / "responses.jsonl"
+    >>> _ = path.write_text('{"subject_id": "m1", "responses": {"q1": 1, "q2": 0}}\\n{"subject_id": "m2", "responses": {"q2": 1}}\\n')
+    >>> data = load_pyirt(path)
+    >>> list(data.subject_ids), list(data.item_ids), data.n_responses
+    (['m1', 'm2'], ['q1', 'q2'], 3)
     """
     path = Path(path)
     if not path.is_file():
@@ -150,6 +161,17 @@ def write_pyirt(data: ResponseData, path: str | Path, *, condition: str | None =
     ------
     DataError
         Several conditions and none chosen, or an unknown condition.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from irtbayes.io import write_pyirt
+    >>> from irtbayes.simulate import simulate_responses
+    >>> data, _ = simulate_responses(3, 4, missing=0.0, seed=1)
+    >>> path = write_pyirt(data, Path(tempfile.mkdtemp()) / "responses.jsonl")
+    >>> print(path.read_text().splitlines()[0])
+    {"subject_id": "subject000", "responses": {"item00000": 1, "item00001": 1, "item00002": 1, "item00003": 1}}
     """
     matrix = data.to_matrix(condition=condition)
     item_ids = [str(i) for i in data.item_ids]

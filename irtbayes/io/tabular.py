@@ -15,7 +15,23 @@ __all__ = ["load_long", "load_wide", "read_columns", "read_table"]
 
 
 def read_table(path: str | Path) -> pd.DataFrame:
-    """Read a CSV or Parquet file, with a clear error for a missing, empty or unreadable file."""
+    """Read a CSV or Parquet file, with a clear error for a missing, empty or unreadable file.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from irtbayes.io import read_table
+    >>> path = Path(tempfile.mkdtemp()) / "results.csv"
+    >>> _ = path.write_text("subject,item,response\\na,q1,1\\n")
+    >>> read_table(path)
+      subject item  response
+    0       a   q1         1
+    >>> read_table(path.with_name("missing.csv"))
+    Traceback (most recent call last):
+        ...
+    irtbayes.errors.DataError: ...missing.csv: no such file
+    """
     path = Path(path)
     if not path.exists():
         raise DataError(f"{path}: no such file")
@@ -60,6 +76,16 @@ def read_columns(path: str | Path) -> list[str]:
     """The column names of a CSV or Parquet file, reading only its header (or Parquet schema).
 
     A file that can't be read that way is read in full, so the error names the problem as :func:`read_table` does.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from irtbayes.io import read_columns
+    >>> path = Path(tempfile.mkdtemp()) / "scores.csv"
+    >>> _ = path.write_text("model,question,score\\nm1,q1,1\\n")
+    >>> read_columns(path)
+    ['model', 'question', 'score']
     """
     path = Path(path)
     suffix = path.suffix.lower()
@@ -107,6 +133,24 @@ def load_long(
     Columns are mapped with ``subject``, ``item``, ``response`` and ``condition``. Item metadata
     (``benchmark``, ``domain``, ``text``, ...) may sit on the rows themselves or come from ``items``
     (a file or frame whose ``item_id`` column holds the item ids).
+
+    Examples
+    --------
+    Columns with other names are mapped; item labels may sit on the rows:
+
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from irtbayes.io import load_long
+    >>> path = Path(tempfile.mkdtemp()) / "scores.csv"
+    >>> _ = path.write_text("model,question,score,benchmark\\nm1,q1,1,arc\\nm1,q2,0.5,gsm8k\\nm2,q1,0,arc\\n")
+    >>> data = load_long(path, subject="model", item="question", response="score")
+    >>> data.n_subjects, data.n_items, list(data.benchmarks)
+    (2, 2, ['arc', 'gsm8k'])
+    >>> data.long_frame()[["subject", "item", "response"]]
+      subject item  response
+    0      m1   q1       1.0
+    1      m1   q2       0.5
+    2      m2   q1       0.0
     """
     path = Path(path)
     frame = read_table(path)
@@ -142,6 +186,18 @@ def load_wide(
     cannot: when it holds only responses (0/1, or scores in [0, 1], or blanks) and repeats a value, the
     table is a bare response matrix (as LSAT7 ships with mirt and ltm) and its rows are numbered 1, 2, ...
     in file order, which :attr:`ResponseData.notes` and the data summary say.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from irtbayes.io import load_wide
+    >>> path = Path(tempfile.mkdtemp()) / "matrix.csv"
+    >>> _ = path.write_text("system,q1,q2,q3\\nm1,1,0,\\nm2,1,1,0\\n")  # a blank cell is missing
+    >>> data = load_wide(path)
+    >>> data.to_matrix()
+    array([[ 1.,  0., nan],
+           [ 1.,  1.,  0.]])
     """
     path = Path(path)
     frame = read_table(path)
