@@ -123,6 +123,21 @@ class ResponseData:
     notes
         Sentences on how the data were read that a reader should know (e.g. ids made from row numbers);
         shown by :meth:`summary`.
+
+    Examples
+    --------
+    >>> from irtbayes import ResponseData
+    >>> frame = pd.DataFrame(
+    ...     {"subject": ["m1", "m1", "m2", "m2"], "item": ["q1", "q2", "q1", "q2"], "response": [1, 0, 1, 1]}
+    ... )
+    >>> data = ResponseData.from_long(frame, items=pd.DataFrame({"item": ["q1", "q2"], "benchmark": ["arc", "gsm8k"]}))
+    >>> data.n_subjects, data.n_items, data.n_responses, data.is_binary
+    (2, 2, 4, True)
+    >>> data.to_matrix()  # (subject, item), NaN where missing
+    array([[1., 0.],
+           [1., 1.]])
+    >>> data.items["benchmark"].tolist()
+    ['arc', 'gsm8k']
     """
 
     responses: pd.DataFrame
@@ -639,7 +654,21 @@ class ResponseData:
 
 @dataclass(frozen=True)
 class DataSummary:
-    """What a data set holds: a few tables and a sentence of prose (see :meth:`to_text`)."""
+    """What a data set holds: a few tables and a sentence of prose (see :meth:`to_text`).
+
+    Examples
+    --------
+    >>> from irtbayes.simulate import simulate_responses
+    >>> data, _ = simulate_responses(20, 30, n_benchmarks=2, missing=0.1, seed=1)
+    >>> summary = data.summary()
+    >>> summary.n_subjects, summary.n_items, summary.binary
+    (20, 30, True)
+    >>> summary.benchmarks[["items", "subjects"]]
+               items  subjects
+    benchmark
+    bench00       15        20
+    bench01       15        20
+    """
 
     source: str
     n_subjects: int

@@ -10,19 +10,64 @@ from typing import Any
 
 
 class IrtbayesError(Exception):
-    """Base class of the errors that irtbayes raises on purpose."""
+    """Base class of the errors that irtbayes raises on purpose.
+
+    Examples
+    --------
+    Catch every error irtbayes raises on purpose, whatever its kind:
+
+    >>> from irtbayes import IrtbayesError, ResponseData
+    >>> try:
+    ...     ResponseData.from_long(pd.DataFrame({"subject": ["a"], "item": ["q1"], "response": [2.0]}))
+    ... except IrtbayesError as err:
+    ...     print(type(err).__name__)
+    DataError
+    """
 
 
 class DataError(IrtbayesError, ValueError):
-    """Input data is malformed: the message names the file and the row, column or key."""
+    """Input data is malformed: the message names the file and the row, column or key.
+
+    Examples
+    --------
+    >>> from irtbayes import DataError, ResponseData
+    >>> frame = pd.DataFrame({"subject": ["a", "a"], "item": ["q1", "q1"], "response": [1.0, 0.0]})
+    >>> try:
+    ...     ResponseData.from_long(frame)
+    ... except DataError as err:
+    ...     print(err)
+    <data frame>: subject 'a' and item 'q1' appear 2 times (row 0, row 1) with different values [0.0, 1.0]; each (subject, item) pair must appear once (name a condition column if these are different runs or prompts)
+    """
 
 
 class FitError(IrtbayesError):
-    """A saved fit is missing, corrupt, or does not match the data it is used with."""
+    """A saved fit is missing, corrupt, or does not match the data it is used with.
+
+    Examples
+    --------
+    >>> from irtbayes import FitError
+    >>> from irtbayes.fit import load_fit
+    >>> try:
+    ...     load_fit("no/such/folder")
+    ... except FitError as err:
+    ...     print(err)
+    no/such/folder: no saved fit here (not a folder)
+    """
 
 
 class SpecError(IrtbayesError, ValueError):
-    """A model, audit or BenchFill setting is invalid."""
+    """A model, audit or BenchFill setting is invalid.
+
+    Examples
+    --------
+    >>> from irtbayes import SpecError
+    >>> from irtbayes.simulate import simulate_responses
+    >>> try:
+    ...     simulate_responses(2, 5)
+    ... except SpecError as err:
+    ...     print(err)
+    simulate_responses: need at least 3 subjects and 2 items, got 2 x 5
+    """
 
 
 class FitInterrupted(KeyboardInterrupt):
