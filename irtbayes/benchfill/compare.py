@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from irtbayes.audit import Target, audit, bin_codes, count_items
+from irtbayes.audit import AuditResult, Target, audit, bin_codes, count_items
 from irtbayes.benchfill.target import AUDIT_INFORMATION_DRAWS, AUDIT_MAX_DRAWS
 from irtbayes.data import ResponseData
 from irtbayes.errors import DataError, FitError
@@ -83,6 +83,98 @@ def _append_draws(base: xr.Dataset, new: xr.Dataset, items: Sequence[str], *, ki
 def _count_stats(counts: np.ndarray, prefix: str, ci_prob: float) -> dict[str, np.ndarray]:
     s = summarize(counts.astype("float64"), ci_prob=ci_prob)
     return {f"{prefix}_{k}": s[k] for k in ("mean", "ci_low", "ci_high")}
+
+
+#: Columns of an audit's benchmark table that the comparison keeps.
+COMPARISON_COLUMNS = (
+    "n_items",
+    *(f"{prefix}_{s}" for prefix in ("ddm_w1", "ddm_tv", "max_gap") for s in STATS),
+    "gap_lo", "gap_hi", "gap_modal_bin", "gap_p_modal_bin", "empty_bins_mean", "mass_below_mean", "mass_above_mean",
+)  # fmt: skip
+
+
+def _scope_tables(
+    base: xr.Dataset,
+    extended: xr.Dataset,
+    data: ResponseData,
+    ext_items: pd.DataFrame,
+    scopes: Sequence[tuple[str, str]],
+    added: Sequence[str],
+    *,
+    versions: tuple[AuditResult, AuditResult],
+    target: Target,
+    ci_prob: float,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The comparison rows (scope, version) and the per-bin counts (scope, bin) of :func:`before_after`."""
+    comp_rows, bin_rows = [], []
+    edges = target.edges_array
+    n_bins = target.n_bins
+    base_b = base["difficulty"]
+    ext_b = extended["difficulty"]
+    before, after = versions
+    for kind, name in scopes:
+        if kind == "all":
+            original = [str(i) for i in data.item_ids]
+        else:
+            original = [str(i) for i in data.item_ids[data.items["benchmark"].eq(name).fillna(False).to_numpy(bool)]]
+        scope_added = [a for a in added if kind == "all" or str(ext_items.loc[a, "benchmark"]) == name]
+        for version, result, n_added in (("before", before, 0), ("after", after, len(scope_added))):
+            table = result.benchmarks
+            row = table.loc[(table["scope_kind"] == kind) & (table["scope"].astype(str) == name)].iloc[0]
+            comp_rows.append(
+                {"scope_kind": kind, "scope": name, "version": version, "n_added": n_added}
+                | {c: row[c] for c in COMPARISON_COLUMNS}
+            )
+        before_counts = count_items(bin_codes(_draws(base_b, original), edges), n_bins)[:, 1:-1]
+        orig_after = count_items(bin_codes(_draws(ext_b, original), edges), n_bins)[:, 1:-1]
+        if scope_added:
+            added_counts = count_items(bin_codes(_draws(ext_b, scope_added), edges), n_bins)[:, 1:-1]
+        else:
+            added_counts = np.zeros_like(orig_after)
+        after_counts = orig_after + added_counts
+        stats = (
+            _count_stats(before_counts, "count_before", ci_prob)
+            | _count_stats(orig_after, "count_original_after", ci_prob)
+            | _count_stats(added_counts, "count_added", ci_prob)
+            | _count_stats(after_counts, "count_after", ci_prob)
+        )
+        frame = pd.DataFrame(
+            {
+                "scope_kind": kind,
+                "scope": name,
+                "bin": np.arange(n_bins),
+                "lo": edges[:-1],
+                "hi": edges[1:],
+                "target_weight": target.weights_array,
+                **stats,
+                "p_empty_before": (before_counts == 0).mean(axis=0),
+                "p_empty_after": (after_counts == 0).mean(axis=0),
+            }
+        )
+        bin_rows.append(frame)
+    return pd.DataFrame(comp_rows), pd.concat(bin_rows, ignore_index=True)
+
+
+def _subject_table(
+    data: ResponseData, extended_data: ResponseData, added: set[str], *, versions: tuple[AuditResult, AuditResult]
+) -> pd.DataFrame:
+    """Per subject: raw accuracy on the original and the added items, re-weighted accuracy and rank before/after."""
+    matrix = extended_data.long_frame()
+    matrix["added"] = matrix["item"].isin(added)
+    per = matrix.groupby(["subject", "added"])["response"].agg(["size", "mean"]).unstack("added")
+    subjects = pd.DataFrame(index=pd.Index([str(s) for s in data.subject_ids], name="subject"))
+    for flag, label in ((False, "original"), (True, "added")):
+        size = per["size"][flag] if ("size", flag) in per.columns else pd.Series(dtype=float)
+        mean = per["mean"][flag] if ("mean", flag) in per.columns else pd.Series(dtype=float)
+        subjects[f"n_{label}"] = size.reindex(subjects.index).fillna(0).astype("int64")
+        subjects[f"accuracy_{label}"] = mean.reindex(subjects.index)
+    for version, result in zip(("before", "after"), versions, strict=True):
+        ranking = result.ranking.loc[result.ranking["scope_kind"] == "all"].set_index("subject")
+        ranking.index = ranking.index.astype(str)
+        for col in ("reweighted_mean", "reweighted_ci_low", "reweighted_ci_high", "rank_mean", "rank_ci_low",
+                    "rank_ci_high"):  # fmt: skip
+            subjects[f"{col.split('_')[0]}_{version}_{col.split('_', 1)[1]}"] = ranking[col].reindex(subjects.index)
+    return subjects
 
 
 def before_after(
@@ -151,76 +243,11 @@ def before_after(
     names |= {str(b) for b in ext_items.loc[ext_items.index.isin(added), "benchmark"].dropna()}
     scopes += [("benchmark", b) for b in sorted(names) if b in set(map(str, data.benchmarks))]
 
-    columns = ["n_items"]
-    for prefix in ("ddm_w1", "ddm_tv", "max_gap"):
-        columns += [f"{prefix}_{s}" for s in STATS]
-    columns += [
-        "gap_lo", "gap_hi", "gap_modal_bin", "gap_p_modal_bin", "empty_bins_mean", "mass_below_mean",
-        "mass_above_mean",
-    ]  # fmt: skip
-    comp_rows, bin_rows = [], []
-    edges = target.edges_array
-    n_bins = target.n_bins
-    base_b = fit.posterior["difficulty"]
-    ext_b = extended_posterior["difficulty"]
-    for kind, name in scopes:
-        if kind == "all":
-            original = [str(i) for i in data.item_ids]
-        else:
-            original = [str(i) for i in data.item_ids[data.items["benchmark"].eq(name).fillna(False).to_numpy(bool)]]
-        scope_added = [a for a in added if kind == "all" or str(ext_items.loc[a, "benchmark"]) == name]
-        for version, result, n_added in (("before", before, 0), ("after", after, len(scope_added))):
-            table = result.benchmarks
-            row = table.loc[(table["scope_kind"] == kind) & (table["scope"].astype(str) == name)].iloc[0]
-            comp_rows.append(
-                {"scope_kind": kind, "scope": name, "version": version, "n_added": n_added}
-                | {c: row[c] for c in columns}
-            )
-        before_counts = count_items(bin_codes(_draws(base_b, original), edges), n_bins)[:, 1:-1]
-        orig_after = count_items(bin_codes(_draws(ext_b, original), edges), n_bins)[:, 1:-1]
-        if scope_added:
-            added_counts = count_items(bin_codes(_draws(ext_b, scope_added), edges), n_bins)[:, 1:-1]
-        else:
-            added_counts = np.zeros_like(orig_after)
-        after_counts = orig_after + added_counts
-        stats = (
-            _count_stats(before_counts, "count_before", ci_prob)
-            | _count_stats(orig_after, "count_original_after", ci_prob)
-            | _count_stats(added_counts, "count_added", ci_prob)
-            | _count_stats(after_counts, "count_after", ci_prob)
-        )
-        frame = pd.DataFrame(
-            {
-                "scope_kind": kind,
-                "scope": name,
-                "bin": np.arange(n_bins),
-                "lo": edges[:-1],
-                "hi": edges[1:],
-                "target_weight": target.weights_array,
-                **stats,
-                "p_empty_before": (before_counts == 0).mean(axis=0),
-                "p_empty_after": (after_counts == 0).mean(axis=0),
-            }
-        )
-        bin_rows.append(frame)
-    comparison = pd.DataFrame(comp_rows)
-    bins = pd.concat(bin_rows, ignore_index=True)
-
-    matrix = extended_data.long_frame()
-    matrix["added"] = matrix["item"].isin(added_set)
-    per = matrix.groupby(["subject", "added"])["response"].agg(["size", "mean"]).unstack("added")
-    subjects = pd.DataFrame(index=pd.Index([str(s) for s in data.subject_ids], name="subject"))
-    for flag, label in ((False, "original"), (True, "added")):
-        size = per["size"][flag] if ("size", flag) in per.columns else pd.Series(dtype=float)
-        mean = per["mean"][flag] if ("mean", flag) in per.columns else pd.Series(dtype=float)
-        subjects[f"n_{label}"] = size.reindex(subjects.index).fillna(0).astype("int64")
-        subjects[f"accuracy_{label}"] = mean.reindex(subjects.index)
-    for version, result in (("before", before), ("after", after)):
-        ranking = result.ranking.loc[result.ranking["scope_kind"] == "all"].set_index("subject")
-        ranking.index = ranking.index.astype(str)
-        for col in ("reweighted_mean", "reweighted_ci_low", "reweighted_ci_high", "rank_mean", "rank_ci_low",
-                    "rank_ci_high"):  # fmt: skip
-            subjects[f"{col.split('_')[0]}_{version}_{col.split('_', 1)[1]}"] = ranking[col].reindex(subjects.index)
+    comparison, bins = _scope_tables(
+        fit.posterior, extended_posterior, data, ext_items, scopes, added, versions=(before, after), target=target,
+        ci_prob=ci_prob,
+    )  # fmt: skip
+    subjects = _subject_table(data, extended_data, added_set, versions=(before, after))
     subjects = subjects.reset_index()
     for frame in (comparison, bins, subjects):
         frame.attrs.update(ci_prob=ci_prob, target=target.to_dict())

@@ -205,6 +205,23 @@ def _data_alone_and_slope(
     return b_data, slope
 
 
+def _check_grid(
+    grid_points: tuple[int, int],
+    b_range: tuple[float, float],
+    ability_points: int,
+    prior_draws: int,
+    guessing_points: int,
+) -> tuple[int, int]:
+    nb, na = (int(g) for g in grid_points)
+    if nb < 5 or na < 3:
+        raise SpecError(f"calibrate_fixed: grid_points must be at least (5, 3), got {grid_points}")
+    if ability_points < 1 or prior_draws < 1 or guessing_points < 1:
+        raise SpecError("calibrate_fixed: ability_points, prior_draws and guessing_points must be at least 1")
+    if not b_range[0] < b_range[1]:
+        raise SpecError(f"calibrate_fixed: b_range must be (lo, hi) with lo < hi, got {b_range}")
+    return nb, na
+
+
 def calibrate_fixed(
     fit: Fit,
     new_data: ResponseData,
@@ -266,13 +283,7 @@ def calibrate_fixed(
     """
     _check_new_data(fit, new_data)
     _check_prior(prior)
-    nb, na = (int(g) for g in grid_points)
-    if nb < 5 or na < 3:
-        raise SpecError(f"calibrate_fixed: grid_points must be at least (5, 3), got {grid_points}")
-    if ability_points < 1 or prior_draws < 1 or guessing_points < 1:
-        raise SpecError("calibrate_fixed: ability_points, prior_draws and guessing_points must be at least 1")
-    if not b_range[0] < b_range[1]:
-        raise SpecError(f"calibrate_fixed: b_range must be (lo, hi) with lo < hi, got {b_range}")
+    nb, na = _check_grid(grid_points, b_range, ability_points, prior_draws, guessing_points)
     post = fit.posterior
     spec = fit.spec
     n_total = int(post.sizes["chain"] * post.sizes["draw"])
@@ -281,127 +292,23 @@ def calibrate_fixed(
         raise SpecError(f"calibrate_fixed: n_draws must be at least 1, got {n_draws}")
     rng = np.random.default_rng(seed)
     rows = np.unique(np.linspace(0, n_total - 1, min(prior_draws, n_total)).round().astype(int))
+    a_draws = np.exp(_flat(post["log_discrimination_mu"])) if spec.kind == "1pl" else None
+    a_fixed = float(a_draws.mean()) if a_draws is not None else None
 
-    a_fixed = None
-    a_draws = None
-    if spec.kind == "1pl":
-        a_draws = np.exp(_flat(post["log_discrimination_mu"]))
-        a_fixed = float(a_draws.mean())
-
-    n_items = new_data.n_items
-    b_out = np.empty((n_draws, n_items))
-    b_data = np.empty((n_draws, n_items))
-    s_out = np.empty((n_draws, n_items))
-    a_out = np.empty((n_draws, n_items))
-    c_out = np.full((n_draws, n_items), np.nan)
-    groups, prior_mean, prior_sd, edge = [], np.empty(n_items), np.empty(n_items), np.empty(n_items)
-    counts = _counts(new_data)
-
-    # ---- each candidate's responses, its log-discrimination prior and its difficulty prior
+    # each candidate's responses, its log-discrimination prior and its difficulty prior
     pooled = prior == "candidates" and spec.hierarchy != "none"
-    per_item = _candidate_inputs(
-        post,
-        spec,
-        fit.subject_ids,
-        new_data,
-        ability_points=ability_points,
-        rows=rows,
-        group_label=pooled,
-        guessing_points=guessing_points,
-    )
-    if pooled:
-        by_group: dict[tuple[str | None, str | None], list[int]] = {}
-        for i, info in enumerate(per_item):
-            by_group.setdefault((info["bench"], info["dom"]), []).append(i)
-        b_grid = np.linspace(b_range[0], b_range[1], POOL_GRID_POINTS[0])
-        for (bench, dom), members in by_group.items():
-            loglik = np.empty((len(members), len(b_grid)))
-            for r, i in enumerate(members):
-                info = per_item[i]
-                if info["prior_la"] is None:
-                    la_grid, log_w = np.log(np.array([a_fixed])), np.zeros(1)
-                else:
-                    half = max(4 * info["prior_la"].total_sd, LOG_A_MIN_HALF_WIDTH)
-                    la_grid = np.linspace(
-                        info["prior_la"].mean - half, info["prior_la"].mean + half, POOL_GRID_POINTS[1]
-                    )
-                    log_w = _log_normal_mixture(la_grid, info["prior_la"])
-                cube = _loglik_grid(info["theta"], info["y"], b_grid, np.exp(la_grid), info["guessing"])
-                grid = (cube + log_w[None, :, None]).reshape(len(b_grid), -1) - math.log(cube.shape[2])
-                top = grid.max(axis=1, keepdims=True)
-                loglik[r] = top[:, 0] + np.log(np.exp(grid - top).sum(axis=1))
-            centre, group_sd, item_sd = _group_mean_prior(post, spec.hierarchy, rows, dom)
-            name = f"benchmark '{candidate_group_label(bench)}' ({len(members)} candidate(s) pooled)"
-            priors_b = _pooled_priors(loglik, b_grid, centre, group_sd, item_sd, name=name, rng=rng)
-            for i, p_b in zip(members, priors_b, strict=True):
-                per_item[i]["prior_b"] = p_b
-    else:
-        for info in per_item:
-            info["prior_b"] = _level_prior(post, spec.hierarchy, "difficulty", rows, info["bench"], info["dom"])
+    per_item = _inputs_with_priors(
+        fit, new_data, pooled=pooled, rows=rows, ability_points=ability_points, guessing_points=guessing_points,
+        b_range=b_range, a_fixed=a_fixed, rng=rng,
+    )  # fmt: skip
 
-    # ---- each candidate's posterior on its own grid
-    for i, item in enumerate(new_data.item_ids):
-        info = per_item[i]
-        theta, y, guessing = info["theta"], info["y"], info["guessing"]
-        prior_b, prior_la = info["prior_b"], info["prior_la"]
-        groups.append(prior_b.group)
-        prior_mean[i], prior_sd[i] = prior_b.mean, prior_b.total_sd
-
-        grids = {"b_range": b_range, "nb": nb, "na": na, "a_fixed": a_fixed, "guessing": guessing}
-        # the same likelihood under a flat prior on b: what the data alone say (see acceptance)
-        b_data[:, i] = _data_alone_draws(theta, y, prior_la, **grids, n_draws=n_draws, rng=rng)
-        # the slope with a free sign: does the candidate relate to ability at all, and which way?
-        s_out[:, i] = _slope_draws(theta, y, guessing, n_draws=n_draws, grid_points=SLOPE_GRID_POINTS, rng=rng)
-
-        prob, b_grid, la_grid = _two_pass(theta, y, prior_b, prior_la, **grids)
-        marg_b = prob.sum(axis=(1, 2))
-        edge_b = float(marg_b[0] + marg_b[-1])
-        edge_a = 0.0
-        if a_fixed is None:
-            marg_a = prob.sum(axis=(0, 2))
-            edge_a = float(marg_a[0] + marg_a[-1])
-        edge[i] = max(edge_b, edge_a)
-        if edge[i] > EDGE_MASS_WARN:
-            log.warning(
-                "calibrate_fixed: item '%s' has %.3g of its posterior mass in the outermost grid cells of b in "
-                "[%.2f, %.2f] and %.3g in those of log a in [%.2f, %.2f]; its interval may be cut short",
-                item,
-                edge_b,
-                b_grid[0],
-                b_grid[-1],
-                edge_a,
-                la_grid[0],
-                la_grid[-1],
-            )
-        cell = rng.choice(prob.size, size=n_draws, p=prob.ravel())
-        ib, ia, ic = np.unravel_index(cell, prob.shape)
-        db = b_grid[1] - b_grid[0]
-        b_out[:, i] = b_grid[ib] + (rng.random(n_draws) - 0.5) * db
-        if a_fixed is None:
-            da = la_grid[1] - la_grid[0]
-            a_out[:, i] = np.exp(la_grid[ia] + (rng.random(n_draws) - 0.5) * da)
-        else:
-            assert a_draws is not None
-            a_out[:, i] = a_draws[rng.integers(0, len(a_draws), n_draws)]
-        if guessing is not None:
-            c_out[:, i] = guessing.draws(ic, rng)
-
-    ids = [str(i) for i in new_data.item_ids]
-    sample = ("chain", "draw", "item")
-    data_vars: dict[str, Any] = {
-        "difficulty": (sample, b_out[None]),
-        "difficulty_data": (sample, b_data[None]),
-        "slope": (sample, s_out[None]),
-        "discrimination": (sample, a_out[None]),
-        "n_responses": ("item", counts),
-        "prior_group": ("item", np.array(groups, dtype=object).astype(str)),
-        "prior_difficulty_mean": ("item", prior_mean),
-        "prior_difficulty_sd": ("item", prior_sd),
-        "edge_mass": ("item", edge),
-    }
-    if spec.kind == "3pl":
-        data_vars["guessing"] = (sample, c_out[None])
-    out = xr.Dataset(data_vars, coords={"chain": [0], "draw": np.arange(n_draws), "item": ids})
+    # each candidate's posterior on its own grid
+    grids = {"b_range": b_range, "nb": nb, "na": na, "a_fixed": a_fixed}
+    columns = [
+        _item_posterior(str(item), info, grids=grids, a_draws=a_draws, n_draws=n_draws, rng=rng)
+        for item, info in zip(new_data.item_ids, per_item, strict=True)
+    ]
+    out = _fixed_dataset(columns, new_data, kind=spec.kind, n_draws=n_draws)
     out.attrs = {
         "method": "fixed bank (grid)",
         "kind": spec.kind,
@@ -414,3 +321,143 @@ def calibrate_fixed(
         "approximate": 1,
     }
     return out
+
+
+def _inputs_with_priors(
+    fit: Fit,
+    new_data: ResponseData,
+    *,
+    pooled: bool,
+    rows: np.ndarray,
+    ability_points: int,
+    guessing_points: int,
+    b_range: tuple[float, float],
+    a_fixed: float | None,
+    rng: np.random.Generator,
+) -> list[dict[str, Any]]:
+    """:func:`_candidate_inputs` with each candidate's difficulty prior (``prior_b``) added."""
+    post, spec = fit.posterior, fit.spec
+    per_item = _candidate_inputs(
+        post,
+        spec,
+        fit.subject_ids,
+        new_data,
+        ability_points=ability_points,
+        rows=rows,
+        group_label=pooled,
+        guessing_points=guessing_points,
+    )
+    if pooled:
+        _pool_difficulty_priors(post, spec.hierarchy, per_item, rows=rows, b_range=b_range, a_fixed=a_fixed, rng=rng)
+    else:
+        for info in per_item:
+            info["prior_b"] = _level_prior(post, spec.hierarchy, "difficulty", rows, info["bench"], info["dom"])
+    return per_item
+
+
+def _pool_difficulty_priors(
+    post: xr.Dataset,
+    hierarchy: str,
+    per_item: list[dict[str, Any]],
+    *,
+    rows: np.ndarray,
+    b_range: tuple[float, float],
+    a_fixed: float | None,
+    rng: np.random.Generator,
+) -> None:
+    """Set ``prior_b`` of each candidate: its group's mean inferred from all the group's candidates."""
+    by_group: dict[tuple[str | None, str | None], list[int]] = {}
+    for i, info in enumerate(per_item):
+        by_group.setdefault((info["bench"], info["dom"]), []).append(i)
+    b_grid = np.linspace(b_range[0], b_range[1], POOL_GRID_POINTS[0])
+    for (bench, dom), members in by_group.items():
+        loglik = np.empty((len(members), len(b_grid)))
+        for r, i in enumerate(members):
+            info = per_item[i]
+            if info["prior_la"] is None:
+                la_grid, log_w = np.log(np.array([a_fixed])), np.zeros(1)
+            else:
+                half = max(4 * info["prior_la"].total_sd, LOG_A_MIN_HALF_WIDTH)
+                la_grid = np.linspace(info["prior_la"].mean - half, info["prior_la"].mean + half, POOL_GRID_POINTS[1])
+                log_w = _log_normal_mixture(la_grid, info["prior_la"])
+            cube = _loglik_grid(info["theta"], info["y"], b_grid, np.exp(la_grid), info["guessing"])
+            grid = (cube + log_w[None, :, None]).reshape(len(b_grid), -1) - math.log(cube.shape[2])
+            top = grid.max(axis=1, keepdims=True)
+            loglik[r] = top[:, 0] + np.log(np.exp(grid - top).sum(axis=1))
+        centre, group_sd, item_sd = _group_mean_prior(post, hierarchy, rows, dom)
+        name = f"benchmark '{candidate_group_label(bench)}' ({len(members)} candidate(s) pooled)"
+        priors_b = _pooled_priors(loglik, b_grid, centre, group_sd, item_sd, name=name, rng=rng)
+        for i, p_b in zip(members, priors_b, strict=True):
+            per_item[i]["prior_b"] = p_b
+
+
+def _item_posterior(
+    item: str,
+    info: dict[str, Any],
+    *,
+    grids: dict[str, Any],
+    a_draws: np.ndarray | None,
+    n_draws: int,
+    rng: np.random.Generator,
+) -> dict[str, Any]:
+    """One candidate's draws (difficulty, data-alone difficulty, slope, discrimination, guessing) from its grid."""
+    theta, y, guessing = info["theta"], info["y"], info["guessing"]
+    prior_b, prior_la = info["prior_b"], info["prior_la"]
+    grids = {**grids, "guessing": guessing}
+    a_fixed = grids["a_fixed"]
+    out: dict[str, Any] = {"group": prior_b.group, "prior_mean": prior_b.mean, "prior_sd": prior_b.total_sd}
+    # the same likelihood under a flat prior on b: what the data alone say (see acceptance)
+    out["difficulty_data"] = _data_alone_draws(theta, y, prior_la, **grids, n_draws=n_draws, rng=rng)
+    # the slope with a free sign: does the candidate relate to ability at all, and which way?
+    out["slope"] = _slope_draws(theta, y, guessing, n_draws=n_draws, grid_points=SLOPE_GRID_POINTS, rng=rng)
+    prob, b_grid, la_grid = _two_pass(theta, y, prior_b, prior_la, **grids)
+    marg_b = prob.sum(axis=(1, 2))
+    edge_b = float(marg_b[0] + marg_b[-1])
+    edge_a = 0.0
+    if a_fixed is None:
+        marg_a = prob.sum(axis=(0, 2))
+        edge_a = float(marg_a[0] + marg_a[-1])
+    out["edge"] = max(edge_b, edge_a)
+    if out["edge"] > EDGE_MASS_WARN:
+        log.warning(
+            "calibrate_fixed: item '%s' has %.3g of its posterior mass in the outermost grid cells of b in "
+            "[%.2f, %.2f] and %.3g in those of log a in [%.2f, %.2f]; its interval may be cut short",
+            item,
+            edge_b,
+            b_grid[0],
+            b_grid[-1],
+            edge_a,
+            la_grid[0],
+            la_grid[-1],
+        )
+    cell = rng.choice(prob.size, size=n_draws, p=prob.ravel())
+    ib, ia, ic = np.unravel_index(cell, prob.shape)
+    db = b_grid[1] - b_grid[0]
+    out["difficulty"] = b_grid[ib] + (rng.random(n_draws) - 0.5) * db
+    if a_draws is None:
+        da = la_grid[1] - la_grid[0]
+        out["discrimination"] = np.exp(la_grid[ia] + (rng.random(n_draws) - 0.5) * da)
+    else:
+        out["discrimination"] = a_draws[rng.integers(0, len(a_draws), n_draws)]
+    out["guessing"] = guessing.draws(ic, rng) if guessing is not None else np.full(n_draws, np.nan)
+    return out
+
+
+def _fixed_dataset(columns: list[dict[str, Any]], new_data: ResponseData, *, kind: str, n_draws: int) -> xr.Dataset:
+    """The candidates' draws as one Dataset over (chain=1, draw, item), with their prior labels per item."""
+    ids = [str(i) for i in new_data.item_ids]
+    sample = ("chain", "draw", "item")
+
+    def stack(name: str) -> np.ndarray:
+        return np.stack([c[name] for c in columns], axis=1)[None] if columns else np.empty((1, n_draws, 0))
+
+    names = ["difficulty", "difficulty_data", "slope", "discrimination"] + (["guessing"] if kind == "3pl" else [])
+    data_vars: dict[str, Any] = {name: (sample, stack(name)) for name in names}
+    data_vars |= {
+        "n_responses": ("item", _counts(new_data)),
+        "prior_group": ("item", np.array([c["group"] for c in columns], dtype=object).astype(str)),
+        "prior_difficulty_mean": ("item", np.array([c["prior_mean"] for c in columns], dtype=float)),
+        "prior_difficulty_sd": ("item", np.array([c["prior_sd"] for c in columns], dtype=float)),
+        "edge_mass": ("item", np.array([c["edge"] for c in columns], dtype=float)),
+    }
+    return xr.Dataset(data_vars, coords={"chain": [0], "draw": np.arange(n_draws), "item": ids})

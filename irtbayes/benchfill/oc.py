@@ -23,6 +23,22 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+def _check_oc(
+    fit: Fit, truth: str, target_lo: float, target_hi: float, mis_keyed_share: float, flat_share: float
+) -> None:
+    if "dim" in fit.posterior["ability"].dims:
+        raise SpecError("operating_characteristic: needs a fit with one ability dimension")
+    if truth not in ("uniform", "bank"):
+        raise SpecError(f"operating_characteristic: truth must be 'uniform' or 'bank', got {truth!r}")
+    if not float(target_hi) - float(target_lo) > 0:
+        raise SpecError(f"operating_characteristic: need target_lo < target_hi, got [{target_lo}, {target_hi})")
+    if not (0 <= mis_keyed_share and 0 <= flat_share and mis_keyed_share + flat_share <= 1):
+        raise SpecError(
+            f"operating_characteristic: mis_keyed_share {mis_keyed_share} and flat_share {flat_share} must be >= 0 "
+            "with a sum <= 1"
+        )
+
+
 def operating_characteristic(
     fit: Fit,
     *,
@@ -65,10 +81,8 @@ def operating_characteristic(
     ``flat_discrimination``. The others are good. The systems' responses are simulated from the 2PL model
     with these slopes; the candidates are calibrated with :func:`calibrate_fixed` (with ``prior``) and
     decided with :func:`~irtbayes.benchfill.acceptance.decide_all` (``min_discrimination`` default:
-    :func:`default_min_discrimination` of the fit).
-    With ``prior="bank"`` every candidate is shrunk towards the bank's mean, which suits bank-like
-    candidates but not candidates aimed at a bin far from that mean; ``prior="candidates"`` learns where
-    the candidates are from all of them.
+    :func:`default_min_discrimination` of the fit). ``prior="bank"`` shrinks every candidate towards the
+    bank's mean; ``prior="candidates"`` learns where the candidates are from all of them.
 
     Returns
     -------
@@ -79,19 +93,8 @@ def operating_characteristic(
         ``p_in_target``, ``p_in_target_data``, ``slope_mean``, ``difficulty_mean``, ``decision``, ``reason``,
         ``failed``; summarise with :func:`operating_characteristic_table`. ``attrs`` record the settings.
     """
-    if "dim" in fit.posterior["ability"].dims:
-        raise SpecError("operating_characteristic: needs a fit with one ability dimension")
-    if truth not in ("uniform", "bank"):
-        raise SpecError(f"operating_characteristic: truth must be 'uniform' or 'bank', got {truth!r}")
-    width = float(target_hi) - float(target_lo)
-    if not width > 0:
-        raise SpecError(f"operating_characteristic: need target_lo < target_hi, got [{target_lo}, {target_hi})")
-    spread = width if spread is None else float(spread)
-    if not (0 <= mis_keyed_share and 0 <= flat_share and mis_keyed_share + flat_share <= 1):
-        raise SpecError(
-            f"operating_characteristic: mis_keyed_share {mis_keyed_share} and flat_share {flat_share} must be >= 0 "
-            "with a sum <= 1"
-        )
+    _check_oc(fit, truth, target_lo, target_hi, mis_keyed_share, flat_share)
+    spread = float(target_hi) - float(target_lo) if spread is None else float(spread)
     if min_discrimination is None:
         min_discrimination = default_min_discrimination(fit)
     n_bad = (round(mis_keyed_share * n_candidates), round(flat_share * n_candidates))
@@ -103,86 +106,97 @@ def operating_characteristic(
         if n > len(theta_all):
             raise SpecError(f"operating_characteristic: {n} systems asked for but the fit has {len(theta_all)}")
         for rep in range(reps):
-            chosen = rng.choice(len(theta_all), size=n, replace=False)
-            theta = theta_all.to_numpy()[chosen]
-            subjects = theta_all.index[chosen]
-            if truth == "bank":
-                b, a = _bank_like(fit, benchmark, n_candidates, rng)
-            else:
-                b = rng.uniform(target_lo - spread, target_hi + spread, n_candidates)
-                a = np.exp(rng.normal(0.0, discrimination_sd, n_candidates))
-            kind = np.array(["mis-keyed"] * n_bad[0] + ["flat"] * n_bad[1] + ["good"] * (n_candidates - sum(n_bad)))
-            kind = kind[rng.permutation(n_candidates)]
-            a = np.where(kind == "mis-keyed", -a, np.where(kind == "flat", flat_discrimination, a))
-            y = (rng.random((n, n_candidates)) < expit(a[None, :] * (theta[:, None] - b[None, :]))).astype(float)
-            ids = [f"oc-{n}-{rep}-{k:04d}" for k in range(n_candidates)]
-            frame = pd.DataFrame(
-                {
-                    "subject": np.repeat(subjects.to_numpy(), n_candidates),
-                    "item": np.tile(ids, n),
-                    "response": y.ravel(),
-                }
-            )
-            meta = pd.DataFrame({"item": ids, "benchmark": benchmark})
-            new = ResponseData.from_long(frame, items=meta, source=f"simulated candidates (n={n}, rep {rep})")
-            post = calibrate_fixed(
-                fit,
-                new,
-                n_draws=n_draws,
-                seed=int(rng.integers(2**31)),
-                ability_points=ability_points,
-                prior=prior,
-            )
-            table = decide_all(
-                post,
-                target_lo=target_lo,
-                target_hi=target_hi,
-                n_responses=post["n_responses"].to_series(),
-                tau=tau,
-                min_responses=min_responses,
-                discrimination_prob=discrimination_prob,
-                min_discrimination=min_discrimination,
-            )
-            table = table.reindex(ids)
-            in_bin = (b >= target_lo) & (b < target_hi)
             frames.append(
-                pd.DataFrame(
-                    {
-                        "n_systems": n,
-                        "rep": rep,
-                        "candidate_id": ids,
-                        "kind": kind,
-                        "true_difficulty": b,
-                        "true_discrimination": a,
-                        "in_bin": in_bin,
-                        "wanted": in_bin & (kind == "good"),
-                        "p_in_target": table["p_in_target"].to_numpy(),
-                        "p_in_target_data": table["p_in_target_data"].to_numpy(),
-                        "slope_mean": table["slope_mean"].to_numpy(),
-                        "difficulty_mean": table["difficulty_mean"].to_numpy(),
-                        "decision": table["decision"].to_numpy(),
-                        "reason": table["reason"].to_numpy(),
-                        "failed": table["failed"].to_numpy(),
-                    }
+                _oc_round(
+                    fit,
+                    theta_all,
+                    n,
+                    rep,
+                    rng=rng,
+                    truth=truth,
+                    benchmark=benchmark,
+                    n_candidates=n_candidates,
+                    n_bad=n_bad,
+                    spread=spread,
+                    discrimination_sd=discrimination_sd,
+                    flat_discrimination=flat_discrimination,
+                    target=(target_lo, target_hi),
+                    calibrate={"n_draws": n_draws, "ability_points": ability_points, "prior": prior},
+                    rule={
+                        "tau": tau,
+                        "min_responses": min_responses,
+                        "discrimination_prob": discrimination_prob,
+                        "min_discrimination": min_discrimination,
+                    },
                 )
             )
     out = pd.concat(frames, ignore_index=True)
     out.attrs.update(
-        truth=truth,
-        target_lo=float(target_lo),
-        target_hi=float(target_hi),
-        tau=float(tau),
-        spread=spread,
-        discrimination_sd=discrimination_sd,
-        min_responses=min_responses,
-        min_discrimination=float(min_discrimination),
-        mis_keyed_share=mis_keyed_share,
-        flat_share=flat_share,
-        flat_discrimination=flat_discrimination,
-        seed=seed,
+        truth=truth, target_lo=float(target_lo), target_hi=float(target_hi), tau=float(tau), spread=spread,
+        discrimination_sd=discrimination_sd, min_responses=min_responses, min_discrimination=float(min_discrimination),
+        mis_keyed_share=mis_keyed_share, flat_share=flat_share, flat_discrimination=flat_discrimination, seed=seed,
         prior=prior,
-    )
+    )  # fmt: skip
     return out
+
+
+def _oc_round(
+    fit: Fit,
+    theta_all: pd.Series,
+    n: int,
+    rep: int,
+    *,
+    rng: np.random.Generator,
+    truth: str,
+    benchmark: str | None,
+    n_candidates: int,
+    n_bad: tuple[int, int],
+    spread: float,
+    discrimination_sd: float,
+    flat_discrimination: float,
+    target: tuple[float, float],
+    calibrate: dict[str, Any],
+    rule: dict[str, Any],
+) -> pd.DataFrame:
+    """One repetition of :func:`operating_characteristic` with ``n`` responding systems."""
+    target_lo, target_hi = target
+    chosen = rng.choice(len(theta_all), size=n, replace=False)
+    theta = theta_all.to_numpy()[chosen]
+    subjects = theta_all.index[chosen]
+    if truth == "bank":
+        b, a = _bank_like(fit, benchmark, n_candidates, rng)
+    else:
+        b = rng.uniform(target_lo - spread, target_hi + spread, n_candidates)
+        a = np.exp(rng.normal(0.0, discrimination_sd, n_candidates))
+    kind = np.array(["mis-keyed"] * n_bad[0] + ["flat"] * n_bad[1] + ["good"] * (n_candidates - sum(n_bad)))
+    kind = kind[rng.permutation(n_candidates)]
+    a = np.where(kind == "mis-keyed", -a, np.where(kind == "flat", flat_discrimination, a))
+    y = (rng.random((n, n_candidates)) < expit(a[None, :] * (theta[:, None] - b[None, :]))).astype(float)
+    ids = [f"oc-{n}-{rep}-{k:04d}" for k in range(n_candidates)]
+    frame = pd.DataFrame(
+        {"subject": np.repeat(subjects.to_numpy(), n_candidates), "item": np.tile(ids, n), "response": y.ravel()}
+    )
+    meta = pd.DataFrame({"item": ids, "benchmark": benchmark})
+    new = ResponseData.from_long(frame, items=meta, source=f"simulated candidates (n={n}, rep {rep})")
+    post = calibrate_fixed(fit, new, seed=int(rng.integers(2**31)), **calibrate)
+    table = decide_all(
+        post, target_lo=target_lo, target_hi=target_hi, n_responses=post["n_responses"].to_series(), **rule
+    ).reindex(ids)
+    in_bin = (b >= target_lo) & (b < target_hi)
+    columns = ("p_in_target", "p_in_target_data", "slope_mean", "difficulty_mean", "decision", "reason", "failed")
+    return pd.DataFrame(
+        {
+            "n_systems": n,
+            "rep": rep,
+            "candidate_id": ids,
+            "kind": kind,
+            "true_difficulty": b,
+            "true_discrimination": a,
+            "in_bin": in_bin,
+            "wanted": in_bin & (kind == "good"),
+        }
+        | {c: table[c].to_numpy() for c in columns}
+    )
 
 
 def _bank_like(fit: Fit, benchmark: str | None, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:

@@ -34,6 +34,47 @@ def _bank_labels(fit: Fit) -> pd.DataFrame:
     return frame.where(frame != "", None)
 
 
+def _response_frame(responses: ResponseData | pd.DataFrame, source: str | None) -> tuple[pd.DataFrame, str]:
+    """The long frame of ``responses`` and the name messages give it."""
+    if isinstance(responses, ResponseData):
+        frame = responses.long_frame()
+        name = source or responses.source
+        if "condition" in frame.columns and frame["condition"].nunique() > 1:
+            raise DataError(
+                f"{name}: responses under {frame['condition'].nunique()} conditions; calibrate one condition at a "
+                "time (data.subset(conditions=[...]))"
+            )
+    elif isinstance(responses, pd.DataFrame):
+        name = source or "<responses>"
+        missing = [c for c in ("subject", "item", "response") if c not in responses.columns]
+        if missing:
+            raise DataError(f"{name}: missing column(s) {missing}; the columns are {list(map(str, responses.columns))}")
+        frame = responses
+    else:
+        raise DataError(f"expected responses as ResponseData or a data frame, got {type(responses).__name__}")
+    return frame, name
+
+
+def _with_bank_domains(meta: pd.DataFrame, fit: Fit) -> pd.DataFrame:
+    """Candidates' item metadata with the bank's domain filled in for a bank benchmark (a contradiction raises)."""
+    bank = _bank_labels(fit)
+    domain_of = bank.dropna(subset=["benchmark"]).drop_duplicates("benchmark").set_index("benchmark")["domain"]
+    for cid, row in meta.iterrows():
+        bench = row["benchmark"]
+        if bench is None or pd.isna(bench) or bench not in domain_of.index:
+            continue
+        bank_domain = domain_of[bench]
+        bank_domain = None if bank_domain is None or pd.isna(bank_domain) else str(bank_domain)
+        if row["domain"] is None or pd.isna(row["domain"]):
+            meta.loc[cid, "domain"] = bank_domain
+        elif bank_domain is not None and str(row["domain"]) != bank_domain:
+            raise DataError(
+                f"candidate '{cid}': domain '{row['domain']}' but its benchmark '{bench}' is in domain "
+                f"'{bank_domain}' in the fitted bank"
+            )
+    return meta
+
+
 def candidate_response_data(
     responses: ResponseData | pd.DataFrame,
     candidates: Sequence[Candidate],
@@ -69,22 +110,7 @@ def candidate_response_data(
         candidates (all listed), a candidate id that is already a bank item, a candidate whose domain
         contradicts its benchmark's domain in the bank, or malformed responses.
     """
-    if isinstance(responses, ResponseData):
-        frame = responses.long_frame()
-        name = source or responses.source
-        if "condition" in frame.columns and frame["condition"].nunique() > 1:
-            raise DataError(
-                f"{name}: responses under {frame['condition'].nunique()} conditions; calibrate one condition at a "
-                "time (data.subset(conditions=[...]))"
-            )
-    elif isinstance(responses, pd.DataFrame):
-        name = source or "<responses>"
-        missing = [c for c in ("subject", "item", "response") if c not in responses.columns]
-        if missing:
-            raise DataError(f"{name}: missing column(s) {missing}; the columns are {list(map(str, responses.columns))}")
-        frame = responses
-    else:
-        raise DataError(f"expected responses as ResponseData or a data frame, got {type(responses).__name__}")
+    frame, name = _response_frame(responses, source)
     frame = frame[["subject", "item", "response"]].copy()
     frame["subject"] = frame["subject"].astype(str).str.strip()
     frame["item"] = frame["item"].astype(str).str.strip()
@@ -119,22 +145,7 @@ def candidate_response_data(
     answered = [c for c in candidates if c.candidate_id in set(frame["item"])]
     if not answered:
         raise DataError(f"{name}: no responses to any candidate")
-    meta = items_table(answered)
-    bank = _bank_labels(fit)
-    domain_of = bank.dropna(subset=["benchmark"]).drop_duplicates("benchmark").set_index("benchmark")["domain"]
-    for cid, row in meta.iterrows():
-        bench = row["benchmark"]
-        if bench is None or pd.isna(bench) or bench not in domain_of.index:
-            continue
-        bank_domain = domain_of[bench]
-        bank_domain = None if bank_domain is None or pd.isna(bank_domain) else str(bank_domain)
-        if row["domain"] is None or pd.isna(row["domain"]):
-            meta.loc[cid, "domain"] = bank_domain
-        elif bank_domain is not None and str(row["domain"]) != bank_domain:
-            raise DataError(
-                f"candidate '{cid}': domain '{row['domain']}' but its benchmark '{bench}' is in domain "
-                f"'{bank_domain}' in the fitted bank"
-            )
+    meta = _with_bank_domains(items_table(answered), fit)
     return ResponseData.from_long(frame, items=meta.reset_index(), source=name)
 
 

@@ -26,6 +26,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 import pandas as pd
+import xarray as xr
 
 from irtbayes.benchfill.acceptance import decide_all
 from irtbayes.benchfill.calibration import calibrate_full
@@ -137,31 +138,11 @@ def calibrate_candidates(
     """
     if mode not in ("full", "fixed"):
         raise SpecError(f"mode must be 'full' or 'fixed', got {mode!r}")
-    ids = [c.candidate_id for c in candidates]
-    if len(set(ids)) != len(ids):
-        raise DataError(f"candidate id(s) {sorted({i for i in ids if ids.count(i) > 1})} appear more than once")
-    extra = sorted(set(map(str, new_data.item_ids)) - set(ids))
-    if extra:
-        raise DataError(f"{new_data.source}: responses to item(s) that are not candidates: {extra[:20]}")
-    rule_text = "given"
-    if min_discrimination is None:
-        typical = typical_discrimination(fit)
-        min_discrimination = MIN_DISCRIMINATION_SHARE * typical
-        rule_text = (
-            f"{MIN_DISCRIMINATION_SHARE:g} of the bank's typical discrimination {typical:.3g} (median posterior mean)"
-        )
-    settings: dict[str, Any] = {
-        "mode": mode,
-        "prior": prior,
-        "tau": tau,
-        "min_responses": min_responses,
-        "discrimination_prob": discrimination_prob,
-        "min_discrimination": min_discrimination,
-        "min_discrimination_rule": rule_text,
-        "ci_prob": ci_prob,
-        "kind": fit.spec.kind,
-        "bank_sampler": {k: fit.sampler.get(k) for k in ("name", "chains", "draws", "tune", "seed")},
-    }
+    ids = _check_round(candidates, new_data)
+    settings = _round_settings(
+        fit, mode=mode, prior=prior, tau=tau, min_responses=min_responses, discrimination_prob=discrimination_prob,
+        min_discrimination=min_discrimination, ci_prob=ci_prob,
+    )  # fmt: skip
     refit = None
     if mode == "full":
         full = calibrate_full(
@@ -177,40 +158,9 @@ def calibrate_candidates(
         posterior = calibrate_fixed(fit, new_data, seed=seed, prior=prior)
         settings["fixed"] = dict(posterior.attrs)
         settings["bank_converged"] = bool(fit.diagnostics.ok)
-    answered = [str(i) for i in new_data.item_ids]
-    decisions = decide_all(
-        posterior,
-        target_lo=choice.lo,
-        target_hi=choice.hi,
-        n_responses=posterior["n_responses"].to_series(),
-        items=answered,
-        tau=tau,
-        min_discrimination=min_discrimination,
-        discrimination_prob=discrimination_prob,
-        min_responses=min_responses,
-        ci_prob=ci_prob,
-    )
-    silent = [i for i in ids if i not in set(answered)]
-    if silent:
-        log.info("%d candidate(s) have no responses and are rejected: %s", len(silent), silent[:10])
-        decisions = pd.concat([decisions, _silent_rows(silent, choice=choice, min_responses=min_responses)])
-    by_id = {c.candidate_id: c for c in candidates}
-    decisions = decisions.reindex(ids)
-    decisions.index.name = "candidate_id"
-    decisions["benchmark"] = [by_id[i].benchmark for i in ids]
-    decisions["text"] = [by_id[i].text for i in ids]
-    decisions.attrs.update(ci_prob=ci_prob, tau=tau)
+    decisions = _decisions(posterior, candidates, new_data, choice, settings=settings)
     accepted = [i for i in ids if decisions.loc[i, "decision"] == "accepted"]
-    if refit is not None:
-        keep = [str(i) for i in data.item_ids] + accepted
-        names = [
-            n for n in ("ability", "difficulty", "discrimination", "guessing", *HYPER_VARS) if n in refit.posterior
-        ]
-        extended = refit.posterior[names].sel(item=keep)
-        extended.attrs = {}
-    else:
-        extended = _append_draws(fit.posterior, posterior, accepted, kind=fit.spec.kind)
-    extended_data = ResponseData.combine([data, new_data.subset(items=accepted)]) if accepted else data
+    extended, extended_data = _extended_bank(fit, data, new_data, posterior, refit, accepted)
     tables = before_after(
         fit,
         data,
@@ -231,3 +181,112 @@ def calibrate_candidates(
         settings=settings,
         run_id=run_id,
     )
+
+
+def _check_round(candidates: Sequence[Candidate], new_data: ResponseData) -> list[str]:
+    """The candidates' ids, after checking that they are unique and that every response is to a candidate."""
+    ids = [c.candidate_id for c in candidates]
+    if len(set(ids)) != len(ids):
+        raise DataError(f"candidate id(s) {sorted({i for i in ids if ids.count(i) > 1})} appear more than once")
+    extra = sorted(set(map(str, new_data.item_ids)) - set(ids))
+    if extra:
+        raise DataError(f"{new_data.source}: responses to item(s) that are not candidates: {extra[:20]}")
+    return ids
+
+
+def _round_settings(
+    fit: Fit,
+    *,
+    mode: str,
+    prior: str,
+    tau: float,
+    min_responses: int,
+    discrimination_prob: float,
+    min_discrimination: float | None,
+    ci_prob: float,
+) -> dict[str, Any]:
+    """The round's settings; ``min_discrimination=None`` becomes its default share of the bank's typical one."""
+    rule_text = "given"
+    if min_discrimination is None:
+        typical = typical_discrimination(fit)
+        min_discrimination = MIN_DISCRIMINATION_SHARE * typical
+        rule_text = (
+            f"{MIN_DISCRIMINATION_SHARE:g} of the bank's typical discrimination {typical:.3g} (median posterior mean)"
+        )
+    return {
+        "mode": mode,
+        "prior": prior,
+        "tau": tau,
+        "min_responses": min_responses,
+        "discrimination_prob": discrimination_prob,
+        "min_discrimination": min_discrimination,
+        "min_discrimination_rule": rule_text,
+        "ci_prob": ci_prob,
+        "kind": fit.spec.kind,
+        "bank_sampler": {k: fit.sampler.get(k) for k in ("name", "chains", "draws", "tune", "seed")},
+    }
+
+
+def _decisions(
+    posterior: xr.Dataset,
+    candidates: Sequence[Candidate],
+    new_data: ResponseData,
+    choice: TargetChoice,
+    *,
+    settings: dict[str, Any],
+) -> pd.DataFrame:
+    """One row per candidate (index ``candidate_id``, in the candidates' order): the acceptance rule's verdict."""
+    ids = [c.candidate_id for c in candidates]
+    answered = [str(i) for i in new_data.item_ids]
+    min_responses = int(settings["min_responses"])
+    decisions = decide_all(
+        posterior,
+        target_lo=choice.lo,
+        target_hi=choice.hi,
+        n_responses=posterior["n_responses"].to_series(),
+        items=answered,
+        tau=settings["tau"],
+        min_discrimination=settings["min_discrimination"],
+        discrimination_prob=settings["discrimination_prob"],
+        min_responses=min_responses,
+        ci_prob=settings["ci_prob"],
+    )
+    silent = [i for i in ids if i not in set(answered)]
+    if silent:
+        log.info("%d candidate(s) have no responses and are rejected: %s", len(silent), silent[:10])
+        decisions = pd.concat([decisions, _silent_rows(silent, choice=choice, min_responses=min_responses)])
+    by_id = {c.candidate_id: c for c in candidates}
+    decisions = decisions.reindex(ids)
+    decisions.index.name = "candidate_id"
+    decisions["benchmark"] = [by_id[i].benchmark for i in ids]
+    decisions["text"] = [by_id[i].text for i in ids]
+    decisions.attrs.update(ci_prob=settings["ci_prob"], tau=settings["tau"])
+    return decisions
+
+
+def _extended_bank(
+    fit: Fit,
+    data: ResponseData,
+    new_data: ResponseData,
+    posterior: xr.Dataset,
+    refit: Fit | None,
+    accepted: Sequence[str],
+) -> tuple[xr.Dataset, ResponseData]:
+    """The posterior and data of the original items plus the accepted ones, under the candidates' own labels.
+
+    The full refit's posterior is restricted to the original and accepted items; the fixed-bank draws of the
+    accepted items are appended to the bank's posterior. The data keeps each accepted item's benchmark as the
+    candidate names it (never the refit's calibration group), so the after-audit counts it in its benchmark.
+    """
+    accepted = list(accepted)
+    if refit is not None:
+        keep = [str(i) for i in data.item_ids] + accepted
+        names = [
+            n for n in ("ability", "difficulty", "discrimination", "guessing", *HYPER_VARS) if n in refit.posterior
+        ]
+        extended = refit.posterior[names].sel(item=keep)
+        extended.attrs = {}
+    else:
+        extended = _append_draws(fit.posterior, posterior, accepted, kind=fit.spec.kind)
+    extended_data = ResponseData.combine([data, new_data.subset(items=accepted)]) if accepted else data
+    return extended, extended_data

@@ -168,6 +168,49 @@ def _matching_bin(lo: float, hi: float, edges: np.ndarray) -> int | None:
     return None
 
 
+def _interval(
+    tgt: Target,
+    row: pd.Series,
+    scope: str,
+    *,
+    target_bin: int | None,
+    interval: Sequence[float] | None,
+    gap_interval: bool,
+) -> tuple[float, float, int | None, str]:
+    """(lo, hi, bin, how) of the target: a bin given, an interval given, or the widest gap's bin or interval."""
+    edges = tgt.edges_array
+    if target_bin is not None:
+        if isinstance(target_bin, bool) or not isinstance(target_bin, int | np.integer):
+            raise SpecError(f"the target bin must be a whole number, got {target_bin!r}")
+        if not 0 <= int(target_bin) < tgt.n_bins:
+            raise SpecError(
+                f"target bin {target_bin} is out of range: the audit's target has {tgt.n_bins} bins, numbered 0 to "
+                f"{tgt.n_bins - 1}, over [{tgt.lo:g}, {tgt.hi:g}]"
+            )
+        k = int(target_bin)
+        return float(edges[k]), float(edges[k + 1]), k, f"bin {k} of the audit's {tgt.n_bins} bins, chosen by the user"
+    if interval is not None:
+        if isinstance(interval, str) or len(interval) != 2:
+            raise SpecError(f"the target interval must be two numbers L U, got {interval!r}")
+        lo, hi = float(interval[0]), float(interval[1])
+        if not (math.isfinite(lo) and math.isfinite(hi)) or lo >= hi:
+            raise SpecError(f"the target interval needs finite L < U, got L = {lo:g} and U = {hi:g}")
+        return lo, hi, _matching_bin(lo, hi, edges), f"the interval [{lo:g}, {hi:g}) given by the user"
+    k = int(row["gap_modal_bin"])
+    p = float(row["gap_p_modal_bin"])
+    if gap_interval:
+        lo, hi = float(row["gap_lo"]), float(row["gap_hi"])
+        if not (math.isfinite(lo) and math.isfinite(hi)) or lo >= hi:
+            raise SpecError(f"the audit's widest gap for {scope} has no usable interval ([{lo}, {hi}])")
+        how = (
+            f"the widest gap of {scope}: its mean interval [{lo:.2f}, {hi:.2f}] over the draws whose gap lies in "
+            f"bin {k} (P = {p:.2f})"
+        )
+        return lo, hi, k, how
+    how = f"the bin holding the widest gap of {scope} most often: bin {k} {tgt.bin_label(k)}, P = {p:.2f}"
+    return float(edges[k]), float(edges[k + 1]), k, how
+
+
 def choose_target(
     fit: Fit,
     data: ResponseData,
@@ -227,7 +270,6 @@ def choose_target(
         progress=False,
     )
     tgt = result.target
-    edges = tgt.edges_array
     row = _scope_row(result, benchmark)
     scope = f"benchmark '{benchmark}'" if benchmark else "all items"
     gap = {
@@ -241,39 +283,7 @@ def choose_target(
         "p_modal_bin": float(row["gap_p_modal_bin"]),
         "ci_prob": result.ci_prob,
     }
-    if target_bin is not None:
-        if isinstance(target_bin, bool) or not isinstance(target_bin, int | np.integer):
-            raise SpecError(f"the target bin must be a whole number, got {target_bin!r}")
-        if not 0 <= int(target_bin) < tgt.n_bins:
-            raise SpecError(
-                f"target bin {target_bin} is out of range: the audit's target has {tgt.n_bins} bins, numbered 0 to "
-                f"{tgt.n_bins - 1}, over [{tgt.lo:g}, {tgt.hi:g}]"
-            )
-        k = int(target_bin)
-        lo, hi = float(edges[k]), float(edges[k + 1])
-        how = f"bin {k} of the audit's {tgt.n_bins} bins, chosen by the user"
-    elif interval is not None:
-        if isinstance(interval, str) or len(interval) != 2:
-            raise SpecError(f"the target interval must be two numbers L U, got {interval!r}")
-        lo, hi = float(interval[0]), float(interval[1])
-        if not (math.isfinite(lo) and math.isfinite(hi)) or lo >= hi:
-            raise SpecError(f"the target interval needs finite L < U, got L = {lo:g} and U = {hi:g}")
-        k = _matching_bin(lo, hi, edges)  # type: ignore[assignment]
-        how = f"the interval [{lo:g}, {hi:g}) given by the user"
-    else:
-        k = int(row["gap_modal_bin"])
-        p = float(row["gap_p_modal_bin"])
-        if gap_interval:
-            lo, hi = float(row["gap_lo"]), float(row["gap_hi"])
-            if not (math.isfinite(lo) and math.isfinite(hi)) or lo >= hi:
-                raise SpecError(f"the audit's widest gap for {scope} has no usable interval ([{lo}, {hi}])")
-            how = (
-                f"the widest gap of {scope}: its mean interval [{lo:.2f}, {hi:.2f}] over the draws whose gap lies in "
-                f"bin {k} (P = {p:.2f})"
-            )
-        else:
-            lo, hi = float(edges[k]), float(edges[k + 1])
-            how = f"the bin holding the widest gap of {scope} most often: bin {k} {tgt.bin_label(k)}, P = {p:.2f}"
+    lo, hi, k, how = _interval(tgt, row, scope, target_bin=target_bin, interval=interval, gap_interval=gap_interval)
     choice = TargetChoice(lo=lo, hi=hi, bin=k, benchmark=benchmark, how=how, target=tgt, gap=gap)
     log.info("BenchFill target %s: %s", choice.label, how)
     return choice, result
