@@ -213,16 +213,52 @@ def _metric_names(schema: Any) -> list[str]:
     return names
 
 
-def _read_rows(path: Path) -> list[dict[str, Any]]:
+def _read_table(path: Path, columns: list[str]) -> Any:
+    """Some columns of a Parquet file as a pyarrow Table; errors name the file."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    _schema(path)
     try:
-        table = pq.read_table(path)
+        return pq.read_table(path, columns=columns)
     except (OSError, pa.ArrowException) as err:
         raise DataError(f"{path}: not a readable Parquet file ({err})") from None
-    return table.to_pylist()
+
+
+def _item_meta(path: Path, names: list[str], rows: list[int]) -> list[dict[str, Any]]:
+    """Text, answer and number of options of the documents in ``rows`` (row numbers of ``path``).
+
+    Only these rows of ``doc`` and ``target`` become Python objects; the options are counted from the
+    ``arguments`` struct (one field per request: one per choice of a multiple-choice document) without
+    reading its prompts into Python.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    wanted: list[str] = [c for c in ("doc", "target", "arguments") if c in names]
+    table = _read_table(path, wanted) if wanted else None
+    if table is not None and rows != list(range(table.num_rows)):
+        table = table.take(pa.array(rows))
+    docs = table.column("doc").to_pylist() if table is not None and "doc" in wanted else [None] * len(rows)
+    targets = table.column("target").to_pylist() if table is not None and "target" in wanted else [None] * len(rows)
+    options: list[int | None] = [None] * len(rows)
+    if table is not None and "arguments" in wanted:
+        arguments = table.column("arguments").combine_chunks()
+        if pa.types.is_struct(arguments.type):
+            counts = pa.array([0] * len(rows), type=pa.int64())
+            for index in range(arguments.type.num_fields):
+                valid = pc.and_(arguments.is_valid(), arguments.field(index).is_valid())
+                counts = pc.add(counts, pc.cast(valid, pa.int64()))
+            options = [c if c > 1 else None for c in counts.to_pylist()]
+        else:
+            options = [_n_options({"arguments": a}, None) for a in arguments.to_pylist()]
+    return [
+        {
+            "text": _text_of(doc),
+            "answer": _answer_of(target),
+            "n_options": n if n is not None else pd.NA,
+        }
+        for doc, target, n in zip(docs, targets, options, strict=True)
+    ]
 
 
 def _parse_option(value: str | Mapping[str, str] | None) -> str | Mapping[str, str] | None:
@@ -359,15 +395,23 @@ def load_leaderboard(
             )
         seen_in_run: dict[tuple[str, str], int] = {}
         for file in run.files:
-            records = _read_rows(file)
-            if not records:
-                raise DataError(f"{file}: the file has no rows")
-            if "doc_id" not in records[0]:
-                raise DataError(f"{file}: no 'doc_id' column; the columns are {list(records[0])}")
-            missing = [m for m in metrics if m not in records[0]]
+            schema = _schema(file)
+            names = list(schema.names)
+            if "doc_id" not in names:
+                raise DataError(f"{file}: no 'doc_id' column; the columns are {names}")
+            missing = [m for m in metrics if m not in names]
             if missing:
-                raise DataError(f"{file}: no column {missing[0]!r} (the metric being read); it has {list(records[0])}")
-            filters = list(dict.fromkeys(str(r.get("filter")) for r in records)) if "filter" in records[0] else []
+                raise DataError(f"{file}: no column {missing[0]!r} (the metric being read); it has {names}")
+            # the light columns of every row; documents only where there is no hash to compare them by
+            has_hash = "doc_hash" in names
+            wanted = ["doc_id", *(c for c in ("doc_hash", "filter") if c in names), *metrics]
+            if not has_hash and "doc" in names:
+                wanted.append("doc")
+            table = _read_table(file, wanted)
+            if table.num_rows == 0:
+                raise DataError(f"{file}: the file has no rows")
+            columns = table.to_pydict()
+            filters = list(dict.fromkeys(str(f) for f in columns["filter"])) if "filter" in columns else []
             chosen_filters = filters
             if len(filters) > 1 and filter != ALL:
                 if filter is None:
@@ -378,11 +422,11 @@ def load_leaderboard(
                 if filter not in filters:
                     raise DataError(f"{file}: task '{run.task}' has no filter '{filter}'; it logs {filters}")
                 chosen_filters = [filter]
-            for number, record in enumerate(records):
-                doc_id = record["doc_id"]
+            new_rows: list[int] = []
+            for number, doc_id in enumerate(columns["doc_id"]):
                 if doc_id is None or (isinstance(doc_id, float) and math.isnan(doc_id)):
                     raise DataError(f"{file}: row {number} has no doc_id")
-                doc_filter = str(record.get("filter")) if filters else ""
+                doc_filter = str(columns["filter"][number]) if filters else ""
                 if filters and doc_filter not in chosen_filters:
                     continue
                 key = (str(doc_id), doc_filter)
@@ -394,9 +438,10 @@ def load_leaderboard(
                     )
                 seen_in_run[key] = number
                 item = f"{run.task}/{doc_id}"
-                doc_key = str(record.get("doc_hash") or "") or json.dumps(
-                    record.get("doc"), sort_keys=True, ensure_ascii=False, default=str
-                )
+                if has_hash:
+                    doc_key = str(columns["doc_hash"][number] or "")
+                else:
+                    doc_key = json.dumps(columns.get("doc", [None] * (number + 1))[number], sort_keys=True, default=str)
                 if item in seen_doc:
                     earlier_doc, doc_file = seen_doc[item]
                     if earlier_doc != doc_key:
@@ -406,23 +451,23 @@ def load_leaderboard(
                         )
                 else:
                     seen_doc[item] = (doc_key, str(file))
-                    n_options = _n_options(record, None)
+                    new_rows.append(number)
                     items[item] = {
                         "item": item,
                         "benchmark": run.task,
-                        "text": _text_of(record.get("doc")),
-                        "answer": _answer_of(record.get("target")),
-                        "n_options": n_options if n_options is not None else pd.NA,
                         "doc_id": str(doc_id),
                         "metric": ",".join(metrics) if requested == ALL else metrics[0],
                     }
                 for name in metrics:
-                    value = _score(record[name], where=str(file), doc_id=doc_id, metric=name, scoring=scoring)
+                    value = _score(columns[name][number], where=str(file), doc_id=doc_id, metric=name, scoring=scoring)
                     rows["subject"].append(run.subject)
                     rows["item"].append(item)
                     rows["response"].append(value)
                     parts = ([name] if requested == ALL else []) + ([doc_filter] if filter == ALL and filters else [])
                     rows["condition"].append(" ".join(parts))
+            if new_rows:
+                for row, meta in zip(new_rows, _item_meta(file, names, new_rows), strict=True):
+                    items[f"{run.task}/{columns['doc_id'][row]}"].update(meta)
 
     frame = pd.DataFrame(rows)
     if not with_condition:
