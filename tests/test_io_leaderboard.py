@@ -135,6 +135,17 @@ def test_without_latest_the_newest_run_is_read(tree: Path, caplog: pytest.LogCap
     assert "2024_06_20T09_00_00.000000" in caplog.text
 
 
+def test_a_train_split_stands_for_the_latest_run(tree: Path) -> None:
+    config = in_copy(tree, B) / "fixture-org__tiny-b__leaderboard_bbh_navigate"
+    (config / "latest").rename(config / "train")
+    old = config / "2024_06_20T09_00_00.000000" / "0000.parquet"
+    shutil.copy(old, config / "2024_07_02T11_12_13.456789" / "0000.parquet")  # the dated newest now differs
+    train = raw_scores(config / "train" / "0000.parquet", "acc_norm")
+    assert train != raw_scores(old, "acc_norm")
+    data = load_leaderboard(tree)
+    assert {i: value_of(data, "fixture-org/tiny-b", f"{TASKS[0]}/{i}") for i in train} == train
+
+
 def test_samples_layout_keeps_the_newest_of_several_runs(tree: Path, caplog: pytest.LogCaptureFixture) -> None:
     folder = in_copy(tree, C) / "fixture-org__tiny-c"
     current = next(folder.glob("samples_leaderboard_bbh_navigate_*.parquet"))

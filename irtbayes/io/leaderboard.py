@@ -16,7 +16,8 @@ versions add ``filter`` and ``metrics`` columns.
 
 - **the hub's Parquet conversion**: ``<configuration>/<split>/*.parquet``, the configurations of one model or
   many (one ``<org>__<model>-details`` folder per model, or all configurations side by side). A (model, task)
-  reads its ``latest`` split when there is one, else its newest run.
+  reads its ``latest`` split when there is one (else ``train``, which some cards say points to the latest
+  run), else its newest run.
 - **the repository's own layout, in Parquet**: ``<org>__<model>/samples_<task>_<date>.parquet``, one folder
   per model (the samples files saved as Parquet, e.g. with ``datasets``' ``to_parquet``). A (model, task) with
   several runs reads the newest, with a warning naming the files left out.
@@ -67,8 +68,9 @@ NOT_METRICS = frozenset(
 MAX_DEPTH = 4
 
 _SAMPLES = re.compile(r"^samples_(?P<task>.+?)_(?P<date>\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?)\.parquet$")
-_SPLIT = re.compile(r"^(?:latest|\d{4}_\d{2}_\d{2}T\d{2}_\d{2}_\d{2}(?:\.\d+)?)$")
-LATEST = "latest"
+_SPLIT = re.compile(r"^(?:latest|train|\d{4}_\d{2}_\d{2}T\d{2}_\d{2}_\d{2}(?:\.\d+)?)$")
+#: Splits that name the newest run, preferred in this order over the runs' own (dated) splits.
+LATEST_SPLITS = ("latest", "train")
 
 
 @dataclass
@@ -77,7 +79,7 @@ class _Run:
 
     subject: str
     task: str
-    run: str  #: ``latest`` or the run's date as ``YYYY-MM-DDTHH-MM-SS[.ffffff]``
+    run: str  #: ``latest``/``train`` or the run's date as ``YYYY-MM-DDTHH-MM-SS[.ffffff]``
     folder: Path  #: the model's folder, or the folder holding its configurations (converted layout)
     files: list[Path] = field(default_factory=list)
 
@@ -126,12 +128,12 @@ def _classify(path: Path) -> tuple[str, str, str]:
     if _SPLIT.match(split.name):
         names = _split_config(split.parent)
         if names is not None:
-            run = split.name if split.name == LATEST else split.name.replace("_", "-")
+            run = split.name if split.name in LATEST_SPLITS else split.name.replace("_", "-")
             return names[0], names[1], run
     raise DataError(
         f"{path}: not in an Open LLM Leaderboard details layout: expected "
         "<org>__<model>/samples_<task>_<date>.parquet or <org>__<model>__<task>/<split>/<shard>.parquet "
-        "(split 'latest' or a run's date)"
+        "(split 'latest', 'train' or a run's date)"
     )
 
 
@@ -173,7 +175,7 @@ def _runs(root: Path) -> list[_Run]:
         chosen.setdefault((run.subject, run.task), []).append(run)
     kept: list[_Run] = []
     for (subject, task), group in sorted(chosen.items()):
-        latest = [r for r in group if r.run == LATEST]
+        latest = sorted((r for r in group if r.run in LATEST_SPLITS), key=lambda r: LATEST_SPLITS.index(r.run))
         pick = latest[0] if latest else max(group, key=lambda r: r.run)
         dropped = [r for r in group if r is not pick]
         if dropped and not latest:
