@@ -261,7 +261,7 @@ def _fit_interrupted(err: FitInterrupted, args: argparse.Namespace, *, inside_au
     except IrtbayesError as save_error:
         print(f"irtbayes: {err}: the draws so far were not saved ({save_error})", file=sys.stderr)
         return 130
-    print(err.partial.summary())
+    print(err.partial.to_text())
     after = f"; no audit was run (`irtbayes audit --fit {path}` audits it)" if inside_audit else ""
     print(
         f"irtbayes: {err}: saved the draws so far to {path} as a PARTIAL fit (its convergence checks fail){after}",
@@ -279,7 +279,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
     except FitInterrupted as err:
         return _fit_interrupted(err, args, inside_audit=False)
     path = save_fit(result, args.out, overwrite=args.overwrite)  # type: ignore[arg-type]
-    print(result.summary())  # type: ignore[attr-defined]
+    print(result.to_text())  # type: ignore[attr-defined]
     print(f"\nSaved the fit to {path}")
     ok = result.diagnostics.ok  # type: ignore[attr-defined]
     return 1 if args.strict and not ok else 0
@@ -382,7 +382,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
             log.info("writing the report")
             doc = build_report(fit_result, data, audit=result)  # type: ignore[arg-type]
             write_report_files(doc, fit_result, tmp / "report", audit=result)  # type: ignore[arg-type]
-    print(fit_result.summary())  # type: ignore[attr-defined]
+    print(fit_result.to_text())  # type: ignore[attr-defined]
     print()
     print(result.to_text())  # type: ignore[attr-defined]
     print(f"\nWrote {Path(args.out) / 'summary.json'}, bins.csv, ranking.csv and the other tables")

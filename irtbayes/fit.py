@@ -239,7 +239,7 @@ def fit(
         )
     elif not result.diagnostics.ok:
         warnings.warn(
-            "the fit did not pass the convergence checks:\n" + result.diagnostics.summary(), UserWarning, stacklevel=2
+            "the fit did not pass the convergence checks:\n" + result.diagnostics.to_text(), UserWarning, stacklevel=2
         )
     return result
 

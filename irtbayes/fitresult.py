@@ -9,9 +9,10 @@ saves and loads it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -22,6 +23,11 @@ from irtbayes.errors import SpecError, describe_interrupt
 from irtbayes.model import ModelSpec
 from irtbayes.sampler_checks import Diagnostics
 from irtbayes.summaries import summarize
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+
+    from irtbayes.data import ResponseData
 
 __all__ = ["FORMAT_VERSION", "ITEM_PARAMETERS", "Fit", "check_prob", "derived_names", "draws_table"]
 
@@ -261,7 +267,219 @@ class Fit:
         table.attrs.update(min_discrimination=min_discrimination, prob=prob, approximate=self.approximate)
         return table
 
-    def summary(self) -> str:
+    # ------------------------------------------------------------------ convenience
+    @classmethod
+    def from_posterior(
+        cls,
+        posterior: xr.Dataset,
+        data: ResponseData,
+        *,
+        spec: ModelSpec | None = None,
+        sampler: dict[str, Any] | None = None,
+    ) -> Fit:
+        """A :class:`Fit` around posterior draws made elsewhere: another tool's, or hand-built for tests.
+
+        The convergence checks are run on the draws as given (with no sampler statistics they fail, saying
+        so); the data's counts fill ``constant_data``.
+
+        Parameters
+        ----------
+        posterior
+            ``ability`` (chain, draw, subject), ``difficulty`` and, for 2PL/3PL, ``discrimination``
+            (chain, draw, item), labelled with the data's subject and item ids.
+        data
+            The data the draws describe.
+        spec
+            The model the draws come from (default: a 2PL without hierarchy).
+        sampler
+            Sampler settings to record (default ``{"name": "external"}``).
+
+        Examples
+        --------
+        >>> from irtbayes.fit import Fit
+        >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
+        >>> data, truth = simulate_responses(20, 30, seed=1)
+        >>> fit = Fit.from_posterior(posterior_near_truth(data, truth, chains=2, draws=100, seed=2), data)
+        >>> fit.items_table().shape[0], fit.spec.kind
+        (30, '2pl')
+        """
+        from irtbayes.fit import _constant_data
+        from irtbayes.sampler_checks import check_convergence
+
+        coords = {"subject": data.subject_ids.to_numpy(dtype=str), "item": data.item_ids.to_numpy(dtype=str)}
+        tree = xr.DataTree.from_dict(
+            {"posterior": posterior.assign_coords(coords), "constant_data": _constant_data(data)}
+        )
+        return cls(
+            idata=tree,
+            spec=spec or ModelSpec(kind="2pl", hierarchy="none"),
+            sampler=dict(
+                sampler or {"name": "external"},
+                chains=posterior.sizes.get("chain", 1),
+                draws=posterior.sizes.get("draw", 1),
+            ),
+            data_checksum=data.checksum(),
+            diagnostics=check_convergence(tree),
+            info={
+                "source": data.source,
+                "n_subjects": data.n_subjects,
+                "n_items": data.n_items,
+                "n_responses": data.n_responses,
+            },
+        )
+
+    def summary(self, *, var_names: Sequence[str] | None = None, ci_prob: float = 0.9) -> pd.DataFrame:
+        """One row per scalar parameter, as ``arviz.summary``: mean, sd, interval, r-hat, bulk and tail ESS.
+
+        Parameters
+        ----------
+        var_names
+            Posterior variables to summarise (default: all but the raw ``*_z`` sampling coordinates).
+        ci_prob
+            Probability of the equal-tailed interval (tail ESS is taken at its ends).
+
+        Returns
+        -------
+        pandas.DataFrame
+            Indexed by ``variable[index]`` (``difficulty[item00003]``: the real ids); columns ``variable``,
+            ``index``, ``mean``, ``sd``, ``ci_low``, ``ci_high``, ``r_hat``, ``ess_bulk``, ``ess_tail``.
+            ``attrs`` record ``ci_prob``, ``approximate`` and ``sampler``. :meth:`to_text` gives the verdict in
+            prose; :meth:`items_table` and :meth:`subjects_table` the item and subject parameters side by side.
+
+        Examples
+        --------
+        >>> from irtbayes.fit import Fit
+        >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
+        >>> data, truth = simulate_responses(20, 30, seed=1)
+        >>> fit = Fit.from_posterior(posterior_near_truth(data, truth, chains=2, draws=100, seed=2), data)
+        >>> table = fit.summary(var_names=["difficulty"])
+        >>> table.index[0], list(table.columns)
+        ('difficulty[item00000]', ['variable', 'index', 'mean', 'sd', 'ci_low', 'ci_high', 'r_hat', 'ess_bulk', 'ess_tail'])
+        >>> bool((table["ci_low"] < table["mean"]).all() and (table["mean"] < table["ci_high"]).all())
+        True
+        """
+        from irtbayes.frames import fit_summary
+
+        return fit_summary(self, var_names=var_names, ci_prob=ci_prob)
+
+    def to_dataframe(self, *, var_names: Sequence[str] | None = None) -> pd.DataFrame:
+        """The draws in wide form: one row per (chain, draw), one column per scalar parameter.
+
+        Examples
+        --------
+        >>> from irtbayes.fit import Fit
+        >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
+        >>> data, truth = simulate_responses(20, 30, seed=1)
+        >>> fit = Fit.from_posterior(posterior_near_truth(data, truth, chains=2, draws=100, seed=2), data)
+        >>> draws = fit.to_dataframe(var_names=["ability"])
+        >>> draws.shape, draws.index.names, draws.columns[0]
+        ((200, 20), FrozenList(['chain', 'draw']), 'ability[subject000]')
+        """
+        from irtbayes.frames import draws_frame
+
+        return draws_frame(self.posterior, var_names=var_names)
+
+    def plot_item_person_map(self, *, ax: Axes | None = None) -> Axes:
+        """Subjects' abilities beside the items' difficulties by benchmark (:func:`irtbayes.plots.plot_item_person_map`).
+
+        Examples
+        --------
+        >>> from irtbayes.fit import Fit
+        >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
+        >>> data, truth = simulate_responses(20, 30, n_benchmarks=2, seed=1)
+        >>> fit = Fit.from_posterior(posterior_near_truth(data, truth, chains=2, draws=100, seed=2), data)
+        >>> ax = fit.plot_item_person_map()
+        >>> type(ax).__name__
+        'Axes'
+        """
+        from irtbayes.plots import plot_item_person_map
+
+        axes: Axes = plot_item_person_map(self.subjects_table(), self.items_table(), ax=ax)
+        return axes
+
+    def plot_forest(
+        self, *, var_name: str = "difficulty", ci_prob: float = 0.9, max_rows: int = 40, ax: Axes | None = None
+    ) -> Axes:
+        """Posterior means and intervals of one item parameter (or ``"ability"``), sorted.
+
+        Parameters
+        ----------
+        var_name
+            ``difficulty``, ``discrimination``, ``intercept``, ``guessing`` or ``ability``.
+        max_rows
+            Beyond this many items or subjects, rows evenly spaced over the sorted order are shown (the title
+            says how many), so the figure stays readable whatever the data.
+
+        Examples
+        --------
+        >>> from irtbayes.fit import Fit
+        >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
+        >>> data, truth = simulate_responses(20, 60, seed=1)
+        >>> fit = Fit.from_posterior(posterior_near_truth(data, truth, chains=2, draws=100, seed=2), data)
+        >>> ax = fit.plot_forest(var_name="difficulty", max_rows=20)
+        >>> ax.get_title()
+        'Difficulty (20 of 60, evenly spaced)'
+        """
+        from irtbayes.frames import forest_rows
+
+        if var_name == "ability":
+            return forest_rows(
+                self.subjects_table(ci_prob), prefix="ability", label="subject", max_rows=max_rows, ax=ax
+            )
+        if var_name not in ITEM_PARAMETERS or var_name not in self.posterior:
+            raise SpecError(
+                f"no item parameter {var_name!r} in this fit; choose from {[p for p in ITEM_PARAMETERS if p in self.posterior]} or 'ability'"
+            )
+        return forest_rows(self.items_table(ci_prob), prefix=var_name, label="item", max_rows=max_rows, ax=ax)
+
+    def plot_rhat_ess(self, *, ax: Axes | None = None) -> Axes:
+        """R-hat against bulk ESS for every parameter, computed from the draws (also for a loaded fit).
+
+        Examples
+        --------
+        >>> from irtbayes.fit import Fit
+        >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
+        >>> data, truth = simulate_responses(20, 30, seed=1)
+        >>> fit = Fit.from_posterior(posterior_near_truth(data, truth, chains=2, draws=100, seed=2), data)
+        >>> fit.plot_rhat_ess().get_ylabel()
+        'R-hat'
+        """
+        from irtbayes.plots import plot_rhat_ess
+
+        t = self.diagnostics.thresholds
+        axes: Axes = plot_rhat_ess(
+            self.summary(), rhat_max=t.get("rhat_max", 1.01), ess_min=t.get("ess_min", 400), ax=ax
+        )
+        return axes
+
+    def plot_item_curves(
+        self, *, items: Sequence[str] | None = None, ci_prob: float = 0.9, ax: Axes | None = None
+    ) -> Axes:
+        """Item characteristic curves with posterior bands over the subjects' ability range.
+
+        Parameters
+        ----------
+        items
+            Item ids (default: the first five items).
+
+        Examples
+        --------
+        >>> from irtbayes.fit import Fit
+        >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
+        >>> data, truth = simulate_responses(20, 30, seed=1)
+        >>> fit = Fit.from_posterior(posterior_near_truth(data, truth, chains=2, draws=100, seed=2), data)
+        >>> ax = fit.plot_item_curves(items=["item00000", "item00001"])
+        >>> len(ax.get_lines()), ax.get_ylabel()
+        (2, 'P(correct)')
+        """
+        from irtbayes.frames import item_curves_table
+        from irtbayes.plots import plot_item_curves
+
+        chosen = list(items) if items is not None else list(self.item_ids[:5])
+        axes: Axes = plot_item_curves(item_curves_table(self, items=chosen, ci_prob=ci_prob), ax=ax)
+        return axes
+
+    def to_text(self) -> str:
         """A short text: model, data, sampler, convergence (and PARTIAL for an interrupted run kept)."""
         s = self.sampler
         label = (" (APPROXIMATE)" if self.approximate else "") + (" (PARTIAL)" if self.partial else "")
@@ -273,7 +491,7 @@ class Fit:
             f"sampler: {s.get('name')} {s.get('chains')} chains x {s.get('draws')} draws (tune {s.get('tune')}), "
             f"seed {s.get('seed')}, {s.get('wall_time_s', float('nan')):.1f} s",
             *([self.partial_text()] if self.partial else []),
-            self.diagnostics.summary(),
+            self.diagnostics.to_text(),
         ]
         return "\n".join(lines)
 

@@ -251,7 +251,7 @@ def _diagnostics_section(doc: Document, fit: Fit, figure: Callable[[str, Any, st
     diag = fit.diagnostics
     doc.heading("Diagnostics")
     css = "verdict-ok" if diag.ok else "verdict-bad"
-    head = diag.summary().split("\n")
+    head = diag.to_text().split("\n")
     doc.paragraph(f"Verdict: {'PASS' if diag.ok else 'FAIL'}. " + " ".join(head[:2]), css=css)
     if diag.variables:
         doc.table(

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import arviz_stats as azs
 import numpy as np
@@ -22,6 +22,9 @@ import xarray as xr
 
 from irtbayes.convergence import rank_diagnostics, tail_probs
 from irtbayes.errors import FitError, SpecError
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
 
 __all__ = [
     "Diagnostics",
@@ -163,7 +166,78 @@ class Diagnostics:
         values = [v.min_ess_tail for v in self._judged()]
         return float(min(values)) if values and np.isfinite(values).all() else float("nan")
 
-    def summary(self) -> str:
+    def summary(self) -> pd.DataFrame:
+        """One row per checked variable, as a table: the worst r-hat and ESS and where they are, and ``ok``.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Columns ``variable``, ``size``, ``n_checked``, ``max_rhat``, ``worst_rhat``, ``min_ess_bulk``,
+            ``worst_ess_bulk``, ``min_ess_tail``, ``worst_ess_tail`` and ``ok`` (the variable meets the r-hat
+            and ESS thresholds; NaN never does). ``attrs`` record the fit's verdict ``ok``, ``divergences`` and
+            the ``thresholds``. :meth:`to_text` gives the verdict as text.
+
+        Examples
+        --------
+        >>> from irtbayes.diagnostics import check_convergence
+        >>> draws = np.random.default_rng(0).normal(size=(4, 500, 3))
+        >>> posterior = xr.Dataset({"difficulty": (("chain", "draw", "item"), draws)})
+        >>> diag = check_convergence(xr.DataTree.from_dict({"posterior": posterior}))
+        >>> table = diag.summary()
+        >>> table[["variable", "n_checked", "ok"]]
+             variable  n_checked    ok
+        0  difficulty          3  True
+        >>> diag.ok  # the whole fit fails: no sampler statistics to check divergences with
+        False
+        """
+        from irtbayes.frames import diagnostics_summary
+
+        return diagnostics_summary(self)
+
+    def to_dataframe(self) -> pd.DataFrame:
+        """One row per checked scalar parameter: ``variable``, ``index``, ``r_hat``, ``ess_bulk``, ``ess_tail``.
+
+        Kept in memory after :func:`check_convergence`; a loaded fit's diagnostics do not have it
+        (:class:`~irtbayes.errors.SpecError`: use :meth:`irtbayes.fit.Fit.summary`, which computes them).
+
+        Examples
+        --------
+        >>> from irtbayes.diagnostics import check_convergence
+        >>> draws = np.random.default_rng(0).normal(size=(4, 500, 3))
+        >>> posterior = xr.Dataset({"difficulty": (("chain", "draw", "item"), draws)}, coords={"item": ["a", "b", "c"]})
+        >>> table = check_convergence(xr.DataTree.from_dict({"posterior": posterior})).to_dataframe()
+        >>> table[["variable", "index"]]
+             variable index
+        0  difficulty     a
+        1  difficulty     b
+        2  difficulty     c
+        """
+        from irtbayes.frames import diagnostics_parameters
+
+        return diagnostics_parameters(self)
+
+    def plot_rhat_ess(self, *, ax: Axes | None = None) -> Axes:
+        """R-hat against bulk ESS for every checked parameter, with the thresholds (:func:`irtbayes.plots.plot_rhat_ess`).
+
+        Examples
+        --------
+        >>> from irtbayes.diagnostics import check_convergence
+        >>> draws = np.random.default_rng(0).normal(size=(4, 500, 3))
+        >>> posterior = xr.Dataset({"difficulty": (("chain", "draw", "item"), draws)})
+        >>> ax = check_convergence(xr.DataTree.from_dict({"posterior": posterior})).plot_rhat_ess()
+        >>> ax.get_xlabel(), ax.get_ylabel()
+        ('bulk ESS', 'R-hat')
+        """
+        from irtbayes.frames import diagnostics_parameters
+        from irtbayes.plots import plot_rhat_ess
+
+        t = self.thresholds
+        axes: Axes = plot_rhat_ess(
+            diagnostics_parameters(self), rhat_max=t.get("rhat_max", 1.01), ess_min=t.get("ess_min", 400), ax=ax
+        )
+        return axes
+
+    def to_text(self) -> str:
         """A few lines of text: verdict (with the first reason when it fails), thresholds, worst parameters,
         sampler warnings, notes."""
         notes = [f"  note: {n}" for n in self.notes]
@@ -446,7 +520,7 @@ def check_convergence(
 
     NaN is never a pass: an empty trace, fewer than :data:`MIN_CHAINS` chains or :data:`MIN_DRAWS` draws per
     chain, non-finite draws, a NaN r-hat, ESS or E-BFMI, and missing sampler statistics (divergences or
-    energy unknown) each fail the check, with a sentence in ``problems`` that :meth:`Diagnostics.summary`
+    energy unknown) each fail the check, with a sentence in ``problems`` that :meth:`Diagnostics.to_text`
     names. Every element of every checked variable is judged except those :func:`excluded_elements` leaves
     out (constant over the draws, a correlation's diagonal), which are counted in ``n_excluded``.
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -11,6 +12,9 @@ import xarray as xr
 from irtbayes.data import ResponseData
 from irtbayes.errors import DataError, SpecError
 from irtbayes.fitresult import Fit, check_prob, draws_table
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
 
 __all__ = ["Scores", "score"]
 
@@ -37,6 +41,58 @@ class Scores:
         table["ci_prob"] = ci_prob
         table.attrs.update(ci_prob=ci_prob, approximate=self.approximate)
         return table
+
+    def summary(self, *, ci_prob: float = 0.9) -> pd.DataFrame:
+        """One row per subject (and dim): ``n_responses`` and the ability's mean, sd and interval (:meth:`table`).
+
+        Examples
+        --------
+        >>> from irtbayes.fit import Fit, score
+        >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
+        >>> data, truth = simulate_responses(30, 40, missing=0.0, seed=1)
+        >>> fit = Fit.from_posterior(posterior_near_truth(data, truth, chains=2, draws=100, seed=2), data)
+        >>> scores = score(fit, data.subset(subjects=["subject000", "subject001"]), n_draws=100, seed=3)
+        >>> table = scores.summary()
+        >>> list(table.columns)
+        ['subject', 'n_responses', 'ability_mean', 'ability_sd', 'ability_ci_low', 'ability_ci_high', 'ci_prob']
+        >>> bool((table["ability_ci_low"] < truth["ability"].values[:2]).all())
+        True
+        """
+        return self.table(ci_prob)
+
+    def to_dataframe(self) -> pd.DataFrame:
+        """The ability draws: index (``chain``, ``draw``), one column ``ability[subject]`` per subject (and dim).
+
+        Examples
+        --------
+        >>> from irtbayes.fit import Fit, score
+        >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
+        >>> data, truth = simulate_responses(30, 40, missing=0.0, seed=1)
+        >>> fit = Fit.from_posterior(posterior_near_truth(data, truth, chains=2, draws=100, seed=2), data)
+        >>> draws = score(fit, data.subset(subjects=["subject000"]), n_draws=100, seed=3).to_dataframe()
+        >>> draws.shape, list(draws.columns)
+        ((100, 1), ['ability[subject000]'])
+        """
+        from irtbayes.frames import scores_frame
+
+        return scores_frame(self)
+
+    def plot_forest(self, *, ci_prob: float = 0.9, max_rows: int = 40, ax: Axes | None = None) -> Axes:
+        """The scored abilities with their intervals, sorted (at most ``max_rows`` rows, evenly spaced).
+
+        Examples
+        --------
+        >>> from irtbayes.fit import Fit, score
+        >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
+        >>> data, truth = simulate_responses(30, 40, missing=0.0, seed=1)
+        >>> fit = Fit.from_posterior(posterior_near_truth(data, truth, chains=2, draws=100, seed=2), data)
+        >>> ax = score(fit, data.subset(subjects=["subject000", "subject001"]), n_draws=100, seed=3).plot_forest()
+        >>> ax.get_xlabel()
+        'ability (logits)'
+        """
+        from irtbayes.frames import forest_rows
+
+        return forest_rows(self.table(ci_prob), prefix="ability", label="subject", max_rows=max_rows, ax=ax)
 
 
 def score(

@@ -427,5 +427,5 @@ def settings_record(s: Settings) -> dict[str, Any]:
 
 def short_summary(result: Fit) -> str:
     """The fit's summary without the per-variable diagnostics: model, data, sampler, verdict, worst numbers."""
-    lines = result.summary().splitlines()
+    lines = result.to_text().splitlines()
     return "\n".join(lines[:5])

@@ -154,7 +154,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(
         f"BenchFill operating characteristic: bank {args.subjects} systems x {args.items} items in "
         f"{args.benchmarks} benchmark(s), candidates of bench00 (2PL, {bank.spec.hierarchy} hierarchy, 2 chains x "
-        f"{args.draws} draws; {bank.diagnostics.summary().splitlines()[1]}); responding systems' true abilities = "
+        f"{args.draws} draws; {bank.diagnostics.to_text().splitlines()[1]}); responding systems' true abilities = "
         f"their posterior means; target bin [{args.lo:g}, {args.hi:g}); tau {args.tau:g}; least slope {least:.3g}; "
         f"{args.mis_keyed:.0%} mis-keyed and {args.flat:.0%} flat candidates; fixed-bank calibration; "
         f"seed {args.seed}. Fit {fitted:.0f} s, total {total:.0f} s."

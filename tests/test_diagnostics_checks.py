@@ -70,9 +70,9 @@ def _quiet_check(tree: xr.DataTree, **kwargs: object) -> Diagnostics:
 def test_independent_draws_pass() -> None:
     rng = np.random.default_rng(0)
     diag = _quiet_check(_tree(_good_posterior(rng), _stats(rng)))
-    assert diag.ok, diag.summary()
-    assert diag.summary().startswith("Converged"), diag.summary()
-    assert np.isfinite(diag.max_rhat) and diag.min_ess_tail >= 400, diag.summary()
+    assert diag.ok, diag.to_text()
+    assert diag.to_text().startswith("Converged"), diag.to_text()
+    assert np.isfinite(diag.max_rhat) and diag.min_ess_tail >= 400, diag.to_text()
 
 
 # ------------------------------------------------------------------------------------------ NaN is not a pass
@@ -83,14 +83,14 @@ def test_nan_draws_give_nan_rhat_and_fail() -> None:
     values[2, 500:, 1] = np.nan  # an interrupted chain padded with NaN
     post["difficulty"] = (("chain", "draw", "item"), values)
     diag = _quiet_check(_tree(post, _stats(rng)))
-    assert not diag.ok, diag.summary()
+    assert not diag.ok, diag.to_text()
     assert any("r-hat is not finite (nan) at difficulty[i1]" in p for p in diag.problems), diag.problems
     assert any(
         "500 non-finite (NaN or infinite) draw(s) in difficulty, first at difficulty[i1]" in p for p in diag.problems
     )
     assert np.isnan(diag.max_rhat), "one NaN r-hat must make the largest r-hat NaN, not be skipped"
     assert np.isnan(diag.min_ess_bulk) and np.isnan(diag.min_ess_tail)
-    assert "NOT converged (" in diag.summary() and "max r-hat NaN" in diag.summary(), diag.summary()
+    assert "NOT converged (" in diag.to_text() and "max r-hat NaN" in diag.to_text(), diag.to_text()
     worst = {v.name: v for v in diag.variables}["difficulty"]
     assert np.isnan(worst.max_rhat) and worst.worst_rhat == "difficulty[i1]"
 
@@ -112,7 +112,7 @@ def test_empty_trace_fails_with_its_reason() -> None:
     assert diag.problems == [
         f"the trace is empty ({CHAINS} chains x 0 draws): no draws were kept, so convergence cannot be checked"
     ]
-    assert diag.summary().startswith("NOT converged (the trace is empty"), diag.summary()
+    assert diag.to_text().startswith("NOT converged (the trace is empty"), diag.to_text()
     assert np.isnan(diag.max_rhat) and diag.to_dict()["max_rhat"] is None
 
 
@@ -133,7 +133,7 @@ def test_one_chain_fails_with_its_reason_and_no_nan_noise() -> None:
     diag = _quiet_check(_tree(_good_posterior(rng, chains=1, draws=2000), _stats(rng, chains=1, draws=2000)))
     assert not diag.ok
     assert diag.problems == ["only 1 chain: r-hat needs at least 2 chains"], diag.problems
-    assert "only 1 chain" in diag.summary().splitlines()[0]
+    assert "only 1 chain" in diag.to_text().splitlines()[0]
 
 
 def test_too_few_draws_fail_with_their_reason() -> None:
@@ -148,7 +148,7 @@ def test_missing_sample_stats_fail() -> None:
     diag = _quiet_check(_tree(_good_posterior(rng), None))
     assert not diag.ok
     assert diag.problems == ["no sample_stats group: divergences and E-BFMI are unknown"], diag.problems
-    assert diag.summary().startswith("NOT converged (no sample_stats group")
+    assert diag.to_text().startswith("NOT converged (no sample_stats group")
 
 
 @pytest.mark.parametrize(
@@ -167,9 +167,9 @@ def test_missing_divergences_or_energy_fail(drop: str, reason: str) -> None:
 def test_missing_tree_depth_is_a_note_not_a_pass_of_something_unknown() -> None:
     rng = np.random.default_rng(8)
     diag = _quiet_check(_tree(_good_posterior(rng), _stats(rng).drop_vars("maxdepth_reached")))
-    assert diag.ok, diag.summary()
+    assert diag.ok, diag.to_text()
     assert diag.notes == ["the sampler did not record tree-depth saturation; it is not checked"]
-    assert "note: the sampler did not record tree-depth saturation" in diag.summary()
+    assert "note: the sampler did not record tree-depth saturation" in diag.to_text()
 
 
 def test_nan_divergence_flags_and_nan_ebfmi_fail() -> None:
@@ -233,7 +233,7 @@ def test_correlation_diagonal_is_excluded_by_rule_not_by_nan() -> None:
     np.testing.assert_array_equal(mask, np.array([[1, 1, 1], [0, 0, 1], [0, 0, 0]], dtype=bool))
     assert counts == {"correlation diagonal": 0, "constant": 4}
     diag = _quiet_check(_tree(post, _stats(rng)))
-    assert diag.ok, diag.summary()
+    assert diag.ok, diag.to_text()
     by_name = {v.name: v for v in diag.variables}
     assert set(by_name) == {"ability_corr", "ability_corr_chol"}, "raw *_z coordinates are not judged"
     assert by_name["ability_corr"].n_excluded == 3 and by_name["ability_corr"].n_checked == 6
@@ -250,7 +250,7 @@ def test_correlation_with_chains_that_disagree_fails_at_an_off_diagonal() -> Non
     diag = _quiet_check(_tree(_corr_posterior(rng, offset=0.5), _stats(rng)))
     assert not diag.ok
     corr = next(v for v in diag.variables if v.name == "ability_corr")
-    assert corr.max_rhat > 1.5, diag.summary()
+    assert corr.max_rhat > 1.5, diag.to_text()
     assert corr.worst_rhat in {
         f"ability_corr[{a}, {b}]" for a in ("math", "code", "law") for b in ("math", "code", "law") if a != b
     }
@@ -303,7 +303,7 @@ def test_a_fully_constant_variable_is_noted_and_does_not_hide_the_others() -> No
     post = _good_posterior(rng)
     post["fixed"] = (("chain", "draw"), np.full((CHAINS, DRAWS), 0.5))
     diag = _quiet_check(_tree(post, _stats(rng)))
-    assert diag.ok, diag.summary()
+    assert diag.ok, diag.to_text()
     assert "fixed: every element is constant over the draws; nothing to check" in diag.notes
     assert np.isfinite(diag.max_rhat), "a variable with nothing to check must not make the worst r-hat NaN"
 
@@ -328,7 +328,7 @@ def test_tail_ess_is_at_the_ends_of_the_reported_interval(ci_prob: float) -> Non
     assert not np.allclose(want, arviz_default, rtol=1e-6), "the interval ends must differ from 0.11/0.89 here"
     assert diag.min_ess_tail == pytest.approx(want.min(), rel=1e-9)
     assert diag.thresholds["ci_prob"] == ci_prob
-    assert f"at the {low:g} and {1 - low:g} quantiles" in diag.summary(), diag.summary()
+    assert f"at the {low:g} and {1 - low:g} quantiles" in diag.to_text(), diag.to_text()
 
 
 def test_bad_ci_prob_is_refused() -> None:
@@ -351,7 +351,7 @@ def test_standardised_over_fewer_than_ten_subjects_warns() -> None:
     with pytest.warns(UserWarning, match="standardised over only 6 subjects"):
         diag = check_convergence(tree)
     assert len(diag.notes) == 1 and "within +-2.24 (sqrt(subjects - 1))" in diag.notes[0], diag.notes
-    assert "note: abilities are standardised over only 6 subjects" in diag.summary()
+    assert "note: abilities are standardised over only 6 subjects" in diag.to_text()
     restored = Diagnostics.from_dict(diag.to_dict())
     assert restored.notes == diag.notes
 
@@ -385,14 +385,14 @@ def test_card_round_trip_keeps_exclusions_notes_and_interval() -> None:
     diag = _quiet_check(_tree(_corr_posterior(rng, offset=0.0), _stats(rng).drop_vars("maxdepth_reached")))
     restored = Diagnostics.from_dict(diag.to_dict())
     assert restored.to_dict() == diag.to_dict()
-    assert restored.summary() == diag.summary()
+    assert restored.to_text() == diag.to_text()
     old_card = diag.to_dict()
     old_card["thresholds"].pop("ci_prob")
     old_card.pop("notes")
     for v in old_card["variables"]:
         v.pop("n_excluded")
     old = Diagnostics.from_dict(old_card)
-    assert old.notes == [] and "thresholds r-hat <= 1.01, bulk ESS and tail ESS >= 400" in old.summary()
+    assert old.notes == [] and "thresholds r-hat <= 1.01, bulk ESS and tail ESS >= 400" in old.to_text()
 
 
 # ------------------------------------------------------------------------------------------- quasi-likelihood

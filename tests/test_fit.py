@@ -49,9 +49,9 @@ def _check_recovery(fitted, *, params=("difficulty",), min_cover=0.75, min_rank=
     # tiny data: the audit quantities must have mixed; hyper-sds of discriminations mix slowest there
     d = result.diagnostics
     core = max(v.max_rhat for v in d.variables if v.name in ("ability", "difficulty"))
-    assert core <= 1.05, f"max r-hat of abilities and difficulties {core:.3f}\n{d.summary()}"
-    assert d.max_rhat <= 1.1, f"max r-hat {d.max_rhat:.3f}\n{d.summary()}"
-    assert d.divergences == 0, f"{d.divergences} divergences\n{d.summary()}"
+    assert core <= 1.05, f"max r-hat of abilities and difficulties {core:.3f}\n{d.to_text()}"
+    assert d.max_rhat <= 1.1, f"max r-hat {d.max_rhat:.3f}\n{d.to_text()}"
+    assert d.divergences == 0, f"{d.divergences} divergences\n{d.to_text()}"
 
 
 def test_2pl_recovers_the_truth(fitted_2pl):
@@ -258,10 +258,10 @@ def test_check_convergence_flags_a_stuck_chain(fitted_2pl):
     shifted["difficulty"] = post["difficulty"] + (post["chain"] == 0) * 3.0
     tree["posterior"] = tree["posterior"].assign(difficulty=shifted["difficulty"])
     diag = check_convergence(tree)
-    assert not diag.ok and diag.max_rhat > 1.5, diag.summary()
+    assert not diag.ok and diag.max_rhat > 1.5, diag.to_text()
     assert any("difficulty[" in p for p in diag.problems), diag.problems
     ok = check_convergence(fitted_2pl.fit.idata, ess_min=10, rhat_max=1.1)
-    assert ok.ok, ok.summary()
+    assert ok.ok, ok.to_text()
     assert ok.to_dict()["thresholds"]["ess_min"] == 10
 
 
@@ -301,7 +301,7 @@ def _reference(dataset: str, model_prefix: str) -> pd.DataFrame:
 
 def _assert_mixed(result) -> None:
     d = result.diagnostics
-    assert d.max_rhat <= 1.02 and d.divergences == 0 and d.min_ess_bulk >= 200, d.summary()
+    assert d.max_rhat <= 1.02 and d.divergences == 0 and d.min_ess_bulk >= 200, d.to_text()
 
 
 @pytest.mark.slow

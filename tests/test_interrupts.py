@@ -123,7 +123,7 @@ def test_a_complete_fake_run_converges(tiny: ResponseData, monkeypatch: pytest.M
     patch_nutpie(monkeypatch, done=None)
     result = run_fit(tiny)
     assert not result.partial and result.card()["partial"] is False
-    assert result.diagnostics.ok, result.diagnostics.summary()
+    assert result.diagnostics.ok, result.diagnostics.to_text()
     assert result.posterior.sizes["draw"] == DRAWS
 
 
@@ -169,8 +169,8 @@ def test_keep_partial_gives_a_fit_marked_partial_whose_checks_fail(
     assert diag.problems[0].startswith("partial run: interrupted during sampling after 700 of 1000"), diag.problems
     # 2 x 700 independent draws pass every other check: the partial rule alone fails the fit
     assert diag.problems[1:] == [], diag.problems
-    assert "(PARTIAL)" in partial.summary() and "PARTIAL fit: the run was interrupted" in partial.summary()
-    assert "NOT converged" in partial.summary()
+    assert "(PARTIAL)" in partial.to_text() and "PARTIAL fit: the run was interrupted" in partial.to_text()
+    assert "NOT converged" in partial.to_text()
 
 
 def test_a_short_trace_is_partial_even_without_a_signal(tiny: ResponseData, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -325,7 +325,7 @@ def test_cli_keep_partial_saves_a_partial_fit_that_audit_and_report_mark(
     assert card["diagnostics"]["ok"] is False and card["diagnostics"]["problems"][0].startswith("partial run")
     loaded = load_fit(out)
     assert loaded.partial and not loaded.diagnostics.ok and loaded.posterior.sizes["draw"] == 700
-    assert "PARTIAL" in loaded.summary()
+    assert "PARTIAL" in loaded.to_text()
 
     audit_out = tmp_path / "audit"
     assert main(["audit", "--fit", str(out), "--bins", "4", "--out", str(audit_out)]) == 0
