@@ -319,6 +319,14 @@ def test_duplicate_doc_id_is_named(tree: Path) -> None:
         load_leaderboard(tree)
 
 
+def test_two_documents_with_one_doc_id_in_a_file(tree: Path) -> None:
+    """A group configuration (several subtasks in one file) repeats doc_ids with other documents."""
+    path = navigate_a(tree)
+    rewrite(path, lambda rows: rows.append({**rows[0], "doc_hash": "f" * 64}))
+    with pytest.raises(DataError, match=rf"{path}: rows 0 and 4 are two documents with doc_id 0: a configuration"):
+        load_leaderboard(tree)
+
+
 def test_bad_scores_name_file_doc_and_column(tree: Path) -> None:
     path = navigate_a(tree)
     rewrite(path, lambda rows: rows[1].update(acc_norm=float("nan")))

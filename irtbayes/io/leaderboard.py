@@ -29,7 +29,10 @@ The long table it builds:
 - **response**: the chosen metric's value for the document (booleans read as 0/1; scores must lie in [0, 1]).
 
 Archived v1 details (``open-llm-leaderboard-old/details_<org>__<model>``, lighteval's ``details_harness|...``
-files with ``example``/``metrics`` columns and no ``doc_id``) are not read.
+files with ``example``/``metrics`` columns and no ``doc_id``) are not read, nor is a configuration holding
+several tasks (some early cards grouped BBH's subtasks as ``leaderboard_bbh``): its doc_ids repeat, which is
+an error naming the file. The repository's own JSONL files are lm-evaluation-harness samples
+(:mod:`irtbayes.io.lm_eval`).
 """
 
 from __future__ import annotations
@@ -433,8 +436,15 @@ def load_leaderboard(
                     continue
                 key = (str(doc_id), doc_filter)
                 if key in seen_in_run:
+                    first = seen_in_run[key]
+                    if has_hash and columns["doc_hash"][first] != columns["doc_hash"][number]:
+                        raise DataError(
+                            f"{file}: rows {first} and {number} are two documents with doc_id {doc_id}: a "
+                            "configuration holding several tasks (as the group configurations of early cards, "
+                            "e.g. leaderboard_bbh) cannot be read; use the per-task configurations"
+                        )
                     raise DataError(
-                        f"{file}: doc_id {doc_id} appears in rows {seen_in_run[key]} and {number}"
+                        f"{file}: doc_id {doc_id} appears in rows {first} and {number}"
                         + (f" (filter '{doc_filter}')" if filters else "")
                         + "; each document must appear once per run"
                     )
