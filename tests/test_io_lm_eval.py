@@ -356,3 +356,22 @@ def test_scores_outside_zero_one_and_fractions(dummy_copy: Path) -> None:
 def test_unknown_runs_option() -> None:
     with pytest.raises(DataError, match="runs must be"):
         load_lm_eval(DUMMY, tasks=["fx_mc"], runs="newest")  # type: ignore[arg-type]
+
+
+def test_lines_without_filter_key_read_as_filter_none(dummy_copy: Path) -> None:
+    """Older harness versions log no 'filter': one line per doc_id is filter 'none'; repeats cannot be split."""
+    folder = model_folder(dummy_copy, "fixture-org/dummy-a")
+    for task in ("fx_mc", "fx_gen"):
+        path = samples_file(folder, task)
+        lines = [{k: v for k, v in line.items() if k != "filter"} for line in raw_lines(path)]
+        path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    gen = samples_file(folder, "fx_gen")
+    with pytest.raises(DataError, match=rf"{gen}: lines 1 and \d+ both hold doc_id 0 and no line names its 'filter'"):
+        load_lm_eval(dummy_copy, filter="strict-match")
+    gen.unlink()
+    data = load_lm_eval(dummy_copy, filter="strict-match")
+    reference = load_lm_eval(DUMMY, filter="strict-match")
+    mc = [i for i in reference.item_ids if i.startswith("fx_mc/")]
+    for item in mc:
+        assert value_of(data, "fixture-org/dummy-a", item) == value_of(reference, "fixture-org/dummy-a", item)
+    assert list_choices(dummy_copy).query("task == 'fx_mc'")["filter"].tolist() == ["none"]

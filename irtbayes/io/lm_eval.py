@@ -88,10 +88,26 @@ def _parse_name(path: Path) -> tuple[str, str]:
 
 
 def _read_samples(path: Path) -> list[tuple[int, dict[str, Any]]]:
-    """Every non-blank line of a samples file as (line number, object); errors name the file and line."""
+    """Every non-blank line of a samples file as (line number, object); errors name the file and line.
+
+    Older harness versions log no ``filter`` key: a file none of whose lines has one is read as filter
+    ``none`` when each ``doc_id`` appears once (a file that repeats doc_ids without naming their filters
+    is an error).
+    """
     lines = read_json_lines(path)
     if not lines:
         raise DataError(f"{path}: the file is empty (no sample lines)")
+    if not any("filter" in line for _, line in lines):
+        first_line: dict[str, int] = {}
+        for number, line in lines:
+            doc_id = str(line.get("doc_id"))
+            if doc_id in first_line:
+                raise DataError(
+                    f"{path}: lines {first_line[doc_id]} and {number} both hold doc_id {doc_id} and no line names "
+                    "its 'filter'; the filters cannot be told apart"
+                )
+            first_line[doc_id] = number
+            line["filter"] = "none"
     return lines
 
 
