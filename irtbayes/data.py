@@ -22,8 +22,9 @@ import pandas as pd
 import xarray as xr
 
 from irtbayes.errors import DataError
+from irtbayes.files import json_ready  # re-exported: older code imports it from here
 
-__all__ = ["ITEM_COLUMNS", "DataSummary", "ResponseData"]
+__all__ = ["ITEM_COLUMNS", "DataSummary", "ResponseData", "json_ready"]
 
 log = logging.getLogger(__name__)
 
@@ -790,22 +791,3 @@ class DataSummary:
         else:
             lines += ["", "Uninformative items: none"]
         return "\n".join(lines)
-
-
-def json_ready(obj: Any) -> Any:
-    """Convert numpy/pandas scalars (and NaN) inside nested lists/dicts into plain JSON values."""
-    if isinstance(obj, dict):
-        return {str(k): json_ready(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [json_ready(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return [json_ready(v) for v in obj.tolist()]
-    if obj is None or obj is pd.NA or obj is pd.NaT:
-        return None
-    if isinstance(obj, (np.bool_, bool)):
-        return bool(obj)
-    if isinstance(obj, (np.integer,)):
-        return int(obj)
-    if isinstance(obj, (float, np.floating)):
-        return None if np.isnan(obj) else float(obj)
-    return obj

@@ -16,6 +16,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import pandas as pd
+
 from irtbayes.errors import DataError
 
 __all__ = [
@@ -25,6 +28,7 @@ __all__ = [
     "atomic_write_json",
     "atomic_write_text",
     "current_umask",
+    "json_ready",
     "read_json",
     "read_json_lines",
 ]
@@ -165,3 +169,27 @@ def atomic_dir(target: str | Path) -> Iterator[Path]:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def json_ready(obj: Any) -> Any:
+    """Plain JSON values from nested dicts/lists/tuples/arrays of numpy and pandas scalars.
+
+    Keys become strings, tuples and arrays lists, numpy scalars Python ones; NaN, infinities, ``None``,
+    ``pd.NA`` and ``pd.NaT`` become ``None`` (JSON has no NaN). This is the one JSON-cleaning helper of the
+    package: cards, summaries and settings pass through it before they are written.
+    """
+    if isinstance(obj, dict):
+        return {str(k): json_ready(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [json_ready(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return [json_ready(v) for v in obj.tolist()]
+    if obj is None or obj is pd.NA or obj is pd.NaT:
+        return None
+    if isinstance(obj, (np.bool_, bool)):
+        return bool(obj)
+    if isinstance(obj, (np.integer,)):
+        return int(obj)
+    if isinstance(obj, (float, np.floating)):
+        return float(obj) if np.isfinite(obj) else None
+    return obj

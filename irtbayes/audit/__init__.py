@@ -5,6 +5,7 @@ intervals. :func:`audit` runs them all; the modules hold the plain per-draw func
 """
 
 from irtbayes.audit.coverage import CoverageDraws, bin_codes, count_items, coverage, coverage_table
+from irtbayes.audit.draws import fit_identity
 from irtbayes.audit.folder import check_audit_source, load_audit, write_audit
 from irtbayes.audit.gaps import GapDraws, GapLocation, GapParts, edge_gaps, gap_location, gap_parts, widest_gap
 from irtbayes.audit.information import item_curves, scope_curves, test_information, theta_grid
@@ -17,7 +18,10 @@ from irtbayes.audit.ranking import (
     saturation,
     unrepresented_mass,
 )
-from irtbayes.audit.run import AuditResult, audit, fit_identity, rank_interval
+from irtbayes.audit.result import AuditResult
+from irtbayes.audit.run import audit
+from irtbayes.audit.settings import AuditSettings
+from irtbayes.audit.tables import rank_interval
 from irtbayes.audit.targets import (
     Target,
     bin_edges,
@@ -30,6 +34,7 @@ from irtbayes.audit.targets import (
 
 __all__ = [
     "AuditResult",
+    "AuditSettings",
     "CoverageDraws",
     "GapDraws",
     "GapLocation",

@@ -1,4 +1,4 @@
-"""The audit folder: :func:`write_audit` writes an :class:`~irtbayes.audit.run.AuditResult`, :func:`load_audit`
+"""The audit folder: :func:`write_audit` writes an :class:`~irtbayes.audit.result.AuditResult`, :func:`load_audit`
 reads it back as it was (nothing is recomputed) and checks that it was made from a given fit.
 
 Files
@@ -23,11 +23,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from irtbayes.audit.run import AuditResult, _json_clean, fit_identity
+from irtbayes.audit.draws import fit_identity
+from irtbayes.audit.result import AuditResult
 from irtbayes.audit.targets import Target, read_target
 from irtbayes.data import ResponseData
 from irtbayes.errors import DataError, FitError, SpecError
-from irtbayes.files import atomic_write_text, read_json
+from irtbayes.files import atomic_write_text, json_ready, read_json
 
 __all__ = ["AUDIT_FORMAT", "AUDIT_FORMAT_VERSION", "check_audit_source", "load_audit", "write_audit"]
 
@@ -81,7 +82,7 @@ def write_audit(result: AuditResult, out_dir: str | os.PathLike[str]) -> Path:
     }
     for name, frame in result.tables().items():
         files[f"{name}.csv"]["columns"] = {str(c): str(t) for c, t in frame.dtypes.items()}
-        files[f"{name}.csv"]["attrs"] = _json_clean(dict(frame.attrs))
+        files[f"{name}.csv"]["attrs"] = json_ready(dict(frame.attrs))
     summary = {
         "format": AUDIT_FORMAT,
         "format_version": AUDIT_FORMAT_VERSION,
