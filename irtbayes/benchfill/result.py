@@ -23,7 +23,7 @@ from irtbayes.errors import DataError
 from irtbayes.files import read_json
 
 if TYPE_CHECKING:
-    pass
+    from matplotlib.axes import Axes
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +63,74 @@ class BenchfillResult:
     @property
     def ci_prob(self) -> float:
         return float(self.settings.get("ci_prob", 0.9))
+
+    def summary(self) -> pd.DataFrame:
+        """One row per candidate (index ``candidate_id``): its decision and reason, P(in target), slope and
+        difficulty with intervals, responses (:func:`~irtbayes.frames.benchfill_summary`).
+
+        Examples
+        --------
+        A bank of 100 simulated systems, two candidates aimed at the target bin, one of them mis-keyed
+        (responses fall with ability), answered by every system and calibrated with the bank held fixed:
+
+        >>> from irtbayes.benchfill import Candidate, calibrate_candidates, candidate_response_data, choose_target
+        >>> from irtbayes.fit import Fit
+        >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
+        >>> data, truth = simulate_responses(100, 40, missing=0.0, seed=1)
+        >>> fit = Fit.from_posterior(posterior_near_truth(data, truth, chains=2, draws=100, seed=2), data)
+        >>> choice, _ = choose_target(fit, data, bins=4)
+        >>> theta, middle = truth["ability"].values, (choice.lo + choice.hi) / 2
+        >>> rng = np.random.default_rng(3)
+        >>> answers = pd.concat(
+        ...     pd.DataFrame({"subject": data.subject_ids, "item": cid, "response": rng.random(100) < 1 / (1 + np.exp(-slope * (theta - middle)))})
+        ...     for cid, slope in [("good", 1.5), ("mis-keyed", -1.5)]
+        ... ).astype({"response": float})
+        >>> candidates = [Candidate(candidate_id=c, text="q", answer="a") for c in ("good", "mis-keyed")]
+        >>> new = candidate_response_data(answers, candidates, fit=fit)
+        >>> result = calibrate_candidates(fit, data, candidates, new, choice, mode="fixed", seed=4)
+        >>> result.summary()[["decision", "reason"]]
+                       decision     reason
+        candidate_id
+        good           accepted  in target
+        mis-keyed      rejected  mis-keyed
+        >>> result.to_dataframe("comparison")[["scope", "version", "n_items"]]
+          scope version  n_items
+        0   all  before       40
+        1   all   after       41
+        >>> result.plot_candidates().get_xlabel(), result.plot_coverage().get_ylabel()
+        ('difficulty (ability scale)', 'expected items')
+        """
+        from irtbayes.frames import benchfill_summary
+
+        return benchfill_summary(self)
+
+    def to_dataframe(self, table: str = "decisions") -> pd.DataFrame:
+        """One of the round's tables by name, a copy: ``decisions``, ``comparison``, ``bins`` or ``subjects``.
+
+        See the class example.
+        """
+        tables = {
+            "decisions": self.decisions,
+            "comparison": self.comparison,
+            "bins": self.bins,
+            "subjects": self.subjects,
+        }
+        if table not in tables:
+            raise DataError(f"no BenchFill table {table!r}; the tables are {sorted(tables)}")
+        return tables[table].copy()
+
+    def plot_candidates(self, *, ax: Axes | None = None) -> Axes:
+        """Each candidate's posterior difficulty interval against the target interval (see the class example)."""
+        return plot_candidate_intervals(self.decisions, target_lo=self.target.lo, target_hi=self.target.hi, ax=ax)
+
+    def plot_coverage(self, *, ax: Axes | None = None) -> Axes:
+        """Expected items per bin before and after, for the target's benchmark (or all items); see the class example."""
+        t = self.target
+        scope_kind, scope = ("benchmark", t.benchmark) if t.benchmark else ("all", "all")
+        shown = self.bins.loc[(self.bins["scope_kind"] == scope_kind) & (self.bins["scope"].astype(str) == scope)]
+        if shown.empty:
+            shown = self.bins.loc[self.bins["scope_kind"] == "all"]
+        return plot_coverage_before_after(shown, target_lo=t.lo, target_hi=t.hi, ax=ax)
 
     def summary_dict(self) -> dict[str, Any]:
         """What ``before_after.json`` holds."""
