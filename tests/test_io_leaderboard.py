@@ -360,6 +360,12 @@ def test_file_outside_the_layouts_is_named(tree: Path) -> None:
     shutil.copy(navigate_a(tree), stray)
     with pytest.raises(DataError, match=rf"{stray}: not in an Open LLM Leaderboard details layout"):
         load_leaderboard(tree)
+    config = in_copy(tree, A) / "fixture-org__tiny-a__leaderboard_ifeval"
+    stray.unlink()
+    (config / "latest").rename(config / "partial-latest")
+    partial = config / "partial-latest" / "0000.parquet"
+    with pytest.raises(DataError, match=rf"{partial}: a partial split"):
+        load_leaderboard(tree)
     empty = tree.parent / "empty"
     empty.mkdir()
     with pytest.raises(DataError, match=rf"{empty}: no Parquet files here"):

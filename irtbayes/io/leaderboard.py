@@ -128,6 +128,11 @@ def _classify(path: Path) -> tuple[str, str, str]:
     if match:
         return _subject_of(path.parent.name), match["task"], match["date"]
     split = path.parent
+    if split.name.startswith("partial-") and _SPLIT.match(split.name.removeprefix("partial-")):
+        raise DataError(
+            f"{path}: a partial split (the hub converts only the first part of a large split to Parquet); "
+            "use the samples files of that run instead"
+        )
     if _SPLIT.match(split.name):
         names = _split_config(split.parent)
         if names is not None:
