@@ -1,0 +1,541 @@
+"""Format and condition sensitivity: condition effects on item difficulty and on system ability.
+
+When the responses carry a ``condition`` (prompt format, answer order, scoring method, judge, HELM
+perturbation), :func:`fit_conditions` fits one hierarchical IRT model to all conditions at once:
+
+    logit P(y = 1) = a_i (theta_s + delta_{s,c} - b_i - gamma_{i,c})
+
+with one *reference* condition (``delta`` and ``gamma`` are 0 there; default: the first condition, or
+``"original"`` when present) and, for every other condition c,
+
+- ``gamma_{i,c} = shift_c + item_effect_sd_c * z_{i,c}``: the condition's effect on item i's difficulty,
+  around the condition's common shift (non-centred; ``z`` standard normal);
+- ``delta_{s,c} = ability_shift_sd_c * u_{s,c}``: system s's ability shift, with ``u`` zero-sum over systems
+  (:class:`pymc.ZeroSumNormal`), so a shift common to every system is the condition's ``shift_c`` and the two
+  are identified.
+
+Abilities theta have a N(0, 1) prior, difficulties ``b = difficulty_mu + difficulty_sd * z`` (non-centred),
+log-discriminations ``log_discrimination_sd * z`` (``kind="1pl"``: every a is 1). Scores in [0, 1] enter
+through the fractional-logit quasi-likelihood, 0/1 responses through the Bernoulli.
+
+Flagging (:func:`condition_effects`) controls the Bayesian false discovery rate (Newton et al. 2004; Muller
+et al. 2006) over all (item, condition) effects together, and separately over all (subject, condition)
+shifts. Each effect gets a *local false sign rate* ``v = min(P(effect <= m), P(effect >= -m))``, the
+posterior probability that it is not beyond ``m`` (``min_effect``, default 0) in its more likely direction
+(Stephens 2017). Effects are sorted by ``v`` and the largest set whose mean ``v`` is at most ``fdr`` (default
+0.05) is flagged: the posterior expected share of false flags among the flagged is then at most ``fdr``,
+however many items there are.
+
+Rank agreement between conditions is computed per draw: in each draw, systems are ranked by their ability
+under each condition (1 = best), and Kendall's tau and the maximum rank displacement (the largest
+``|rank_c - rank_c'|`` over systems; Alzahrani et al. 2024) between every pair of conditions are taken; their
+means and equal-tailed intervals over draws are reported.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import warnings
+from dataclasses import dataclass, field
+from itertools import combinations
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pymc as pm
+import pytensor.tensor as pt
+import xarray as xr
+from scipy import stats
+
+from irtbayes.data import ResponseData, json_ready
+from irtbayes.errors import DataError, SpecError
+from irtbayes.files import atomic_write_text
+from irtbayes.summaries import check_ci_prob, summarize
+
+__all__ = [
+    "ConditionEffects",
+    "ConditionFit",
+    "bayes_fdr_flags",
+    "build_condition_model",
+    "condition_effects",
+    "fit_conditions",
+    "local_false_sign_rate",
+    "rank_agreement",
+    "write_conditions",
+]
+
+log = logging.getLogger(__name__)
+
+#: Priors of the item and subject deviations: ``"horseshoe"`` (sparse; default) or ``"normal"``.
+EFFECT_PRIORS = ("horseshoe", "normal")
+#: The condition HELM's reader gives unperturbed instances; preferred as the reference when present.
+UNPERTURBED = "original"
+
+
+def _reference(data: ResponseData, reference: str | None) -> tuple[str, list[str]]:
+    conditions = [str(c) for c in data.conditions]
+    if len(conditions) < 2:
+        raise DataError(
+            f"{data.source}: condition effects need responses under at least two conditions "
+            f"(a 'condition' column); found {conditions or 'none'}"
+        )
+    if reference is None:
+        reference = UNPERTURBED if UNPERTURBED in conditions else conditions[0]
+    if reference not in conditions:
+        raise SpecError(f"unknown reference condition {reference!r}; the conditions are {conditions}")
+    return reference, [c for c in conditions if c != reference]
+
+
+def build_condition_model(
+    data: ResponseData, *, reference: str | None = None, kind: str = "2pl", effects: str = "horseshoe"
+) -> pm.Model:
+    """The hierarchical condition-effects model (see the module notes) for ``data``, not yet sampled.
+
+    Parameters
+    ----------
+    data
+        Responses with a ``condition`` column holding at least two conditions.
+    reference
+        The reference condition (effects 0); default ``"original"`` when present, else the first.
+    kind
+        ``"2pl"`` (default) or ``"1pl"``.
+    effects
+        Prior of the deviations: ``"horseshoe"`` (default; each deviation gets its own half-Cauchy scale
+        times the condition's scale, so a few large effects stand out while the many null ones shrink to 0)
+        or ``"normal"``.
+
+    Returns
+    -------
+    pymc.Model
+        Coords ``subject``, ``item``, ``condition`` (the non-reference conditions); deterministic
+        ``item_effect`` (condition, item), ``ability_shift`` (condition, subject), ``ability`` (subject),
+        ``difficulty`` and ``discrimination`` (item). ``model.irtbayes_reference`` names the reference.
+    """
+    if kind not in ("1pl", "2pl"):
+        raise SpecError(f"kind must be '1pl' or '2pl', got {kind!r}")
+    if effects not in EFFECT_PRIORS:
+        raise SpecError(f"effects must be one of {list(EFFECT_PRIORS)}, got {effects!r}")
+    reference, others = _reference(data, reference)
+    frame = data.responses
+    subj = frame["subject"].cat.codes.to_numpy()
+    item = frame["item"].cat.codes.to_numpy()
+    order = {c: k for k, c in enumerate([reference, *others])}
+    cond = frame["condition"].astype(str).map(order).to_numpy().astype("int64")
+    y = frame["response"].to_numpy(dtype="float64")
+    n_subjects, n_items = data.n_subjects, data.n_items
+    cell = (cond * n_subjects + subj) * n_items + item
+    coords = {
+        "subject": data.subject_ids.to_numpy(dtype=str),
+        "item": data.item_ids.to_numpy(dtype=str),
+        "condition": np.array(others, dtype=str),
+    }
+    with pm.Model(coords=coords) as model:
+        ability = pm.Normal("ability", 0.0, 1.0, dims="subject")
+        difficulty_mu = pm.Normal("difficulty_mu", 0.0, 2.0)
+        difficulty_sd = pm.HalfNormal("difficulty_sd", 1.5)
+        difficulty_z = pm.Normal("difficulty_z", 0.0, 1.0, dims="item")
+        difficulty = pm.Deterministic("difficulty", difficulty_mu + difficulty_sd * difficulty_z, dims="item")
+        if kind == "2pl":
+            log_a_sd = pm.HalfNormal("log_discrimination_sd", 0.5)
+            log_a_z = pm.Normal("log_discrimination_z", 0.0, 1.0, dims="item")
+            discrimination = pm.Deterministic("discrimination", pt.exp(log_a_sd * log_a_z), dims="item")
+        else:
+            discrimination = pt.ones(len(coords["item"]))
+        shift = pm.Normal("shift", 0.0, 1.0, dims="condition")
+        item_effect_sd = pm.HalfNormal("item_effect_sd", 0.5, dims="condition")
+        item_effect_z = pm.Normal("item_effect_z", 0.0, 1.0, dims=("condition", "item"))
+        ability_shift_sd = pm.HalfNormal("ability_shift_sd", 0.5, dims="condition")
+        ability_shift_u = pm.ZeroSumNormal("ability_shift_u", sigma=1.0, dims=("condition", "subject"))
+        if effects == "horseshoe":
+            item_local = pm.HalfCauchy("item_effect_local", 1.0, dims=("condition", "item"))
+            subject_local = pm.HalfCauchy("ability_shift_local", 1.0, dims=("condition", "subject"))
+            item_dev = item_effect_sd[:, None] * item_local * item_effect_z
+            subject_dev = ability_shift_sd[:, None] * subject_local * ability_shift_u
+        else:
+            item_dev = item_effect_sd[:, None] * item_effect_z
+            subject_dev = ability_shift_sd[:, None] * ability_shift_u
+        item_effect = pm.Deterministic("item_effect", shift[:, None] + item_dev, dims=("condition", "item"))
+        ability_shift = pm.Deterministic("ability_shift", subject_dev, dims=("condition", "subject"))
+        gamma = pt.concatenate([pt.zeros((1, len(coords["item"]))), item_effect], axis=0)
+        delta = pt.concatenate([pt.zeros((1, len(coords["subject"]))), ability_shift], axis=0)
+        # dense (condition, subject, item) predictor, then the observed cells: one gather compiles fast
+        eta_all = discrimination[None, None, :] * (
+            (ability[None, :] + delta)[:, :, None] - difficulty[None, None, :] - gamma[:, None, :]
+        )
+        eta = eta_all.reshape((-1,))[cell]
+        if np.all((y == 0) | (y == 1)):
+            pm.Bernoulli("response", logit_p=eta, observed=y.astype("int64"))
+        else:  # fractional-logit quasi-likelihood for scores in [0, 1]
+            pm.Potential("response", pt.sum(y * pt.log(pt.sigmoid(eta)) + (1 - y) * pt.log(pt.sigmoid(-eta))))
+    model.irtbayes_reference = reference
+    return model
+
+
+@dataclass(eq=False)
+class ConditionFit:
+    """A sampled condition-effects model.
+
+    Attributes
+    ----------
+    posterior
+        ``ability`` (chain, draw, subject), ``ability_shift`` (chain, draw, condition, subject),
+        ``item_effect`` (chain, draw, condition, item), ``shift`` (chain, draw, condition), ``difficulty``,
+        and the hyperparameters; ``condition`` holds the non-reference conditions.
+    reference
+        The reference condition.
+    data
+        The responses fitted.
+    sampler
+        Sampler settings and the number of divergent transitions.
+    """
+
+    posterior: xr.Dataset
+    reference: str
+    data: ResponseData
+    sampler: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def conditions(self) -> list[str]:
+        """Every condition, the reference first."""
+        return [self.reference, *map(str, self.posterior["condition"].values)]
+
+
+def fit_conditions(
+    data: ResponseData,
+    *,
+    reference: str | None = None,
+    kind: str = "2pl",
+    effects: str = "horseshoe",
+    chains: int = 2,
+    draws: int = 500,
+    tune: int = 500,
+    seed: int = 0,
+    sampler: str = "nutpie",
+    target_accept: float = 0.9,
+    progress: bool = False,
+) -> ConditionFit:
+    """Sample the condition-effects model (see the module notes).
+
+    Parameters
+    ----------
+    data
+        Responses with a ``condition`` column holding at least two conditions.
+    reference, kind, effects
+        See :func:`build_condition_model`.
+    chains, draws, tune, seed, target_accept, progress
+        NUTS settings.
+    sampler
+        ``"nutpie"`` (default) or ``"pymc"``.
+
+    Returns
+    -------
+    ConditionFit
+        With ``sampler["divergences"]`` counted.
+    """
+    if sampler not in ("nutpie", "pymc"):
+        raise SpecError(f"sampler must be 'nutpie' or 'pymc', got {sampler!r}")
+    model = build_condition_model(data, reference=reference, kind=kind, effects=effects)
+    cores = min(chains, os.cpu_count() or 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # small fits warn about r-hat; divergences are counted below
+        if sampler == "nutpie":
+            import nutpie
+
+            trace = nutpie.sample(
+                nutpie.compile_pymc_model(model),
+                draws=draws,
+                tune=tune,
+                chains=chains,
+                cores=cores,
+                seed=seed,
+                progress_bar=progress,
+                target_accept=target_accept,
+            )
+        else:
+            with model:
+                trace = pm.sample(
+                    draws=draws,
+                    tune=tune,
+                    chains=chains,
+                    cores=cores,
+                    random_seed=seed,
+                    target_accept=target_accept,
+                    progressbar=progress,
+                    compute_convergence_checks=False,
+                )
+    posterior = trace["posterior"]
+    posterior = posterior.to_dataset() if hasattr(posterior, "to_dataset") else posterior
+    keep = [v for v in posterior.data_vars if not str(v).endswith(("_z", "_u", "_local"))]
+    stats_group = trace["sample_stats"]
+    diverging = stats_group["diverging"] if "diverging" in stats_group else None
+    n_div = int(np.asarray(diverging.values).sum()) if diverging is not None else 0
+    if n_div:
+        log.warning("condition-effects fit: %d divergent transitions; raise target_accept or tune", n_div)
+    settings = {"name": sampler, "chains": chains, "draws": draws, "tune": tune, "seed": seed, "kind": kind}
+    settings["effects"] = effects
+    settings.update(target_accept=target_accept, divergences=n_div)
+    return ConditionFit(posterior=posterior[keep], reference=model.irtbayes_reference, data=data, sampler=settings)
+
+
+# ---------------------------------------------------------------------------------------------- flagging
+def local_false_sign_rate(draws: np.ndarray, *, min_effect: float = 0.0, axis: int = 0) -> np.ndarray:
+    """``min(P(x <= m), P(x >= -m))`` over draws along ``axis``: the chance x is not beyond ``m`` in its likelier direction.
+
+    Parameters
+    ----------
+    draws
+        Posterior draws of effects.
+    min_effect
+        m >= 0 (0: the local false sign rate).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``draws`` with ``axis`` removed, in [0, 1].
+    """
+    if min_effect < 0:
+        raise SpecError(f"min_effect must be >= 0, got {min_effect}")
+    arr = np.asarray(draws, dtype="float64")
+    not_up = (arr <= min_effect).mean(axis=axis)
+    not_down = (arr >= -min_effect).mean(axis=axis)
+    return np.minimum(not_up, not_down)
+
+
+def bayes_fdr_flags(lfsr: np.ndarray, *, fdr: float = 0.05) -> np.ndarray:
+    """Flag the largest set of effects whose mean local false sign rate is at most ``fdr``.
+
+    Parameters
+    ----------
+    lfsr
+        One value per effect, in [0, 1] (any shape).
+    fdr
+        Bound on the posterior expected share of false flags among the flagged.
+
+    Returns
+    -------
+    numpy.ndarray
+        Booleans of the shape of ``lfsr``.
+    """
+    if not 0 < fdr < 1:
+        raise SpecError(f"fdr must be strictly between 0 and 1, got {fdr}")
+    v = np.asarray(lfsr, dtype="float64")
+    if np.isnan(v).any():
+        raise SpecError("bayes_fdr_flags: a local false sign rate is NaN")
+    flat = v.ravel()
+    order = np.argsort(flat, kind="stable")
+    running = np.cumsum(flat[order]) / np.arange(1, flat.size + 1)
+    ok = np.flatnonzero(running <= fdr)
+    flags = np.zeros(flat.size, dtype=bool)
+    if ok.size:
+        flags[order[: ok[-1] + 1]] = True
+    return flags.reshape(v.shape)
+
+
+def _stacked(post: xr.Dataset, name: str, *rest: str) -> np.ndarray:
+    var = post[name].transpose("chain", "draw", *rest)
+    arr = np.asarray(var.values, dtype="float64")
+    return arr.reshape((-1, *arr.shape[2:]))
+
+
+def _ranks(ability: np.ndarray) -> np.ndarray:
+    """Ranks (1 = highest) along the last axis."""
+    order = np.argsort(-ability, axis=-1, kind="stable")
+    ranks = np.empty_like(order)
+    np.put_along_axis(ranks, order, np.arange(1, ability.shape[-1] + 1)[None, :], axis=-1)
+    return ranks
+
+
+def rank_agreement(abilities: dict[str, np.ndarray], *, ci_prob: float = 0.9) -> pd.DataFrame:
+    """Kendall's tau and the maximum rank displacement between every pair of conditions, per draw.
+
+    Parameters
+    ----------
+    abilities
+        Condition -> ability draws (draw, subject), the same subjects in the same order.
+    ci_prob
+        Probability of the equal-tailed intervals.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per pair: ``condition_a``, ``condition_b``, ``kendall_tau_{mean,sd,ci_low,ci_high}``,
+        ``max_rank_displacement_{mean,sd,ci_low,ci_high}``, ``max_rank_displacement_p_zero``.
+    """
+    ci_prob = check_ci_prob(ci_prob)
+    names = list(abilities)
+    ranks = {c: _ranks(np.asarray(a)) for c, a in abilities.items()}
+    rows = []
+    for a, b in combinations(names, 2):
+        ra, rb = ranks[a], ranks[b]
+        tau = np.array([stats.kendalltau(x, y).statistic for x, y in zip(ra, rb, strict=True)])
+        disp = np.abs(ra - rb).max(axis=1).astype("float64")
+        row: dict[str, Any] = {"condition_a": a, "condition_b": b}
+        for name, values in (("kendall_tau", tau), ("max_rank_displacement", disp)):
+            for k, v in summarize(values, ci_prob=ci_prob).items():
+                row[f"{name}_{k}"] = float(v)
+        row["max_rank_displacement_p_zero"] = float((disp == 0).mean())
+        rows.append(row)
+    out = pd.DataFrame(rows)
+    out.attrs["ci_prob"] = ci_prob
+    return out
+
+
+@dataclass(frozen=True)
+class ConditionEffects:
+    """Tables of :func:`condition_effects` (columns there) and the summary for ``robustness.json``."""
+
+    items: pd.DataFrame
+    subjects: pd.DataFrame
+    agreement: pd.DataFrame
+    shifts: pd.DataFrame
+    reference: str
+    conditions: list[str]
+    ci_prob: float
+    fdr: float
+    min_effect: float
+    sampler: dict[str, Any]
+
+    def summary_dict(self) -> dict[str, Any]:
+        """The content of ``robustness.json``'s ``conditions`` entry."""
+        return json_ready(
+            {
+                "reference": self.reference,
+                "conditions": self.conditions,
+                "ci_prob": self.ci_prob,
+                "flagging": {
+                    "rule": "Bayesian FDR over local false sign rates",
+                    "fdr": self.fdr,
+                    "min_effect": self.min_effect,
+                    "items_flagged": int(self.items["flagged"].sum()),
+                    "items": len(self.items),
+                    "subjects_flagged": int(self.subjects["flagged"].sum()),
+                    "subjects": len(self.subjects),
+                },
+                "rank_agreement": self.agreement.to_dict(orient="records"),
+                "condition_shift": self.shifts.to_dict(orient="records"),
+                "sampler": self.sampler,
+            }
+        )
+
+
+def condition_effects(
+    result: ConditionFit,
+    *,
+    ci_prob: float = 0.9,
+    fdr: float = 0.05,
+    min_effect: float = 0.0,
+) -> ConditionEffects:
+    """Condition effects per item and per subject, flags with a Bayesian FDR, and rank agreement.
+
+    Parameters
+    ----------
+    result
+        From :func:`fit_conditions` (or a hand-built :class:`ConditionFit`).
+    ci_prob
+        Probability of the equal-tailed intervals.
+    fdr
+        Bound on the expected share of false flags (see the module notes).
+    min_effect
+        Effects must be credibly beyond this many logits to be flagged (0: credibly non-zero in sign).
+
+    Returns
+    -------
+    ConditionEffects
+        ``items``: one row per item: ``item``, ``benchmark``, per non-reference condition c
+        ``{c}_mean``, ``{c}_ci_low``, ``{c}_ci_high``, ``{c}_lfsr``, ``{c}_flagged`` (positive: the item is
+        harder under c), then ``flagged`` (any condition) and ``flagged_conditions``.
+        ``subjects``: one row per subject: ``subject``, per non-reference c ``shift_{c}_mean``,
+        ``shift_{c}_ci_low``, ``shift_{c}_ci_high``, ``shift_{c}_lfsr``, ``shift_{c}_flagged`` (positive:
+        stronger under c than the average system is), per condition (reference included) ``rank_{c}_mean``,
+        ``rank_{c}_ci_low``, ``rank_{c}_ci_high``, then ``flagged``.
+        ``agreement``: :func:`rank_agreement` over every pair of conditions.
+        ``shifts``: one row per non-reference condition: ``condition``, ``shift_{mean,sd,ci_low,ci_high}``
+        (the common difficulty shift: positive means every item is harder).
+    """
+    ci_prob = check_ci_prob(ci_prob)
+    post = result.posterior
+    others = [str(c) for c in post["condition"].values]
+    item_ids = pd.Index(np.asarray(post["item"].values).astype(str), name="item")
+    subject_ids = pd.Index(np.asarray(post["subject"].values).astype(str), name="subject")
+    gamma = _stacked(post, "item_effect", "condition", "item")  # (draw, condition, item)
+    delta = _stacked(post, "ability_shift", "condition", "subject")
+    theta = _stacked(post, "ability", "subject")
+    for name, arr in (("item_effect", gamma), ("ability_shift", delta), ("ability", theta)):
+        if not np.isfinite(arr).all():
+            raise SpecError(f"condition effects: '{name}' holds non-finite draws")
+
+    item_v = local_false_sign_rate(gamma, min_effect=min_effect)  # (condition, item)
+    item_flags = bayes_fdr_flags(item_v, fdr=fdr)
+    subject_v = local_false_sign_rate(delta, min_effect=min_effect)
+    subject_flags = bayes_fdr_flags(subject_v, fdr=fdr)
+
+    items = pd.DataFrame({"item": item_ids})
+    meta = result.data.items.reindex(item_ids)
+    if "benchmark" in meta.columns and meta["benchmark"].notna().any():
+        items["benchmark"] = meta["benchmark"].to_numpy()
+    g = summarize(gamma, ci_prob=ci_prob)
+    for k, c in enumerate(others):
+        items[f"{c}_mean"] = g["mean"][k]
+        items[f"{c}_ci_low"] = g["ci_low"][k]
+        items[f"{c}_ci_high"] = g["ci_high"][k]
+        items[f"{c}_lfsr"] = item_v[k]
+        items[f"{c}_flagged"] = item_flags[k]
+    items["flagged"] = item_flags.any(axis=0)
+    items["flagged_conditions"] = [
+        ";".join(c for k, c in enumerate(others) if item_flags[k, i]) for i in range(len(item_ids))
+    ]
+
+    subjects = pd.DataFrame({"subject": subject_ids})
+    d = summarize(delta, ci_prob=ci_prob)
+    for k, c in enumerate(others):
+        subjects[f"shift_{c}_mean"] = d["mean"][k]
+        subjects[f"shift_{c}_ci_low"] = d["ci_low"][k]
+        subjects[f"shift_{c}_ci_high"] = d["ci_high"][k]
+        subjects[f"shift_{c}_lfsr"] = subject_v[k]
+        subjects[f"shift_{c}_flagged"] = subject_flags[k]
+    abilities = {result.reference: theta}
+    for k, c in enumerate(others):
+        abilities[c] = theta + delta[:, k, :]
+    for c, a in abilities.items():
+        r = summarize(_ranks(a).astype("float64"), ci_prob=ci_prob)
+        subjects[f"rank_{c}_mean"] = r["mean"]
+        subjects[f"rank_{c}_ci_low"] = r["ci_low"]
+        subjects[f"rank_{c}_ci_high"] = r["ci_high"]
+    subjects["flagged"] = subject_flags.any(axis=0)
+
+    shift = _stacked(post, "shift", "condition")
+    s = summarize(shift, ci_prob=ci_prob)
+    shifts = pd.DataFrame({"condition": others, **{f"shift_{k}": v for k, v in s.items()}})
+    agreement = rank_agreement(abilities, ci_prob=ci_prob)
+    for table in (items, subjects, shifts):
+        table.attrs.update(ci_prob=ci_prob, fdr=fdr, min_effect=min_effect, reference=result.reference)
+    return ConditionEffects(
+        items=items,
+        subjects=subjects,
+        agreement=agreement,
+        shifts=shifts,
+        reference=result.reference,
+        conditions=result.conditions,
+        ci_prob=ci_prob,
+        fdr=float(fdr),
+        min_effect=float(min_effect),
+        sampler=dict(result.sampler),
+    )
+
+
+def write_conditions(effects: ConditionEffects, out: str | os.PathLike[str]) -> dict[str, Path]:
+    """Write ``conditions_items.csv`` and ``conditions_subjects.csv`` into ``out`` (atomically, each).
+
+    Returns
+    -------
+    dict
+        ``"items"`` and ``"subjects"`` -> the paths written.
+    """
+    folder = Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = {"items": folder / "conditions_items.csv", "subjects": folder / "conditions_subjects.csv"}
+    atomic_write_text(paths["items"], effects.items.to_csv(index=False))
+    atomic_write_text(paths["subjects"], effects.subjects.to_csv(index=False))
+    return paths

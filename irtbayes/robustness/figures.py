@@ -1,0 +1,103 @@
+"""Figures of a robustness report: rank shifts between conditions and condition effects per item.
+
+Each takes a precomputed table and draws a bounded number of rows (``top_k``), whatever the data's size.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["plot_condition_effects", "plot_gap_locations", "plot_rank_shifts"]
+
+_BLUE, _ORANGE, _GREY = "#0072B2", "#D55E00", "#999999"
+
+
+def _axes(ax: Any, *, width: float, height: float) -> Any:
+    if ax is not None:
+        return ax
+    import matplotlib.pyplot as plt
+
+    _, new = plt.subplots(figsize=(width, height))
+    return new
+
+
+def plot_rank_shifts(subjects: pd.DataFrame, *, reference: str, condition: str, top_k: int = 30, ax: Any = None) -> Any:
+    """Each system's rank under ``reference`` and under ``condition`` with intervals; the ``top_k`` that move most.
+
+    Parameters
+    ----------
+    subjects
+        :attr:`~irtbayes.robustness.ConditionEffects.subjects` (``rank_{c}_mean``, ``rank_{c}_ci_low``,
+        ``rank_{c}_ci_high``, ``flagged``).
+    """
+    moved = (subjects[f"rank_{condition}_mean"] - subjects[f"rank_{reference}_mean"]).abs()
+    rows = subjects.assign(_moved=moved).nlargest(top_k, "_moved").sort_values(f"rank_{reference}_mean")
+    ax = _axes(ax, width=6.5, height=max(2.5, 0.9 + 0.28 * len(rows)))
+    y = np.arange(len(rows))
+    for offset, cond, colour in ((-0.15, reference, _GREY), (0.15, condition, _BLUE)):
+        ax.hlines(y + offset, rows[f"rank_{cond}_ci_low"], rows[f"rank_{cond}_ci_high"], color=colour, lw=2)
+        ax.scatter(rows[f"rank_{cond}_mean"], y + offset, color=colour, s=16, zorder=3, label=cond)
+    flagged = rows["flagged"].to_numpy(dtype=bool)
+    ax.set_yticks(y)
+    ax.set_yticklabels([f"{s}{' *' if f else ''}"[:32] for s, f in zip(rows["subject"], flagged, strict=True)])
+    ax.invert_xaxis()
+    ax.set_xlabel("rank (1 = best; intervals over posterior draws)")
+    extra = f", the {len(rows)} that move most" if len(rows) < len(subjects) else ""
+    ax.set_title(f"Ranks under {reference} and {condition}{extra} (* flagged)", fontsize="medium")
+    ax.legend(loc="best", fontsize="small")
+    ax.grid(axis="x", alpha=0.3)
+    return ax
+
+
+def plot_condition_effects(items: pd.DataFrame, *, condition: str, top_k: int = 30, ax: Any = None) -> Any:
+    """Each item's effect of ``condition`` on difficulty with its interval; the ``top_k`` largest, flagged in orange.
+
+    Parameters
+    ----------
+    items
+        :attr:`~irtbayes.robustness.ConditionEffects.items` (``{c}_mean``, ``{c}_ci_low``, ``{c}_ci_high``,
+        ``{c}_flagged``).
+    """
+    rows = items.assign(_abs=items[f"{condition}_mean"].abs()).nlargest(top_k, "_abs")
+    rows = rows.sort_values(f"{condition}_mean")
+    ax = _axes(ax, width=6.5, height=max(2.5, 0.9 + 0.26 * len(rows)))
+    y = np.arange(len(rows))
+    colours = np.where(rows[f"{condition}_flagged"].to_numpy(dtype=bool), _ORANGE, _BLUE)
+    ax.hlines(y, rows[f"{condition}_ci_low"], rows[f"{condition}_ci_high"], color=colours, lw=2)
+    ax.scatter(rows[f"{condition}_mean"], y, color=colours, s=16, zorder=3)
+    ax.axvline(0, color=_GREY, lw=1)
+    ax.set_yticks(y)
+    ax.set_yticklabels([str(i)[:32] for i in rows["item"]], fontsize="small")
+    ax.set_xlabel(f"effect of {condition} on difficulty (logits; positive = harder)")
+    extra = f" (the {len(rows)} largest of {len(items)})" if len(rows) < len(items) else ""
+    ax.set_title(f"Condition effects per item{extra}; flagged in orange", fontsize="medium")
+    ax.grid(axis="x", alpha=0.3)
+    return ax
+
+
+def plot_gap_locations(refits: pd.DataFrame, *, reference: tuple[float, float], scope: str, ax: Any = None) -> Any:
+    """The widest gap of ``scope`` in every refit (own scale and linked) beside the reference's.
+
+    Parameters
+    ----------
+    refits
+        :attr:`~irtbayes.robustness.PopulationStability.refits`.
+    reference
+        The reference gap interval.
+    """
+    rows = refits.loc[refits["scope"] == scope].head(40)
+    ax = _axes(ax, width=6.5, height=max(2.5, 1.2 + 0.26 * (len(rows) + 1)))
+    y = np.arange(len(rows) + 1)
+    ax.hlines(y[0], *reference, color=_GREY, lw=5, label="reference")
+    ax.hlines(y[1:] - 0.12, rows["gap_lo"], rows["gap_hi"], color=_BLUE, lw=2, label="refit (own scale)")
+    ax.hlines(y[1:] + 0.12, rows["gap_lo_linked"], rows["gap_hi_linked"], color=_ORANGE, lw=2, label="refit (linked)")
+    ax.set_yticks(y)
+    ax.set_yticklabels(["reference", *[str(p)[:28] for p in rows["population"]]], fontsize="small")
+    ax.set_xlabel("ability / difficulty (logits)")
+    ax.set_title(f"Widest gap of {scope} across populations", fontsize="medium")
+    ax.legend(loc="best", fontsize="small")
+    ax.grid(axis="x", alpha=0.3)
+    return ax

@@ -1,0 +1,531 @@
+"""Population dependence: refits on other sets of systems, and whether each conclusion survives them.
+
+A difficulty is relative to the systems that produced it: abilities are standardised within the population
+fitted, so the target range, each benchmark's DDM, its Maximum Gap and the re-weighted ranks can move when the
+systems change. :func:`population_samples` builds other populations from the data: a bootstrap of systems
+(drawn with replacement; a system drawn twice enters as two systems, its copy renamed ``id~2``), and one
+population per family left out when systems carry a family or organisation label. A user-given second
+population is any other :class:`~irtbayes.data.ResponseData` wrapped in a :class:`Population`.
+
+:func:`refit_populations` fits and audits each population with :func:`irtbayes.fit.fit` and
+:func:`irtbayes.audit.audit`, in parallel processes by default (:mod:`concurrent.futures`), or through Dask
+(``engine="dask"``; a running ``dask.distributed`` scheduler when ``dask_address`` is given).
+
+:func:`population_stability` compares every refit with the reference audit and labels each conclusion
+**stable** or **population-dependent** by one rule: a refit *agrees* with the reference when
+
+- DDM (``ddm_w1``) and Maximum Gap width (``max_gap``): its posterior mean lies inside the reference's
+  credible interval;
+- gap location: the centre of its gap interval lies inside the reference's gap interval ``[gap_lo, gap_hi]``
+  (each on its own population's scale, as each audit states it);
+- target range: each end moves by at most one reference bin width;
+- re-weighted ranks: at least ``agreement`` of the systems they share have a rank percentile inside the
+  reference's rank-percentile interval (percentile = (rank - 1) / (n - 1), so populations of different sizes
+  compare);
+
+and a conclusion is **stable** when at least ``agreement`` (default 0.8) of the refits agree, else
+**population-dependent**; the evidence column says how many agreed and where the refits' values lay.
+Each refit is also put on the reference scale by mean/sigma linking through the common items
+(:func:`~irtbayes.robustness.linking.link_mean_sigma`), and its gap interval is reported on that scale too.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from irtbayes.data import ResponseData
+from irtbayes.errors import DataError, SpecError
+
+__all__ = [
+    "ENGINES",
+    "Population",
+    "PopulationStability",
+    "RefitOutcome",
+    "outcome_from_audit",
+    "population_samples",
+    "population_stability",
+    "refit_populations",
+]
+
+log = logging.getLogger(__name__)
+
+ENGINES = ("process", "serial", "dask")
+#: Subject metadata columns read as a family or organisation label, in this order.
+FAMILY_COLUMNS = ("family", "organisation", "organization", "org")
+#: Difficulty draws kept from each refit for linking.
+LINK_DRAWS = 200
+_MEASURES = ("ddm_w1", "max_gap")
+
+
+@dataclass(frozen=True, eq=False)
+class Population:
+    """Another set of systems: ``name``, ``kind`` (``bootstrap``, ``leave-out``, ``population``) and its data."""
+
+    name: str
+    kind: str
+    data: ResponseData
+
+
+def _family_labels(data: ResponseData, family: str | Mapping[str, str] | None) -> pd.Series | None:
+    if family is None:
+        present = [c for c in FAMILY_COLUMNS if c in data.subjects.columns]
+        if not present:
+            return None
+        family = present[0]
+    if isinstance(family, str):
+        if family not in data.subjects.columns:
+            raise DataError(
+                f"{data.source}: no subject column '{family}'; the subject columns are {list(data.subjects.columns)}"
+            )
+        labels = data.subjects[family]
+    else:
+        labels = pd.Series(dict(family)).reindex(data.subject_ids)
+    labels = labels.astype("string").str.strip()
+    missing = labels.isna() | (labels == "")
+    if missing.any():
+        raise DataError(f"{data.source}: subject '{labels.index[missing.to_numpy()][0]}' has no family label")
+    return labels.astype(str)
+
+
+def _bootstrap_data(data: ResponseData, drawn: np.ndarray, name: str) -> ResponseData:
+    frame = data.long_frame()
+    ids = data.subject_ids.to_numpy(dtype=str)
+    seen: dict[str, int] = {}
+    parts = []
+    for code in drawn:
+        sid = ids[code]
+        seen[sid] = seen.get(sid, 0) + 1
+        part = frame.loc[frame["subject"] == sid].copy()
+        if seen[sid] > 1:
+            part["subject"] = f"{sid}~{seen[sid]}"
+        parts.append(part)
+    long = pd.concat(parts, ignore_index=True)
+    items = data.items.loc[data.items.index.isin(long["item"].unique())].reset_index()
+    return ResponseData.from_long(
+        long[["subject", "item", "response"]],
+        items=items,
+        source=f"{data.source} [{name}]",
+    )
+
+
+def population_samples(
+    data: ResponseData,
+    *,
+    bootstrap: int = 0,
+    family: str | Mapping[str, str] | None = None,
+    seed: int = 0,
+) -> list[Population]:
+    """Other populations of systems drawn from ``data``.
+
+    Parameters
+    ----------
+    data
+        The reference responses (one condition).
+    bootstrap
+        Number of bootstrap populations (systems drawn with replacement, as many as there are).
+    family
+        A subject metadata column, or a mapping subject -> family: one population per family, that family
+        left out. None: the first of ``family``, ``organisation``, ``organization``, ``org`` that the subject
+        table holds, if any.
+    seed
+        Seeds the bootstrap.
+
+    Returns
+    -------
+    list of Population
+        Bootstrap populations first (``bootstrap1``...), then ``without <family>``.
+    """
+    if bootstrap < 0:
+        raise SpecError(f"bootstrap must be >= 0, got {bootstrap}")
+    if len(data.conditions) > 1:
+        raise DataError(f"{data.source}: choose one condition before refitting on other populations")
+    rng = np.random.default_rng(seed)
+    out = []
+    for b in range(bootstrap):
+        name = f"bootstrap{b + 1}"
+        drawn = rng.integers(0, data.n_subjects, data.n_subjects)
+        out.append(Population(name, "bootstrap", _bootstrap_data(data, drawn, name)))
+    labels = _family_labels(data, family)
+    if labels is not None:
+        for fam in pd.unique(labels.to_numpy()):
+            keep = labels.index[labels.to_numpy() != fam]
+            if len(keep) < 3:
+                raise DataError(f"{data.source}: leaving out family '{fam}' leaves {len(keep)} systems")
+            sub = data.subset(subjects=keep)
+            out.append(Population(f"without {fam}", "leave-out", sub))
+    return out
+
+
+@dataclass(frozen=True, eq=False)
+class RefitOutcome:
+    """What a refit keeps: the audit's benchmark and ranking tables, its range, and difficulty draws.
+
+    Attributes
+    ----------
+    name, kind
+        The population's name and kind.
+    n_subjects
+        Systems in the population.
+    benchmarks, ranking
+        :class:`~irtbayes.audit.AuditResult` tables.
+    lo, hi, n_bins
+        The audit's target range and number of bins.
+    difficulty
+        ``difficulty`` draws (draw, item), at most :data:`LINK_DRAWS`, for linking.
+    converged
+        The fit's convergence checks passed (True for hand-built posteriors).
+    """
+
+    name: str
+    kind: str
+    n_subjects: int
+    benchmarks: pd.DataFrame
+    ranking: pd.DataFrame
+    lo: float
+    hi: float
+    n_bins: int
+    difficulty: xr.Dataset
+    converged: bool = True
+
+
+def _thin_difficulty(posterior: xr.Dataset, n: int) -> xr.Dataset:
+    var = posterior["difficulty"].stack(sample=("chain", "draw")).transpose("sample", "item")
+    keep = np.unique(np.linspace(0, var.sizes["sample"] - 1, min(n, var.sizes["sample"])).astype(int))
+    values = np.asarray(var.values[keep], dtype="float64")
+    return xr.Dataset(
+        {"difficulty": (("chain", "draw", "item"), values[None])},
+        coords={"chain": [0], "draw": np.arange(len(keep)), "item": np.asarray(var["item"].values).astype(str)},
+    )
+
+
+def outcome_from_audit(
+    name: str, kind: str, result: Any, posterior: xr.Dataset, *, n_subjects: int, converged: bool = True
+) -> RefitOutcome:
+    """A :class:`RefitOutcome` from an :class:`~irtbayes.audit.AuditResult` and its posterior."""
+    return RefitOutcome(
+        name=name,
+        kind=kind,
+        n_subjects=int(n_subjects),
+        benchmarks=result.benchmarks.copy(),
+        ranking=result.ranking.copy(),
+        lo=float(result.target.lo),
+        hi=float(result.target.hi),
+        n_bins=int(result.target.n_bins),
+        difficulty=_thin_difficulty(posterior, LINK_DRAWS),
+        converged=bool(converged),
+    )
+
+
+def _refit_one(task: tuple[Population, Any, dict[str, Any], dict[str, Any]]) -> RefitOutcome:
+    """Fit and audit one population (runs in a worker process)."""
+    import warnings
+
+    from irtbayes.audit import audit
+    from irtbayes.fit import fit
+
+    population, spec, fit_kwargs, audit_kwargs = task
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # convergence is recorded in the outcome
+        result = fit(population.data, spec, **fit_kwargs)
+    audited = audit(result.idata, population.data, **audit_kwargs)
+    return outcome_from_audit(
+        population.name,
+        population.kind,
+        audited,
+        result.posterior,
+        n_subjects=population.data.n_subjects,
+        converged=bool(result.diagnostics.ok),
+    )
+
+
+def refit_populations(
+    populations: Sequence[Population],
+    *,
+    spec: Any = None,
+    fit_kwargs: Mapping[str, Any] | None = None,
+    audit_kwargs: Mapping[str, Any] | None = None,
+    engine: str = "process",
+    workers: int | None = None,
+    dask_address: str | None = None,
+    on_done: Callable[[RefitOutcome], None] | None = None,
+) -> list[RefitOutcome]:
+    """Fit and audit every population; in parallel processes, serially, or through Dask.
+
+    Parameters
+    ----------
+    populations
+        From :func:`population_samples`, plus any user-given :class:`Population`.
+    spec
+        :class:`~irtbayes.model.ModelSpec` of every refit (default: :func:`irtbayes.fit.fit`'s).
+    fit_kwargs
+        Keyword arguments of :func:`irtbayes.fit.fit` (default: 2 chains of 500 draws after 500 tuning,
+        one core each, no progress bar, seed 0).
+    audit_kwargs
+        Keyword arguments of :func:`irtbayes.audit.audit` (give the reference's ``range`` and ``bins`` to
+        audit every population against the same target; default: each population's own range).
+    engine
+        ``"process"`` (default: a :class:`concurrent.futures.ProcessPoolExecutor` of ``workers`` processes),
+        ``"serial"``, or ``"dask"`` (:func:`dask.compute` with the process scheduler, or the
+        ``dask.distributed`` scheduler at ``dask_address``).
+    workers
+        Processes for ``engine="process"`` (default: the executor's).
+    dask_address
+        Address of a running ``dask.distributed`` scheduler (``engine="dask"`` only).
+    on_done
+        Called with each outcome as it arrives (``"process"`` and ``"serial"``), e.g. to log progress.
+
+    Returns
+    -------
+    list of RefitOutcome
+        In the order of ``populations``.
+
+    Raises
+    ------
+    SpecError
+        Unknown engine, or ``engine="dask"`` without Dask installed.
+    """
+    if engine not in ENGINES:
+        raise SpecError(f"unknown engine {engine!r}; choose one of {list(ENGINES)}")
+    if dask_address is not None and engine != "dask":
+        raise SpecError("dask_address needs engine='dask'")
+    settings = {"chains": 2, "draws": 500, "tune": 500, "cores": 1, "progress": False, "seed": 0}
+    settings.update(fit_kwargs or {})
+    tasks = [(p, spec, settings, dict(audit_kwargs or {})) for p in populations]
+    if engine == "dask":
+        try:
+            import dask
+        except ImportError:
+            raise SpecError(
+                "engine='dask' needs Dask: pip install 'dask[distributed]' (or use engine='process')"
+            ) from None
+        if dask_address is not None:
+            try:
+                from dask.distributed import Client
+            except ImportError:
+                raise SpecError("dask_address needs dask.distributed: pip install 'dask[distributed]'") from None
+            with Client(dask_address) as client:
+                return list(client.gather(client.map(_refit_one, tasks, pure=False)))
+        delayed = [dask.delayed(_refit_one)(t) for t in tasks]
+        return list(dask.compute(*delayed, scheduler="processes", num_workers=workers))
+    outcomes: list[RefitOutcome] = []
+    if engine == "serial":
+        for task in tasks:
+            outcomes.append(_refit_one(task))
+            if on_done is not None:
+                on_done(outcomes[-1])
+        return outcomes
+    context = multiprocessing.get_context("spawn")  # forked samplers and thread pools do not mix
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        for outcome in pool.map(_refit_one, tasks):
+            outcomes.append(outcome)
+            if on_done is not None:
+                on_done(outcome)
+    return outcomes
+
+
+# ---------------------------------------------------------------------------------------------- stability
+@dataclass(frozen=True)
+class PopulationStability:
+    """Result of :func:`population_stability`.
+
+    Attributes
+    ----------
+    conclusions
+        One row per (scope, conclusion): ``scope``, ``conclusion`` (``range``, ``ddm_w1``, ``max_gap``,
+        ``gap_location``, ``ranks``), ``reference`` (text), ``agree``, ``refits``, ``share_agree``,
+        ``label`` (``stable`` / ``population-dependent``), ``evidence``.
+    refits
+        One row per (refit, scope): ``population``, ``kind``, ``scope``, ``n_subjects``, ``lo``, ``hi``,
+        ``ddm_w1_mean``, ``max_gap_mean``, ``gap_lo``, ``gap_hi``, ``gap_lo_linked``, ``gap_hi_linked``,
+        ``link_slope``, ``link_intercept``, ``kendall_tau``, ``rank_share_inside``, ``converged``, and
+        ``agrees_{conclusion}`` for each conclusion.
+    ranks
+        One row per (refit, scope, shared subject): ``population``, ``scope``, ``subject``,
+        ``ref_percentile_mean``, ``ref_percentile_low``, ``ref_percentile_high``, ``percentile``, ``inside``.
+    agreement
+        The share of agreeing refits a stable conclusion needs.
+    """
+
+    conclusions: pd.DataFrame
+    refits: pd.DataFrame
+    ranks: pd.DataFrame
+    agreement: float
+
+
+def _percentiles(rank: pd.Series, n: int) -> pd.Series:
+    return (rank - 1) / max(n - 1, 1)
+
+
+def _rank_comparison(reference: pd.DataFrame, refit: pd.DataFrame, scope: str) -> pd.DataFrame:
+    ref = reference.loc[reference["scope"] == scope].set_index("subject")
+    new = refit.loc[refit["scope"] == scope].set_index("subject")
+    shared = ref.index.intersection(new.index, sort=False)
+    n_ref, n_new = len(ref), len(new)
+    return pd.DataFrame(
+        {
+            "subject": shared,
+            "ref_rank_mean": ref.loc[shared, "rank_mean"].to_numpy(),
+            "ref_percentile_mean": _percentiles(ref.loc[shared, "rank_mean"], n_ref).to_numpy(),
+            "ref_percentile_low": _percentiles(ref.loc[shared, "rank_ci_low"], n_ref).to_numpy(),
+            "ref_percentile_high": _percentiles(ref.loc[shared, "rank_ci_high"], n_ref).to_numpy(),
+            "rank_mean": new.loc[shared, "rank_mean"].to_numpy(),
+            "percentile": _percentiles(new.loc[shared, "rank_mean"], n_new).to_numpy(),
+        }
+    )
+
+
+def _kendall(a: np.ndarray, b: np.ndarray) -> float:
+    if len(a) < 2:
+        return float("nan")
+    from scipy import stats
+
+    return float(stats.kendalltau(a, b).statistic)
+
+
+def _fmt(x: float) -> str:
+    return "nan" if not np.isfinite(x) else f"{x:.2f}"
+
+
+def population_stability(
+    reference: Any,
+    reference_posterior: Any,
+    refits: Sequence[RefitOutcome],
+    *,
+    agreement: float = 0.8,
+) -> PopulationStability:
+    """Label each conclusion of the reference audit stable or population-dependent (rule in the module notes).
+
+    Parameters
+    ----------
+    reference
+        The reference :class:`~irtbayes.audit.AuditResult`.
+    reference_posterior
+        The reference fit (or its posterior), for linking.
+    refits
+        From :func:`refit_populations` or :func:`outcome_from_audit`.
+    agreement
+        Share of agreeing refits a stable conclusion needs (and, for ranks, the share of shared systems).
+
+    Returns
+    -------
+    PopulationStability
+    """
+    from irtbayes.robustness.linking import link_mean_sigma
+
+    if not refits:
+        raise SpecError("population_stability: no refits to compare")
+    if not 0 < agreement <= 1:
+        raise SpecError(f"agreement must be in (0, 1], got {agreement}")
+    bench = reference.benchmarks.set_index("scope")
+    width = (reference.target.hi - reference.target.lo) / reference.target.n_bins
+    rows: list[dict[str, Any]] = []
+    rank_rows: list[pd.DataFrame] = []
+    for r in refits:
+        try:
+            link = link_mean_sigma(r.difficulty, reference_posterior)
+            slope, intercept = float(link.slope.mean()), float(link.intercept.mean())
+        except SpecError:
+            slope = intercept = float("nan")
+        other = r.benchmarks.set_index("scope")
+        for scope in bench.index.intersection(other.index, sort=False):
+            ref_row, row = bench.loc[scope], other.loc[scope]
+            out: dict[str, Any] = {
+                "population": r.name,
+                "kind": r.kind,
+                "scope": scope,
+                "n_subjects": r.n_subjects,
+                "lo": r.lo,
+                "hi": r.hi,
+                "converged": r.converged,
+                "link_slope": slope,
+                "link_intercept": intercept,
+            }
+            for m in _MEASURES:
+                out[f"{m}_mean"] = float(row[f"{m}_mean"])
+                out[f"agrees_{m}"] = bool(ref_row[f"{m}_ci_low"] <= row[f"{m}_mean"] <= ref_row[f"{m}_ci_high"])
+            out["gap_lo"], out["gap_hi"] = float(row["gap_lo"]), float(row["gap_hi"])
+            out["gap_lo_linked"] = slope * out["gap_lo"] + intercept
+            out["gap_hi_linked"] = slope * out["gap_hi"] + intercept
+            centre = (out["gap_lo"] + out["gap_hi"]) / 2
+            out["agrees_gap_location"] = bool(ref_row["gap_lo"] <= centre <= ref_row["gap_hi"])
+            out["agrees_range"] = bool(
+                abs(r.lo - reference.target.lo) <= width and abs(r.hi - reference.target.hi) <= width
+            )
+            ranks = _rank_comparison(reference.ranking, r.ranking, scope)
+            inside = (ranks["percentile"] >= ranks["ref_percentile_low"]) & (
+                ranks["percentile"] <= ranks["ref_percentile_high"]
+            )
+            ranks["inside"] = inside.to_numpy()
+            ranks.insert(0, "scope", scope)
+            ranks.insert(0, "population", r.name)
+            rank_rows.append(ranks)
+            out["kendall_tau"] = _kendall(ranks["ref_rank_mean"].to_numpy(), ranks["rank_mean"].to_numpy())
+            out["rank_share_inside"] = float(inside.mean()) if len(ranks) else float("nan")
+            out["agrees_ranks"] = bool(len(ranks) > 0 and out["rank_share_inside"] >= agreement)
+            rows.append(out)
+    table = pd.DataFrame(rows)
+    conclusions = []
+    for scope, group in table.groupby("scope", sort=False):
+        ref_row = bench.loc[scope]
+        texts = {
+            "range": (f"[{_fmt(reference.target.lo)}, {_fmt(reference.target.hi)}]", group["lo"], "lo"),
+            "ddm_w1": (
+                f"{_fmt(ref_row['ddm_w1_mean'])} [{_fmt(ref_row['ddm_w1_ci_low'])}, {_fmt(ref_row['ddm_w1_ci_high'])}]",
+                group["ddm_w1_mean"],
+                "mean",
+            ),
+            "max_gap": (
+                f"{_fmt(ref_row['max_gap_mean'])} [{_fmt(ref_row['max_gap_ci_low'])}, "
+                f"{_fmt(ref_row['max_gap_ci_high'])}]",
+                group["max_gap_mean"],
+                "mean",
+            ),
+            "gap_location": (
+                f"[{_fmt(ref_row['gap_lo'])}, {_fmt(ref_row['gap_hi'])}]",
+                (group["gap_lo"] + group["gap_hi"]) / 2,
+                "centre",
+            ),
+            "ranks": ("rank intervals", group["kendall_tau"], "Kendall tau"),
+        }
+        if scope != table["scope"].iloc[0]:
+            del texts["range"]  # one target range for every scope: judged once
+        for conclusion, (ref_text, values, what) in texts.items():
+            agree = int(group[f"agrees_{conclusion}"].sum())
+            n = len(group)
+            by_kind = ", ".join(
+                f"{kind} {int(g[f'agrees_{conclusion}'].sum())}/{len(g)}"
+                for kind, g in group.groupby("kind", sort=False)
+            )
+            share = agree / n
+            label = "stable" if share >= agreement else "population-dependent"
+            evidence = (
+                f"{agree} of {n} refits agree ({by_kind}); refit {what} from {_fmt(float(values.min()))} to "
+                f"{_fmt(float(values.max()))}"
+            )
+            if conclusion == "range":
+                evidence += f" (low end), high end {_fmt(float(group['hi'].min()))} to {_fmt(float(group['hi'].max()))}"
+            conclusions.append(
+                {
+                    "scope": scope,
+                    "conclusion": conclusion,
+                    "reference": ref_text,
+                    "agree": agree,
+                    "refits": n,
+                    "share_agree": share,
+                    "label": label,
+                    "evidence": evidence,
+                }
+            )
+    out_table = pd.DataFrame(conclusions)
+    out_table.attrs["agreement"] = agreement
+    ranks_table = pd.concat(rank_rows, ignore_index=True) if rank_rows else pd.DataFrame()
+    return PopulationStability(conclusions=out_table, refits=table, ranks=ranks_table, agreement=float(agreement))

@@ -1,0 +1,272 @@
+"""Robustness checks on hand-built posteriors: linking, flagging, rank agreement, population labels, revisions."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import xarray as xr
+
+from irtbayes.audit import audit
+from irtbayes.data import ResponseData
+from irtbayes.errors import DataError, SpecError
+from irtbayes.robustness import (
+    ConditionFit,
+    Population,
+    bayes_fdr_flags,
+    build_condition_model,
+    compare_revision,
+    condition_effects,
+    link_mean_sigma,
+    local_false_sign_rate,
+    outcome_from_audit,
+    population_samples,
+    population_stability,
+    rank_agreement,
+    refit_populations,
+    revision_data,
+    simulate_condition_responses,
+    write_conditions,
+)
+from irtbayes.simulate import posterior_near_truth, simulate_responses
+
+
+def _difficulty_posterior(values: np.ndarray, items: list[str]) -> xr.Dataset:
+    return xr.Dataset(
+        {"difficulty": (("chain", "draw", "item"), values[None])},
+        coords={"chain": [0], "draw": np.arange(values.shape[0]), "item": items},
+    )
+
+
+# ---------------------------------------------------------------------------------------------- linking
+def test_linking_recovers_a_known_slope_and_shift() -> None:
+    rng = np.random.default_rng(1)
+    truth = rng.normal(0, 1, 40)
+    items = [f"q{i}" for i in range(40)]
+    source = truth + 0.1 * rng.standard_normal((400, 40))
+    reference = 1.3 * truth + 0.5 + 0.1 * rng.standard_normal((400, 40))
+    link = link_mean_sigma(_difficulty_posterior(source, items), _difficulty_posterior(reference, items))
+    table = link.table().set_index("constant")
+    for name, true in (("slope", 1.3), ("intercept", 0.5)):
+        row = table.loc[name]
+        assert row["ci_low"] <= true <= row["ci_high"], (name, row.to_dict())
+        assert abs(row["mean"] - true) < 0.05, (name, row["mean"])
+    assert table.loc["slope", "sd"] > 0  # the uncertainty is carried, per draw
+    moved = link.transform(np.array([0.0, 1.0])).mean(axis=0)
+    np.testing.assert_allclose(moved, [0.5, 1.8], atol=0.06)
+
+
+def test_linking_needs_two_common_items() -> None:
+    a = _difficulty_posterior(np.array([[0.0, 1.0]] * 10), ["a", "b"])
+    b = _difficulty_posterior(np.array([[0.0, 1.0]] * 10), ["b", "c"])
+    with pytest.raises(SpecError, match="at least 2 common items"):
+        link_mean_sigma(a, b)
+
+
+# ---------------------------------------------------------------------------------------------- flagging
+def test_local_false_sign_rate_and_bayes_fdr_flags_exact() -> None:
+    draws = np.array([[1.0, -1.0, 0.5], [2.0, 1.0, -0.5], [3.0, -2.0, 0.5], [4.0, -3.0, -0.5]])
+    np.testing.assert_allclose(local_false_sign_rate(draws), [0.0, 0.25, 0.5])
+    np.testing.assert_allclose(local_false_sign_rate(draws, min_effect=1.5), [0.25, 0.5, 1.0])
+    v = np.array([0.0, 0.01, 0.2, 0.04, 0.5])
+    # sorted 0, .01, .04, .2: running means 0, .005, .0167, .0625 -> the first three
+    assert bayes_fdr_flags(v, fdr=0.05).tolist() == [True, True, False, True, False]
+    assert not bayes_fdr_flags(np.array([0.3, 0.4]), fdr=0.05).any()
+    with pytest.raises(SpecError, match="NaN"):
+        bayes_fdr_flags(np.array([0.1, np.nan]))
+
+
+def test_rank_agreement_exact_for_identical_and_reversed_orders() -> None:
+    base = np.tile(np.arange(6.0), (50, 1))
+    table = rank_agreement({"a": base, "b": base + 1.0, "c": -base}).set_index(["condition_a", "condition_b"])
+    assert table.loc[("a", "b"), "kendall_tau_mean"] == pytest.approx(1.0, abs=1e-12)
+    assert table.loc[("a", "b"), "max_rank_displacement_mean"] == 0.0
+    assert table.loc[("a", "c"), "kendall_tau_mean"] == pytest.approx(-1.0, abs=1e-12)
+    assert table.loc[("a", "c"), "max_rank_displacement_ci_high"] == 5.0
+
+
+def _hand_built_condition_fit(seed: int = 0) -> tuple[ConditionFit, set[str], set[str]]:
+    """Posterior draws: items 0-3 shifted by +-1.2 (sd 0.3), systems 0-1 by -+1.0; everything else N(0, 0.3)."""
+    data, items, subjects = simulate_condition_responses(12, 30, n_sensitive_items=4, n_sensitive_subjects=2, seed=seed)
+    rng = np.random.default_rng(seed)
+    n = 400
+    gamma = 0.3 * rng.standard_normal((n, 1, 30))
+    gamma[:, 0, :4] += 1.2 * np.array([1, -1, 1, -1])
+    delta = 0.3 * rng.standard_normal((n, 1, 12))
+    delta[:, 0, :2] += np.array([-1.0, 1.0])
+    theta = np.linspace(2, -2, 12) + 0.1 * rng.standard_normal((n, 12))
+    post = xr.Dataset(
+        {
+            "item_effect": (("chain", "draw", "condition", "item"), gamma[None]),
+            "ability_shift": (("chain", "draw", "condition", "subject"), delta[None]),
+            "ability": (("chain", "draw", "subject"), theta[None]),
+            "shift": (("chain", "draw", "condition"), gamma.mean(axis=2)[None]),
+        },
+        coords={
+            "chain": [0],
+            "draw": np.arange(n),
+            "condition": ["reformatted"],
+            "item": data.item_ids.to_numpy(dtype=str),
+            "subject": data.subject_ids.to_numpy(dtype=str),
+        },
+    )
+    return ConditionFit(posterior=post, reference="original", data=data), set(items), set(subjects)
+
+
+def test_condition_effects_flag_the_planted_items_and_systems(tmp_path) -> None:
+    cfit, planted_items, planted_subjects = _hand_built_condition_fit()
+    effects = condition_effects(cfit, fdr=0.05)
+    items, subjects = effects.items, effects.subjects
+    assert set(items.loc[items["flagged"], "item"]) == planted_items
+    assert set(subjects.loc[subjects["flagged"], "subject"]) == planted_subjects
+    assert list(items.columns[:6]) == [
+        "item",
+        "reformatted_mean",
+        "reformatted_ci_low",
+        "reformatted_ci_high",
+        "reformatted_lfsr",
+        "reformatted_flagged",
+    ]
+    assert {"rank_original_mean", "rank_reformatted_mean", "shift_reformatted_ci_low"} <= set(subjects.columns)
+    # system 0 is the best under the reference and loses about one logit under the other condition
+    top = subjects.set_index("subject").loc["sys000"]
+    assert top["rank_original_mean"] == pytest.approx(1.0, abs=0.05)
+    assert top["rank_reformatted_mean"] > 1.5
+    row = effects.agreement.iloc[0]
+    assert row["kendall_tau_ci_high"] <= 1.0 and row["kendall_tau_mean"] < 1.0
+    assert row["max_rank_displacement_ci_low"] >= 1.0
+    paths = write_conditions(effects, tmp_path)
+    back = pd.read_csv(paths["items"])
+    assert back["flagged"].sum() == len(planted_items)
+    summary = effects.summary_dict()
+    assert summary["flagging"]["items_flagged"] == 4 and summary["reference"] == "original"
+
+
+def test_condition_model_builds_with_finite_log_density_and_labels() -> None:
+    data, _, _ = simulate_condition_responses(6, 8, n_sensitive_items=1, n_sensitive_subjects=1, seed=2)
+    model = build_condition_model(data)
+    assert model.irtbayes_reference == "original"
+    assert list(model.coords["condition"]) == ["reformatted"]
+    assert list(model.coords["item"]) == list(data.item_ids)
+    point = model.initial_point()
+    assert np.isfinite(model.compile_logp()(point))
+    assert np.isfinite(model.compile_dlogp()(point)).all()
+    with pytest.raises(SpecError, match="unknown reference condition"):
+        build_condition_model(data, reference="nope")
+    with pytest.raises(DataError, match="at least two conditions"):
+        build_condition_model(data.subset(conditions=["original"]))
+
+
+# ---------------------------------------------------------------------------------------------- populations
+def _with_gap(data: ResponseData, truth: xr.Dataset, lo: float, hi: float, seed: int):
+    moved = truth.copy()
+    moved["difficulty"] = ("item", np.concatenate([np.linspace(-2.5, lo, 50), np.linspace(hi, 2.5, 30)]))
+    post = posterior_near_truth(data, moved, chains=2, draws=100, seed=seed)
+    return post, audit(post, data, range=(-2.5, 2.5), ensemble="draws")
+
+
+def test_a_gap_that_moves_is_population_dependent_and_an_unchanged_one_stable() -> None:
+    data, truth = simulate_responses(60, 80, seed=3, missing=0.0)
+    post, reference = _with_gap(data, truth, -0.5, 1.0, seed=0)
+    unchanged = [
+        outcome_from_audit(f"b{k}", "bootstrap", result, p, n_subjects=60)
+        for k in range(3)
+        for p, result in [_with_gap(data, truth, -0.5, 1.0, seed=k + 1)]
+    ]
+    moved = [
+        outcome_from_audit(f"m{k}", "population", result, p, n_subjects=60)
+        for k in range(3)
+        for p, result in [_with_gap(data, truth, -2.0, -0.5, seed=k + 1)]
+    ]
+    same = population_stability(reference, post, unchanged)
+    stable = same.conclusions.set_index("conclusion")
+    assert stable.loc["gap_location", "label"] == "stable", stable.loc["gap_location", "evidence"]
+    assert stable.loc["max_gap", "label"] == "stable"
+    assert stable.loc["ranks", "label"] == "stable"
+    # the same items on the same scale: the link is the identity and the linked gap the gap
+    np.testing.assert_allclose(same.refits["link_slope"], 1.0, atol=0.02)
+    np.testing.assert_allclose(same.refits["gap_lo_linked"], same.refits["gap_lo"], atol=0.05)
+    dependent = population_stability(reference, post, moved)
+    labels = dependent.conclusions.set_index("conclusion")
+    assert labels.loc["gap_location", "label"] == "population-dependent", labels.loc["gap_location", "evidence"]
+    assert labels.loc["gap_location", "evidence"].startswith("0 of 3 refits agree (population 0/3)")
+
+
+def test_population_samples_bootstrap_and_leave_one_family_out() -> None:
+    data, _ = simulate_responses(9, 12, seed=1, missing=0.0)
+    families = {s: f"fam{i % 3}" for i, s in enumerate(data.subject_ids)}
+    plans = population_samples(data, bootstrap=2, family=families, seed=4)
+    assert [p.kind for p in plans] == ["bootstrap", "bootstrap", "leave-out", "leave-out", "leave-out"]
+    boot = plans[0].data
+    assert boot.n_subjects == 9
+    copies = [s for s in boot.subject_ids if "~" in s]
+    assert len(copies) == 9 - len({s.split("~")[0] for s in boot.subject_ids})
+    left = plans[2].data
+    assert left.n_subjects == 6 and not any(families[s] == "fam0" for s in left.subject_ids)
+    with pytest.raises(DataError, match="no subject column 'org2'"):
+        population_samples(data, family="org2")
+
+
+def test_refit_engines_are_checked_before_any_fit() -> None:
+    data, _ = simulate_responses(5, 6, seed=1)
+    plans = [Population("p", "population", data)]
+    with pytest.raises(SpecError, match="unknown engine"):
+        refit_populations(plans, engine="threads")
+    with pytest.raises(SpecError, match="dask_address needs engine='dask'"):
+        refit_populations(plans, dask_address="tcp://x:8786")
+    try:
+        import dask  # noqa: F401
+    except ImportError:
+        with pytest.raises(SpecError, match="needs Dask"):
+            refit_populations(plans, engine="dask")
+
+
+# ---------------------------------------------------------------------------------------------- revisions
+def test_revision_fills_the_original_gap_and_names_the_system_that_regresses() -> None:
+    rng = np.random.default_rng(5)
+    n = 30
+    ability = np.sort(rng.normal(size=n))[::-1]
+    ability = (ability - ability.mean()) / ability.std()
+    orig_b = np.concatenate([np.linspace(-2.4, -0.6, 20), np.linspace(1.2, 2.4, 10)])  # gap [-0.6, 1.2]
+    rev_b = np.linspace(-2.0, 2.0, 30)
+    subjects = [f"s{j:02d}" for j in range(n)]
+
+    def responses(b: np.ndarray) -> np.ndarray:
+        p = 1 / (1 + np.exp(-(ability[:, None] - b[None, :])))
+        return (rng.uniform(size=p.shape) < p).astype(float)
+
+    y_orig, y_rev = responses(orig_b), responses(rev_b)
+    y_rev[0] = 0.0  # the best system fails every revised item
+    frames = []
+    for y in (y_orig, y_rev):
+        frames.append(
+            ResponseData.from_long(
+                pd.DataFrame(
+                    {
+                        "subject": np.repeat(subjects, 30),
+                        "item": np.tile([f"q{i}" for i in range(30)], n),
+                        "response": y.ravel(),
+                    }
+                )
+            )
+        )
+    data = revision_data(frames[0], frames[1], original_name="orig", revised_name="rev")
+    assert set(data.benchmarks) == {"orig", "rev"} and data.n_items == 60
+    truth = xr.Dataset(
+        {
+            "ability": ("subject", ability),
+            "difficulty": ("item", np.concatenate([orig_b, rev_b])),
+            "discrimination": ("item", np.ones(60)),
+        },
+        coords={"subject": subjects, "item": data.item_ids.to_numpy(dtype=str)},
+    )
+    post = posterior_near_truth(data, truth, chains=2, draws=100, seed=0)
+    result = audit(post, data, ensemble="draws")
+    comparison = compare_revision(result, original="orig", revised="rev")
+    assert comparison.gap["filled"], comparison.gap
+    assert comparison.gap["revised_items_inside"] >= 5
+    regress = comparison.subjects.loc[comparison.subjects["regresses"], "subject"].tolist()
+    assert regress == ["s00"], comparison.subjects.head()
+    assert comparison.subjects.iloc[0]["subject"] == "s00"  # the largest rank change comes first
+    with pytest.raises(DataError, match="benchmark 'nope'"):
+        compare_revision(result, original="orig", revised="nope")
