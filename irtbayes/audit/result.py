@@ -6,13 +6,18 @@ folder and :func:`~irtbayes.audit.folder.load_audit` reads it back.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from irtbayes.audit.targets import Target
+from irtbayes.errors import SpecError
 from irtbayes.files import json_ready
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
 
 __all__ = ["DDM_DEFINITIONS", "STAT_NAMES", "AuditResult"]
 
@@ -90,6 +95,157 @@ class AuditResult:
             "information": self.information,
             "items": self.items,
         }
+
+    def summary(self) -> pd.DataFrame:
+        """One row per scope: the headline DDM, the in-range shape, the Maximum Gap and its parts, with intervals.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Index ``scope_kind:scope`` (``all:all``, ``benchmark:law``, ...); columns ``scope_kind``, ``scope``,
+            ``n_items``, ``{m}_mean``, ``{m}_ci_low``, ``{m}_ci_high`` for m in ``ddm_w1``, ``ddm_shape_w1``,
+            ``max_gap``, ``interior_gap``, ``edge_gap_low``, ``edge_gap_high``, then ``gap_kind``,
+            ``mass_below_mean``, ``mass_above_mean``. ``attrs`` record ``ci_prob`` and the target.
+            :meth:`to_text` says the same in prose; :attr:`benchmarks` has every column.
+
+        Examples
+        --------
+        >>> from irtbayes.audit import audit
+        >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
+        >>> data, truth = simulate_responses(30, 60, n_benchmarks=2, seed=1)
+        >>> result = audit(posterior_near_truth(data, truth, chains=2, draws=50, seed=2), data, bins=5)
+        >>> table = result.summary()
+        >>> list(table.index)
+        ['all:all', 'benchmark:bench00', 'benchmark:bench01']
+        >>> bool((table["ddm_w1_ci_low"] <= table["ddm_w1_mean"]).all() and (table["ddm_w1_mean"] <= 1).all())
+        True
+        """
+        from irtbayes.frames import audit_summary
+
+        return audit_summary(self)
+
+    def to_dataframe(self, table: str = "benchmarks") -> pd.DataFrame:
+        """One of the tables by name, a copy: ``bins``, ``benchmarks``, ``ranking``, ``ahead``, ``information``, ``items``.
+
+        Examples
+        --------
+        >>> from irtbayes.audit import audit
+        >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
+        >>> data, truth = simulate_responses(30, 60, n_benchmarks=2, seed=1)
+        >>> result = audit(posterior_near_truth(data, truth, chains=2, draws=50, seed=2), data, bins=5)
+        >>> result.to_dataframe("ranking").query("scope == 'all'").shape[0]
+        30
+        """
+        from irtbayes.frames import audit_table
+
+        return audit_table(self, table)
+
+    def plot_coverage(self, *, scope_kind: str = "benchmark", ax: Axes | None = None) -> Axes:
+        """Scopes x difficulty bins shaded by the expected share of items, ``×`` where P(empty) is high.
+
+        ``scope_kind`` chooses the rows (``benchmark``, ``domain`` or ``all``; all items when the audit has no
+        scope of that kind). See :func:`irtbayes.plots.plot_coverage_heatmap`.
+
+        Examples
+        --------
+        >>> from irtbayes.audit import audit
+        >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
+        >>> data, truth = simulate_responses(30, 60, n_benchmarks=2, seed=1)
+        >>> result = audit(posterior_near_truth(data, truth, chains=2, draws=50, seed=2), data, bins=5)
+        >>> ax = result.plot_coverage()
+        >>> [label.get_text() for label in ax.get_yticklabels()]
+        ['bench00', 'bench01']
+        """
+        from irtbayes.plots import plot_coverage_heatmap
+
+        kind = scope_kind if (self.bins["scope_kind"] == scope_kind).any() else "all"
+        axes: Axes = plot_coverage_heatmap(self.bins, scope_kind=kind, ax=ax)
+        return axes
+
+    def plot_forest(self, *, measure: str = "ddm_w1", scope_kind: str = "benchmark", ax: Axes | None = None) -> Axes:
+        """One row per scope with the posterior mean and interval of ``measure`` (``ddm_w1``, ``max_gap``, ...).
+
+        Examples
+        --------
+        >>> from irtbayes.audit import audit
+        >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
+        >>> data, truth = simulate_responses(30, 60, n_benchmarks=2, seed=1)
+        >>> result = audit(posterior_near_truth(data, truth, chains=2, draws=50, seed=2), data, bins=5)
+        >>> ax = result.plot_forest(measure="max_gap")
+        >>> len(ax.get_yticklabels())
+        2
+        """
+        from irtbayes.plots import plot_forest
+
+        if f"{measure}_mean" not in self.benchmarks.columns:
+            raise SpecError(f"no measure {measure!r} with an interval in the audit's benchmarks table")
+        rows = self.benchmarks.loc[self.benchmarks["scope_kind"] == scope_kind]
+        if rows.empty:
+            rows = self.benchmarks.loc[self.benchmarks["scope_kind"] == "all"]
+        axes: Axes = plot_forest(
+            rows,
+            mean=f"{measure}_mean",
+            low=f"{measure}_ci_low",
+            high=f"{measure}_ci_high",
+            xlabel=measure,
+            title=f"{measure} with {self.ci_prob:.0%} intervals",
+            ax=ax,
+        )
+        return axes
+
+    def plot_leaderboard(self, *, scope: str = "all", top: int = 30, ax: Axes | None = None) -> Axes:
+        """Ranks with intervals of the ``top`` subjects of one scope: raw accuracy, re-weighted, IRT ability.
+
+        ``scope`` is ``"all"``, a scope name, or ``"kind:name"`` (``"benchmark:law"``).
+
+        Examples
+        --------
+        >>> from irtbayes.audit import audit
+        >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
+        >>> data, truth = simulate_responses(30, 60, n_benchmarks=2, seed=1)
+        >>> result = audit(posterior_near_truth(data, truth, chains=2, draws=50, seed=2), data, bins=5)
+        >>> ax = result.plot_leaderboard(top=10)
+        >>> len(ax.get_yticklabels()), ax.get_xlabel()
+        (10, 'rank (1 = best)')
+        """
+        from irtbayes.frames import plot_audit_leaderboard
+
+        return plot_audit_leaderboard(self, scope=scope, top=top, ax=ax)
+
+    def plot_ahead(self, *, top: int = 30, ax: Axes | None = None) -> Axes:
+        """P(row subject ahead of column subject) for the ``top`` subjects by mean rank.
+
+        Examples
+        --------
+        >>> from irtbayes.audit import audit
+        >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
+        >>> data, truth = simulate_responses(30, 60, n_benchmarks=2, seed=1)
+        >>> result = audit(posterior_near_truth(data, truth, chains=2, draws=50, seed=2), data, bins=5)
+        >>> ax = result.plot_ahead(top=8)
+        >>> ax.get_images()[0].get_array().shape
+        (8, 8)
+        """
+        from irtbayes.plots import plot_ahead_matrix
+
+        axes: Axes = plot_ahead_matrix(self.ahead.iloc[:top, :top], ax=ax)
+        return axes
+
+    def plot_information(self, *, scopes: Sequence[str] | None = None, ax: Axes | None = None) -> Axes:
+        """Test information with posterior bands, one line per scope (default: all items and up to five others).
+
+        Examples
+        --------
+        >>> from irtbayes.audit import audit
+        >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
+        >>> data, truth = simulate_responses(30, 60, n_benchmarks=2, seed=1)
+        >>> result = audit(posterior_near_truth(data, truth, chains=2, draws=50, seed=2), data, bins=5)
+        >>> ax = result.plot_information(scopes=["all"])
+        >>> len(ax.get_lines())
+        1
+        """
+        from irtbayes.frames import plot_audit_information
+
+        return plot_audit_information(self, scopes=scopes, ax=ax)
 
     def summary_dict(self) -> dict[str, Any]:
         """The content of ``summary.json``: target, settings and, per scope, DDM and Maximum Gap with intervals."""
