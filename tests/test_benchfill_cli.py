@@ -291,16 +291,18 @@ def test_calibrate_reads_lm_eval_logs_through_candidate_ids(bank, tmp_path, caps
     target_bin = json.loads((tmp_path / "bf" / "target.json").read_text())["target_bin"]
     assert (from_logs["target_bin"] == target_bin).all()
 
-    # a logged doc without a candidate id is an unknown item
+    # a logged document whose question is no candidate's text is an unknown item, named
     broken = tmp_path / "broken"
     shutil.copytree(logs, broken)
+    for path in broken.glob("*/samples_*.jsonl"):
+        lines = path.read_text().splitlines()
+        first = json.loads(lines[0])
+        first["doc"]["question"] = "A question no candidate asks?"
+        path.write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n")
+    code, _, err = calibrate(bank, tmp_path / "broken_out", capsys, *target, responses=broken)
+    assert code == 2 and "of unknown items" in err and f"{TASK}/{first['doc_hash']}" in err, err
     sample = next(broken.glob("*/samples_*.jsonl"))
     lines = sample.read_text().splitlines()
-    first = json.loads(lines[0])
-    del first["doc"]["candidate_id"]
-    sample.write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n")
-    code, _, err = calibrate(bank, tmp_path / "broken_out", capsys, *target, responses=broken)
-    assert code == 2 and "without a 'candidate_id'" in err, err
 
     # a line that is JSON but not an object is named by file and line (it used to raise AttributeError)
     sample.write_text("\n".join([*lines[:2], "[1, 2]", *lines[2:]]) + "\n")

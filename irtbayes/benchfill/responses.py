@@ -14,7 +14,6 @@ import pandas as pd
 from irtbayes.benchfill.candidates import Candidate, items_table
 from irtbayes.data import ResponseData
 from irtbayes.errors import DataError
-from irtbayes.files import read_json_lines
 
 if TYPE_CHECKING:
     from irtbayes.fit import Fit
@@ -166,62 +165,58 @@ def _counts(new_data: ResponseData) -> np.ndarray:
     return np.bincount(new_data.item_codes, minlength=new_data.n_items).astype("int64")
 
 
-def _samples_files(root: Path) -> list[Path]:
-    found: list[Path] = []
-    for pattern in ("samples_*.jsonl", "*/samples_*.jsonl", "*/*/samples_*.jsonl"):
-        found.extend(p for p in root.glob(pattern) if p.is_file())
-    return sorted(found)
-
-
 def _lm_eval_candidate_responses(
-    root: Path, *, metric: str | None, lm_filter: str | None
-) -> tuple[pd.DataFrame, dict[str, list[str]]]:
-    """Responses of lm-eval logs with items mapped to candidate ids through each doc's ``candidate_id``."""
-    import re
+    root: Path, candidates: Sequence[Candidate], *, metric: str | None, lm_filter: str | None
+) -> pd.DataFrame:
+    """Responses of lm-eval logs of the exported task, each item mapped to the candidate whose text it asks.
 
+    The logs are read by :func:`irtbayes.io.lm_eval.load_lm_eval` (its item ids, documents and checks). A
+    logged document's question is the candidate's text (:func:`~irtbayes.benchfill.export.export_lm_eval`);
+    where several candidates share a text, the document's position in the task (``doc_id``) names the one
+    exported there.
+    """
     from irtbayes.io.lm_eval import load_lm_eval
 
-    name = re.compile(r"^samples_(?P<task>.+?)_(?P<date>\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?)\.jsonl$")
+    loaded = load_lm_eval(root, metric=metric, filter=lm_filter)
+    by_text: dict[str, list[int]] = {}
+    for k, candidate in enumerate(candidates):
+        by_text.setdefault(candidate.text.strip(), []).append(k)
+    items = loaded.items
     mapping: dict[str, str] = {}
-    missing: dict[str, list[str]] = {}
-    tasks: set[str] = set()
-    for path in _samples_files(root):
-        match = name.match(path.name)
-        task = match.group("task") if match else path.stem.removeprefix("samples_")
-        entries = []
-        for number, line in read_json_lines(path):
-            doc = line.get("doc")
-            doc_hash = line.get("doc_hash")
-            key = str(doc_hash) if isinstance(doc_hash, str) and doc_hash else str(line.get("doc_id"))
-            cid = doc.get("candidate_id") if isinstance(doc, dict) else None
-            entries.append((f"{task}/{key}", None if cid is None else str(cid), number))
-        if any(cid is not None for _, cid, _ in entries):
-            tasks.add(task)
-            for item, cid, number in entries:
-                if cid is None:
-                    missing.setdefault(str(path), []).append(f"line {number}")
-                else:
-                    mapping[item] = cid
+    unknown: dict[str, list[str]] = {}
+    for item, row in items.iterrows():
+        text = "" if pd.isna(row.get("text")) else str(row["text"]).strip()
+        matches = by_text.get(text, [])
+        doc_id = pd.to_numeric(row.get("doc_id"), errors="coerce")
+        if len(matches) > 1 and pd.notna(doc_id) and int(doc_id) in matches:
+            matches = [int(doc_id)]
+        if len(matches) == 1:
+            mapping[str(item)] = candidates[matches[0]].candidate_id
+        else:
+            unknown.setdefault(str(row["benchmark"]), []).append(str(item))
+    tasks = sorted({str(items.loc[i, "benchmark"]) for i in mapping})
     if not tasks:
         raise DataError(
-            f"{root}: no lm-eval sample carries a 'candidate_id' in its doc; answer the task written by "
-            "`irtbayes benchfill export --format lm-eval`"
+            f"{root}: no lm-eval document asks the text of a candidate; answer the task written by "
+            "`irtbayes benchfill export --format lm-eval` with these candidates"
         )
-    if missing:
-        where = "; ".join(f"{p}: {', '.join(lines[:5])}" for p, lines in missing.items())
-        raise DataError(f"lm-eval samples without a 'candidate_id' in a BenchFill task, so of unknown items: {where}")
-    loaded = load_lm_eval(root, metric=metric, filter=lm_filter, tasks=sorted(tasks))
+    stray = {task: ids for task, ids in unknown.items() if task in tasks}
+    if stray:
+        where = "; ".join(f"task {task}: {', '.join(ids[:5])}" for task, ids in stray.items())
+        raise DataError(
+            f"{root}: lm-eval documents of a BenchFill task whose question is not the text of exactly one candidate, "
+            f"so of unknown items: {where}"
+        )
     frame = loaded.long_frame()
-    frame["item"] = frame["item"].map(mapping)
-    if frame["item"].isna().any():
-        raise DataError(f"{root}: some lm-eval items could not be mapped to a candidate id")
+    frame = frame.loc[frame["item"].astype(str).isin(mapping)].copy()
+    frame["item"] = frame["item"].astype(str).map(mapping)
     if frame.duplicated(["subject", "item"]).any():
         dup = frame.loc[frame.duplicated(["subject", "item"], keep=False)].iloc[0]
         raise DataError(
             f"{root}: subject '{dup['subject']}' answered candidate '{dup['item']}' more than once (in several tasks "
             "or documents); keep one"
         )
-    return frame[["subject", "item", "response"]], {"tasks": sorted(tasks)}
+    return frame[["subject", "item", "response"]]
 
 
 def load_candidate_responses(
@@ -238,8 +233,10 @@ def load_candidate_responses(
     ----------
     path
         A long CSV/Parquet file ``subject,item,response`` (item = candidate id; blank responses are missing
-        cells), or lm-evaluation-harness ``--log_samples`` output of the exported task: each logged doc's
-        ``candidate_id`` names the candidate, the subject is the run's model name.
+        cells), or lm-evaluation-harness ``--log_samples`` output of the exported task, read by
+        :func:`irtbayes.io.lm_eval.load_lm_eval`: each logged document's question names its candidate, the
+        subject is the run's model name. Other tasks in the folder are read too (give ``lm_filter`` or
+        ``metric`` where they need one) and left out.
     metric, lm_filter
         lm-eval: the per-sample metric and filter to read (see :func:`irtbayes.io.lm_eval.load_lm_eval`).
 
@@ -263,7 +260,7 @@ def load_candidate_responses(
     if path.is_dir():
         if not is_lm_eval_folder(path):
             raise DataError(f"{path}: a folder without lm-evaluation-harness samples_*.jsonl files")
-        frame, _ = _lm_eval_candidate_responses(path, metric=metric, lm_filter=lm_filter)
+        frame = _lm_eval_candidate_responses(path, candidates, metric=metric, lm_filter=lm_filter)
         return candidate_response_data(frame, candidates, fit=fit, source=str(path))
     responses = load_long(path)
     return candidate_response_data(responses, candidates, fit=fit, source=str(path))
