@@ -298,6 +298,31 @@ def load_helm(
         (file named); a stat without ``mean`` or with a mean outside [0, 1]; an unknown metric, split or suite;
         two runs (of one suite or of two) giving the same subject a score for the same item and condition,
         naming both run folders; one item id with different inputs.
+
+    Examples
+    --------
+    A ``runs/`` tree of two suites, one model in each, on the same scenario:
+
+    >>> import json
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from irtbayes.io.helm import load_helm
+    >>> runs = Path(tempfile.mkdtemp()) / "benchmark_output" / "runs"
+    >>> for suite, model, scores in [("v1", "org/a", [1, 0]), ("v2", "org/b", [1, 1])]:
+    ...     run = runs / suite / f"mmlu:model={model.replace('/', '_')}"
+    ...     run.mkdir(parents=True)
+    ...     spec = {"name": run.name, "adapter_spec": {"model": model}, "groups": ["mmlu"]}
+    ...     _ = (run / "run_spec.json").write_text(json.dumps(spec))
+    ...     stats = [
+    ...         {"instance_id": f"id{i}", "stats": [{"name": {"name": "exact_match", "split": "test"}, "mean": x}]}
+    ...         for i, x in enumerate(scores)
+    ...     ]
+    ...     _ = (run / "per_instance_stats.json").write_text(json.dumps(stats))
+    >>> data = load_helm(runs)
+    >>> list(data.subject_ids), list(data.item_ids), data.to_matrix().tolist()
+    (['org/a', 'org/b'], ['mmlu/id0', 'mmlu/id1'], [[1.0, 0.0], [1.0, 1.0]])
+    >>> list(load_helm(runs, suite="v2").subject_ids)
+    ['org/b']
     """
     root = Path(path)
     if not root.exists():

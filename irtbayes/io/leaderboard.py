@@ -366,6 +366,24 @@ def load_leaderboard(
         two files; a score outside [0, 1] or missing (file, doc_id and column named); a task with several
         metrics and none chosen, one task read with different metrics for different models, or an unknown
         metric or filter.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> import pyarrow as pa
+    >>> import pyarrow.parquet as pq
+    >>> from irtbayes.io import load_leaderboard
+    >>> root = Path(tempfile.mkdtemp())
+    >>> for model, scores in {"org__m1": [1.0, 0.0, 1.0], "org__m2": [0.0, 0.0, 1.0]}.items():
+    ...     path = root / f"{model}-details" / f"{model}__leaderboard_bbh_navigate" / "latest" / "0000.parquet"
+    ...     path.parent.mkdir(parents=True)
+    ...     pq.write_table(pa.table({"doc_id": [0, 1, 2], "doc_hash": ["h0", "h1", "h2"], "acc_norm": scores}), path)
+    >>> data = load_leaderboard(root)
+    >>> list(data.subject_ids), list(data.item_ids)
+    (['org/m1', 'org/m2'], ['leaderboard_bbh_navigate/0', 'leaderboard_bbh_navigate/1', 'leaderboard_bbh_navigate/2'])
+    >>> data.to_matrix().tolist()
+    [[1.0, 0.0, 1.0], [0.0, 0.0, 1.0]]
     """
     root = Path(path)
     if not root.exists():
@@ -521,6 +539,21 @@ def list_choices(path: str | Path) -> pd.DataFrame:
         One row per task: ``task``, ``metrics`` (comma-separated, in file order), ``default_metric`` (what
         ``metric=None`` reads; empty when the task needs one named), ``subjects`` (models with the task) and
         ``documents`` (rows in the first model's run).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> import pyarrow as pa
+    >>> import pyarrow.parquet as pq
+    >>> from irtbayes.io.leaderboard import list_choices
+    >>> path = Path(tempfile.mkdtemp()) / "org__m1" / "samples_leaderboard_ifeval_2024-07-01T00-00-00.000000.parquet"
+    >>> path.parent.mkdir()
+    >>> table = {"doc_id": [0, 1], "prompt_level_strict_acc": [True, False], "prompt_level_loose_acc": [True, True]}
+    >>> pq.write_table(pa.table(table), path)
+    >>> list_choices(path.parent.parent).iloc[0].to_dict()  # doctest: +NORMALIZE_WHITESPACE
+    {'task': 'leaderboard_ifeval', 'metrics': 'prompt_level_strict_acc, prompt_level_loose_acc',
+     'default_metric': 'prompt_level_strict_acc', 'subjects': 1, 'documents': 2}
     """
     import pyarrow.parquet as pq
 
