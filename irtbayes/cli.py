@@ -466,6 +466,58 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_robustness(args: argparse.Namespace) -> int:
+    """Condition sensitivity, population dependence and revisions of a data set's audit."""
+    import pandas as pd
+
+    from irtbayes import io
+    from irtbayes.errors import DataError, SpecError
+    from irtbayes.fit import load_fit
+    from irtbayes.robustness import Population, robustness
+
+    data = load_data_argument(args)
+    family: object = args.family_col
+    if args.families:
+        table = pd.read_csv(args.families, dtype=str)
+        if not {"subject", "family"} <= set(table.columns):
+            raise DataError(f"{args.families}: needs columns 'subject' and 'family', has {list(table.columns)}")
+        family = dict(zip(table["subject"], table["family"], strict=True))
+    populations = [Population(Path(p).stem, "population", io.load(Path(p))) for p in (args.population or [])]
+    revision = None
+    if args.revision:
+        if args.revision.count(":") != 1:
+            raise SpecError(f"--revision takes ORIGINAL:REVISED benchmark names, got {args.revision!r}")
+        original, revised = args.revision.split(":")
+        revision = (original, revised)
+    fit_kwargs = {"chains": args.chains, "seed": args.seed, "progress": False}
+    fit_kwargs.update({k: v for k, v in (("draws", args.draws), ("tune", args.tune)) if v is not None})
+    condition_kwargs = {k: v for k, v in fit_kwargs.items() if k != "progress"}
+    result = robustness(
+        data,  # type: ignore[arg-type]
+        out=args.out,
+        fit=load_fit(args.fit) if args.fit else None,
+        reference_condition=args.reference_condition,
+        bootstrap=args.bootstrap,
+        family=family,  # type: ignore[arg-type]
+        populations=populations,
+        revision=revision,
+        fit_kwargs=fit_kwargs,
+        condition_kwargs=condition_kwargs,
+        engine=args.engine,
+        workers=args.workers,
+        dask_address=args.dask_address,
+        ci_prob=args.ci,
+        fdr=args.fdr,
+        min_effect=args.min_effect,
+        agreement=args.agreement,
+        seed=args.seed,
+        report=not args.no_report,
+    )
+    print(result.to_text())
+    print(f"\nWrote {', '.join(sorted(p.name for p in result.files.values()))} to {args.out}")
+    return 0
+
+
 # ---------------------------------------------------------------------------------------------- parser
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -537,6 +589,32 @@ def build_parser() -> argparse.ArgumentParser:
     export_p.add_argument("--anchors", type=int, default=100, help="tinybenchmarks: anchor items per benchmark")
     export_p.add_argument("--seed", type=int, default=0, help="tinybenchmarks: seed of the anchor choice")
     export_p.set_defaults(func=cmd_export)
+
+    rob = verbs.add_parser(
+        "robustness", help="condition sensitivity, population dependence and revisions of the audit's conclusions"
+    )
+    _add_data_arguments(rob)
+    rob.add_argument("--fit", help="a saved fit of DATA (its reference condition) to start from")
+    rob.add_argument("--out", required=True, help="output folder (tables, robustness.json, report)")
+    rob.add_argument("--reference-condition", help="the condition others are compared with (default: original/first)")
+    rob.add_argument("--bootstrap", type=int, default=0, help="bootstrap refits over systems (default 0)")
+    rob.add_argument("--family-col", help="subject column naming each system's family: leave one family out per refit")
+    rob.add_argument("--families", help="a CSV with columns subject, family (instead of --family-col)")
+    rob.add_argument("--population", action="append", help="a second population's responses (repeatable)")
+    rob.add_argument("--revision", help="ORIGINAL:REVISED benchmark names in DATA to compare on one scale")
+    rob.add_argument("--engine", choices=("process", "serial", "dask"), default="process", help="where refits run")
+    rob.add_argument("--workers", type=int, help="parallel refit processes (default: the CPU count)")
+    rob.add_argument("--dask-address", help="a dask.distributed scheduler to run refits on (with --engine dask)")
+    rob.add_argument("--chains", type=int, default=2, help="chains per fit (default 2)")
+    rob.add_argument("--draws", type=int, help="draws per chain (default: 500 for condition fits, fit's own else)")
+    rob.add_argument("--tune", type=int, help="tuning steps per chain")
+    rob.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    rob.add_argument("--ci", type=float, default=0.9, help="credible interval probability (default 0.9)")
+    rob.add_argument("--fdr", type=float, default=0.05, help="Bayesian false discovery rate of flags (default 0.05)")
+    rob.add_argument("--min-effect", type=float, default=0.0, help="flag only effects beyond this many logits")
+    rob.add_argument("--agreement", type=float, default=0.8, help="share of refits a stable conclusion needs")
+    rob.add_argument("--no-report", action="store_true", help="skip report.html / report.md")
+    rob.set_defaults(func=cmd_robustness)
 
     from irtbayes.benchfill import commands as benchfill_commands
 
