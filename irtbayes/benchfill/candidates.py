@@ -51,6 +51,14 @@ def candidate_id_for(text: str, answer: str) -> str:
     """Deterministic id of a generated candidate: ``bf-`` and the first 10 hex digits of sha256(text, answer).
 
     Text and answer are joined with a unit separator (U+001F) so that ("ab", "c") and ("a", "bc") differ.
+
+    Examples
+    --------
+    The same question and answer always get the same id:
+
+    >>> from irtbayes.benchfill import candidate_id_for
+    >>> candidate_id_for("2 + 2 = ?", "4") == candidate_id_for("2 + 2 = ?", "4"), candidate_id_for("2 + 2 = ?", "4")[:3]
+    (True, 'bf-')
     """
     digest = hashlib.sha256(f"{text}\x1f{answer}".encode()).hexdigest()
     return f"bf-{digest[:10]}"
@@ -78,6 +86,13 @@ class Candidate:
         Where it came from: ``"file:<path>"``, ``"llm:<model>"``, ``"callable:<name>"``.
     prompt_hash
         sha256 of the exact chat messages that produced it (LLM sources), else ``None``.
+
+    Examples
+    --------
+    >>> from irtbayes.benchfill import Candidate
+    >>> item = Candidate(candidate_id="bf-1", text="2 + 2 = ?", answer="4", benchmark="arith", choices=("3", "4", "5"))
+    >>> item.to_dict()["choices"], item.benchmark
+    (['3', '4', '5'], 'arith')
     """
 
     candidate_id: str
@@ -227,6 +242,18 @@ def candidate_from_record(
     ------
     DataError
         No text, no answer, an answer that is not among the choices, malformed choices, a blank id.
+
+    Examples
+    --------
+    >>> from irtbayes.benchfill import candidate_from_record
+    >>> record = {"text": "Name the capital of France.", "answer": "Paris", "benchmark": "geo"}
+    >>> item = candidate_from_record(record, where="my list, item 1", source="file:my_list")
+    >>> item.candidate_id.startswith("bf-"), item.benchmark, item.source
+    (True, 'geo', 'file:my_list')
+    >>> candidate_from_record({"text": "No answer"}, where="my list, item 2", source="file:my_list")
+    Traceback (most recent call last):
+        ...
+    irtbayes.errors.DataError: my list, item 2: the candidate has no answer
     """
     if isinstance(record, Candidate):
         record = record.to_dict()
@@ -316,6 +343,16 @@ def load_candidates(path: str | Path) -> list[Candidate]:
     DataError
         Missing file or columns, empty file, a candidate without text or answer, duplicate ids (both lines
         named), a broken JSONL line; every message names the file and the line.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from irtbayes.benchfill import load_candidates
+    >>> path = Path(tempfile.mkdtemp()) / "candidates.csv"
+    >>> _ = path.write_text("candidate_id,text,answer,benchmark\\nc1,What is 7 x 6?,42,arith\\nc2,What is 9 - 4?,5,arith\\n")
+    >>> [(c.candidate_id, c.answer) for c in load_candidates(path)]
+    [('c1', '42'), ('c2', '5')]
     """
     path = Path(path)
     if not path.exists():
@@ -354,6 +391,14 @@ def items_table(candidates: Sequence[Candidate]) -> pd.DataFrame:
     pandas.DataFrame
         Index ``item`` (the candidate ids); columns ``benchmark``, ``domain``, ``text``, ``answer``,
         ``source``, ``n_options``, ``seed_item``, ``prompt_hash``.
+
+    Examples
+    --------
+    >>> from irtbayes.benchfill import Candidate, items_table
+    >>> items_table([Candidate(candidate_id="c1", text="q", answer="a", benchmark="arith")])[["benchmark", "text", "answer"]]
+         benchmark text answer
+    item
+    c1       arith    q      a
     """
     rows = [
         {

@@ -53,6 +53,13 @@ class ChatAPIError(IrtbayesError):
     """A chat request failed: a non-retryable HTTP error, retries exhausted, or an unusable response.
 
     ``status`` is the HTTP status when there was one.
+
+    Examples
+    --------
+    >>> from irtbayes.benchfill import ChatAPIError
+    >>> err = ChatAPIError("HTTP 401: invalid key", status=401)
+    >>> err.status, isinstance(err, Exception)
+    (401, True)
     """
 
     def __init__(self, message: str, *, status: int | None = None) -> None:
@@ -119,6 +126,15 @@ class ChatClient:
         Folder of the response cache; ``None`` disables it.
     params
         Default request parameters (``temperature``, ``max_tokens``, ...), overridden per call.
+
+    Examples
+    --------
+    Nothing is sent until a request is made; a loopback server needs no key:
+
+    >>> from irtbayes.benchfill import ChatClient
+    >>> client = ChatClient("http://127.0.0.1:8000/v1", "my-local-model", api_key_env=None)
+    >>> client
+    ChatClient('http://127.0.0.1:8000/v1', 'my-local-model', api_key_env=None)
     """
 
     def __init__(

@@ -45,7 +45,16 @@ def write_atomic(path: str | Path, data: str | bytes) -> Path:
 
 @dataclass(frozen=True)
 class LmEvalExport:
-    """Paths written by :func:`export_lm_eval` and the JSONL row (lm-eval ``doc_id``) of each candidate."""
+    """Paths written by :func:`export_lm_eval` and the JSONL row (lm-eval ``doc_id``) of each candidate.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from irtbayes.benchfill import Candidate, export_lm_eval
+    >>> export = export_lm_eval([Candidate(candidate_id="c1", text="q", answer="a", choices=("a", "b"))], tempfile.mkdtemp())
+    >>> export.data_path.name, export.doc_ids["c1"]
+    ('irtbayes_benchfill.jsonl', 0)
+    """
 
     task_name: str
     yaml_path: Path
@@ -141,6 +150,15 @@ def export_lm_eval(
     ------
     DataError
         No candidates, duplicate ids, or a candidate that does not fit ``output_type`` (named).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from irtbayes.benchfill import Candidate, export_lm_eval
+    >>> items = [Candidate(candidate_id="c1", text="7 x 6 = ?", answer="42", choices=("41", "42", "43"))]
+    >>> export = export_lm_eval(items, tempfile.mkdtemp())
+    >>> export.task_name, export.yaml_path.name, export.doc_ids
+    ('irtbayes_benchfill', 'irtbayes_benchfill.yaml', {'c1': 0})
     """
     if output_type not in ("multiple_choice", "generate_until"):
         raise SpecError(
@@ -193,6 +211,20 @@ def export_csv_template(candidates: Sequence[Candidate], subjects: Sequence[str]
     ------
     DataError
         No candidates or subjects, or a duplicate or blank id.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from irtbayes.benchfill import Candidate, export_csv_template
+    >>> items = [Candidate(candidate_id="c1", text="q", answer="a"), Candidate(candidate_id="c2", text="q", answer="b")]
+    >>> path = export_csv_template(items, ["m1", "m2"], Path(tempfile.mkdtemp()) / "answers.csv")
+    >>> print(path.read_text())
+    subject,item,response
+    m1,c1,
+    m1,c2,
+    m2,c1,
+    m2,c2,
     """
     if not candidates:
         raise DataError("export_csv_template: no candidates")

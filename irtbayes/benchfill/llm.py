@@ -39,6 +39,13 @@ class LLMSource:
         Sampling temperature sent with each request.
     system
         Replaces the default system message.
+
+    Examples
+    --------
+    >>> from irtbayes.benchfill import ChatClient, LLMSource
+    >>> source = LLMSource(ChatClient("http://127.0.0.1:8000/v1", "my-local-model", api_key_env=None), n_per_call=5)
+    >>> source.n_per_call, source.rejections
+    (5, [])
     """
 
     def __init__(

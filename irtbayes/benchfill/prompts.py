@@ -57,7 +57,17 @@ _BANDS: tuple[tuple[float, str], ...] = (
 
 
 class ReplyError(IrtbayesError, ValueError):
-    """A model's reply is not the JSON object asked for."""
+    """A model's reply is not the JSON object asked for.
+
+    Examples
+    --------
+    >>> from irtbayes.benchfill import ReplyError, parse_reply
+    >>> try:
+    ...     parse_reply('{"answer": 42}')
+    ... except ReplyError as err:
+    ...     print(type(err).__name__)
+    ReplyError
+    """
 
 
 def _band(value: float) -> str:
@@ -122,6 +132,13 @@ def build_messages(
     -------
     list of dict
         ``[{"role": "system", ...}, {"role": "user", ...}]``; hash them with :func:`prompt_hash`.
+
+    Examples
+    --------
+    >>> from irtbayes.benchfill import ProposalRequest, build_messages
+    >>> messages = build_messages(ProposalRequest(target_lo=0.0, target_hi=1.0, target_bin=5, n=3))
+    >>> [m["role"] for m in messages]
+    ['system', 'user']
     """
     n = request.n if n is None else n
     lo, hi = request.target_lo, request.target_hi
@@ -189,7 +206,15 @@ def feedback_message(problem: str) -> dict[str, str]:
 
 
 def prompt_hash(messages: Sequence[dict[str, Any]]) -> str:
-    """sha256 (hex) of the exact messages, serialised as canonical JSON (sorted keys, no spaces)."""
+    """sha256 (hex) of the exact messages, serialised as canonical JSON (sorted keys, no spaces).
+
+    Examples
+    --------
+    >>> from irtbayes.benchfill import prompt_hash
+    >>> h = prompt_hash([{"role": "user", "content": "Write 3 items."}])
+    >>> len(h), h == prompt_hash([{"content": "Write 3 items.", "role": "user"}])  # key order does not matter
+    (64, True)
+    """
     canonical = json.dumps(list(messages), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()
 
@@ -225,6 +250,16 @@ def parse_reply(content: str | None) -> list[Any]:
     ------
     ReplyError
         Empty, not JSON, not an object with a non-empty list ``items``.
+
+    Examples
+    --------
+    >>> from irtbayes.benchfill import parse_reply
+    >>> parse_reply('{"items": [{"text": "What is 7 x 6?", "answer": "42"}]}')
+    [{'text': 'What is 7 x 6?', 'answer': '42'}]
+    >>> parse_reply("not json")
+    Traceback (most recent call last):
+        ...
+    irtbayes.benchfill.prompts.ReplyError: the reply is not JSON (Expecting value at line 1, column 1)
     """
     if content is None or not content.strip():
         raise ReplyError("the reply is empty")

@@ -27,6 +27,13 @@ class SeedItem:
 
     ``difficulty_ci_low`` / ``difficulty_ci_high`` bound a credible interval (probability recorded on the
     :class:`ProposalRequest` as ``ci_prob``).
+
+    Examples
+    --------
+    >>> from irtbayes.benchfill import SeedItem
+    >>> seed = SeedItem(item="q7", text="What is 7 x 6?", difficulty_mean=0.4, difficulty_ci_low=0.1, difficulty_ci_high=0.7, answer="42")
+    >>> seed.item, seed.difficulty_mean
+    ('q7', 0.4)
     """
 
     item: str
@@ -62,6 +69,13 @@ class ProposalRequest:
         Ask for multiple-choice items with this many options; ``None`` for free response.
     ci_prob
         Probability of the seeds' difficulty intervals.
+
+    Examples
+    --------
+    >>> from irtbayes.benchfill import ProposalRequest
+    >>> request = ProposalRequest(target_lo=0.0, target_hi=1.0, target_bin=5, n=3, benchmark="arith")
+    >>> request.n, (request.target_lo, request.target_hi)
+    (3, (0.0, 1.0))
     """
 
     target_lo: float
@@ -122,6 +136,15 @@ def select_seeds(
     -------
     tuple of SeedItem
         Ordered by posterior mean difficulty.
+
+    Examples
+    --------
+    >>> from irtbayes.benchfill import select_seeds
+    >>> table = pd.DataFrame(
+    ...     {"item": ["q1", "q2", "q3", "q4", "q5"], "text": ["t1", "t2", "t3", "t4", "t5"], "difficulty_mean": [-1.0, -0.3, 0.4, 0.6, 2.0]}
+    ... ).assign(difficulty_ci_low=lambda t: t.difficulty_mean - 0.3, difficulty_ci_high=lambda t: t.difficulty_mean + 0.3)
+    >>> [s.item for s in select_seeds(table, target_lo=0.0, target_hi=1.0, max_seeds=3)]  # one below, one above, the rest inside
+    ['q2', 'q3', 'q5']
     """
     if "item" in table.columns:
         table = table.set_index("item")
@@ -187,7 +210,15 @@ def select_seeds(
 # ---------------------------------------------------------------------------------------------- sources
 @dataclass(frozen=True)
 class Rejection:
-    """A proposed item (or a whole reply) that did not become a candidate, and why."""
+    """A proposed item (or a whole reply) that did not become a candidate, and why.
+
+    Examples
+    --------
+    >>> from irtbayes.benchfill import Rejection
+    >>> rejection = Rejection(reason="duplicate of an existing item", source="file:list.csv", target_bin=3)
+    >>> rejection.reason, rejection.target_bin
+    ('duplicate of an existing item', 3)
+    """
 
     reason: str
     source: str
@@ -198,7 +229,15 @@ class Rejection:
 
 @dataclass(frozen=True)
 class Proposal:
-    """What one :meth:`LLMSource.generate` call produced: candidates and rejections."""
+    """What one :meth:`LLMSource.generate` call produced: candidates and rejections.
+
+    Examples
+    --------
+    >>> from irtbayes.benchfill import Candidate, Proposal, Rejection
+    >>> proposal = Proposal([Candidate(candidate_id="c1", text="q", answer="a")], [Rejection(reason="no answer", source="llm:m", target_bin=5)])
+    >>> len(proposal.candidates), proposal.rejections[0].reason
+    (1, 'no answer')
+    """
 
     candidates: list[Candidate]
     rejections: list[Rejection] = field(default_factory=list)
@@ -206,7 +245,21 @@ class Proposal:
 
 @runtime_checkable
 class CandidateSource(Protocol):
-    """Anything that proposes candidates for a request."""
+    """Anything that proposes candidates for a request.
+
+    Examples
+    --------
+    Any object with a ``propose(request)`` method is a source:
+
+    >>> from irtbayes.benchfill import Candidate, CandidateSource, ProposalRequest
+    >>> class Fixed:
+    ...     def propose(self, request):
+    ...         return [Candidate(candidate_id=f"c{k}", text="q", answer="a") for k in range(request.n)]
+    >>> isinstance(Fixed(), CandidateSource)
+    True
+    >>> len(Fixed().propose(ProposalRequest(target_lo=0.0, target_hi=1.0, target_bin=5, n=2)))
+    2
+    """
 
     def propose(self, request: ProposalRequest) -> list[Candidate]:
         """Return candidates aimed at ``request``'s target interval."""
@@ -227,6 +280,18 @@ class FileSource:
     The file is a pool: each :meth:`propose` hands out up to ``request.n`` candidates whose benchmark and
     domain fit the request (a candidate without a label fits any) and that this source has not handed out
     before, in file order. :meth:`reset` starts over.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from irtbayes.benchfill import FileSource, ProposalRequest
+    >>> path = Path(tempfile.mkdtemp()) / "candidates.csv"
+    >>> _ = path.write_text("candidate_id,text,answer\\nc1,q1,a\\nc2,q2,b\\nc3,q3,c\\n")
+    >>> source = FileSource(path)
+    >>> request = ProposalRequest(target_lo=0.0, target_hi=1.0, target_bin=5, n=2)
+    >>> [c.candidate_id for c in source.propose(request)], [c.candidate_id for c in source.propose(request)]
+    (['c1', 'c2'], ['c3'])
     """
 
     def __init__(self, path: str | Path) -> None:
@@ -262,6 +327,16 @@ class CallableSource:
     Each result is validated like a file record (:func:`candidate_from_record`); a record without
     ``candidate_id`` gets the deterministic id from :func:`candidate_id_for`. ``source`` is
     ``"callable:<name>"`` unless a record says otherwise.
+
+    Examples
+    --------
+    >>> from irtbayes.benchfill import CallableSource, ProposalRequest
+    >>> def write_items(request):
+    ...     return [{"text": f"Question {k} near {request.target_lo:g}", "answer": "a"} for k in range(request.n)]
+    >>> source = CallableSource(write_items, name="mine")
+    >>> items = source.propose(ProposalRequest(target_lo=0.0, target_hi=1.0, target_bin=5, n=2))
+    >>> [c.text for c in items], items[0].source
+    (['Question 0 near 0', 'Question 1 near 0'], 'callable:mine')
     """
 
     def __init__(
