@@ -138,332 +138,51 @@ See :class:`Priors`: weakly informative on the ability scale, overridable, saved
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import logging
-from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
-import numba
 import numpy as np
 import pandas as pd
 import pymc as pm
 import pytensor.tensor as pt
 import xarray as xr
-from pytensor.gradient import DisconnectedType
-from pytensor.graph.basic import Apply
-from pytensor.graph.op import Op
-from pytensor.link.numba.dispatch.basic import numba_njit, register_funcify_default_op_cache_key
 from scipy.special import ndtri
 
 from irtbayes.data import ResponseData
 from irtbayes.errors import SpecError
+from irtbayes.inputs import ModelInputs, model_inputs
+from irtbayes.likelihood import FusedBernoulliLogit, fused_bernoulli_logit, response_loglik
+from irtbayes.spec import (
+    DIMS,
+    HIERARCHIES,
+    IDENTIFICATIONS,
+    KINDS,
+    LAYOUTS,
+    SMALL_BANK_ITEMS,
+    UNLABELLED,
+    ModelSpec,
+    Priors,
+)
 
-__all__ = ["KINDS", "ModelInputs", "ModelSpec", "Priors", "add_derived", "build_model", "model_inputs"]
+__all__ = [
+    "DIMS",
+    "HIERARCHIES",
+    "IDENTIFICATIONS",
+    "KINDS",
+    "LAYOUTS",
+    "SMALL_BANK_ITEMS",
+    "UNLABELLED",
+    "FusedBernoulliLogit",
+    "ModelInputs",
+    "ModelSpec",
+    "Priors",
+    "add_derived",
+    "build_model",
+    "fused_bernoulli_logit",
+    "model_inputs",
+]
 
 log = logging.getLogger(__name__)
-
-KINDS = ("1pl", "2pl", "3pl")
-HIERARCHIES = ("auto", "none", "benchmark", "benchmark+domain")
-DIMS = ("one", "domain")
-IDENTIFICATIONS = ("standardise", "prior")
-LAYOUTS = ("auto", "fused", "dense", "long")
-UNLABELLED = "(unlabelled)"
-#: One group of fewer items than this gets a fixed spread of log-discriminations (``discrimination_sd="auto"``).
-SMALL_BANK_ITEMS = 100
-
-
-@dataclass(frozen=True)
-class Priors:
-    """Weakly-informative priors, on the ability scale (abilities have mean 0 and sd 1).
-
-    Attributes
-    ----------
-    difficulty_mu_sd
-        ``difficulty_mu ~ Normal(0, difficulty_mu_sd)``: the mean item difficulty.
-    difficulty_sd_scale
-        ``difficulty_sd ~ HalfNormal(difficulty_sd_scale)``: spread of items around their benchmark.
-    difficulty_group_sd_scale
-        ``difficulty_benchmark_sd``, ``difficulty_domain_sd ~ HalfNormal(difficulty_group_sd_scale)``.
-    log_discrimination_mu_mean, log_discrimination_mu_sd
-        ``log_discrimination_mu ~ Normal(mean, sd)``: the typical discrimination is about exp(mean) = 1.
-    log_discrimination_sd_scale
-        ``log_discrimination_sd ~ HalfNormal(.)``: spread of item log-discriminations (with
-        ``ModelSpec.discrimination_sd="fixed"``, the spread itself).
-    log_discrimination_group_sd_scale
-        Spread of benchmark and domain mean log-discriminations.
-    guessing_mean, guessing_concentration
-        3PL: ``guessing ~ Beta(mean * concentration, (1 - mean) * concentration)``.
-    guessing_chance
-        3PL: centre the guessing prior on chance, 1 / ``n_options``, for items whose metadata gives it.
-    ability_corr_eta
-        ``dims="domain"``: LKJ concentration of the correlation between ability dimensions.
-    """
-
-    difficulty_mu_sd: float = 2.0
-    difficulty_sd_scale: float = 2.0
-    difficulty_group_sd_scale: float = 1.0
-    log_discrimination_mu_mean: float = 0.0
-    log_discrimination_mu_sd: float = 0.5
-    log_discrimination_sd_scale: float = 0.5
-    log_discrimination_group_sd_scale: float = 0.25
-    guessing_mean: float = 0.15
-    guessing_concentration: float = 20.0
-    guessing_chance: bool = True
-    ability_corr_eta: float = 2.0
-
-    def __post_init__(self) -> None:
-        for f in dataclasses.fields(self):
-            value = getattr(self, f.name)
-            if f.name == "guessing_chance":
-                if not isinstance(value, bool):
-                    raise SpecError(f"Priors.guessing_chance must be true or false, got {value!r}")
-                continue
-            if not isinstance(value, (int, float)) or isinstance(value, bool) or not np.isfinite(value):
-                raise SpecError(f"Priors.{f.name} must be a finite number, got {value!r}")
-            if f.name != "log_discrimination_mu_mean" and value <= 0:
-                raise SpecError(f"Priors.{f.name} must be positive, got {value!r}")
-        if not 0 < self.guessing_mean < 1:
-            raise SpecError(f"Priors.guessing_mean must be in (0, 1), got {self.guessing_mean}")
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, values: dict[str, Any]) -> Priors:
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise SpecError(f"unknown prior setting(s) {unknown}; known: {sorted(known)}")
-        return cls(**values)
-
-
-@dataclass(frozen=True)
-class ModelSpec:
-    """What model to fit. JSON round trip: :meth:`to_dict` / :meth:`from_dict`.
-
-    Attributes
-    ----------
-    kind
-        ``"1pl"``, ``"2pl"`` or ``"3pl"``.
-    hierarchy
-        ``"auto"`` (deepest the labels allow), ``"none"``, ``"benchmark"`` or ``"benchmark+domain"``.
-    dims
-        ``"one"`` ability per subject, or ``"domain"``: one per domain with an LKJ correlation.
-    identification
-        ``"standardise"`` (abilities standardised in every draw; default) or ``"prior"`` (N(0, 1) prior).
-    layout
-        Likelihood layout: ``"auto"``, ``"dense"`` (subject x item matrix) or ``"long"`` (one row per response).
-    fractional
-        ``"quasi"``: fractional-logit quasi-likelihood for scores in [0, 1]; ``"error"``: refuse them.
-    centring
-        Benchmark level of the hierarchy: ``"auto"`` (difficulties centred when every benchmark has at least
-        30 items, log-discriminations when at least 100), ``"centred"`` or ``"noncentred"``.
-    item_centring
-        Item level: ``"auto"`` (difficulties centred when the median item has at least 20 responses,
-        discriminations non-centred), ``"centred"`` or ``"noncentred"``.
-    precision
-        Working precision of the dense likelihood (``"float32"`` measured no faster; kept for experiments).
-    discrimination_sd
-        Spread of item log-discriminations around their mean: ``"sampled"`` (``log_discrimination_sd``
-        with a half-normal prior), ``"fixed"`` (at ``priors.log_discrimination_sd_scale``), or ``"auto"``:
-        fixed for one group of fewer than :data:`SMALL_BANK_ITEMS` items, else sampled.
-    priors
-        :class:`Priors`.
-    """
-
-    kind: str = "2pl"
-    hierarchy: str = "auto"
-    dims: str = "one"
-    identification: str = "standardise"
-    layout: str = "auto"
-    fractional: str = "quasi"
-    centring: str = "auto"
-    item_centring: str = "auto"
-    precision: str = "float64"
-    discrimination_sd: str = "auto"
-    priors: Priors = field(default_factory=Priors)
-
-    def __post_init__(self) -> None:
-        checks = {
-            "kind": KINDS,
-            "hierarchy": HIERARCHIES,
-            "dims": DIMS,
-            "identification": IDENTIFICATIONS,
-            "layout": LAYOUTS,
-            "fractional": ("quasi", "error"),
-            "centring": ("auto", "centred", "noncentred"),
-            "item_centring": ("auto", "centred", "noncentred"),
-            "precision": ("float64", "float32"),
-            "discrimination_sd": ("auto", "sampled", "fixed"),
-        }
-        for name, allowed in checks.items():
-            value = getattr(self, name)
-            if value not in allowed:
-                raise SpecError(f"ModelSpec.{name} must be one of {list(allowed)}, got {value!r}")
-        if not isinstance(self.priors, Priors):
-            raise SpecError(f"ModelSpec.priors must be a Priors, got {type(self.priors).__name__}")
-
-    def to_dict(self) -> dict[str, Any]:
-        out = dataclasses.asdict(self)
-        out["priors"] = self.priors.to_dict()
-        return out
-
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict(), sort_keys=True)
-
-    @classmethod
-    def from_dict(cls, values: dict[str, Any]) -> ModelSpec:
-        if not isinstance(values, dict):
-            raise SpecError(f"a model spec must be a mapping, got {type(values).__name__}")
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise SpecError(f"unknown model spec key(s) {unknown}; known: {sorted(known)}")
-        values = dict(values)
-        if "priors" in values and not isinstance(values["priors"], Priors):
-            values["priors"] = Priors.from_dict(values["priors"] or {})
-        return cls(**values)
-
-    def replace(self, **changes: Any) -> ModelSpec:
-        return dataclasses.replace(self, **changes)
-
-
-@dataclass(frozen=True)
-class ModelInputs:
-    """Arrays and labels that a model is built from (resolved spec, codes, coords)."""
-
-    spec: ModelSpec
-    coords: dict[str, list[str]]
-    subject_code: np.ndarray  #: per response
-    item_code: np.ndarray  #: per response
-    response: np.ndarray  #: per response
-    item_benchmark: np.ndarray | None  #: benchmark code per item
-    benchmark_domain: np.ndarray | None  #: domain code per benchmark
-    item_domain: np.ndarray | None  #: domain code per item
-    chance: np.ndarray  #: 1 / n_options per item (NaN where unknown)
-
-
-def _labels(data: ResponseData) -> tuple[pd.Series, pd.Series]:
-    bench = data.items["benchmark"].astype("string")
-    domain = data.items["domain"].astype("string")
-    return bench, domain
-
-
-def model_inputs(data: ResponseData, spec: ModelSpec) -> ModelInputs:
-    """Resolve ``spec`` against ``data`` (the ``"auto"`` choices) and collect the arrays for the model.
-
-    Raises
-    ------
-    SpecError
-        The data cannot support the spec (no labels for a hierarchy, one domain for ``dims="domain"``,
-        fractional responses with ``fractional="error"``, too few subjects to standardise).
-    """
-    if not isinstance(data, ResponseData):
-        raise SpecError(f"build_model: expected ResponseData, got {type(data).__name__}")
-    if "condition" in data.responses.columns and data.responses.duplicated(["subject", "item"]).any():
-        raise SpecError(
-            f"{data.source}: several conditions give more than one response per (subject, item); "
-            f"subset to one condition first (data.subset(conditions=[...])), conditions: {list(data.conditions)}"
-        )
-    if spec.fractional == "error" and not data.is_binary:
-        raise SpecError(
-            f"{data.source}: responses are fractional (scores strictly between 0 and 1) but the spec has "
-            "fractional='error'; use fractional='quasi' for the fractional-logit quasi-likelihood"
-        )
-    if spec.identification == "standardise" and data.n_subjects < 3:
-        raise SpecError(
-            f"{data.source}: {data.n_subjects} subject(s); standardised abilities need at least 3 "
-            "(use identification='prior')"
-        )
-    bench, domain = _labels(data)
-    has_bench = bool(bench.notna().any())
-    bench_filled = bench.fillna(UNLABELLED)
-    n_bench = int(bench_filled.nunique()) if has_bench else 0
-    # a benchmark must sit in one domain
-    dom_filled = domain.fillna(UNLABELLED)
-    has_domain = bool(domain.notna().any())
-    bench_domain_map: dict[str, str] = {}
-    if has_domain:
-        pairs = pd.DataFrame({"b": bench_filled.to_numpy(), "d": dom_filled.to_numpy()}).drop_duplicates()
-        multi = pairs.groupby("b").size()
-        if (multi > 1).any():
-            bad = multi.index[multi > 1][0]
-            doms = sorted(pairs.loc[pairs["b"] == bad, "d"])
-            raise SpecError(
-                f"{data.source}: benchmark '{bad}' has items in several domains {doms}; a benchmark "
-                "must belong to one domain"
-            )
-        bench_domain_map = dict(zip(pairs["b"], pairs["d"], strict=True))
-    n_domain = int(dom_filled.nunique()) if has_domain else 0
-
-    hierarchy = spec.hierarchy
-    if hierarchy == "auto":
-        if has_bench and n_bench >= 2 and has_domain and n_domain >= 3:
-            hierarchy = "benchmark+domain"
-        elif has_bench and n_bench >= 2:
-            hierarchy = "benchmark"
-        else:
-            hierarchy = "none"
-    if hierarchy in ("benchmark", "benchmark+domain") and not (has_bench and n_bench >= 2):
-        raise SpecError(
-            f"{data.source}: hierarchy='{hierarchy}' needs items labelled with at least 2 benchmarks (found {n_bench})"
-        )
-    if hierarchy == "benchmark+domain" and not (has_domain and n_domain >= 2):
-        raise SpecError(f"{data.source}: hierarchy='benchmark+domain' needs at least 2 domains (found {n_domain})")
-    if spec.dims == "domain" and not (has_domain and n_domain >= 2):
-        raise SpecError(f"{data.source}: dims='domain' needs items labelled with at least 2 domains (found {n_domain})")
-
-    layout = spec.layout
-    n_cells = data.n_subjects * data.n_items
-    if layout == "auto":
-        if data.n_responses >= 0.5 * n_cells and n_cells <= 50_000_000:
-            layout = "fused" if spec.kind in ("1pl", "2pl") else "dense"
-        else:
-            layout = "long"
-    if layout == "fused" and spec.kind == "3pl":
-        raise SpecError("layout='fused' is for 1PL and 2PL models; use 'dense' or 'long' for 3PL")
-    discrimination_sd = spec.discrimination_sd
-    if discrimination_sd == "auto":
-        discrimination_sd = "fixed" if hierarchy == "none" and data.n_items < SMALL_BANK_ITEMS else "sampled"
-    resolved = spec.replace(hierarchy=hierarchy, layout=layout, discrimination_sd=discrimination_sd)
-
-    coords: dict[str, list[str]] = {
-        "subject": [str(s) for s in data.subject_ids],
-        "item": [str(i) for i in data.item_ids],
-    }
-    item_benchmark = benchmark_domain = item_domain = None
-    if hierarchy != "none":
-        bench_ids = list(pd.unique(bench_filled.to_numpy()))
-        coords["benchmark"] = [str(b) for b in bench_ids]
-        item_benchmark = pd.Index(bench_ids).get_indexer(bench_filled.to_numpy()).astype("int64")
-    if has_domain and n_domain >= 2 and (hierarchy == "benchmark+domain" or spec.dims == "domain"):
-        domain_ids = list(pd.unique(dom_filled.to_numpy()))
-        coords["domain"] = [str(d) for d in domain_ids]
-        item_domain = pd.Index(domain_ids).get_indexer(dom_filled.to_numpy()).astype("int64")
-        if hierarchy == "benchmark+domain":
-            benchmark_domain = (
-                pd.Index(domain_ids).get_indexer([bench_domain_map[b] for b in coords["benchmark"]]).astype("int64")
-            )
-        if spec.dims == "domain":
-            coords["dim"] = list(coords["domain"])
-    if "n_options" in data.items.columns:
-        n_opt = pd.to_numeric(data.items["n_options"], errors="coerce").to_numpy(dtype="float64")
-        chance = np.where(n_opt >= 2, 1.0 / np.where(n_opt >= 2, n_opt, 1.0), np.nan)
-    else:
-        chance = np.full(data.n_items, np.nan)
-    return ModelInputs(
-        spec=resolved,
-        coords=coords,
-        subject_code=data.subject_codes.astype("int64"),
-        item_code=data.item_codes.astype("int64"),
-        response=data.values,
-        item_benchmark=item_benchmark,
-        benchmark_domain=benchmark_domain,
-        item_domain=item_domain,
-        chance=chance,
-    )
 
 
 def _item_location(
@@ -699,193 +418,11 @@ def build_model(data: ResponseData, spec: ModelSpec | None = None) -> pm.Model:
             kappa = priors.guessing_concentration
             guessing = pm.Beta("guessing", mean * kappa, (1 - mean) * kappa, dims="item")
 
-        loglik = _loglik(inputs, ability, difficulty, discrimination, guessing, n_subjects=n_subjects)
+        loglik = response_loglik(inputs, ability, difficulty, discrimination, guessing, n_subjects=n_subjects)
         pm.Potential("response_loglik", loglik)
     model.irtbayes_spec = spec
     model.irtbayes_inputs = inputs
     return model
-
-
-def _bernoulli_terms(y: Any, eta: Any, guessing: Any) -> Any:
-    """Per-cell log-likelihood: ``y*eta - softplus(eta)`` (2PL), or the 3PL mixture form."""
-    if guessing is None:
-        return y * eta - pt.softplus(eta)
-    log_c = pt.log(guessing)
-    log_1mc = pt.log1p(-guessing)
-    log_p = pt.logaddexp(log_c, log_1mc - pt.softplus(-eta))
-    log_q = log_1mc - pt.softplus(eta)
-    return y * log_p + (1 - y) * log_q
-
-
-# ---------------------------------------------------------------------------------------------- fused likelihood
-@numba.njit(nogil=True, cache=True)
-def _fused_kernel(
-    theta: np.ndarray, a: np.ndarray, b: np.ndarray, item_dim: np.ndarray, y: np.ndarray, w: np.ndarray
-) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:
-    """Value and gradient of sum_ij w_ij (y_ij eta_ij - softplus(eta_ij)), eta_ij = a_i (theta_j,k(i) - b_i).
-
-    One pass over the cells with one exp per cell: softplus(eta) = max(eta, 0) + log(1 + e) with
-    e = exp(-|eta|), whose logs are summed as the log of running products (each factor is in (1, 2], so
-    512 of them cannot overflow), and sigmoid(eta) reuses e. ``w`` must be 0 or 1.
-    """
-    n, m = y.shape
-    d_theta = np.zeros_like(theta)
-    d_a = np.zeros(m)
-    d_b = np.zeros(m)
-    lin = 0.0
-    logs = 0.0
-    prod = 1.0
-    count = 0
-    one_dim = theta.shape[1] == 1
-    for j in range(n):
-        acc = 0.0
-        for i in range(m):
-            if w[j, i] == 0.0:
-                continue
-            k = 0 if one_dim else item_dim[i]
-            diff = theta[j, k] - b[i]
-            eta = a[i] * diff
-            e = np.exp(-abs(eta))
-            one_e = 1.0 + e
-            prod *= one_e
-            count += 1
-            if count == 512:
-                logs += np.log(prod)
-                prod = 1.0
-                count = 0
-            lin += y[j, i] * eta - (eta if eta > 0.0 else 0.0)
-            inv = 1.0 / one_e
-            sig = inv if eta >= 0.0 else e * inv
-            r = y[j, i] - sig
-            if one_dim:
-                acc += r * a[i]
-            else:
-                d_theta[j, k] += r * a[i]
-            d_a[i] += r * diff
-            d_b[i] -= r * a[i]
-        if one_dim:
-            d_theta[j, 0] = acc
-    logs += np.log(prod)
-    return lin - logs, d_theta, d_a, d_b
-
-
-class FusedBernoulliLogit(Op):
-    """Log-likelihood of 1PL/2PL responses on a dense matrix, value and gradient in one pass.
-
-    Inputs ``theta`` (subject, dim), ``a``, ``b`` (item), ``item_dim`` (int, item), ``y`` and ``w``
-    (subject, item; w = 1 where observed). Outputs the log-likelihood and its gradient with respect to
-    ``theta``, ``a`` and ``b``; the gradient of the first output is read from the others, so the logp
-    and gradient of a model share one evaluation. Second derivatives are not available.
-    """
-
-    __props__ = ()
-
-    def make_node(self, *inputs: Any) -> Apply:
-        theta, a, b, item_dim, y, w = inputs
-        theta = pt.as_tensor_variable(theta).astype("float64")
-        a = pt.as_tensor_variable(a).astype("float64")
-        b = pt.as_tensor_variable(b).astype("float64")
-        item_dim = pt.as_tensor_variable(item_dim).astype("int64")
-        y = pt.as_tensor_variable(y).astype("float64")
-        w = pt.as_tensor_variable(w).astype("float64")
-        outputs = [pt.dscalar(), pt.dmatrix(), pt.dvector(), pt.dvector()]
-        return Apply(self, [theta, a, b, item_dim, y, w], outputs)
-
-    def perform(self, node: Apply, inputs: Sequence[Any], output_storage: list[list[Any]]) -> None:
-        theta, a, b, item_dim, y, w = inputs
-        value, d_theta, d_a, d_b = _fused_kernel(
-            np.ascontiguousarray(theta), a, b, item_dim, np.ascontiguousarray(y), np.ascontiguousarray(w)
-        )
-        output_storage[0][0] = np.asarray(value, dtype="float64")
-        output_storage[1][0] = d_theta
-        output_storage[2][0] = d_a
-        output_storage[3][0] = d_b
-
-    def infer_shape(self, node: Apply, shapes: list[Any]) -> list[Any]:
-        return [(), shapes[0], shapes[1], shapes[2]]
-
-    def connection_pattern(self, node: Apply) -> list[list[bool]]:
-        return [[True] * 4] * 3 + [[False] * 4] * 3
-
-    def pullback(self, inputs: Sequence[Any], outputs: Sequence[Any], output_grads: Sequence[Any]) -> list[Any]:
-        if any(not isinstance(g.type, DisconnectedType) for g in output_grads[1:]):
-            raise NotImplementedError("FusedBernoulliLogit has no second derivatives")
-        g = output_grads[0]
-        disconnected = [DisconnectedType()() for _ in range(3)]
-        return [g * outputs[1], g * outputs[2], g * outputs[3], *disconnected]
-
-
-fused_bernoulli_logit = FusedBernoulliLogit()
-#: Bumped whenever the kernel changes, so PyTensor's numba cache does not serve a stale one.
-_FUSED_VERSION = 2
-
-
-@register_funcify_default_op_cache_key(FusedBernoulliLogit)
-def _numba_fused(op: FusedBernoulliLogit, node: Apply, **kwargs: Any) -> Any:
-    kernel = _fused_kernel
-
-    @numba_njit
-    def fused(theta, a, b, item_dim, y, w):
-        value, d_theta, d_a, d_b = kernel(theta, a, b, item_dim, y, w)
-        return np.array(value), d_theta, d_a, d_b
-
-    return fused, _FUSED_VERSION
-
-
-def _loglik(
-    inputs: ModelInputs,
-    ability: Any,
-    difficulty: Any,
-    discrimination: Any,
-    guessing: Any,
-    *,
-    n_subjects: int,
-) -> Any:
-    spec = inputs.spec
-    n_items = len(inputs.coords["item"])
-    dtype = "float32" if spec.precision == "float32" else "float64"
-
-    def cast(x: Any) -> Any:
-        return pt.cast(x, dtype) if dtype == "float32" else x
-
-    if spec.layout == "fused":
-        y = np.zeros((n_subjects, n_items))
-        w = np.zeros((n_subjects, n_items))
-        y[inputs.subject_code, inputs.item_code] = inputs.response
-        w[inputs.subject_code, inputs.item_code] = 1.0
-        theta = ability if spec.dims == "domain" else ability[:, None]
-        item_dim = inputs.item_domain if spec.dims == "domain" else np.zeros(n_items, dtype="int64")
-        return fused_bernoulli_logit.make_node(theta, discrimination, difficulty, item_dim, y, w).outputs[0]
-    if spec.layout == "dense":
-        y = np.zeros((n_subjects, n_items), dtype=dtype)
-        w = np.zeros((n_subjects, n_items), dtype=dtype)
-        y[inputs.subject_code, inputs.item_code] = inputs.response
-        w[inputs.subject_code, inputs.item_code] = 1.0
-        if spec.dims == "domain":
-            onehot = np.zeros((len(inputs.coords["dim"]), n_items), dtype=dtype)
-            onehot[inputs.item_domain, np.arange(n_items)] = 1.0
-            theta = cast(ability) @ pt.as_tensor(onehot)
-        else:
-            theta = cast(ability)[:, None]
-        eta = cast(discrimination)[None, :] * (theta - cast(difficulty)[None, :])
-        g = None if guessing is None else cast(guessing)[None, :]
-        terms = _bernoulli_terms(pt.as_tensor(y), eta, g)
-        if not w.all():
-            terms = pt.as_tensor(w) * terms
-        # sum each subject's row in the working precision, the rows in float64
-        return pt.cast(terms.sum(axis=1), "float64").sum()
-    s = inputs.subject_code
-    i = inputs.item_code
-    if spec.dims == "domain":
-        if inputs.item_domain is None:
-            raise SpecError("dims='domain' needs each item's domain; build the inputs with model_inputs")
-        theta = ability[s, inputs.item_domain[i]]
-    else:
-        theta = ability[s]
-    eta = cast(discrimination[i]) * (cast(theta) - cast(difficulty[i]))
-    g = None if guessing is None else cast(guessing[i])
-    terms = _bernoulli_terms(pt.as_tensor(inputs.response.astype(dtype)), eta, g)
-    return pt.cast(terms, "float64").sum()
 
 
 def add_derived(posterior: xr.Dataset, spec: ModelSpec) -> xr.Dataset:

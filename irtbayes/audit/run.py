@@ -81,6 +81,7 @@ from irtbayes.audit.tables import ahead_table, benchmark_row, items_table, rank_
 from irtbayes.audit.targets import RANGE_WIDEN, Target, check_range_holds_subjects
 from irtbayes.data import ResponseData
 from irtbayes.errors import FitError, SpecError
+from irtbayes.spec import UNLABELLED
 from irtbayes.summaries import summarize
 
 __all__ = ["DEFAULT_MAX_DRAWS", "AuditResult", "AuditSettings", "audit", "fit_identity", "rank_interval"]
@@ -431,8 +432,6 @@ def _ensemble_locations(
         raise SpecError(f"ensemble must be one of {ENSEMBLES}, got {ensemble!r}")
     if ensemble == "draws":
         return difficulty, "draws", {}
-    from irtbayes.model import UNLABELLED
-
     labels = [UNLABELLED if pd.isna(b) else str(b) for b in data.items["benchmark"]]
     prior = prior_draws(post, labels)
     if prior is None:

@@ -1,0 +1,207 @@
+"""The log-likelihood of the responses as a PyTensor graph, in three layouts.
+
+``"long"`` (one term per response), ``"dense"`` (a subject x item matrix, masked where missing) and
+``"fused"`` (1PL/2PL only: :class:`FusedBernoulliLogit`, value and gradient in one numba pass). Fractional
+scores enter the same Bernoulli-logit terms (the fractional-logit quasi-likelihood).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numba
+import numpy as np
+import pytensor.tensor as pt
+from pytensor.gradient import DisconnectedType
+from pytensor.graph.basic import Apply
+from pytensor.graph.op import Op
+from pytensor.link.numba.dispatch.basic import numba_njit, register_funcify_default_op_cache_key
+
+from irtbayes.errors import SpecError
+from irtbayes.inputs import ModelInputs
+
+__all__ = ["FusedBernoulliLogit", "fused_bernoulli_logit", "response_loglik"]
+
+
+def _bernoulli_terms(y: Any, eta: Any, guessing: Any) -> Any:
+    """Per-cell log-likelihood: ``y*eta - softplus(eta)`` (2PL), or the 3PL mixture form."""
+    if guessing is None:
+        return y * eta - pt.softplus(eta)
+    log_c = pt.log(guessing)
+    log_1mc = pt.log1p(-guessing)
+    log_p = pt.logaddexp(log_c, log_1mc - pt.softplus(-eta))
+    log_q = log_1mc - pt.softplus(eta)
+    return y * log_p + (1 - y) * log_q
+
+
+# ---------------------------------------------------------------------------------------------- fused likelihood
+@numba.njit(nogil=True, cache=True)
+def _fused_kernel(
+    theta: np.ndarray, a: np.ndarray, b: np.ndarray, item_dim: np.ndarray, y: np.ndarray, w: np.ndarray
+) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:
+    """Value and gradient of sum_ij w_ij (y_ij eta_ij - softplus(eta_ij)), eta_ij = a_i (theta_j,k(i) - b_i).
+
+    One pass over the cells with one exp per cell: softplus(eta) = max(eta, 0) + log(1 + e) with
+    e = exp(-|eta|), whose logs are summed as the log of running products (each factor is in (1, 2], so
+    512 of them cannot overflow), and sigmoid(eta) reuses e. ``w`` must be 0 or 1.
+    """
+    n, m = y.shape
+    d_theta = np.zeros_like(theta)
+    d_a = np.zeros(m)
+    d_b = np.zeros(m)
+    lin = 0.0
+    logs = 0.0
+    prod = 1.0
+    count = 0
+    one_dim = theta.shape[1] == 1
+    for j in range(n):
+        acc = 0.0
+        for i in range(m):
+            if w[j, i] == 0.0:
+                continue
+            k = 0 if one_dim else item_dim[i]
+            diff = theta[j, k] - b[i]
+            eta = a[i] * diff
+            e = np.exp(-abs(eta))
+            one_e = 1.0 + e
+            prod *= one_e
+            count += 1
+            if count == 512:
+                logs += np.log(prod)
+                prod = 1.0
+                count = 0
+            lin += y[j, i] * eta - (eta if eta > 0.0 else 0.0)
+            inv = 1.0 / one_e
+            sig = inv if eta >= 0.0 else e * inv
+            r = y[j, i] - sig
+            if one_dim:
+                acc += r * a[i]
+            else:
+                d_theta[j, k] += r * a[i]
+            d_a[i] += r * diff
+            d_b[i] -= r * a[i]
+        if one_dim:
+            d_theta[j, 0] = acc
+    logs += np.log(prod)
+    return lin - logs, d_theta, d_a, d_b
+
+
+class FusedBernoulliLogit(Op):
+    """Log-likelihood of 1PL/2PL responses on a dense matrix, value and gradient in one pass.
+
+    Inputs ``theta`` (subject, dim), ``a``, ``b`` (item), ``item_dim`` (int, item), ``y`` and ``w``
+    (subject, item; w = 1 where observed). Outputs the log-likelihood and its gradient with respect to
+    ``theta``, ``a`` and ``b``; the gradient of the first output is read from the others, so the logp
+    and gradient of a model share one evaluation. Second derivatives are not available.
+    """
+
+    __props__ = ()
+
+    def make_node(self, *inputs: Any) -> Apply:
+        theta, a, b, item_dim, y, w = inputs
+        theta = pt.as_tensor_variable(theta).astype("float64")
+        a = pt.as_tensor_variable(a).astype("float64")
+        b = pt.as_tensor_variable(b).astype("float64")
+        item_dim = pt.as_tensor_variable(item_dim).astype("int64")
+        y = pt.as_tensor_variable(y).astype("float64")
+        w = pt.as_tensor_variable(w).astype("float64")
+        outputs = [pt.dscalar(), pt.dmatrix(), pt.dvector(), pt.dvector()]
+        return Apply(self, [theta, a, b, item_dim, y, w], outputs)
+
+    def perform(self, node: Apply, inputs: Sequence[Any], output_storage: list[list[Any]]) -> None:
+        theta, a, b, item_dim, y, w = inputs
+        value, d_theta, d_a, d_b = _fused_kernel(
+            np.ascontiguousarray(theta), a, b, item_dim, np.ascontiguousarray(y), np.ascontiguousarray(w)
+        )
+        output_storage[0][0] = np.asarray(value, dtype="float64")
+        output_storage[1][0] = d_theta
+        output_storage[2][0] = d_a
+        output_storage[3][0] = d_b
+
+    def infer_shape(self, node: Apply, shapes: list[Any]) -> list[Any]:
+        return [(), shapes[0], shapes[1], shapes[2]]
+
+    def connection_pattern(self, node: Apply) -> list[list[bool]]:
+        return [[True] * 4] * 3 + [[False] * 4] * 3
+
+    def pullback(self, inputs: Sequence[Any], outputs: Sequence[Any], output_grads: Sequence[Any]) -> list[Any]:
+        if any(not isinstance(g.type, DisconnectedType) for g in output_grads[1:]):
+            raise NotImplementedError("FusedBernoulliLogit has no second derivatives")
+        g = output_grads[0]
+        disconnected = [DisconnectedType()() for _ in range(3)]
+        return [g * outputs[1], g * outputs[2], g * outputs[3], *disconnected]
+
+
+fused_bernoulli_logit = FusedBernoulliLogit()
+#: Bumped whenever the kernel changes, so PyTensor's numba cache does not serve a stale one.
+_FUSED_VERSION = 2
+
+
+@register_funcify_default_op_cache_key(FusedBernoulliLogit)
+def _numba_fused(op: FusedBernoulliLogit, node: Apply, **kwargs: Any) -> Any:
+    kernel = _fused_kernel
+
+    @numba_njit
+    def fused(theta, a, b, item_dim, y, w):
+        value, d_theta, d_a, d_b = kernel(theta, a, b, item_dim, y, w)
+        return np.array(value), d_theta, d_a, d_b
+
+    return fused, _FUSED_VERSION
+
+
+def response_loglik(
+    inputs: ModelInputs,
+    ability: Any,
+    difficulty: Any,
+    discrimination: Any,
+    guessing: Any,
+    *,
+    n_subjects: int,
+) -> Any:
+    """The summed log-likelihood of ``inputs.response`` (float64), in the layout of ``inputs.spec``."""
+    spec = inputs.spec
+    n_items = len(inputs.coords["item"])
+    dtype = "float32" if spec.precision == "float32" else "float64"
+
+    def cast(x: Any) -> Any:
+        return pt.cast(x, dtype) if dtype == "float32" else x
+
+    if spec.layout == "fused":
+        y = np.zeros((n_subjects, n_items))
+        w = np.zeros((n_subjects, n_items))
+        y[inputs.subject_code, inputs.item_code] = inputs.response
+        w[inputs.subject_code, inputs.item_code] = 1.0
+        theta = ability if spec.dims == "domain" else ability[:, None]
+        item_dim = inputs.item_domain if spec.dims == "domain" else np.zeros(n_items, dtype="int64")
+        return fused_bernoulli_logit.make_node(theta, discrimination, difficulty, item_dim, y, w).outputs[0]
+    if spec.layout == "dense":
+        y = np.zeros((n_subjects, n_items), dtype=dtype)
+        w = np.zeros((n_subjects, n_items), dtype=dtype)
+        y[inputs.subject_code, inputs.item_code] = inputs.response
+        w[inputs.subject_code, inputs.item_code] = 1.0
+        if spec.dims == "domain":
+            onehot = np.zeros((len(inputs.coords["dim"]), n_items), dtype=dtype)
+            onehot[inputs.item_domain, np.arange(n_items)] = 1.0
+            theta = cast(ability) @ pt.as_tensor(onehot)
+        else:
+            theta = cast(ability)[:, None]
+        eta = cast(discrimination)[None, :] * (theta - cast(difficulty)[None, :])
+        g = None if guessing is None else cast(guessing)[None, :]
+        terms = _bernoulli_terms(pt.as_tensor(y), eta, g)
+        if not w.all():
+            terms = pt.as_tensor(w) * terms
+        # sum each subject's row in the working precision, the rows in float64
+        return pt.cast(terms.sum(axis=1), "float64").sum()
+    s = inputs.subject_code
+    i = inputs.item_code
+    if spec.dims == "domain":
+        if inputs.item_domain is None:
+            raise SpecError("dims='domain' needs each item's domain; build the inputs with model_inputs")
+        theta = ability[s, inputs.item_domain[i]]
+    else:
+        theta = ability[s]
+    eta = cast(discrimination[i]) * (cast(theta) - cast(difficulty[i]))
+    g = None if guessing is None else cast(guessing[i])
+    terms = _bernoulli_terms(pt.as_tensor(inputs.response.astype(dtype)), eta, g)
+    return pt.cast(terms, "float64").sum()
