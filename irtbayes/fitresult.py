@@ -18,8 +18,8 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from irtbayes.data import json_ready
 from irtbayes.errors import SpecError, describe_interrupt
+from irtbayes.files import json_ready
 from irtbayes.model import ModelSpec
 from irtbayes.sampler_checks import Diagnostics
 from irtbayes.summaries import summarize

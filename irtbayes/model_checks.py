@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from irtbayes import irt
 from irtbayes.data import ResponseData
 from irtbayes.errors import FitError, SpecError
 from irtbayes.fitresult import Fit
@@ -56,10 +57,10 @@ def _draw_index(result: Fit, n_draws: int | None) -> tuple[np.ndarray, np.ndarra
     return np.arange(n_chain), draws
 
 
-def _response_probabilities(
+def _response_predictors(
     result: Fit, data: ResponseData, chains: np.ndarray, draws: np.ndarray
-) -> Iterator[tuple[int, int, np.ndarray]]:
-    """Yield, per (chain, draw), the success probability of every response row of ``data`` (long order)."""
+) -> Iterator[tuple[int, int, np.ndarray, np.ndarray | None]]:
+    """Yield, per (chain, draw), the linear predictor and guessing of every response row of ``data`` (long order)."""
     post = result.posterior
     s, i = data.subject_codes, data.item_codes
     ability = post["ability"].isel(chain=chains, draw=draws)
@@ -76,11 +77,12 @@ def _response_probabilities(
     for c in range(len(chains)):
         for d in range(len(draws)):
             theta = theta_all[c, d][s, item_dim[i]] if item_dim is not None else theta_all[c, d][s]
-            eta = disc[c, d][i] * (theta - diff[c, d][i])
-            p = 1.0 / (1.0 + np.exp(-eta))
-            if guess is not None:
-                p = guess[c, d][i] + (1 - guess[c, d][i]) * p
-            yield c, d, p
+            yield (
+                c,
+                d,
+                irt.linear_predictor(theta, diff[c, d][i], disc[c, d][i]),
+                None if guess is None else guess[c, d][i],
+            )
 
 
 def _item_rest_corr(y: np.ndarray, s: np.ndarray, i: np.ndarray, n_subjects: int, n_items: int) -> np.ndarray:
@@ -206,7 +208,8 @@ def posterior_predictive_check(
     item_rest = np.empty((n_rep, n_i))
     subj_total = np.empty((n_rep, n_s))
     n_item = np.maximum(np.bincount(i, minlength=n_i), 1)
-    for k, (_, _, p) in enumerate(_response_probabilities(result, data, chains, draws)):
+    for k, (_, _, eta, guessing) in enumerate(_response_predictors(result, data, chains, draws)):
+        p = irt.sigmoid_mix(eta, guessing)
         rep = (rng.random(len(p)) < p).astype("float64")
         item_mean[k] = np.bincount(i, weights=rep, minlength=n_i) / n_item
         item_rest[k] = _item_rest_corr(rep, s, i, n_s, n_i)
@@ -310,9 +313,8 @@ def log_likelihood(result: Fit, data: ResponseData, *, n_draws: int | None = 100
     chains, draws = _draw_index(result, n_draws)
     y = data.values
     out = np.empty((len(chains), len(draws), data.n_responses))
-    for c, d, p in _response_probabilities(result, data, chains, draws):
-        p = np.clip(p, 1e-300, 1 - 1e-16)
-        out[c, d] = y * np.log(p) + (1 - y) * np.log1p(-p)
+    for c, d, eta, guessing in _response_predictors(result, data, chains, draws):
+        out[c, d] = irt.log_likelihood(y, eta, guessing)
     quasi = not data.is_binary
     attrs: dict[str, Any] = {"likelihood": _likelihood_name(data), "quasi_likelihood": int(quasi)}
     if quasi:

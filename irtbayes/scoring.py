@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from irtbayes import irt
 from irtbayes.data import ResponseData
 from irtbayes.errors import DataError, SpecError
 from irtbayes.fitresult import Fit, check_prob, draws_table
@@ -163,8 +164,6 @@ def score(
     w = np.zeros_like(y)
     y[new_responses.subject_codes, new_responses.item_codes] = new_responses.values
     w[new_responses.subject_codes, new_responses.item_codes] = 1.0
-    log_prior = -0.5 * grid**2
-    spacing = np.gradient(grid)
     multi = "dim" in post["ability"].dims
     if multi:
         dims = post["dim"].values.astype(str)
@@ -176,32 +175,26 @@ def score(
     for g, (_, mask) in enumerate(groups):
         yw, nw = (y * w)[:, mask], ((1 - y) * w)[:, mask]
         for s in range(len(pick)):
-            eta = a[s, mask][None, :] * (grid[:, None] - b[s, mask][None, :])
-            if c is None:
-                l1, l0 = -np.logaddexp(0, -eta), -np.logaddexp(0, eta)
-            else:
-                cs = c[s, mask][None, :]
-                l1 = np.logaddexp(np.log(cs), np.log1p(-cs) - np.logaddexp(0, -eta))
-                l0 = np.log1p(-cs) - np.logaddexp(0, eta)
-            logpost = l1 @ yw.T + l0 @ nw.T + log_prior[:, None]  # grid x subject
-            logpost -= logpost.max(axis=0, keepdims=True)
-            prob = np.exp(logpost) * spacing[:, None]
-            prob /= prob.sum(axis=0, keepdims=True)
-            cdf = np.cumsum(prob, axis=0)
-            u = rng.random(prob.shape[1])
-            idx = np.minimum((cdf < u[None, :]).sum(axis=0), len(grid) - 1)
-            out[s, :, g] = grid[idx] + (rng.random(len(idx)) - 0.5) * spacing[idx]
-    subjects = new_responses.subject_ids.to_numpy(dtype=str)
-    if multi:
+            eta = irt.linear_predictor(grid[:, None], b[s, mask][None, :], a[s, mask][None, :])
+            l1, l0 = irt.log_probabilities(eta, None if c is None else c[s, mask][None, :])
+            prob = irt.grid_posterior(l1 @ yw.T + l0 @ nw.T, grid)  # grid x subject
+            out[s, :, g] = irt.sample_grid(prob, grid, rng)
+    return _scores(out, new_responses, [d for d, _ in groups] if multi else None, approximate=result.approximate)
+
+
+def _scores(out: np.ndarray, responses: ResponseData, dims: list[str] | None, *, approximate: bool) -> Scores:
+    """:class:`Scores` from (draw, subject, group) ability draws; ``dims`` names the groups of a multidimensional fit."""
+    subjects = responses.subject_ids.to_numpy(dtype=str)
+    if dims is not None:
         da = xr.DataArray(
             out[None],
             dims=("chain", "draw", "subject", "dim"),
-            coords={"subject": subjects, "dim": [d for d, _ in groups]},
+            coords={"subject": subjects, "dim": dims},
             name="ability",
         )
     else:
         da = xr.DataArray(
             out[None, :, :, 0], dims=("chain", "draw", "subject"), coords={"subject": subjects}, name="ability"
         )
-    counts = pd.Series(np.bincount(new_responses.subject_codes, minlength=new_responses.n_subjects), index=subjects)
-    return Scores(draws=da, n_responses=counts, approximate=result.approximate)
+    counts = pd.Series(np.bincount(responses.subject_codes, minlength=responses.n_subjects), index=subjects)
+    return Scores(draws=da, n_responses=counts, approximate=approximate)

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from irtbayes import irt
 from irtbayes.data import ResponseData
 from irtbayes.errors import SpecError
 
@@ -117,13 +118,11 @@ def simulate_responses(
     else:
         ability = _standardise(rng.normal(size=n_subjects))
         theta = np.repeat(ability[:, None], n_items, axis=1)
-    eta = discrimination[None, :] * (theta - difficulty[None, :])
-    prob = 1.0 / (1.0 + np.exp(-eta))
     guessing = None
     if kind == "3pl":
         chance = 1.0 / n_options
         guessing = rng.beta(20 * chance, 20 * (1 - chance), n_items)
-        prob = guessing[None, :] + (1 - guessing[None, :]) * prob
+    prob = irt.probability(theta, difficulty[None, :], discrimination[None, :], guessing)
     response = rng.binomial(n_trials, prob) / n_trials
 
     keep = rng.random((n_subjects, n_items)) >= missing
@@ -182,7 +181,7 @@ def planted_gap_responses(n_subjects: int, *, seed: int) -> tuple[ResponseData, 
     rng = np.random.default_rng(seed)
     ability = _standardise(rng.normal(size=n_subjects))
     difficulty = np.concatenate([np.linspace(-2.4, PLANTED_GAP[0], 36), np.linspace(PLANTED_GAP[1], 2.4, 24)])
-    p = 1 / (1 + np.exp(-(ability[:, None] - difficulty[None, :])))
+    p = irt.probability(ability[:, None], difficulty[None, :])
     y = (rng.uniform(size=p.shape) < p).astype(float)
     subjects = [f"s{j:03d}" for j in range(n_subjects)]
     items = [f"q{i:02d}" for i in range(60)]

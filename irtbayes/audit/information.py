@@ -24,8 +24,8 @@ sqrt(sum_d a_id^2), by the audit.
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import expit
 
+from irtbayes import irt
 from irtbayes.errors import SpecError
 
 __all__ = [
@@ -98,7 +98,7 @@ def item_curves(
     b = np.atleast_2d(np.asarray(difficulty, dtype="float64"))
     a = _as_draws(discrimination, b, 1.0)
     theta = np.asarray(theta, dtype="float64")
-    sigma = expit(a[:, None, :] * (theta[None, :, None] - b[:, None, :]))
+    sigma = irt.probability(theta[None, :, None], b[:, None, :], a[:, None, :])
     a = a[:, None, :]
     if guessing is None:
         q = sigma * (1 - sigma)
