@@ -85,13 +85,16 @@ def test_rank_agreement_exact_for_identical_and_reversed_orders() -> None:
     assert table.loc[("a", "c"), "max_rank_displacement_ci_high"] == 5.0
 
 
-def _hand_built_condition_fit(seed: int = 0) -> tuple[ConditionFit, set[str], set[str]]:
-    """Posterior draws: items 0-3 shifted by +-1.2 (sd 0.3), systems 0-1 by -+1.0; everything else N(0, 0.3)."""
+def _hand_built_condition_fit(seed: int = 0, common: float = 0.0) -> tuple[ConditionFit, set[str], set[str]]:
+    """Posterior draws: items 0-3 shifted by +-1.2 (sd 0.3), systems 0-1 by -+1.0; everything else N(0, 0.3).
+
+    ``common`` is added to every item's effect (the condition's common shift)."""
     data, items, subjects = simulate_condition_responses(12, 30, n_sensitive_items=4, n_sensitive_subjects=2, seed=seed)
     rng = np.random.default_rng(seed)
     n = 400
     gamma = 0.3 * rng.standard_normal((n, 1, 30))
     gamma[:, 0, :4] += 1.2 * np.array([1, -1, 1, -1])
+    gamma += common
     delta = 0.3 * rng.standard_normal((n, 1, 12))
     delta[:, 0, :2] += np.array([-1.0, 1.0])
     theta = np.linspace(2, -2, 12) + 0.1 * rng.standard_normal((n, 12))
@@ -119,11 +122,12 @@ def test_condition_effects_flag_the_planted_items_and_systems(tmp_path) -> None:
     items, subjects = effects.items, effects.subjects
     assert set(items.loc[items["flagged"], "item"]) == planted_items
     assert set(subjects.loc[subjects["flagged"], "subject"]) == planted_subjects
-    assert list(items.columns[:6]) == [
+    assert list(items.columns[:7]) == [
         "item",
         "reformatted_mean",
         "reformatted_ci_low",
         "reformatted_ci_high",
+        "reformatted_beyond_shift_mean",
         "reformatted_lfsr",
         "reformatted_flagged",
     ]
@@ -142,15 +146,24 @@ def test_condition_effects_flag_the_planted_items_and_systems(tmp_path) -> None:
     assert summary["flagging"]["items_flagged"] == 4 and summary["reference"] == "original"
 
 
-def test_condition_model_builds_with_finite_log_density_and_labels() -> None:
+def test_flags_are_tested_against_the_common_shift_by_default() -> None:
+    cfit, planted_items, _ = _hand_built_condition_fit(common=1.5)
+    items = condition_effects(cfit).items
+    assert set(items.loc[items["flagged"], "item"]) == planted_items
+    np.testing.assert_allclose(items["reformatted_mean"] - items["reformatted_beyond_shift_mean"], 1.5, atol=0.1)
+    every = condition_effects(cfit, against="zero").items
+    assert every["flagged"].sum() >= 26  # a common shift of 1.5 makes nearly every effect credibly non-zero
+
+
+def test_condition_model_builds_with_its_labels() -> None:
     data, _, _ = simulate_condition_responses(6, 8, n_sensitive_items=1, n_sensitive_subjects=1, seed=2)
     model = build_condition_model(data)
     assert model.irtbayes_reference == "original"
     assert list(model.coords["condition"]) == ["reformatted"]
     assert list(model.coords["item"]) == list(data.item_ids)
-    point = model.initial_point()
-    assert np.isfinite(model.compile_logp()(point))
-    assert np.isfinite(model.compile_dlogp()(point)).all()
+    free = {rv.name for rv in model.free_RVs}
+    assert {"item_effect_z", "item_effect_local", "ability_shift_u", "shift"} <= free  # non-centred horseshoe
+    assert model.named_vars_to_dims["item_effect"] == ("condition", "item")
     with pytest.raises(SpecError, match="unknown reference condition"):
         build_condition_model(data, reference="nope")
     with pytest.raises(DataError, match="at least two conditions"):

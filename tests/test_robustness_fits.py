@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from irtbayes.cli import main
-from irtbayes.robustness import condition_effects, fit_conditions, simulate_condition_responses
+from irtbayes.robustness import build_condition_model, condition_effects, fit_conditions, simulate_condition_responses
 from irtbayes.simulate import simulate_responses
 
 
@@ -61,6 +61,9 @@ def test_planted_format_sensitive_items_and_systems_are_recovered() -> None:
     Measured (seed 0, 2 x 300 draws): items precision 6/8, recall 6/8; systems precision 3/4, recall 3/4.
     """
     data, items, subjects = simulate_condition_responses(40, 60, n_sensitive_items=8, n_sensitive_subjects=4, seed=0)
+    model = build_condition_model(data, kind="1pl")
+    point = model.initial_point()
+    assert np.isfinite(model.compile_logp()(point)) and np.isfinite(model.compile_dlogp()(point)).all()
     effects = condition_effects(fit_conditions(data, kind="1pl", chains=2, draws=300, tune=300, seed=1))
     for table, key, planted in ((effects.items, "item", items), (effects.subjects, "subject", subjects)):
         flagged = set(table.loc[table["flagged"], key])

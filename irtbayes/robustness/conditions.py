@@ -8,17 +8,21 @@ perturbation), :func:`fit_conditions` fits one hierarchical IRT model to all con
 with one *reference* condition (``delta`` and ``gamma`` are 0 there; default: the first condition, or
 ``"original"`` when present) and, for every other condition c,
 
-- ``gamma_{i,c} = shift_c + item_effect_sd_c * z_{i,c}``: the condition's effect on item i's difficulty,
-  around the condition's common shift (non-centred; ``z`` standard normal);
-- ``delta_{s,c} = ability_shift_sd_c * u_{s,c}``: system s's ability shift, with ``u`` zero-sum over systems
+- ``gamma_{i,c} = shift_c + item_effect_sd_c * lambda_{i,c} * z_{i,c}``: the condition's effect on item i's
+  difficulty, around the condition's common shift (non-centred; ``z`` standard normal; ``lambda`` half-Cauchy
+  local scales: a horseshoe prior, under which a few large effects stand out while the many null ones shrink
+  to 0; ``effects="normal"`` sets every ``lambda`` to 1);
+- ``delta_{s,c} = ability_shift_sd_c * lambda_{s,c} * u_{s,c}``: system s's ability shift, with ``u`` zero-sum over systems
   (:class:`pymc.ZeroSumNormal`), so a shift common to every system is the condition's ``shift_c`` and the two
-  are identified.
+  are identified (with the horseshoe, ``u`` times its local scales is centred over systems again).
 
 Abilities theta have a N(0, 1) prior, difficulties ``b = difficulty_mu + difficulty_sd * z`` (non-centred),
 log-discriminations ``log_discrimination_sd * z`` (``kind="1pl"``: every a is 1). Scores in [0, 1] enter
 through the fractional-logit quasi-likelihood, 0/1 responses through the Bernoulli.
 
-Flagging (:func:`condition_effects`) controls the Bayesian false discovery rate (Newton et al. 2004; Muller
+An item is flagged when its effect differs credibly from its condition's common shift ``shift_c`` (the
+items a format moves differently from the rest; ``against="zero"`` tests the effect itself). Flagging
+(:func:`condition_effects`) controls the Bayesian false discovery rate (Newton et al. 2004; Muller
 et al. 2006) over all (item, condition) effects together, and separately over all (subject, condition)
 shifts. Each effect gets a *local false sign rate* ``v = min(P(effect <= m), P(effect >= -m))``, the
 posterior probability that it is not beyond ``m`` (``min_effect``, default 0) in its more likely direction
@@ -152,7 +156,8 @@ def build_condition_model(
             item_local = pm.HalfCauchy("item_effect_local", 1.0, dims=("condition", "item"))
             subject_local = pm.HalfCauchy("ability_shift_local", 1.0, dims=("condition", "subject"))
             item_dev = item_effect_sd[:, None] * item_local * item_effect_z
-            subject_dev = ability_shift_sd[:, None] * subject_local * ability_shift_u
+            raw = ability_shift_sd[:, None] * subject_local * ability_shift_u
+            subject_dev = raw - raw.mean(axis=1, keepdims=True)  # local scales undo the zero sum: restore it
         else:
             item_dev = item_effect_sd[:, None] * item_effect_z
             subject_dev = ability_shift_sd[:, None] * ability_shift_u
@@ -395,6 +400,7 @@ class ConditionEffects:
     ci_prob: float
     fdr: float
     min_effect: float
+    against: str
     sampler: dict[str, Any]
 
     def summary_dict(self) -> dict[str, Any]:
@@ -408,6 +414,7 @@ class ConditionEffects:
                     "rule": "Bayesian FDR over local false sign rates",
                     "fdr": self.fdr,
                     "min_effect": self.min_effect,
+                    "items_tested_against": self.against,
                     "items_flagged": int(self.items["flagged"].sum()),
                     "items": len(self.items),
                     "subjects_flagged": int(self.subjects["flagged"].sum()),
@@ -426,6 +433,7 @@ def condition_effects(
     ci_prob: float = 0.9,
     fdr: float = 0.05,
     min_effect: float = 0.0,
+    against: str = "shift",
 ) -> ConditionEffects:
     """Condition effects per item and per subject, flags with a Bayesian FDR, and rank agreement.
 
@@ -439,13 +447,19 @@ def condition_effects(
         Bound on the expected share of false flags (see the module notes).
     min_effect
         Effects must be credibly beyond this many logits to be flagged (0: credibly non-zero in sign).
+    against
+        What an item's effect is tested against: ``"shift"`` (default): the condition's common shift, so the
+        flagged items are those the condition moves differently from the rest (a system prompt that makes
+        every prompt more often refused flags none by itself; the common shift is in ``shifts``); ``"zero"``:
+        the effect itself (then a credible common shift flags every item).
 
     Returns
     -------
     ConditionEffects
         ``items``: one row per item: ``item``, ``benchmark``, per non-reference condition c
-        ``{c}_mean``, ``{c}_ci_low``, ``{c}_ci_high``, ``{c}_lfsr``, ``{c}_flagged`` (positive: the item is
-        harder under c), then ``flagged`` (any condition) and ``flagged_conditions``.
+        ``{c}_mean``, ``{c}_ci_low``, ``{c}_ci_high`` (the effect on difficulty; positive: the item is harder
+        under c), ``{c}_beyond_shift_mean`` (the effect minus the condition's common shift), ``{c}_lfsr`` (of
+        what is tested, see ``against``), ``{c}_flagged``, then ``flagged`` (any condition) and ``flagged_conditions``.
         ``subjects``: one row per subject: ``subject``, per non-reference c ``shift_{c}_mean``,
         ``shift_{c}_ci_low``, ``shift_{c}_ci_high``, ``shift_{c}_lfsr``, ``shift_{c}_flagged`` (positive:
         stronger under c than the average system is), per condition (reference included) ``rank_{c}_mean``,
@@ -466,7 +480,11 @@ def condition_effects(
         if not np.isfinite(arr).all():
             raise SpecError(f"condition effects: '{name}' holds non-finite draws")
 
-    item_v = local_false_sign_rate(gamma, min_effect=min_effect)  # (condition, item)
+    if against not in ("shift", "zero"):
+        raise SpecError(f"against must be 'shift' or 'zero', got {against!r}")
+    shift = _stacked(post, "shift", "condition")  # (draw, condition)
+    beyond = gamma - shift[:, :, None]
+    item_v = local_false_sign_rate(beyond if against == "shift" else gamma, min_effect=min_effect)
     item_flags = bayes_fdr_flags(item_v, fdr=fdr)
     subject_v = local_false_sign_rate(delta, min_effect=min_effect)
     subject_flags = bayes_fdr_flags(subject_v, fdr=fdr)
@@ -480,6 +498,7 @@ def condition_effects(
         items[f"{c}_mean"] = g["mean"][k]
         items[f"{c}_ci_low"] = g["ci_low"][k]
         items[f"{c}_ci_high"] = g["ci_high"][k]
+        items[f"{c}_beyond_shift_mean"] = beyond[:, k, :].mean(axis=0)
         items[f"{c}_lfsr"] = item_v[k]
         items[f"{c}_flagged"] = item_flags[k]
     items["flagged"] = item_flags.any(axis=0)
@@ -505,12 +524,12 @@ def condition_effects(
         subjects[f"rank_{c}_ci_high"] = r["ci_high"]
     subjects["flagged"] = subject_flags.any(axis=0)
 
-    shift = _stacked(post, "shift", "condition")
     s = summarize(shift, ci_prob=ci_prob)
     shifts = pd.DataFrame({"condition": others, **{f"shift_{k}": v for k, v in s.items()}})
     agreement = rank_agreement(abilities, ci_prob=ci_prob)
     for table in (items, subjects, shifts):
         table.attrs.update(ci_prob=ci_prob, fdr=fdr, min_effect=min_effect, reference=result.reference)
+        table.attrs["against"] = against
     return ConditionEffects(
         items=items,
         subjects=subjects,
@@ -521,6 +540,7 @@ def condition_effects(
         ci_prob=ci_prob,
         fdr=float(fdr),
         min_effect=float(min_effect),
+        against=against,
         sampler=dict(result.sampler),
     )
 

@@ -132,6 +132,7 @@ def robustness(
     ci_prob: float = 0.9,
     fdr: float = 0.05,
     min_effect: float = 0.0,
+    against: str = "shift",
     agreement: float = 0.8,
     seed: int = 0,
     report: bool = True,
@@ -165,8 +166,8 @@ def robustness(
         Settings of every :func:`irtbayes.audit.audit`.
     engine, workers, dask_address
         Where refits run (see :func:`~irtbayes.robustness.population.refit_populations`).
-    ci_prob, fdr, min_effect
-        Interval probability; flagging (see :mod:`~irtbayes.robustness.conditions`).
+    ci_prob, fdr, min_effect, against
+        Interval probability; flagging (see :func:`~irtbayes.robustness.conditions.condition_effects`).
     agreement
         Share of agreeing refits a stable conclusion needs.
     seed
@@ -188,7 +189,7 @@ def robustness(
     if len(data.conditions) >= 2:
         settings = {"seed": seed, **dict(condition_kwargs or {})}
         cfit = fit_conditions(data, reference=reference_condition, **settings)
-        result.conditions = condition_effects(cfit, ci_prob=ci_prob, fdr=fdr, min_effect=min_effect)
+        result.conditions = condition_effects(cfit, ci_prob=ci_prob, fdr=fdr, min_effect=min_effect, against=against)
         result.files.update(write_conditions(result.conditions, folder))
         base = data.subset(conditions=[result.conditions.reference])
     elif reference_condition is not None:
@@ -263,7 +264,8 @@ def write_report(result: RobustnessResult, out: str | os.PathLike[str], *, top_k
         doc.paragraph(
             f"Conditions: {', '.join(c.conditions)} (reference {c.reference}). Effects are flagged when the set of "
             f"flagged effects has a posterior expected false-flag share of at most {c.fdr:g} (Bayesian FDR over "
-            f"local false sign rates{'' if c.min_effect == 0 else f', beyond {c.min_effect:g} logits'}). "
+            f"local false sign rates{'' if c.min_effect == 0 else f', beyond {c.min_effect:g} logits'}; "
+            f"{'effects against the condition' + chr(39) + 's common shift' if c.against == 'shift' else 'effects against 0'}). "
             f"{int(c.items['flagged'].sum())} of {len(c.items)} items and {int(c.subjects['flagged'].sum())} of "
             f"{len(c.subjects)} systems are flagged."
         )
