@@ -77,20 +77,9 @@ def simulate_responses(
         ``ability`` (subject[, dim]), ``difficulty``, ``discrimination``, ``intercept`` (item) and, for
         3PL, ``guessing`` (item); item coords ``benchmark`` and ``domain``.
     """
-    if n_subjects < 3 or n_items < 2:
-        raise SpecError(f"simulate_responses: need at least 3 subjects and 2 items, got {n_subjects} x {n_items}")
-    if not 0 <= missing < 0.9:
-        raise SpecError(f"simulate_responses: missing must be in [0, 0.9), got {missing}")
-    if kind not in ("1pl", "2pl", "3pl"):
-        raise SpecError(f"simulate_responses: kind must be '1pl', '2pl' or '3pl', got {kind!r}")
-    if dims not in ("one", "domain"):
-        raise SpecError(f"simulate_responses: dims must be 'one' or 'domain', got {dims!r}")
-    if n_benchmarks < 1 or n_domains < 1 or n_domains > n_benchmarks or n_benchmarks > n_items:
-        raise SpecError(
-            f"simulate_responses: need 1 <= n_domains ({n_domains}) <= n_benchmarks ({n_benchmarks}) <= n_items"
-        )
-    if dims == "domain" and n_domains < 2:
-        raise SpecError("simulate_responses: dims='domain' needs n_domains >= 2")
+    _check_arguments(
+        n_subjects, n_items, kind=kind, dims=dims, missing=missing, n_benchmarks=n_benchmarks, n_domains=n_domains
+    )
     rng = np.random.default_rng(seed)
 
     subject_ids = np.array([f"subject{j:03d}" for j in range(n_subjects)])
@@ -141,26 +130,74 @@ def simulate_responses(
         source=f"simulated {kind} ({n_subjects} subjects x {n_items} items)",
     )
 
+    truth = _truth(
+        subject_ids,
+        item_ids,
+        bench=bench_ids[bench_of_item] if n_benchmarks > 1 else np.full(n_items, ""),
+        domain=domain_ids[domain_of_item] if n_domains > 1 else np.full(n_items, ""),
+        dims=domain_ids if dims == "domain" else None,
+        ability=ability,
+        difficulty=difficulty,
+        discrimination=discrimination,
+        guessing=guessing,
+        attrs={"kind": kind, "n_trials": n_trials, "missing": missing},
+    )
+    return data, truth
+
+
+def _check_arguments(
+    n_subjects: int, n_items: int, *, kind: str, dims: str, missing: float, n_benchmarks: int, n_domains: int
+) -> None:
+    """SpecError for sizes and choices :func:`simulate_responses` cannot simulate."""
+    if n_subjects < 3 or n_items < 2:
+        raise SpecError(f"simulate_responses: need at least 3 subjects and 2 items, got {n_subjects} x {n_items}")
+    if not 0 <= missing < 0.9:
+        raise SpecError(f"simulate_responses: missing must be in [0, 0.9), got {missing}")
+    if kind not in ("1pl", "2pl", "3pl"):
+        raise SpecError(f"simulate_responses: kind must be '1pl', '2pl' or '3pl', got {kind!r}")
+    if dims not in ("one", "domain"):
+        raise SpecError(f"simulate_responses: dims must be 'one' or 'domain', got {dims!r}")
+    if n_benchmarks < 1 or n_domains < 1 or n_domains > n_benchmarks or n_benchmarks > n_items:
+        raise SpecError(
+            f"simulate_responses: need 1 <= n_domains ({n_domains}) <= n_benchmarks ({n_benchmarks}) <= n_items"
+        )
+    if dims == "domain" and n_domains < 2:
+        raise SpecError("simulate_responses: dims='domain' needs n_domains >= 2")
+
+
+def _truth(
+    subject_ids: np.ndarray,
+    item_ids: np.ndarray,
+    *,
+    bench: np.ndarray,
+    domain: np.ndarray,
+    dims: np.ndarray | None,
+    ability: np.ndarray,
+    difficulty: np.ndarray,
+    discrimination: np.ndarray,
+    guessing: np.ndarray | None,
+    attrs: dict[str, object],
+) -> xr.Dataset:
+    """The true parameters of a simulation, labelled as a fit's posterior is."""
     coords: dict[str, object] = {
         "subject": subject_ids,
         "item": item_ids,
-        "benchmark": ("item", bench_ids[bench_of_item] if n_benchmarks > 1 else np.full(n_items, "")),
-        "domain": ("item", domain_ids[domain_of_item] if n_domains > 1 else np.full(n_items, "")),
+        "benchmark": ("item", bench),
+        "domain": ("item", domain),
     }
     variables: dict[str, object] = {
         "difficulty": ("item", difficulty),
         "discrimination": ("item", discrimination),
         "intercept": ("item", -discrimination * difficulty),
     }
-    if dims == "domain":
-        coords["dim"] = domain_ids
+    if dims is not None:
+        coords["dim"] = dims
         variables["ability"] = (("subject", "dim"), ability)
     else:
         variables["ability"] = ("subject", ability)
     if guessing is not None:
         variables["guessing"] = ("item", guessing)
-    truth = xr.Dataset(variables, coords=coords, attrs={"kind": kind, "n_trials": n_trials, "missing": missing})
-    return data, truth
+    return xr.Dataset(variables, coords=coords, attrs=attrs)
 
 
 #: The empty stretch of :func:`planted_gap_responses`' difficulties.
