@@ -201,19 +201,50 @@ def posterior_predictive_check(
         raise SpecError(f"posterior_predictive_check: alpha and ci_prob must be in (0, 1), got {alpha}, {ci_prob}")
     rng = np.random.default_rng(seed)
     chains, draws = _draw_index(result, n_draws)
+    replicated = _replicate(result, data, chains, draws, rng)
+    n_rep = len(replicated[0])
+    quasi = not data.is_binary
+    notes = []
+    if quasi:
+        notes.append(
+            f"{QUASI_LIKELIHOOD_NOTE}; the replications are 0/1 draws with the predicted mean, so only the item "
+            "means are comparable: item-rest p-values do not flag misfit and total-score p-values are conservative"
+        )
+        warnings.warn(notes[-1], UserWarning, stacklevel=2)
+    items, subjects = _predictive_tables(data, replicated, alpha=alpha, ci_prob=ci_prob, quasi=quasi)
+    for table in (items, subjects):
+        table.attrs.update(
+            ci_prob=ci_prob,
+            alpha=alpha,
+            n_draws=n_rep,
+            approximate=result.approximate,
+            likelihood=_likelihood_name(data),
+            notes=list(notes),
+        )
+    return PredictiveCheck(
+        items=items,
+        subjects=subjects,
+        alpha=alpha,
+        ci_prob=ci_prob,
+        n_draws=n_rep,
+        quasi_likelihood=quasi,
+        notes=notes,
+    )
+
+
+def _predictive_tables(
+    data: ResponseData,
+    replicated: tuple[np.ndarray, np.ndarray, np.ndarray],
+    *,
+    alpha: float,
+    ci_prob: float,
+    quasi: bool,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The ``items`` and ``subjects`` tables of :class:`PredictiveCheck` from the replicated statistics."""
+    item_mean, item_rest, subj_total = replicated
     s, i, y = data.subject_codes, data.item_codes, data.values
     n_s, n_i = data.n_subjects, data.n_items
-    n_rep = len(chains) * len(draws)
-    item_mean = np.empty((n_rep, n_i))
-    item_rest = np.empty((n_rep, n_i))
-    subj_total = np.empty((n_rep, n_s))
     n_item = np.maximum(np.bincount(i, minlength=n_i), 1)
-    for k, (_, _, eta, guessing) in enumerate(_response_predictors(result, data, chains, draws)):
-        p = irt.sigmoid_mix(eta, guessing)
-        rep = (rng.random(len(p)) < p).astype("float64")
-        item_mean[k] = np.bincount(i, weights=rep, minlength=n_i) / n_item
-        item_rest[k] = _item_rest_corr(rep, s, i, n_s, n_i)
-        subj_total[k] = np.bincount(s, weights=rep, minlength=n_s)
     obs_mean = np.bincount(i, weights=y, minlength=n_i) / n_item
     obs_rest = _item_rest_corr(y, s, i, n_s, n_i)
     with warnings.catch_warnings():
@@ -246,14 +277,6 @@ def posterior_predictive_check(
     # an item everyone (or no one) answers alike has no item-rest correlation to check
     constant = ~np.isfinite(obs_rest)
     items.loc[constant, "p_value_item_rest"] = np.nan
-    quasi = not data.is_binary
-    notes = []
-    if quasi:
-        notes.append(
-            f"{QUASI_LIKELIHOOD_NOTE}; the replications are 0/1 draws with the predicted mean, so only the item "
-            "means are comparable: item-rest p-values do not flag misfit and total-score p-values are conservative"
-        )
-        warnings.warn(notes[-1], UserWarning, stacklevel=2)
     items["misfit"] = outside(p_mean) | (outside(p_rest) & ~constant & (not quasi))
     subjects = pd.DataFrame(
         {
@@ -267,24 +290,27 @@ def posterior_predictive_check(
         }
     )
     subjects["misfit"] = outside(p_total)
-    for table in (items, subjects):
-        table.attrs.update(
-            ci_prob=ci_prob,
-            alpha=alpha,
-            n_draws=n_rep,
-            approximate=result.approximate,
-            likelihood=_likelihood_name(data),
-            notes=list(notes),
-        )
-    return PredictiveCheck(
-        items=items,
-        subjects=subjects,
-        alpha=alpha,
-        ci_prob=ci_prob,
-        n_draws=n_rep,
-        quasi_likelihood=quasi,
-        notes=notes,
-    )
+    return items, subjects
+
+
+def _replicate(
+    result: Fit, data: ResponseData, chains: np.ndarray, draws: np.ndarray, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per replicated data set (one per posterior draw): item means, item-rest correlations, subject totals."""
+    s, i = data.subject_codes, data.item_codes
+    n_s, n_i = data.n_subjects, data.n_items
+    n_rep = len(chains) * len(draws)
+    item_mean = np.empty((n_rep, n_i))
+    item_rest = np.empty((n_rep, n_i))
+    subj_total = np.empty((n_rep, n_s))
+    n_item = np.maximum(np.bincount(i, minlength=n_i), 1)
+    for k, (_, _, eta, guessing) in enumerate(_response_predictors(result, data, chains, draws)):
+        p = irt.sigmoid_mix(eta, guessing)
+        rep = (rng.random(len(p)) < p).astype("float64")
+        item_mean[k] = np.bincount(i, weights=rep, minlength=n_i) / n_item
+        item_rest[k] = _item_rest_corr(rep, s, i, n_s, n_i)
+        subj_total[k] = np.bincount(s, weights=rep, minlength=n_s)
+    return item_mean, item_rest, subj_total
 
 
 # ---------------------------------------------------------------------------------------------- LOO
