@@ -193,9 +193,18 @@ def _fit_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--dims", choices=("one", "domain"), default="one", help="one ability, or one per domain")
     group.add_argument(
         "--sampler",
-        choices=("nutpie", "pymc", "numpyro", "advi", "pathfinder"),
-        default="nutpie",
-        help="NUTS via nutpie (default), PyMC or numpyro; advi/pathfinder are approximate quick looks",
+        choices=("auto", "nutpie", "pymc", "numpyro", "approx", "advi", "pathfinder"),
+        default="auto",
+        help="auto (default): NUTS via nutpie when its estimated time fits --budget, else the approximate tier "
+        "'approx' (empirical Bayes with grid posteriors, labelled approximate in every output); nutpie, pymc or "
+        "numpyro force NUTS; advi/pathfinder are approximate quick looks",
+    )
+    group.add_argument(
+        "--budget",
+        type=float,
+        default=15.0,
+        metavar="MINUTES",
+        help="time budget of --sampler auto in minutes (default 15)",
     )
     group.add_argument("--chains", type=int, default=4, help="chains (default 4)")
     group.add_argument(
@@ -230,6 +239,7 @@ def _fit_from_args(data: object, args: argparse.Namespace) -> object:
         seed=args.seed,
         progress=not args.no_progress,
         keep_partial=bool(getattr(args, "keep_partial", False)),
+        budget_s=60.0 * float(getattr(args, "budget", 15.0)),
     )
 
 
@@ -460,7 +470,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     except OSError as err:
         raise DataError(f"{out}: cannot be written ({err.strerror or err})") from None
     if fit_result.approximate:
-        print("note: the fit is APPROXIMATE (variational or Pathfinder); so are the exported values")
+        print("note: the fit is APPROXIMATE (the approximate tier, ADVI or Pathfinder); so are the exported values")
     if fit_result.partial:
         print(fit_result.partial_text())
     return 0

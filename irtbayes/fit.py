@@ -14,13 +14,15 @@ import os
 import time
 import warnings
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
 import pymc as pm
 import xarray as xr
 
+from irtbayes.approx import approx_posterior
+from irtbayes.auto import DEFAULT_BUDGET_S, choose_sampler
 from irtbayes.data import ResponseData
 from irtbayes.errors import FitInterrupted, SpecError, describe_interrupt
 from irtbayes.files import json_ready
@@ -158,7 +160,7 @@ def fit(
     data: ResponseData,
     spec: ModelSpec | None = None,
     *,
-    sampler: Sampler = "nutpie",
+    sampler: Sampler = "auto",
     chains: int = 4,
     draws: int | None = None,
     tune: int | None = None,
@@ -170,6 +172,7 @@ def fit(
     ess_min: float = 400.0,
     sampler_kwargs: dict[str, Any] | None = None,
     keep_partial: bool = False,
+    budget_s: float = DEFAULT_BUDGET_S,
 ) -> Fit:
     """Fit an IRT model to ``data``.
 
@@ -180,9 +183,14 @@ def fit(
     spec
         Model spec (default: 2PL, deepest hierarchy the labels allow, standardised abilities).
     sampler
-        ``"nutpie"`` (default; NUTS compiled with numba), ``"pymc"`` (PyMC's NUTS), ``"numpyro"`` (needs
-        JAX and NumPyro), or the approximate ``"advi"`` (mean-field ADVI, ``tune`` is its number of
-        optimisation steps x 10) and ``"pathfinder"`` (needs pymc-extras).
+        ``"auto"`` (default): ``"nutpie"`` when NUTS's estimated time on this machine fits ``budget_s``,
+        else ``"approx"`` (:mod:`irtbayes.auto` says how it estimates; the choice and the reason are logged
+        before the fit starts and recorded in ``fit.sampler["auto"]``). ``"nutpie"`` (NUTS compiled with
+        numba), ``"pymc"`` (PyMC's NUTS), ``"numpyro"`` (needs JAX and NumPyro); the approximate tier
+        ``"approx"`` for matrices beyond NUTS (:mod:`irtbayes.approx`: empirical Bayes with grid posteriors,
+        1PL/2PL, ``chains`` x ``draws`` independent draws, 250 per chain by default); the quick looks
+        ``"advi"`` (mean-field ADVI, ``tune`` is its number of optimisation steps x 10) and ``"pathfinder"``
+        (needs pymc-extras). Approximate fits are labelled so in every output.
     chains, draws, tune
         Chains, kept draws per chain, warm-up draws per chain. ``draws=None`` gives 1000, more for large
         models and small item banks (see :func:`_default_settings`). ``tune=None`` gives 500 for nutpie (its
@@ -201,6 +209,8 @@ def fit(
         Thresholds of the convergence check (:func:`~irtbayes.diagnostics.check_convergence`).
     sampler_kwargs
         Extra keyword arguments for the sampler (e.g. ``{"adaptation": "low_rank"}`` for nutpie).
+    budget_s
+        Time budget of ``sampler="auto"`` in seconds (default 15 minutes).
     keep_partial
         When the run is interrupted (Ctrl-C) after some draws, attach them to the :class:`FitInterrupted`
         raised, as a :class:`Fit` marked partial (``fit.partial``, ``card()["partial"]``) whose convergence
@@ -222,12 +232,25 @@ def fit(
         draws than asked for (nutpie and PyMC return the draws so far when interrupted). It says the phase
         and the draws done, and carries the partial fit when ``keep_partial`` is True.
     """
+    choice = None
+    if sampler == "auto":
+        if not isinstance(data, ResponseData):
+            raise SpecError(f"fit: expected ResponseData, got {type(data).__name__}")
+        choice = choose_sampler(
+            data, spec or ModelSpec(), chains=chains, draws=draws, tune=tune, cores=cores, budget_s=budget_s
+        )
+        sampler = cast(Sampler, choice.sampler)
     spec, seed, tune = _check_arguments(
         spec, sampler=sampler, chains=chains, draws=draws, tune=tune, seed=seed, target_accept=target_accept
     )
     request: dict[str, Any] = {"sampler": sampler, "chains": int(chains), "draws": draws, "tune": tune, "seed": seed}
     request.update(cores=cores, target_accept=target_accept, progress=progress, extra=dict(sampler_kwargs or {}))
-    tree, spec, settings, seen = _build_and_sample(data, spec, **request)
+    if sampler == "approx":
+        tree, spec, settings, seen = _approximate(data, spec, **request)
+    else:
+        tree, spec, settings, seen = _build_and_sample(data, spec, **request)
+    if choice is not None:
+        settings["auto"] = choice.to_dict()
     assemble: dict[str, Any] = {"data": data, "spec": spec, "settings": settings}
     assemble.update(rhat_max=rhat_max, ess_min=ess_min)
     _raise_if_cut_short(tree, assemble, seen=seen, keep_partial=keep_partial)
@@ -243,6 +266,30 @@ def fit(
             "the fit did not pass the convergence checks:\n" + result.diagnostics.to_text(), UserWarning, stacklevel=2
         )
     return result
+
+
+def _approximate(
+    data: ResponseData, spec: ModelSpec, *, sampler: str, chains: int, draws: int | None, seed: int, **_: Any
+) -> tuple[xr.DataTree, ModelSpec, dict[str, Any], bool]:
+    """Run the approximate tier (:func:`irtbayes.approx.approx_posterior`); same returns as :func:`_build_and_sample`."""
+    draws = 250 if draws is None else int(draws)
+    log.info(
+        "fitting %s to %s with the approximate tier (%d x %d draws, seed %d)",
+        spec.kind,
+        data.source,
+        chains,
+        draws,
+        seed,
+    )
+    start = time.perf_counter()
+    try:
+        tree, spec, info = approx_posterior(data, spec, chains=chains, draws=draws, seed=seed)
+    except KeyboardInterrupt:
+        raise FitInterrupted("running", draws_requested=draws, chains_requested=chains) from None
+    settings: dict[str, Any] = {"name": sampler, "chains": chains, "draws": draws, "tune": 0, "seed": seed}
+    settings.update(cores=1, target_accept=None, approximate=True, options=json_ready(info))
+    settings["wall_time_s"] = round(time.perf_counter() - start, 3)
+    return tree, spec, settings, False
 
 
 def _check_arguments(

@@ -244,7 +244,7 @@ class Diagnostics:
         if self.approximate:
             return "\n".join(
                 [
-                    "Approximate fit (variational or Pathfinder): MCMC convergence diagnostics do not apply; "
+                    "Approximate fit (the approximate tier, ADVI or Pathfinder): MCMC convergence diagnostics do not apply; "
                     "treat intervals as approximate.",
                     *notes,
                 ]

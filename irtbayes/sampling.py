@@ -41,9 +41,9 @@ log = logging.getLogger("irtbayes.fit")
 #: Seconds between progress log lines when no progress bar can be drawn (output not a terminal).
 PROGRESS_EVERY = 30.0
 
-Sampler = Literal["nutpie", "pymc", "numpyro", "advi", "pathfinder"]
-SAMPLERS: tuple[str, ...] = ("nutpie", "pymc", "numpyro", "advi", "pathfinder")
-APPROXIMATE_SAMPLERS: tuple[str, ...] = ("advi", "pathfinder")
+Sampler = Literal["auto", "nutpie", "pymc", "numpyro", "approx", "advi", "pathfinder"]
+SAMPLERS: tuple[str, ...] = ("auto", "nutpie", "pymc", "numpyro", "approx", "advi", "pathfinder")
+APPROXIMATE_SAMPLERS: tuple[str, ...] = ("approx", "advi", "pathfinder")
 
 
 @dataclass
