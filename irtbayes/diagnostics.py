@@ -11,6 +11,13 @@ This module gathers both, so ``from irtbayes.diagnostics import ...`` reaches ev
 
 from __future__ import annotations
 
+from irtbayes.convergence import (
+    CONSTANT_RTOL,
+    CORRELATION_SUFFIX,
+    excluded_elements,
+    parameter_table,
+    rank_diagnostics_datasets,
+)
 from irtbayes.model_checks import (
     QUASI_LIKELIHOOD_NOTE,
     PredictiveCheck,
@@ -19,8 +26,6 @@ from irtbayes.model_checks import (
     posterior_predictive_check,
 )
 from irtbayes.sampler_checks import (
-    CONSTANT_RTOL,
-    CORRELATION_SUFFIX,
     MIN_CHAINS,
     MIN_DRAWS,
     MIN_STANDARDISED_SUBJECTS,
@@ -29,9 +34,6 @@ from irtbayes.sampler_checks import (
     VariableDiagnostics,
     check_convergence,
     checked_variables,
-    excluded_elements,
-    parameter_table,
-    rank_diagnostics_datasets,
 )
 
 __all__ = [
