@@ -512,6 +512,32 @@ def check_convergence(
     reason = _nothing_to_check(posterior, names, n_chains=n_chains, n_draws=n_draws)
     if reason:
         return Diagnostics(ok=False, approximate=False, problems=[reason], **base)
+    return _full_check(
+        idata,
+        names,
+        base,
+        rhat_max=rhat_max,
+        ess_min=ess_min,
+        ebfmi_min=ebfmi_min,
+        treedepth_share_max=treedepth_share_max,
+        ci_prob=ci_prob,
+    )
+
+
+def _full_check(
+    idata: xr.DataTree,
+    names: list[str],
+    base: dict[str, Any],
+    *,
+    rhat_max: float,
+    ess_min: float,
+    ebfmi_min: float,
+    treedepth_share_max: float,
+    ci_prob: float,
+) -> Diagnostics:
+    """The checks of :func:`check_convergence` once there are draws to check: every variable, then the sampler."""
+    n_chains, n_draws, notes, thresholds = base["n_chains"], base["n_draws"], base["notes"], base["thresholds"]
+    posterior = idata["posterior"].to_dataset()
     problems: list[str] = []
     if n_chains < MIN_CHAINS:
         problems.append(f"only {n_chains} chain: r-hat needs at least {MIN_CHAINS} chains")
