@@ -80,7 +80,18 @@ _SAMPLE_DIMS = ("chain", "draw")
 
 @dataclass(frozen=True)
 class Decision:
-    """The verdict on one candidate, with the posterior numbers behind it."""
+    """The verdict on one candidate, with the posterior numbers behind it.
+
+    Examples
+    --------
+    >>> from irtbayes.benchfill import decide
+    >>> rng = np.random.default_rng(0)
+    >>> b = rng.normal(0.5, 0.1, 1000)
+    >>> decision = decide(b, None, target_lo=0.0, target_hi=1.0, n_responses=5, slope_draws=rng.normal(1.0, 0.1, 1000),
+    ...                   data_difficulty_draws=b)
+    >>> decision.decision, decision.reason, round(decision.p_in_target, 2)
+    ('rejected', 'not enough responses', 1.0)
+    """
 
     decision: Literal["accepted", "rejected"]
     reason: str
@@ -332,6 +343,21 @@ def decide(
     Returns
     -------
     Decision
+
+    Examples
+    --------
+    A candidate whose difficulty draws sit inside [0, 1) and whose slope is credibly positive, answered by 50 systems:
+
+    >>> from irtbayes.benchfill import decide
+    >>> rng = np.random.default_rng(0)
+    >>> b = rng.normal(0.5, 0.1, 1000)
+    >>> decision = decide(b, np.exp(rng.normal(0, 0.1, 1000)), target_lo=0.0, target_hi=1.0, n_responses=50,
+    ...                   slope_draws=rng.normal(1.0, 0.1, 1000), data_difficulty_draws=b)
+    >>> decision.decision, decision.reason
+    ('accepted', 'in target')
+    >>> decide(b + 2.0, None, target_lo=0.0, target_hi=1.0, n_responses=50, slope_draws=rng.normal(1.0, 0.1, 1000),
+    ...        data_difficulty_draws=b + 2.0).reason
+    'too hard'
     """
     rule = _Rule(target_lo, target_hi, tau, min_discrimination, discrimination_prob, min_responses, ci_prob)
     b = _draws(difficulty_draws, name="difficulty")[None, :]
@@ -460,6 +486,24 @@ def decide_all(
         ``n_responses``, ``target_lo``, ``target_hi``, ``min_discrimination`` (NaN where a piece is missing).
         ``attrs`` record ``ci_prob``, ``tau``, ``min_discrimination``, ``discrimination_prob`` and
         ``min_responses``.
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> from irtbayes.benchfill import decide_all
+    >>> rng = np.random.default_rng(0)
+    >>> b = np.stack([rng.normal(0.5, 0.1, (2, 500)), rng.normal(-1.5, 0.1, (2, 500))], axis=-1)  # (chain, draw, item)
+    >>> slope = rng.normal(1.0, 0.1, (2, 500, 2))
+    >>> posterior = xr.Dataset(
+    ...     {"difficulty": (("chain", "draw", "item"), b), "difficulty_data": (("chain", "draw", "item"), b),
+    ...      "slope": (("chain", "draw", "item"), slope), "discrimination": (("chain", "draw", "item"), np.abs(slope))},
+    ...     coords={"item": ["in-bin", "too-easy"]},
+    ... )
+    >>> decide_all(posterior, target_lo=0.0, target_hi=1.0, n_responses=40)[["decision", "reason"]]
+              decision     reason
+    item
+    in-bin    accepted  in target
+    too-easy  rejected   too easy
     """
     rule = _Rule(target_lo, target_hi, tau, min_discrimination, discrimination_prob, min_responses, ci_prob)
     if isinstance(posterior, xr.DataTree):

@@ -140,6 +140,16 @@ class FullCalibration:
         The refit of the whole bank plus the candidates.
     data
         The combined responses it was fitted to.
+
+    Examples
+    --------
+    :func:`calibrate_full` returns one; its ``posterior`` holds the candidates' parameters in the layout
+    :func:`~irtbayes.benchfill.acceptance.decide_all` reads, ``refit`` the whole refit and ``data`` the bank's
+    responses with the candidates'.
+
+    >>> from irtbayes.benchfill import FullCalibration
+    >>> [f.name for f in __import__("dataclasses").fields(FullCalibration)][:3]
+    ['posterior', 'refit', 'data']
     """
 
     posterior: xr.Dataset
@@ -191,6 +201,23 @@ def calibrate_full(
         ``data`` is not the data the fit was made from.
     DataError
         Unknown subjects, or candidate ids that are bank items.
+
+    Examples
+    --------
+    A full refit samples the bank and the candidates together with NUTS (minutes), so this example stops at the
+    check made before sampling: a candidate may not reuse a bank item's id.
+
+    >>> from irtbayes import ResponseData
+    >>> from irtbayes.benchfill import calibrate_full
+    >>> from irtbayes.fit import Fit
+    >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
+    >>> data, truth = simulate_responses(30, 20, missing=0.0, seed=1)
+    >>> fit = Fit.from_posterior(posterior_near_truth(data, truth, chains=2, draws=50, seed=2), data)
+    >>> new = ResponseData.from_long(pd.DataFrame({"subject": data.subject_ids, "item": "item00003", "response": 1.0}))
+    >>> calibrate_full(fit, data, new)
+    Traceback (most recent call last):
+        ...
+    irtbayes.errors.DataError: <data frame>: item(s) ['item00003'] are already items of the fitted bank
     """
     from irtbayes.fit import fit as fit_model
 

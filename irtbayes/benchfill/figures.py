@@ -38,6 +38,18 @@ def plot_candidate_intervals(
     Returns
     -------
     matplotlib.axes.Axes
+
+    Examples
+    --------
+    >>> from irtbayes.benchfill import plot_candidate_intervals
+    >>> decisions = pd.DataFrame(
+    ...     {"difficulty_mean": [0.4, 2.1], "difficulty_ci_low": [0.1, 1.6], "difficulty_ci_high": [0.7, 2.6],
+    ...      "decision": ["accepted", "rejected"]},
+    ...     index=pd.Index(["c1", "c2"], name="candidate_id"),
+    ... )
+    >>> ax = plot_candidate_intervals(decisions, target_lo=0.0, target_hi=1.0)
+    >>> [t.get_text() for t in ax.get_yticklabels()]
+    ['c1', 'c2']
     """
     import matplotlib.pyplot as plt
 
@@ -91,6 +103,17 @@ def plot_coverage_before_after(
     Returns
     -------
     matplotlib.axes.Axes
+
+    Examples
+    --------
+    >>> from irtbayes.benchfill import plot_coverage_before_after
+    >>> bins = pd.DataFrame(
+    ...     {"lo": [-1.0, 0.0], "hi": [0.0, 1.0], "count_before_mean": [5.0, 0.2], "count_before_ci_low": [4.0, 0.0],
+    ...      "count_before_ci_high": [6.0, 1.0], "count_original_after_mean": [5.0, 0.2], "count_added_mean": [0.0, 2.9],
+    ...      "count_after_ci_low": [4.0, 2.0], "count_after_ci_high": [6.0, 4.0]}
+    ... )
+    >>> plot_coverage_before_after(bins, target_lo=0.0, target_hi=1.0).get_ylabel()
+    'expected items'
     """
     import matplotlib.pyplot as plt
 

@@ -120,6 +120,18 @@ class Ledger:
     ----------
     repaired
         What opening the ledger repaired (a sentence), or ``None``.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from irtbayes.benchfill import Ledger
+    >>> ledger = Ledger(Path(tempfile.mkdtemp()) / "ledger.jsonl", run_id="round-1")
+    >>> ledger.append([{"candidate_id": "c1", "decision": "accepted", "reason": "in target", "target_bin": 5}])
+    1
+    >>> ledger.read()[["candidate_id", "decision", "run_id"]]
+      candidate_id  decision   run_id
+    0           c1  accepted  round-1
     """
 
     def __init__(self, path: str | Path, *, run_id: str | None = None) -> None:
@@ -287,6 +299,21 @@ def decision_records(
 
     ``candidates`` adds ``source`` and ``prompt_hash`` (matched on ``candidate_id``); ``extra`` is added to
     every record (e.g. ``{"tau": 0.8}``). ``ci_prob`` is taken from the table's attrs when present.
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> from irtbayes.benchfill import decide_all, decision_records
+    >>> rng = np.random.default_rng(0)
+    >>> b = rng.normal(0.5, 0.1, (2, 500, 1))
+    >>> posterior = xr.Dataset(
+    ...     {"difficulty": (("chain", "draw", "item"), b), "difficulty_data": (("chain", "draw", "item"), b),
+    ...      "slope": (("chain", "draw", "item"), rng.normal(1.0, 0.1, (2, 500, 1)))},
+    ...     coords={"item": ["c1"]},
+    ... )
+    >>> records = decision_records(decide_all(posterior, target_lo=0.0, target_hi=1.0, n_responses=40), target_bin=5)
+    >>> records[0]["candidate_id"], records[0]["decision"], records[0]["target_bin"]
+    ('c1', 'accepted', 5)
     """
     by_id = {c.candidate_id: c for c in candidates or ()}
     out = []

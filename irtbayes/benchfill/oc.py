@@ -92,6 +92,22 @@ def operating_characteristic(
         a mis-keyed candidate), ``in_bin`` (true difficulty in the bin), ``wanted`` (good and in the bin),
         ``p_in_target``, ``p_in_target_data``, ``slope_mean``, ``difficulty_mean``, ``decision``, ``reason``,
         ``failed``; summarise with :func:`operating_characteristic_table`. ``attrs`` record the settings.
+
+    Examples
+    --------
+    Twelve simulated candidates aimed at [0, 1), answered by 60 of the bank's systems, calibrated on the fast path:
+
+    >>> from irtbayes.fit import Fit
+    >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
+    >>> data, truth = simulate_responses(100, 40, missing=0.0, seed=1)
+    >>> fit = Fit.from_posterior(posterior_near_truth(data, truth, chains=2, draws=100, seed=2), data)
+    >>> from irtbayes.benchfill import operating_characteristic, operating_characteristic_table
+    >>> frame = operating_characteristic(fit, target_lo=0.0, target_hi=1.0, n_systems=[60], n_candidates=12, n_draws=100, seed=1)
+    >>> frame.shape[0], bool(frame.loc[frame["decision"] == "accepted", "p_in_target"].ge(0.8).all())
+    (12, True)
+    >>> operating_characteristic_table(frame)[["n_systems", "n_candidates", "n_accepted"]]
+       n_systems  n_candidates  n_accepted
+    0         60            12           1
     """
     _check_oc(fit, truth, target_lo, target_hi, mis_keyed_share, flat_share)
     spread = float(target_hi) - float(target_lo) if spread is None else float(spread)
@@ -236,6 +252,19 @@ def operating_characteristic_table(frame: pd.DataFrame) -> pd.DataFrame:
         posterior promises); for ``kind`` in mis-keyed and flat: ``n_mis_keyed`` / ``n_flat``,
         ``mis_keyed_rejected`` / ``flat_rejected`` (share rejected) and ``mis_keyed_named`` / ``flat_named``
         (share rejected with that reason among its failed checks; NaN when there are none of that kind).
+
+    Examples
+    --------
+    Precision and recall from a table of decisions on candidates whose truth is known:
+
+    >>> from irtbayes.benchfill import operating_characteristic_table
+    >>> frame = pd.DataFrame(
+    ...     {"n_systems": 50, "decision": ["accepted", "accepted", "rejected", "rejected"], "in_bin": [True, False, True, False],
+    ...      "p_in_target": [0.9, 0.85, 0.4, 0.1]}
+    ... )
+    >>> operating_characteristic_table(frame)[["n_accepted", "n_true_accepted", "precision", "recall"]]
+       n_accepted  n_true_accepted  precision  recall
+    0           2                1        0.5     0.5
     """
     rows = []
     for n, group in frame.groupby("n_systems", sort=True):

@@ -70,6 +70,19 @@ def propose(
     -------
     Proposal
         The candidates, and the rejections (an LLM's unusable items; candidates whose id is a bank item).
+
+    Examples
+    --------
+    >>> from irtbayes.fit import Fit
+    >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
+    >>> data, truth = simulate_responses(100, 40, missing=0.0, seed=1)
+    >>> fit = Fit.from_posterior(posterior_near_truth(data, truth, chains=2, draws=100, seed=2), data)
+    >>> from irtbayes.benchfill import CallableSource, choose_target, propose
+    >>> choice, _ = choose_target(fit, data, interval=(0.0, 1.0))
+    >>> source = CallableSource(lambda request: [{"text": f"new item {k}", "answer": "a"} for k in range(request.n)], name="demo")
+    >>> proposal = propose(fit, data, choice, source, n=3)
+    >>> len(proposal.candidates), proposal.candidates[0].source
+    (3, 'callable:demo')
     """
     if n is None:
         n = len(source.candidates) if isinstance(source, FileSource) else 10
@@ -129,6 +142,20 @@ def write_proposal(
 
     ``target.json`` holds :meth:`TargetChoice.to_dict` plus ``fit`` (the fit folder, absolute), ``data``,
     ``source``, ``n_candidates``, ``n_rejections`` and ``created``.
+
+    Examples
+    --------
+    >>> from irtbayes.fit import Fit
+    >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
+    >>> data, truth = simulate_responses(100, 40, missing=0.0, seed=1)
+    >>> fit = Fit.from_posterior(posterior_near_truth(data, truth, chains=2, draws=100, seed=2), data)
+    >>> import tempfile
+    >>> from irtbayes.benchfill import CallableSource, choose_target, propose, read_proposal, write_proposal
+    >>> choice, _ = choose_target(fit, data, interval=(0.0, 1.0))
+    >>> proposal = propose(fit, data, choice, CallableSource(lambda r: [{"text": "q", "answer": "a"}], name="demo"), n=1)
+    >>> paths = write_proposal(tempfile.mkdtemp(), proposal, choice)
+    >>> sorted(p.name for p in paths.values())
+    ['candidates.jsonl', 'rejections.jsonl', 'target.json']
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -174,6 +201,22 @@ def read_proposal(folder: str | os.PathLike[str]) -> tuple[list[Candidate], Targ
     ------
     DataError
         A missing or malformed ``candidates.jsonl`` or ``target.json``.
+
+    Examples
+    --------
+    >>> from irtbayes.fit import Fit
+    >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
+    >>> data, truth = simulate_responses(100, 40, missing=0.0, seed=1)
+    >>> fit = Fit.from_posterior(posterior_near_truth(data, truth, chains=2, draws=100, seed=2), data)
+    >>> import tempfile
+    >>> from irtbayes.benchfill import CallableSource, choose_target, propose, read_proposal, write_proposal
+    >>> choice, _ = choose_target(fit, data, interval=(0.0, 1.0))
+    >>> proposal = propose(fit, data, choice, CallableSource(lambda r: [{"text": "q", "answer": "a"}], name="demo"), n=1)
+    >>> folder = tempfile.mkdtemp()
+    >>> _ = write_proposal(folder, proposal, choice)
+    >>> candidates, again, _ = read_proposal(folder)
+    >>> [c.text for c in candidates], (again.lo, again.hi)
+    (['q'], (0.0, 1.0))
     """
     folder = Path(folder)
     target_path = folder / "target.json"
@@ -205,6 +248,21 @@ def export_proposal(
     DataError
         Candidates that mix multiple-choice and free-response items (export them separately), or a
         missing fit for the CSV template.
+
+    Examples
+    --------
+    >>> from irtbayes.fit import Fit
+    >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
+    >>> data, truth = simulate_responses(100, 40, missing=0.0, seed=1)
+    >>> fit = Fit.from_posterior(posterior_near_truth(data, truth, chains=2, draws=100, seed=2), data)
+    >>> import tempfile
+    >>> from irtbayes.benchfill import CallableSource, choose_target, export_proposal, propose, write_proposal
+    >>> choice, _ = choose_target(fit, data, interval=(0.0, 1.0))
+    >>> proposal = propose(fit, data, choice, CallableSource(lambda r: [{"text": "q", "answer": "a"}], name="demo"), n=1)
+    >>> folder = tempfile.mkdtemp()
+    >>> _ = write_proposal(folder, proposal, choice)
+    >>> [p.name for p in export_proposal(folder, "csv", fit=fit)]
+    ['responses_template.csv']
     """
     from irtbayes.fit import load_fit
 

@@ -108,6 +108,28 @@ def candidate_response_data(
         Responses from subjects the fit does not know (all listed), responses to items that are not
         candidates (all listed), a candidate id that is already a bank item, a candidate whose domain
         contradicts its benchmark's domain in the bank, or malformed responses.
+
+    Examples
+    --------
+    >>> from irtbayes.fit import Fit
+    >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
+    >>> data, truth = simulate_responses(100, 40, missing=0.0, seed=1)
+    >>> fit = Fit.from_posterior(posterior_near_truth(data, truth, chains=2, draws=100, seed=2), data)
+    >>> from irtbayes.benchfill import Candidate, candidate_response_data
+    >>> rng = np.random.default_rng(3)
+    >>> theta = truth["ability"].values
+    >>> answers = pd.concat(
+    ...     pd.DataFrame({"subject": data.subject_ids, "item": cid, "response": (rng.random(100) < 1 / (1 + np.exp(-slope * (theta - 0.5)))).astype(float)})
+    ...     for cid, slope in [("good", 1.5), ("mis-keyed", -1.5)]
+    ... )
+    >>> candidates = [Candidate(candidate_id=c, text=t, answer="a") for c, t in [("good", "What is 7 x 6?"), ("mis-keyed", "Name the capital of Peru.")]]
+    >>> new = candidate_response_data(answers, candidates, fit=fit)
+    >>> new.n_subjects, list(new.item_ids)
+    (100, ['good', 'mis-keyed'])
+    >>> candidate_response_data(answers.assign(subject="stranger"), candidates, fit=fit)
+    Traceback (most recent call last):
+        ...
+    irtbayes.errors.DataError: <responses>: 1 subject(s) are not among the fit's 100 subjects: stranger. Candidates are calibrated against the systems the bank was fitted to; evaluate them with those systems (check the spelling of the names), or fit the bank again with the new systems first
     """
     frame, name = _response_frame(responses, source)
     frame = frame[["subject", "item", "response"]].copy()
@@ -250,6 +272,27 @@ def load_candidate_responses(
     DataError
         A missing or unreadable path, responses from subjects the fit does not know (listed), responses to
         items that are not candidates (listed).
+
+    Examples
+    --------
+    >>> from irtbayes.fit import Fit
+    >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
+    >>> data, truth = simulate_responses(100, 40, missing=0.0, seed=1)
+    >>> fit = Fit.from_posterior(posterior_near_truth(data, truth, chains=2, draws=100, seed=2), data)
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from irtbayes.benchfill import Candidate, load_candidate_responses
+    >>> rng = np.random.default_rng(3)
+    >>> theta = truth["ability"].values
+    >>> answers = pd.concat(
+    ...     pd.DataFrame({"subject": data.subject_ids, "item": cid, "response": (rng.random(100) < 1 / (1 + np.exp(-slope * (theta - 0.5)))).astype(float)})
+    ...     for cid, slope in [("good", 1.5), ("mis-keyed", -1.5)]
+    ... )
+    >>> candidates = [Candidate(candidate_id=c, text=t, answer="a") for c, t in [("good", "What is 7 x 6?"), ("mis-keyed", "Name the capital of Peru.")]]
+    >>> path = Path(tempfile.mkdtemp()) / "answers.csv"
+    >>> answers.to_csv(path, index=False)
+    >>> load_candidate_responses(path, candidates, fit=fit).n_responses
+    200
     """
     from irtbayes.io import load_long
     from irtbayes.io.lm_eval import is_lm_eval_folder

@@ -85,7 +85,7 @@ class BenchfillResult:
         ...     pd.DataFrame({"subject": data.subject_ids, "item": cid, "response": rng.random(100) < 1 / (1 + np.exp(-slope * (theta - middle)))})
         ...     for cid, slope in [("good", 1.5), ("mis-keyed", -1.5)]
         ... ).astype({"response": float})
-        >>> candidates = [Candidate(candidate_id=c, text="q", answer="a") for c in ("good", "mis-keyed")]
+        >>> candidates = [Candidate(candidate_id=c, text=t, answer="a") for c, t in [("good", "What is 7 x 6?"), ("mis-keyed", "Name the capital of Peru.")]]
         >>> new = candidate_response_data(answers, candidates, fit=fit)
         >>> result = calibrate_candidates(fit, data, candidates, new, choice, mode="fixed", seed=4)
         >>> result.summary()[["decision", "reason"]]
@@ -93,10 +93,8 @@ class BenchfillResult:
         candidate_id
         good           accepted  in target
         mis-keyed      rejected  mis-keyed
-        >>> result.to_dataframe("comparison")[["scope", "version", "n_items"]]
-          scope version  n_items
-        0   all  before       40
-        1   all   after       41
+        >>> result.to_dataframe("comparison").set_index("version").loc[["before", "after"], "n_items"].tolist()
+        [40, 41]
         >>> result.plot_candidates().get_xlabel(), result.plot_coverage().get_ylabel()
         ('difficulty (ability scale)', 'expected items')
         """
@@ -294,6 +292,30 @@ def write_benchfill(
     ``before_after.csv`` (the comparison table), ``before_after.json`` (:meth:`BenchfillResult.summary_dict`),
     ``before_after_bins.csv`` and ``before_after_subjects.csv``. Every file but the ledger is replaced
     atomically; the ledger is appended with one fsynced write.
+
+    Examples
+    --------
+    >>> from irtbayes.fit import Fit
+    >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
+    >>> data, truth = simulate_responses(100, 40, missing=0.0, seed=1)
+    >>> fit = Fit.from_posterior(posterior_near_truth(data, truth, chains=2, draws=100, seed=2), data)
+    >>> import tempfile
+    >>> from irtbayes.benchfill import (Candidate, calibrate_candidates, candidate_response_data, choose_target,
+    ...                                 load_benchfill_result, write_benchfill)
+    >>> choice, _ = choose_target(fit, data, interval=(0.0, 1.0))
+    >>> rng = np.random.default_rng(3)
+    >>> theta = truth["ability"].values
+    >>> answers = pd.concat(
+    ...     pd.DataFrame({"subject": data.subject_ids, "item": cid, "response": (rng.random(100) < 1 / (1 + np.exp(-slope * (theta - 0.5)))).astype(float)})
+    ...     for cid, slope in [("good", 1.5), ("mis-keyed", -1.5)]
+    ... )
+    >>> candidates = [Candidate(candidate_id=c, text=t, answer="a") for c, t in [("good", "What is 7 x 6?"), ("mis-keyed", "Name the capital of Peru.")]]
+    >>> result = calibrate_candidates(fit, data, candidates, candidate_response_data(answers, candidates, fit=fit), choice, mode="fixed", seed=4)
+    >>> paths = write_benchfill(result, tempfile.mkdtemp(), candidates=candidates)
+    >>> {"ledger", "ledger_csv", "before_after_json", "before_after_csv"} <= set(paths)
+    True
+    >>> load_benchfill_result(paths["ledger"].parent).accepted == result.accepted
+    True
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -339,6 +361,17 @@ def load_benchfill_result(folder: str | os.PathLike[str]) -> BenchfillResult:
     ------
     DataError
         A missing or malformed ``before_after.json`` or ledger.
+
+    Examples
+    --------
+    :func:`write_benchfill` has a round written and read back; a folder without one is named:
+
+    >>> import tempfile
+    >>> from irtbayes.benchfill import load_benchfill_result
+    >>> load_benchfill_result(tempfile.mkdtemp())
+    Traceback (most recent call last):
+        ...
+    irtbayes.errors.DataError: ...before_after.json: missing; is ... a folder written by `benchfill calibrate`?
     """
     folder = Path(folder)
     path = folder / "before_after.json"

@@ -45,6 +45,21 @@ def load_fit_data(fit: Fit, data: str | os.PathLike[str] | ResponseData | None =
     ------
     FitError
         The recorded source is not found, or the data is not what the fit was made from.
+
+    Examples
+    --------
+    >>> from irtbayes.fit import Fit
+    >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
+    >>> data, truth = simulate_responses(100, 40, missing=0.0, seed=1)
+    >>> fit = Fit.from_posterior(posterior_near_truth(data, truth, chains=2, draws=100, seed=2), data)
+    >>> from irtbayes.benchfill import load_fit_data
+    >>> load_fit_data(fit, data) is data  # the data's checksum is the fit's
+    True
+    >>> other, _ = simulate_responses(100, 40, missing=0.0, seed=9)
+    >>> load_fit_data(fit, other)
+    Traceback (most recent call last):
+        ...
+    irtbayes.errors.FitError: simulated 2pl (100 subjects x 40 items): not the data the fit was made from (checksum 3c9577f08d85, the fit records 868eb8ba7ce5); give the fit's own data with --data
     """
     from irtbayes import datasets, io
 
@@ -90,6 +105,17 @@ class TargetChoice:
     gap
         The audit's widest gap for the scope: ``max_gap`` (mean and interval), ``gap_lo``, ``gap_hi``,
         ``modal_bin``, ``p_modal_bin``.
+
+    Examples
+    --------
+    >>> from irtbayes.fit import Fit
+    >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
+    >>> data, truth = simulate_responses(100, 40, missing=0.0, seed=1)
+    >>> fit = Fit.from_posterior(posterior_near_truth(data, truth, chains=2, draws=100, seed=2), data)
+    >>> from irtbayes.benchfill import choose_target
+    >>> choice, _ = choose_target(fit, data, interval=(0.0, 1.0))
+    >>> (choice.lo, choice.hi), choice.how
+    ((0.0, 1.0), 'the interval [0, 1) given by the user')
     """
 
     lo: float
@@ -252,6 +278,19 @@ def choose_target(
     ------
     SpecError
         Both ``target_bin`` and ``interval``, an unknown benchmark, a bin out of range, or a bad interval.
+
+    Examples
+    --------
+    The bin that most often holds the widest gap of a simulated bank:
+
+    >>> from irtbayes.fit import Fit
+    >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
+    >>> data, truth = simulate_responses(100, 40, missing=0.0, seed=1)
+    >>> fit = Fit.from_posterior(posterior_near_truth(data, truth, chains=2, draws=100, seed=2), data)
+    >>> from irtbayes.benchfill import choose_target
+    >>> choice, bank_audit = choose_target(fit, data, bins=4)
+    >>> choice.bin, choice.label
+    (0, '[-2.70, -1.38) (bin 0, all items)')
     """
     if target_bin is not None and interval is not None:
         raise SpecError("give a target bin or a target interval, not both")
