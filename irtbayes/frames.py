@@ -13,7 +13,7 @@ the full tables.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -59,7 +59,7 @@ DIAGNOSTIC_COLUMNS = (
 MAX_FOREST_ROWS = 40
 
 
-def _element_labels(var: xr.DataArray, rest: Sequence[str]) -> np.ndarray:
+def _element_labels(var: xr.DataArray, rest: Sequence[Hashable]) -> np.ndarray:
     if not rest:
         return np.array([""], dtype=object)
     index = pd.MultiIndex.from_product([var[d].values.astype(str) for d in rest])
