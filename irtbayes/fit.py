@@ -17,7 +17,6 @@ from dataclasses import replace
 from typing import Any, cast
 
 import numpy as np
-import pandas as pd
 import pymc as pm
 import xarray as xr
 
@@ -26,7 +25,7 @@ from irtbayes.auto import DEFAULT_BUDGET_S, choose_sampler
 from irtbayes.data import ResponseData
 from irtbayes.errors import FitInterrupted, SpecError, describe_interrupt
 from irtbayes.files import json_ready
-from irtbayes.fitresult import FORMAT_VERSION, ITEM_PARAMETERS, Fit, _irtbayes_version, _versions
+from irtbayes.fitresult import FORMAT_VERSION, ITEM_PARAMETERS, Fit, _constant_data, _irtbayes_version, _versions
 from irtbayes.model import SMALL_BANK_ITEMS, ModelSpec, add_derived, build_model, model_inputs
 from irtbayes.sampler_checks import check_convergence
 from irtbayes.sampling import (
@@ -72,45 +71,6 @@ SMALL_BANK_DRAWS = 2000
 
 
 # ---------------------------------------------------------------------------------------------- fitting
-def _constant_data(data: ResponseData) -> xr.Dataset:
-    """Per-item and per-subject counts that tables and flags need without the data."""
-    s = data.subject_codes
-    i = data.item_codes
-    y = data.values
-    n_items = np.bincount(i, minlength=data.n_items)
-    n_subj = np.bincount(s, minlength=data.n_subjects)
-    item_mean = np.bincount(i, weights=y, minlength=data.n_items) / np.maximum(n_items, 1)
-    subj_total = np.bincount(s, weights=y, minlength=data.n_subjects)
-    subj_mean = subj_total / np.maximum(n_subj, 1)
-    # item-rest correlation: the item against the subject's mean response on the other items
-    rest = (subj_total[s] - y) / np.maximum(n_subj[s] - 1, 1)
-    frame = pd.DataFrame({"i": i, "y": y, "r": rest})
-    corr = np.full(data.n_items, np.nan)
-    g = frame.groupby("i")
-    my, mr = g["y"].transform("mean"), g["r"].transform("mean")
-    cov = ((frame["y"] - my) * (frame["r"] - mr)).groupby(frame["i"]).sum()
-    vy = ((frame["y"] - my) ** 2).groupby(frame["i"]).sum()
-    vr = ((frame["r"] - mr) ** 2).groupby(frame["i"]).sum()
-    with np.errstate(invalid="ignore", divide="ignore"):
-        corr[cov.index.to_numpy()] = (cov / np.sqrt(vy * vr)).to_numpy()
-    items = data.items
-    return xr.Dataset(
-        {
-            "item_benchmark": ("item", items["benchmark"].astype(object).fillna("").to_numpy(dtype=str)),
-            "item_domain": ("item", items["domain"].astype(object).fillna("").to_numpy(dtype=str)),
-            "item_n_responses": ("item", n_items.astype("int64")),
-            "item_mean_response": ("item", item_mean),
-            "item_rest_corr": ("item", corr),
-            "subject_n_responses": ("subject", n_subj.astype("int64")),
-            "subject_mean_response": ("subject", subj_mean),
-        },
-        coords={
-            "item": data.item_ids.to_numpy(dtype=str),
-            "subject": data.subject_ids.to_numpy(dtype=str),
-        },
-    )
-
-
 def _clean_posterior(posterior: xr.Dataset, spec: ModelSpec) -> xr.Dataset:
     """Drop sampler-only variables (raw standard normals, Cholesky factors); string coords."""
     drop = [n for n in posterior.data_vars if str(n).endswith(("_z", "_chol"))]

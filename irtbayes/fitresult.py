@@ -20,8 +20,8 @@ import xarray as xr
 
 from irtbayes.errors import SpecError, describe_interrupt
 from irtbayes.files import json_ready
-from irtbayes.model import ModelSpec
-from irtbayes.sampler_checks import Diagnostics
+from irtbayes.sampler_checks import Diagnostics, check_convergence
+from irtbayes.spec import ModelSpec
 from irtbayes.summaries import summarize
 
 if TYPE_CHECKING:
@@ -303,9 +303,6 @@ class Fit:
         >>> fit.items_table().shape[0], fit.spec.kind
         (30, '2pl')
         """
-        from irtbayes.fit import _constant_data
-        from irtbayes.sampler_checks import check_convergence
-
         coords = {"subject": data.subject_ids.to_numpy(dtype=str), "item": data.item_ids.to_numpy(dtype=str)}
         tree = xr.DataTree.from_dict(
             {"posterior": posterior.assign_coords(coords), "constant_data": _constant_data(data)}
@@ -526,3 +523,42 @@ def derived_names(spec: ModelSpec) -> list[str]:
     if spec.kind == "1pl":
         names.append("discrimination")
     return names
+
+
+def _constant_data(data: ResponseData) -> xr.Dataset:
+    """Per-item and per-subject counts that tables and flags need without the data."""
+    s = data.subject_codes
+    i = data.item_codes
+    y = data.values
+    n_items = np.bincount(i, minlength=data.n_items)
+    n_subj = np.bincount(s, minlength=data.n_subjects)
+    item_mean = np.bincount(i, weights=y, minlength=data.n_items) / np.maximum(n_items, 1)
+    subj_total = np.bincount(s, weights=y, minlength=data.n_subjects)
+    subj_mean = subj_total / np.maximum(n_subj, 1)
+    # item-rest correlation: the item against the subject's mean response on the other items
+    rest = (subj_total[s] - y) / np.maximum(n_subj[s] - 1, 1)
+    frame = pd.DataFrame({"i": i, "y": y, "r": rest})
+    corr = np.full(data.n_items, np.nan)
+    g = frame.groupby("i")
+    my, mr = g["y"].transform("mean"), g["r"].transform("mean")
+    cov = ((frame["y"] - my) * (frame["r"] - mr)).groupby(frame["i"]).sum()
+    vy = ((frame["y"] - my) ** 2).groupby(frame["i"]).sum()
+    vr = ((frame["r"] - mr) ** 2).groupby(frame["i"]).sum()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        corr[cov.index.to_numpy()] = (cov / np.sqrt(vy * vr)).to_numpy()
+    items = data.items
+    return xr.Dataset(
+        {
+            "item_benchmark": ("item", items["benchmark"].astype(object).fillna("").to_numpy(dtype=str)),
+            "item_domain": ("item", items["domain"].astype(object).fillna("").to_numpy(dtype=str)),
+            "item_n_responses": ("item", n_items.astype("int64")),
+            "item_mean_response": ("item", item_mean),
+            "item_rest_corr": ("item", corr),
+            "subject_n_responses": ("subject", n_subj.astype("int64")),
+            "subject_mean_response": ("subject", subj_mean),
+        },
+        coords={
+            "item": data.item_ids.to_numpy(dtype=str),
+            "subject": data.subject_ids.to_numpy(dtype=str),
+        },
+    )
