@@ -191,5 +191,19 @@ def fit_identity(posterior: Any, data: ResponseData) -> str:
     -------
     str
         64 hexadecimal digits.
+
+    Examples
+    --------
+    The same draws have the same identity (in memory, or saved and loaded again); other draws another:
+
+    >>> from irtbayes.audit import fit_identity
+    >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
+    >>> data, truth = simulate_responses(20, 30, seed=1)
+    >>> posterior = posterior_near_truth(data, truth, chains=2, draws=50, seed=2)
+    >>> identity = fit_identity(posterior, data)
+    >>> len(identity), identity == fit_identity(posterior.copy(deep=True), data)
+    (64, True)
+    >>> identity == fit_identity(posterior_near_truth(data, truth, chains=2, draws=50, seed=3), data)
+    False
     """
     return draws_identity(extract_draws(posterior_dataset(posterior), data), data)

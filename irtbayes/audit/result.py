@@ -73,6 +73,24 @@ class AuditResult:
     settings
         What :func:`~irtbayes.audit.run.audit` was run with and recorded (source, data checksum, fit identity,
         draws used, seed, ensemble, range rule, DDM definitions, ...): ``summary.json``'s ``settings``.
+
+    Examples
+    --------
+    >>> from irtbayes.audit import audit
+    >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
+    >>> data, truth = simulate_responses(30, 60, n_benchmarks=2, seed=1)
+    >>> result = audit(posterior_near_truth(data, truth, chains=2, draws=50, seed=2), data, bins=5)
+    >>> sorted(result.tables())
+    ['ahead', 'benchmarks', 'bins', 'information', 'items', 'ranking']
+    >>> result.bins.query("scope == 'all'")[["bin", "lo", "hi", "target_weight"]]
+       bin    lo    hi  target_weight
+    0    0 -2.20 -1.14            0.2
+    1    1 -1.14 -0.08            0.2
+    2    2 -0.08  0.98            0.2
+    3    3  0.98  2.04            0.2
+    4    4  2.04  3.10            0.2
+    >>> print(result.to_text().splitlines()[0])
+    Audit of simulated 2pl (30 subjects x 60 items): target uniform over [-2.2, 3.1] in 5 bins.
     """
 
     bins: pd.DataFrame

@@ -90,6 +90,13 @@ class AuditSettings:
     fixed_items
         Items whose draws enter the ensemble measures as they are, even when deconvolving (items whose
         prior is not the bank's, such as BenchFill's added candidates).
+
+    Examples
+    --------
+    >>> from irtbayes.audit import AuditSettings
+    >>> settings = AuditSettings(bins=8, ci_prob=0.8, seed=1)
+    >>> settings.bins, settings.ci_prob, settings.top_k
+    (8, 0.8, 5)
     """
 
     target: Target | str | os.PathLike[str] | Sequence[float] | None = None

@@ -55,6 +55,15 @@ def rank_interval(ranks: np.ndarray, *, ci_prob: float) -> tuple[np.ndarray, np.
     -------
     (low, high)
         Two (subject,) int64 arrays.
+
+    Examples
+    --------
+    Ranks are whole numbers, so the interval's ends are ranks that occur:
+
+    >>> from irtbayes.audit import rank_interval
+    >>> ranks = np.array([[1, 2], [1, 2], [2, 1], [1, 2]])  # (draw, subject)
+    >>> rank_interval(ranks, ci_prob=0.5)
+    (array([1, 1]), array([2, 2]))
     """
     q_low, q_high = (1 - ci_prob) / 2, (1 + ci_prob) / 2
     low = np.quantile(ranks, q_low, axis=0, method="lower")

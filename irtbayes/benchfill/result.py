@@ -46,6 +46,15 @@ class BenchfillResult:
         the sampler settings of a full refit, ``n_draws``.
     run_id
         Stamped on the ledger records of this round.
+
+    Examples
+    --------
+    :meth:`summary` runs a whole round on a hand-built bank; the tables of a round are:
+
+    >>> import dataclasses
+    >>> from irtbayes.benchfill import BenchfillResult
+    >>> [f.name for f in dataclasses.fields(BenchfillResult)][:4]
+    ['decisions', 'comparison', 'bins', 'subjects']
     """
 
     decisions: pd.DataFrame
