@@ -68,10 +68,11 @@ def test_local_false_sign_rate_and_bayes_fdr_flags_exact() -> None:
     draws = np.array([[1.0, -1.0, 0.5], [2.0, 1.0, -0.5], [3.0, -2.0, 0.5], [4.0, -3.0, -0.5]])
     np.testing.assert_allclose(local_false_sign_rate(draws), [0.0, 0.25, 0.5])
     np.testing.assert_allclose(local_false_sign_rate(draws, min_effect=1.5), [0.25, 0.5, 1.0])
-    v = np.array([0.0, 0.01, 0.2, 0.04, 0.5])
-    # sorted 0, .01, .04, .2: running means 0, .005, .0167, .0625 -> the first three
-    assert bayes_fdr_flags(v, fdr=0.05).tolist() == [True, True, False, True, False]
-    assert not bayes_fdr_flags(np.array([0.3, 0.4]), fdr=0.05).any()
+    v = np.array([0.0, 0.01, 0.2, 0.04, 0.5, 0.06])
+    assert bayes_fdr_flags(v, fdr=0.05).tolist() == [True, True, False, True, False, False]
+    # sorted 0, .01, .04, .06, .2: running means 0, .005, .0167, .0275, .062 -> the first four
+    assert bayes_fdr_flags(v, fdr=0.05, rule="mean").tolist() == [True, True, False, True, False, True]
+    assert not bayes_fdr_flags(np.array([0.3, 0.4]), fdr=0.05, rule="mean").any()
     with pytest.raises(SpecError, match="NaN"):
         bayes_fdr_flags(np.array([0.1, np.nan]))
 

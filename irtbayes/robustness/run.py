@@ -133,6 +133,7 @@ def robustness(
     fdr: float = 0.05,
     min_effect: float = 0.0,
     against: str = "shift",
+    fdr_rule: str = "each",
     agreement: float = 0.8,
     seed: int = 0,
     report: bool = True,
@@ -166,7 +167,7 @@ def robustness(
         Settings of every :func:`irtbayes.audit.audit`.
     engine, workers, dask_address
         Where refits run (see :func:`~irtbayes.robustness.population.refit_populations`).
-    ci_prob, fdr, min_effect, against
+    ci_prob, fdr, min_effect, against, fdr_rule
         Interval probability; flagging (see :func:`~irtbayes.robustness.conditions.condition_effects`).
     agreement
         Share of agreeing refits a stable conclusion needs.
@@ -189,7 +190,9 @@ def robustness(
     if len(data.conditions) >= 2:
         settings = {"seed": seed, **dict(condition_kwargs or {})}
         cfit = fit_conditions(data, reference=reference_condition, **settings)
-        result.conditions = condition_effects(cfit, ci_prob=ci_prob, fdr=fdr, min_effect=min_effect, against=against)
+        result.conditions = condition_effects(
+            cfit, ci_prob=ci_prob, fdr=fdr, min_effect=min_effect, against=against, fdr_rule=fdr_rule
+        )
         result.files.update(write_conditions(result.conditions, folder))
         base = data.subset(conditions=[result.conditions.reference])
     elif reference_condition is not None:
@@ -267,7 +270,7 @@ def write_report(result: RobustnessResult, out: str | os.PathLike[str], *, top_k
             f"local false sign rates{'' if c.min_effect == 0 else f', beyond {c.min_effect:g} logits'}; "
             f"{'effects against the condition' + chr(39) + 's common shift' if c.against == 'shift' else 'effects against 0'}). "
             f"{int(c.items['flagged'].sum())} of {len(c.items)} items and {int(c.subjects['flagged'].sum())} of "
-            f"{len(c.subjects)} systems are flagged."
+            f"{len(c.subjects)} systems are flagged (rule: {c.fdr_rule})."
         )
         doc.table(c.agreement, caption=f"Rank agreement between conditions ({c.ci_prob:.0%} intervals over draws)")
         doc.table(c.shifts, caption="Common difficulty shift of each condition (positive: every item harder)")
