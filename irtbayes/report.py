@@ -26,6 +26,7 @@ from irtbayes import plots
 from irtbayes.data import ResponseData
 from irtbayes.files import atomic_dir
 from irtbayes.reporting import Document, format_number
+from irtbayes.summaries import format_interval
 
 if TYPE_CHECKING:
     from irtbayes.audit import AuditResult
@@ -74,13 +75,6 @@ def parameter_diagnostics(fit: Fit) -> pd.DataFrame:
     names = checked_variables(posterior)
     rhat, bulk, tail = rank_diagnostics_datasets(posterior[names])
     return parameter_table(rhat, bulk, tail, names)
-
-
-def _fmt_interval(row: pd.Series | dict[str, Any], prefix: str, *, digits: int = 2) -> str:
-    return (
-        f"{row[f'{prefix}_mean']:.{digits}f} "
-        f"[{row[f'{prefix}_ci_low']:.{digits}f}, {row[f'{prefix}_ci_high']:.{digits}f}]"
-    )
 
 
 def supported_claims(fit: Fit, audit: AuditResult | None, *, ci_prob: float) -> tuple[list[str], list[str]]:
@@ -132,7 +126,7 @@ def supported_claims(fit: Fit, audit: AuditResult | None, *, ci_prob: float) -> 
         if worst["ddm_w1_ci_low"] > best["ddm_w1_ci_high"]:
             supported.append(
                 f"{worst['scope']} is further from the target than {best['scope']} (DDM "
-                f"{_fmt_interval(worst, 'ddm_w1')} vs {_fmt_interval(best, 'ddm_w1')}, {pct} intervals)."
+                f"{format_interval(worst, 'ddm_w1')} vs {format_interval(best, 'ddm_w1')}, {pct} intervals)."
             )
         else:
             unsupported.append(

@@ -10,7 +10,8 @@ posterior it need not contain the mean. NaN draws are ignored; a quantity with n
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -18,7 +19,7 @@ import xarray as xr
 
 from irtbayes.errors import SpecError
 
-__all__ = ["check_ci_prob", "interval_quantiles", "summarize", "summarize_draws"]
+__all__ = ["check_ci_prob", "format_interval", "interval_quantiles", "summarize", "summarize_draws"]
 
 #: The four summary columns, in order.
 SUMMARY_COLUMNS: tuple[str, ...] = ("mean", "sd", "ci_low", "ci_high")
@@ -117,3 +118,19 @@ def summarize_draws(
         frame = pd.DataFrame({f"{prefix}{k}": [float(v)] for k, v in stats.items()})
     frame.attrs["ci_prob"] = check_ci_prob(ci_prob)
     return frame
+
+
+def format_interval(row: Mapping[str, Any] | pd.Series, prefix: str, *, digits: int = 2) -> str:
+    """``"mean [ci_low, ci_high]"`` from the ``{prefix}_mean``, ``{prefix}_ci_low``, ``{prefix}_ci_high`` fields.
+
+    The one way intervals are written in text (summaries, reports, command output).
+
+    Examples
+    --------
+    >>> format_interval({"gap_mean": 1.234, "gap_ci_low": 0.5, "gap_ci_high": 2.0}, "gap")
+    '1.23 [0.50, 2.00]'
+    """
+    return (
+        f"{row[f'{prefix}_mean']:.{digits}f} "
+        f"[{row[f'{prefix}_ci_low']:.{digits}f}, {row[f'{prefix}_ci_high']:.{digits}f}]"
+    )
