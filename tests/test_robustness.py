@@ -13,6 +13,7 @@ from irtbayes.errors import DataError, SpecError
 from irtbayes.robustness import (
     ConditionFit,
     Population,
+    RobustnessResult,
     bayes_fdr_flags,
     build_condition_model,
     compare_revision,
@@ -27,6 +28,7 @@ from irtbayes.robustness import (
     revision_data,
     simulate_condition_responses,
     write_conditions,
+    write_report,
 )
 from irtbayes.simulate import posterior_near_truth, simulate_responses
 
@@ -123,11 +125,12 @@ def test_condition_effects_flag_the_planted_items_and_systems(tmp_path) -> None:
     items, subjects = effects.items, effects.subjects
     assert set(items.loc[items["flagged"], "item"]) == planted_items
     assert set(subjects.loc[subjects["flagged"], "subject"]) == planted_subjects
-    assert list(items.columns[:7]) == [
+    assert list(items.columns[:8]) == [
         "item",
         "reformatted_mean",
         "reformatted_ci_low",
         "reformatted_ci_high",
+        "reformatted_median",
         "reformatted_beyond_shift_mean",
         "reformatted_lfsr",
         "reformatted_flagged",
@@ -145,6 +148,10 @@ def test_condition_effects_flag_the_planted_items_and_systems(tmp_path) -> None:
     assert back["flagged"].sum() == len(planted_items)
     summary = effects.summary_dict()
     assert summary["flagging"]["items_flagged"] == 4 and summary["reference"] == "original"
+    written = write_report(RobustnessResult(conditions=effects), tmp_path)
+    html = written["report_html"].read_text()
+    assert "Rank agreement between conditions" in html and html.count("<figure>") == 2
+    assert (tmp_path / "figures" / "condition_effects_reformatted.png").stat().st_size > 1000
 
 
 def test_flags_are_tested_against_the_common_shift_by_default() -> None:

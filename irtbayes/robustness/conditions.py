@@ -475,7 +475,8 @@ def condition_effects(
     ConditionEffects
         ``items``: one row per item: ``item``, ``benchmark``, per non-reference condition c
         ``{c}_mean``, ``{c}_ci_low``, ``{c}_ci_high`` (the effect on difficulty; positive: the item is harder
-        under c), ``{c}_beyond_shift_mean`` (the effect minus the condition's common shift), ``{c}_lfsr`` (of
+        under c), ``{c}_median`` (a steadier summary than the mean under the horseshoe's heavy tails when an item
+        has few responses), ``{c}_beyond_shift_mean`` (the effect minus the condition's common shift), ``{c}_lfsr`` (of
         what is tested, see ``against``), ``{c}_flagged``, then ``flagged`` (any condition) and ``flagged_conditions``.
         ``subjects``: one row per subject: ``subject``, per non-reference c ``shift_{c}_mean``,
         ``shift_{c}_ci_low``, ``shift_{c}_ci_high``, ``shift_{c}_lfsr``, ``shift_{c}_flagged`` (positive:
@@ -515,6 +516,7 @@ def condition_effects(
         items[f"{c}_mean"] = g["mean"][k]
         items[f"{c}_ci_low"] = g["ci_low"][k]
         items[f"{c}_ci_high"] = g["ci_high"][k]
+        items[f"{c}_median"] = np.median(gamma[:, k, :], axis=0)
         items[f"{c}_beyond_shift_mean"] = beyond[:, k, :].mean(axis=0)
         items[f"{c}_lfsr"] = item_v[k]
         items[f"{c}_flagged"] = item_flags[k]

@@ -52,27 +52,36 @@ def plot_rank_shifts(subjects: pd.DataFrame, *, reference: str, condition: str, 
     return ax
 
 
-def plot_condition_effects(items: pd.DataFrame, *, condition: str, top_k: int = 30, ax: Any = None) -> Any:
+def plot_condition_effects(
+    items: pd.DataFrame, *, condition: str, shift: float | None = None, top_k: int = 30, ax: Any = None
+) -> Any:
     """Each item's effect of ``condition`` on difficulty with its interval; the ``top_k`` largest, flagged in orange.
 
     Parameters
     ----------
     items
-        :attr:`~irtbayes.robustness.ConditionEffects.items` (``{c}_mean``, ``{c}_ci_low``, ``{c}_ci_high``,
-        ``{c}_flagged``).
+        :attr:`~irtbayes.robustness.ConditionEffects.items` (``{c}_median``, ``{c}_ci_low``, ``{c}_ci_high``,
+        ``{c}_flagged``); the point is the posterior median.
+    shift
+        The condition's common shift, drawn as a dashed line (items are flagged against it by default).
     """
-    rows = items.assign(_abs=items[f"{condition}_mean"].abs()).nlargest(top_k, "_abs")
-    rows = rows.sort_values(f"{condition}_mean")
+    point = f"{condition}_median" if f"{condition}_median" in items.columns else f"{condition}_mean"
+    centre = 0.0 if shift is None else float(shift)
+    rows = items.assign(_abs=(items[point] - centre).abs()).nlargest(top_k, "_abs")
+    rows = rows.sort_values(point)
     ax = _axes(ax, width=6.5, height=max(2.5, 0.9 + 0.26 * len(rows)))
     y = np.arange(len(rows))
     colours = np.where(rows[f"{condition}_flagged"].to_numpy(dtype=bool), _ORANGE, _BLUE)
     ax.hlines(y, rows[f"{condition}_ci_low"], rows[f"{condition}_ci_high"], color=colours, lw=2)
-    ax.scatter(rows[f"{condition}_mean"], y, color=colours, s=16, zorder=3)
+    ax.scatter(rows[point], y, color=colours, s=16, zorder=3)
     ax.axvline(0, color=_GREY, lw=1)
+    if shift is not None:
+        ax.axvline(centre, color=_GREY, lw=1, ls="--", label=f"common shift {centre:.2f}")
+        ax.legend(loc="best", fontsize="small")
     ax.set_yticks(y)
     ax.set_yticklabels([str(i)[:32] for i in rows["item"]], fontsize="small")
-    ax.set_xlabel(f"effect of {condition} on difficulty (logits; positive = harder)")
-    extra = f" (the {len(rows)} largest of {len(items)})" if len(rows) < len(items) else ""
+    ax.set_xlabel(f"effect of {condition} on difficulty (logits; median and interval; positive = harder)")
+    extra = f" (the {len(rows)} farthest from the common shift of {len(items)})" if len(rows) < len(items) else ""
     ax.set_title(f"Condition effects per item{extra}; flagged in orange", fontsize="medium")
     ax.grid(axis="x", alpha=0.3)
     return ax

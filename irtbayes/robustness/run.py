@@ -279,7 +279,8 @@ def write_report(result: RobustnessResult, out: str | os.PathLike[str], *, top_k
             plot_rank_shifts(c.subjects, reference=c.reference, condition=cond, top_k=top_k, ax=ax)
             doc.figure(f"rank_shifts_{_slug(cond)}", fig, caption=f"Ranks under {c.reference} and {cond}")
             fig, ax = plt.subplots(figsize=(6.5, 6))
-            plot_condition_effects(c.items, condition=cond, top_k=top_k, ax=ax)
+            shift = float(c.shifts.set_index("condition").loc[cond, "shift_mean"])
+            plot_condition_effects(c.items, condition=cond, shift=shift, top_k=top_k, ax=ax)
             doc.figure(f"condition_effects_{_slug(cond)}", fig, caption=f"Effects of {cond} on item difficulty")
         flagged = c.items.loc[c.items["flagged"]].head(top_k)
         if len(flagged):
