@@ -25,6 +25,7 @@ from irtbayes import irt
 from irtbayes.data import ResponseData
 from irtbayes.errors import FitError, SpecError
 from irtbayes.fitresult import Fit
+from irtbayes.summaries import summarize
 
 __all__ = ["QUASI_LIKELIHOOD_NOTE", "PredictiveCheck", "compare_fits", "log_likelihood", "posterior_predictive_check"]
 
@@ -251,7 +252,8 @@ def _predictive_tables(
         warnings.simplefilter("ignore", RuntimeWarning)  # items answered alike in a replication have no correlation
         pred_rest = np.nanmean(item_rest, axis=0)
     obs_total = np.bincount(s, weights=y, minlength=n_s)
-    lo, hi = (1 - ci_prob) / 2, 1 - (1 - ci_prob) / 2
+    item_stats = summarize(item_mean, ci_prob=ci_prob)
+    total_stats = summarize(subj_total, ci_prob=ci_prob)
     p_mean = _p_value(item_mean, obs_mean)
     p_rest = _p_value(np.nan_to_num(item_rest, nan=0.0), np.nan_to_num(obs_rest, nan=0.0))
     p_total = _p_value(subj_total, obs_total)
@@ -265,9 +267,9 @@ def _predictive_tables(
             "benchmark": data.items["benchmark"].to_numpy(),
             "n_responses": np.bincount(i, minlength=n_i),
             "observed_mean": obs_mean,
-            "predicted_mean": item_mean.mean(axis=0),
-            "predicted_ci_low": np.quantile(item_mean, lo, axis=0),
-            "predicted_ci_high": np.quantile(item_mean, hi, axis=0),
+            "predicted_mean": item_stats["mean"],
+            "predicted_ci_low": item_stats["ci_low"],
+            "predicted_ci_high": item_stats["ci_high"],
             "p_value_mean": p_mean,
             "observed_item_rest": obs_rest,
             "predicted_item_rest": pred_rest,
@@ -283,9 +285,9 @@ def _predictive_tables(
             "subject": data.subject_ids.to_numpy(dtype=str),
             "n_responses": np.bincount(s, minlength=n_s),
             "observed_total": obs_total,
-            "predicted_total": subj_total.mean(axis=0),
-            "predicted_ci_low": np.quantile(subj_total, lo, axis=0),
-            "predicted_ci_high": np.quantile(subj_total, hi, axis=0),
+            "predicted_total": total_stats["mean"],
+            "predicted_ci_low": total_stats["ci_low"],
+            "predicted_ci_high": total_stats["ci_high"],
             "p_value_total": p_total,
         }
     )

@@ -15,6 +15,7 @@ import pandas as pd
 from irtbayes.audit.targets import Target
 from irtbayes.errors import SpecError
 from irtbayes.files import json_ready
+from irtbayes.summaries import format_interval
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -345,17 +346,17 @@ class AuditResult:
                     for k, n in zip(table["scope_kind"], table["scope"], strict=True)
                 ],
                 "items": table["n_items"],
-                "DDM": [_fmt_ci(r, "ddm_w1") for _, r in table.iterrows()],
-                "DDM_TV": [_fmt_ci(r, "ddm_tv") for _, r in table.iterrows()],
-                "shape_W1": [_fmt_ci(r, "ddm_shape_w1") for _, r in table.iterrows()],
-                "max_gap": [_fmt_ci(r, "max_gap") for _, r in table.iterrows()],
+                "DDM": [format_interval(r, "ddm_w1") for _, r in table.iterrows()],
+                "DDM_TV": [format_interval(r, "ddm_tv") for _, r in table.iterrows()],
+                "shape_W1": [format_interval(r, "ddm_shape_w1") for _, r in table.iterrows()],
+                "max_gap": [format_interval(r, "max_gap") for _, r in table.iterrows()],
                 "gap_at": [
                     f"[{r['gap_lo']:.2f}, {r['gap_hi']:.2f}] P={r['gap_p_modal_bin']:.2f} {r['gap_kind']}"
                     for _, r in table.iterrows()
                 ],
-                "interior_gap": [_fmt_ci(r, "interior_gap") for _, r in table.iterrows()],
-                "edge_L": [_fmt_ci(r, "edge_gap_low") for _, r in table.iterrows()],
-                "edge_U": [_fmt_ci(r, "edge_gap_high") for _, r in table.iterrows()],
+                "interior_gap": [format_interval(r, "interior_gap") for _, r in table.iterrows()],
+                "edge_L": [format_interval(r, "edge_gap_low") for _, r in table.iterrows()],
+                "edge_U": [format_interval(r, "edge_gap_high") for _, r in table.iterrows()],
                 "below": [f"{v:.0%}" for v in table["mass_below_mean"]],
                 "above": [f"{v:.0%}" for v in table["mass_above_mean"]],
             }
@@ -369,12 +370,12 @@ class AuditResult:
             likely_empty = int((scope_bins["p_empty"] >= 0.5).sum())
             k = int(r["gap_modal_bin"])
             lines.append(
-                f"{r['scope'] if r['scope_kind'] != 'all' else 'All items'}: the widest gap is {_fmt_ci(r, 'max_gap')} "
+                f"{r['scope'] if r['scope_kind'] != 'all' else 'All items'}: the widest gap is {format_interval(r, 'max_gap')} "
                 f"logits wide; in {r['gap_p_modal_bin']:.0%} of draws it lies in bin {k} {t.bin_label(k)}, on average "
                 f"[{r['gap_lo']:.2f}, {r['gap_hi']:.2f}] ({_gap_kind_text(r)}). "
-                f"Between two items the widest gap is {_fmt_ci(r, 'interior_gap')}; the edge gaps are "
-                f"{_fmt_ci(r, 'edge_gap_low')} at L and {_fmt_ci(r, 'edge_gap_high')} at U. "
-                f"DDM {_fmt_ci(r, 'ddm_w1')} (in-range shape {_fmt_ci(r, 'ddm_shape_w1')}). "
+                f"Between two items the widest gap is {format_interval(r, 'interior_gap')}; the edge gaps are "
+                f"{format_interval(r, 'edge_gap_low')} at L and {format_interval(r, 'edge_gap_high')} at U. "
+                f"DDM {format_interval(r, 'ddm_w1')} (in-range shape {format_interval(r, 'ddm_shape_w1')}). "
                 f"{r['mass_below_mean']:.0%} of items lie below the range and {r['mass_above_mean']:.0%} above; "
                 f"{likely_empty} of {t.n_bins} bins are more likely empty than not."
             )
@@ -393,7 +394,7 @@ class AuditResult:
                     ],
                     "group": top["group"].to_numpy(),
                     "subject": top["subject"].to_numpy(),
-                    "reweighted": [_fmt_ci(r, "reweighted") for _, r in top.iterrows()],
+                    "reweighted": [format_interval(r, "reweighted") for _, r in top.iterrows()],
                     "raw": [f"{v:.3f}" for v in top["raw_accuracy"]],
                     "raw_rank": top["raw_rank"].to_numpy(),
                 }
@@ -411,7 +412,3 @@ def _gap_kind_text(row: pd.Series) -> str:
     if kind == "whole range":
         return "no item inside the range"
     return f"an edge gap, set by where the range ends as much as by the items; {share}"
-
-
-def _fmt_ci(row: pd.Series, prefix: str) -> str:
-    return f"{row[f'{prefix}_mean']:.2f} [{row[f'{prefix}_ci_low']:.2f}, {row[f'{prefix}_ci_high']:.2f}]"
