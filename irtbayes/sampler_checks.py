@@ -22,6 +22,7 @@ import xarray as xr
 
 from irtbayes.convergence import parameter_table, rank_diagnostics_datasets, tail_probs
 from irtbayes.errors import FitError, SpecError
+from irtbayes.files import json_ready
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -74,15 +75,7 @@ class VariableDiagnostics:
         return self.size - self.n_excluded
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: _plain(v) for k, v in self.__dict__.items()}
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, (np.floating, float)):
-        return None if not np.isfinite(value) else float(value)
-    if isinstance(value, (np.integer,)):
-        return int(value)
-    return value
+        return {k: json_ready(v) for k, v in self.__dict__.items()}
 
 
 def _fmt(value: float, spec: str) -> str:
@@ -277,15 +270,15 @@ class Diagnostics:
             "ok": self.ok,
             "approximate": self.approximate,
             "thresholds": dict(self.thresholds),
-            "max_rhat": _plain(self.max_rhat),
-            "min_ess_bulk": _plain(self.min_ess_bulk),
-            "min_ess_tail": _plain(self.min_ess_tail),
+            "max_rhat": json_ready(self.max_rhat),
+            "min_ess_bulk": json_ready(self.min_ess_bulk),
+            "min_ess_tail": json_ready(self.min_ess_tail),
             "divergences": int(self.divergences),
             "n_chains": int(self.n_chains),
             "n_draws": int(self.n_draws),
-            "ebfmi": [_plain(x) for x in self.ebfmi],
+            "ebfmi": [json_ready(x) for x in self.ebfmi],
             "treedepth_saturated": int(self.treedepth_saturated),
-            "mean_steps": _plain(self.mean_steps) if self.mean_steps is not None else None,
+            "mean_steps": json_ready(self.mean_steps) if self.mean_steps is not None else None,
             "problems": list(self.problems),
             "notes": list(self.notes),
             "variables": [v.to_dict() for v in self.variables],
