@@ -89,24 +89,12 @@ def simulate_responses(
     bench_of_item = np.sort(np.arange(n_items) % n_benchmarks)
     domain_of_bench = np.sort(np.arange(n_benchmarks) % n_domains)
     domain_of_item = domain_of_bench[bench_of_item]
+    sds = (domain_sd, benchmark_sd, difficulty_sd, log_discrimination_sd)
+    difficulty, discrimination = _item_parameters(rng, kind, bench_of_item, domain_of_bench, sds=sds)
 
-    domain_b = rng.normal(0.0, domain_sd if n_domains > 1 else 0.0, n_domains)
-    bench_b = domain_b[domain_of_bench] + rng.normal(0.0, benchmark_sd if n_benchmarks > 1 else 0.0, n_benchmarks)
-    difficulty = bench_b[bench_of_item] + rng.normal(0.0, difficulty_sd, n_items)
-    if kind == "1pl":
-        discrimination = np.full(n_items, float(np.exp(rng.normal(0.0, 0.2))))
-    else:
-        bench_la = rng.normal(0.0, 0.1 if n_benchmarks > 1 else 0.0, n_benchmarks)
-        discrimination = np.exp(bench_la[bench_of_item] + rng.normal(0.0, log_discrimination_sd, n_items))
-
-    if dims == "domain":
-        corr = np.full((n_domains, n_domains), ability_corr)
-        np.fill_diagonal(corr, 1.0)
-        ability = _standardise(rng.multivariate_normal(np.zeros(n_domains), corr, size=n_subjects))
-        theta = ability[:, domain_of_item]
-    else:
-        ability = _standardise(rng.normal(size=n_subjects))
-        theta = np.repeat(ability[:, None], n_items, axis=1)
+    ability, theta = _abilities(
+        rng, n_subjects, domain_of_item, n_domains=n_domains if dims == "domain" else 1, corr=ability_corr
+    )
     guessing = None
     if kind == "3pl":
         chance = 1.0 / n_options
@@ -114,20 +102,13 @@ def simulate_responses(
     prob = irt.probability(theta, difficulty[None, :], discrimination[None, :], guessing)
     response = rng.binomial(n_trials, prob) / n_trials
 
-    keep = rng.random((n_subjects, n_items)) >= missing
-    keep[np.arange(n_subjects), rng.integers(0, n_items, n_subjects)] = True
-    keep[rng.integers(0, n_subjects, n_items), np.arange(n_items)] = True
-    rows, cols = np.nonzero(keep)
+    rows, cols = _observed_cells(rng, n_subjects, n_items, missing=missing)
     frame = pd.DataFrame({"subject": subject_ids[rows], "item": item_ids[cols], "response": response[rows, cols]})
     items = pd.DataFrame({"item": item_ids, "n_options": np.full(n_items, n_options)})
-    if n_benchmarks > 1:
-        items["benchmark"] = bench_ids[bench_of_item]
-    if n_domains > 1:
-        items["domain"] = domain_ids[domain_of_item]
+    labels = {"benchmark": (n_benchmarks, bench_ids[bench_of_item]), "domain": (n_domains, domain_ids[domain_of_item])}
+    items = items.assign(**{name: values for name, (count, values) in labels.items() if count > 1})
     data = ResponseData.from_long(
-        frame,
-        items=items,
-        source=f"simulated {kind} ({n_subjects} subjects x {n_items} items)",
+        frame, items=items, source=f"simulated {kind} ({n_subjects} subjects x {n_items} items)"
     )
 
     truth = _truth(
@@ -143,6 +124,57 @@ def simulate_responses(
         attrs={"kind": kind, "n_trials": n_trials, "missing": missing},
     )
     return data, truth
+
+
+def _item_parameters(
+    rng: np.random.Generator,
+    kind: str,
+    bench_of_item: np.ndarray,
+    domain_of_bench: np.ndarray,
+    *,
+    sds: tuple[float, float, float, float],
+) -> tuple[np.ndarray, np.ndarray]:
+    """Difficulties (domain, benchmark and item levels) and discriminations (one shared for the 1PL)."""
+    domain_sd, benchmark_sd, difficulty_sd, log_discrimination_sd = sds
+    n_items, n_benchmarks = len(bench_of_item), len(domain_of_bench)
+    n_domains = int(domain_of_bench.max()) + 1
+    domain_b = rng.normal(0.0, domain_sd if n_domains > 1 else 0.0, n_domains)
+    bench_b = domain_b[domain_of_bench] + rng.normal(0.0, benchmark_sd if n_benchmarks > 1 else 0.0, n_benchmarks)
+    difficulty = bench_b[bench_of_item] + rng.normal(0.0, difficulty_sd, n_items)
+    if kind == "1pl":
+        discrimination = np.full(n_items, float(np.exp(rng.normal(0.0, 0.2))))
+    else:
+        bench_la = rng.normal(0.0, 0.1 if n_benchmarks > 1 else 0.0, n_benchmarks)
+        discrimination = np.exp(bench_la[bench_of_item] + rng.normal(0.0, log_discrimination_sd, n_items))
+    return difficulty, discrimination
+
+
+def _abilities(
+    rng: np.random.Generator, n_subjects: int, domain_of_item: np.ndarray, *, n_domains: int, corr: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Standardised abilities (subject[, dim]) and each response's ability (subject, item).
+
+    With ``n_domains`` > 1 one ability per domain, correlated ``corr`` between every pair.
+    """
+    n_items = len(domain_of_item)
+    if n_domains > 1:
+        matrix = np.full((n_domains, n_domains), corr)
+        np.fill_diagonal(matrix, 1.0)
+        ability = _standardise(rng.multivariate_normal(np.zeros(n_domains), matrix, size=n_subjects))
+        return ability, ability[:, domain_of_item]
+    ability = _standardise(rng.normal(size=n_subjects))
+    return ability, np.repeat(ability[:, None], n_items, axis=1)
+
+
+def _observed_cells(
+    rng: np.random.Generator, n_subjects: int, n_items: int, *, missing: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """(row, column) of the cells kept: a share ``missing`` removed at random, one cell per subject and item kept."""
+    keep = rng.random((n_subjects, n_items)) >= missing
+    keep[np.arange(n_subjects), rng.integers(0, n_items, n_subjects)] = True
+    keep[rng.integers(0, n_subjects, n_items), np.arange(n_items)] = True
+    rows, cols = np.nonzero(keep)
+    return rows, cols
 
 
 def _check_arguments(
