@@ -41,6 +41,15 @@ from irtbayes.simulate import simulate_responses
 #: True difficulties of the six candidates (discrimination 1.2 each): two easy, two in [-0.5, 1.5), two hard.
 TRUE_DIFFICULTY = np.array([-2.5, -1.5, 0.2, 0.5, 2.2, 3.0])
 TARGET = (-0.5, 1.5)
+#: The candidates' texts: distinct questions, so that the novelty screen passes them all.
+CANDIDATE_TEXTS = (
+    "What is the capital of Canada?",
+    "How many legs does a spider have?",
+    "Which element has the atomic number 8?",
+    "A car travels 150 km in 2 hours. What is its average speed in km/h?",
+    "Who composed the opera The Magic Flute?",
+    "What is the square root of 144?",
+)
 
 
 @dataclass(frozen=True)
@@ -77,7 +86,7 @@ def _make_bank() -> Bank:
     candidates = [
         Candidate(
             candidate_id=f"cand{k}",
-            text=f"Candidate question {k}?",
+            text=CANDIDATE_TEXTS[k],
             answer="B",
             choices=("A", "B", "C", "D"),
             benchmark="bench00",
@@ -434,3 +443,30 @@ def test_operating_characteristic_precision_reaches_tau(bank, truth, target):
     # every accepted candidate was accepted on posterior evidence at least tau
     accepted = frame.loc[frame["decision"] == "accepted"]
     assert (accepted["p_in_target"] >= tau).all()
+
+
+def test_the_after_audit_counts_the_accepted_items_after_a_full_refit(bank, full):
+    """The refit fits the candidates in their own group "bench00 [candidates]"; the extended benchmark still counts
+    them in bench00: the after count is the before count plus the accepted, even from the refit's own labels."""
+    from irtbayes.benchfill.compare import HYPER_VARS, before_after
+    from irtbayes.benchfill.target import choose_target
+
+    new_ids = [c.candidate_id for c in bank.candidates]
+    assert set(full.data.items.loc[new_ids, "benchmark"]) == {"bench00"}
+    assert set(full.fitted_data.items.loc[new_ids, "benchmark"]) == {"bench00 [candidates]"}
+    accepted = new_ids[2:4]
+    keep = [str(i) for i in bank.data.item_ids] + accepted
+    names = [n for n in ("ability", "difficulty", "discrimination", *HYPER_VARS) if n in full.refit.posterior]
+    choice, _ = choose_target(bank.fit, bank.data, interval=TARGET)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        tables = before_after(
+            bank.fit, bank.data, full.refit.posterior[names].sel(item=keep), full.fitted_data.subset(items=keep),
+            added=accepted, target=choice.target, benchmark="bench00",
+        )  # fmt: skip
+    c = tables["comparison"].set_index(["scope", "version"])
+    for scope in ("all", "bench00"):
+        assert c.loc[(scope, "after"), "n_items"] == c.loc[(scope, "before"), "n_items"] + len(accepted), c
+        assert c.loc[(scope, "original"), "n_items"] == c.loc[(scope, "before"), "n_items"]
+    assert c.loc[("bench00", "after"), "n_added"] == len(accepted)
+    assert set(tables["conclusions"]["cause"]) == {"composition", "re-estimation"}

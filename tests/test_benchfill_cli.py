@@ -197,7 +197,8 @@ def test_calibrate_writes_the_ledger_and_the_before_after_audit(bank, tmp_path, 
 
     comparison = pd.read_csv(out / "before_after.csv")
     assert set(zip(comparison["scope"], comparison["version"], strict=True)) == {
-        ("all", "before"), ("all", "after"), ("bench00", "before"), ("bench00", "after")
+        ("all", "before"), ("all", "added"), ("all", "after"), ("bench00", "before"), ("bench00", "added"),
+        ("bench00", "after"),
     }  # fmt: skip
     after = comparison.set_index(["scope", "version"])
     assert after.loc[("bench00", "after"), "n_items"] == after.loc[("bench00", "before"), "n_items"] + 2

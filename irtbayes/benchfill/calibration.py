@@ -139,7 +139,11 @@ class FullCalibration:
     refit
         The refit of the whole bank plus the candidates.
     data
-        The combined responses it was fitted to.
+        The combined responses, each candidate under its own benchmark name (what an audit of the extended
+        benchmark counts).
+    fitted_data
+        The combined responses as the refit saw them: with ``prior="candidates"`` each candidate of benchmark
+        B in the calibration group ``"B [candidates]"``.
 
     Examples
     --------
@@ -155,6 +159,7 @@ class FullCalibration:
     posterior: xr.Dataset
     refit: Fit
     data: ResponseData
+    fitted_data: ResponseData | None = None
 
 
 def calibrate_full(
@@ -230,6 +235,7 @@ def calibrate_full(
         )
     _check_new_data(fit, new_data)
     _check_prior(prior)
+    labelled = ResponseData.combine([data, new_data], source=f"{data.source} + {new_data.source}")
     if prior == "candidates" and fit.spec.hierarchy != "none":
         meta = new_data.items.copy()
         meta["benchmark"] = [candidate_group_label(None if pd.isna(b) else str(b)) for b in meta["benchmark"]]
@@ -262,4 +268,4 @@ def calibrate_full(
         "sampler": refit.sampler.get("name"),
         "approximate": int(refit.approximate),
     }
-    return FullCalibration(posterior=posterior, refit=refit, data=combined)
+    return FullCalibration(posterior=posterior, refit=refit, data=labelled, fitted_data=combined)

@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 import xarray as xr
 
 from irtbayes.audit import AuditResult, Target, audit, bin_codes, count_items
+from irtbayes.benchfill.grid import candidate_group_label
 from irtbayes.benchfill.target import AUDIT_INFORMATION_DRAWS, AUDIT_MAX_DRAWS
 from irtbayes.data import ResponseData
 from irtbayes.errors import DataError, FitError
@@ -85,6 +86,10 @@ def _count_stats(counts: np.ndarray, prefix: str, ci_prob: float) -> dict[str, n
     return {f"{prefix}_{k}": s[k] for k in ("mean", "ci_low", "ci_high")}
 
 
+#: Versions of the comparison: the original bank as fitted; its items under the extended posterior (a full
+#: refit only: what re-estimation alone changed); the added items alone; the extended benchmark.
+VERSIONS = ("before", "original", "added", "after")
+
 #: Columns of an audit's benchmark table that the comparison keeps.
 COMPARISON_COLUMNS = (
     "n_items",
@@ -101,7 +106,7 @@ def _scope_tables(
     scopes: Sequence[tuple[str, str]],
     added: Sequence[str],
     *,
-    versions: tuple[AuditResult, AuditResult],
+    versions: dict[str, AuditResult],
     target: Target,
     ci_prob: float,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -111,19 +116,21 @@ def _scope_tables(
     n_bins = target.n_bins
     base_b = base["difficulty"]
     ext_b = extended["difficulty"]
-    before, after = versions
     for kind, name in scopes:
         if kind == "all":
             original = [str(i) for i in data.item_ids]
         else:
             original = [str(i) for i in data.item_ids[data.items["benchmark"].eq(name).fillna(False).to_numpy(bool)]]
         scope_added = [a for a in added if kind == "all" or str(ext_items.loc[a, "benchmark"]) == name]
-        for version, result, n_added in (("before", before, 0), ("after", after, len(scope_added))):
+        for version, result in versions.items():
             table = result.benchmarks
-            row = table.loc[(table["scope_kind"] == kind) & (table["scope"].astype(str) == name)].iloc[0]
+            rows = table.loc[(table["scope_kind"] == kind) & (table["scope"].astype(str) == name)]
+            if rows.empty:  # the added items alone may not reach this scope
+                continue
+            n_added = len(scope_added) if version in ("added", "after") else 0
             comp_rows.append(
                 {"scope_kind": kind, "scope": name, "version": version, "n_added": n_added}
-                | {c: row[c] for c in COMPARISON_COLUMNS}
+                | {c: rows.iloc[0][c] for c in COMPARISON_COLUMNS}
             )
         before_counts = count_items(bin_codes(_draws(base_b, original), edges), n_bins)[:, 1:-1]
         orig_after = count_items(bin_codes(_draws(ext_b, original), edges), n_bins)[:, 1:-1]
@@ -148,6 +155,7 @@ def _scope_tables(
                 "target_weight": target.weights_array,
                 **stats,
                 "p_empty_before": (before_counts == 0).mean(axis=0),
+                "p_empty_original_after": (orig_after == 0).mean(axis=0),
                 "p_empty_after": (after_counts == 0).mean(axis=0),
             }
         )
@@ -156,7 +164,7 @@ def _scope_tables(
 
 
 def _subject_table(
-    data: ResponseData, extended_data: ResponseData, added: set[str], *, versions: tuple[AuditResult, AuditResult]
+    data: ResponseData, extended_data: ResponseData, added: set[str], *, versions: dict[str, AuditResult]
 ) -> pd.DataFrame:
     """Per subject: raw accuracy on the original and the added items, re-weighted accuracy and rank before/after."""
     matrix = extended_data.long_frame()
@@ -168,7 +176,9 @@ def _subject_table(
         mean = per["mean"][flag] if ("mean", flag) in per.columns else pd.Series(dtype=float)
         subjects[f"n_{label}"] = size.reindex(subjects.index).fillna(0).astype("int64")
         subjects[f"accuracy_{label}"] = mean.reindex(subjects.index)
-    for version, result in zip(("before", "after"), versions, strict=True):
+    for version, result in versions.items():
+        if version == "added":  # ranks on the added items alone say little
+            continue
         ranking = result.ranking.loc[result.ranking["scope_kind"] == "all"].set_index("subject")
         ranking.index = ranking.index.astype(str)
         for col in ("reweighted_mean", "reweighted_ci_low", "reweighted_ci_high", "rank_mean", "rank_ci_low",
@@ -186,6 +196,7 @@ def before_after(
     added: Sequence[str],
     target: Target,
     benchmark: str | None = None,
+    target_bin: int | None = None,
     ci_prob: float = 0.9,
 ) -> dict[str, pd.DataFrame]:
     """Audit the original bank and the extended bank with the same target, side by side.
@@ -238,35 +249,179 @@ def before_after(
     True
     """
     added = [str(a) for a in added]
+    extended_data = _own_labels(extended_data, data)
     unknown = [a for a in added if a not in set(extended_data.item_ids)]
     if unknown:
         raise DataError(f"before_after: added item(s) {unknown[:5]} are not in the extended data")
-    settings = {
-        "target": target,
-        "ci_prob": ci_prob,
-        "max_draws": AUDIT_MAX_DRAWS,
-        "information_draws": AUDIT_INFORMATION_DRAWS,
-        "progress": False,
-    }
-    before = audit(fit, data, **settings)  # type: ignore[arg-type]
-    # the added items' draws come from their calibration, not from the bank's prior: they enter as they are
-    after = audit(extended_posterior, extended_data, fixed_items=added, **settings)  # type: ignore[arg-type]
-    if before.settings["ensemble"] != after.settings["ensemble"]:
-        before = audit(fit, data, ensemble="draws", **settings)  # type: ignore[arg-type]
-        after = audit(extended_posterior, extended_data, ensemble="draws", **settings)  # type: ignore[arg-type]
+    versions = _audits(fit, data, extended_posterior, extended_data, added, target=target, ci_prob=ci_prob)
     ext_items = extended_data.items
-    added_set = set(added)
     scopes: list[tuple[str, str]] = [("all", "all")]
     names = {benchmark} if benchmark else set()
     names |= {str(b) for b in ext_items.loc[ext_items.index.isin(added), "benchmark"].dropna()}
     scopes += [("benchmark", b) for b in sorted(names) if b in set(map(str, data.benchmarks))]
 
     comparison, bins = _scope_tables(
-        fit.posterior, extended_posterior, data, ext_items, scopes, added, versions=(before, after), target=target,
+        fit.posterior, extended_posterior, data, ext_items, scopes, added, versions=versions, target=target,
         ci_prob=ci_prob,
     )  # fmt: skip
-    subjects = _subject_table(data, extended_data, added_set, versions=(before, after))
-    subjects = subjects.reset_index()
-    for frame in (comparison, bins, subjects):
+    subjects = _subject_table(data, extended_data, set(added), versions=versions).reset_index()
+    conclusions = composition_conclusions(comparison, bins, subjects, target_bin=target_bin)
+    for frame in (comparison, bins, subjects, conclusions):
         frame.attrs.update(ci_prob=ci_prob, target=target.to_dict())
-    return {"comparison": comparison, "bins": bins, "subjects": subjects}
+    return {"comparison": comparison, "bins": bins, "subjects": subjects, "conclusions": conclusions}
+
+
+def _own_labels(extended_data: ResponseData, data: ResponseData) -> ResponseData:
+    """``extended_data`` with any calibration group label ``"B [candidates]"`` of a bank benchmark B back to B.
+
+    A full refit with ``prior="candidates"`` fits the candidates in their own group; an audit of the extended
+    benchmark must count them in their benchmark.
+    """
+    items = extended_data.items
+    if "benchmark" not in items.columns:
+        return extended_data
+    own = {candidate_group_label(str(b)): str(b) for b in data.benchmarks}
+    labels = items["benchmark"].map(lambda b: own.get(str(b), b) if isinstance(b, str) else b)
+    if labels.equals(items["benchmark"]):
+        return extended_data
+    meta = items.copy()
+    meta["benchmark"] = labels
+    return ResponseData.from_long(extended_data.long_frame(), items=meta.reset_index(), source=extended_data.source)
+
+
+def _audits(
+    fit: Fit,
+    data: ResponseData,
+    extended: xr.Dataset,
+    extended_data: ResponseData,
+    added: list[str],
+    *,
+    target: Target,
+    ci_prob: float,
+) -> dict[str, AuditResult]:
+    """The audits of the comparison, by version (see :data:`VERSIONS`), all with the same ensemble."""
+    settings: dict[str, Any] = {
+        "target": target,
+        "ci_prob": ci_prob,
+        "max_draws": AUDIT_MAX_DRAWS,
+        "information_draws": AUDIT_INFORMATION_DRAWS,
+        "progress": False,
+    }
+    original = [str(i) for i in data.item_ids]
+    refitted = not _same_draws(fit.posterior["difficulty"], extended["difficulty"], original)
+    for ensemble in (None, "draws"):
+        opts: dict[str, Any] = settings | ({} if ensemble is None else {"ensemble": ensemble})
+        out = {"before": audit(fit, data, **opts)}
+        if refitted:
+            out["original"] = audit(extended.sel(item=original), data, **opts)
+        if added:
+            # the added items' draws come from their calibration, not from the bank's prior: they enter as they are
+            only = extended_data.subset(items=added)
+            out["added"] = audit(extended.sel(item=added), only, fixed_items=added, **opts)
+        out["after"] = audit(extended, extended_data, fixed_items=added, **opts)
+        if len({r.settings["ensemble"] for r in out.values()}) == 1:
+            break
+    return {name: out[name] for name in VERSIONS if name in out}
+
+
+def _same_draws(base: xr.DataArray, extended: xr.DataArray, items: list[str]) -> bool:
+    a, b = _draws(base, items), _draws(extended, items)
+    return a.shape == b.shape and bool(np.array_equal(a, b))
+
+
+def _interval(row: pd.Series, prefix: str) -> str:
+    return f"{row[f'{prefix}_mean']:.2f} [{row[f'{prefix}_ci_low']:.2f}, {row[f'{prefix}_ci_high']:.2f}]"
+
+
+def _credible_change(old: pd.Series, new: pd.Series, prefix: str) -> str:
+    if new[f"{prefix}_ci_high"] < old[f"{prefix}_ci_low"]:
+        return "credibly smaller"
+    if new[f"{prefix}_ci_low"] > old[f"{prefix}_ci_high"]:
+        return "credibly larger"
+    return "no credible change"
+
+
+def _measure_rows(old: pd.Series, new: pd.Series) -> list[dict[str, Any]]:
+    rows = []
+    for prefix, label in (("max_gap", "Maximum Gap"), ("ddm_w1", "DDM (W1)")):
+        verdict = _credible_change(old, new, prefix)
+        rows.append(
+            {"measure": label, "from": _interval(old, prefix), "to": _interval(new, prefix), "verdict": verdict,
+             "changed": verdict != "no credible change"}
+        )  # fmt: skip
+    old_bin, new_bin = int(old["gap_modal_bin"]), int(new["gap_modal_bin"])
+    rows.append(
+        {"measure": "widest gap's bin", "from": f"bin {old_bin}", "to": f"bin {new_bin}",
+         "verdict": "moved" if old_bin != new_bin else "same bin", "changed": old_bin != new_bin}
+    )  # fmt: skip
+    return rows
+
+
+def _empty_row(row: pd.Series, target_bin: int, old_col: str, new_col: str) -> dict[str, Any]:
+    p_old, p_new = float(row[old_col]), float(row[new_col])
+    changed = (p_old >= 0.5) != (p_new >= 0.5)
+    verdict = ("no longer empty" if p_old >= 0.5 else "now empty") if changed else "unchanged"
+    return {"measure": f"target bin {target_bin} empty", "from": f"P = {p_old:.2f}", "to": f"P = {p_new:.2f}",
+            "verdict": verdict, "changed": changed}  # fmt: skip
+
+
+def _rank_row(subjects: pd.DataFrame, old: str, new: str) -> dict[str, Any] | None:
+    cols = [f"rank_{v}_{s}" for v in (old, new) for s in ("mean", "ci_low", "ci_high")]
+    if not set(cols) <= set(subjects.columns):
+        return None
+    moved = subjects.loc[
+        (subjects[f"rank_{new}_ci_high"] < subjects[f"rank_{old}_ci_low"])
+        | (subjects[f"rank_{new}_ci_low"] > subjects[f"rank_{old}_ci_high"]),
+        "subject",
+    ].astype(str)
+    shown = ", ".join(moved.iloc[:5]) + (f" and {len(moved) - 5} more" if len(moved) > 5 else "")
+    return {"measure": "ranks (all items)", "from": f"{len(subjects)} systems", "to": f"{len(moved)} moved credibly",
+            "verdict": f"rank intervals that no longer overlap: {shown}" if len(moved) else "no rank moved credibly",
+            "changed": bool(len(moved))}  # fmt: skip
+
+
+def composition_conclusions(
+    comparison: pd.DataFrame,
+    bins: pd.DataFrame,
+    subjects: pd.DataFrame,
+    *,
+    target_bin: int | None = None,
+) -> pd.DataFrame:
+    """Which conclusions changed, and whether the change comes from the new composition or from re-estimation.
+
+    The composition effect compares the original items and the extended benchmark under the same posterior
+    (``original`` against ``after``; in the fixed-bank mode the original items keep their draws, so
+    ``before`` against ``after``): only the added items differ. After a full refit, ``before`` against
+    ``original`` is the effect of re-estimating the original items, reported as ``re-estimation``.
+    A measure changed credibly when the equal-tailed intervals do not overlap; the target bin's emptiness
+    changed when its probability of being empty crosses one half; a rank moved when a system's rank intervals
+    do not overlap.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (scope, cause, measure): ``scope_kind``, ``scope``, ``cause`` (``"composition"`` or
+        ``"re-estimation"``), ``measure``, ``from``, ``to``, ``verdict``, ``changed``.
+    """
+    rows = []
+    refitted = "original" in set(comparison["version"])
+    pairs = [("composition", "original" if refitted else "before", "after")]
+    if refitted:
+        pairs.append(("re-estimation", "before", "original"))
+    empty_cols = {"composition": ("p_empty_original_after", "p_empty_after"),
+                  "re-estimation": ("p_empty_before", "p_empty_original_after")}  # fmt: skip
+    table = comparison.set_index(["scope_kind", "scope", "version"])
+    for kind, name in comparison[["scope_kind", "scope"]].drop_duplicates().itertuples(index=False):
+        for cause, old, new in pairs:
+            if (kind, name, old) not in table.index or (kind, name, new) not in table.index:
+                continue
+            found: list[dict[str, Any]] = _measure_rows(table.loc[(kind, name, old)], table.loc[(kind, name, new)])
+            scope_bins = bins.loc[(bins["scope_kind"] == kind) & (bins["scope"].astype(str) == str(name))]
+            if target_bin is not None and (scope_bins["bin"] == target_bin).any():
+                row = scope_bins.loc[scope_bins["bin"] == target_bin].iloc[0]
+                found.append(_empty_row(row, target_bin, *empty_cols[cause]))
+            ranks = _rank_row(subjects, old, new) if kind == "all" else None
+            found += [ranks] if ranks else []
+            rows += [{"scope_kind": kind, "scope": name, "cause": cause} | r for r in found]
+    columns = ["scope_kind", "scope", "cause", "measure", "from", "to", "verdict", "changed"]
+    return pd.DataFrame(rows, columns=columns)

@@ -7,7 +7,11 @@ Each record holds the candidate (``candidate_id``, ``source``, ``prompt_hash``),
 ``decision`` (``"accepted"`` or ``"rejected"``), its ``reason`` and every failed check (``failed``, joined
 with ``"; "``), the numbers behind the data-alone and relation-to-ability checks (``p_in_target_data``,
 ``min_discrimination``, ``p_slope_above_min``, ``p_slope_below_min``, ``slope_mean``, ``slope_ci_low``,
-``slope_ci_high``; see :mod:`irtbayes.benchfill.acceptance`), a UTC ``timestamp`` and the ``run_id``.
+``slope_ci_high``; see :mod:`irtbayes.benchfill.acceptance`), each editorial screen's verdict
+(``bin_check``, ``key_check``, ``novelty``, ``construct``; see :mod:`irtbayes.benchfill.editorial`), the closest
+bank item and candidate with their similarities (``closest_item``, ``closest_word_similarity``,
+``closest_content_similarity``, ``closest_candidate``, ``closest_candidate_similarity``), the construct numbers
+(``item_fit_ppp``, ``p_other_stronger``), a UTC ``timestamp`` and the ``run_id``.
 Other keys (``ci_prob``, ``tau``, ``detail``, ``text``, ...) are kept as given. Missing numbers are JSON
 ``null``.
 
@@ -70,11 +74,25 @@ LEDGER_COLUMNS: tuple[str, ...] = (
     "slope_mean",
     "slope_ci_low",
     "slope_ci_high",
+    "bin_check",
+    "key_check",
+    "novelty",
+    "closest_item",
+    "closest_word_similarity",
+    "closest_content_similarity",
+    "closest_candidate",
+    "closest_candidate_similarity",
+    "construct",
+    "item_fit_ppp",
+    "p_other_stronger",
     "timestamp",
     "run_id",
 )
 _INTEGERS = ("target_bin", "n_responses")
-_TEXT = ("candidate_id", "source", "prompt_hash", "decision", "reason", "failed", "timestamp", "run_id")
+_TEXT = (
+    "candidate_id", "source", "prompt_hash", "decision", "reason", "failed", "bin_check", "key_check", "novelty",
+    "closest_item", "closest_candidate", "construct", "timestamp", "run_id",
+)  # fmt: skip
 #: Every other ledger column is a number (NaN where a record has none).
 _NUMBERS = tuple(c for c in LEDGER_COLUMNS if c not in _TEXT + _INTEGERS)
 _DECISIONS = ("accepted", "rejected")

@@ -7,7 +7,7 @@ import logging
 import math
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -37,8 +37,9 @@ class BenchfillResult:
     decisions
         One row per candidate (index ``candidate_id``): the columns of
         :func:`~irtbayes.benchfill.acceptance.decide_all` plus ``benchmark`` and ``text``.
-    comparison, bins, subjects
-        The tables of :func:`before_after`.
+    comparison, bins, subjects, conclusions
+        The tables of :func:`~irtbayes.benchfill.compare.before_after`; ``conclusions`` says which conclusions
+        changed because of the new composition alone (and, after a full refit, which by re-estimation).
     target
         The target.
     settings
@@ -64,6 +65,7 @@ class BenchfillResult:
     target: TargetChoice
     settings: dict[str, Any]
     run_id: str
+    conclusions: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     @property
     def accepted(self) -> list[str]:
@@ -154,6 +156,7 @@ class BenchfillResult:
                 "comparison": self.comparison.to_dict(orient="records"),
                 "bins": self.bins.to_dict(orient="records"),
                 "subjects": self.subjects.to_dict(orient="records"),
+                "conclusions": self.conclusions.to_dict(orient="records"),
             }
         )
 
@@ -180,6 +183,14 @@ class BenchfillResult:
                 f"{row['scope']:>12} {row['version']:<6} items {int(row['n_items']):4d} (+{int(row['n_added'])}): "
                 f"Maximum Gap {_fmt(row, 'max_gap')}, DDM {_fmt(row, 'ddm_w1')}"
             )
+        if not self.conclusions.empty:
+            changed = self.conclusions.loc[self.conclusions["changed"].astype(bool)]
+            lines.append("")
+            lines += [
+                f"changed by {row['cause']}: {row['scope']} {row['measure']} {row['verdict']} ({row['from']} to "
+                f"{row['to']})"
+                for _, row in changed.iterrows()
+            ] or ["no conclusion changed credibly"]
         return "\n".join(lines)
 
     def report_section(self, doc: Any, figure: Callable[[str, Any, str], None]) -> None:
@@ -204,6 +215,11 @@ class BenchfillResult:
             f"{_METHODS.get(str(s.get('mode')), '')}"
         )
         reasons = self.decisions["reason"].value_counts()
+        doc.paragraph(
+            "A candidate must also be new (not a near-verbatim copy of a bank item or of another candidate, and "
+            "not an unasked rewrite of a bank item), on-construct (its responses fit the model; with several "
+            "ability dimensions, its own domain's ability carries it) and correctly keyed (the slope screen)."
+        )
         doc.bullets(
             [f"{len(self.decisions)} candidates, {len(self.accepted)} accepted."]
             + [f"{int(v)} {k}" for k, v in reasons.items() if k != "in target"]
@@ -239,6 +255,7 @@ class BenchfillResult:
         sub_cols = ["subject", "accuracy_original", "accuracy_added", "rank_before_mean", "rank_after_mean",
                     "reweighted_before_mean", "reweighted_after_mean"]  # fmt: skip
         doc.table(self.subjects[[c for c in sub_cols if c in self.subjects.columns]], caption="Systems")
+        editorial_section(self, doc)
 
 
 _METHODS = {
@@ -299,7 +316,7 @@ def write_benchfill(
 
     Files: ``ledger.jsonl`` (appended; a rerun continues it), ``ledger.csv`` (every record so far),
     ``before_after.csv`` (the comparison table), ``before_after.json`` (:meth:`BenchfillResult.summary_dict`),
-    ``before_after_bins.csv`` and ``before_after_subjects.csv``. Every file but the ledger is replaced
+    ``before_after_bins.csv``, ``before_after_subjects.csv`` and ``before_after_conclusions.csv``. Every file but the ledger is replaced
     atomically; the ledger is appended with one fsynced write.
 
     Examples
@@ -355,6 +372,9 @@ def write_benchfill(
     paths["before_after_subjects"] = write_atomic(
         out / "before_after_subjects.csv", result.subjects.to_csv(index=False)
     )
+    paths["before_after_conclusions"] = write_atomic(
+        out / "before_after_conclusions.csv", result.conclusions.to_csv(index=False)
+    )
     paths["before_after_json"] = write_atomic(
         out / "before_after.json", json.dumps(result.summary_dict(), indent=2, allow_nan=False) + "\n"
     )
@@ -398,7 +418,7 @@ def load_benchfill_result(folder: str | os.PathLike[str]) -> BenchfillResult:
     decisions = rows.drop_duplicates("candidate_id", keep="last").set_index("candidate_id")
     ci_prob = float(summary["settings"].get("ci_prob", 0.9))
     decisions.attrs.update(ci_prob=ci_prob, tau=summary["settings"].get("tau"))
-    tables = {k: pd.DataFrame(summary[k]) for k in ("comparison", "bins", "subjects")}
+    tables = {k: pd.DataFrame(summary.get(k, [])) for k in ("comparison", "bins", "subjects", "conclusions")}
     for frame in tables.values():
         frame.attrs.update(ci_prob=ci_prob, target=choice.target.to_dict())
     return BenchfillResult(
@@ -409,4 +429,61 @@ def load_benchfill_result(folder: str | os.PathLike[str]) -> BenchfillResult:
         target=choice,
         settings=dict(summary["settings"]),
         run_id=str(summary["run_id"]),
+        conclusions=tables["conclusions"],
     )
+
+
+#: Characters of an item's text shown in the report's tables.
+TEXT_SHOWN = 160
+
+
+def _short(value: object) -> str:
+    text = "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
+    return text if len(text) <= TEXT_SHOWN else text[: TEXT_SHOWN - 1] + "…"
+
+
+def editorial_section(result: BenchfillResult, doc: Any) -> None:
+    """The editorial part of the BenchFill report section: every decision with each screen's verdict, each
+    accepted item beside its closest bank item, and which conclusions changed by composition alone.
+
+    Texts go to ``doc`` as plain strings; :class:`irtbayes.reporting.Document` escapes them (HTML and
+    Markdown), so an item's text cannot inject markup.
+    """
+    d = result.decisions
+    novelty = result.settings.get("novelty") or {}
+    screens = ["decision", "reason", "bin_check", "key_check", "novelty", "construct"]
+    if set(screens) <= set(d.columns):
+        doc.table(d[screens].reset_index(), caption="Every decision with its reasons: bin, key, novelty, construct")
+    if novelty.get("bank_texts", 1) == 0:
+        doc.paragraph(
+            "The bank's items have no text (no 'text' column in the data), so the candidates were not compared with "
+            "the bank: their novelty is unchecked against it (they were compared with one another)."
+        )
+    if "closest_item" in d.columns and result.accepted:
+        acc = d.loc[result.accepted]
+        table = pd.DataFrame(
+            {
+                "candidate_id": acc.index,
+                "candidate text": [_short(x) for x in acc["text"]],
+                "closest bank item": acc["closest_item"].to_numpy(),
+                "its text": [_short(x) for x in acc.get("closest_text", pd.Series(None, index=acc.index))],
+                "word similarity": acc["closest_word_similarity"].to_numpy(),
+                "content similarity": acc["closest_content_similarity"].to_numpy(),
+                "novelty": acc["novelty"].to_numpy(),
+            }
+        )
+        doc.table(table, caption="Accepted items beside their closest bank item")
+    c = result.conclusions
+    if not c.empty:
+        changed = c.loc[c["changed"].astype(bool)]
+        lines = [
+            f"{row['scope']}: {row['measure']} {row['verdict']} ({row['from']} to {row['to']}), by {row['cause']}"
+            for _, row in changed.iterrows()
+        ]
+        doc.paragraph(
+            "Conclusions that changed because of the new composition alone compare the original items with the "
+            "extended benchmark under the same posterior; after a full refit, changes of the original items' "
+            "own estimates are reported as re-estimation."
+        )
+        doc.bullets(lines or ["No conclusion changed credibly."])
+        doc.table(c.drop(columns=["scope_kind"]), caption="Conclusions before and after, and why they changed")

@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
+import numpy as np
 import pandas as pd
 import xarray as xr
 
@@ -32,9 +33,12 @@ from irtbayes.benchfill.acceptance import decide_all
 from irtbayes.benchfill.calibration import calibrate_full
 from irtbayes.benchfill.candidates import Candidate
 from irtbayes.benchfill.compare import HYPER_VARS, _append_draws, before_after
+from irtbayes.benchfill.construct import CONSTRUCT_PROB, ITEM_FIT_PPP, screen_construct
+from irtbayes.benchfill.editorial import combine_screens
 from irtbayes.benchfill.figures import plot_candidate_intervals, plot_coverage_before_after
 from irtbayes.benchfill.fixed import calibrate_fixed, typical_discrimination
 from irtbayes.benchfill.grid import MIN_DISCRIMINATION_SHARE, Prior
+from irtbayes.benchfill.novelty import screen_novelty
 from irtbayes.benchfill.proposal import export_proposal, propose, read_proposal, write_proposal
 from irtbayes.benchfill.responses import load_candidate_responses
 from irtbayes.benchfill.result import BenchfillResult, load_benchfill_result, write_benchfill
@@ -179,6 +183,10 @@ def calibrate_candidates(
         settings["fixed"] = dict(posterior.attrs)
         settings["bank_converged"] = bool(fit.diagnostics.ok)
     decisions = _decisions(posterior, candidates, new_data, choice, settings=settings)
+    ability = (refit if refit is not None else fit).posterior["ability"]
+    decisions = _editorial(decisions, candidates, data, new_data, posterior, ability, seed=seed)
+    settings["novelty"] = decisions.attrs["novelty"]
+    settings["construct"] = {"item_fit_ppp": ITEM_FIT_PPP, "construct_prob": CONSTRUCT_PROB}
     accepted = [i for i in ids if decisions.loc[i, "decision"] == "accepted"]
     extended, extended_data = _extended_bank(fit, data, new_data, posterior, refit, accepted)
     tables = before_after(
@@ -189,6 +197,7 @@ def calibrate_candidates(
         added=accepted,
         target=choice.target,
         benchmark=choice.benchmark,
+        target_bin=_bin_of(choice),
         ci_prob=ci_prob,
     )
     run_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ-") + uuid.uuid4().hex[:8]
@@ -200,7 +209,17 @@ def calibrate_candidates(
         target=choice,
         settings=settings,
         run_id=run_id,
+        conclusions=tables["conclusions"],
     )
+
+
+def _bin_of(choice: TargetChoice) -> int | None:
+    """The target's bin, or the audit bin holding the middle of a target interval that is no bin."""
+    if choice.bin is not None:
+        return choice.bin
+    edges = choice.target.edges_array
+    k = int(np.searchsorted(edges, (choice.lo + choice.hi) / 2, side="right")) - 1
+    return k if 0 <= k < choice.target.n_bins else None
 
 
 def _check_round(candidates: Sequence[Candidate], new_data: ResponseData) -> list[str]:
@@ -282,6 +301,30 @@ def _decisions(
     decisions["text"] = [by_id[i].text for i in ids]
     decisions.attrs.update(ci_prob=settings["ci_prob"], tau=settings["tau"])
     return decisions
+
+
+def _editorial(
+    decisions: pd.DataFrame,
+    candidates: Sequence[Candidate],
+    data: ResponseData,
+    new_data: ResponseData,
+    posterior: xr.Dataset,
+    ability: xr.DataArray,
+    *,
+    seed: int | None,
+) -> pd.DataFrame:
+    """The acceptance rule's decisions with the novelty screen (against the bank's item texts, from ``data``)
+    and the construct screen folded in (see :mod:`irtbayes.benchfill.editorial`)."""
+    table = pd.DataFrame(
+        {"text": [c.text for c in candidates], "seed_item": [c.seed_item for c in candidates]},
+        index=pd.Index([c.candidate_id for c in candidates], name="candidate_id"),
+    )
+    bank = data.items["text"] if "text" in data.items.columns else pd.Series(dtype=object)
+    novelty = screen_novelty(table, bank)
+    if novelty.attrs["bank_texts"] == 0:
+        log.warning("%s: the bank's items have no text, so the candidates are not compared with it", data.source)
+    construct = screen_construct(ability, posterior, new_data, seed=0 if seed is None else seed)
+    return combine_screens(decisions, novelty, construct)
 
 
 def _extended_bank(
