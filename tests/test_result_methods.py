@@ -211,7 +211,10 @@ def test_benchfill_result_methods() -> None:
         )
         for cid, slope in [("good", 1.5), ("mis-keyed", -1.5)]
     )
-    candidates = [Candidate(candidate_id=c, text=t, answer="a") for c, t in [("good", "What is 7 x 6?"), ("mis-keyed", "Name the capital of Peru.")]]
+    candidates = [
+        Candidate(candidate_id=c, text=t, answer="a")
+        for c, t in [("good", "What is 7 x 6?"), ("mis-keyed", "Name the capital of Peru.")]
+    ]
     result = calibrate_candidates(
         fit, data, candidates, candidate_response_data(answers, candidates, fit=fit), choice, mode="fixed", seed=4
     )
