@@ -301,6 +301,13 @@ def local_false_sign_rate(draws: np.ndarray, *, min_effect: float = 0.0, axis: i
     -------
     numpy.ndarray
         ``draws`` with ``axis`` removed, in [0, 1].
+
+    Examples
+    --------
+    >>> from irtbayes.robustness import local_false_sign_rate
+    >>> draws = np.random.default_rng(0).normal([2.0, 0.1], 0.5, size=(4000, 2))  # (draw, effect)
+    >>> local_false_sign_rate(draws).round(2)  # the first effect's sign is sure, the second's is not
+    array([0.  , 0.43])
     """
     if min_effect < 0:
         raise SpecError(f"min_effect must be >= 0, got {min_effect}")
@@ -330,6 +337,12 @@ def bayes_fdr_flags(lfsr: np.ndarray, *, fdr: float = 0.05, rule: str = "each") 
     -------
     numpy.ndarray
         Booleans of the shape of ``lfsr``.
+
+    Examples
+    --------
+    >>> from irtbayes.robustness import bayes_fdr_flags
+    >>> bayes_fdr_flags(np.array([0.001, 0.02, 0.3, 0.6]), fdr=0.05)
+    array([ True,  True, False, False])
     """
     if not 0 < fdr < 1:
         raise SpecError(f"fdr must be strictly between 0 and 1, got {fdr}")
@@ -379,6 +392,17 @@ def rank_agreement(abilities: dict[str, np.ndarray], *, ci_prob: float = 0.9) ->
     pandas.DataFrame
         One row per pair: ``condition_a``, ``condition_b``, ``kendall_tau_{mean,sd,ci_low,ci_high}``,
         ``max_rank_displacement_{mean,sd,ci_low,ci_high}``, ``max_rank_displacement_p_zero``.
+
+    Examples
+    --------
+    The same abilities under two prompt formats, the second with two systems swapped:
+
+    >>> from irtbayes.robustness import rank_agreement
+    >>> a = np.tile(np.arange(5.0), (100, 1))  # (draw, subject)
+    >>> b = a[:, [1, 0, 2, 3, 4]]
+    >>> rank_agreement({"original": a, "reworded": b})[["condition_a", "condition_b", "kendall_tau_mean", "max_rank_displacement_mean"]]
+      condition_a condition_b  kendall_tau_mean  max_rank_displacement_mean
+    0    original    reworded               0.8                         1.0
     """
     ci_prob = check_ci_prob(ci_prob)
     names = list(abilities)

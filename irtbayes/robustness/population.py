@@ -68,7 +68,17 @@ _MEASURES = ("ddm_w1", "max_gap")
 
 @dataclass(frozen=True, eq=False)
 class Population:
-    """Another set of systems: ``name``, ``kind`` (``bootstrap``, ``leave-out``, ``population``) and its data."""
+    """Another set of systems: ``name``, ``kind`` (``bootstrap``, ``leave-out``, ``population``) and its data.
+
+    Examples
+    --------
+    >>> from irtbayes.robustness import Population
+    >>> from irtbayes.simulate import simulate_responses
+    >>> data, _ = simulate_responses(20, 30, seed=1)
+    >>> population = Population("first ten", "population", data.subset(subjects=list(data.subject_ids[:10])))
+    >>> population.name, population.data.n_subjects
+    ('first ten', 10)
+    """
 
     name: str
     kind: str
@@ -143,6 +153,15 @@ def population_samples(
     -------
     list of Population
         Bootstrap populations first (``bootstrap1``...), then ``without <family>``.
+
+    Examples
+    --------
+    >>> from irtbayes.robustness import population_samples
+    >>> from irtbayes.simulate import simulate_responses
+    >>> data, _ = simulate_responses(20, 30, seed=1)
+    >>> samples = population_samples(data, bootstrap=2, seed=0)
+    >>> [(p.name, p.kind) for p in samples]
+    [('bootstrap1', 'bootstrap'), ('bootstrap2', 'bootstrap')]
     """
     if bootstrap < 0:
         raise SpecError(f"bootstrap must be >= 0, got {bootstrap}")

@@ -43,6 +43,16 @@ def revision_data(
     ------
     DataError
         Fewer than 3 common systems.
+
+    Examples
+    --------
+    >>> from irtbayes import ResponseData
+    >>> from irtbayes.robustness import revision_data
+    >>> old = ResponseData.from_long(pd.DataFrame({"subject": list("abcd"), "item": "q1", "response": [1, 0, 1, 1]}))
+    >>> new = ResponseData.from_long(pd.DataFrame({"subject": list("abcde"), "item": "q1", "response": [1, 0, 0, 1, 1]}))
+    >>> both = revision_data(old, new)
+    >>> list(both.benchmarks), list(both.subject_ids)  # only the systems that answered both versions
+    (['original', 'revised'], ['a', 'b', 'c', 'd'])
     """
     if original_name == revised_name:
         raise SpecError("the two versions need different names")

@@ -32,6 +32,13 @@ def simulate_condition_responses(
     -------
     (data, sensitive_items, sensitive_subjects)
         The responses (``condition`` column) and the planted item and subject ids.
+
+    Examples
+    --------
+    >>> from irtbayes.robustness import simulate_condition_responses
+    >>> data, items, subjects = simulate_condition_responses(20, 30, n_sensitive_items=3, n_sensitive_subjects=2, seed=1)
+    >>> list(data.conditions), data.n_responses, len(items), len(subjects)
+    (['original', 'reformatted'], 1200, 3, 2)
     """
     if not 0 <= n_sensitive_items <= n_items or not 0 <= n_sensitive_subjects <= n_subjects:
         raise SpecError("simulate_condition_responses: more sensitive items or subjects than there are")
