@@ -30,11 +30,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import xarray as xr
-from scipy.special import expit
 
 from irtbayes.benchfill.grid import SAMPLE_DIMS, SLOPE_GRID_POINTS, _flat, _slope_draws
 from irtbayes.data import ResponseData
 from irtbayes.errors import DataError
+from irtbayes.irt import probability
 
 __all__ = [
     "CONSTRUCT_PROB",
@@ -113,8 +113,8 @@ def item_fit(
         pick = rows % n_item
         b = params["difficulty"][pick][:, None]
         a = params["discrimination"][pick][:, None]
-        c = params["guessing"][pick][:, None] if "guessing" in params else 0.0
-        p = c + (1.0 - c) * expit(a * (theta - b))
+        c = params["guessing"][pick][:, None] if "guessing" in params else None
+        p = probability(theta, b, a, c)
         n_groups = min(ITEM_FIT_GROUPS, len(y) // ITEM_FIT_MIN_PER_GROUP)
         record = {"candidate_id": str(item), "item_fit_groups": n_groups}
         if n_groups < 2:

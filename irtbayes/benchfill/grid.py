@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 import pandas as pd
 import xarray as xr
-from scipy.special import expit
 from scipy.stats import beta as beta_dist
 
 from irtbayes.errors import SpecError
+from irtbayes.irt import probability, sigmoid_mix
 
 if TYPE_CHECKING:
     pass
@@ -248,9 +248,9 @@ def _loglik_grid(
     out = np.empty((len(b_grid), len(a_grid), len(nodes)))
     for k, a in enumerate(a_grid):
         if intercept:
-            p0 = expit(a * theta[None, :, :] + b_grid[:, None, None]).mean(axis=2)  # (nb, n_j)
+            p0 = sigmoid_mix(a * theta[None, :, :] + b_grid[:, None, None]).mean(axis=2)  # (nb, n_j)
         else:
-            p0 = expit(a * (theta[None, :, :] - b_grid[:, None, None])).mean(axis=2)
+            p0 = probability(theta[None, :, :], b_grid[:, None, None], a).mean(axis=2)
         for m, c in enumerate(nodes):
             p = c + (1.0 - c) * p0
             p = np.clip(p, 1e-300, None)

@@ -9,13 +9,13 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import pandas as pd
-from scipy.special import expit
 
 from irtbayes.benchfill.acceptance import decide_all
 from irtbayes.benchfill.fixed import calibrate_fixed, default_min_discrimination
 from irtbayes.benchfill.grid import SAMPLE_DIMS, Prior, _flat, _level_prior
 from irtbayes.data import ResponseData
 from irtbayes.errors import SpecError
+from irtbayes.irt import probability
 
 if TYPE_CHECKING:
     from irtbayes.fit import Fit
@@ -187,7 +187,7 @@ def _oc_round(
     kind = np.array(["mis-keyed"] * n_bad[0] + ["flat"] * n_bad[1] + ["good"] * (n_candidates - sum(n_bad)))
     kind = kind[rng.permutation(n_candidates)]
     a = np.where(kind == "mis-keyed", -a, np.where(kind == "flat", flat_discrimination, a))
-    y = (rng.random((n, n_candidates)) < expit(a[None, :] * (theta[:, None] - b[None, :]))).astype(float)
+    y = (rng.random((n, n_candidates)) < probability(theta[:, None], b[None, :], a[None, :])).astype(float)
     ids = [f"oc-{n}-{rep}-{k:04d}" for k in range(n_candidates)]
     frame = pd.DataFrame(
         {"subject": np.repeat(subjects.to_numpy(), n_candidates), "item": np.tile(ids, n), "response": y.ravel()}
