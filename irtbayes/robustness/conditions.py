@@ -118,6 +118,14 @@ def build_condition_model(
         Coords ``subject``, ``item``, ``condition`` (the non-reference conditions); deterministic
         ``item_effect`` (condition, item), ``ability_shift`` (condition, subject), ``ability`` (subject),
         ``difficulty`` and ``discrimination`` (item). ``model.irtbayes_reference`` names the reference.
+
+    Examples
+    --------
+    >>> from irtbayes.robustness import build_condition_model, simulate_condition_responses
+    >>> data, _, _ = simulate_condition_responses(20, 30, n_sensitive_items=3, n_sensitive_subjects=2, seed=1)
+    >>> model = build_condition_model(data, reference="original")
+    >>> sorted(model.coords)
+    ['condition', 'item', 'subject']
     """
     if kind not in ("1pl", "2pl"):
         raise SpecError(f"kind must be '1pl' or '2pl', got {kind!r}")

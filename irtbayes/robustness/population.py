@@ -202,6 +202,17 @@ class RefitOutcome:
         ``difficulty`` draws (draw, item), at most :data:`LINK_DRAWS`, for linking.
     converged
         The fit's convergence checks passed (True for hand-built posteriors).
+
+    Examples
+    --------
+    >>> from irtbayes.audit import audit
+    >>> from irtbayes.robustness import outcome_from_audit
+    >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
+    >>> data, truth = simulate_responses(30, 60, n_benchmarks=2, seed=1)
+    >>> posterior = posterior_near_truth(data, truth, chains=2, draws=50, seed=2)
+    >>> outcome = outcome_from_audit("bootstrap1", "bootstrap", audit(posterior, data, bins=5), posterior, n_subjects=30)
+    >>> outcome.kind, outcome.converged, (outcome.lo < outcome.hi)
+    ('bootstrap', True, True)
     """
 
     name: str
@@ -229,7 +240,19 @@ def _thin_difficulty(posterior: xr.Dataset, n: int) -> xr.Dataset:
 def outcome_from_audit(
     name: str, kind: str, result: Any, posterior: xr.Dataset, *, n_subjects: int, converged: bool = True
 ) -> RefitOutcome:
-    """A :class:`RefitOutcome` from an :class:`~irtbayes.audit.AuditResult` and its posterior."""
+    """A :class:`RefitOutcome` from an :class:`~irtbayes.audit.AuditResult` and its posterior.
+
+    Examples
+    --------
+    >>> from irtbayes.audit import audit
+    >>> from irtbayes.robustness import outcome_from_audit
+    >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
+    >>> data, truth = simulate_responses(30, 60, n_benchmarks=2, seed=1)
+    >>> posterior = posterior_near_truth(data, truth, chains=2, draws=50, seed=2)
+    >>> outcome = outcome_from_audit("bootstrap1", "bootstrap", audit(posterior, data, bins=5), posterior, n_subjects=30)
+    >>> outcome.name, outcome.n_bins, outcome.benchmarks.shape[0]
+    ('bootstrap1', 5, 3)
+    """
     return RefitOutcome(
         name=name,
         kind=kind,
@@ -372,6 +395,13 @@ class PopulationStability:
         ``ref_percentile_mean``, ``ref_percentile_low``, ``ref_percentile_high``, ``percentile``, ``inside``.
     agreement
         The share of agreeing refits a stable conclusion needs.
+
+    Examples
+    --------
+    >>> import dataclasses
+    >>> from irtbayes.robustness import PopulationStability
+    >>> [f.name for f in dataclasses.fields(PopulationStability)]
+    ['conclusions', 'refits', 'ranks', 'agreement']
     """
 
     conclusions: pd.DataFrame
@@ -437,6 +467,24 @@ def population_stability(
     Returns
     -------
     PopulationStability
+
+    Examples
+    --------
+    A refit of the same population, with other draws, agrees with the reference on every conclusion:
+
+    >>> from irtbayes.audit import audit
+    >>> from irtbayes.robustness import outcome_from_audit, population_stability
+    >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
+    >>> data, truth = simulate_responses(30, 60, n_benchmarks=2, seed=1)
+    >>> reference_posterior = posterior_near_truth(data, truth, chains=2, draws=50, seed=2)
+    >>> reference = audit(reference_posterior, data, bins=5)
+    >>> again = posterior_near_truth(data, truth, chains=2, draws=50, seed=3)
+    >>> refit = outcome_from_audit("again", "population", audit(again, data, bins=5), again, n_subjects=30)
+    >>> stability = population_stability(reference, reference_posterior, [refit])
+    >>> stability.conclusions["label"].unique().tolist()
+    ['stable']
+    >>> stability.conclusions.query("scope == 'all'")["conclusion"].tolist()
+    ['range', 'ddm_w1', 'max_gap', 'gap_location', 'ranks']
     """
     from irtbayes.robustness.linking import link_mean_sigma
 

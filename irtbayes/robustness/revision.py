@@ -102,6 +102,17 @@ class RevisionComparison:
         ``original_gap`` [lo, hi], ``revised_items_inside`` (count), ``filled`` (bool), ``min_items``.
     summary
         One sentence per finding.
+
+    Examples
+    --------
+    >>> from irtbayes.audit import audit
+    >>> from irtbayes.robustness import compare_revision
+    >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
+    >>> data, truth = simulate_responses(30, 60, n_benchmarks=2, seed=1)
+    >>> result = audit(posterior_near_truth(data, truth, chains=2, draws=50, seed=2), data, bins=5)
+    >>> comparison = compare_revision(result, original="bench00", revised="bench01")
+    >>> isinstance(comparison.summary, list), sorted(comparison.gap)[:2]
+    (True, ['filled', 'min_items'])
     """
 
     versions: pd.DataFrame
@@ -126,6 +137,24 @@ def compare_revision(result: Any, *, original: str, revised: str, min_items: int
     Returns
     -------
     RevisionComparison
+
+    Examples
+    --------
+    The original and revised versions audited together, as two benchmarks of one fit (here two simulated
+    benchmarks stand in for them):
+
+    >>> from irtbayes.audit import audit
+    >>> from irtbayes.robustness import compare_revision
+    >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
+    >>> data, truth = simulate_responses(30, 60, n_benchmarks=2, seed=1)
+    >>> result = audit(posterior_near_truth(data, truth, chains=2, draws=50, seed=2), data, bins=5)
+    >>> comparison = compare_revision(result, original="bench00", revised="bench01")
+    >>> comparison.versions["version"].tolist()
+    ['original', 'revised']
+    >>> compare_revision(result, original="bench00", revised="bench07")
+    Traceback (most recent call last):
+        ...
+    irtbayes.errors.DataError: benchmark 'bench07' is not in the audit; its scopes are ['all', 'bench00', 'bench01']
     """
     bench = result.benchmarks.set_index("scope")
     for name in (original, revised):
