@@ -4,8 +4,9 @@ The loop: pick a target bin ``[lo, hi)`` on the ability scale; ask a :class:`Can
 callable, or an LLM behind an OpenAI-compatible API) for candidates with a :class:`ProposalRequest`; have the
 evaluated systems answer them (:func:`export_lm_eval`, :func:`export_csv_template`); refit; accept a candidate
 only when :func:`decide` / :func:`decide_all` find it in the bin with probability ``tau`` (under the
-calibration's prior and from the data alone) and credibly discriminating; record every decision in a
-:class:`Ledger`.
+calibration's prior and from the data alone) and credibly discriminating, and when the editorial screens pass
+(:func:`screen_novelty`: not a copy of a bank item or of another candidate; :func:`screen_construct`: it
+measures what its benchmark measures; :func:`combine_screens`); record every decision in a :class:`Ledger`.
 
 Calibration (:mod:`irtbayes.benchfill.calibration`) is a full refit (:func:`calibrate_full`) or a fast
 fixed-bank grid (:func:`calibrate_fixed`); :mod:`irtbayes.benchfill.run` holds the loop's steps
@@ -30,9 +31,13 @@ from irtbayes.benchfill.candidates import (
     load_candidates,
 )
 from irtbayes.benchfill.client import ChatAPIError, ChatClient
+from irtbayes.benchfill.compare import composition_conclusions
+from irtbayes.benchfill.construct import screen_construct
+from irtbayes.benchfill.editorial import combine_screens
 from irtbayes.benchfill.export import LmEvalExport, export_csv_template, export_lm_eval
 from irtbayes.benchfill.ledger import LEDGER_COLUMNS, Ledger, decision_records
 from irtbayes.benchfill.llm import LLMSource
+from irtbayes.benchfill.novelty import classify_pair, screen_novelty
 from irtbayes.benchfill.prompts import ReplyError, build_messages, parse_reply, prompt_hash
 from irtbayes.benchfill.run import (
     BenchfillResult,
@@ -92,6 +97,9 @@ __all__ = [
     "candidate_id_for",
     "candidate_response_data",
     "choose_target",
+    "classify_pair",
+    "combine_screens",
+    "composition_conclusions",
     "decide",
     "decide_all",
     "decision_records",
@@ -111,6 +119,8 @@ __all__ = [
     "prompt_hash",
     "propose",
     "read_proposal",
+    "screen_construct",
+    "screen_novelty",
     "select_seeds",
     "write_benchfill",
     "write_proposal",
