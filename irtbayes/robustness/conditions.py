@@ -248,6 +248,19 @@ def fit_conditions(
     -------
     ConditionFit
         With ``sampler["divergences"]`` counted.
+
+    Examples
+    --------
+    Sampling takes minutes, so this example stops at the check made first: the responses need a ``condition``
+    column with two conditions at least (:func:`simulate_condition_responses` makes such data).
+
+    >>> from irtbayes.robustness import fit_conditions
+    >>> from irtbayes.simulate import simulate_responses
+    >>> data, _ = simulate_responses(20, 30, seed=1)
+    >>> fit_conditions(data)
+    Traceback (most recent call last):
+        ...
+    irtbayes.errors.DataError: simulated 2pl (20 subjects x 30 items): condition effects need responses under at least two conditions (a 'condition' column); found none
     """
     if sampler not in ("nutpie", "pymc"):
         raise SpecError(f"sampler must be 'nutpie' or 'pymc', got {sampler!r}")

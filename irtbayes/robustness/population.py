@@ -334,6 +334,14 @@ def refit_populations(
     ------
     SpecError
         Unknown engine, or ``engine="dask"`` without Dask installed.
+
+    Examples
+    --------
+    Each population is fitted with NUTS (minutes); with none there is nothing to do:
+
+    >>> from irtbayes.robustness import refit_populations
+    >>> refit_populations([])
+    []
     """
     if engine not in ENGINES:
         raise SpecError(f"unknown engine {engine!r}; choose one of {list(ENGINES)}")
