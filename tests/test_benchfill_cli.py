@@ -452,6 +452,11 @@ def test_calibrate_full_mode_refits(bank, tmp_path, capsys):
     assert decisions == ["rejected", "rejected", "accepted", "accepted", "rejected", "rejected"], text
     summary = json.loads((out / "before_after.json").read_text())
     assert summary["settings"]["mode"] == "full" and summary["settings"]["refit"]["chains"] == 2
+    # the refit fits the candidates in their own group; the after audit still counts the accepted in bench00
+    comparison = pd.read_csv(out / "before_after.csv").set_index(["scope", "version"])
+    for scope in ("all", "bench00"):
+        assert comparison.loc[(scope, "after"), "n_items"] == comparison.loc[(scope, "before"), "n_items"] + 2
+    assert set(pd.read_csv(out / "before_after_conclusions.csv")["cause"]) == {"composition", "re-estimation"}
 
 
 def test_decisions_say_when_the_fit_behind_them_failed_its_checks(bank, tmp_path, capsys):
