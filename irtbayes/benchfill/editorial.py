@@ -57,6 +57,21 @@ def combine_screens(decisions: pd.DataFrame, novelty: pd.DataFrame, construct: p
         ``decisions`` with ``decision``, ``reason``, ``failed`` and ``detail`` updated and the columns
         ``bin_check``, ``key_check``, the novelty columns and ``construct``, ``item_fit_ppp``,
         ``p_other_stronger``, ``strongest_dimension`` added.
+
+    Examples
+    --------
+    A candidate the acceptance rule accepted is still rejected when it copies a bank item:
+
+    >>> from irtbayes.benchfill import combine_screens, screen_novelty
+    >>> ids = pd.Index(["c1", "c2"], name="candidate_id")
+    >>> decisions = pd.DataFrame({"decision": "accepted", "reason": "in target", "detail": "", "failed": ""}, index=ids)
+    >>> novelty = screen_novelty(pd.DataFrame({"text": ["What is the capital of France?", "Which river flows through Cairo?"]}, index=ids), {"q1": "What is the capital of France?"})
+    >>> construct = pd.DataFrame({"construct": ["fits", "fits"], "construct_ok": [True, True]}, index=ids)
+    >>> combine_screens(decisions, novelty, construct)[["decision", "reason"]]
+                  decision                reason
+    candidate_id
+    c1            rejected  near-duplicate of q1
+    c2            accepted             in target
     """
     out = decisions.copy()
     ids = out.index

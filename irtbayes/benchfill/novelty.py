@@ -132,7 +132,16 @@ def _near(dist: np.ndarray, sim: np.ndarray) -> np.ndarray:
 
 
 def classify_pair(a: str, b: str) -> str:
-    """``"near-duplicate"``, ``"rewrite"`` or ``"unrelated"`` for two texts, by the thresholds above."""
+    """``"near-duplicate"``, ``"rewrite"`` or ``"unrelated"`` for two texts, by the thresholds above.
+
+    Examples
+    --------
+    >>> from irtbayes.benchfill import classify_pair
+    >>> classify_pair("What is the capital of France?", "What is the capital of France?")
+    'near-duplicate'
+    >>> classify_pair("What is the capital of France?", "Which river flows through Cairo?")
+    'unrelated'
+    """
     dist, sim = _word_matrix([a], [b])
     if bool(_near(dist, sim)[0, 0]):
         return "near-duplicate"
@@ -174,6 +183,20 @@ def screen_novelty(
     ------
     SpecError
         ``candidates`` without a ``text`` column.
+
+    Examples
+    --------
+    >>> from irtbayes.benchfill import screen_novelty
+    >>> candidates = pd.DataFrame(
+    ...     {"text": ["What is the capital of France?", "Which river flows through Cairo?"]},
+    ...     index=pd.Index(["c1", "c2"], name="candidate_id"),
+    ... )
+    >>> bank = {"q1": "What is the capital of France?", "q2": "How many legs does a spider have?"}
+    >>> screen_novelty(candidates, bank)[["novelty", "novelty_ok"]]
+                               novelty  novelty_ok
+    candidate_id
+    c1            near-duplicate of q1       False
+    c2                           novel        True
     """
     if "text" not in candidates.columns:
         raise SpecError("screen_novelty: the candidates need a 'text' column")
