@@ -163,6 +163,19 @@ def test_flags_are_tested_against_the_common_shift_by_default() -> None:
     assert every["flagged"].sum() >= 26  # a common shift of 1.5 makes nearly every effect credibly non-zero
 
 
+def test_a_system_never_seen_under_a_condition_is_neither_flagged_nor_ranked_there() -> None:
+    cfit, _, _ = _hand_built_condition_fit()
+    frame = cfit.data.long_frame()
+    frame = frame.loc[~((frame["subject"] == "sys000") & (frame["condition"] == "reformatted"))]
+    data = ResponseData.from_long(frame, condition="condition")
+    effects = condition_effects(ConditionFit(posterior=cfit.posterior, reference="original", data=data))
+    row = effects.subjects.set_index("subject").loc["sys000"]
+    assert not row["flagged"] and row["shift_reformatted_lfsr"] == 1.0
+    assert np.isnan(row["rank_reformatted_mean"]) and row["rank_original_mean"] == pytest.approx(1.0, abs=0.05)
+    assert effects.agreement["n_subjects"].tolist() == [11]
+    assert effects.subjects["rank_reformatted_mean"].max() <= 11
+
+
 def test_condition_model_builds_with_its_labels() -> None:
     data, _, _ = simulate_condition_responses(6, 8, n_sensitive_items=1, n_sensitive_subjects=1, seed=2)
     model = build_condition_model(data)

@@ -486,6 +486,16 @@ class ConditionEffects:
         )
 
 
+def _seen(data: ResponseData, key: str, ids: pd.Index, conditions: list[str]) -> np.ndarray:
+    """(condition, id) booleans: the id has at least one response under the condition."""
+    frame = data.responses
+    if "condition" not in frame.columns:
+        return np.ones((len(conditions), len(ids)), dtype=bool)
+    pairs = frame[[key, "condition"]].astype(str).drop_duplicates()
+    table = pd.crosstab(pairs["condition"], pairs[key]).reindex(index=conditions, columns=ids, fill_value=0)
+    return table.to_numpy() > 0
+
+
 def condition_effects(
     result: ConditionFit,
     *,
@@ -526,8 +536,10 @@ def condition_effects(
         ``subjects``: one row per subject: ``subject``, per non-reference c ``shift_{c}_mean``,
         ``shift_{c}_ci_low``, ``shift_{c}_ci_high``, ``shift_{c}_lfsr``, ``shift_{c}_flagged`` (positive:
         stronger under c than the average system is), per condition (reference included) ``rank_{c}_mean``,
-        ``rank_{c}_ci_low``, ``rank_{c}_ci_high``, then ``flagged``.
-        ``agreement``: :func:`rank_agreement` over every pair of conditions.
+        ``rank_{c}_ci_low``, ``rank_{c}_ci_high`` (among the systems observed under c; NaN for the others),
+        then ``flagged``. Effects of an item or system never observed under a condition are not flagged.
+        ``agreement``: :func:`rank_agreement` over every pair of conditions, on the systems observed under
+        both (``n_subjects``).
         ``shifts``: one row per non-reference condition: ``condition``, ``shift_{mean,sd,ci_low,ci_high}``
         (the common difficulty shift: positive means every item is harder).
     """
@@ -548,8 +560,13 @@ def condition_effects(
     shift = _stacked(post, "shift", "condition")  # (draw, condition)
     beyond = gamma - shift[:, :, None]
     item_v = local_false_sign_rate(beyond if against == "shift" else gamma, min_effect=min_effect)
+    conditions = [result.reference, *others]
+    seen_subjects = _seen(result.data, "subject", subject_ids, conditions)  # (condition, subject), reference first
+    seen_items = _seen(result.data, "item", item_ids, conditions)
+    item_v[~(seen_items[1:] & seen_items[:1])] = 1.0  # an effect never observed cannot be flagged
     item_flags = bayes_fdr_flags(item_v, fdr=fdr, rule=fdr_rule)
     subject_v = local_false_sign_rate(delta, min_effect=min_effect)
+    subject_v[~(seen_subjects[1:] & seen_subjects[:1])] = 1.0
     subject_flags = bayes_fdr_flags(subject_v, fdr=fdr, rule=fdr_rule)
 
     items = pd.DataFrame({"item": item_ids})
@@ -581,16 +598,27 @@ def condition_effects(
     abilities = {result.reference: theta}
     for k, c in enumerate(others):
         abilities[c] = theta + delta[:, k, :]
-    for c, a in abilities.items():
-        r = summarize(_ranks(a).astype("float64"), ci_prob=ci_prob)
-        subjects[f"rank_{c}_mean"] = r["mean"]
-        subjects[f"rank_{c}_ci_low"] = r["ci_low"]
-        subjects[f"rank_{c}_ci_high"] = r["ci_high"]
+    for j, (cond, ability_c) in enumerate(abilities.items()):
+        seen = seen_subjects[j]
+        for stat in ("mean", "ci_low", "ci_high"):
+            subjects[f"rank_{cond}_{stat}"] = np.nan
+        if seen.any():  # ranks among the systems observed under the condition
+            r = summarize(_ranks(ability_c[:, seen]).astype("float64"), ci_prob=ci_prob)
+            for stat in ("mean", "ci_low", "ci_high"):
+                subjects.loc[seen, f"rank_{cond}_{stat}"] = r[stat]
     subjects["flagged"] = subject_flags.any(axis=0)
 
     s = summarize(shift, ci_prob=ci_prob)
     shifts = pd.DataFrame({"condition": others, **{f"shift_{k}": v for k, v in s.items()}})
-    agreement = rank_agreement(abilities, ci_prob=ci_prob)
+    pairs = []
+    for (ja, ca), (jb, cb) in combinations(enumerate(conditions), 2):
+        both = seen_subjects[ja] & seen_subjects[jb]
+        if both.sum() < 2:
+            continue
+        pair = rank_agreement({ca: abilities[ca][:, both], cb: abilities[cb][:, both]}, ci_prob=ci_prob)
+        pairs.append(pair.assign(n_subjects=int(both.sum())))
+    agreement = pd.concat(pairs, ignore_index=True) if pairs else pd.DataFrame()
+    agreement.attrs["ci_prob"] = ci_prob
     for table in (items, subjects, shifts):
         table.attrs.update(ci_prob=ci_prob, fdr=fdr, min_effect=min_effect, reference=result.reference)
         table.attrs.update(against=against, fdr_rule=fdr_rule)
