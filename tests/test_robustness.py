@@ -234,7 +234,11 @@ def test_population_samples_bootstrap_and_leave_one_family_out() -> None:
     boot = plans[0].data
     assert boot.n_subjects == 9
     copies = [s for s in boot.subject_ids if "~" in s]
-    assert len(copies) == 9 - len({s.split("~")[0] for s in boot.subject_ids})
+    assert copies and len(copies) == 9 - len({s.split("~")[0] for s in boot.subject_ids})
+    frame = boot.long_frame().set_index(["subject", "item"])["response"]
+    for copy in copies:
+        original = copy.split("~")[0]
+        np.testing.assert_array_equal(frame.loc[copy].sort_index(), frame.loc[original].sort_index())
     left = plans[2].data
     assert left.n_subjects == 6 and not any(families[s] == "fam0" for s in left.subject_ids)
     with pytest.raises(DataError, match="no subject column 'org2'"):

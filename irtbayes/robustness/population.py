@@ -109,16 +109,16 @@ def _family_labels(data: ResponseData, family: str | Mapping[str, str] | None) -
 def _bootstrap_data(data: ResponseData, drawn: np.ndarray, name: str) -> ResponseData:
     frame = data.long_frame()
     ids = data.subject_ids.to_numpy(dtype=str)
+    rows = frame.groupby("subject", sort=False, observed=True).indices
     seen: dict[str, int] = {}
-    parts = []
+    take, names = [], []
     for code in drawn:
         sid = ids[code]
         seen[sid] = seen.get(sid, 0) + 1
-        part = frame.loc[frame["subject"] == sid].copy()
-        if seen[sid] > 1:
-            part["subject"] = f"{sid}~{seen[sid]}"
-        parts.append(part)
-    long = pd.concat(parts, ignore_index=True)
+        take.append(rows[sid])
+        names.append(np.full(len(rows[sid]), sid if seen[sid] == 1 else f"{sid}~{seen[sid]}", dtype=object))
+    long = frame.iloc[np.concatenate(take)].reset_index(drop=True)
+    long["subject"] = np.concatenate(names)
     items = data.items.loc[data.items.index.isin(long["item"].unique())].reset_index()
     return ResponseData.from_long(
         long[["subject", "item", "response"]],
