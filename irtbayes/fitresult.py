@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from irtbayes.errors import SpecError, describe_interrupt
+from irtbayes.errors import FitError, SpecError, describe_interrupt
 from irtbayes.files import json_ready
 from irtbayes.sampler_checks import Diagnostics, check_convergence
 from irtbayes.spec import ModelSpec
@@ -95,6 +95,18 @@ class Fit:
     def partial(self) -> bool:
         """True for the draws of an interrupted run (see ``keep_partial`` in :func:`fit`): never converged."""
         return bool(self.info.get("partial", False))
+
+    def check_data(self, data: ResponseData) -> None:
+        """Raise :class:`~irtbayes.errors.FitError` unless ``data`` is the data this fit was made from (by checksum).
+
+        Every step that takes a fit and its data (model checks, scoring against the fitted subjects,
+        BenchFill, the command line) checks them here.
+        """
+        if data.checksum() != self.data_checksum:
+            raise FitError(
+                f"{data.source}: these are not the data the fit was made from (checksum {data.checksum()[:12]}, "
+                f"the fit's {self.data_checksum[:12]})"
+            )
 
     def partial_text(self) -> str:
         """For a partial fit, one sentence saying so and how far the run got; else ``""``."""

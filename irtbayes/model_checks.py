@@ -23,7 +23,7 @@ import xarray as xr
 
 from irtbayes import irt
 from irtbayes.data import ResponseData
-from irtbayes.errors import FitError, SpecError
+from irtbayes.errors import SpecError
 from irtbayes.fitresult import Fit
 from irtbayes.summaries import summarize
 
@@ -39,14 +39,6 @@ QUASI_LIKELIHOOD_NOTE = (
 
 def _likelihood_name(data: ResponseData) -> str:
     return "bernoulli" if data.is_binary else "fractional-logit quasi-likelihood"
-
-
-def _check_data(result: Fit, data: ResponseData) -> None:
-    if data.checksum() != result.data_checksum:
-        raise FitError(
-            f"{data.source}: these are not the data the fit was made from (checksum {data.checksum()[:12]}, "
-            f"the fit's {result.data_checksum[:12]})"
-        )
 
 
 def _draw_index(result: Fit, n_draws: int | None) -> tuple[np.ndarray, np.ndarray]:
@@ -197,7 +189,7 @@ def posterior_predictive_check(
     FitError
         ``data`` is not the data of the fit.
     """
-    _check_data(result, data)
+    result.check_data(data)
     if not 0 < alpha < 1 or not 0 < ci_prob < 1:
         raise SpecError(f"posterior_predictive_check: alpha and ci_prob must be in (0, 1), got {alpha}, {ci_prob}")
     rng = np.random.default_rng(seed)
@@ -337,7 +329,7 @@ def log_likelihood(result: Fit, data: ResponseData, *, n_draws: int | None = 100
         for fractional responses, ``note`` (:data:`QUASI_LIKELIHOOD_NOTE`, also given as a warning): the
         values are then quasi-log-likelihoods, not comparable with those of binary responses.
     """
-    _check_data(result, data)
+    result.check_data(data)
     chains, draws = _draw_index(result, n_draws)
     y = data.values
     out = np.empty((len(chains), len(draws), data.n_responses))

@@ -1,0 +1,64 @@
+"""The stage boundaries: one settings object for the audit, one data check for a fit, light modules stay light."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from irtbayes.audit import AuditSettings, audit
+from irtbayes.errors import FitError, SpecError
+from irtbayes.fit import Fit
+from irtbayes.simulate import posterior_near_truth, simulate_responses
+
+
+@pytest.fixture(scope="module")
+def small():
+    data, truth = simulate_responses(30, 40, n_benchmarks=2, seed=11)
+    return data, posterior_near_truth(data, truth, chains=2, draws=40, seed=12)
+
+
+def test_audit_settings_object_and_keywords_give_the_same_audit(small) -> None:
+    data, posterior = small
+    settings = AuditSettings(bins=5, seed=3, max_draws=30, information_draws=20, top_k=4)
+    by_object = audit(posterior, data, settings=settings)
+    by_keywords = audit(posterior, data, bins=5, seed=3, max_draws=30, information_draws=20, top_k=4)
+    for name, table in by_object.tables().items():
+        pd.testing.assert_frame_equal(table, by_keywords.tables()[name], obj=name)
+    assert by_object.settings["seed"] == 3 and by_object.settings["top_k"] == 4
+    # keywords override the object
+    overridden = audit(posterior, data, settings=settings, seed=4)
+    assert overridden.settings["seed"] == 4 and overridden.settings["top_k"] == 4
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("top_k", 0, "top_k must be a whole number >= 1"),
+        ("grid_points", 1, "grid_points must be a whole number >= 2"),
+        ("group_threshold", 0.5, r"group_threshold must be in \(0.5, 1\]"),
+        ("bins", 0, "the number of bins must be at least 1"),
+        ("ci_prob", 1.0, "ci_prob must be strictly between 0 and 1"),
+    ],
+)
+def test_audit_settings_refuse_out_of_range_values(field: str, value: object, message: str) -> None:
+    with pytest.raises(SpecError, match=message):
+        AuditSettings(**{field: value}).checked()
+
+
+def test_a_fit_checks_its_data_by_checksum(small) -> None:
+    data, posterior = small
+    fit = Fit.from_posterior(posterior, data)
+    fit.check_data(data)  # the same data: no error
+    other, _ = simulate_responses(30, 40, n_benchmarks=2, seed=99)
+    with pytest.raises(FitError, match=r"not the data the fit was made from \(checksum [0-9a-f]{12}"):
+        fit.check_data(other)
+
+
+@pytest.mark.parametrize("module", ["irtbayes.spec", "irtbayes.irt", "irtbayes.summaries", "irtbayes.errors"])
+def test_light_modules_do_not_import_pymc(module: str) -> None:
+    code = f"import sys, {module}; print('pymc' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False", f"{module} pulls in PyMC"
