@@ -1,9 +1,12 @@
 """The whole audit: every measure, per posterior draw, per benchmark, per domain and overall; tidy tables.
 
 :func:`audit` takes a posterior (a DataTree with a ``posterior`` group, or that group as a Dataset) and the
-:class:`~irtbayes.data.ResponseData` it was fitted to, and returns an :class:`AuditResult`;
-:func:`~irtbayes.audit.folder.write_audit` writes it to a folder and
-:func:`~irtbayes.audit.folder.load_audit` reads it back.
+:class:`~irtbayes.data.ResponseData` it was fitted to, with its settings as one
+:class:`~irtbayes.audit.settings.AuditSettings` (or its fields as keywords), and returns an
+:class:`~irtbayes.audit.result.AuditResult`; :func:`~irtbayes.audit.folder.write_audit` writes it to a folder
+and :func:`~irtbayes.audit.folder.load_audit` reads it back. The steps: :mod:`irtbayes.audit.draws` reads
+the draws, :mod:`irtbayes.audit.scopes` builds the scopes, three passes over the draws here fill them, and
+:mod:`irtbayes.audit.tables` turns each scope into table rows.
 
 Scopes
 ------
