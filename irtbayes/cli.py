@@ -204,7 +204,13 @@ def _fit_options(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=15.0,
         metavar="MINUTES",
-        help="time budget of --sampler auto in minutes (default 15)",
+        help="time budget of --sampler auto and of --until-converged in minutes (default 15)",
+    )
+    group.add_argument(
+        "--until-converged",
+        action="store_true",
+        help="NUTS (nutpie): --draws (default 4x the usual) is the most per chain; stop as soon as r-hat, ESS "
+        "and the other checks pass, or when --budget has passed",
     )
     group.add_argument("--chains", type=int, default=4, help="chains (default 4)")
     group.add_argument(
@@ -240,6 +246,7 @@ def _fit_from_args(data: object, args: argparse.Namespace) -> object:
         progress=not args.no_progress,
         keep_partial=bool(getattr(args, "keep_partial", False)),
         budget_s=60.0 * float(getattr(args, "budget", 15.0)),
+        until_converged=bool(getattr(args, "until_converged", False)),
     )
 
 

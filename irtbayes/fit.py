@@ -20,6 +20,7 @@ import numpy as np
 import pymc as pm
 import xarray as xr
 
+from irtbayes.adaptive import StopRule
 from irtbayes.approx import approx_posterior
 from irtbayes.auto import DEFAULT_BUDGET_S, choose_sampler
 from irtbayes.data import ResponseData
@@ -133,6 +134,7 @@ def fit(
     sampler_kwargs: dict[str, Any] | None = None,
     keep_partial: bool = False,
     budget_s: float = DEFAULT_BUDGET_S,
+    until_converged: bool = False,
 ) -> Fit:
     """Fit an IRT model to ``data``.
 
@@ -170,7 +172,12 @@ def fit(
     sampler_kwargs
         Extra keyword arguments for the sampler (e.g. ``{"adaptation": "low_rank"}`` for nutpie).
     budget_s
-        Time budget of ``sampler="auto"`` in seconds (default 15 minutes).
+        Time budget in seconds (default 15 minutes) of ``sampler="auto"`` and of ``until_converged``.
+    until_converged
+        NUTS with nutpie only: take ``draws`` (default four times the usual number) as the most draws per
+        chain and stop as soon as the convergence checks pass, or when ``budget_s`` has passed
+        (:mod:`irtbayes.adaptive`; ``fit.sampler["until_converged"]`` records the outcome and the draws
+        kept, and ``fit.sampler["draws"]`` is the number kept).
     keep_partial
         When the run is interrupted (Ctrl-C) after some draws, attach them to the :class:`FitInterrupted`
         raised, as a :class:`Fit` marked partial (``fit.partial``, ``card()["partial"]``) whose convergence
@@ -205,10 +212,18 @@ def fit(
     )
     request: dict[str, Any] = {"sampler": sampler, "chains": int(chains), "draws": draws, "tune": tune, "seed": seed}
     request.update(cores=cores, target_accept=target_accept, progress=progress, extra=dict(sampler_kwargs or {}))
+    stop = None
+    if until_converged and sampler != "approx":
+        if sampler != "nutpie":
+            raise SpecError(f"fit: until_converged needs sampler='nutpie' (or 'auto'), got {sampler!r}")
+        standardised = spec.identification == "standardise"
+        stop = StopRule(rhat_max=rhat_max, ess_min=ess_min, budget_s=budget_s, standardised=standardised)
     if sampler == "approx":
         tree, spec, settings, seen = _approximate(data, spec, **request)
     else:
-        tree, spec, settings, seen = _build_and_sample(data, spec, **request)
+        tree, spec, settings, seen = _build_and_sample(data, spec, **request, stop=stop)
+    if stop is not None and stop.outcome != "interrupted":
+        settings.update(draws_max=settings["draws"], draws=stop.draws_done, until_converged=stop.record())
     if choice is not None:
         settings["auto"] = choice.to_dict()
     assemble: dict[str, Any] = {"data": data, "spec": spec, "settings": settings}
@@ -291,6 +306,7 @@ def _build_and_sample(
     target_accept: float | None,
     progress: bool,
     extra: dict[str, Any],
+    stop: StopRule | None = None,
 ) -> tuple[xr.DataTree, ModelSpec, dict[str, Any], bool]:
     """Build the model and run the sampler, watching for Ctrl-C.
 
@@ -320,6 +336,8 @@ def _build_and_sample(
                 target_accept=target_accept,
                 extra=extra,
             )
+            if stop is not None and draws is None:
+                settings["draws"] *= 4  # the most draws; sampling stops when the checks pass
             log.info(
                 "fitting %s to %s with %s (%d chains x %d draws, tune %d, seed %d)",
                 spec.kind,
@@ -332,7 +350,9 @@ def _build_and_sample(
             )
             start = time.perf_counter()
             run = {k: settings[k] for k in ("chains", "draws", "tune", "seed", "cores", "target_accept")}
-            tree = run_sampler(model, sampler=sampler, **run, progress=progress, extra=extra, state=state, watch=watch)
+            tree = run_sampler(
+                model, sampler=sampler, **run, progress=progress, extra=extra, state=state, watch=watch, stop=stop
+            )
         except KeyboardInterrupt:
             raise FitInterrupted(state.phase, draws_requested=settings["draws"], chains_requested=chains) from None
         except Exception:

@@ -16,7 +16,7 @@ import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import pymc as pm
@@ -25,6 +25,9 @@ import xarray as xr
 
 from irtbayes.errors import SpecError
 from irtbayes.progress import SamplingProgress
+
+if TYPE_CHECKING:
+    from irtbayes.adaptive import StopRule
 
 __all__ = [
     "APPROXIMATE_SAMPLERS",
@@ -133,8 +136,12 @@ def run_sampler(
     extra: dict[str, Any],
     state: RunState | None = None,
     watch: InterruptWatch | None = None,
+    stop: StopRule | None = None,
 ) -> xr.DataTree:
     """Run ``sampler`` on ``model``, recording the phase reached in ``state``.
+
+    With ``stop`` (nutpie only), ``draws`` is the most per chain and sampling ends as soon as the
+    convergence checks pass (:func:`irtbayes.adaptive.sample_until_converged`).
 
     On Ctrl-C, nutpie and PyMC return the draws so far (PyMC raises when there are none); with ``watch``,
     PyMC's sequential chains stop too instead of running on after the first one is cut short.
@@ -156,7 +163,7 @@ def run_sampler(
             progress_log = SamplingProgress(
                 every=float("inf") if phase_only else PROGRESS_EVERY, on_phase=lambda p: setattr(state, "phase", p)
             )
-            return nutpie.sample(
+            run = nutpie.sample(
                 compiled,
                 draws=draws,
                 tune=tune,
@@ -167,8 +174,14 @@ def run_sampler(
                 progress_bar=bar,
                 progress_callback=progress_log,
                 target_accept=target_accept,
+                blocking=stop is None,
                 **extra,
             )
+            if stop is None:
+                return run
+            from irtbayes.adaptive import sample_until_converged
+
+            return sample_until_converged(run, stop)
     if sampler in ("pymc", "numpyro"):
         if sampler == "numpyro":
             try:

@@ -1,0 +1,117 @@
+"""Sample until converged: the stop rule on scripted samplers, and one real nutpie fit."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from irtbayes.adaptive import StopRule, sample_until_converged
+from irtbayes.errors import SpecError
+from irtbayes.fit import fit
+from irtbayes.simulate import simulate_responses
+
+
+def _tree(n_draws: int, *, mixed: bool, filled: int | None = None, seed: int = 0) -> xr.DataTree:
+    """4 chains x n_draws of 5 parameters; chains agree (mixed) or sit 1 sd apart; draws after ``filled`` NaN."""
+    rng = np.random.default_rng(seed)
+    values = rng.standard_normal((4, n_draws, 5))
+    if not mixed:
+        values += np.arange(4)[:, None, None]
+    energy = rng.standard_normal((4, n_draws))
+    if filled is not None:
+        values[:, filled:] = np.nan
+        energy[:, filled:] = np.nan
+    posterior = xr.Dataset(
+        {"difficulty": (("chain", "draw", "item"), values)},
+        coords={"chain": np.arange(4), "draw": np.arange(n_draws), "item": [f"i{k}" for k in range(5)]},
+    )
+    stats = xr.Dataset(
+        {
+            "diverging": (("chain", "draw"), np.zeros((4, n_draws), dtype=bool)),
+            "energy": (("chain", "draw"), energy),
+        },
+        coords={"chain": np.arange(4), "draw": np.arange(n_draws)},
+    )
+    return xr.DataTree.from_dict({"posterior": posterior, "sample_stats": stats})
+
+
+class _Scripted:
+    """A stand-in for nutpie's background sampler: ``per_poll`` more draws appear at each look at them."""
+
+    def __init__(self, *, total: int, per_poll: int, mixed: bool) -> None:
+        self.total, self.per_poll, self.mixed = total, per_poll, mixed
+        self.polls = 0
+        self.aborted = False
+
+    @property
+    def done(self) -> int:
+        return min(self.total, self.polls * self.per_poll)
+
+    @property
+    def is_finished(self) -> bool:
+        if self.done < self.total:
+            raise TimeoutError("Timeout while waiting for sampler to finish")
+        return True
+
+    def inspect(self) -> xr.DataTree:
+        self.polls += 1
+        return _tree(self.total, mixed=self.mixed, filled=self.done)
+
+    def abort(self) -> xr.DataTree:
+        self.aborted = True
+        return _tree(self.total, mixed=self.mixed, filled=self.done)
+
+    def wait(self) -> xr.DataTree:
+        return _tree(self.total, mixed=self.mixed)
+
+
+def test_stops_as_soon_as_the_checks_pass():
+    sampler = _Scripted(total=5000, per_poll=100, mixed=True)
+    rule = StopRule(ess_min=400, min_draws=200, check_every=0.0)
+    tree = sample_until_converged(sampler, rule, poll=0.0)
+    assert rule.outcome == "converged" and sampler.aborted
+    assert 200 <= rule.draws_done < 5000
+    assert tree["posterior"].sizes["draw"] == rule.draws_done
+    assert np.isfinite(tree["posterior"]["difficulty"].values).all()
+    assert rule.history[-1]["ok"] and rule.checks >= 1
+
+
+def test_runs_to_the_most_draws_when_chains_disagree():
+    sampler = _Scripted(total=600, per_poll=100, mixed=False)
+    rule = StopRule(min_draws=200, check_every=0.0)
+    tree = sample_until_converged(sampler, rule, poll=0.0)
+    assert rule.outcome == "most draws" and not sampler.aborted
+    assert tree["posterior"].sizes["draw"] == 600
+    assert rule.history and not any(h["ok"] for h in rule.history)
+    assert any("r-hat" in p for h in rule.history for p in h["problems"])
+
+
+def test_budget_stops_and_keeps_the_draws_so_far():
+    sampler = _Scripted(total=10_000, per_poll=0, mixed=False)
+    rule = StopRule(budget_s=0.05, min_draws=10_000, check_every=0.0)
+    tree = sample_until_converged(sampler, rule, poll=0.01)
+    assert rule.outcome == "budget" and sampler.aborted
+    assert tree["posterior"].sizes["draw"] == rule.draws_done < 10_000
+
+
+def test_until_converged_needs_nutpie():
+    data, _ = simulate_responses(20, 10, seed=1)
+    with pytest.raises(SpecError, match="until_converged"):
+        fit(data, sampler="pymc", until_converged=True)
+
+
+def test_a_real_fit_stops_early_and_records_it():
+    data, _ = simulate_responses(40, 30, seed=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        result = fit(data, sampler="nutpie", chains=2, draws=3000, seed=3, progress=False, until_converged=True)
+    record = result.sampler["until_converged"]
+    assert record["outcome"] in ("converged", "most draws")
+    assert result.sampler["draws_max"] == 3000  # draws given: the most per chain
+    assert result.sampler["draws"] == record["draws_done"] == result.posterior.sizes["draw"]
+    if record["outcome"] == "converged":
+        assert result.sampler["draws"] < result.sampler["draws_max"]
+        assert result.diagnostics.ok
