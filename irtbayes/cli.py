@@ -14,7 +14,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from irtbayes.errors import FitInterrupted, IrtbayesError
 
@@ -106,8 +106,8 @@ def load_data_argument(args: argparse.Namespace) -> object:
     return io.load(path)
 
 
-def _helm_options(args: argparse.Namespace) -> dict[str, object]:
-    options: dict[str, object] = {"metric": args.metric} if args.metric else {}
+def _helm_options(args: argparse.Namespace) -> dict[str, Any]:
+    options: dict[str, Any] = {"metric": args.metric} if args.metric else {}
     if getattr(args, "suite", None):
         options["suite"] = [s.strip() for s in args.suite.split(",") if s.strip()]
     return options
