@@ -107,6 +107,6 @@ def plot_gap_locations(refits: pd.DataFrame, *, reference: tuple[float, float], 
     ax.set_yticklabels(["reference", *[str(p)[:28] for p in rows["population"]]], fontsize="small")
     ax.set_xlabel("ability / difficulty (logits)")
     ax.set_title(f"Widest gap of {scope} across populations", fontsize="medium")
-    ax.legend(loc="best", fontsize="small")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
     ax.grid(axis="x", alpha=0.3)
     return ax

@@ -16,8 +16,8 @@ population is any other :class:`~irtbayes.data.ResponseData` wrapped in a :class
 
 - DDM (``ddm_w1``) and Maximum Gap width (``max_gap``): its posterior mean lies inside the reference's
   credible interval;
-- gap location: the centre of its gap interval lies inside the reference's gap interval ``[gap_lo, gap_hi]``
-  (each on its own population's scale, as each audit states it);
+- gap location: the centre of its gap interval lies inside the reference's gap interval ``[gap_lo, gap_hi]``,
+  or the reference's centre inside its interval (each on its own population's scale, as each audit states it);
 - target range: each end moves by at most one reference bin width;
 - re-weighted ranks: at least ``agreement`` of the systems they share have a rank percentile inside the
   reference's rank-percentile interval (percentile = (rank - 1) / (n - 1), so populations of different sizes
@@ -531,7 +531,10 @@ def population_stability(
             out["gap_lo_linked"] = slope * out["gap_lo"] + intercept
             out["gap_hi_linked"] = slope * out["gap_hi"] + intercept
             centre = (out["gap_lo"] + out["gap_hi"]) / 2
-            out["agrees_gap_location"] = bool(ref_row["gap_lo"] <= centre <= ref_row["gap_hi"])
+            ref_centre = (ref_row["gap_lo"] + ref_row["gap_hi"]) / 2
+            out["agrees_gap_location"] = bool(
+                ref_row["gap_lo"] <= centre <= ref_row["gap_hi"] or out["gap_lo"] <= ref_centre <= out["gap_hi"]
+            )
             out["agrees_range"] = bool(
                 abs(r.lo - reference.target.lo) <= width and abs(r.hi - reference.target.hi) <= width
             )

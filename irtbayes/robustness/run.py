@@ -68,9 +68,10 @@ class RobustnessResult:
             out["population"] = {
                 "rule": (
                     "a refit agrees when its posterior mean (DDM, Maximum Gap) lies in the reference's credible "
-                    "interval, its gap centre in the reference gap, each range end within one bin width, and at "
-                    "least `agreement` of shared systems' rank percentiles in the reference's rank-percentile "
-                    "interval; a conclusion is stable when at least `agreement` of the refits agree"
+                    "interval, its gap centre in the reference gap or the reference's centre in its gap, each range "
+                    "end within one bin width, and at least `agreement` of shared systems' rank percentiles in the "
+                    "reference's rank-percentile interval; a conclusion is stable when at least `agreement` of the "
+                    "refits agree"
                 ),
                 "agreement": self.population.agreement,
                 "refits": [
