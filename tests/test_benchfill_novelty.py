@@ -119,3 +119,21 @@ def test_without_bank_texts_the_screen_says_so_and_still_compares_candidates():
 def test_screen_needs_texts():
     with pytest.raises(SpecError, match="'text' column"):
         screen_novelty(pd.DataFrame({"x": [1]}), BANK)
+
+
+def test_a_short_question_inside_a_long_passage_is_no_rewrite_and_rewrites_can_be_allowed():
+    passage = (
+        "The pancreas is an organ of the digestive system. Among other hormones it releases insulin, which the "
+        "human body needs to take glucose from the blood into its cells; the liver stores what is left as glycogen."
+    )
+    question = "Which organ releases insulin?"
+    assert content_similarity(question, passage) == 1.0  # every content word of the question is in the passage
+    assert classify_pair(question, passage) == "unrelated"
+    candidates = pd.DataFrame(
+        {"text": ["Insulin is secreted by which organ of the human body, the pancreas or another?"]},
+        index=pd.Index(["c3"], name="candidate_id"),
+    )
+    assert screen_novelty(candidates, BANK).loc["c3", ["novelty", "novelty_ok"]].tolist() == ["rewrite of q2", False]
+    allowed = screen_novelty(candidates, BANK, allow_rewrites=True)
+    assert allowed.loc["c3", ["novelty", "novelty_ok"]].tolist() == ["rewrite of q2", True]
+    assert allowed.attrs["allow_rewrites"] is True

@@ -167,6 +167,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         tune=args.tune,
         seed=args.seed,
         progress=not args.no_progress,
+        allow_rewrites=args.allow_rewrites,
     )
     paths = write_benchfill(result, args.out, candidates=candidates)
     if min_discrimination is None:
@@ -279,6 +280,12 @@ def add_parser(subparsers: Any) -> None:
         help="least P(slope > --min-discrimination); P(slope < -A) this high rejects as mis-keyed (default 0.9)",
     )
     rule.add_argument("--ci", type=float, default=0.9, help="credible interval probability (default 0.9)")
+    rule.add_argument(
+        "--allow-rewrites",
+        action="store_true",
+        help="accept a rewrite of a bank item that is not the candidate's seed (named in the ledger); near-verbatim "
+        "copies are rejected either way",
+    )
     cal = c.add_argument_group("the calibration")
     cal.add_argument(
         "--mode",

@@ -109,6 +109,7 @@ def calibrate_candidates(
     tune: int | None = None,
     seed: int | None = None,
     progress: bool = False,
+    allow_rewrites: bool = False,
 ) -> BenchfillResult:
     """Calibrate the candidates, decide each one, and compare the bank before and after.
 
@@ -135,6 +136,9 @@ def calibrate_candidates(
         settings as ``min_discrimination`` with ``min_discrimination_rule``.
     chains, draws, tune, seed, progress
         Sampler settings of the refit (default: the fit's own); ``seed`` also seeds the fixed-bank draws.
+    allow_rewrites
+        Accept a rewrite of a bank item that is not the candidate's seed (see
+        :func:`~irtbayes.benchfill.novelty.screen_novelty`).
 
     Returns
     -------
@@ -184,7 +188,9 @@ def calibrate_candidates(
         settings["bank_converged"] = bool(fit.diagnostics.ok)
     decisions = _decisions(posterior, candidates, new_data, choice, settings=settings)
     ability = (refit if refit is not None else fit).posterior["ability"]
-    decisions = _editorial(decisions, candidates, data, new_data, posterior, ability, seed=seed)
+    decisions = _editorial(
+        decisions, candidates, data, new_data, posterior, ability, seed=seed, allow_rewrites=allow_rewrites
+    )
     settings["novelty"] = decisions.attrs["novelty"]
     settings["construct"] = {"item_fit_ppp": ITEM_FIT_PPP, "construct_prob": CONSTRUCT_PROB}
     accepted = [i for i in ids if decisions.loc[i, "decision"] == "accepted"]
@@ -312,6 +318,7 @@ def _editorial(
     ability: xr.DataArray,
     *,
     seed: int | None,
+    allow_rewrites: bool = False,
 ) -> pd.DataFrame:
     """The acceptance rule's decisions with the novelty screen (against the bank's item texts, from ``data``)
     and the construct screen folded in (see :mod:`irtbayes.benchfill.editorial`)."""
@@ -320,7 +327,7 @@ def _editorial(
         index=pd.Index([c.candidate_id for c in candidates], name="candidate_id"),
     )
     bank = data.items["text"] if "text" in data.items.columns else pd.Series(dtype=object)
-    novelty = screen_novelty(table, bank)
+    novelty = screen_novelty(table, bank, allow_rewrites=allow_rewrites)
     if novelty.attrs["bank_texts"] == 0:
         log.warning("%s: the bank's items have no text, so the candidates are not compared with it", data.source)
     construct = screen_construct(ability, posterior, new_data, seed=0 if seed is None else seed)
