@@ -53,9 +53,9 @@ import pytensor.tensor as pt
 import xarray as xr
 from scipy import stats
 
-from irtbayes.data import ResponseData, json_ready
+from irtbayes.data import ResponseData
 from irtbayes.errors import DataError, SpecError
-from irtbayes.files import atomic_write_text
+from irtbayes.files import atomic_write_text, json_ready
 from irtbayes.summaries import check_ci_prob, summarize
 
 __all__ = [

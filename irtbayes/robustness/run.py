@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from irtbayes.data import ResponseData, json_ready
+from irtbayes.data import ResponseData
 from irtbayes.errors import DataError, SpecError
-from irtbayes.files import atomic_write_bytes, atomic_write_json, atomic_write_text
+from irtbayes.files import atomic_write_bytes, atomic_write_json, atomic_write_text, json_ready
 from irtbayes.robustness.conditions import ConditionEffects, condition_effects, fit_conditions, write_conditions
 from irtbayes.robustness.population import (
     Population,
