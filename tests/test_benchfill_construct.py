@@ -75,3 +75,18 @@ def test_a_candidate_that_follows_another_domain_is_off_construct():
     assert not out.loc["off", "construct_ok"] and out.loc["off", "p_other_stronger"] >= CONSTRUCT_PROB, out
     assert out.loc["off", "strongest_dimension"] == "language"
     assert "follows dimension 'language' more than its own 'math'" in out.loc["off", "construct"]
+
+
+def test_without_item_draws_the_item_fit_is_reported_unchecked():
+    theta = np.linspace(-2, 2, 40)
+    subjects = [f"s{j:02d}" for j in range(40)]
+    ability = xr.DataArray(
+        np.broadcast_to(theta, (1, 10, 40)).copy(),
+        dims=("chain", "draw", "subject"),
+        coords={"chain": [0], "draw": np.arange(10), "subject": subjects},
+    )
+    frame = pd.DataFrame({"subject": subjects, "item": "c", "response": (theta > 0).astype(float)})
+    new = ResponseData.from_long(frame, items=pd.DataFrame({"item": ["c"]}), source="no draws")
+    out = screen_construct(ability, xr.Dataset(), new)
+    assert out.loc["c", "construct"].startswith("not checked: the posterior has no difficulty or discrimination")
+    assert out.loc["c", "construct_ok"] and np.isnan(out.loc["c", "item_fit_ppp"])

@@ -237,6 +237,11 @@ def screen_construct(
         ]
         out["construct_ok"] = ~off.to_numpy()
         return out
+    missing = [name for name in ("difficulty", "discrimination") if name not in items.data_vars]
+    if missing:
+        out["construct"] = f"not checked: the posterior has no {' or '.join(missing)} draws for the item-fit check"
+        out["construct_ok"] = True
+        return out
     one = ability.isel(dim=0, drop=True) if "dim" in ability.dims else ability
     fit = item_fit(one, items, new_data, seed=seed)
     out["item_fit_ppp"] = fit["item_fit_ppp"]
