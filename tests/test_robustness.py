@@ -308,3 +308,28 @@ def test_revision_fills_the_original_gap_and_names_the_system_that_regresses() -
     assert comparison.subjects.iloc[0]["subject"] == "s00"  # the largest rank change comes first
     with pytest.raises(DataError, match="benchmark 'nope'"):
         compare_revision(result, original="orig", revised="nope")
+
+
+def test_robustness_writes_the_condition_tables_json_and_report(tmp_path, monkeypatch) -> None:
+    import json
+
+    import irtbayes.robustness.run as run_module
+
+    cfit, planted_items, _ = _hand_built_condition_fit()
+    monkeypatch.setattr(run_module, "fit_conditions", lambda data, **kwargs: cfit)  # the sampling is tested apart
+    result = run_module.robustness(cfit.data, out=tmp_path)
+    assert {p.name for p in result.files.values()} >= {
+        "conditions_items.csv",
+        "conditions_subjects.csv",
+        "robustness.json",
+        "report.html",
+        "report.md",
+    }
+    summary = json.loads((tmp_path / "robustness.json").read_text())
+    pair = summary["conditions"]["rank_agreement"][0]
+    assert pair["condition_a"] == "original" and pair["condition_b"] == "reformatted"
+    assert pair["kendall_tau_ci_low"] <= pair["kendall_tau_mean"] <= pair["kendall_tau_ci_high"] < 1
+    assert summary["conditions"]["flagging"]["items_flagged"] == len(planted_items)
+    items = pd.read_csv(tmp_path / "conditions_items.csv")
+    assert set(items.loc[items["flagged"], "item"]) == planted_items
+    assert "population" not in summary  # no other population was asked for
