@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -222,6 +224,10 @@ def test_a_gap_that_moves_is_population_dependent_and_an_unchanged_one_stable() 
     np.testing.assert_allclose(same.refits["gap_lo_linked"], same.refits["gap_lo"], atol=0.05)
     dependent = population_stability(reference, post, moved)
     labels = dependent.conclusions.set_index("conclusion")
+    # a population of other systems cannot vote on ranks
+    disjoint = [replace(r, ranking=r.ranking.assign(subject="other-" + r.ranking["subject"])) for r in moved]
+    ranks = population_stability(reference, post, disjoint).conclusions.set_index("conclusion").loc["ranks"]
+    assert ranks["label"] == "not compared" and "share no systems" in ranks["evidence"]
     assert labels.loc["gap_location", "label"] == "population-dependent", labels.loc["gap_location", "evidence"]
     assert labels.loc["gap_location", "evidence"].startswith("0 of 3 refits agree (population 0/3)")
 

@@ -21,7 +21,7 @@ population is any other :class:`~irtbayes.data.ResponseData` wrapped in a :class
 - target range: each end moves by at most one reference bin width;
 - re-weighted ranks: at least ``agreement`` of the systems they share have a rank percentile inside the
   reference's rank-percentile interval (percentile = (rank - 1) / (n - 1), so populations of different sizes
-  compare);
+  compare); a population that shares no system with the reference does not vote on ranks;
 
 and a conclusion is **stable** when at least ``agreement`` (default 0.8) of the refits agree, else
 **population-dependent**; the evidence column says how many agreed and where the refits' values lay.
@@ -392,7 +392,8 @@ class PopulationStability:
     conclusions
         One row per (scope, conclusion): ``scope``, ``conclusion`` (``range``, ``ddm_w1``, ``max_gap``,
         ``gap_location``, ``ranks``), ``reference`` (text), ``agree``, ``refits``, ``share_agree``,
-        ``label`` (``stable`` / ``population-dependent``), ``evidence``.
+        ``label`` (``stable`` / ``population-dependent``; ``not compared`` for ranks when no refit shares
+        systems with the reference), ``evidence``.
     refits
         One row per (refit, scope): ``population``, ``kind``, ``scope``, ``n_subjects``, ``lo``, ``hi``,
         ``ddm_w1_mean``, ``max_gap_mean``, ``gap_lo``, ``gap_hi``, ``gap_lo_linked``, ``gap_hi_linked``,
@@ -548,7 +549,8 @@ def population_stability(
             rank_rows.append(ranks)
             out["kendall_tau"] = _kendall(ranks["ref_rank_mean"].to_numpy(), ranks["rank_mean"].to_numpy())
             out["rank_share_inside"] = float(inside.mean()) if len(ranks) else float("nan")
-            out["agrees_ranks"] = bool(len(ranks) > 0 and out["rank_share_inside"] >= agreement)
+            # no shared systems (a disjoint population): ranks cannot be compared, so this refit does not vote
+            out["agrees_ranks"] = bool(out["rank_share_inside"] >= agreement) if len(ranks) else None
             rows.append(out)
     table = pd.DataFrame(rows)
     conclusions = []
@@ -577,14 +579,20 @@ def population_stability(
         if scope != table["scope"].iloc[0]:
             del texts["range"]  # one target range for every scope: judged once
         for conclusion, (ref_text, values, what) in texts.items():
-            agree = int(group[f"agrees_{conclusion}"].sum())
-            n = len(group)
+            voting = group.loc[group[f"agrees_{conclusion}"].notna()]
+            agree = int(voting[f"agrees_{conclusion}"].astype(bool).sum())
+            n = len(voting)
             by_kind = ", ".join(
-                f"{kind} {int(g[f'agrees_{conclusion}'].sum())}/{len(g)}"
-                for kind, g in group.groupby("kind", sort=False)
+                f"{kind} {int(g[f'agrees_{conclusion}'].astype(bool).sum())}/{len(g)}"
+                for kind, g in voting.groupby("kind", sort=False)
             )
-            share = agree / n
-            label = "stable" if share >= agreement else "population-dependent"
+            share = agree / n if n else float("nan")
+            if n == 0:
+                label = "not compared"
+            else:
+                label = "stable" if share >= agreement else "population-dependent"
+            if n < len(group):
+                by_kind += f"; {len(group) - n} refit(s) share no systems with the reference and do not vote"
             evidence = (
                 f"{agree} of {n} refits agree ({by_kind}); refit {what} from {_fmt(float(values.min()))} to "
                 f"{_fmt(float(values.max()))}"
