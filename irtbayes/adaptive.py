@@ -20,6 +20,7 @@ from typing import Any
 import xarray as xr
 
 from irtbayes.sampler_checks import check_convergence
+from irtbayes.trace import completed_draws
 
 __all__ = ["StopRule", "sample_until_converged"]
 
@@ -79,8 +80,6 @@ def _finished(sampler: Any) -> bool:
 
 def _common_length(posterior: xr.Dataset) -> int:
     """Draws that every chain has completed (nutpie pads unfinished draws with NaN)."""
-    from irtbayes.sampling import completed_draws
-
     n_draws = int(posterior.sizes.get("draw", 0))
     if n_draws == 0:
         return 0

@@ -458,48 +458,13 @@ def approx_posterior(
     theta = (theta - theta.mean(axis=0)) / theta.std(axis=0)
     t_abilities = time.perf_counter() - start - t_modes - t_items
 
-    def layout(values: np.ndarray) -> np.ndarray:  # (..., chains*draws) -> (chains, draws, ...)
-        return np.moveaxis(values.reshape(*values.shape[:-1], chains, draws), (-2, -1), (0, 1))
-
-    counts = np.bincount(groups, minlength=n_groups)
-    dof = max(data.n_items - n_groups, 1)
-    sd_b = st.sd_b * np.sqrt(dof / rng.chisquare(dof, n_total))
-    mu_g = st.mu[:, None] + rng.standard_normal((n_groups, n_total)) * (st.sd_b / np.sqrt(counts))[:, None]
-    variables: dict[str, Any] = {
-        "ability": (("chain", "draw", "subject"), layout(theta)),
-        "difficulty": (("chain", "draw", "item"), layout(b)),
-        "difficulty_sd": (("chain", "draw"), layout(sd_b)),
-    }
-    if twopl:
-        variables["discrimination"] = (("chain", "draw", "item"), layout(np.exp(alpha)))
-        sd_a = st.sd_a * np.sqrt(dof / rng.chisquare(dof, n_total))
-        nu_g = st.nu[:, None] + rng.standard_normal((n_groups, n_total)) * (st.sd_a / np.sqrt(counts))[:, None]
-        variables["log_discrimination_sd"] = (("chain", "draw"), layout(sd_a))
-        log_mu = nu_g.mean(axis=0)
-    else:
-        n_resp = max(int(mask.sum()), 1)
-        log_mu = st.alpha[0] + rng.standard_normal(n_total) * np.sqrt(st.cov[0, 1, 1])
-        variables["discrimination"] = (
-            ("chain", "draw", "item"),
-            layout(np.exp(log_mu)[None, :] * np.ones((data.n_items, 1))),
+    draws_by_name = {"ability": theta, "difficulty": b, "discrimination": np.exp(alpha)}
+    draws_by_name.update(_hyper_draws(st, groups, n_groups, twopl=twopl, n_total=n_total, rng=rng))
+    if not twopl:  # one discrimination per draw, shared by the items
+        draws_by_name["discrimination"] = np.exp(draws_by_name["log_discrimination_mu"])[None, :].repeat(
+            data.n_items, axis=0
         )
-        del n_resp
-    variables["log_discrimination_mu"] = (("chain", "draw"), layout(log_mu))
-    coords: dict[str, Any] = {
-        "chain": np.arange(chains),
-        "draw": np.arange(draws),
-        "subject": inputs.coords["subject"],
-        "item": inputs.coords["item"],
-    }
-    if has_groups:
-        coords["benchmark"] = inputs.coords["benchmark"]
-        variables["difficulty_benchmark"] = (("chain", "draw", "benchmark"), layout(mu_g))
-        variables["difficulty_mu"] = (("chain", "draw"), layout(mu_g.mean(axis=0)))
-        if twopl:
-            variables["log_discrimination_benchmark"] = (("chain", "draw", "benchmark"), layout(nu_g))
-    else:
-        variables["difficulty_mu"] = (("chain", "draw"), layout(mu_g[0]))
-    posterior = xr.Dataset(variables, coords=coords)
+    posterior = _dataset(draws_by_name, inputs.coords, chains=chains, draws=draws, grouped=has_groups)
     info = {
         "method": "empirical Bayes modes, then conditional grid posteriors (irtbayes.approx)",
         "rounds": rounds,
@@ -512,3 +477,49 @@ def approx_posterior(
         "time_abilities_s": round(t_abilities, 3),
     }
     return xr.DataTree.from_dict({"posterior": posterior}), spec, info
+
+
+def _hyper_draws(
+    st: _State, groups: np.ndarray, n_groups: int, *, twopl: bool, n_total: int, rng: np.random.Generator
+) -> dict[str, np.ndarray]:
+    """Draws of the hyperparameters from their sampling distributions given the items' estimates.
+
+    Group means: normal with the spread around them over the group's size; spreads: scaled inverse
+    chi-square with (items - groups) degrees of freedom; 1PL: the shared log-discrimination's Laplace sd.
+    Last axis: the draws; group variables have the group first.
+    """
+    counts = np.bincount(groups, minlength=n_groups)
+    dof = max(len(groups) - n_groups, 1)
+    out = {
+        "difficulty_sd": st.sd_b * np.sqrt(dof / rng.chisquare(dof, n_total)),
+        "difficulty_benchmark": st.mu[:, None]
+        + rng.standard_normal((n_groups, n_total)) * (st.sd_b / np.sqrt(counts))[:, None],
+    }
+    if twopl:
+        out["log_discrimination_sd"] = st.sd_a * np.sqrt(dof / rng.chisquare(dof, n_total))
+        nu = st.nu[:, None] + rng.standard_normal((n_groups, n_total)) * (st.sd_a / np.sqrt(counts))[:, None]
+        out["log_discrimination_benchmark"] = nu
+        out["log_discrimination_mu"] = nu.mean(axis=0)
+    else:
+        out["log_discrimination_mu"] = st.alpha[0] + rng.standard_normal(n_total) * np.sqrt(st.cov[0, 1, 1])
+    out["difficulty_mu"] = out["difficulty_benchmark"].mean(axis=0)
+    return out
+
+
+def _dataset(
+    values: dict[str, np.ndarray], coords: dict[str, list[str]], *, chains: int, draws: int, grouped: bool
+) -> xr.Dataset:
+    """The posterior Dataset: each array's last axis (the draws) laid out as (chain, draw) in front."""
+    dims = {"ability": ("subject",), "difficulty": ("item",), "discrimination": ("item",)}
+    if grouped:
+        dims.update(difficulty_benchmark=("benchmark",), log_discrimination_benchmark=("benchmark",))
+    variables = {}
+    for name, array in values.items():
+        if name.endswith("_benchmark") and not grouped:
+            continue
+        shaped = np.moveaxis(array.reshape(*array.shape[:-1], chains, draws), (-2, -1), (0, 1))
+        variables[name] = (("chain", "draw", *dims.get(name, ())), shaped)
+    out = {"chain": np.arange(chains), "draw": np.arange(draws), "subject": coords["subject"], "item": coords["item"]}
+    if grouped:
+        out["benchmark"] = coords["benchmark"]
+    return xr.Dataset(variables, coords=out)

@@ -22,7 +22,7 @@ import xarray as xr
 
 from irtbayes.adaptive import StopRule
 from irtbayes.approx import approx_posterior
-from irtbayes.auto import DEFAULT_BUDGET_S, choose_sampler
+from irtbayes.auto import DEFAULT_BUDGET_S, Choice, choose_sampler
 from irtbayes.data import ResponseData
 from irtbayes.errors import FitInterrupted, SpecError, describe_interrupt
 from irtbayes.files import json_ready
@@ -145,14 +145,11 @@ def fit(
     spec
         Model spec (default: 2PL, deepest hierarchy the labels allow, standardised abilities).
     sampler
-        ``"auto"`` (default): ``"nutpie"`` when NUTS's estimated time on this machine fits ``budget_s``,
-        else ``"approx"`` (:mod:`irtbayes.auto` says how it estimates; the choice and the reason are logged
-        before the fit starts and recorded in ``fit.sampler["auto"]``). ``"nutpie"`` (NUTS compiled with
-        numba), ``"pymc"`` (PyMC's NUTS), ``"numpyro"`` (needs JAX and NumPyro); the approximate tier
-        ``"approx"`` for matrices beyond NUTS (:mod:`irtbayes.approx`: empirical Bayes with grid posteriors,
-        1PL/2PL, ``chains`` x ``draws`` independent draws, 250 per chain by default); the quick looks
-        ``"advi"`` (mean-field ADVI, ``tune`` is its number of optimisation steps x 10) and ``"pathfinder"``
-        (needs pymc-extras). Approximate fits are labelled so in every output.
+        ``"auto"`` (default): ``"nutpie"`` when NUTS's estimated time fits ``budget_s``, else ``"approx"``
+        (:mod:`irtbayes.auto`; logged first, recorded in ``fit.sampler["auto"]``). NUTS: ``"nutpie"``,
+        ``"pymc"``, ``"numpyro"`` (JAX). Approximate, labelled so in every output: ``"approx"``
+        (:mod:`irtbayes.approx`, 1PL/2PL, ``draws`` defaults to 250 per chain), ``"advi"`` (``tune`` x 10
+        steps) and ``"pathfinder"`` (pymc-extras).
     chains, draws, tune
         Chains, kept draws per chain, warm-up draws per chain. ``draws=None`` gives 1000, more for large
         models and small item banks (see :func:`_default_settings`). ``tune=None`` gives 500 for nutpie (its
@@ -174,10 +171,8 @@ def fit(
     budget_s
         Time budget in seconds (default 15 minutes) of ``sampler="auto"`` and of ``until_converged``.
     until_converged
-        NUTS with nutpie only: take ``draws`` (default four times the usual number) as the most draws per
-        chain and stop as soon as the convergence checks pass, or when ``budget_s`` has passed
-        (:mod:`irtbayes.adaptive`; ``fit.sampler["until_converged"]`` records the outcome and the draws
-        kept, and ``fit.sampler["draws"]`` is the number kept).
+        nutpie: ``draws`` (default 4x the usual) is the most per chain; stop when the checks pass or after
+        ``budget_s`` (:mod:`irtbayes.adaptive`; recorded in ``fit.sampler["until_converged"]``).
     keep_partial
         When the run is interrupted (Ctrl-C) after some draws, attach them to the :class:`FitInterrupted`
         raised, as a :class:`Fit` marked partial (``fit.partial``, ``card()["partial"]``) whose convergence
@@ -199,25 +194,14 @@ def fit(
         draws than asked for (nutpie and PyMC return the draws so far when interrupted). It says the phase
         and the draws done, and carries the partial fit when ``keep_partial`` is True.
     """
-    choice = None
-    if sampler == "auto":
-        if not isinstance(data, ResponseData):
-            raise SpecError(f"fit: expected ResponseData, got {type(data).__name__}")
-        choice = choose_sampler(
-            data, spec or ModelSpec(), chains=chains, draws=draws, tune=tune, cores=cores, budget_s=budget_s
-        )
-        sampler = cast(Sampler, choice.sampler)
+    choice = _choose(data, spec, sampler, chains=chains, draws=draws, tune=tune, cores=cores, budget_s=budget_s)
+    sampler = cast(Sampler, choice.sampler) if choice is not None else sampler
     spec, seed, tune = _check_arguments(
         spec, sampler=sampler, chains=chains, draws=draws, tune=tune, seed=seed, target_accept=target_accept
     )
     request: dict[str, Any] = {"sampler": sampler, "chains": int(chains), "draws": draws, "tune": tune, "seed": seed}
     request.update(cores=cores, target_accept=target_accept, progress=progress, extra=dict(sampler_kwargs or {}))
-    stop = None
-    if until_converged and sampler != "approx":
-        if sampler != "nutpie":
-            raise SpecError(f"fit: until_converged needs sampler='nutpie' (or 'auto'), got {sampler!r}")
-        standardised = spec.identification == "standardise"
-        stop = StopRule(rhat_max=rhat_max, ess_min=ess_min, budget_s=budget_s, standardised=standardised)
+    stop = _stop_rule(until_converged, sampler, spec, rhat_max=rhat_max, ess_min=ess_min, budget_s=budget_s)
     if sampler == "approx":
         tree, spec, settings, seen = _approximate(data, spec, **request)
     else:
@@ -230,17 +214,50 @@ def fit(
     assemble.update(rhat_max=rhat_max, ess_min=ess_min)
     _raise_if_cut_short(tree, assemble, seen=seen, keep_partial=keep_partial)
     result = _assemble(tree, **assemble)
-    if settings["approximate"]:
-        warnings.warn(
-            f"{sampler} is an approximate method: intervals are approximate and MCMC diagnostics do not apply",
-            UserWarning,
-            stacklevel=2,
-        )
-    elif not result.diagnostics.ok:
-        warnings.warn(
-            "the fit did not pass the convergence checks:\n" + result.diagnostics.to_text(), UserWarning, stacklevel=2
-        )
+    _warn_if_not_checked(result, sampler)
     return result
+
+
+def _choose(
+    data: ResponseData,
+    spec: ModelSpec | None,
+    sampler: str,
+    *,
+    chains: int,
+    draws: int | None,
+    tune: int | None,
+    cores: int | None,
+    budget_s: float,
+) -> Choice | None:
+    """``sampler="auto"``: the sampler that fits the budget (:func:`irtbayes.auto.choose_sampler`); else None."""
+    if sampler != "auto":
+        return None
+    if not isinstance(data, ResponseData):
+        raise SpecError(f"fit: expected ResponseData, got {type(data).__name__}")
+    spec = spec or ModelSpec()
+    return choose_sampler(data, spec, chains=chains, draws=draws, tune=tune, cores=cores, budget_s=budget_s)
+
+
+def _stop_rule(
+    until_converged: bool, sampler: str, spec: ModelSpec, *, rhat_max: float, ess_min: float, budget_s: float
+) -> StopRule | None:
+    """The stop rule of ``until_converged`` (NUTS with nutpie; the approximate tier has nothing to stop)."""
+    if not until_converged or sampler == "approx":
+        return None
+    if sampler != "nutpie":
+        raise SpecError(f"fit: until_converged needs sampler='nutpie' (or 'auto'), got {sampler!r}")
+    standardised = spec.identification == "standardise"
+    return StopRule(rhat_max=rhat_max, ess_min=ess_min, budget_s=budget_s, standardised=standardised)
+
+
+def _warn_if_not_checked(result: Fit, sampler: str) -> None:
+    """A warning for an approximate fit, or for one that failed its convergence checks."""
+    if result.approximate:
+        message = f"{sampler} is an approximate method: intervals are approximate and MCMC diagnostics do not apply"
+        warnings.warn(message, UserWarning, stacklevel=3)
+    elif not result.diagnostics.ok:
+        message = "the fit did not pass the convergence checks:\n" + result.diagnostics.to_text()
+        warnings.warn(message, UserWarning, stacklevel=3)
 
 
 def _approximate(

@@ -1,0 +1,43 @@
+"""The complete part of a sampler's trace: draws every chain finished (nutpie pads the rest with NaN)."""
+
+from __future__ import annotations
+
+import numpy as np
+import xarray as xr
+
+__all__ = ["choose_chains", "completed_draws"]
+
+
+def completed_draws(posterior: xr.Dataset, *, draws: int) -> np.ndarray:
+    """Per chain, the draws before the first incomplete one (nutpie pads chains cut short with NaN).
+
+    Returns
+    -------
+    numpy.ndarray
+        (chain,) integers; all equal to ``draws`` for a complete run.
+    """
+    n_chains = int(posterior.sizes.get("chain", 0))
+    n_draws = int(posterior.sizes.get("draw", 0))
+    floats = [v for v in posterior.data_vars.values() if np.issubdtype(v.dtype, np.floating)]
+    if n_chains == 0 or n_draws == 0:
+        return np.zeros(n_chains, dtype="int64")
+    if n_draws == draws and all(bool(np.isfinite(v.isel(draw=-1)).all()) for v in floats):
+        return np.full(n_chains, n_draws, dtype="int64")
+    complete = np.ones((n_chains, n_draws), dtype=bool)
+    for v in floats:
+        rest = [d for d in v.dims if d not in ("chain", "draw")]
+        finite = np.isfinite(v.transpose("chain", "draw", *rest).values)
+        complete &= finite.reshape(n_chains, n_draws, -1).all(axis=2)
+    return np.where(complete.all(axis=1), n_draws, complete.argmin(axis=1)).astype("int64")
+
+
+def choose_chains(done: np.ndarray) -> tuple[list[int], int]:
+    """The chains to keep of a run cut short, and their common length: the most draws in all (chains x
+    length); on a tie, more chains (r-hat needs at least two)."""
+    best: tuple[list[int], int] = ([], 0)
+    order = np.argsort(-done, kind="stable")
+    for k in range(1, len(done) + 1):
+        length = int(done[order[k - 1]])
+        if length > 0 and k * length >= len(best[0]) * best[1]:
+            best = (sorted(int(i) for i in order[:k]), length)
+    return best
