@@ -111,9 +111,11 @@ class RobustnessResult:
         if self.population is not None:
             table = self.population.conclusions
             dependent = table.loc[table["label"] == "population-dependent"]
+            unconverged = sum(not r.converged for r in self.refits)
             lines.append(
                 f"populations: {len(self.refits)} refits; {len(dependent)} of {len(table)} conclusions "
                 "population-dependent"
+                + (f" ({unconverged} refits did not pass the convergence checks)" if unconverged else "")
             )
             for _, row in dependent.head(20).iterrows():
                 lines.append(f"  {row['scope']} {row['conclusion']}: {row['evidence']}")
