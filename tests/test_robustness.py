@@ -339,3 +339,29 @@ def test_robustness_writes_the_condition_tables_json_and_report(tmp_path, monkey
     items = pd.read_csv(tmp_path / "conditions_items.csv")
     assert set(items.loc[items["flagged"], "item"]) == planted_items
     assert "population" not in summary  # no other population was asked for
+
+
+def test_the_dask_engine_hands_every_refit_to_dask_compute(monkeypatch) -> None:
+    import sys
+    import types
+
+    import irtbayes.robustness.population as population_module
+
+    calls: dict[str, object] = {}
+    fake = types.ModuleType("dask")
+
+    def delayed(func):  # dask.delayed(f)(task) -> a lazy call
+        return lambda task: (func, task)
+
+    def compute(*lazy, scheduler=None, num_workers=None):
+        calls.update(scheduler=scheduler, num_workers=num_workers, n=len(lazy))
+        return tuple(func(task) for func, task in lazy)
+
+    fake.delayed = delayed  # type: ignore[attr-defined]
+    fake.compute = compute  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "dask", fake)
+    monkeypatch.setattr(population_module, "_refit_one", lambda task: task[0].name)
+    data, _ = simulate_responses(5, 6, seed=1)
+    plans = [Population(name, "population", data) for name in ("first", "second", "third")]
+    assert refit_populations(plans, engine="dask", workers=3) == ["first", "second", "third"]
+    assert calls == {"scheduler": "processes", "num_workers": 3, "n": 3}
