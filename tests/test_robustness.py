@@ -221,6 +221,7 @@ def test_a_gap_that_moves_is_population_dependent_and_an_unchanged_one_stable() 
     assert stable.loc["ranks", "label"] == "stable"
     # the same items on the same scale: the link is the identity and the linked gap the gap
     np.testing.assert_allclose(same.refits["link_slope"], 1.0, atol=0.02)
+    assert (same.refits["link_slope_ci_low"] <= 1.0).all() and (same.refits["link_slope_ci_high"] >= 1.0).all()
     np.testing.assert_allclose(same.refits["gap_lo_linked"], same.refits["gap_lo"], atol=0.05)
     dependent = population_stability(reference, post, moved)
     labels = dependent.conclusions.set_index("conclusion")

@@ -397,8 +397,9 @@ class PopulationStability:
     refits
         One row per (refit, scope): ``population``, ``kind``, ``scope``, ``n_subjects``, ``lo``, ``hi``,
         ``ddm_w1_mean``, ``max_gap_mean``, ``gap_lo``, ``gap_hi``, ``gap_lo_linked``, ``gap_hi_linked``,
-        ``link_slope``, ``link_intercept``, ``kendall_tau``, ``rank_share_inside``, ``converged``, and
-        ``agrees_{conclusion}`` for each conclusion.
+        ``link_slope``, ``link_intercept`` (posterior means of the per-draw link) with ``link_slope_ci_low``,
+        ``link_slope_ci_high``, ``link_intercept_ci_low``, ``link_intercept_ci_high``, ``kendall_tau``,
+        ``rank_share_inside``, ``converged``, and ``agrees_{conclusion}`` for each conclusion.
     ranks
         One row per (refit, scope, shared subject): ``population``, ``scope``, ``subject``,
         ``ref_percentile_mean``, ``ref_percentile_low``, ``ref_percentile_high``, ``percentile``, ``inside``.
@@ -507,10 +508,13 @@ def population_stability(
     rank_rows: list[pd.DataFrame] = []
     for r in refits:
         try:
-            link = link_mean_sigma(r.difficulty, reference_posterior)
+            link = link_mean_sigma(r.difficulty, reference_posterior, ci_prob=reference.ci_prob)
+            constants = link.table().set_index("constant")
             slope, intercept = float(link.slope.mean()), float(link.intercept.mean())
-        except SpecError:
+            bounds = [float(constants.loc[c, k]) for c in ("slope", "intercept") for k in ("ci_low", "ci_high")]
+        except SpecError:  # fewer than two common items
             slope = intercept = float("nan")
+            bounds = [float("nan")] * 4
         other = r.benchmarks.set_index("scope")
         for scope in bench.index.intersection(other.index, sort=False):
             ref_row, row = bench.loc[scope], other.loc[scope]
@@ -524,6 +528,10 @@ def population_stability(
                 "converged": r.converged,
                 "link_slope": slope,
                 "link_intercept": intercept,
+                "link_slope_ci_low": bounds[0],
+                "link_slope_ci_high": bounds[1],
+                "link_intercept_ci_low": bounds[2],
+                "link_intercept_ci_high": bounds[3],
             }
             for m in _MEASURES:
                 out[f"{m}_mean"] = float(row[f"{m}_mean"])
