@@ -81,8 +81,8 @@ def plot_condition_effects(
     ax.set_yticks(y)
     ax.set_yticklabels([str(i)[:32] for i in rows["item"]], fontsize="small")
     ax.set_xlabel(f"effect of {condition} on difficulty (logits; median and interval; positive = harder)")
-    extra = f" (the {len(rows)} farthest from the common shift of {len(items)})" if len(rows) < len(items) else ""
-    ax.set_title(f"Condition effects per item{extra}; flagged in orange", fontsize="medium")
+    extra = f": {len(rows)} of {len(items)} items, farthest from the shift" if len(rows) < len(items) else ""
+    ax.set_title(f"Effects of {condition} per item{extra}; flagged in orange", fontsize="medium")
     ax.grid(axis="x", alpha=0.3)
     return ax
 
