@@ -85,6 +85,22 @@ def save_fit(result: Fit, path: str | os.PathLike[str], *, overwrite: bool = Fal
         ``path`` exists and ``overwrite`` is False (also when another process saved there meanwhile), or the
         folder cannot be written (a full disk, no permission): the message names ``path`` and the reason, and
         a fit already at ``path`` is left unchanged.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from irtbayes.fitresult import Fit
+    >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
+    >>> data, truth = simulate_responses(20, 30, seed=1)
+    >>> result = Fit.from_posterior(posterior_near_truth(data, truth, chains=2, draws=50, seed=2), data)
+    >>> folder = save_fit(result, Path(tempfile.mkdtemp()) / "fit")
+    >>> sorted(p.name for p in folder.iterdir())
+    ['card.json', 'items.csv', 'posterior.nc', 'subjects.csv']
+    >>> save_fit(result, folder)
+    Traceback (most recent call last):
+    ...
+    irtbayes.errors.FitError: ...: already exists (pass overwrite=True to replace it)
     """
     target = Path(path)
     if target.exists() and not overwrite:
@@ -310,6 +326,27 @@ def load_fit(path: str | os.PathLike[str], *, data: ResponseData | None = None) 
         truncated after saving (their SHA-256 in the card differ; cards written before checksums were
         recorded load without this check), another format version, files that disagree with each other, or
         data with another checksum.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from irtbayes.fitresult import Fit
+    >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
+    >>> data, truth = simulate_responses(20, 30, seed=1)
+    >>> result = Fit.from_posterior(posterior_near_truth(data, truth, chains=2, draws=50, seed=2), data)
+    >>> folder = save_fit(result, Path(tempfile.mkdtemp()) / "fit")
+    >>> loaded = load_fit(folder, data=data)
+    >>> dict(loaded.posterior["ability"].sizes)
+    {'chain': 2, 'draw': 50, 'subject': 20}
+    >>> stored = result.posterior["difficulty"].values.astype("float32")  # draws are stored as float32
+    >>> bool(np.array_equal(loaded.posterior["difficulty"].values, stored))
+    True
+    >>> other, _ = simulate_responses(20, 30, seed=2)
+    >>> load_fit(folder, data=other)
+    Traceback (most recent call last):
+    ...
+    irtbayes.errors.FitError: ...
     """
     folder = Path(path)
     if not folder.is_dir():
