@@ -28,6 +28,23 @@ class Scores:
     ----------
     draws
         ``ability`` draws (chain, draw, subject[, dim]): one per posterior draw of the item parameters used.
+    n_responses
+        Responses per scored subject, indexed by subject id.
+    approximate
+        True when the item parameters come from an approximate fit.
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> draws = xr.DataArray(
+    ...     np.array([[[0.1, -1.0], [0.3, -1.2], [0.2, -0.8]]]),
+    ...     dims=("chain", "draw", "subject"),
+    ...     coords={"subject": ["a", "b"]},
+    ... )
+    >>> scores = Scores(draws=draws, n_responses=pd.Series({"a": 10, "b": 12}))
+    >>> table = scores.table()
+    >>> table["subject"].tolist(), table["n_responses"].tolist(), table["ability_mean"].round(2).tolist()
+    (['a', 'b'], [10, 12], [0.2, -1.0])
     """
 
     draws: xr.DataArray
@@ -135,6 +152,19 @@ def score(
     ------
     DataError
         Items in ``new_responses`` that the fit does not know.
+
+    Examples
+    --------
+    >>> from irtbayes.fitresult import Fit
+    >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
+    >>> data, truth = simulate_responses(30, 40, missing=0.0, seed=1)
+    >>> result = Fit.from_posterior(posterior_near_truth(data, truth, chains=2, draws=100, seed=2), data)
+    >>> scores = score(result, data, n_draws=100, seed=3)
+    >>> dict(scores.draws.sizes)
+    {'chain': 1, 'draw': 100, 'subject': 30}
+    >>> mean = scores.draws.mean(("chain", "draw"))
+    >>> bool(np.corrcoef(mean, truth["ability"])[0, 1] > 0.8)
+    True
     """
     if not isinstance(new_responses, ResponseData):
         raise DataError(f"score: expected ResponseData, got {type(new_responses).__name__}")
