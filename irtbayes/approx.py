@@ -70,6 +70,16 @@ class ApproxSettings:
         Grid points per subject.
     width
         Half-width of each grid in posterior standard deviations of the Laplace approximation.
+
+    Examples
+    --------
+    >>> from irtbayes.simulate import simulate_responses
+    >>> from irtbayes.spec import ModelSpec
+    >>> data, _ = simulate_responses(40, 60, seed=1)
+    >>> coarse = ApproxSettings(item_grid=(11, 5), ability_grid=21)
+    >>> _, _, info = approx_posterior(data, ModelSpec(kind="1pl"), chains=1, draws=100, settings=coarse)
+    >>> info["item_grid"], info["ability_grid"]  # the 1PL has no discrimination axis: 2 * 11 - 1 points
+    ([21, 1], 21)
     """
 
     max_iter: int = 200
@@ -528,6 +538,22 @@ def approx_posterior(
     ------
     SpecError
         A 3PL, multidimensional or ``identification="prior"`` spec.
+
+    Examples
+    --------
+    >>> from irtbayes.simulate import simulate_responses
+    >>> from irtbayes.spec import ModelSpec
+    >>> data, truth = simulate_responses(40, 60, seed=1)
+    >>> tree, spec, info = approx_posterior(data, ModelSpec(kind="2pl"), chains=2, draws=100, seed=1)
+    >>> spec.kind, info["modes_converged"], dict(tree["posterior"]["difficulty"].sizes)
+    ('2pl', True, {'chain': 2, 'draw': 100, 'item': 60})
+    >>> difficulty = tree["posterior"]["difficulty"].mean(("chain", "draw"))
+    >>> bool(np.corrcoef(difficulty, truth["difficulty"])[0, 1] > 0.85)
+    True
+    >>> approx_posterior(data, ModelSpec(kind="3pl"))
+    Traceback (most recent call last):
+    ...
+    irtbayes.errors.SpecError: sampler='approx' fits 1PL and 2PL models with one standardised ability dimension; ...
     """
     settings = settings or ApproxSettings()
     inputs = model_inputs(data, spec)
