@@ -36,7 +36,17 @@ NUTS_OVERHEAD_S = 30.0
 
 @dataclass(frozen=True)
 class Choice:
-    """The sampler ``"auto"`` chose and why (recorded in ``Fit.sampler["auto"]``)."""
+    """The sampler ``"auto"`` chose and why (recorded in ``Fit.sampler["auto"]``).
+
+    Examples
+    --------
+    >>> from irtbayes.simulate import simulate_responses
+    >>> data, _ = simulate_responses(50, 40, seed=1)
+    >>> choice = choose_sampler(data, ModelSpec(), chains=4, draws=None, tune=None, cores=2, budget_s=1)
+    >>> record = choice.to_dict()
+    >>> record["sampler"], record["budget_s"], record["nuts_estimate_s"] > 1
+    ('approx', 1, True)
+    """
 
     sampler: str
     estimate_s: float
@@ -69,7 +79,13 @@ def estimate_nuts_seconds(
 
 
 def approx_supports(spec: ModelSpec) -> bool:
-    """Whether the approximate tier fits this spec (1PL/2PL, one standardised ability dimension)."""
+    """Whether the approximate tier fits this spec (1PL/2PL, one standardised ability dimension).
+
+    Examples
+    --------
+    >>> approx_supports(ModelSpec(kind="2pl")), approx_supports(ModelSpec(kind="3pl"))
+    (True, False)
+    """
     return spec.kind in ("1pl", "2pl") and spec.dims == "one" and spec.identification == "standardise"
 
 
