@@ -46,6 +46,15 @@ class StopRule:
     outcome, draws_done, checks
         Filled by :func:`sample_until_converged`: ``"converged"``, ``"budget"``, ``"most draws"`` or
         ``"interrupted"``; the draws per chain kept; the number of checks run.
+    history
+        One entry per check: the draws per chain checked, whether the checks passed, the first problems.
+
+    Examples
+    --------
+    >>> rule = StopRule(budget_s=60.0, min_draws=100)
+    >>> record = rule.record()  # what the card keeps; empty until sample_until_converged has run
+    >>> record["outcome"], record["draws_done"], record["budget_s"], record["min_draws"]
+    ('', 0, 60.0, 100)
     """
 
     rhat_max: float = 1.01
