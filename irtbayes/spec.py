@@ -62,6 +62,16 @@ class Priors:
         3PL: centre the guessing prior on chance, 1 / ``n_options``, for items whose metadata gives it.
     ability_corr_eta
         ``dims="domain"``: LKJ concentration of the correlation between ability dimensions.
+
+    Examples
+    --------
+    >>> priors = Priors(difficulty_sd_scale=1.0)
+    >>> Priors.from_dict(priors.to_dict()) == priors
+    True
+    >>> Priors(guessing_mean=1.5)
+    Traceback (most recent call last):
+    ...
+    irtbayes.errors.SpecError: Priors.guessing_mean must be in (0, 1), got 1.5
     """
 
     difficulty_mu_sd: float = 2.0
@@ -134,6 +144,18 @@ class ModelSpec:
         fixed for one group of fewer than :data:`SMALL_BANK_ITEMS` items, else sampled.
     priors
         :class:`Priors`.
+
+    Examples
+    --------
+    >>> spec = ModelSpec(kind="1pl", hierarchy="benchmark")
+    >>> ModelSpec.from_dict(json.loads(spec.to_json())) == spec
+    True
+    >>> spec.replace(kind="2pl").kind, spec.priors.difficulty_mu_sd
+    ('2pl', 2.0)
+    >>> ModelSpec(kind="4pl")
+    Traceback (most recent call last):
+    ...
+    irtbayes.errors.SpecError: ModelSpec.kind must be one of ['1pl', '2pl', '3pl'], got '4pl'
     """
 
     kind: str = "2pl"
