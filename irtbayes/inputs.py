@@ -47,6 +47,23 @@ def model_inputs(data: ResponseData, spec: ModelSpec) -> ModelInputs:
     SpecError
         The data cannot support the spec (no labels for a hierarchy, one domain for ``dims="domain"``,
         fractional responses with ``fractional="error"``, too few subjects to standardise).
+
+    Examples
+    --------
+    >>> from irtbayes.simulate import simulate_responses
+    >>> data, _ = simulate_responses(40, 60, n_benchmarks=3, seed=1)
+    >>> inputs = model_inputs(data, ModelSpec())
+    >>> inputs.spec.hierarchy  # "auto" resolved: the items carry benchmark labels, no domains
+    'benchmark'
+    >>> {name: len(ids) for name, ids in inputs.coords.items()}
+    {'subject': 40, 'item': 60, 'benchmark': 3}
+    >>> len(inputs.response) == data.n_responses, np.bincount(inputs.item_benchmark).tolist()
+    (True, [20, 20, 20])
+    >>> unlabelled, _ = simulate_responses(40, 60, seed=1)
+    >>> model_inputs(unlabelled, ModelSpec(hierarchy="benchmark"))
+    Traceback (most recent call last):
+    ...
+    irtbayes.errors.SpecError: ...: hierarchy='benchmark' needs items labelled with at least 2 benchmarks (found 0)
     """
     _check_supported(data, spec)
     labels = _Labels.of(data)
