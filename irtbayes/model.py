@@ -356,6 +356,18 @@ def build_model(data: ResponseData, spec: ModelSpec | None = None) -> pm.Model:
     ------
     SpecError
         The data cannot support the spec.
+
+    Examples
+    --------
+    >>> from irtbayes.simulate import simulate_responses
+    >>> data, _ = simulate_responses(40, 60, seed=1)
+    >>> model = build_model(data, ModelSpec(kind="2pl"))
+    >>> model.irtbayes_spec.hierarchy  # "auto" with no benchmark labels
+    'none'
+    >>> sorted(v.name for v in model.free_RVs)
+    ['ability_z', 'difficulty', 'difficulty_mu', 'difficulty_sd', 'discrimination', 'log_discrimination_mu']
+    >>> len(model.coords["subject"]), len(model.coords["item"]), "response_loglik" in model.named_vars
+    (40, 60, True)
     """
     spec = spec or ModelSpec()
     inputs = model_inputs(data, spec)
@@ -438,6 +450,20 @@ def add_derived(posterior: xr.Dataset, spec: ModelSpec) -> xr.Dataset:
     -------
     xarray.Dataset
         ``posterior`` with ``discrimination`` and ``intercept`` (chain, draw, item).
+
+    Examples
+    --------
+    >>> posterior = xr.Dataset(
+    ...     {
+    ...         "difficulty": (("chain", "draw", "item"), [[[-1.0, 0.5]]]),
+    ...         "log_discrimination_mu": (("chain", "draw"), [[np.log(2.0)]]),
+    ...     }
+    ... )
+    >>> out = add_derived(posterior, ModelSpec(kind="1pl"))
+    >>> out["discrimination"].values.round(6).tolist()  # the 1PL's shared discrimination, per item
+    [[[2.0, 2.0]]]
+    >>> out["intercept"].values.round(6).tolist()  # d = -a b
+    [[[2.0, -1.0]]]
     """
     out = posterior
     if "discrimination" not in out:
