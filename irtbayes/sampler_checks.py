@@ -112,6 +112,14 @@ class Diagnostics:
     parameters
         Per checked scalar parameter: ``variable``, ``index``, ``r_hat``, ``ess_bulk``, ``ess_tail`` (kept in
         memory after :func:`check_convergence`, not saved; ``None`` for a loaded fit).
+
+    Examples
+    --------
+    >>> draws = np.random.default_rng(0).normal(size=(4, 500, 3))
+    >>> posterior = xr.Dataset({"difficulty": (("chain", "draw", "item"), draws)})
+    >>> diag = check_convergence(xr.DataTree.from_dict({"posterior": posterior}), approximate=True)
+    >>> diag.ok, diag.approximate, diag.n_chains, diag.n_draws, diag.problems
+    (False, True, 4, 500, ['approximate fit: MCMC diagnostics do not apply'])
     """
 
     ok: bool
@@ -476,6 +484,24 @@ def check_convergence(
         ``idata`` has no posterior group.
     SpecError
         A name in ``var_names`` is not a posterior variable, or ``ci_prob`` is not in (0, 1).
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> posterior = xr.Dataset({"difficulty": (("chain", "draw", "item"), rng.normal(size=(4, 500, 3)))})
+    >>> stats = xr.Dataset(
+    ...     {
+    ...         "diverging": (("chain", "draw"), np.zeros((4, 500), dtype=bool)),
+    ...         "energy": (("chain", "draw"), rng.normal(size=(4, 500))),
+    ...     }
+    ... )
+    >>> diag = check_convergence(xr.DataTree.from_dict({"posterior": posterior, "sample_stats": stats}))
+    >>> diag.ok, round(diag.max_rhat, 2), diag.divergences
+    (True, 1.0, 0)
+    >>> stuck = posterior + xr.DataArray([0.0, 0.0, 0.0, 3.0], dims="chain")  # one chain elsewhere
+    >>> diag = check_convergence(xr.DataTree.from_dict({"posterior": stuck, "sample_stats": stats}))
+    >>> diag.ok, diag.problems[0]
+    (False, 'r-hat 1.481 > 1.01 at difficulty[1]')
     """
     if not 0 < ci_prob < 1:
         raise SpecError(f"check_convergence: ci_prob must be strictly between 0 and 1, got {ci_prob}")
