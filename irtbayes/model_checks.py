@@ -113,6 +113,16 @@ class PredictiveCheck:
         The responses are fractional and the fit used the fractional-logit quasi-likelihood.
     notes
         Sentences that qualify the check (the quasi-likelihood statement for fractional responses).
+
+    Examples
+    --------
+    >>> from irtbayes.fitresult import Fit
+    >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
+    >>> data, truth = simulate_responses(40, 60, seed=1)
+    >>> result = Fit.from_posterior(posterior_near_truth(data, truth, chains=2, draws=100, seed=2), data)
+    >>> check = posterior_predictive_check(result, data, n_draws=100, seed=3)
+    >>> check.summary().startswith("Posterior predictive check (100 replicated data sets")
+    True
     """
 
     items: pd.DataFrame
@@ -188,6 +198,18 @@ def posterior_predictive_check(
     ------
     FitError
         ``data`` is not the data of the fit.
+
+    Examples
+    --------
+    >>> from irtbayes.fitresult import Fit
+    >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
+    >>> data, truth = simulate_responses(40, 60, seed=1)
+    >>> result = Fit.from_posterior(posterior_near_truth(data, truth, chains=2, draws=100, seed=2), data)
+    >>> check = posterior_predictive_check(result, data, n_draws=100, seed=3)
+    >>> check.items.shape, check.subjects.shape, check.n_draws
+    ((60, 12), (40, 8), 100)
+    >>> int(check.items["misfit"].sum()) <= 6  # about 2 x 5% of 60 items by chance, for the true model
+    True
     """
     result.check_data(data)
     if not 0 < alpha < 1 or not 0 < ci_prob < 1:
@@ -328,6 +350,18 @@ def log_likelihood(result: Fit, data: ResponseData, *, n_draws: int | None = 100
         ``likelihood`` (``"bernoulli"`` or ``"fractional-logit quasi-likelihood"``), ``quasi_likelihood`` and,
         for fractional responses, ``note`` (:data:`QUASI_LIKELIHOOD_NOTE`, also given as a warning): the
         values are then quasi-log-likelihoods, not comparable with those of binary responses.
+
+    Examples
+    --------
+    >>> from irtbayes.fitresult import Fit
+    >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
+    >>> data, truth = simulate_responses(40, 60, seed=1)
+    >>> result = Fit.from_posterior(posterior_near_truth(data, truth, chains=2, draws=100, seed=2), data)
+    >>> ll = log_likelihood(result, data, n_draws=50)  # 25 draws from each chain
+    >>> dict(ll.sizes), ll.sizes["response"] == data.n_responses, ll.attrs["likelihood"]
+    ({'chain': 2, 'draw': 25, 'response': 2161}, True, 'bernoulli')
+    >>> bool((ll < 0).all())
+    True
     """
     result.check_data(data)
     chains, draws = _draw_index(result, n_draws)
@@ -382,6 +416,21 @@ def compare_fits(
         fractional responses, ``note`` (:data:`QUASI_LIKELIHOOD_NOTE`, also given as one warning): the ELPD
         values are then quasi-likelihood values, comparable between these fits but not with fits to binary
         responses.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from irtbayes.fitresult import Fit
+    >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
+    >>> data, truth = simulate_responses(20, 30, seed=1)
+    >>> posterior = posterior_near_truth(data, truth, chains=2, draws=100, seed=2)
+    >>> true = Fit.from_posterior(posterior, data)
+    >>> flipped = Fit.from_posterior(posterior.assign(difficulty=-posterior["difficulty"]), data)
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")  # a few responses have high Pareto k with so few draws
+    ...     table = compare_fits({"true": true, "flipped": flipped}, data, n_draws=200)
+    >>> table.index.tolist(), bool(table.loc["flipped", "elpd_diff"] < -50)
+    (['true', 'flipped'], True)
     """
     if isinstance(fits, list):
         kinds = [f.spec.kind for f in fits]
