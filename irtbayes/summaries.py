@@ -58,6 +58,15 @@ def summarize(values: np.ndarray, *, ci_prob: float = 0.9, axis: int | tuple[int
     -------
     dict
         ``mean``, ``sd``, ``ci_low``, ``ci_high``: arrays with ``axis`` removed.
+
+    Examples
+    --------
+    >>> draws = np.random.default_rng(0).normal(loc=1.0, size=(4, 1000, 3))  # (chain, draw, item)
+    >>> out = summarize(draws, ci_prob=0.9, axis=(0, 1))
+    >>> sorted(out), out["mean"].shape
+    (['ci_high', 'ci_low', 'mean', 'sd'], (3,))
+    >>> bool(np.allclose(out["mean"], 1.0, atol=0.05)), bool(np.allclose(out["ci_high"] - out["mean"], 1.645, atol=0.1))
+    (True, True)
     """
     q_low, q_high = interval_quantiles(ci_prob)
     arr = np.asarray(values, dtype="float64")
