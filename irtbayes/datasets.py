@@ -399,6 +399,13 @@ def list_datasets(*, root: str | Path | None = None) -> pd.DataFrame:
         with default options), ``domains`` (comma-separated), ``licence``, ``storage`` (``embedded`` or
         ``external``), ``folder``, ``available`` (whether it can be loaded now), ``options`` (the converter's,
         for external sets), ``origin`` and ``citation``.
+
+    Examples
+    --------
+    >>> table = list_datasets()
+    >>> row = table.loc["lsat7"]
+    >>> int(row["n_subjects"]), int(row["n_items"]), row["storage"], bool(row["available"])
+    (1000, 5, 'embedded', True)
     """
     base = _external_root(root)
     rows = []
@@ -447,6 +454,18 @@ def load_dataset(name: str, *, root: str | Path | None = None, **options: Any) -
     DataError
         Unknown name (the message lists the known ones), unknown option, missing data folder (the message says how
         to convert the upstream files and which variable to set), or malformed files.
+
+    Examples
+    --------
+    >>> data = load_dataset("lsat7")
+    >>> data.n_subjects, data.n_items, data.n_responses
+    (1000, 5, 5000)
+    >>> data.item_ids[:2].tolist(), data.items["benchmark"].unique().tolist()
+    (['lsat7/item1', 'lsat7/item2'], ['lsat7'])
+    >>> load_dataset("lsat8")
+    Traceback (most recent call last):
+    ...
+    irtbayes.errors.DataError: unknown data set 'lsat8'; known data sets: lsat6, lsat7, ...
     """
     manifest = _manifest(name)
     folder = _folder_of(manifest, root)
@@ -497,6 +516,14 @@ def load_folder(path: str | Path, *, dataset: str | None = None, **options: Any)
     -------
     ResponseData
         Dims ``subject`` x ``item``.
+
+    Examples
+    --------
+    >>> data = load_folder(data_root() / "lsat7")
+    >>> data.n_subjects, data.n_items
+    (1000, 5)
+    >>> data.checksum() == load_dataset("lsat7").checksum()
+    True
     """
     path = Path(path)
     if not path.is_dir():
