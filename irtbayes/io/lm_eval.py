@@ -364,6 +364,19 @@ def load_lm_eval(
         ``filter`` or the metric key; an empty samples file; a score outside [0, 1]; an unknown metric,
         filter or task; the same item id with different documents in two files; several runs when
         ``runs="error"``.
+
+    Examples
+    --------
+    >>> folder = "tests/fixtures/lm_eval/lm_eval_dummy"  # three models, tasks fx_mc and fx_gen
+    >>> data = load_lm_eval(folder, filter={"fx_gen": "strict-match"})
+    >>> data.subject_ids.tolist()
+    ['fixture-org/dummy-a', 'fixture-org/dummy-b', 'fixture-org/dummy-c']
+    >>> data.n_items, data.n_responses, data.items["benchmark"].value_counts().sort_index().to_dict()
+    (50, 150, {'fx_gen': 20, 'fx_mc': 30})
+    >>> load_lm_eval(folder)
+    Traceback (most recent call last):
+    ...
+    irtbayes.errors.DataError: ...: task 'fx_gen' logs several filters ['strict-match', 'flexible-extract']; ...
     """
     all_filters = filter == ALL_FILTERS
     root = Path(path)
@@ -510,6 +523,14 @@ def list_choices(path: str | Path) -> pd.DataFrame:
         One row per (task, filter): ``task``, ``filter``, ``metrics`` (comma-separated, as logged),
         ``default_metric`` (what ``metric=None`` reads, empty when the task needs one named), ``subjects``
         (folders holding it) and ``documents`` (its lines in the first such file).
+
+    Examples
+    --------
+    >>> choices = list_choices("tests/fixtures/lm_eval/lm_eval_dummy")
+    >>> choices[["task", "filter", "default_metric", "subjects"]].values.tolist()
+    [['fx_gen', 'flexible-extract', 'exact_match', 3], ['fx_gen', 'strict-match', 'exact_match', 3], ['fx_mc', 'none', 'acc', 3]]
+    >>> choices.set_index("task").loc["fx_mc", "metrics"]
+    'acc, acc_norm'
     """
     root = Path(path)
     rows: dict[tuple[str, str], dict[str, Any]] = {}
