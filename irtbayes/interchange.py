@@ -108,6 +108,22 @@ def mirt_items(fit: Fit, *, layout: Layout = "irt", stat: Stat = "mean") -> pd.D
     SpecError
         An unknown ``layout``/``stat``, or ``layout="irt"`` for abilities by domain (mirt has no IRT
         parameterisation of a multidimensional model either).
+
+    Examples
+    --------
+    >>> from irtbayes.fitresult import Fit
+    >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
+    >>> data, truth = simulate_responses(20, 30, n_benchmarks=2, seed=1)
+    >>> fit = Fit.from_posterior(posterior_near_truth(data, truth, chains=2, draws=50, seed=2), data)
+    >>> items = mirt_items(fit)
+    >>> items.shape, items.columns.tolist(), items.index.name
+    ((30, 4), ['a', 'b', 'g', 'u'], 'item')
+    >>> items[["g", "u"]].iloc[0].tolist()  # a 2PL: no guessing, upper asymptote 1
+    [0.0, 1.0]
+    >>> mirt_items(fit, layout="si").columns.tolist()
+    ['a1', 'd', 'g', 'u']
+    >>> mirt_items(fit, stat="sd")[["g", "u"]].isna().all().tolist()  # fixed by the model
+    [True, True]
     """
     if layout not in ("irt", "si"):
         raise SpecError(f"layout must be 'irt' or 'si', got {layout!r}")
@@ -154,6 +170,18 @@ def mirt_subjects(fit: Fit) -> pd.DataFrame:
     pandas.DataFrame
         One row per subject (fit order): ``subject``, ``F1`` ... ``FK`` (posterior mean ability per
         dimension), ``SE_F1`` ... ``SE_FK`` (posterior sd).
+
+    Examples
+    --------
+    >>> from irtbayes.fitresult import Fit
+    >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
+    >>> data, truth = simulate_responses(20, 30, n_benchmarks=2, seed=1)
+    >>> fit = Fit.from_posterior(posterior_near_truth(data, truth, chains=2, draws=50, seed=2), data)
+    >>> subjects = mirt_subjects(fit)
+    >>> subjects.shape, subjects.columns.tolist()
+    ((20, 3), ['subject', 'F1', 'SE_F1'])
+    >>> bool(np.corrcoef(subjects["F1"], truth["ability"])[0, 1] > 0.95)
+    True
     """
     table = fit.subjects_table()
     dims = _dims(fit)
@@ -199,6 +227,19 @@ def write_mirt(fit: Fit, folder: str | Path, *, layout: Layout = "irt") -> dict[
     -------
     dict
         ``{"items": path, "items_sd": path, "subjects": path}``.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from irtbayes.fitresult import Fit
+    >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
+    >>> data, truth = simulate_responses(20, 30, n_benchmarks=2, seed=1)
+    >>> fit = Fit.from_posterior(posterior_near_truth(data, truth, chains=2, draws=50, seed=2), data)
+    >>> paths = write_mirt(fit, tempfile.mkdtemp())
+    >>> sorted(path.name for path in paths.values())
+    ['items.csv', 'items_sd.csv', 'subjects.csv']
+    >>> pd.read_csv(paths["items"], index_col=0).columns.tolist()
+    ['a', 'b', 'g', 'u']
     """
     folder = Path(folder)
     items = mirt_items(fit, layout=layout, stat="mean")
@@ -272,6 +313,20 @@ def tinybenchmarks_anchors(
     ------
     SpecError
         A 3PL fit, or ``n_anchors`` < 1.
+
+    Examples
+    --------
+    >>> from irtbayes.fitresult import Fit
+    >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
+    >>> data, truth = simulate_responses(20, 30, n_benchmarks=2, seed=1)
+    >>> fit = Fit.from_posterior(posterior_near_truth(data, truth, chains=2, draws=50, seed=2), data)
+    >>> suite = tinybenchmarks_anchors(fit, n_anchors=5)["irtbayes"]
+    >>> np.asarray(suite["irt_parameters"]["A"]).shape  # (1, dimensions, items)
+    (1, 1, 30)
+    >>> {bench: len(ids) for bench, ids in suite["anchor_items"].items()}
+    {'bench00': 5, 'bench01': 5}
+    >>> {bench: round(sum(w), 6) for bench, w in suite["examples_weights"].items()}
+    {'bench00': 1.0, 'bench01': 1.0}
     """
     if fit.spec.kind == "3pl":
         raise SpecError(
@@ -335,6 +390,19 @@ def write_tinybenchmarks(
     ``B_<dim>`` for abilities by domain), ``anchor`` (true/false) and ``anchor_weight`` (empty for other items).
 
     In Python, tinyBenchmarks' pickle is replaced by ``json.load`` and ``np.asarray`` of ``A`` and ``B``.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from irtbayes.fitresult import Fit
+    >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
+    >>> data, truth = simulate_responses(20, 30, n_benchmarks=2, seed=1)
+    >>> fit = Fit.from_posterior(posterior_near_truth(data, truth, chains=2, draws=50, seed=2), data)
+    >>> path = write_tinybenchmarks(fit, Path(tempfile.mkdtemp()) / "anchors.csv", n_anchors=5)
+    >>> table = pd.read_csv(path)
+    >>> table.columns.tolist(), len(table), int(table["anchor"].sum())
+    (['item', 'benchmark', 'position', 'A', 'B', 'anchor', 'anchor_weight'], 30, 10)
     """
     path = Path(path)
     suffix = path.suffix.lower()
