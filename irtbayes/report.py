@@ -553,6 +553,22 @@ def write_report(
     -------
     pathlib.Path
         The path of ``report.html``.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from irtbayes.fitresult import Fit
+    >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
+    >>> data, truth = simulate_responses(20, 30, seed=1)
+    >>> fit = Fit.from_posterior(posterior_near_truth(data, truth, chains=2, draws=50, seed=2), data)
+    >>> html = write_report(fit, data, Path(tempfile.mkdtemp()) / "report")
+    >>> sorted(path.name for path in html.parent.iterdir())
+    ['figures', 'report.html', 'report.md', 'tables']
+    >>> sorted(path.name for path in (html.parent / "tables").iterdir())
+    ['items.csv', 'subjects.csv']
+    >>> "<title>irtbayes audit of simulated 2pl (20 subjects x 30 items)</title>" in html.read_text()
+    True
     """
     doc = build_report(fit, data, audit=audit, benchfill=benchfill, title=title)
     with atomic_dir(out) as tmp:
