@@ -58,7 +58,13 @@ SHADE = LinearSegmentedColormap.from_list("irtbayes_blues", ["#FFFFFF", "#56B4E9
 
 
 def shorten(name: object, width: int = 28) -> str:
-    """Shorten a long label in the middle: ``'Meta-Llama-3_1-70B-Instruct'`` stays, longer ones get '…'."""
+    """Shorten a long label in the middle: ``'Meta-Llama-3_1-70B-Instruct'`` stays, longer ones get '…'.
+
+    Examples
+    --------
+    >>> shorten("Meta-Llama-3_1-70B-Instruct"), shorten("abcdefghij", width=7)
+    ('Meta-Llama-3_1-70B-Instruct', 'abc…hij')
+    """
     text = str(name)
     if len(text) <= width:
         return text
@@ -67,7 +73,13 @@ def shorten(name: object, width: int = 28) -> str:
 
 
 def domain_colours(domains: Sequence[object]) -> dict[str, str]:
-    """One palette colour per distinct domain, in order of first appearance (cycling past 8)."""
+    """One palette colour per distinct domain, in order of first appearance (cycling past 8).
+
+    Examples
+    --------
+    >>> domain_colours(["law", "maths", "law"])
+    {'law': '#0072B2', 'maths': '#E69F00'}
+    """
     distinct = list(dict.fromkeys(str(d) for d in domains))
     return {d: OKABE_ITO[i % len(OKABE_ITO)] for i, d in enumerate(distinct)}
 
@@ -83,7 +95,14 @@ def domain_markers(domains: Sequence[object]) -> dict[str, str]:
 
 def domain_palette(domains: Sequence[object]) -> tuple[dict[str, str], dict[str, str]]:
     """(colours, markers) for every domain a report shows, in sorted order, so that a domain looks the same in
-    every figure whichever of its benchmarks a figure draws."""
+    every figure whichever of its benchmarks a figure draws.
+
+    Examples
+    --------
+    >>> colours, markers = domain_palette(["maths", "law"])
+    >>> colours, markers
+    ({'law': '#0072B2', 'maths': '#E69F00'}, {'law': 'o', 'maths': 'o'})
+    """
     distinct = sorted({str(d) for d in domains})
     return domain_colours(distinct), domain_markers(distinct)
 
@@ -97,7 +116,13 @@ def _shared(
 
 
 def text_labels(values: pd.Series | Sequence[object], *, missing: str = "") -> list[str]:
-    """Labels as text, with missing values (None, NaN, pandas.NA) as ``missing``."""
+    """Labels as text, with missing values (None, NaN, pandas.NA) as ``missing``.
+
+    Examples
+    --------
+    >>> text_labels(["x", None, float("nan"), pd.NA, 3], missing="?")
+    ['x', '?', '?', '?', '3']
+    """
     return [missing if v is None or (not isinstance(v, str) and bool(pd.isna(v))) else str(v) for v in values]
 
 
@@ -179,6 +204,23 @@ def plot_item_person_map(
         With more subjects, this many are drawn, evenly spaced in the order of ability (the legend says so).
     colours
         Domain -> colour, shared by every figure of a report (default: :func:`domain_colours` of the items').
+
+    Examples
+    --------
+    >>> subjects = pd.DataFrame(
+    ...     {
+    ...         "subject": ["a", "b"],
+    ...         "ability_mean": [-1.0, 1.0],
+    ...         "ability_ci_low": [-1.5, 0.5],
+    ...         "ability_ci_high": [-0.5, 1.5],
+    ...     }
+    ... )
+    >>> items = pd.DataFrame(
+    ...     {"difficulty_mean": [-0.5, 0.2, 1.5], "benchmark": ["x", "x", "y"], "domain": ["maths", "maths", "law"]}
+    ... )
+    >>> ax = plot_item_person_map(subjects, items)
+    >>> ax.get_ylabel(), [label.get_text() for label in ax.get_xticklabels()]
+    ('ability / difficulty (logits)', ['subjects', 'x', 'y'])
     """
     labels = text_labels(items[group]) if group in items.columns else [""] * len(items)
     groups = list(dict.fromkeys(labels))
@@ -257,6 +299,25 @@ def plot_coverage_heatmap(
         Benchmark -> domain, to group rows by domain (rows keep their order within a domain).
     colours
         Domain -> colour of the row labels, shared by every figure of a report.
+
+    Examples
+    --------
+    >>> bins = pd.DataFrame(
+    ...     {
+    ...         "scope_kind": "benchmark",
+    ...         "scope": ["x", "x", "y", "y"],
+    ...         "bin": [0, 1, 0, 1],
+    ...         "lo": [-1.0, 0.0, -1.0, 0.0],
+    ...         "hi": [0.0, 1.0, 0.0, 1.0],
+    ...         "share_mean": [0.6, 0.4, 0.1, 0.9],
+    ...         "p_empty": [0.0, 0.1, 0.9, 0.0],
+    ...     }
+    ... )
+    >>> ax = plot_coverage_heatmap(bins)
+    >>> [label.get_text() for label in ax.get_yticklabels()], ax.images[0].get_array().shape
+    (['x', 'y'], (2, 2))
+    >>> ax.collections[0].get_offsets().tolist()  # one cross: benchmark y (row 1), bin 0 (column 0)
+    [[0.0, 1.0]]
     """
     table = bins.loc[bins["scope_kind"] == scope_kind] if "scope_kind" in bins.columns else bins
     table = table.assign(scope=text_labels(table["scope"]))
@@ -309,7 +370,17 @@ def plot_forest(
     """Forest plot: one row per benchmark (or other scope) with its posterior mean and interval.
 
     ``colours`` and ``markers`` (domain -> colour, marker) keep a domain's look the same across a report's
-    figures; by default they follow the rows' first appearance (:func:`domain_colours`)."""
+    figures; by default they follow the rows' first appearance (:func:`domain_colours`).
+
+    Examples
+    --------
+    >>> table = pd.DataFrame(
+    ...     {"scope": ["x", "y"], "mean": [0.1, -0.3], "low": [-0.2, -0.6], "high": [0.4, 0.0], "domain": ["a", "b"]}
+    ... )
+    >>> ax = plot_forest(table, mean="mean", low="low", high="high", xlabel="difficulty")
+    >>> ax.get_xlabel(), [label.get_text() for label in ax.get_yticklabels()]  # sorted by the mean
+    ('difficulty', ['y', 'x'])
+    """
     rows = table.sort_values(mean) if sort else table
     ax = _axes(ax, width=6.5, height=max(2.5, 0.9 + 0.26 * len(rows)))
     y = np.arange(len(rows))
@@ -351,6 +422,17 @@ def plot_test_information(
 
     ``information`` has one row per (scope, theta) with ``{value}_mean``, ``{value}_ci_low`` and
     ``{value}_ci_high``; ``subjects`` (optional, with ``ability_mean``) adds a rug of abilities.
+
+    Examples
+    --------
+    >>> theta = np.linspace(-3, 3, 7)
+    >>> info = np.exp(-(theta**2) / 2)
+    >>> information = pd.DataFrame(
+    ...     {"scope": "all", "theta": theta, "info_mean": info, "info_ci_low": 0.8 * info, "info_ci_high": 1.2 * info}
+    ... )
+    >>> ax = plot_test_information(information, subjects=pd.DataFrame({"ability_mean": [-0.5, 0.5]}))
+    >>> ax.get_ylabel(), [line.get_label() for line in ax.get_lines()]
+    ('test information', ['all', 'subjects'])
     """
     ax = _axes(ax, width=6.5, height=4.0)
     scope_of = np.asarray(text_labels(information["scope"]), dtype=object)
@@ -381,6 +463,15 @@ def plot_item_curves(curves: pd.DataFrame, *, ax: Axes | None = None) -> Axes:
     """Item characteristic curves with posterior bands.
 
     ``curves`` has one row per (item, theta) with ``p_mean``, ``p_ci_low``, ``p_ci_high``.
+
+    Examples
+    --------
+    >>> theta = np.linspace(-3, 3, 7)
+    >>> p = 1 / (1 + np.exp(-theta))
+    >>> curves = pd.DataFrame({"item": "q1", "theta": theta, "p_mean": p, "p_ci_low": 0.9 * p, "p_ci_high": p ** 0.9})
+    >>> ax = plot_item_curves(curves)
+    >>> ax.get_ylabel(), [float(y) for y in ax.get_ylim()], [line.get_label() for line in ax.get_lines()]
+    ('P(correct)', [0.0, 1.0], ['q1'])
     """
     ax = _axes(ax, width=6.5, height=4.0)
     for k, (item, rows) in enumerate(curves.groupby("item", sort=False)):
@@ -407,6 +498,24 @@ def plot_leaderboard(
 
     ``columns`` maps a scoring's display name to its (mean, low, high) rank columns, e.g.
     ``{"raw accuracy": ("raw_rank", "raw_rank", "raw_rank"), "re-weighted": ("rank_mean", ...)}``.
+
+    Examples
+    --------
+    >>> ranking = pd.DataFrame(
+    ...     {
+    ...         "subject": ["m1", "m2", "m3"],
+    ...         "raw_rank": [1, 2, 3],
+    ...         "rank_mean": [1.2, 2.5, 2.3],
+    ...         "rank_low": [1, 1, 2],
+    ...         "rank_high": [2, 3, 3],
+    ...     }
+    ... )
+    >>> columns = {"raw accuracy": ("raw_rank",) * 3, "re-weighted": ("rank_mean", "rank_low", "rank_high")}
+    >>> ax = plot_leaderboard(ranking, columns=columns)
+    >>> [text.get_text() for text in ax.get_legend().get_texts()]
+    ['raw accuracy', 're-weighted']
+    >>> [label.get_text() for label in ax.get_yticklabels()]
+    ['m1', 'm2', 'm3']
     """
     first = next(iter(columns.values()))[0]
     rows = ranking.sort_values(sort_by or first)
@@ -428,7 +537,15 @@ def plot_leaderboard(
 
 
 def plot_ahead_matrix(ahead: pd.DataFrame, *, ax: Axes | None = None) -> Axes:
-    """P(row subject ahead of column subject), a square matrix ordered as given."""
+    """P(row subject ahead of column subject), a square matrix ordered as given.
+
+    Examples
+    --------
+    >>> ahead = pd.DataFrame([[0.5, 0.9], [0.1, 0.5]], index=["m1", "m2"], columns=["m1", "m2"])
+    >>> ax = plot_ahead_matrix(ahead)
+    >>> ax.images[0].get_array().tolist(), [label.get_text() for label in ax.get_yticklabels()]
+    ([[0.5, 0.9], [0.1, 0.5]], ['m1', 'm2'])
+    """
     n = ahead.shape[0]
     size = max(4.5, 1.5 + 0.22 * n)
     ax = _axes(ax, width=size + 1.2, height=size)
@@ -445,7 +562,21 @@ def plot_ahead_matrix(ahead: pd.DataFrame, *, ax: Axes | None = None) -> Axes:
 
 def plot_rhat_ess(diagnostics: pd.DataFrame, *, rhat_max: float = 1.01, ess_min: float = 400, ax: Any = None) -> Any:
     """R-hat against bulk ESS for every parameter, thresholds marked; ``diagnostics`` has ``r_hat``,
-    ``ess_bulk`` and ``variable`` columns. Returns the Axes."""
+    ``ess_bulk`` and ``variable`` columns. Returns the Axes.
+
+    Examples
+    --------
+    >>> diagnostics = pd.DataFrame(
+    ...     {
+    ...         "variable": ["difficulty", "difficulty", "ability"],
+    ...         "r_hat": [1.0, 1.02, 1.001],
+    ...         "ess_bulk": [900.0, 300.0, 1500.0],
+    ...     }
+    ... )
+    >>> ax = plot_rhat_ess(diagnostics)
+    >>> ax.get_xlabel(), ax.get_ylabel(), [len(points.get_offsets()) for points in ax.collections]
+    ('bulk ESS', 'R-hat', [2, 1])
+    """
     ax = _axes(ax, width=6.0, height=4.0)
     names = text_labels(diagnostics["variable"])
     colours = domain_colours(names)
