@@ -528,7 +528,9 @@ def list_choices(path: str | Path) -> pd.DataFrame:
     --------
     >>> choices = list_choices("tests/fixtures/lm_eval/lm_eval_dummy")
     >>> choices[["task", "filter", "default_metric", "subjects"]].values.tolist()
-    [['fx_gen', 'flexible-extract', 'exact_match', 3], ['fx_gen', 'strict-match', 'exact_match', 3], ['fx_mc', 'none', 'acc', 3]]
+    [['fx_gen', 'flexible-extract', 'exact_match', 3],
+     ['fx_gen', 'strict-match', 'exact_match', 3],
+     ['fx_mc', 'none', 'acc', 3]]
     >>> choices.set_index("task").loc["fx_mc", "metrics"]
     'acc, acc_norm'
     """
