@@ -77,6 +77,21 @@ class Fit:
         Data source, sizes, creation time, package versions; for a partial fit (an interrupted run kept with
         ``keep_partial=True``) also ``partial`` (True) and ``interrupted`` (``phase``, ``draws_done``,
         ``draws_requested``, ``chains_done``, ``chains_requested``).
+
+    Examples
+    --------
+    >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
+    >>> data, truth = simulate_responses(20, 30, seed=1)
+    >>> fit = Fit.from_posterior(posterior_near_truth(data, truth, chains=2, draws=100, seed=2), data)
+    >>> fit.spec.kind, fit.approximate, fit.partial, len(fit.item_ids), len(fit.subject_ids)
+    ('2pl', False, False, 30, 20)
+    >>> fit.data_checksum == data.checksum(), fit.card()["n_responses"] == data.n_responses
+    (True, True)
+    >>> other, _ = simulate_responses(20, 30, seed=2)
+    >>> fit.check_data(other)
+    Traceback (most recent call last):
+    ...
+    irtbayes.errors.FitError: ...: these are not the data the fit was made from (checksum ..., the fit's ...)
     """
 
     idata: xr.DataTree
