@@ -26,7 +26,17 @@ SUMMARY_COLUMNS: tuple[str, ...] = ("mean", "sd", "ci_low", "ci_high")
 
 
 def check_ci_prob(ci_prob: float) -> float:
-    """Return ``ci_prob`` as a float, or raise :class:`SpecError` unless 0 < ci_prob < 1."""
+    """Return ``ci_prob`` as a float, or raise :class:`SpecError` unless 0 < ci_prob < 1.
+
+    Examples
+    --------
+    >>> check_ci_prob(0.9)
+    0.9
+    >>> check_ci_prob(90)
+    Traceback (most recent call last):
+    ...
+    irtbayes.errors.SpecError: ci_prob must be strictly between 0 and 1, got 90
+    """
     try:
         value = float(ci_prob)
     except (TypeError, ValueError):
@@ -37,7 +47,13 @@ def check_ci_prob(ci_prob: float) -> float:
 
 
 def interval_quantiles(ci_prob: float) -> tuple[float, float]:
-    """The two quantile levels of the equal-tailed interval with probability ``ci_prob``."""
+    """The two quantile levels of the equal-tailed interval with probability ``ci_prob``.
+
+    Examples
+    --------
+    >>> [round(q, 6) for q in interval_quantiles(0.9)]
+    [0.05, 0.95]
+    """
     p = check_ci_prob(ci_prob)
     return (1 - p) / 2, (1 + p) / 2
 
@@ -113,6 +129,16 @@ def summarize_draws(
     pandas.DataFrame
         Indexed by the remaining dims (their coordinates; a one-row frame when none remain), columns
         ``mean``, ``sd``, ``ci_low``, ``ci_high`` (prefixed).
+
+    Examples
+    --------
+    >>> draws = np.random.default_rng(0).normal(size=(2, 500, 2)) + np.array([0.0, 2.0])
+    >>> values = xr.DataArray(draws, dims=("chain", "draw", "item"), coords={"item": ["q1", "q2"]})
+    >>> table = summarize_draws(values, prefix="difficulty_")
+    >>> table.index.tolist(), table.columns.tolist()
+    (['q1', 'q2'], ['difficulty_mean', 'difficulty_sd', 'difficulty_ci_low', 'difficulty_ci_high'])
+    >>> table["difficulty_mean"].round(1).tolist(), table.attrs["ci_prob"]
+    ([-0.0, 2.0], 0.9)
     """
     dims = [d for d in sample_dims if d in values.dims]
     rest = [d for d in values.dims if d not in dims]
