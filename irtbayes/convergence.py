@@ -62,6 +62,11 @@ def tail_probs(ci_prob: float = 0.9) -> tuple[float, float]:
     ------
     ValueError
         ``ci_prob`` is not strictly between 0 and 1.
+
+    Examples
+    --------
+    >>> tail_probs(0.9), tail_probs(0.5)
+    ((0.05, 0.95), (0.25, 0.75))
     """
     if not 0 < ci_prob < 1:
         raise ValueError(f"ci_prob must be strictly between 0 and 1, got {ci_prob}")
@@ -231,6 +236,13 @@ def rank_diagnostics(draws: np.ndarray, *, ci_prob: float = 0.9) -> tuple[np.nda
 
     Tail ESS is taken at the ends of the central ``ci_prob`` interval (:func:`tail_probs`). The
     rank-normalised split draws serve both the bulk r-hat and the bulk ESS, so they are computed once.
+
+    Examples
+    --------
+    >>> draws = np.random.default_rng(0).normal(size=(4, 500, 3))
+    >>> rhat, bulk, tail = rank_diagnostics(draws)
+    >>> rhat.round(2).tolist(), bool(np.allclose(bulk, ess_bulk(draws))), bool(np.allclose(tail, ess_tail(draws)))
+    ([1.0, 1.0, 1.0], True, True)
     """
     probs = tail_probs(ci_prob)
     x, shape = _as_3d(draws)
