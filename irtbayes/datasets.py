@@ -60,7 +60,13 @@ SUBSET_OPTIONS = ("benchmarks", "min_benchmarks")
 
 
 def data_root() -> Path:
-    """The repository's ``data/`` folder, which holds the manifests and the embedded data sets."""
+    """The repository's ``data/`` folder, which holds the manifests and the embedded data sets.
+
+    Examples
+    --------
+    >>> data_root().name, (data_root() / "lsat7" / "dataset.json").is_file()
+    ('data', True)
+    """
     return Path(__file__).resolve().parents[1] / "data"
 
 
@@ -330,7 +336,14 @@ def _registry() -> dict[str, dict[str, Any]]:
 
 
 def manifests() -> dict[str, dict[str, Any]]:
-    """Every registered data set's manifest (``data/<name>/dataset.json``), by name, embedded ones first."""
+    """Every registered data set's manifest (``data/<name>/dataset.json``), by name, embedded ones first.
+
+    Examples
+    --------
+    >>> found = manifests()
+    >>> list(found)[:3], found["lsat7"]["n_items"]
+    (['lsat6', 'lsat7', 'mmlu_pro'], 5)
+    """
     table = _registry()
     return {n: dict(table[n]) for n in sorted(table, key=lambda n: (_external(table[n]), n))}
 
@@ -494,7 +507,13 @@ def _matching(path: Path) -> list[str]:
 
 
 def is_dataset_folder(path: str | Path) -> bool:
-    """True for a folder with a ``dataset.json`` manifest, or holding the files of an embedded data set."""
+    """True for a folder with a ``dataset.json`` manifest, or holding the files of an embedded data set.
+
+    Examples
+    --------
+    >>> is_dataset_folder(data_root() / "lsat7"), is_dataset_folder(data_root())
+    (True, False)
+    """
     path = Path(path)
     return path.is_dir() and ((path / MANIFEST).is_file() or bool(_matching(path)))
 
