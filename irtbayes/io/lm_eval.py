@@ -74,6 +74,13 @@ def is_lm_eval_folder(path: str | Path) -> bool:
 
     The files may sit in ``path`` itself (one model's folder), one level down
     (``<output_path>/<model_name_sanitized>/``, the usual case) or two levels down (a folder of output paths).
+
+    Examples
+    --------
+    >>> is_lm_eval_folder("tests/fixtures/lm_eval/lm_eval_dummy")
+    True
+    >>> is_lm_eval_folder("tests/fixtures/lm_eval/task_definitions")  # task files, no samples
+    False
     """
     path = Path(path)
     return path.is_dir() and bool(_samples_files(path))
