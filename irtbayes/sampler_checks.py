@@ -57,6 +57,14 @@ class VariableDiagnostics:
 
     A NaN worst value names the first checked parameter whose diagnostic is NaN. ``n_excluded`` elements were
     left out by :func:`excluded_elements` (constant over every draw, or a correlation's diagonal).
+
+    Examples
+    --------
+    >>> draws = np.random.default_rng(0).normal(size=(4, 500, 3))
+    >>> posterior = xr.Dataset({"difficulty": (("chain", "draw", "item"), draws)}, coords={"item": ["a", "b", "c"]})
+    >>> variable = check_convergence(xr.DataTree.from_dict({"posterior": posterior})).variables[0]
+    >>> variable.name, variable.n_checked, variable.worst_rhat, round(variable.max_rhat, 2)
+    ('difficulty', 3, 'difficulty[a]', 1.0)
     """
 
     name: str
@@ -356,7 +364,19 @@ def _worst(da: xr.DataArray, checked: np.ndarray, *, largest: bool) -> tuple[flo
 
 def checked_variables(posterior: xr.Dataset) -> list[str]:
     """Names of the posterior variables that convergence is judged on: all but raw ``*_z`` coordinates
-    (see :data:`SKIP_SUFFIXES`)."""
+    (see :data:`SKIP_SUFFIXES`).
+
+    Examples
+    --------
+    >>> posterior = xr.Dataset(
+    ...     {
+    ...         "difficulty": (("chain", "draw", "item"), np.zeros((2, 10, 3))),
+    ...         "ability_z": (("chain", "draw", "subject"), np.zeros((2, 10, 4))),
+    ...     }
+    ... )
+    >>> checked_variables(posterior)
+    ['difficulty']
+    """
     return [str(name) for name in posterior.data_vars if not str(name).endswith(SKIP_SUFFIXES)]
 
 
