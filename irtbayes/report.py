@@ -65,6 +65,18 @@ def parameter_diagnostics(fit: Fit) -> pd.DataFrame:
     -------
     pandas.DataFrame
         Columns ``variable``, ``index`` (the coordinates as text), ``r_hat``, ``ess_bulk``, ``ess_tail``.
+
+    Examples
+    --------
+    >>> from irtbayes.fitresult import Fit
+    >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
+    >>> data, truth = simulate_responses(20, 30, seed=1)
+    >>> fit = Fit.from_posterior(posterior_near_truth(data, truth, chains=2, draws=50, seed=2), data)
+    >>> table = parameter_diagnostics(fit)
+    >>> table.columns.tolist()
+    ['variable', 'index', 'r_hat', 'ess_bulk', 'ess_tail']
+    >>> int((table["variable"] == "ability").sum()), int((table["variable"] == "difficulty").sum())
+    (20, 30)
     """
     from irtbayes.diagnostics import checked_variables, parameter_table, rank_diagnostics_datasets
 
@@ -490,6 +502,19 @@ def build_report(
         An :class:`~irtbayes.audit.AuditResult` of the same fit.
     benchfill
         An object with a ``report_section(doc, figure)`` method (BenchFill results), or None.
+
+    Examples
+    --------
+    >>> import re
+    >>> from irtbayes.fitresult import Fit
+    >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
+    >>> data, truth = simulate_responses(20, 30, seed=1)
+    >>> fit = Fit.from_posterior(posterior_near_truth(data, truth, chains=2, draws=50, seed=2), data)
+    >>> doc = build_report(fit, data)
+    >>> re.findall(r"^## (.*)", doc.to_markdown(), flags=re.MULTILINE)[:4]
+    ['Summary', 'Data', 'Model and settings', 'Diagnostics']
+    >>> sorted(doc.figures)
+    ['diagnostics']
     """
     import matplotlib.pyplot as plt
 
