@@ -31,7 +31,14 @@ __all__ = [
 
 
 def linear_predictor(theta: ArrayLike, difficulty: ArrayLike, discrimination: ArrayLike | None = None) -> np.ndarray:
-    """``eta = a (theta - b)`` (``a = 1`` when ``discrimination`` is None), broadcast."""
+    """``eta = a (theta - b)`` (``a = 1`` when ``discrimination`` is None), broadcast.
+
+    Examples
+    --------
+    >>> linear_predictor(np.array([[0.0], [1.0]]), np.array([0.5, -0.5]), np.array([2.0, 1.0]))  # subject x item
+    array([[-1. ,  0.5],
+           [ 1. ,  1.5]])
+    """
     diff = np.asarray(theta, dtype="float64") - np.asarray(difficulty, dtype="float64")
     return diff if discrimination is None else np.asarray(discrimination, dtype="float64") * diff
 
@@ -56,7 +63,15 @@ def probability(
 
 
 def sigmoid_mix(eta: ArrayLike, guessing: ArrayLike | None = None) -> np.ndarray:
-    """``c + (1 - c) * sigmoid(eta)`` from the linear predictor (``c = 0`` when ``guessing`` is None)."""
+    """``c + (1 - c) * sigmoid(eta)`` from the linear predictor (``c = 0`` when ``guessing`` is None).
+
+    Examples
+    --------
+    >>> sigmoid_mix(np.array([-1000.0, 0.0, 1000.0])).tolist()  # no overflow
+    [0.0, 0.5, 1.0]
+    >>> float(sigmoid_mix(0.0, 0.25))
+    0.625
+    """
     eta = np.asarray(eta, dtype="float64")
     # sigmoid without overflow: exp of a non-positive number only
     e = np.exp(-np.abs(eta))
@@ -72,6 +87,14 @@ def log_probabilities(eta: ArrayLike, guessing: ArrayLike | None = None) -> tupl
 
     Without guessing: ``log P = -log(1 + exp(-eta))`` and ``log(1 - P) = -log(1 + exp(eta))``; with it,
     ``log P = logaddexp(log c, log(1 - c) + log sigmoid(eta))`` and ``log(1 - P) = log(1 - c) + log sigmoid(-eta)``.
+
+    Examples
+    --------
+    >>> log_p, log_q = log_probabilities(np.array([0.0, -800.0]))
+    >>> log_p.round(4).tolist(), log_q.round(4).tolist()
+    ([-0.6931, -800.0], [-0.6931, -0.0])
+    >>> [round(float(np.exp(v)), 6) for v in log_probabilities(-800.0, 0.25)]  # P falls to the guessing floor
+    [0.25, 0.75]
     """
     eta = np.asarray(eta, dtype="float64")
     log_p = -np.logaddexp(0.0, -eta)
@@ -116,6 +139,13 @@ def grid_posterior(log_lik: np.ndarray, grid: np.ndarray, *, log_prior: np.ndarr
     -------
     numpy.ndarray
         (grid, subject) probabilities, each column summing to 1.
+
+    Examples
+    --------
+    >>> grid = np.linspace(-4, 4, 81)
+    >>> prob = grid_posterior(np.zeros((81, 2)), grid)  # no responses: the N(0, 1) prior
+    >>> prob.sum(axis=0).round(6).tolist(), round(float(grid @ prob[:, 0]), 6)
+    ([1.0, 1.0], 0.0)
     """
     grid = np.asarray(grid, dtype="float64")
     prior = -0.5 * grid**2 if log_prior is None else np.asarray(log_prior, dtype="float64")
@@ -132,6 +162,14 @@ def sample_grid(prob: np.ndarray, grid: np.ndarray, rng: np.random.Generator) ->
     -------
     numpy.ndarray
         (subject,) draws.
+
+    Examples
+    --------
+    >>> grid = np.linspace(-4, 4, 81)
+    >>> prob = grid_posterior(np.zeros((81, 5000)), grid)
+    >>> draws = sample_grid(prob, grid, np.random.default_rng(0))
+    >>> draws.shape, round(float(draws.mean()), 1), round(float(draws.std()), 1)
+    ((5000,), 0.0, 1.0)
     """
     grid = np.asarray(grid, dtype="float64")
     spacing = np.gradient(grid)
