@@ -46,6 +46,17 @@ def read_json(path: str | Path, *, top: type | None = dict, error: type[Exceptio
     ``top`` is the type the document must have at the top level (``dict``, ``list``, or ``None`` for any).
     Every failure raises ``error`` with a message that names ``path`` and, for invalid JSON, the line and
     column.
+
+    Examples
+    --------
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> read_json(atomic_write_json(folder / "card.json", {"kind": "2pl"}))
+    {'kind': '2pl'}
+    >>> _ = (folder / "bad.json").write_text('{"kind": }')
+    >>> read_json(folder / "bad.json")
+    Traceback (most recent call last):
+    ...
+    irtbayes.errors.DataError: .../bad.json: not valid JSON (line 1, column 10: Expecting value)
     """
     try:
         with Path(path).open(encoding="utf-8-sig") as handle:
@@ -66,6 +77,12 @@ def read_json_lines(path: str | Path, *, error: type[Exception] = DataError) -> 
 
     Each line must hold a JSON object; a line that does not, invalid JSON, or bytes that are not UTF-8 raise
     ``error`` naming the file and the line.
+
+    Examples
+    --------
+    >>> path = atomic_write_text(Path(tempfile.mkdtemp()) / "samples.jsonl", '{"doc_id": 0}\\n\\n{"doc_id": 1}\\n')
+    >>> read_json_lines(path)
+    [(1, {'doc_id': 0}), (3, {'doc_id': 1})]
     """
     records: list[tuple[int, dict[str, Any]]] = []
     try:
@@ -90,7 +107,13 @@ def read_json_lines(path: str | Path, *, error: type[Exception] = DataError) -> 
 
 
 def current_umask() -> int:
-    """The process's umask (read from ``/proc`` where it can be, so no other thread sees it change)."""
+    """The process's umask (read from ``/proc`` where it can be, so no other thread sees it change).
+
+    Examples
+    --------
+    >>> 0 <= current_umask() <= 0o777
+    True
+    """
     try:
         with open("/proc/self/status", encoding="ascii") as handle:
             for line in handle:
@@ -108,6 +131,13 @@ def apply_umask(path: str | Path) -> None:
 
     :func:`tempfile.mkstemp` and :func:`tempfile.mkdtemp` make private (0600/0700) temporaries; a file or
     folder renamed into place from one would otherwise stay private whatever the user's umask.
+
+    Examples
+    --------
+    >>> folder = tempfile.mkdtemp()  # private: 0700
+    >>> apply_umask(folder)
+    >>> oct(os.stat(folder).st_mode & 0o777) == oct(0o777 & ~current_umask())
+    True
     """
     path = Path(path)
     base = 0o777 if path.is_dir() else 0o666
@@ -118,6 +148,12 @@ def atomic_write_bytes(path: str | Path, payload: bytes) -> Path:
     """Write ``payload`` to ``path`` through a temporary file in the same folder and :func:`os.replace`.
 
     The file gets the mode the umask gives (see :func:`apply_umask`).
+
+    Examples
+    --------
+    >>> path = atomic_write_bytes(Path(tempfile.mkdtemp()) / "sub" / "a.bin", bytes([0, 1]))
+    >>> list(path.read_bytes()), sorted(p.name for p in path.parent.iterdir())  # no temporary file left behind
+    ([0, 1], ['a.bin'])
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -137,12 +173,31 @@ def atomic_write_bytes(path: str | Path, payload: bytes) -> Path:
 
 
 def atomic_write_text(path: str | Path, text: str) -> Path:
-    """Write UTF-8 ``text`` atomically (see :func:`atomic_write_bytes`)."""
+    """Write UTF-8 ``text`` atomically (see :func:`atomic_write_bytes`).
+
+    Examples
+    --------
+    >>> text = "θ ≥ 0"
+    >>> atomic_write_text(Path(tempfile.mkdtemp()) / "note.txt", text).read_bytes() == text.encode("utf-8")
+    True
+    """
     return atomic_write_bytes(path, text.encode("utf-8"))
 
 
 def atomic_write_json(path: str | Path, obj: Any) -> Path:
-    """Write ``obj`` as indented JSON atomically."""
+    """Write ``obj`` as indented JSON atomically.
+
+    Examples
+    --------
+    >>> print(atomic_write_json(Path(tempfile.mkdtemp()) / "x.json", {"n": 1}).read_text(), end="")
+    {
+      "n": 1
+    }
+    >>> atomic_write_json(Path(tempfile.mkdtemp()) / "x.json", {"n": float("nan")})  # JSON has no NaN
+    Traceback (most recent call last):
+    ...
+    ValueError: Out of range float values are not JSON compliant...
+    """
     return atomic_write_text(path, json.dumps(obj, indent=2, allow_nan=False) + "\n")
 
 
@@ -152,6 +207,20 @@ def atomic_dir(target: str | Path) -> Iterator[Path]:
 
     On any exception (Ctrl-C included) the temporary folder is removed and ``target`` is left as it was. The
     folder gets the mode the umask gives (see :func:`apply_umask`).
+
+    Examples
+    --------
+    >>> target = Path(tempfile.mkdtemp()) / "report"
+    >>> with atomic_dir(target) as tmp:
+    ...     _ = (tmp / "a.txt").write_text("first")
+    >>> try:
+    ...     with atomic_dir(target) as tmp:
+    ...         _ = (tmp / "a.txt").write_text("second")
+    ...         raise RuntimeError("interrupted")
+    ... except RuntimeError:
+    ...     pass
+    >>> (target / "a.txt").read_text(), sorted(p.name for p in target.parent.iterdir())  # left as it was
+    ('first', ['report'])
     """
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -177,6 +246,11 @@ def json_ready(obj: Any) -> Any:
     Keys become strings, tuples and arrays lists, numpy scalars Python ones; NaN, infinities, ``None``,
     ``pd.NA`` and ``pd.NaT`` become ``None`` (JSON has no NaN). This is the one JSON-cleaning helper of the
     package: cards, summaries and settings pass through it before they are written.
+
+    Examples
+    --------
+    >>> json_ready({1: np.float64(0.5), "k": (np.int64(2), np.nan), "flag": np.bool_(True), "na": pd.NA})
+    {'1': 0.5, 'k': [2, None], 'flag': True, 'na': None}
     """
     if isinstance(obj, dict):
         return {str(k): json_ready(v) for k, v in obj.items()}
