@@ -24,7 +24,13 @@ log = logging.getLogger(__name__)
 
 
 def format_duration(seconds: float) -> str:
-    """``75`` -> ``"1 min 15 s"``; ``4000`` -> ``"1 h 7 min"``; under a minute in whole seconds."""
+    """``75`` -> ``"1 min 15 s"``; ``4000`` -> ``"1 h 6 min"`` (whole minutes); under a minute in whole seconds.
+
+    Examples
+    --------
+    >>> format_duration(12.4), format_duration(75), format_duration(4000), format_duration(float("nan"))
+    ('12 s', '1 min 15 s', '1 h 6 min', 'unknown')
+    """
     if seconds != seconds or seconds == float("inf"):  # NaN or unbounded: nothing sensible to say
         return "unknown"
     total = max(0, round(seconds))
