@@ -20,7 +20,15 @@ __all__ = ["Document", "format_number"]
 
 
 def format_number(value: object, *, digits: int = 3) -> str:
-    """Numbers as short text: ``0.123``, ``1.2e-05``, ``12,032``; other values via ``str``."""
+    """Numbers as short text: ``0.123``, ``1.2e-05``, ``12,032``; other values via ``str``.
+
+    Examples
+    --------
+    >>> format_number(0.12345), format_number(1.2e-5), format_number(12032), format_number(float("nan"))
+    ('0.123', '1.20e-05', '12,032', '–')
+    >>> format_number(True), format_number("2pl")
+    ('yes', '2pl')
+    """
     if value is None or (isinstance(value, float) and np.isnan(value)):
         return "–"
     if isinstance(value, (bool, np.bool_)):
@@ -37,7 +45,33 @@ def format_number(value: object, *, digits: int = 3) -> str:
 
 @dataclass
 class Document:
-    """A report kept as HTML and Markdown side by side; figures embedded in HTML, saved beside the Markdown."""
+    """A report kept as HTML and Markdown side by side; figures embedded in HTML, saved beside the Markdown.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> doc = Document(title="Demo")
+    >>> doc.heading("Data")
+    >>> doc.paragraph("20 subjects < 30 items.")
+    >>> doc.table(pd.DataFrame({"x": [1, 2]}))
+    >>> print(doc.to_markdown(), end="")
+    # Demo
+    <BLANKLINE>
+    ## Data
+    <BLANKLINE>
+    20 subjects &lt; 30 items.
+    <BLANKLINE>
+    | x |
+    |---|
+    | 1 |
+    | 2 |
+    >>> "20 subjects &lt; 30 items." in doc.to_html()  # text is escaped in HTML too
+    True
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> doc.write(folder)
+    >>> sorted(path.name for path in folder.iterdir())
+    ['figures', 'report.html', 'report.md']
+    """
 
     title: str
     html_parts: list[str] = field(default_factory=list)
