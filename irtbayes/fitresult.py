@@ -536,7 +536,16 @@ def _summaries(da: xr.DataArray, ci_prob: float) -> dict[str, np.ndarray]:
 
 
 def draws_table(da: xr.DataArray, ci_prob: float, *, prefix: str) -> pd.DataFrame:
-    """Summaries of draws (chain, draw, subject[, dim]) in long form: one row per subject (and dim)."""
+    """Summaries of draws (chain, draw, subject[, dim]) in long form: one row per subject (and dim).
+
+    Examples
+    --------
+    >>> draws = np.random.default_rng(0).normal(size=(2, 100, 3))
+    >>> da = xr.DataArray(draws, dims=("chain", "draw", "subject"), coords={"subject": ["a", "b", "c"]})
+    >>> table = draws_table(da, 0.9, prefix="ability")
+    >>> table.columns.tolist(), table["subject"].tolist()
+    (['subject', 'ability_mean', 'ability_sd', 'ability_ci_low', 'ability_ci_high'], ['a', 'b', 'c'])
+    """
     stats = _summaries(da, ci_prob)
     other = [d for d in da.dims if d not in ("chain", "draw")]
     index = pd.MultiIndex.from_product([da[d].values.astype(str) for d in other], names=other)
@@ -545,7 +554,13 @@ def draws_table(da: xr.DataArray, ci_prob: float, *, prefix: str) -> pd.DataFram
 
 
 def derived_names(spec: ModelSpec) -> list[str]:
-    """The posterior variables :func:`~irtbayes.model.add_derived` recomputes (not stored in a saved fit)."""
+    """The posterior variables :func:`~irtbayes.model.add_derived` recomputes (not stored in a saved fit).
+
+    Examples
+    --------
+    >>> derived_names(ModelSpec(kind="2pl")), derived_names(ModelSpec(kind="1pl"))
+    (['intercept'], ['intercept', 'discrimination'])
+    """
     names = ["intercept"]
     if spec.kind == "1pl":
         names.append("discrimination")
