@@ -298,6 +298,13 @@ def excluded_elements(da: xr.DataArray) -> tuple[np.ndarray, dict[str, int]]:
     (numpy.ndarray, dict)
         A boolean mask shaped like ``da`` without (chain, draw), True where the element is left out; the
         count left out by each rule (``"correlation diagonal"``, ``"constant"``).
+
+    Examples
+    --------
+    >>> draws = np.concatenate([np.random.default_rng(0).normal(size=(2, 50, 1)), np.ones((2, 50, 1))], axis=-1)
+    >>> mask, counts = excluded_elements(xr.DataArray(draws, dims=("chain", "draw", "item"), name="difficulty"))
+    >>> mask.tolist(), counts  # the second item never moves
+    ([False, True], {'correlation diagonal': 0, 'constant': 1})
     """
     rest = [d for d in da.dims if d not in ("chain", "draw")]
     values = da.transpose("chain", "draw", *rest).to_numpy()
@@ -329,7 +336,22 @@ def rank_diagnostics_datasets(
     variables without (chain, draw); the values of ``arviz_stats.rhat`` / ``ess`` (see
     :mod:`irtbayes.convergence`; tail ESS at the ends of the central ``ci_prob`` interval), computed for all
     parameters of a variable at once. Each result variable carries ``attrs["excluded"]``, the mask of
-    :func:`excluded_elements`, which :func:`parameter_table` uses to leave those elements out."""
+    :func:`excluded_elements`, which :func:`parameter_table` uses to leave those elements out.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> posterior = xr.Dataset(
+    ...     {
+    ...         "difficulty": (("chain", "draw", "item"), rng.normal(size=(4, 200, 3))),
+    ...         "difficulty_mu": (("chain", "draw"), rng.normal(size=(4, 200))),
+    ...     },
+    ...     coords={"item": ["a", "b", "c"]},
+    ... )
+    >>> rhat, bulk, tail = rank_diagnostics_datasets(posterior)
+    >>> dict(rhat["difficulty"].sizes), rhat["difficulty_mu"].shape
+    ({'item': 3}, ())
+    """
     out: tuple[dict[str, xr.DataArray], ...] = ({}, {}, {})
     for name, var in posterior.data_vars.items():
         rest = [d for d in var.dims if d not in ("chain", "draw")]
@@ -347,7 +369,24 @@ def rank_diagnostics_datasets(
 def parameter_table(rhat: xr.Dataset, bulk: xr.Dataset, tail: xr.Dataset, names: list[str]) -> pd.DataFrame:
     """One row per checked scalar parameter of ``names``: ``variable``, ``index`` (coordinates as text),
     ``r_hat``, ``ess_bulk``, ``ess_tail``. Elements marked in ``rhat[name].attrs["excluded"]`` (see
-    :func:`rank_diagnostics_datasets`) are left out."""
+    :func:`rank_diagnostics_datasets`) are left out.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> posterior = xr.Dataset(
+    ...     {
+    ...         "difficulty": (("chain", "draw", "item"), rng.normal(size=(4, 200, 3))),
+    ...         "difficulty_mu": (("chain", "draw"), rng.normal(size=(4, 200))),
+    ...     },
+    ...     coords={"item": ["a", "b", "c"]},
+    ... )
+    >>> table = parameter_table(*rank_diagnostics_datasets(posterior), ["difficulty", "difficulty_mu"])
+    >>> table[["variable", "index"]].values.tolist()
+    [['difficulty', 'a'], ['difficulty', 'b'], ['difficulty', 'c'], ['difficulty_mu', '']]
+    >>> table.columns.tolist()
+    ['variable', 'index', 'r_hat', 'ess_bulk', 'ess_tail']
+    """
     rows = []
     for name in names:
         frame = pd.DataFrame(
