@@ -84,6 +84,11 @@ def is_helm_folder(path: str | Path) -> bool:
 
     ``path`` may be a run folder, a suite folder (``benchmark_output/runs/<suite>``), ``benchmark_output/runs``,
     ``benchmark_output`` or the folder holding it.
+
+    Examples
+    --------
+    >>> is_helm_folder("tests/fixtures/helm/benchmark_output"), is_helm_folder("tests/fixtures/pyirt")
+    (True, False)
     """
     path = Path(path)
     if not path.is_dir():

@@ -146,7 +146,13 @@ def _classify(path: Path) -> tuple[str, str, str]:
 
 
 def is_leaderboard_folder(path: str | Path) -> bool:
-    """True when ``path`` is a folder holding Parquet files in a details layout (up to four levels down)."""
+    """True when ``path`` is a folder holding Parquet files in a details layout (up to four levels down).
+
+    Examples
+    --------
+    >>> is_leaderboard_folder("tests/fixtures/leaderboard"), is_leaderboard_folder("tests/fixtures/helm")
+    (True, False)
+    """
     path = Path(path)
     if not path.is_dir():
         return False

@@ -32,6 +32,11 @@ def is_pyirt_file(path: str | Path) -> bool:
     """Whether ``path`` is a file named like JSON Lines (``.jsonl`` or ``.jsonlines``).
 
     Only the name is looked at; :func:`load_pyirt` checks the content and names any bad line.
+
+    Examples
+    --------
+    >>> is_pyirt_file("tests/fixtures/pyirt/sparse.jsonl"), is_pyirt_file("tests/fixtures/pyirt/README.md")
+    (True, False)
     """
     path = Path(path)
     return path.is_file() and path.suffix.lower() in PYIRT_SUFFIXES
