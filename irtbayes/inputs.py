@@ -20,7 +20,18 @@ __all__ = ["ModelInputs", "model_inputs"]
 
 @dataclass(frozen=True)
 class ModelInputs:
-    """Arrays and labels that a model is built from (resolved spec, codes, coords)."""
+    """Arrays and labels that a model is built from (resolved spec, codes, coords).
+
+    Examples
+    --------
+    >>> from irtbayes.simulate import simulate_responses
+    >>> data, _ = simulate_responses(10, 8, missing=0.0, seed=1)
+    >>> inputs = model_inputs(data, ModelSpec())
+    >>> len(inputs.subject_code), len(inputs.item_code), len(inputs.response), inputs.item_benchmark
+    (80, 80, 80, None)
+    >>> inputs.chance.tolist() == [0.25] * 8  # simulated items have 4 options
+    True
+    """
 
     spec: ModelSpec
     coords: dict[str, list[str]]
