@@ -15,6 +15,14 @@ def completed_draws(posterior: xr.Dataset, *, draws: int) -> np.ndarray:
     -------
     numpy.ndarray
         (chain,) integers; all equal to ``draws`` for a complete run.
+
+    Examples
+    --------
+    >>> values = np.zeros((3, 10))
+    >>> values[1, 6:] = np.nan  # chain 1 stopped after 6 draws, chain 2 after 3
+    >>> values[2, 3:] = np.nan
+    >>> completed_draws(xr.Dataset({"difficulty_mu": (("chain", "draw"), values)}), draws=10).tolist()
+    [10, 6, 3]
     """
     n_chains = int(posterior.sizes.get("chain", 0))
     n_draws = int(posterior.sizes.get("draw", 0))
@@ -33,7 +41,15 @@ def completed_draws(posterior: xr.Dataset, *, draws: int) -> np.ndarray:
 
 def choose_chains(done: np.ndarray) -> tuple[list[int], int]:
     """The chains to keep of a run cut short, and their common length: the most draws in all (chains x
-    length); on a tie, more chains (r-hat needs at least two)."""
+    length); on a tie, more chains (r-hat needs at least two).
+
+    Examples
+    --------
+    >>> choose_chains(np.array([10, 6, 3]))  # 2 x 6 = 12 draws beat 1 x 10 and 3 x 3
+    ([0, 1], 6)
+    >>> choose_chains(np.array([10, 2, 2]))
+    ([0], 10)
+    """
     best: tuple[list[int], int] = ([], 0)
     order = np.argsort(-done, kind="stable")
     for k in range(1, len(done) + 1):
