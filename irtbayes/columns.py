@@ -34,14 +34,30 @@ Scoring = Literal["auto", "binary", "fraction"]
 
 
 def row_namer(first_line: int | None) -> Callable[[int], str]:
-    """How messages name a row: a file line (header counted) or a 0-based data-frame row."""
+    """How messages name a row: a file line (header counted) or a 0-based data-frame row.
+
+    Examples
+    --------
+    >>> row_namer(2)(0), row_namer(None)(0)  # a CSV file's first data row is its line 2
+    ('line 2', 'row 0')
+    """
     if first_line is None:
         return lambda i: f"row {i}"
     return lambda i: f"line {first_line + i}"
 
 
 def clean_ids(values: pd.Series, *, column: str, source: str, row: Callable[[int], str]) -> pd.Series:
-    """Turn an id column into clean strings; a missing or blank id is an error naming the row."""
+    """Turn an id column into clean strings; a missing or blank id is an error naming the row.
+
+    Examples
+    --------
+    >>> clean_ids(pd.Series([1.0, 2.0]), column="item", source="x.csv", row=row_namer(2)).tolist()  # not "1.0"
+    ['1', '2']
+    >>> clean_ids(pd.Series(["a", None]), column="item", source="x.csv", row=row_namer(2))
+    Traceback (most recent call last):
+    ...
+    irtbayes.errors.DataError: x.csv: column 'item' is empty at line 3 (1 rows have no item id)
+    """
     missing = values.isna().to_numpy()
     if missing.any():
         first = int(np.flatnonzero(missing)[0])
@@ -61,7 +77,18 @@ def clean_ids(values: pd.Series, *, column: str, source: str, row: Callable[[int
 def clean_scores(
     values: pd.Series, *, column: str, source: str, row: Callable[[int], str], scoring: Scoring
 ) -> np.ndarray:
-    """Parse responses to float64 in [0, 1]; NaN stays NaN (a missing cell)."""
+    """Parse responses to float64 in [0, 1]; NaN stays NaN (a missing cell).
+
+    Examples
+    --------
+    >>> name = row_namer(2)
+    >>> clean_scores(pd.Series([1, 0.5, None]), column="response", source="x.csv", row=name, scoring="auto")
+    array([1. , 0.5, nan])
+    >>> clean_scores(pd.Series([0, 2]), column="response", source="x.csv", row=name, scoring="auto")
+    Traceback (most recent call last):
+    ...
+    irtbayes.errors.DataError: x.csv: column 'response' at line 3 holds 2, outside [0, 1] ...
+    """
     if pd.api.types.is_bool_dtype(values):
         return values.to_numpy(dtype="float64")
     if values.dtype == object or pd.api.types.is_string_dtype(values):
