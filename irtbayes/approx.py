@@ -42,6 +42,7 @@ import xarray as xr
 
 from irtbayes.data import ResponseData
 from irtbayes.errors import SpecError
+from irtbayes.irt import log_likelihood, sigmoid_mix
 from irtbayes.model import ModelSpec, model_inputs
 
 __all__ = ["ApproxSettings", "approx_posterior"]
@@ -105,19 +106,6 @@ class _State:
     sd_a: float
 
 
-def _log_sigmoid(x: np.ndarray) -> np.ndarray:
-    return -np.logaddexp(0.0, -x)
-
-
-def _sigmoid(x: np.ndarray) -> np.ndarray:
-    return np.exp(_log_sigmoid(x))
-
-
-def _bernoulli(y: np.ndarray, eta: np.ndarray) -> np.ndarray:
-    """Log-likelihood of (fractional) responses y at logit eta: y eta - log(1 + e^eta)."""
-    return y * eta - np.logaddexp(0.0, eta)
-
-
 def _matrix(data: ResponseData) -> tuple[np.ndarray, np.ndarray]:
     y = np.zeros((data.n_subjects, data.n_items))
     mask = np.zeros((data.n_subjects, data.n_items), dtype=bool)
@@ -159,7 +147,7 @@ def _item_step(y: np.ndarray, mask: np.ndarray, st: _State, groups: np.ndarray, 
     """One Newton step for every item (Fisher scoring with the priors); returns the largest move."""
     a = np.exp(st.alpha)
     eta = a[None, :] * (st.theta[:, None] - st.b[None, :])
-    p = _sigmoid(eta)
+    p = sigmoid_mix(eta)
     r = np.where(mask, y - p, 0.0)
     w = np.where(mask, p * (1 - p), 0.0)
     prec_b = 1.0 / st.sd_b**2
@@ -184,7 +172,7 @@ def _item_step(y: np.ndarray, mask: np.ndarray, st: _State, groups: np.ndarray, 
     step_b = -(h_aa * g_b - h_ba * g_a) / det
     step_a = -(-h_ba * g_b + h_bb * g_a) / det
     scale = np.maximum(1.0, np.maximum(np.abs(step_b), np.abs(step_a)))  # at most 1 logit per step
-    step_b, step_a = _backtrack(y, mask, st, groups, step_b / scale, step_a / scale, _bernoulli(y, eta))
+    step_b, step_a = _backtrack(y, mask, st, groups, step_b / scale, step_a / scale, log_likelihood(y, eta))
     st.b = st.b + step_b
     st.alpha = st.alpha + step_a
     st.cov[:, 0, 0] = -h_aa / det
@@ -198,7 +186,7 @@ def _item_log_posterior(
 ) -> np.ndarray:
     """Log posterior (up to a constant) of the items ``cols`` at (b, alpha), abilities at their modes."""
     eta = np.exp(alpha)[None, :] * (st.theta[:, None] - b[None, :])
-    ll = np.where(mask[:, cols], _bernoulli(y[:, cols], eta), 0.0).sum(axis=0)
+    ll = np.where(mask[:, cols], log_likelihood(y[:, cols], eta), 0.0).sum(axis=0)
     g = groups[cols]
     return ll - 0.5 * ((b - st.mu[g]) / st.sd_b) ** 2 - 0.5 * ((alpha - st.nu[g]) / st.sd_a) ** 2
 
@@ -237,7 +225,7 @@ def _backtrack(
 def _ability_step(y: np.ndarray, mask: np.ndarray, st: _State) -> float:
     a = np.exp(st.alpha)
     eta = a[None, :] * (st.theta[:, None] - st.b[None, :])
-    p = _sigmoid(eta)
+    p = sigmoid_mix(eta)
     g = (np.where(mask, y - p, 0.0) * a[None, :]).sum(axis=1) - st.theta
     h = -(np.where(mask, p * (1 - p), 0.0) * (a**2)[None, :]).sum(axis=1) - 1.0
     step = np.clip(-g / h, -1.0, 1.0)
@@ -414,7 +402,7 @@ def _item_grids(
         aa = np.tile(als, (1, nb))
         ea = np.exp(aa)[None, :, :]
         eta = ea * (theta - bb[None, :, :]) / np.sqrt(1.0 + _PROBIT * ea**2 * var)  # (S, c, G)
-        ll = np.where(mask[:, idx, None], _bernoulli(y[:, idx, None], eta), 0.0).sum(axis=0)  # (c, G)
+        ll = np.where(mask[:, idx, None], log_likelihood(y[:, idx, None], eta), 0.0).sum(axis=0)  # (c, G)
         g = groups[idx, None]
         ll += -0.5 * ((bb - st.mu[g]) / st.sd_b) ** 2
         if twopl:
@@ -488,7 +476,7 @@ def _ability_grids(
         mean = ea_mean * diff - ea_mean * items["ab_cov"]
         var = ea_mean**2 * items["b_var"] + diff**2 * ea_var
         eta = mean / np.sqrt(1.0 + _PROBIT * var)
-        ll = np.where(mask[sl, None, :], _bernoulli(y[sl, None, :], eta), 0.0).sum(axis=2) - 0.5 * pts**2
+        ll = np.where(mask[sl, None, :], log_likelihood(y[sl, None, :], eta), 0.0).sum(axis=2) - 0.5 * pts**2
         (draws[sl],) = _sample_grid(ll, (pts,), draws.shape[1], rng)
         w = np.exp(ll - ll.max(axis=1, keepdims=True))
         w /= w.sum(axis=1, keepdims=True)

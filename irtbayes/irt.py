@@ -118,8 +118,11 @@ def log_likelihood(y: ArrayLike, eta: ArrayLike, guessing: ArrayLike | None = No
     >>> float(log_likelihood(1.0, -800.0))  # finite where P rounds to 0
     -800.0
     """
-    log_p, log_q = log_probabilities(eta, guessing)
     y = np.asarray(y, dtype="float64")
+    if guessing is None:  # the same terms, with one logaddexp per response: y eta - log(1 + e^eta)
+        eta = np.asarray(eta, dtype="float64")
+        return y * eta - np.logaddexp(0.0, eta)
+    log_p, log_q = log_probabilities(eta, guessing)
     return y * log_p + (1 - y) * log_q
 
 
