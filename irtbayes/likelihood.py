@@ -94,6 +94,24 @@ class FusedBernoulliLogit(Op):
     (subject, item; w = 1 where observed). Outputs the log-likelihood and its gradient with respect to
     ``theta``, ``a`` and ``b``; the gradient of the first output is read from the others, so the logp
     and gradient of a model share one evaluation. Second derivatives are not available.
+
+    Examples
+    --------
+    >>> import pytensor
+    >>> from irtbayes import irt
+    >>> rng = np.random.default_rng(0)
+    >>> theta, a, b = rng.normal(size=(5, 1)), np.exp(rng.normal(0, 0.2, 4)), rng.normal(size=4)
+    >>> y, w = (rng.uniform(size=(5, 4)) < 0.5).astype(float), np.ones((5, 4))
+    >>> w[0, 0] = 0.0  # one cell not observed
+    >>> node = FusedBernoulliLogit().make_node(theta, a, b, np.zeros(4, dtype="int64"), y, w)
+    >>> value, d_theta, d_a, d_b = pytensor.function([], node.outputs)()
+    >>> expected = (w * irt.log_likelihood(y, irt.linear_predictor(theta, b, a))).sum()
+    >>> bool(np.isclose(value, expected)), d_theta.shape, d_a.shape, d_b.shape
+    (True, (5, 1), (4,), (4,))
+    >>> step = np.array([0.0, 1e-6, 0.0, 0.0])  # the gradient in b matches a finite difference
+    >>> moved = (w * irt.log_likelihood(y, irt.linear_predictor(theta, b + step, a))).sum()
+    >>> bool(np.isclose(d_b[1], (moved - expected) / 1e-6, rtol=1e-4))
+    True
     """
 
     __props__ = ()
