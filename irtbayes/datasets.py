@@ -71,7 +71,19 @@ def data_root() -> Path:
 
 
 def default_data_path() -> Path:
-    """The data set ``irtbayes audit`` uses when given none: ``data/mmlu_pro``, or ``$IRTBAYES_DEFAULT_DATA``."""
+    """The data set ``irtbayes audit`` uses when given none: ``data/mmlu_pro``, or ``$IRTBAYES_DEFAULT_DATA``.
+
+    Examples
+    --------
+    >>> import os
+    >>> from unittest import mock
+    >>> with mock.patch.dict(os.environ, {DEFAULT_DATA_ENV: ""}):
+    ...     default_data_path() == data_root() / "mmlu_pro"
+    True
+    >>> with mock.patch.dict(os.environ, {DEFAULT_DATA_ENV: "/srv/benchmarks/mine"}):
+    ...     str(default_data_path())
+    '/srv/benchmarks/mine'
+    """
     override = os.environ.get(DEFAULT_DATA_ENV)
     return Path(override).expanduser() if override else data_root() / "mmlu_pro"
 
