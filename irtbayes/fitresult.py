@@ -521,6 +521,16 @@ class Fit:
 
 
 def check_prob(p: float) -> None:
+    """Raise :class:`SpecError` unless ``0 < p < 1`` (an interval probability or a level).
+
+    Examples
+    --------
+    >>> check_prob(0.9)
+    >>> check_prob(1.0)
+    Traceback (most recent call last):
+    ...
+    irtbayes.errors.SpecError: a probability strictly between 0 and 1 is needed, got 1.0
+    """
     if not 0 < p < 1:
         raise SpecError(f"a probability strictly between 0 and 1 is needed, got {p}")
 
