@@ -32,6 +32,24 @@ def plot_rank_shifts(subjects: pd.DataFrame, *, reference: str, condition: str, 
     subjects
         :attr:`~irtbayes.robustness.ConditionEffects.subjects` (``rank_{c}_mean``, ``rank_{c}_ci_low``,
         ``rank_{c}_ci_high``, ``flagged``).
+
+    Examples
+    --------
+    >>> subjects = pd.DataFrame(
+    ...     {
+    ...         "subject": ["m1", "m2", "m3"],
+    ...         "rank_original_mean": [1.0, 2.0, 3.0],
+    ...         "rank_original_ci_low": [1, 1, 2],
+    ...         "rank_original_ci_high": [2, 3, 3],
+    ...         "rank_paraphrased_mean": [3.0, 2.0, 1.0],
+    ...         "rank_paraphrased_ci_low": [2, 1, 1],
+    ...         "rank_paraphrased_ci_high": [3, 3, 2],
+    ...         "flagged": [True, False, True],
+    ...     }
+    ... )
+    >>> ax = plot_rank_shifts(subjects, reference="original", condition="paraphrased", top_k=2)
+    >>> [label.get_text() for label in ax.get_yticklabels()]  # m2 does not move
+    ['m1 *', 'm3 *']
     """
     moved = (subjects[f"rank_{condition}_mean"] - subjects[f"rank_{reference}_mean"]).abs()
     rows = subjects.assign(_moved=moved).nlargest(top_k, "_moved").sort_values(f"rank_{reference}_mean")
@@ -64,6 +82,21 @@ def plot_condition_effects(
         ``{c}_flagged``); the point is the posterior median.
     shift
         The condition's common shift, drawn as a dashed line (items are flagged against it by default).
+
+    Examples
+    --------
+    >>> items = pd.DataFrame(
+    ...     {
+    ...         "item": ["q1", "q2", "q3"],
+    ...         "paraphrased_median": [0.1, 1.2, -0.2],
+    ...         "paraphrased_ci_low": [-0.2, 0.8, -0.5],
+    ...         "paraphrased_ci_high": [0.4, 1.6, 0.1],
+    ...         "paraphrased_flagged": [False, True, False],
+    ...     }
+    ... )
+    >>> ax = plot_condition_effects(items, condition="paraphrased", shift=0.1)
+    >>> [label.get_text() for label in ax.get_yticklabels()], ax.get_legend().get_texts()[0].get_text()
+    (['q3', 'q1', 'q2'], 'common shift 0.10')
     """
     point = f"{condition}_median" if f"{condition}_median" in items.columns else f"{condition}_mean"
     centre = 0.0 if shift is None else float(shift)
@@ -96,6 +129,22 @@ def plot_gap_locations(refits: pd.DataFrame, *, reference: tuple[float, float], 
         :attr:`~irtbayes.robustness.PopulationStability.refits`.
     reference
         The reference gap interval.
+
+    Examples
+    --------
+    >>> refits = pd.DataFrame(
+    ...     {
+    ...         "scope": "all",
+    ...         "population": ["half A", "half B"],
+    ...         "gap_lo": [0.2, 0.3],
+    ...         "gap_hi": [1.0, 1.1],
+    ...         "gap_lo_linked": [0.25, 0.3],
+    ...         "gap_hi_linked": [1.05, 1.0],
+    ...     }
+    ... )
+    >>> ax = plot_gap_locations(refits, reference=(0.3, 1.2), scope="all")
+    >>> [label.get_text() for label in ax.get_yticklabels()]
+    ['reference', 'half A', 'half B']
     """
     rows = refits.loc[refits["scope"] == scope].head(40)
     ax = _axes(ax, width=6.5, height=max(2.5, 1.2 + 0.26 * (len(rows) + 1)))
