@@ -140,12 +140,32 @@ def _rewrite_matrix(queries: Sequence[str], choices: Sequence[str], content: np.
 
 
 def word_similarity(a: str, b: str) -> float:
-    """Word-level similarity ``1 - d / n`` of two texts (see the module notes)."""
+    """Word-level similarity ``1 - d / n`` of two texts (see the module notes).
+
+    Examples
+    --------
+    >>> question = "What is the capital of France?"
+    >>> round(word_similarity(question, question), 3)
+    1.0
+    >>> round(word_similarity(question, "What is the capital city of France?"), 3)  # one word added: 1 - 1/7
+    0.857
+    >>> round(word_similarity(question, "France: what is its capital?"), 3)  # word order counts
+    0.333
+    """
     return float(_word_matrix([a], [b])[1][0, 0])
 
 
 def content_similarity(a: str, b: str) -> float:
-    """Content-word similarity of two texts (see the module notes)."""
+    """Content-word similarity of two texts (see the module notes).
+
+    Examples
+    --------
+    >>> question = "What is the capital of France?"
+    >>> round(content_similarity(question, "France: what is its capital?"), 3)  # same content words, reordered
+    1.0
+    >>> content_similarity(question, "Which river flows through Cairo?") < 0.5
+    True
+    """
     return float(_content_matrix([a], [b])[0, 0])
 
 
