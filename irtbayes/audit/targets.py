@@ -274,6 +274,15 @@ def check_range_holds_subjects(target: Target, ability_mean: np.ndarray, subject
 
     An audit range that holds none of the evaluated subjects describes a region where no comparison can be
     made, which is almost always a mistake (a range on the wrong scale, or swapped signs).
+
+    Examples
+    --------
+    >>> abilities = np.array([-0.5, 0.3])
+    >>> check_range_holds_subjects(uniform_target(-2.0, 2.0), abilities, ["a", "b"])
+    >>> check_range_holds_subjects(uniform_target(3.0, 5.0), abilities, ["a", "b"])
+    Traceback (most recent call last):
+    ...
+    irtbayes.errors.SpecError: the target range [3, 5] holds no subject: the 2 subjects' posterior mean abilities lie in [-0.5, 0.3]; ...
     """
     means = np.asarray(ability_mean, dtype="float64")
     inside = (means >= target.lo) & (means <= target.hi)
