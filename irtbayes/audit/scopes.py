@@ -63,6 +63,16 @@ def scope_ability(
 
 
 def response_matrix(data: ResponseData) -> np.ndarray:
+    """The (subject, item) matrix of responses, NaN where missing; several conditions are averaged per cell.
+
+    Examples
+    --------
+    >>> from irtbayes.simulate import simulate_responses
+    >>> data, _ = simulate_responses(10, 8, missing=0.25, seed=1)
+    >>> matrix = response_matrix(data)
+    >>> matrix.shape, int((~np.isnan(matrix)).sum()) == data.n_responses
+    ((10, 8), True)
+    """
     frame = data.responses
     if "condition" in frame.columns and frame.duplicated(["subject", "item"]).any():
         log.info("%s: responses under several conditions are averaged per (subject, item)", data.source)
