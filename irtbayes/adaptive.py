@@ -20,7 +20,7 @@ from typing import Any
 import xarray as xr
 
 from irtbayes.sampler_checks import check_convergence
-from irtbayes.trace import completed_draws
+from irtbayes.trace import complete_part, completed_draws
 
 __all__ = ["StopRule", "sample_until_converged"]
 
@@ -95,18 +95,8 @@ def _common_length(posterior: xr.Dataset) -> int:
     return int(completed_draws(posterior, draws=n_draws).min(initial=n_draws))
 
 
-def _trimmed(tree: xr.DataTree, length: int) -> xr.DataTree:
-    return xr.DataTree.from_dict(
-        {
-            name: tree[name].to_dataset().isel(draw=slice(0, length))
-            for name in ("posterior", "sample_stats")
-            if name in tree.children
-        }
-    )
-
-
 def _passes(tree: xr.DataTree, length: int, rule: StopRule) -> bool:
-    trimmed = _trimmed(tree, length)
+    trimmed = complete_part(tree, length)
     diag = check_convergence(trimmed, rhat_max=rule.rhat_max, ess_min=rule.ess_min, standardised=rule.standardised)
     rule.history.append({"draws": length, "ok": bool(diag.ok), "problems": [str(p) for p in diag.problems[:3]]})
     return bool(diag.ok)
@@ -156,4 +146,4 @@ def sample_until_converged(sampler: Any, rule: StopRule, *, poll: float = 0.5) -
     rule.draws_done = length
     if rule.outcome == "interrupted":
         return tree
-    return _trimmed(tree, length)
+    return complete_part(tree, length)

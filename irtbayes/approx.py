@@ -107,12 +107,10 @@ class _State:
 
 
 def _matrix(data: ResponseData) -> tuple[np.ndarray, np.ndarray]:
-    y = np.zeros((data.n_subjects, data.n_items))
-    mask = np.zeros((data.n_subjects, data.n_items), dtype=bool)
-    s, i = data.subject_codes, data.item_codes
-    y[s, i] = data.values
-    mask[s, i] = True
-    return y, mask
+    """Responses as a dense matrix with missing cells at 0, and the mask of observed cells."""
+    matrix = data.to_matrix()
+    mask = ~np.isnan(matrix)
+    return np.where(mask, matrix, 0.0), mask
 
 
 def _group_mean(values: np.ndarray, groups: np.ndarray, n_groups: int) -> np.ndarray:

@@ -35,12 +35,11 @@ from irtbayes.sampling import (
     InterruptWatch,
     RunState,
     Sampler,
-    choose_chains,
-    completed_draws,
     run_sampler,
 )
 from irtbayes.scoring import Scores, score
 from irtbayes.storage import load_fit, save_fit
+from irtbayes.trace import choose_chains, complete_part, completed_draws
 
 __all__ = [
     "APPROXIMATE_SAMPLERS",
@@ -454,13 +453,7 @@ def _raise_if_cut_short(tree: xr.DataTree, assemble: dict[str, Any], *, seen: bo
     done = {"draws_done": length, "draws_requested": draws, "chains_done": len(keep)}
     partial = None
     if keep_partial and length > 0:
-        kept = xr.DataTree.from_dict(
-            {
-                name: tree[name].to_dataset().isel(chain=keep, draw=slice(0, length))
-                for name in ("posterior", "sample_stats")
-                if name in tree.children
-            }
-        )
+        kept = complete_part(tree, length, keep)
         partial = _assemble(kept, **assemble, interrupted={"phase": phase, **done, "chains_requested": chains})
     raise FitInterrupted(phase, **done, chains_requested=chains, partial=partial)
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import xarray as xr
 
-__all__ = ["choose_chains", "completed_draws"]
+__all__ = ["choose_chains", "complete_part", "completed_draws"]
 
 
 def completed_draws(posterior: xr.Dataset, *, draws: int) -> np.ndarray:
@@ -57,3 +59,21 @@ def choose_chains(done: np.ndarray) -> tuple[list[int], int]:
         if length > 0 and k * length >= len(best[0]) * best[1]:
             best = (sorted(int(i) for i in order[:k]), length)
     return best
+
+
+def complete_part(tree: xr.DataTree, length: int, chains: Sequence[int] | None = None) -> xr.DataTree:
+    """The ``posterior`` and ``sample_stats`` of ``tree`` cut to the first ``length`` draws of ``chains`` (all).
+
+    Examples
+    --------
+    >>> posterior = xr.Dataset({"x": (("chain", "draw"), np.arange(12.0).reshape(3, 4))})
+    >>> part = complete_part(xr.DataTree.from_dict({"posterior": posterior}), 2, chains=[0, 2])
+    >>> part["posterior"]["x"].values.tolist()
+    [[0.0, 1.0], [8.0, 9.0]]
+    """
+    select: dict[str, object] = {"draw": slice(0, length)}
+    if chains is not None:
+        select["chain"] = list(chains)
+    return xr.DataTree.from_dict(
+        {name: tree[name].to_dataset().isel(select) for name in ("posterior", "sample_stats") if name in tree.children}
+    )
