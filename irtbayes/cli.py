@@ -219,6 +219,12 @@ def _fit_options(parser: argparse.ArgumentParser) -> None:
         help="draws per chain after tuning (default 1000; 1250 for models with more than 5,000 parameters)",
     )
     group.add_argument("--tune", type=int, default=None, help="tuning steps per chain (default: the sampler's own)")
+    group.add_argument(
+        "--target-accept",
+        type=float,
+        help="NUTS target acceptance (default 0.8; 0.7 above 5,000 parameters, 0.95 below 30 items); raise it "
+        "when a fit reports divergences",
+    )
     group.add_argument("--seed", type=int, default=20260101, help="random seed (default 20260101)")
     group.add_argument("--no-progress", action="store_true", help="hide progress bars")
     group.add_argument(
@@ -242,6 +248,7 @@ def _fit_from_args(data: object, args: argparse.Namespace) -> object:
         chains=args.chains,
         draws=args.draws,
         tune=args.tune,
+        target_accept=args.target_accept,
         seed=args.seed,
         progress=not args.no_progress,
         keep_partial=bool(getattr(args, "keep_partial", False)),
@@ -507,7 +514,8 @@ def cmd_robustness(args: argparse.Namespace) -> int:
         original, revised = args.revision.split(":")
         revision = (original, revised)
     fit_kwargs = {"chains": args.chains, "seed": args.seed, "progress": False}
-    fit_kwargs.update({k: v for k, v in (("draws", args.draws), ("tune", args.tune)) if v is not None})
+    chosen = (("draws", args.draws), ("tune", args.tune), ("target_accept", args.target_accept))
+    fit_kwargs.update({k: v for k, v in chosen if v is not None})
     condition_kwargs = {k: v for k, v in fit_kwargs.items() if k != "progress"}
     result = robustness(
         data,  # type: ignore[arg-type]
@@ -623,9 +631,12 @@ def build_parser() -> argparse.ArgumentParser:
     rob.add_argument("--engine", choices=("process", "serial", "dask"), default="process", help="where refits run")
     rob.add_argument("--workers", type=int, help="parallel refit processes (default: the CPU count)")
     rob.add_argument("--dask-address", help="a dask.distributed scheduler to run refits on (with --engine dask)")
-    rob.add_argument("--chains", type=int, default=2, help="chains per fit (default 2)")
-    rob.add_argument("--draws", type=int, help="draws per chain (default: 500 for condition fits, fit's own else)")
+    rob.add_argument("--chains", type=int, default=4, help="chains per fit (default 4)")
+    rob.add_argument("--draws", type=int, help="draws per chain (default: 1000 for condition fits, fit's own else)")
     rob.add_argument("--tune", type=int, help="tuning steps per chain")
+    rob.add_argument(
+        "--target-accept", type=float, help="NUTS target acceptance of every fit (default: each fit's own)"
+    )
     rob.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     rob.add_argument("--ci", type=float, default=0.9, help="credible interval probability (default 0.9)")
     rob.add_argument("--fdr", type=float, default=0.05, help="Bayesian false discovery rate of flags (default 0.05)")

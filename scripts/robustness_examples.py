@@ -14,14 +14,13 @@ Writes into OUT (default ``out/robustness_inputs``):
 
 Then run, for example::
 
-    irtbayes robustness OUT/xstest_conditions.csv --reference-condition no_system_prompt --out rob_xstest
-    irtbayes robustness OUT/jbb_judges.csv --reference-condition artifact_judge --out rob_jbb
+    irtbayes robustness OUT/xstest_conditions.csv --reference-condition no_system_prompt --seed 1 --out rob_xstest
+    irtbayes robustness OUT/jbb_judges.csv --reference-condition artifact_judge --draws 2500 --seed 1 --out rob_jbb
     irtbayes robustness OUT/nlu_mutual.csv --families OUT/nlu_families.csv --bootstrap 2 \\
-        --revision mutual:mutual-plus --out rob_nlu
-    irtbayes robustness OUT/openllm_a.csv --population OUT/openllm_b.csv --bootstrap 2 --out rob_openllm
+        --revision mutual:mutual-plus --seed 1 --out rob_nlu
+    irtbayes robustness OUT/openllm_a.csv --population OUT/openllm_b.csv --bootstrap 2 --seed 1 --out rob_openllm
 
-(each with ``--chains 2 --draws 400 --tune 400 --seed 1`` or ``--draws 500 --tune 500`` for the condition fits,
-as measured in the README).
+(the README gives what each run measured, its time and its convergence).
 
 Usage: ``python scripts/robustness_examples.py [--data ../shared/data] [--out out/robustness_inputs]``
 """

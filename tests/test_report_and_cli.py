@@ -97,9 +97,10 @@ def test_cli_fit_audit_report_score_round_trip(hostile: dict[str, object], tmp_p
     csv = hostile["csv"]
     fit_dir = tmp_path / "fit"
     common = ["--chains", "2", "--draws", "150", "--tune", "150", "--seed", "5", "--no-progress"]
-    assert main(["fit", str(csv), "--out", str(fit_dir), *common]) == 0
+    assert main(["fit", str(csv), "--out", str(fit_dir), "--target-accept", "0.9", *common]) == 0
     card = json.loads((fit_dir / "card.json").read_text())
     assert card["spec"]["kind"] == "2pl" and card["sampler"]["seed"] == 5
+    assert card["sampler"]["target_accept"] == 0.9  # not the default 0.8
     items = pd.read_csv(fit_dir / "items.csv")
     assert {"item", "difficulty_mean", "difficulty_sd", "difficulty_ci_low", "difficulty_ci_high",
             "intercept_mean", "discrimination_mean"} <= set(items.columns)  # fmt: skip

@@ -20,6 +20,7 @@ from irtbayes.robustness import (
     build_condition_model,
     compare_revision,
     condition_effects,
+    fit_conditions,
     link_mean_sigma,
     local_false_sign_rate,
     outcome_from_audit,
@@ -185,7 +186,8 @@ def test_condition_model_builds_with_its_labels() -> None:
     assert list(model.coords["condition"]) == ["reformatted"]
     assert list(model.coords["item"]) == list(data.item_ids)
     free = {rv.name for rv in model.free_RVs}
-    assert {"item_effect_z", "item_effect_local", "ability_shift_u", "shift"} <= free  # non-centred horseshoe
+    assert {"item_effect_z", "item_effect_local", "item_effect_local_mixing", "ability_shift_u", "shift"} <= free
+    assert {"item_effect_slab_local", "ability_shift_slab_local"} <= free  # the regularised horseshoe's slab
     assert model.named_vars_to_dims["item_effect"] == ("condition", "item")
     with pytest.raises(SpecError, match="unknown reference condition"):
         build_condition_model(data, reference="nope")
@@ -340,6 +342,36 @@ def test_robustness_writes_the_condition_tables_json_and_report(tmp_path, monkey
     items = pd.read_csv(tmp_path / "conditions_items.csv")
     assert set(items.loc[items["flagged"], "item"]) == planted_items
     assert "population" not in summary  # no other population was asked for
+    assert "convergence checks" not in (tmp_path / "report.md").read_text()  # the hand-built fit records none
+
+
+def test_an_unconverged_condition_fit_is_marked_in_the_text_json_and_report(tmp_path, monkeypatch) -> None:
+    import json
+
+    import irtbayes.robustness.run as run_module
+
+    cfit, _, _ = _hand_built_condition_fit()
+    cfit.sampler = {
+        "divergences": 3,
+        "converged": False,
+        "max_rhat": 1.08,
+        "min_ess_bulk": 40.0,
+        "convergence_problems": ["r-hat 1.080 > 1.01 at ability[s03]"],
+    }
+    monkeypatch.setattr(run_module, "fit_conditions", lambda data, **kwargs: cfit)
+    result = run_module.robustness(cfit.data, out=tmp_path)
+    assert "NOT CONVERGED: r-hat 1.080 > 1.01 at ability[s03]; max r-hat 1.080" in result.to_text()
+    assert "**The condition-effects fit did not pass its convergence checks**" in (tmp_path / "report.md").read_text()
+    assert json.loads((tmp_path / "robustness.json").read_text())["conditions"]["sampler"]["converged"] is False
+
+
+def test_a_short_real_condition_fit_runs_the_convergence_checks() -> None:
+    data, _, _ = simulate_condition_responses(8, 10, n_sensitive_items=1, n_sensitive_subjects=1, seed=3)
+    cfit = fit_conditions(data, chains=2, draws=20, tune=20, seed=1)
+    sampler = cfit.sampler
+    assert sampler["converged"] is False and sampler["convergence_problems"]  # 20 draws cannot give ESS 400
+    assert sampler["min_ess_bulk"] < 400 and sampler["max_rhat"] > 1.0
+    assert not any("_local" in str(v) for v in cfit.posterior.data_vars)  # the horseshoe's scales are not kept
 
 
 def test_the_dask_engine_hands_every_refit_to_dask_compute(monkeypatch) -> None:

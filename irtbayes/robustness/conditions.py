@@ -16,7 +16,9 @@ with one *reference* condition (``delta`` and ``gamma`` are 0 there; default: th
   (:class:`pymc.ZeroSumNormal`), so a shift common to every system is the condition's ``shift_c`` and the two
   are identified (with the horseshoe, ``u`` times its local scales is centred over systems again).
 
-Abilities theta have a N(0, 1) prior, difficulties ``b = difficulty_mu + difficulty_sd * z`` (non-centred),
+Abilities theta have a N(0, 1) prior centred over the systems (:class:`pymc.ZeroSumNormal`: the systems' mean
+ability is the scale's origin, so it cannot trade against the mean difficulty; with the plain N(0, 1) prior that
+ridge left r-hat at 1.03 on XSTest's two systems), difficulties ``b = difficulty_mu + difficulty_sd * z`` (non-centred),
 log-discriminations ``log_discrimination_sd * z`` (``kind="1pl"``: every a is 1). Scores in [0, 1] enter
 through the fractional-logit quasi-likelihood, 0/1 responses through the Bernoulli.
 
@@ -56,6 +58,7 @@ from scipy import stats
 from irtbayes.data import ResponseData
 from irtbayes.errors import DataError, SpecError
 from irtbayes.files import atomic_write_text, json_ready
+from irtbayes.sampler_checks import check_convergence
 from irtbayes.summaries import check_ci_prob, summarize
 
 __all__ = [
@@ -146,7 +149,7 @@ def build_condition_model(
         "condition": np.array(others, dtype=str),
     }
     with pm.Model(coords=coords) as model:
-        ability = pm.Normal("ability", 0.0, 1.0, dims="subject")
+        ability = pm.ZeroSumNormal("ability", sigma=1.0, dims="subject")
         difficulty_mu = pm.Normal("difficulty_mu", 0.0, 2.0)
         difficulty_sd = pm.HalfNormal("difficulty_sd", 1.5)
         difficulty_z = pm.Normal("difficulty_z", 0.0, 1.0, dims="item")
@@ -163,8 +166,8 @@ def build_condition_model(
         ability_shift_sd = pm.HalfNormal("ability_shift_sd", 0.5, dims="condition")
         ability_shift_u = pm.ZeroSumNormal("ability_shift_u", sigma=1.0, dims=("condition", "subject"))
         if effects == "horseshoe":
-            item_local = pm.HalfCauchy("item_effect_local", 1.0, dims=("condition", "item"))
-            subject_local = pm.HalfCauchy("ability_shift_local", 1.0, dims=("condition", "subject"))
+            item_local = _local_scales("item_effect", item_effect_sd[:, None], ("condition", "item"))
+            subject_local = _local_scales("ability_shift", ability_shift_sd[:, None], ("condition", "subject"))
             item_dev = item_effect_sd[:, None] * item_local * item_effect_z
             raw = ability_shift_sd[:, None] * subject_local * ability_shift_u
             subject_dev = raw - raw.mean(axis=1, keepdims=True)  # local scales undo the zero sum: restore it
@@ -186,6 +189,28 @@ def build_condition_model(
             pm.Potential("response", pt.sum(y * pt.log(pt.sigmoid(eta)) + (1 - y) * pt.log(pt.sigmoid(-eta))))
     model.irtbayes_reference = reference
     return model
+
+
+#: Regularised horseshoe (Piironen and Vehtari 2017): the slab's scale and degrees of freedom. An effect far
+#: beyond the global scale is shrunk as by a Normal(0, slab) prior rather than left free, which bounds the
+#: posterior's tails where the data say little (two systems per prompt) and so removes the divergences the
+#: plain horseshoe gave there.
+SLAB_SCALE = 2.0
+SLAB_DF = 4.0
+
+
+def _local_scales(prefix: str, global_sd: Any, dims: tuple[str, str]) -> Any:
+    """Regularised horseshoe local scales, ``c lambda / sqrt(c^2 + tau^2 lambda^2)`` with ``lambda ~ HalfCauchy(1)``.
+
+    ``lambda`` is sampled as a half-normal over the square root of a Gamma(1/2, 1/2) variable (its exact
+    half-Cauchy law), which NUTS follows far better than the Cauchy's own coordinates; ``c^2`` (one per
+    condition) has the inverse-gamma slab prior of :data:`SLAB_SCALE` and :data:`SLAB_DF`.
+    """
+    numerator = pm.HalfNormal(f"{prefix}_local", 1.0, dims=dims)
+    mixing = pm.Gamma(f"{prefix}_local_mixing", 0.5, 0.5, dims=dims)
+    lam = numerator / pt.sqrt(mixing)
+    slab2 = pm.InverseGamma(f"{prefix}_slab_local", SLAB_DF / 2, SLAB_DF * SLAB_SCALE**2 / 2, dims=dims[0])[:, None]
+    return pt.sqrt(slab2 * lam**2 / (slab2 + global_sd**2 * lam**2))
 
 
 @dataclass(eq=False)
@@ -223,9 +248,9 @@ def fit_conditions(
     reference: str | None = None,
     kind: str = "2pl",
     effects: str = "horseshoe",
-    chains: int = 2,
-    draws: int = 500,
-    tune: int = 500,
+    chains: int = 4,
+    draws: int = 1000,
+    tune: int = 1000,
     seed: int = 0,
     sampler: str = "nutpie",
     target_accept: float = 0.9,
@@ -240,14 +265,17 @@ def fit_conditions(
     reference, kind, effects
         See :func:`build_condition_model`.
     chains, draws, tune, seed, target_accept, progress
-        NUTS settings.
+        NUTS settings. The defaults (4 x 1000 draws after 1000) passed every convergence check on XSTest's
+        and JailbreakBench's real conditions (README), each in under 2 minutes on 2 cores.
     sampler
         ``"nutpie"`` (default) or ``"pymc"``.
 
     Returns
     -------
     ConditionFit
-        With ``sampler["divergences"]`` counted.
+        With ``sampler["divergences"]`` counted and the convergence checks of
+        :func:`~irtbayes.sampler_checks.check_convergence` over every reported variable (``converged``,
+        ``max_rhat``, ``min_ess_bulk``, ``min_ess_tail``, ``convergence_problems``).
 
     Examples
     --------
@@ -295,7 +323,7 @@ def fit_conditions(
                 )
     posterior = trace["posterior"]
     posterior = posterior.to_dataset() if hasattr(posterior, "to_dataset") else posterior
-    keep = [v for v in posterior.data_vars if not str(v).endswith(("_z", "_u", "_local"))]
+    keep = [v for v in posterior.data_vars if not str(v).endswith(("_z", "_u")) and "_local" not in str(v)]
     stats_group = trace["sample_stats"]
     diverging = stats_group["diverging"] if "diverging" in stats_group else None
     n_div = int(np.asarray(diverging.values).sum()) if diverging is not None else 0
@@ -304,6 +332,19 @@ def fit_conditions(
     settings = {"name": sampler, "chains": chains, "draws": draws, "tune": tune, "seed": seed, "kind": kind}
     settings["effects"] = effects
     settings.update(target_accept=target_accept, divergences=n_div)
+    stats = stats_group.to_dataset() if hasattr(stats_group, "to_dataset") else stats_group
+    diagnostics = check_convergence(
+        xr.DataTree.from_dict({"posterior": posterior[keep], "sample_stats": stats}), standardised=False
+    )
+    settings.update(
+        converged=diagnostics.ok,
+        max_rhat=diagnostics.max_rhat,
+        min_ess_bulk=diagnostics.min_ess_bulk,
+        min_ess_tail=diagnostics.min_ess_tail,
+        convergence_problems=list(diagnostics.problems),
+    )
+    if not diagnostics.ok:
+        log.warning("condition-effects fit did not pass its convergence checks:\n%s", diagnostics.to_text())
     return ConditionFit(posterior=posterior[keep], reference=model.irtbayes_reference, data=data, sampler=settings)
 
 

@@ -101,6 +101,8 @@ class RobustnessResult:
                 f"{int(c.items['flagged'].sum())} of {len(c.items)} items and {int(c.subjects['flagged'].sum())} of "
                 f"{len(c.subjects)} systems flagged (Bayesian FDR {c.fdr:g})"
             )
+            if not c.sampler.get("converged", True):
+                lines.append(f"  NOT CONVERGED: {_convergence_problem(c.sampler)}; read these as provisional")
             for _, row in c.agreement.iterrows():
                 lines.append(
                     f"  {row['condition_a']} vs {row['condition_b']}: Kendall tau {row['kendall_tau_mean']:.3f} "
@@ -303,6 +305,11 @@ def write_report(result: RobustnessResult, out: str | os.PathLike[str], *, top_k
             f"{int(c.items['flagged'].sum())} of {len(c.items)} items and {int(c.subjects['flagged'].sum())} of "
             f"{len(c.subjects)} systems are flagged (rule: {c.fdr_rule})."
         )
+        if not c.sampler.get("converged", True):
+            doc.paragraph(
+                f"**The condition-effects fit did not pass its convergence checks** ({_convergence_problem(c.sampler)}): "
+                "every number in this section is provisional; rerun with more draws (--draws, --tune)."
+            )
         doc.table(c.agreement, caption=f"Rank agreement between conditions ({c.ci_prob:.0%} intervals over draws)")
         doc.table(c.shifts, caption="Common difficulty shift of each condition (positive: every item harder)")
         for cond in c.conditions[1:]:
@@ -351,3 +358,12 @@ def write_report(result: RobustnessResult, out: str | os.PathLike[str], *, top_k
 
 def _slug(text: str) -> str:
     return "".join(ch if ch.isalnum() else "_" for ch in text)[:40] or "x"
+
+
+def _convergence_problem(sampler: dict[str, Any]) -> str:
+    """The first convergence problem a condition fit recorded, with its worst r-hat and ESS."""
+    problems = sampler.get("convergence_problems") or ["no convergence checks recorded"]
+    return (
+        f"{problems[0]}; max r-hat {sampler.get('max_rhat', float('nan')):.3f}, min bulk ESS "
+        f"{sampler.get('min_ess_bulk', float('nan')):.0f}, {sampler.get('divergences', 0)} divergences"
+    )
