@@ -44,6 +44,7 @@ def test_cli_refits_a_bootstrap_population_and_compares_two_versions(tmp_path, c
     assert code == 0, printed
     assert "populations: 1 refits" in printed and "revision:" in printed
     assert "(1 refits did not pass the convergence checks)" in printed  # 1 chain of 100 draws
+    assert "bootstrap1 NOT CONVERGED: " in printed and "max r-hat" in printed  # and why
     summary = json.loads((out / "robustness.json").read_text())
     labels = {(c["scope"], c["conclusion"]): c["label"] for c in summary["population"]["conclusions"]}
     assert {("all", "gap_location"), ("bench00", "ddm_w1"), ("bench01", "ranks")} <= set(labels)

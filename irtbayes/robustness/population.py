@@ -202,6 +202,9 @@ class RefitOutcome:
         ``difficulty`` draws (draw, item), at most :data:`LINK_DRAWS`, for linking.
     converged
         The fit's convergence checks passed (True for hand-built posteriors).
+    convergence
+        Why they failed: the first problem, with the worst r-hat, least bulk ESS and divergences ("" when
+        they passed).
 
     Examples
     --------
@@ -225,6 +228,7 @@ class RefitOutcome:
     n_bins: int
     difficulty: xr.Dataset
     converged: bool = True
+    convergence: str = ""
 
 
 def _thin_difficulty(posterior: xr.Dataset, n: int) -> xr.Dataset:
@@ -238,7 +242,14 @@ def _thin_difficulty(posterior: xr.Dataset, n: int) -> xr.Dataset:
 
 
 def outcome_from_audit(
-    name: str, kind: str, result: Any, posterior: xr.Dataset, *, n_subjects: int, converged: bool = True
+    name: str,
+    kind: str,
+    result: Any,
+    posterior: xr.Dataset,
+    *,
+    n_subjects: int,
+    converged: bool = True,
+    convergence: str = "",
 ) -> RefitOutcome:
     """A :class:`RefitOutcome` from an :class:`~irtbayes.audit.AuditResult` and its posterior.
 
@@ -264,6 +275,7 @@ def outcome_from_audit(
         n_bins=int(result.target.n_bins),
         difficulty=_thin_difficulty(posterior, LINK_DRAWS),
         converged=bool(converged),
+        convergence=convergence,
     )
 
 
@@ -286,6 +298,18 @@ def _refit_one(task: tuple[Population, Any, dict[str, Any], dict[str, Any]]) -> 
         result.posterior,
         n_subjects=population.data.n_subjects,
         converged=bool(result.diagnostics.ok),
+        convergence=_convergence_line(result.diagnostics),
+    )
+
+
+def _convergence_line(diagnostics: Any) -> str:
+    """The first failed check with the worst r-hat, least bulk ESS and divergences; "" when every check passed."""
+    if diagnostics.ok:
+        return ""
+    first = diagnostics.problems[0] if diagnostics.problems else "not checked"
+    return (
+        f"{first} (max r-hat {diagnostics.max_rhat:.3f}, min bulk ESS {diagnostics.min_ess_bulk:.0f}, "
+        f"{diagnostics.divergences} divergences)"
     )
 
 
@@ -526,6 +550,7 @@ def population_stability(
                 "lo": r.lo,
                 "hi": r.hi,
                 "converged": r.converged,
+                "convergence": r.convergence,
                 "link_slope": slope,
                 "link_intercept": intercept,
                 "link_slope_ci_low": bounds[0],

@@ -75,7 +75,13 @@ class RobustnessResult:
                 ),
                 "agreement": self.population.agreement,
                 "refits": [
-                    {"name": r.name, "kind": r.kind, "n_subjects": r.n_subjects, "converged": r.converged}
+                    {
+                        "name": r.name,
+                        "kind": r.kind,
+                        "n_subjects": r.n_subjects,
+                        "converged": r.converged,
+                        "convergence": r.convergence,
+                    }
                     for r in self.refits
                 ],
                 "conclusions": self.population.conclusions.to_dict(orient="records"),
@@ -119,6 +125,9 @@ class RobustnessResult:
                 "population-dependent"
                 + (f" ({unconverged} refits did not pass the convergence checks)" if unconverged else "")
             )
+            for r in self.refits:
+                if not r.converged:
+                    lines.append(f"  {r.name} NOT CONVERGED: {r.convergence or 'convergence checks failed'}")
             for _, row in dependent.head(20).iterrows():
                 lines.append(f"  {row['scope']} {row['conclusion']}: {row['evidence']}")
         if self.revision is not None:
