@@ -11,7 +11,8 @@ with one *reference* condition (``delta`` and ``gamma`` are 0 there; default: th
 - ``gamma_{i,c} = shift_c + item_effect_sd_c * lambda_{i,c} * z_{i,c}``: the condition's effect on item i's
   difficulty, around the condition's common shift (non-centred; ``z`` standard normal; ``lambda`` half-Cauchy
   local scales: a horseshoe prior, under which a few large effects stand out while the many null ones shrink
-  to 0; ``effects="normal"`` sets every ``lambda`` to 1);
+  to 0, regularised by a Student-t slab so that effects the data barely inform stay bounded (see
+  :data:`SLAB_SCALE`); ``effects="normal"`` sets every ``lambda`` to 1);
 - ``delta_{s,c} = ability_shift_sd_c * lambda_{s,c} * u_{s,c}``: system s's ability shift, with ``u`` zero-sum over systems
   (:class:`pymc.ZeroSumNormal`), so a shift common to every system is the condition's ``shift_c`` and the two
   are identified (with the horseshoe, ``u`` times its local scales is centred over systems again).
