@@ -20,6 +20,7 @@ import xarray as xr
 
 from irtbayes.errors import FitError, SpecError, describe_interrupt
 from irtbayes.files import json_ready
+from irtbayes.frames import draws_frame, forest_rows, posterior_summary
 from irtbayes.sampler_checks import Diagnostics, check_convergence
 from irtbayes.spec import ModelSpec
 from irtbayes.summaries import summarize
@@ -367,7 +368,7 @@ class Fit:
         pandas.DataFrame
             Indexed by ``variable[index]`` (``difficulty[item00003]``: the real ids); columns ``variable``,
             ``index``, ``mean``, ``sd``, ``ci_low``, ``ci_high``, ``r_hat``, ``ess_bulk``, ``ess_tail``.
-            ``attrs`` record ``ci_prob``, ``approximate`` and ``sampler``. :meth:`to_text` gives the verdict in
+            ``attrs`` record ``ci_prob``, ``approximate``, ``sampler`` (its name) and ``kind``. :meth:`to_text` gives the verdict in
             prose; :meth:`items_table` and :meth:`subjects_table` the item and subject parameters side by side.
 
         Examples
@@ -382,9 +383,9 @@ class Fit:
         >>> bool((table["ci_low"] < table["mean"]).all() and (table["mean"] < table["ci_high"]).all())
         True
         """
-        from irtbayes.frames import fit_summary
-
-        return fit_summary(self, var_names=var_names, ci_prob=ci_prob)
+        table = posterior_summary(self.posterior, var_names=var_names, ci_prob=ci_prob)
+        table.attrs.update(approximate=self.approximate, sampler=self.sampler.get("name"), kind=self.spec.kind)
+        return table
 
     def to_dataframe(self, *, var_names: Sequence[str] | None = None) -> pd.DataFrame:
         """The draws in wide form: one row per (chain, draw), one column per scalar parameter.
@@ -399,8 +400,6 @@ class Fit:
         >>> draws.shape, draws.index.names, draws.columns[0]
         ((200, 20), FrozenList(['chain', 'draw']), 'ability[subject000]')
         """
-        from irtbayes.frames import draws_frame
-
         return draws_frame(self.posterior, var_names=var_names)
 
     def plot_item_person_map(self, *, ax: Axes | None = None) -> Axes:
@@ -444,8 +443,6 @@ class Fit:
         >>> ax.get_title()
         'Difficulty (20 of 60, evenly spaced)'
         """
-        from irtbayes.frames import forest_rows
-
         if var_name == "ability":
             return forest_rows(
                 self.subjects_table(ci_prob), prefix="ability", label="subject", max_rows=max_rows, ax=ax
@@ -481,6 +478,9 @@ class Fit:
     ) -> Axes:
         """Item characteristic curves with posterior bands over the subjects' ability range.
 
+        P(correct) of each item is computed for every posterior draw over a grid of 61 abilities spanning the
+        subjects' abilities (:func:`irtbayes.plots.plot_item_curves` draws its mean and ``ci_prob`` interval).
+
         Parameters
         ----------
         items
@@ -496,11 +496,10 @@ class Fit:
         >>> len(ax.get_lines()), ax.get_ylabel()
         (2, 'P(correct)')
         """
-        from irtbayes.frames import item_curves_table
         from irtbayes.plots import plot_item_curves
 
         chosen = list(items) if items is not None else list(self.item_ids[:5])
-        axes: Axes = plot_item_curves(item_curves_table(self, items=chosen, ci_prob=ci_prob), ax=ax)
+        axes: Axes = plot_item_curves(_item_curves_table(self, items=chosen, ci_prob=ci_prob), ax=ax)
         return axes
 
     def to_text(self) -> str:
@@ -560,6 +559,36 @@ def draws_table(da: xr.DataArray, ci_prob: float, *, prefix: str) -> pd.DataFram
     other = [d for d in da.dims if d not in ("chain", "draw")]
     index = pd.MultiIndex.from_product([da[d].values.astype(str) for d in other], names=other)
     table = pd.DataFrame({f"{prefix}_{k}": v.ravel() for k, v in stats.items()}, index=index).reset_index()
+    return table
+
+
+def _item_curves_table(fit: Fit, *, items: Sequence[str], points: int = 61, ci_prob: float = 0.9) -> pd.DataFrame:
+    """P(correct) of ``items`` over an ability grid spanning the subjects' abilities, with intervals.
+
+    Returns one row per (item, theta): ``item``, ``theta``, ``p_mean``, ``p_sd``, ``p_ci_low``, ``p_ci_high``;
+    ``attrs["ci_prob"]`` records the interval's probability.
+    """
+    from irtbayes.audit.information import item_curves, theta_grid
+
+    post = fit.posterior
+    known = set(fit.item_ids)
+    missing = [i for i in items if i not in known]
+    if missing:
+        raise SpecError(f"no item {missing} in the fit")
+    sel = post.sel(item=list(items))
+    stack = ("chain", "draw")
+    b = sel["difficulty"].stack(sample=stack).transpose("sample", "item").to_numpy()
+    a = sel["discrimination"].stack(sample=stack).transpose("sample", "item").to_numpy()
+    c = sel["guessing"].stack(sample=stack).transpose("sample", "item").to_numpy() if "guessing" in sel else None
+    ability = post["ability"].to_numpy()
+    theta = theta_grid(float(np.nanmin(ability)), float(np.nanmax(ability)), points=points)
+    p = item_curves(theta, b, a, c)[0]  # (sample, grid, item)
+    stats = summarize(p, ci_prob=ci_prob, axis=0)
+    rows = []
+    for k, item in enumerate(items):
+        rows.append(pd.DataFrame({"item": item, "theta": theta, **{f"p_{s}": v[:, k] for s, v in stats.items()}}))
+    table = pd.concat(rows, ignore_index=True)
+    table.attrs["ci_prob"] = ci_prob
     return table
 
 

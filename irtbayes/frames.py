@@ -1,14 +1,13 @@
-"""Tables and figures of the result objects, behind their ``summary()``, ``to_dataframe()`` and ``plot_*`` methods.
+"""Generic tables of posterior draws: an ``arviz.summary``-like summary, the draws in wide form, forest rows.
 
-The result classes (:class:`~irtbayes.fit.Fit`, :class:`~irtbayes.fit.Scores`,
-:class:`~irtbayes.diagnostics.Diagnostics`, :class:`~irtbayes.audit.AuditResult`,
-:class:`~irtbayes.benchfill.BenchfillResult`) call these functions; computing a table is kept apart from
-drawing it, and every figure is one of :mod:`irtbayes.plots`, so it is bounded in size whatever the data.
+These functions take plain :mod:`xarray` and :mod:`pandas` objects and know nothing of the result classes;
+the result classes (:class:`~irtbayes.fit.Fit`, :class:`~irtbayes.fit.Scores`, ...) build their ``summary()``,
+``to_dataframe()`` and ``plot_forest()`` on them, and their other tables in their own modules. Every figure is
+one of :mod:`irtbayes.plots`, so it is bounded in size whatever the data.
 
-Shared vocabulary, as in ``arviz.summary``: a *summary* has one row per scalar parameter (or per scope) with
-``mean``, ``sd``, ``ci_low``, ``ci_high`` (an equal-tailed interval, its probability in ``attrs["ci_prob"]``)
-and, for posterior draws, ``r_hat``, ``ess_bulk`` and ``ess_tail``; ``to_dataframe()`` gives the draws or
-the full tables.
+Shared vocabulary, as in ``arviz.summary``: a *summary* has one row per scalar parameter with ``mean``,
+``sd``, ``ci_low``, ``ci_high`` (an equal-tailed interval, its probability in ``attrs["ci_prob"]``) and, for
+posterior draws, ``r_hat``, ``ess_bulk`` and ``ess_tail``.
 """
 
 from __future__ import annotations
@@ -26,35 +25,16 @@ from irtbayes.summaries import check_ci_prob, summarize
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-    from irtbayes.audit.run import AuditResult
-    from irtbayes.benchfill.result import BenchfillResult
-    from irtbayes.fitresult import Fit
-    from irtbayes.sampler_checks import Diagnostics
-    from irtbayes.scoring import Scores
-
 __all__ = [
-    "DIAGNOSTIC_COLUMNS",
+    "MAX_FOREST_ROWS",
     "SUMMARY_COLUMNS",
-    "audit_summary",
     "draws_frame",
+    "forest_rows",
     "posterior_summary",
 ]
 
 #: Columns of :func:`posterior_summary`, after ``variable`` and ``index``.
 SUMMARY_COLUMNS = ("mean", "sd", "ci_low", "ci_high", "r_hat", "ess_bulk", "ess_tail")
-#: Columns of a per-variable convergence summary (:meth:`Diagnostics.summary`).
-DIAGNOSTIC_COLUMNS = (
-    "variable",
-    "size",
-    "n_checked",
-    "max_rhat",
-    "worst_rhat",
-    "min_ess_bulk",
-    "worst_ess_bulk",
-    "min_ess_tail",
-    "worst_ess_tail",
-    "ok",
-)
 #: Rows a forest plot of items or subjects shows at most (evenly spaced over the sorted rows beyond that).
 MAX_FOREST_ROWS = 40
 
@@ -209,181 +189,3 @@ def forest_rows(
         sort=False,
         ax=ax,
     )
-
-
-# --------------------------------------------------------------------------------------------- fits
-def fit_summary(fit: Fit, *, var_names: Sequence[str] | None = None, ci_prob: float = 0.9) -> pd.DataFrame:
-    """:func:`posterior_summary` of a fit's posterior, its ``attrs`` recording ``approximate`` and ``sampler``."""
-    table = posterior_summary(fit.posterior, var_names=var_names, ci_prob=ci_prob)
-    table.attrs.update(approximate=fit.approximate, sampler=fit.sampler.get("name"), kind=fit.spec.kind)
-    return table
-
-
-def item_curves_table(fit: Fit, *, items: Sequence[str], points: int = 61, ci_prob: float = 0.9) -> pd.DataFrame:
-    """P(correct) of ``items`` over an ability grid spanning the subjects' abilities, with intervals.
-
-    Returns one row per (item, theta): ``item``, ``theta``, ``p_mean``, ``p_sd``, ``p_ci_low``, ``p_ci_high``.
-    """
-    from irtbayes.audit.information import item_curves, theta_grid
-
-    post = fit.posterior
-    known = set(fit.item_ids)
-    missing = [i for i in items if i not in known]
-    if missing:
-        raise SpecError(f"no item {missing} in the fit")
-    sel = post.sel(item=list(items))
-    stack = ("chain", "draw")
-    b = sel["difficulty"].stack(sample=stack).transpose("sample", "item").to_numpy()
-    a = sel["discrimination"].stack(sample=stack).transpose("sample", "item").to_numpy()
-    c = sel["guessing"].stack(sample=stack).transpose("sample", "item").to_numpy() if "guessing" in sel else None
-    ability = post["ability"].to_numpy()
-    theta = theta_grid(float(np.nanmin(ability)), float(np.nanmax(ability)), points=points)
-    p = item_curves(theta, b, a, c)[0]  # (sample, grid, item)
-    stats = summarize(p, ci_prob=ci_prob, axis=0)
-    rows = []
-    for k, item in enumerate(items):
-        rows.append(pd.DataFrame({"item": item, "theta": theta, **{f"p_{s}": v[:, k] for s, v in stats.items()}}))
-    table = pd.concat(rows, ignore_index=True)
-    table.attrs["ci_prob"] = ci_prob
-    return table
-
-
-# -------------------------------------------------------------------------------------- diagnostics
-def diagnostics_summary(diagnostics: Diagnostics) -> pd.DataFrame:
-    """One row per checked variable: worst r-hat and ESS with the parameters attaining them, and ``ok``.
-
-    ``ok`` is True when the variable's worst r-hat and ESS meet the thresholds (NaN never passes); divergences,
-    E-BFMI and tree depth concern the whole fit and are in ``attrs`` (``divergences``, ``ok``, ``thresholds``).
-    """
-    t = diagnostics.thresholds
-    rows = []
-    for v in diagnostics.variables:
-        row: dict[str, object] = {"variable": v.name, "size": v.size, "n_checked": v.n_checked}
-        row.update({k: getattr(v, k) for k in DIAGNOSTIC_COLUMNS[3:-1]})
-        finite = np.isfinite([v.max_rhat, v.min_ess_bulk, v.min_ess_tail]).all()
-        row["ok"] = bool(
-            finite
-            and v.max_rhat <= t.get("rhat_max", np.inf)
-            and min(v.min_ess_bulk, v.min_ess_tail) >= t.get("ess_min", 0)
-        )
-        rows.append(row)
-    table = pd.DataFrame(rows, columns=list(DIAGNOSTIC_COLUMNS))
-    table.attrs.update(
-        ok=diagnostics.ok,
-        approximate=diagnostics.approximate,
-        divergences=diagnostics.divergences,
-        thresholds=dict(t),
-    )
-    return table
-
-
-def diagnostics_parameters(diagnostics: Diagnostics) -> pd.DataFrame:
-    """The per-parameter table kept after :func:`~irtbayes.diagnostics.check_convergence`, or a clear error."""
-    if diagnostics.parameters is None:
-        raise SpecError(
-            "per-parameter diagnostics are kept only in memory after the checks and are not saved with a fit; "
-            "use Fit.summary() (it computes r-hat and ESS from the draws) or check_convergence(fit.idata)"
-        )
-    return diagnostics.parameters.copy()
-
-
-# -------------------------------------------------------------------------------------------- scores
-def scores_frame(scores: Scores) -> pd.DataFrame:
-    """The ability draws of scored subjects: index (``chain``, ``draw``), one column per subject (and dim)."""
-    return draws_frame(xr.Dataset({"ability": scores.draws}))
-
-
-# --------------------------------------------------------------------------------------------- audits
-#: The columns of :func:`audit_summary`, after ``scope_kind``, ``scope`` and ``n_items``.
-AUDIT_SUMMARY_MEASURES = ("ddm_w1", "ddm_shape_w1", "max_gap", "interior_gap", "edge_gap_low", "edge_gap_high")
-
-
-def audit_summary(result: AuditResult) -> pd.DataFrame:
-    """One row per scope: the headline DDM, the in-range shape, the Maximum Gap and its parts, with intervals.
-
-    Returns
-    -------
-    pandas.DataFrame
-        Index ``scope_kind:scope`` (``all:all``, ``benchmark:law``, ...); columns ``scope_kind``, ``scope``,
-        ``n_items``, then ``{m}_mean``, ``{m}_ci_low``, ``{m}_ci_high`` for m in
-        :data:`AUDIT_SUMMARY_MEASURES`, then ``gap_kind``, ``mass_below_mean``, ``mass_above_mean``.
-        ``attrs`` records ``ci_prob`` and the target's description.
-    """
-    b = result.benchmarks
-    columns = ["scope_kind", "scope", "n_items"]
-    for m in AUDIT_SUMMARY_MEASURES:
-        columns += [f"{m}_mean", f"{m}_ci_low", f"{m}_ci_high"]
-    columns += ["gap_kind", "mass_below_mean", "mass_above_mean"]
-    table = b[[c for c in columns if c in b.columns]].copy()
-    table.index = pd.Index([f"{k}:{s}" for k, s in zip(b["scope_kind"], b["scope"], strict=True)], name="scope_id")
-    table.attrs.update(ci_prob=result.ci_prob, target=result.target.description)
-    return table
-
-
-def audit_table(result: AuditResult, name: str) -> pd.DataFrame:
-    """One of the audit's tables by name, a copy (``attrs`` kept)."""
-    tables = result.tables()
-    if name not in tables:
-        raise SpecError(f"no audit table {name!r}; the tables are {sorted(tables)}")
-    return tables[name].copy()
-
-
-def _scope_rows(table: pd.DataFrame, scope: str) -> pd.DataFrame:
-    if scope == "all":
-        rows = table.loc[table["scope_kind"] == "all"]
-    elif ":" in scope:
-        kind, name = scope.split(":", 1)
-        rows = table.loc[(table["scope_kind"] == kind) & (table["scope"].astype(str) == name)]
-    else:
-        rows = table.loc[table["scope"].astype(str) == scope]
-    if rows.empty:
-        known = sorted(set(table["scope"].astype(str)))
-        raise SpecError(f"no scope {scope!r} in the audit; scopes: {known}")
-    return rows
-
-
-def plot_audit_leaderboard(result: AuditResult, *, scope: str = "all", top: int = 30, ax: Axes | None = None) -> Axes:
-    """Ranks with intervals of the top ``top`` subjects of one scope: raw accuracy, re-weighted, ability."""
-    from irtbayes.plots import plot_leaderboard
-
-    rows = _scope_rows(result.ranking, scope).sort_values("rank_mean").head(top)
-    columns = {
-        "raw accuracy": ("raw_rank", "raw_rank", "raw_rank"),
-        "re-weighted": ("rank_mean", "rank_ci_low", "rank_ci_high"),
-        "IRT ability": ("ability_rank_mean", "ability_rank_ci_low", "ability_rank_ci_high"),
-    }
-    return plot_leaderboard(rows, columns=columns, sort_by="rank_mean", ax=ax)
-
-
-def plot_audit_information(result: AuditResult, *, scopes: Sequence[str] | None = None, ax: Axes | None = None) -> Axes:
-    """Test information with bands; by default all items and at most five benchmarks."""
-    from irtbayes.plots import plot_test_information
-
-    info = result.information
-    if scopes is None:
-        names = list(dict.fromkeys(info["scope"].astype(str)))
-        scopes = names[:6]
-    return plot_test_information(info, scopes=list(scopes), ax=ax)
-
-
-# -------------------------------------------------------------------------------------------- benchfill
-def benchfill_summary(result: BenchfillResult) -> pd.DataFrame:
-    """One row per candidate: decision, reason, and its difficulty posterior against the target."""
-    d = result.decisions
-    wanted = [
-        "benchmark",
-        "decision",
-        "reason",
-        "n_responses",
-        "p_in_target",
-        "p_in_target_data",
-        "slope_mean",
-        "slope_ci_low",
-        "slope_ci_high",
-        "difficulty_mean",
-        "difficulty_ci_low",
-        "difficulty_ci_high",
-    ]
-    table = d[[c for c in wanted if c in d.columns]].copy()
-    table.attrs.update(ci_prob=result.ci_prob, target=result.target.label, run_id=result.run_id)
-    return table

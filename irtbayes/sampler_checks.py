@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
 __all__ = [
+    "DIAGNOSTIC_COLUMNS",
     "Diagnostics",
     "VariableDiagnostics",
     "check_convergence",
@@ -49,6 +50,20 @@ MIN_DRAWS = 4
 #: Standardised abilities over fewer subjects than this get a note: each standardised ability lies in
 #: [-sqrt(n - 1), sqrt(n - 1)], so with few subjects the implied prior is far from a standard normal.
 MIN_STANDARDISED_SUBJECTS = 10
+
+#: Columns of a per-variable convergence summary (:meth:`Diagnostics.summary`).
+DIAGNOSTIC_COLUMNS = (
+    "variable",
+    "size",
+    "n_checked",
+    "max_rhat",
+    "worst_rhat",
+    "min_ess_bulk",
+    "worst_ess_bulk",
+    "min_ess_tail",
+    "worst_ess_tail",
+    "ok",
+)
 
 
 @dataclass(frozen=True)
@@ -171,10 +186,11 @@ class Diagnostics:
         Returns
         -------
         pandas.DataFrame
-            Columns ``variable``, ``size``, ``n_checked``, ``max_rhat``, ``worst_rhat``, ``min_ess_bulk``,
-            ``worst_ess_bulk``, ``min_ess_tail``, ``worst_ess_tail`` and ``ok`` (the variable meets the r-hat
-            and ESS thresholds; NaN never does). ``attrs`` record the fit's verdict ``ok``, ``divergences`` and
-            the ``thresholds``. :meth:`to_text` gives the verdict as text.
+            Columns :data:`DIAGNOSTIC_COLUMNS`: ``variable``, ``size``, ``n_checked``, ``max_rhat``,
+            ``worst_rhat``, ``min_ess_bulk``, ``worst_ess_bulk``, ``min_ess_tail``, ``worst_ess_tail`` and ``ok``
+            (the variable's worst r-hat and ESS meet the thresholds; NaN never does). Divergences, E-BFMI and
+            tree depth concern the whole fit: ``attrs`` record the fit's verdict ``ok``, ``approximate``,
+            ``divergences`` and the ``thresholds``. :meth:`to_text` gives the verdict as text.
 
         Examples
         --------
@@ -189,15 +205,28 @@ class Diagnostics:
         >>> diag.ok  # the whole fit fails: no sampler statistics to check divergences with
         False
         """
-        from irtbayes.frames import diagnostics_summary
-
-        return diagnostics_summary(self)
+        t = self.thresholds
+        rows = []
+        for v in self.variables:
+            row: dict[str, object] = {"variable": v.name, "size": v.size, "n_checked": v.n_checked}
+            row.update({k: getattr(v, k) for k in DIAGNOSTIC_COLUMNS[3:-1]})
+            finite = np.isfinite([v.max_rhat, v.min_ess_bulk, v.min_ess_tail]).all()
+            row["ok"] = bool(
+                finite
+                and v.max_rhat <= t.get("rhat_max", np.inf)
+                and min(v.min_ess_bulk, v.min_ess_tail) >= t.get("ess_min", 0)
+            )
+            rows.append(row)
+        table = pd.DataFrame(rows, columns=list(DIAGNOSTIC_COLUMNS))
+        table.attrs.update(ok=self.ok, approximate=self.approximate, divergences=self.divergences, thresholds=dict(t))
+        return table
 
     def to_dataframe(self) -> pd.DataFrame:
         """One row per checked scalar parameter: ``variable``, ``index``, ``r_hat``, ``ess_bulk``, ``ess_tail``.
 
-        Kept in memory after :func:`check_convergence`; a loaded fit's diagnostics do not have it
-        (:class:`~irtbayes.errors.SpecError`: use :meth:`irtbayes.fit.Fit.summary`, which computes them).
+        Kept in memory after :func:`check_convergence` (a copy of :attr:`parameters`); a loaded fit's
+        diagnostics do not have it (:class:`~irtbayes.errors.SpecError`: use :meth:`irtbayes.fit.Fit.summary`,
+        which computes them from the draws).
 
         Examples
         --------
@@ -211,9 +240,12 @@ class Diagnostics:
         1  difficulty     b
         2  difficulty     c
         """
-        from irtbayes.frames import diagnostics_parameters
-
-        return diagnostics_parameters(self)
+        if self.parameters is None:
+            raise SpecError(
+                "per-parameter diagnostics are kept only in memory after the checks and are not saved with a fit; "
+                "use Fit.summary() (it computes r-hat and ESS from the draws) or check_convergence(fit.idata)"
+            )
+        return self.parameters.copy()
 
     def plot_rhat_ess(self, *, ax: Axes | None = None) -> Axes:
         """R-hat against bulk ESS for every checked parameter, with the thresholds (:func:`irtbayes.plots.plot_rhat_ess`).
@@ -227,12 +259,11 @@ class Diagnostics:
         >>> ax.get_xlabel(), ax.get_ylabel()
         ('bulk ESS', 'R-hat')
         """
-        from irtbayes.frames import diagnostics_parameters
         from irtbayes.plots import plot_rhat_ess
 
         t = self.thresholds
         axes: Axes = plot_rhat_ess(
-            diagnostics_parameters(self), rhat_max=t.get("rhat_max", 1.01), ess_min=t.get("ess_min", 400), ax=ax
+            self.to_dataframe(), rhat_max=t.get("rhat_max", 1.01), ess_min=t.get("ess_min", 400), ax=ax
         )
         return axes
 

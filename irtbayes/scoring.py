@@ -13,6 +13,7 @@ from irtbayes import irt
 from irtbayes.data import ResponseData
 from irtbayes.errors import DataError, SpecError
 from irtbayes.fitresult import Fit, check_prob, draws_table
+from irtbayes.frames import draws_frame, forest_rows
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -91,9 +92,7 @@ class Scores:
         >>> draws.shape, list(draws.columns)
         ((100, 1), ['ability[subject000]'])
         """
-        from irtbayes.frames import scores_frame
-
-        return scores_frame(self)
+        return draws_frame(xr.Dataset({"ability": self.draws}))
 
     def plot_forest(self, *, ci_prob: float = 0.9, max_rows: int = 40, ax: Axes | None = None) -> Axes:
         """The scored abilities with their intervals, sorted (at most ``max_rows`` rows, evenly spaced).
@@ -108,8 +107,6 @@ class Scores:
         >>> ax.get_xlabel()
         'ability (logits)'
         """
-        from irtbayes.frames import forest_rows
-
         return forest_rows(self.table(ci_prob), prefix="ability", label="subject", max_rows=max_rows, ax=ax)
 
 

@@ -62,3 +62,56 @@ def test_light_modules_do_not_import_pymc(module: str) -> None:
     code = f"import sys, {module}; print('pymc' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False", f"{module} pulls in PyMC"
+
+
+def _import_graph() -> dict[str, set[str]]:
+    """Module -> the irtbayes modules it imports anywhere (top level, under TYPE_CHECKING, inside functions).
+
+    The package's face, ``irtbayes/__init__.py``, is left out: it re-exports, and modules take only
+    ``__version__`` from it.
+    """
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent / "irtbayes"
+    modules = {}
+    for path in root.rglob("*.py"):
+        parts = path.relative_to(root.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        modules[name] = path
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        targets = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                targets |= {a.name for a in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + [base]).strip(".")
+                targets |= {f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names}
+        graph[name] = {t for t in targets if t in modules and t != "irtbayes" and t != name}
+    graph.pop("irtbayes", None)
+    return graph
+
+
+def test_no_import_cycles_counting_type_only_and_function_level_imports() -> None:
+    graph = _import_graph()
+    assert len(graph) > 50 and "irtbayes.fit" in graph["irtbayes.audit.run"] | graph["irtbayes.benchfill.target"]
+    state: dict[str, int] = {}
+    cycles = []
+
+    def visit(node: str, path: list[str]) -> None:
+        state[node] = 1
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                cycles.append([*path[path.index(nxt) :], nxt])
+            elif nxt not in state:
+                visit(nxt, [*path, nxt])
+        state[node] = 2
+
+    for start in sorted(graph):
+        if start not in state:
+            visit(start, [start])
+    assert not cycles, "import cycles: " + "; ".join(" -> ".join(c) for c in cycles[:5])

@@ -19,7 +19,8 @@ from irtbayes.audit import audit
 from irtbayes.diagnostics import check_convergence
 from irtbayes.errors import SpecError
 from irtbayes.fit import Fit, score
-from irtbayes.frames import DIAGNOSTIC_COLUMNS, SUMMARY_COLUMNS, posterior_summary
+from irtbayes.frames import SUMMARY_COLUMNS, posterior_summary
+from irtbayes.sampler_checks import DIAGNOSTIC_COLUMNS
 from irtbayes.simulate import posterior_near_truth, simulate_responses
 
 

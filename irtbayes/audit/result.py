@@ -20,7 +20,7 @@ from irtbayes.summaries import format_interval
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-__all__ = ["DDM_DEFINITIONS", "STAT_NAMES", "AuditResult"]
+__all__ = ["AUDIT_SUMMARY_MEASURES", "DDM_DEFINITIONS", "STAT_NAMES", "AuditResult"]
 
 #: What each DDM column measures (recorded in the settings and summary.json; formulas in irtbayes.audit.mismatch).
 DDM_DEFINITIONS = {
@@ -30,6 +30,9 @@ DDM_DEFINITIONS = {
     "ddm_shape_tv": "in-range shape: total variation between the in-range bin shares and the target",
 }
 STAT_NAMES = ("mean", "sd", "ci_low", "ci_high")
+#: The measures of :meth:`AuditResult.summary`, each with its mean and interval, after ``scope_kind``, ``scope``
+#: and ``n_items``.
+AUDIT_SUMMARY_MEASURES = ("ddm_w1", "ddm_shape_w1", "max_gap", "interior_gap", "edge_gap_low", "edge_gap_high")
 
 
 @dataclass(frozen=True)
@@ -122,9 +125,10 @@ class AuditResult:
         -------
         pandas.DataFrame
             Index ``scope_kind:scope`` (``all:all``, ``benchmark:law``, ...); columns ``scope_kind``, ``scope``,
-            ``n_items``, ``{m}_mean``, ``{m}_ci_low``, ``{m}_ci_high`` for m in ``ddm_w1``, ``ddm_shape_w1``,
-            ``max_gap``, ``interior_gap``, ``edge_gap_low``, ``edge_gap_high``, then ``gap_kind``,
-            ``mass_below_mean``, ``mass_above_mean``. ``attrs`` record ``ci_prob`` and the target.
+            ``n_items``, ``{m}_mean``, ``{m}_ci_low``, ``{m}_ci_high`` for m in :data:`AUDIT_SUMMARY_MEASURES`
+            (``ddm_w1``, ``ddm_shape_w1``, ``max_gap``, ``interior_gap``, ``edge_gap_low``, ``edge_gap_high``),
+            then ``gap_kind``, ``mass_below_mean``, ``mass_above_mean`` (columns missing from
+            :attr:`benchmarks` are left out). ``attrs`` record ``ci_prob`` and the target's description.
             :meth:`to_text` says the same in prose; :attr:`benchmarks` has every column.
 
         Examples
@@ -139,12 +143,18 @@ class AuditResult:
         >>> bool((table["ddm_w1_ci_low"] <= table["ddm_w1_mean"]).all() and (table["ddm_w1_mean"] <= 1).all())
         True
         """
-        from irtbayes.frames import audit_summary
-
-        return audit_summary(self)
+        b = self.benchmarks
+        columns = ["scope_kind", "scope", "n_items"]
+        for m in AUDIT_SUMMARY_MEASURES:
+            columns += [f"{m}_mean", f"{m}_ci_low", f"{m}_ci_high"]
+        columns += ["gap_kind", "mass_below_mean", "mass_above_mean"]
+        table = b[[c for c in columns if c in b.columns]].copy()
+        table.index = pd.Index([f"{k}:{s}" for k, s in zip(b["scope_kind"], b["scope"], strict=True)], name="scope_id")
+        table.attrs.update(ci_prob=self.ci_prob, target=self.target.description)
+        return table
 
     def to_dataframe(self, table: str = "benchmarks") -> pd.DataFrame:
-        """One of the tables by name, a copy: ``bins``, ``benchmarks``, ``ranking``, ``ahead``, ``information``, ``items``.
+        """One of the tables by name, a copy (``attrs`` kept): ``bins``, ``benchmarks``, ``ranking``, ``ahead``, ``information``, ``items``.
 
         Examples
         --------
@@ -155,9 +165,10 @@ class AuditResult:
         >>> result.to_dataframe("ranking").query("scope == 'all'").shape[0]
         30
         """
-        from irtbayes.frames import audit_table
-
-        return audit_table(self, table)
+        tables = self.tables()
+        if table not in tables:
+            raise SpecError(f"no audit table {table!r}; the tables are {sorted(tables)}")
+        return tables[table].copy()
 
     def plot_coverage(self, *, scope_kind: str = "benchmark", ax: Axes | None = None) -> Axes:
         """Scopes x difficulty bins shaded by the expected share of items, ``×`` where P(empty) is high.
@@ -215,7 +226,8 @@ class AuditResult:
     def plot_leaderboard(self, *, scope: str = "all", top: int = 30, ax: Axes | None = None) -> Axes:
         """Ranks with intervals of the ``top`` subjects of one scope: raw accuracy, re-weighted, IRT ability.
 
-        ``scope`` is ``"all"``, a scope name, or ``"kind:name"`` (``"benchmark:law"``).
+        ``scope`` is ``"all"``, a scope name, or ``"kind:name"`` (``"benchmark:law"``); the subjects shown are
+        the ``top`` by mean re-weighted rank (:func:`irtbayes.plots.plot_leaderboard`).
 
         Examples
         --------
@@ -227,9 +239,16 @@ class AuditResult:
         >>> len(ax.get_yticklabels()), ax.get_xlabel()
         (10, 'rank (1 = best)')
         """
-        from irtbayes.frames import plot_audit_leaderboard
+        from irtbayes.plots import plot_leaderboard
 
-        return plot_audit_leaderboard(self, scope=scope, top=top, ax=ax)
+        rows = _scope_rows(self.ranking, scope).sort_values("rank_mean").head(top)
+        columns = {
+            "raw accuracy": ("raw_rank", "raw_rank", "raw_rank"),
+            "re-weighted": ("rank_mean", "rank_ci_low", "rank_ci_high"),
+            "IRT ability": ("ability_rank_mean", "ability_rank_ci_low", "ability_rank_ci_high"),
+        }
+        axes: Axes = plot_leaderboard(rows, columns=columns, sort_by="rank_mean", ax=ax)
+        return axes
 
     def plot_ahead(self, *, top: int = 30, ax: Axes | None = None) -> Axes:
         """P(row subject ahead of column subject) for the ``top`` subjects by mean rank.
@@ -262,9 +281,14 @@ class AuditResult:
         >>> len(ax.get_lines())
         1
         """
-        from irtbayes.frames import plot_audit_information
+        from irtbayes.plots import plot_test_information
 
-        return plot_audit_information(self, scopes=scopes, ax=ax)
+        info = self.information
+        if scopes is None:
+            names = list(dict.fromkeys(info["scope"].astype(str)))
+            scopes = names[:6]
+        axes: Axes = plot_test_information(info, scopes=list(scopes), ax=ax)
+        return axes
 
     def summary_dict(self) -> dict[str, Any]:
         """The content of ``summary.json``: target, settings and, per scope, DDM and Maximum Gap with intervals."""
@@ -412,3 +436,18 @@ def _gap_kind_text(row: pd.Series) -> str:
     if kind == "whole range":
         return "no item inside the range"
     return f"an edge gap, set by where the range ends as much as by the items; {share}"
+
+
+def _scope_rows(table: pd.DataFrame, scope: str) -> pd.DataFrame:
+    """The rows of ``scope``: ``"all"``, ``"kind:name"``, or a scope name of any kind; a clear error when none."""
+    if scope == "all":
+        rows = table.loc[table["scope_kind"] == "all"]
+    elif ":" in scope:
+        kind, name = scope.split(":", 1)
+        rows = table.loc[(table["scope_kind"] == kind) & (table["scope"].astype(str) == name)]
+    else:
+        rows = table.loc[table["scope"].astype(str) == scope]
+    if rows.empty:
+        known = sorted(set(table["scope"].astype(str)))
+        raise SpecError(f"no scope {scope!r} in the audit; scopes: {known}")
+    return rows

@@ -77,7 +77,14 @@ class BenchfillResult:
 
     def summary(self) -> pd.DataFrame:
         """One row per candidate (index ``candidate_id``): its decision and reason, P(in target), slope and
-        difficulty with intervals, responses (:func:`~irtbayes.frames.benchfill_summary`).
+        difficulty with intervals, responses.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Columns ``benchmark``, ``decision``, ``reason``, ``n_responses``, ``p_in_target``,
+            ``p_in_target_data``, ``slope_{mean,ci_low,ci_high}``, ``difficulty_{mean,ci_low,ci_high}`` (those
+            present in :attr:`decisions`); ``attrs`` record ``ci_prob``, the target's label and ``run_id``.
 
         Examples
         --------
@@ -109,9 +116,24 @@ class BenchfillResult:
         >>> result.plot_candidates().get_xlabel(), result.plot_coverage().get_ylabel()
         ('difficulty (ability scale)', 'expected items')
         """
-        from irtbayes.frames import benchfill_summary
-
-        return benchfill_summary(self)
+        d = self.decisions
+        wanted = [
+            "benchmark",
+            "decision",
+            "reason",
+            "n_responses",
+            "p_in_target",
+            "p_in_target_data",
+            "slope_mean",
+            "slope_ci_low",
+            "slope_ci_high",
+            "difficulty_mean",
+            "difficulty_ci_low",
+            "difficulty_ci_high",
+        ]
+        table = d[[c for c in wanted if c in d.columns]].copy()
+        table.attrs.update(ci_prob=self.ci_prob, target=self.target.label, run_id=self.run_id)
+        return table
 
     def to_dataframe(self, table: str = "decisions") -> pd.DataFrame:
         """One of the round's tables by name, a copy: ``decisions``, ``comparison``, ``bins`` or ``subjects``.
