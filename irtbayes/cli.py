@@ -225,6 +225,7 @@ def _fit_options(parser: argparse.ArgumentParser) -> None:
         help="NUTS target acceptance (default 0.8; 0.7 above 5,000 parameters, 0.95 below 30 items); raise it "
         "when a fit reports divergences",
     )
+    group.add_argument("--devices", type=int, help="numpyro: JAX devices to split the responses over (default all)")
     group.add_argument("--seed", type=int, default=20260101, help="random seed (default 20260101)")
     group.add_argument("--no-progress", action="store_true", help="hide progress bars")
     group.add_argument(
@@ -254,7 +255,14 @@ def _fit_from_args(data: object, args: argparse.Namespace) -> object:
         keep_partial=bool(getattr(args, "keep_partial", False)),
         budget_s=60.0 * float(getattr(args, "budget", 15.0)),
         until_converged=bool(getattr(args, "until_converged", False)),
+        sampler_kwargs=_sampler_kwargs(args),
     )
+
+
+def _sampler_kwargs(args: argparse.Namespace) -> dict[str, Any] | None:
+    if getattr(args, "devices", None) is not None and args.sampler != "numpyro":
+        raise SystemExit(f"--devices is for --sampler numpyro, not {args.sampler}")
+    return None if getattr(args, "devices", None) is None else {"devices": args.devices}
 
 
 def _fit_interrupted(err: FitInterrupted, args: argparse.Namespace, *, inside_audit: bool) -> int:

@@ -393,6 +393,9 @@ def _build_and_sample(
                 raise FitInterrupted(state.phase, draws_requested=settings["draws"], chains_requested=chains) from None
             raise
     settings["wall_time_s"] = round(time.perf_counter() - start, 3)
+    if sampler == "numpyro":  # where the likelihood ran (irtbayes.jaxnuts)
+        attrs = tree["posterior"].attrs
+        settings.update({k: attrs[k] for k in ("devices", "device_kind", "sharded_axis") if k in attrs})
     return tree, spec, settings, watch.seen
 
 

@@ -206,9 +206,10 @@ def response_loglik(
             theta = cast(ability)[:, None]
         eta = cast(discrimination)[None, :] * (theta - cast(difficulty)[None, :])
         g = None if guessing is None else cast(guessing)[None, :]
-        terms = _bernoulli_terms(pt.as_tensor(y), eta, g)
+        # named, so that the JAX sampler can pass them as sharded arguments (:mod:`irtbayes.jaxnuts`)
+        terms = _bernoulli_terms(pt.constant(y, name="responses"), eta, g)
         if not w.all():
-            terms = pt.as_tensor(w) * terms
+            terms = pt.constant(w, name="observed") * terms
         # sum each subject's row in the working precision, the rows in float64
         return pt.cast(terms.sum(axis=1), "float64").sum()
     s = inputs.subject_code

@@ -147,19 +147,26 @@ def run_sampler(
             from irtbayes.adaptive import sample_until_converged
 
             return sample_until_converged(run, stop)
-    if sampler in ("pymc", "numpyro"):
-        if sampler == "numpyro":
-            try:
-                import jax  # noqa: F401
-                import numpyro  # noqa: F401
-            except ImportError as err:
-                raise SpecError("sampler='numpyro' needs JAX and NumPyro: pip install 'irtbayes[jax]'") from err
-        if sampler == "pymc":
-            # numba: pip installs of PyTensor often have no BLAS for its C backend
-            extra.setdefault("compile_kwargs", {"mode": "NUMBA"})
-            extra["callback"] = pymc_callback(state, watch, extra.get("callback"))
-        else:
-            state.phase = "running"
+    if sampler == "numpyro":
+        from irtbayes.jaxnuts import sample_numpyro
+
+        state.phase = "running"
+        devices = extra.pop("devices", None)
+        return sample_numpyro(
+            model,
+            chains=chains,
+            draws=draws,
+            tune=tune,
+            seed=seed,
+            target_accept=target_accept,
+            progress=progress,
+            devices=devices,
+            nuts_kwargs=extra,
+        )
+    if sampler == "pymc":
+        # numba: pip installs of PyTensor often have no BLAS for its C backend
+        extra.setdefault("compile_kwargs", {"mode": "NUMBA"})
+        extra["callback"] = pymc_callback(state, watch, extra.get("callback"))
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=".*ravel_inputs.*")
             return pm.sample(
@@ -172,7 +179,7 @@ def run_sampler(
                 model=model,
                 target_accept=target_accept,
                 compute_convergence_checks=False,
-                nuts_sampler="numpyro" if sampler == "numpyro" else "pymc",
+                nuts_sampler="pymc",
                 **extra,
             )
     state.phase = "optimisation"

@@ -10,8 +10,21 @@ parameters and over the abilities, the difficulties and the discriminations, ESS
 parameters), max r-hat, divergences, mean leapfrog steps, peak memory, the settings and the parameter with the
 least ESS; then the ratios default / straightforward.
 
+Recovery, per fit, against the simulated truth: RMSE of difficulties and abilities (posterior means, or
+py-irt's point estimates) on the raw scale and after mean/sigma linking on the abilities (a fit's scale is
+its own: the default standardises the evaluated subjects, py-irt's abilities have an N(0, 1) prior), and
+the Spearman correlation of difficulties.
+
+``--models approx`` fits irtbayes' approximate tier (``sampler="approx"``; time and recovery only, as it has no
+MCMC diagnostics). ``--models pyirt`` fits py-irt's 2PL (Pyro SVI, point estimates; 2,000 epochs, its defaults) to the same
+data. py-irt 0.7.1 needs Python < 3.12, so it runs as a subprocess in its own environment:
+``--pyirt-python PATH`` names its interpreter, and ``--make-pyirt-venv`` creates ``.venv-pyirt`` with a
+Python 3.11 (``python3.11``, or pyenv's) and ``pip install py-irt==0.7.1`` first.
+
 Usage:
     python scripts/benchmark_fit.py                   # 100x1000 and 400x5000, 4 chains x 1000 draws
+    python scripts/benchmark_fit.py --sizes 100x1000 --models default,pyirt --draws auto --tune auto \
+        --make-pyirt-venv                             # irtbayes' default fit beside py-irt
     python scripts/benchmark_fit.py --quick           # 100x1000 only, 2 chains x 300 draws (a few minutes)
     python scripts/benchmark_fit.py --sizes 100x1000 --chains 4 --draws 1000 --tune 1000
     python scripts/benchmark_fit.py --sizes 400x5000 --models default --draws auto --tune auto
@@ -26,11 +39,101 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import warnings
+from pathlib import Path
+
+PYIRT_VENV = Path(__file__).resolve().parent.parent / ".venv-pyirt"
+#: Run by py-irt's interpreter: train its 2PL on a JSON Lines file and write the estimates as JSON.
+PYIRT_DRIVER = """
+import json, sys, time
+from py_irt.config import IrtConfig
+from py_irt.dataset import Dataset
+from py_irt.training import IrtModelTrainer
+path, out, seed = sys.argv[1], sys.argv[2], int(sys.argv[3])
+start = time.perf_counter()
+dataset = Dataset.from_jsonlines(path)
+trainer = IrtModelTrainer(data_path=path, config=IrtConfig(model_type="2pl", seed=seed), dataset=dataset, verbose=False)
+trainer.train(device="cpu")
+p = trainer.best_params
+items = [p["item_ids"][i] for i in range(len(p["diff"]))]
+subjects = [p["subject_ids"][i] for i in range(len(p["ability"]))]
+json.dump({"seconds": time.perf_counter() - start, "item": items, "difficulty": p["diff"],
+           "discrimination": p["disc"], "subject": subjects, "ability": p["ability"]}, open(out, "w"))
+"""
+
+
+def _recovery(truth, difficulty, ability) -> dict:  # type: ignore[no-untyped-def]
+    """RMSE of difficulties and abilities, raw and after mean/sigma linking on the abilities; Spearman of b."""
+    import numpy as np
+    from scipy.stats import spearmanr
+
+    b_true = truth["difficulty"].sel(item=difficulty.index.to_numpy()).values
+    t_true = truth["ability"].sel(subject=ability.index.to_numpy()).values
+    b, t = difficulty.to_numpy(dtype=float), ability.to_numpy(dtype=float)
+    scale = t_true.std() / t.std()
+    shift = t_true.mean() - scale * t.mean()
+    rmse = lambda x, y: float(np.sqrt(np.mean((x - y) ** 2)))  # noqa: E731
+    return {
+        "rmse_difficulty": rmse(b, b_true),
+        "rmse_ability": rmse(t, t_true),
+        "rmse_difficulty_linked": rmse(scale * b + shift, b_true),
+        "rmse_ability_linked": rmse(scale * t + shift, t_true),
+        "spearman_difficulty": float(spearmanr(b, b_true).statistic),
+    }
+
+
+def _pyirt_python(args: argparse.Namespace) -> str:
+    """py-irt's interpreter: ``--pyirt-python``, or ``.venv-pyirt`` (created with ``--make-pyirt-venv``)."""
+    if args.pyirt_python:
+        return args.pyirt_python
+    python = PYIRT_VENV / "bin" / "python"
+    if python.exists():
+        return str(python)
+    if not args.make_pyirt_venv:
+        raise SystemExit(f"py-irt: no {python}; pass --make-pyirt-venv to create it, or --pyirt-python PATH")
+    candidates = [shutil.which("python3.11"), str(Path.home() / ".pyenv/versions/3.11.7/bin/python3.11")]
+    candidates += [str(p) for p in sorted((Path.home() / ".pyenv/versions").glob("3.1[01].*/bin/python3"))]
+    base = next((c for c in candidates if c and Path(c).exists()), None)
+    if base is None:
+        raise SystemExit("py-irt 0.7.1 needs Python < 3.12 and none was found (python3.11 or pyenv's 3.10/3.11)")
+    print(f"creating {PYIRT_VENV} with {base} and installing py-irt 0.7.1 ...", file=sys.stderr, flush=True)
+    subprocess.run([base, "-m", "venv", str(PYIRT_VENV)], check=True)
+    pip = [str(python), "-m", "pip", "install", "--quiet"]
+    subprocess.run([*pip, "torch==2.13.0"], check=False)  # a CPU build where one lies on disk; else pip's choice
+    subprocess.run([*pip, "py-irt==0.7.1"], check=True)
+    return str(python)
+
+
+def _pyirt(data, truth, config: dict) -> dict:  # type: ignore[no-untyped-def]
+    """Fit py-irt's 2PL in its own interpreter; its time and recovery."""
+    import pandas as pd
+
+    from irtbayes.io import write_pyirt
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path, out = Path(tmp) / "responses.jsonl", Path(tmp) / "estimates.json"
+        write_pyirt(data, path)
+        start = time.perf_counter()
+        proc = subprocess.run(
+            [config["pyirt_python"], "-c", PYIRT_DRIVER, str(path), str(out), str(config["seed"])],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYTHONWARNINGS": "ignore"},
+        )
+        wall = time.perf_counter() - start
+        if proc.returncode != 0:
+            raise SystemExit(f"py-irt failed:\n{proc.stderr[-3000:]}")
+        est = json.loads(out.read_text())
+    difficulty = pd.Series(est["difficulty"], index=est["item"])
+    ability = pd.Series(est["ability"], index=est["subject"])
+    return {"wall_s": wall, "sampling_s": est["seconds"], **_recovery(truth, difficulty, ability)}
 
 
 def _straightforward_model(data):  # type: ignore[no-untyped-def]
@@ -62,9 +165,32 @@ def _worker(config: dict) -> dict:
 
     warnings.simplefilter("ignore")
     n_subjects, n_items = config["size"]
-    data, _ = simulate_responses(
+    data, truth = simulate_responses(
         n_subjects, n_items, kind="2pl", n_benchmarks=25, n_domains=7, missing=0.1, seed=config["seed"]
     )
+    if config["model"] == "pyirt":
+        return {
+            "model": "pyirt",
+            "size": f"{n_subjects}x{n_items}",
+            "responses": data.n_responses,
+            **_pyirt(data, truth, config),
+            "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        }
+    if config["model"] == "approx":  # the approximate tier: draws, but no MCMC diagnostics
+        start = time.perf_counter()
+        result = fit(data, sampler="approx", seed=config["seed"], progress=False)
+        wall = time.perf_counter() - start
+        post = result.posterior
+        means = {name: post[name].mean(("chain", "draw")).to_series() for name in ("ability", "difficulty")}
+        return {
+            "model": "approx",
+            "size": f"{n_subjects}x{n_items}",
+            "responses": data.n_responses,
+            "wall_s": wall,
+            "sampling_s": result.sampler["wall_time_s"],
+            **_recovery(truth, means["difficulty"], means["ability"].rename(index=str)),
+            "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        }
     chains, draws, tune = config["chains"], config["draws"], config["tune"]
     start = time.perf_counter()
     if config["model"] == "default":
@@ -101,7 +227,10 @@ def _worker(config: dict) -> dict:
     group_ess = {
         name: float(np.nanmin(ess_bulk(da.transpose("chain", "draw", ...).to_numpy()))) for name, da in groups.items()
     }
+    means = {name: da.mean(("chain", "draw")).to_series() for name, da in groups.items()}
+    recovery = _recovery(truth, means["difficulty"], means["ability"].rename(index=str))
     return {
+        **recovery,
         "model": config["model"],
         "size": f"{n_subjects}x{n_items}",
         "responses": data.n_responses,
@@ -148,6 +277,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--models", default="default,straightforward")
     parser.add_argument("--quick", action="store_true", help="100x1000 only, 2 chains x 300 draws, tune 300")
+    parser.add_argument("--pyirt-python", help="interpreter with py-irt 0.7.1 installed (for --models pyirt)")
+    parser.add_argument("--make-pyirt-venv", action="store_true", help=f"create {PYIRT_VENV.name} for py-irt")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
@@ -157,6 +288,7 @@ def main(argv: list[str] | None = None) -> int:
         args.sizes, args.chains, args.draws, args.tune = "100x1000", 2, 300, 300
     sizes = [tuple(int(x) for x in s.lower().split("x")) for s in args.sizes.split(",") if s]
     models = [m for m in args.models.split(",") if m]
+    pyirt_python = _pyirt_python(args) if "pyirt" in models else None
     draws, tune = ("auto" if n is None else n for n in (args.draws, args.tune))
     print(f"chains {args.chains} x draws {draws} (tune {tune}), seed {args.seed}", flush=True)
     header = (
@@ -175,6 +307,7 @@ def main(argv: list[str] | None = None) -> int:
                 "draws": args.draws,
                 "tune": args.tune,
                 "seed": args.seed,
+                "pyirt_python": pyirt_python,
             }
             print(
                 f"[{time.strftime('%H:%M:%S')}] fitting {size[0]}x{size[1]} with the {model} model ...",
@@ -182,15 +315,39 @@ def main(argv: list[str] | None = None) -> int:
                 flush=True,
             )
             r = _run(config)
+            rows[model] = r
+            if model in ("pyirt", "approx"):
+                what = (
+                    "point estimates (SVI), no posterior draws" if model == "pyirt" else "approximate posterior draws"
+                )
+                print(f"{r['size']:>9} {model:>15} {r['wall_s']:8.1f} {r['sampling_s']:8.1f}   {what}", flush=True)
+                continue
             r["ess_per_s"] = r["min_ess_bulk"] / r["wall_s"]
             r["core_ess_per_s"] = r["min_ess_core"] / r["wall_s"]
-            rows[model] = r
             print(
                 f"{r['size']:>9} {model:>15} {r['wall_s']:8.1f} {r['sampling_s']:8.1f} {r['min_ess_bulk']:7.0f} "
                 f"{r['min_ess_ability']:7.0f} {r['min_ess_difficulty']:7.0f} {r['min_ess_discrimination']:7.0f} "
                 f"{r['ess_per_s']:7.2f} {r['max_rhat']:8.3f} {r['divergences']:4d} "
                 f"{r['mean_steps'] or float('nan'):6.1f} {r['peak_mb']:8.0f} "
                 f"{str(r['chains']) + ' x ' + str(r['draws']) + '+' + str(r['tune']):>19}  {r['worst']}",
+                flush=True,
+            )
+        print(
+            f"{'':>9} {'recovery':>15} RMSE of difficulty / ability, raw and [linked on the abilities]; Spearman of "
+            "difficulty",
+            flush=True,
+        )
+        for model, r in rows.items():
+            print(
+                f"{'':>9} {model:>15} b {r['rmse_difficulty']:.3f} [{r['rmse_difficulty_linked']:.3f}]  theta "
+                f"{r['rmse_ability']:.3f} [{r['rmse_ability_linked']:.3f}]  rho_b {r['spearman_difficulty']:.4f}",
+                flush=True,
+            )
+        if {"default", "pyirt"} <= rows.keys():
+            d, p = rows["default"], rows["pyirt"]
+            print(
+                f"{'':>9} {'ratio':>15} wall: default / py-irt {d['wall_s'] / p['wall_s']:.1f}; linked RMSE of "
+                f"difficulty: py-irt / default {p['rmse_difficulty_linked'] / d['rmse_difficulty_linked']:.2f}",
                 flush=True,
             )
         if {"default", "straightforward"} <= rows.keys():
