@@ -89,7 +89,8 @@ def _import_graph() -> dict[str, set[str]]:
             elif isinstance(node, ast.ImportFrom):
                 base = node.module or ""
                 if node.level:
-                    base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + [base]).strip(".")
+                    parents = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join([*parents, base]).strip(".")
                 targets |= {f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names}
         graph[name] = {t for t in targets if t in modules and t != "irtbayes" and t != name}
     graph.pop("irtbayes", None)
