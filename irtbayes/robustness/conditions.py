@@ -52,13 +52,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pymc as pm
-import pytensor.tensor as pt
 import xarray as xr
 from scipy import stats
 
 from irtbayes.data import ResponseData
-from irtbayes.errors import DataError, SpecError
+from irtbayes.errors import SpecError
 from irtbayes.files import atomic_write_text, json_ready
+from irtbayes.robustness.condition_model import EFFECT_PRIORS as EFFECT_PRIORS
+from irtbayes.robustness.condition_model import SLAB_DF as SLAB_DF
+from irtbayes.robustness.condition_model import SLAB_SCALE as SLAB_SCALE
+from irtbayes.robustness.condition_model import UNPERTURBED as UNPERTURBED
+from irtbayes.robustness.condition_model import build_condition_model
 from irtbayes.sampler_checks import check_convergence
 from irtbayes.summaries import check_ci_prob, summarize
 
@@ -76,142 +80,8 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-#: Priors of the item and subject deviations: ``"horseshoe"`` (sparse; default) or ``"normal"``.
-EFFECT_PRIORS = ("horseshoe", "normal")
 #: Rules of :func:`bayes_fdr_flags`.
 FDR_RULES = ("each", "mean")
-#: The condition HELM's reader gives unperturbed instances; preferred as the reference when present.
-UNPERTURBED = "original"
-
-
-def _reference(data: ResponseData, reference: str | None) -> tuple[str, list[str]]:
-    conditions = [str(c) for c in data.conditions]
-    if len(conditions) < 2:
-        raise DataError(
-            f"{data.source}: condition effects need responses under at least two conditions "
-            f"(a 'condition' column); found {conditions or 'none'}"
-        )
-    if reference is None:
-        reference = UNPERTURBED if UNPERTURBED in conditions else conditions[0]
-    if reference not in conditions:
-        raise SpecError(f"unknown reference condition {reference!r}; the conditions are {conditions}")
-    return reference, [c for c in conditions if c != reference]
-
-
-def build_condition_model(
-    data: ResponseData, *, reference: str | None = None, kind: str = "2pl", effects: str = "horseshoe"
-) -> pm.Model:
-    """The hierarchical condition-effects model (see the module notes) for ``data``, not yet sampled.
-
-    Parameters
-    ----------
-    data
-        Responses with a ``condition`` column holding at least two conditions.
-    reference
-        The reference condition (effects 0); default ``"original"`` when present, else the first.
-    kind
-        ``"2pl"`` (default) or ``"1pl"``.
-    effects
-        Prior of the deviations: ``"horseshoe"`` (default; each deviation gets its own half-Cauchy scale
-        times the condition's scale, so a few large effects stand out while the many null ones shrink to 0)
-        or ``"normal"``.
-
-    Returns
-    -------
-    pymc.Model
-        Coords ``subject``, ``item``, ``condition`` (the non-reference conditions); deterministic
-        ``item_effect`` (condition, item), ``ability_shift`` (condition, subject), ``ability`` (subject),
-        ``difficulty`` and ``discrimination`` (item). ``model.irtbayes_reference`` names the reference.
-
-    Examples
-    --------
-    >>> from irtbayes.robustness import build_condition_model, simulate_condition_responses
-    >>> data, _, _ = simulate_condition_responses(20, 30, n_sensitive_items=3, n_sensitive_subjects=2, seed=1)
-    >>> model = build_condition_model(data, reference="original")
-    >>> sorted(model.coords)
-    ['condition', 'item', 'subject']
-    """
-    if kind not in ("1pl", "2pl"):
-        raise SpecError(f"kind must be '1pl' or '2pl', got {kind!r}")
-    if effects not in EFFECT_PRIORS:
-        raise SpecError(f"effects must be one of {list(EFFECT_PRIORS)}, got {effects!r}")
-    reference, others = _reference(data, reference)
-    frame = data.responses
-    subj = frame["subject"].cat.codes.to_numpy()
-    item = frame["item"].cat.codes.to_numpy()
-    order = {c: k for k, c in enumerate([reference, *others])}
-    cond = frame["condition"].astype(str).map(order).to_numpy().astype("int64")
-    y = frame["response"].to_numpy(dtype="float64")
-    n_subjects, n_items = data.n_subjects, data.n_items
-    cell = (cond * n_subjects + subj) * n_items + item
-    coords = {
-        "subject": data.subject_ids.to_numpy(dtype=str),
-        "item": data.item_ids.to_numpy(dtype=str),
-        "condition": np.array(others, dtype=str),
-    }
-    with pm.Model(coords=coords) as model:
-        ability = pm.ZeroSumNormal("ability", sigma=1.0, dims="subject")
-        difficulty_mu = pm.Normal("difficulty_mu", 0.0, 2.0)
-        difficulty_sd = pm.HalfNormal("difficulty_sd", 1.5)
-        difficulty_z = pm.Normal("difficulty_z", 0.0, 1.0, dims="item")
-        difficulty = pm.Deterministic("difficulty", difficulty_mu + difficulty_sd * difficulty_z, dims="item")
-        if kind == "2pl":
-            log_a_sd = pm.HalfNormal("log_discrimination_sd", 0.5)
-            log_a_z = pm.Normal("log_discrimination_z", 0.0, 1.0, dims="item")
-            discrimination = pm.Deterministic("discrimination", pt.exp(log_a_sd * log_a_z), dims="item")
-        else:
-            discrimination = pt.ones(len(coords["item"]))
-        shift = pm.Normal("shift", 0.0, 1.0, dims="condition")
-        item_effect_sd = pm.HalfNormal("item_effect_sd", 0.5, dims="condition")
-        item_effect_z = pm.Normal("item_effect_z", 0.0, 1.0, dims=("condition", "item"))
-        ability_shift_sd = pm.HalfNormal("ability_shift_sd", 0.5, dims="condition")
-        ability_shift_u = pm.ZeroSumNormal("ability_shift_u", sigma=1.0, dims=("condition", "subject"))
-        if effects == "horseshoe":
-            item_local = _local_scales("item_effect", item_effect_sd[:, None], ("condition", "item"))
-            subject_local = _local_scales("ability_shift", ability_shift_sd[:, None], ("condition", "subject"))
-            item_dev = item_effect_sd[:, None] * item_local * item_effect_z
-            raw = ability_shift_sd[:, None] * subject_local * ability_shift_u
-            subject_dev = raw - raw.mean(axis=1, keepdims=True)  # local scales undo the zero sum: restore it
-        else:
-            item_dev = item_effect_sd[:, None] * item_effect_z
-            subject_dev = ability_shift_sd[:, None] * ability_shift_u
-        item_effect = pm.Deterministic("item_effect", shift[:, None] + item_dev, dims=("condition", "item"))
-        ability_shift = pm.Deterministic("ability_shift", subject_dev, dims=("condition", "subject"))
-        gamma = pt.concatenate([pt.zeros((1, len(coords["item"]))), item_effect], axis=0)
-        delta = pt.concatenate([pt.zeros((1, len(coords["subject"]))), ability_shift], axis=0)
-        # dense (condition, subject, item) predictor, then the observed cells: one gather compiles fast
-        eta_all = discrimination[None, None, :] * (
-            (ability[None, :] + delta)[:, :, None] - difficulty[None, None, :] - gamma[:, None, :]
-        )
-        eta = eta_all.reshape((-1,))[cell]
-        if np.all((y == 0) | (y == 1)):
-            pm.Bernoulli("response", logit_p=eta, observed=y.astype("int64"))
-        else:  # fractional-logit quasi-likelihood for scores in [0, 1]
-            pm.Potential("response", pt.sum(y * pt.log(pt.sigmoid(eta)) + (1 - y) * pt.log(pt.sigmoid(-eta))))
-    model.irtbayes_reference = reference
-    return model
-
-
-#: Regularised horseshoe (Piironen and Vehtari 2017): the slab's scale and degrees of freedom. An effect far
-#: beyond the global scale is shrunk as by a Normal(0, slab) prior rather than left free, which bounds the
-#: posterior's tails where the data say little (two systems per prompt) and so removes the divergences the
-#: plain horseshoe gave there.
-SLAB_SCALE = 2.0
-SLAB_DF = 4.0
-
-
-def _local_scales(prefix: str, global_sd: Any, dims: tuple[str, str]) -> Any:
-    """Regularised horseshoe local scales, ``c lambda / sqrt(c^2 + tau^2 lambda^2)`` with ``lambda ~ HalfCauchy(1)``.
-
-    ``lambda`` is sampled as a half-normal over the square root of a Gamma(1/2, 1/2) variable (its exact
-    half-Cauchy law), which NUTS follows far better than the Cauchy's own coordinates; ``c^2`` (one per
-    condition) has the inverse-gamma slab prior of :data:`SLAB_SCALE` and :data:`SLAB_DF`.
-    """
-    numerator = pm.HalfNormal(f"{prefix}_local", 1.0, dims=dims)
-    mixing = pm.Gamma(f"{prefix}_local_mixing", 0.5, 0.5, dims=dims)
-    lam = numerator / pt.sqrt(mixing)
-    slab2 = pm.InverseGamma(f"{prefix}_slab_local", SLAB_DF / 2, SLAB_DF * SLAB_SCALE**2 / 2, dims=dims[0])[:, None]
-    return pt.sqrt(slab2 * lam**2 / (slab2 + global_sd**2 * lam**2))
 
 
 @dataclass(eq=False)
@@ -294,13 +164,42 @@ def fit_conditions(
     if sampler not in ("nutpie", "pymc"):
         raise SpecError(f"sampler must be 'nutpie' or 'pymc', got {sampler!r}")
     model = build_condition_model(data, reference=reference, kind=kind, effects=effects)
+    trace = _sample_condition_model(
+        model,
+        sampler=sampler,
+        chains=chains,
+        draws=draws,
+        tune=tune,
+        seed=seed,
+        target_accept=target_accept,
+        progress=progress,
+    )
+    settings = {"name": sampler, "chains": chains, "draws": draws, "tune": tune, "seed": seed, "kind": kind}
+    settings["effects"] = effects
+    settings["target_accept"] = target_accept
+    posterior = _checked_posterior(trace, settings)
+    return ConditionFit(posterior=posterior, reference=model.irtbayes_reference, data=data, sampler=settings)
+
+
+def _sample_condition_model(
+    model: pm.Model,
+    *,
+    sampler: str,
+    chains: int,
+    draws: int,
+    tune: int,
+    seed: int,
+    target_accept: float,
+    progress: bool,
+) -> Any:
+    """Sample ``model`` with nutpie or PyMC's NUTS; the trace."""
     cores = min(chains, os.cpu_count() or 1)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # small fits warn about r-hat; divergences are counted below
         if sampler == "nutpie":
             import nutpie
 
-            trace = nutpie.sample(
+            return nutpie.sample(
                 nutpie.compile_pymc_model(model),
                 draws=draws,
                 tune=tune,
@@ -310,18 +209,21 @@ def fit_conditions(
                 progress_bar=progress,
                 target_accept=target_accept,
             )
-        else:
-            with model:
-                trace = pm.sample(
-                    draws=draws,
-                    tune=tune,
-                    chains=chains,
-                    cores=cores,
-                    random_seed=seed,
-                    target_accept=target_accept,
-                    progressbar=progress,
-                    compute_convergence_checks=False,
-                )
+        with model:
+            return pm.sample(
+                draws=draws,
+                tune=tune,
+                chains=chains,
+                cores=cores,
+                random_seed=seed,
+                target_accept=target_accept,
+                progressbar=progress,
+                compute_convergence_checks=False,
+            )
+
+
+def _checked_posterior(trace: Any, settings: dict[str, Any]) -> xr.Dataset:
+    """The reported posterior variables; divergences and convergence checks recorded into ``settings``."""
     posterior = trace["posterior"]
     posterior = posterior.to_dataset() if hasattr(posterior, "to_dataset") else posterior
     keep = [v for v in posterior.data_vars if not str(v).endswith(("_z", "_u")) and "_local" not in str(v)]
@@ -330,9 +232,7 @@ def fit_conditions(
     n_div = int(np.asarray(diverging.values).sum()) if diverging is not None else 0
     if n_div:
         log.warning("condition-effects fit: %d divergent transitions; raise target_accept or tune", n_div)
-    settings = {"name": sampler, "chains": chains, "draws": draws, "tune": tune, "seed": seed, "kind": kind}
-    settings["effects"] = effects
-    settings.update(target_accept=target_accept, divergences=n_div)
+    settings.update(divergences=n_div)
     stats = stats_group.to_dataset() if hasattr(stats_group, "to_dataset") else stats_group
     diagnostics = check_convergence(
         xr.DataTree.from_dict({"posterior": posterior[keep], "sample_stats": stats}), standardised=False
@@ -346,7 +246,7 @@ def fit_conditions(
     )
     if not diagnostics.ok:
         log.warning("condition-effects fit did not pass its convergence checks:\n%s", diagnostics.to_text())
-    return ConditionFit(posterior=posterior[keep], reference=model.irtbayes_reference, data=data, sampler=settings)
+    return posterior[keep]
 
 
 # ---------------------------------------------------------------------------------------------- flagging
@@ -590,77 +490,30 @@ def condition_effects(
     others = [str(c) for c in post["condition"].values]
     item_ids = pd.Index(np.asarray(post["item"].values).astype(str), name="item")
     subject_ids = pd.Index(np.asarray(post["subject"].values).astype(str), name="subject")
-    gamma = _stacked(post, "item_effect", "condition", "item")  # (draw, condition, item)
-    delta = _stacked(post, "ability_shift", "condition", "subject")
-    theta = _stacked(post, "ability", "subject")
-    for name, arr in (("item_effect", gamma), ("ability_shift", delta), ("ability", theta)):
-        if not np.isfinite(arr).all():
-            raise SpecError(f"condition effects: '{name}' holds non-finite draws")
+    gamma, delta, theta = _finite_effect_draws(post)
 
     if against not in ("shift", "zero"):
         raise SpecError(f"against must be 'shift' or 'zero', got {against!r}")
     shift = _stacked(post, "shift", "condition")  # (draw, condition)
     beyond = gamma - shift[:, :, None]
-    item_v = local_false_sign_rate(beyond if against == "shift" else gamma, min_effect=min_effect)
     conditions = [result.reference, *others]
     seen_subjects = _seen(result.data, "subject", subject_ids, conditions)  # (condition, subject), reference first
     seen_items = _seen(result.data, "item", item_ids, conditions)
-    item_v[~(seen_items[1:] & seen_items[:1])] = 1.0  # an effect never observed cannot be flagged
-    item_flags = bayes_fdr_flags(item_v, fdr=fdr, rule=fdr_rule)
-    subject_v = local_false_sign_rate(delta, min_effect=min_effect)
-    subject_v[~(seen_subjects[1:] & seen_subjects[:1])] = 1.0
-    subject_flags = bayes_fdr_flags(subject_v, fdr=fdr, rule=fdr_rule)
+    tested = beyond if against == "shift" else gamma
+    item_v, item_flags = _flag_effects(tested, seen_items, min_effect=min_effect, fdr=fdr, fdr_rule=fdr_rule)
+    subject_v, subject_flags = _flag_effects(delta, seen_subjects, min_effect=min_effect, fdr=fdr, fdr_rule=fdr_rule)
 
-    items = pd.DataFrame({"item": item_ids})
-    meta = result.data.items.reindex(item_ids)
-    if "benchmark" in meta.columns and meta["benchmark"].notna().any():
-        items["benchmark"] = meta["benchmark"].to_numpy()
-    g = summarize(gamma, ci_prob=ci_prob)
-    for k, c in enumerate(others):
-        items[f"{c}_mean"] = g["mean"][k]
-        items[f"{c}_ci_low"] = g["ci_low"][k]
-        items[f"{c}_ci_high"] = g["ci_high"][k]
-        items[f"{c}_median"] = np.median(gamma[:, k, :], axis=0)
-        items[f"{c}_beyond_shift_mean"] = beyond[:, k, :].mean(axis=0)
-        items[f"{c}_lfsr"] = item_v[k]
-        items[f"{c}_flagged"] = item_flags[k]
-    items["flagged"] = item_flags.any(axis=0)
-    items["flagged_conditions"] = [
-        ";".join(c for k, c in enumerate(others) if item_flags[k, i]) for i in range(len(item_ids))
-    ]
-
-    subjects = pd.DataFrame({"subject": subject_ids})
-    d = summarize(delta, ci_prob=ci_prob)
-    for k, c in enumerate(others):
-        subjects[f"shift_{c}_mean"] = d["mean"][k]
-        subjects[f"shift_{c}_ci_low"] = d["ci_low"][k]
-        subjects[f"shift_{c}_ci_high"] = d["ci_high"][k]
-        subjects[f"shift_{c}_lfsr"] = subject_v[k]
-        subjects[f"shift_{c}_flagged"] = subject_flags[k]
+    items = _items_table(result, item_ids, others, gamma, beyond, item_v, item_flags, ci_prob=ci_prob)
     abilities = {result.reference: theta}
     for k, c in enumerate(others):
         abilities[c] = theta + delta[:, k, :]
-    for j, (cond, ability_c) in enumerate(abilities.items()):
-        seen = seen_subjects[j]
-        for stat in ("mean", "ci_low", "ci_high"):
-            subjects[f"rank_{cond}_{stat}"] = np.nan
-        if seen.any():  # ranks among the systems observed under the condition
-            r = summarize(_ranks(ability_c[:, seen]).astype("float64"), ci_prob=ci_prob)
-            for stat in ("mean", "ci_low", "ci_high"):
-                subjects.loc[seen, f"rank_{cond}_{stat}"] = r[stat]
-    subjects["flagged"] = subject_flags.any(axis=0)
+    subjects = _subjects_table(
+        subject_ids, others, delta, subject_v, subject_flags, abilities, seen_subjects, ci_prob=ci_prob
+    )
 
     s = summarize(shift, ci_prob=ci_prob)
     shifts = pd.DataFrame({"condition": others, **{f"shift_{k}": v for k, v in s.items()}})
-    pairs = []
-    for (ja, ca), (jb, cb) in combinations(enumerate(conditions), 2):
-        both = seen_subjects[ja] & seen_subjects[jb]
-        if both.sum() < 2:
-            continue
-        pair = rank_agreement({ca: abilities[ca][:, both], cb: abilities[cb][:, both]}, ci_prob=ci_prob)
-        pairs.append(pair.assign(n_subjects=int(both.sum())))
-    agreement = pd.concat(pairs, ignore_index=True) if pairs else pd.DataFrame()
-    agreement.attrs["ci_prob"] = ci_prob
+    agreement = _pairwise_agreement(conditions, abilities, seen_subjects, ci_prob=ci_prob)
     for table in (items, subjects, shifts):
         table.attrs.update(ci_prob=ci_prob, fdr=fdr, min_effect=min_effect, reference=result.reference)
         table.attrs.update(against=against, fdr_rule=fdr_rule)
@@ -678,6 +531,106 @@ def condition_effects(
         fdr_rule=fdr_rule,
         sampler=dict(result.sampler),
     )
+
+
+def _finite_effect_draws(post: xr.Dataset) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``item_effect`` (draw, condition, item), ``ability_shift`` (draw, condition, subject), ``ability`` draws."""
+    gamma = _stacked(post, "item_effect", "condition", "item")  # (draw, condition, item)
+    delta = _stacked(post, "ability_shift", "condition", "subject")
+    theta = _stacked(post, "ability", "subject")
+    for name, arr in (("item_effect", gamma), ("ability_shift", delta), ("ability", theta)):
+        if not np.isfinite(arr).all():
+            raise SpecError(f"condition effects: '{name}' holds non-finite draws")
+    return gamma, delta, theta
+
+
+def _flag_effects(
+    effects: np.ndarray, seen: np.ndarray, *, min_effect: float, fdr: float, fdr_rule: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """Local false sign rates (draw axis removed) of (condition, id) effects, and their Bayesian FDR flags."""
+    v = local_false_sign_rate(effects, min_effect=min_effect)
+    v[~(seen[1:] & seen[:1])] = 1.0  # an effect never observed cannot be flagged
+    return v, bayes_fdr_flags(v, fdr=fdr, rule=fdr_rule)
+
+
+def _items_table(
+    result: ConditionFit,
+    item_ids: pd.Index,
+    others: list[str],
+    gamma: np.ndarray,
+    beyond: np.ndarray,
+    item_v: np.ndarray,
+    item_flags: np.ndarray,
+    *,
+    ci_prob: float,
+) -> pd.DataFrame:
+    """The ``items`` table of :func:`condition_effects`."""
+    items = pd.DataFrame({"item": item_ids})
+    meta = result.data.items.reindex(item_ids)
+    if "benchmark" in meta.columns and meta["benchmark"].notna().any():
+        items["benchmark"] = meta["benchmark"].to_numpy()
+    g = summarize(gamma, ci_prob=ci_prob)
+    for k, c in enumerate(others):
+        items[f"{c}_mean"] = g["mean"][k]
+        items[f"{c}_ci_low"] = g["ci_low"][k]
+        items[f"{c}_ci_high"] = g["ci_high"][k]
+        items[f"{c}_median"] = np.median(gamma[:, k, :], axis=0)
+        items[f"{c}_beyond_shift_mean"] = beyond[:, k, :].mean(axis=0)
+        items[f"{c}_lfsr"] = item_v[k]
+        items[f"{c}_flagged"] = item_flags[k]
+    items["flagged"] = item_flags.any(axis=0)
+    items["flagged_conditions"] = [
+        ";".join(c for k, c in enumerate(others) if item_flags[k, i]) for i in range(len(item_ids))
+    ]
+    return items
+
+
+def _subjects_table(
+    subject_ids: pd.Index,
+    others: list[str],
+    delta: np.ndarray,
+    subject_v: np.ndarray,
+    subject_flags: np.ndarray,
+    abilities: dict[str, np.ndarray],
+    seen_subjects: np.ndarray,
+    *,
+    ci_prob: float,
+) -> pd.DataFrame:
+    """The ``subjects`` table of :func:`condition_effects`: ability shifts, their flags and ranks per condition."""
+    subjects = pd.DataFrame({"subject": subject_ids})
+    d = summarize(delta, ci_prob=ci_prob)
+    for k, c in enumerate(others):
+        subjects[f"shift_{c}_mean"] = d["mean"][k]
+        subjects[f"shift_{c}_ci_low"] = d["ci_low"][k]
+        subjects[f"shift_{c}_ci_high"] = d["ci_high"][k]
+        subjects[f"shift_{c}_lfsr"] = subject_v[k]
+        subjects[f"shift_{c}_flagged"] = subject_flags[k]
+    for j, (cond, ability_c) in enumerate(abilities.items()):
+        seen = seen_subjects[j]
+        for stat in ("mean", "ci_low", "ci_high"):
+            subjects[f"rank_{cond}_{stat}"] = np.nan
+        if seen.any():  # ranks among the systems observed under the condition
+            r = summarize(_ranks(ability_c[:, seen]).astype("float64"), ci_prob=ci_prob)
+            for stat in ("mean", "ci_low", "ci_high"):
+                subjects.loc[seen, f"rank_{cond}_{stat}"] = r[stat]
+    subjects["flagged"] = subject_flags.any(axis=0)
+    return subjects
+
+
+def _pairwise_agreement(
+    conditions: list[str], abilities: dict[str, np.ndarray], seen_subjects: np.ndarray, *, ci_prob: float
+) -> pd.DataFrame:
+    """:func:`rank_agreement` for every pair of conditions, on the systems observed under both."""
+    pairs = []
+    for (ja, ca), (jb, cb) in combinations(enumerate(conditions), 2):
+        both = seen_subjects[ja] & seen_subjects[jb]
+        if both.sum() < 2:
+            continue
+        pair = rank_agreement({ca: abilities[ca][:, both], cb: abilities[cb][:, both]}, ci_prob=ci_prob)
+        pairs.append(pair.assign(n_subjects=int(both.sum())))
+    agreement = pd.concat(pairs, ignore_index=True) if pairs else pd.DataFrame()
+    agreement.attrs["ci_prob"] = ci_prob
+    return agreement
 
 
 def write_conditions(effects: ConditionEffects, out: str | os.PathLike[str]) -> dict[str, Path]:

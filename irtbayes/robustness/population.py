@@ -520,131 +520,168 @@ def population_stability(
     >>> stability.conclusions.query("scope == 'all'")["conclusion"].tolist()
     ['range', 'ddm_w1', 'max_gap', 'gap_location', 'ranks']
     """
-    from irtbayes.robustness.linking import link_mean_sigma
-
     if not refits:
         raise SpecError("population_stability: no refits to compare")
     if not 0 < agreement <= 1:
         raise SpecError(f"agreement must be in (0, 1], got {agreement}")
     bench = reference.benchmarks.set_index("scope")
-    width = (reference.target.hi - reference.target.lo) / reference.target.n_bins
     rows: list[dict[str, Any]] = []
     rank_rows: list[pd.DataFrame] = []
     for r in refits:
-        try:
-            link = link_mean_sigma(r.difficulty, reference_posterior, ci_prob=reference.ci_prob)
-            constants = link.table().set_index("constant")
-            slope, intercept = float(link.slope.mean()), float(link.intercept.mean())
-            bounds = [float(constants.loc[c, k]) for c in ("slope", "intercept") for k in ("ci_low", "ci_high")]
-        except SpecError:  # fewer than two common items
-            slope = intercept = float("nan")
-            bounds = [float("nan")] * 4
+        link = _link_to_reference(r, reference, reference_posterior)
         other = r.benchmarks.set_index("scope")
         for scope in bench.index.intersection(other.index, sort=False):
-            ref_row, row = bench.loc[scope], other.loc[scope]
-            out: dict[str, Any] = {
-                "population": r.name,
-                "kind": r.kind,
-                "scope": scope,
-                "n_subjects": r.n_subjects,
-                "lo": r.lo,
-                "hi": r.hi,
-                "converged": r.converged,
-                "convergence": r.convergence,
-                "link_slope": slope,
-                "link_intercept": intercept,
-                "link_slope_ci_low": bounds[0],
-                "link_slope_ci_high": bounds[1],
-                "link_intercept_ci_low": bounds[2],
-                "link_intercept_ci_high": bounds[3],
-            }
-            for m in _MEASURES:
-                out[f"{m}_mean"] = float(row[f"{m}_mean"])
-                out[f"agrees_{m}"] = bool(ref_row[f"{m}_ci_low"] <= row[f"{m}_mean"] <= ref_row[f"{m}_ci_high"])
-            out["gap_lo"], out["gap_hi"] = float(row["gap_lo"]), float(row["gap_hi"])
-            out["gap_lo_linked"] = slope * out["gap_lo"] + intercept
-            out["gap_hi_linked"] = slope * out["gap_hi"] + intercept
-            centre = (out["gap_lo"] + out["gap_hi"]) / 2
-            ref_centre = (ref_row["gap_lo"] + ref_row["gap_hi"]) / 2
-            out["agrees_gap_location"] = bool(
-                ref_row["gap_lo"] <= centre <= ref_row["gap_hi"] or out["gap_lo"] <= ref_centre <= out["gap_hi"]
-            )
-            out["agrees_range"] = bool(
-                abs(r.lo - reference.target.lo) <= width and abs(r.hi - reference.target.hi) <= width
-            )
-            ranks = _rank_comparison(reference.ranking, r.ranking, scope)
-            inside = (ranks["percentile"] >= ranks["ref_percentile_low"]) & (
-                ranks["percentile"] <= ranks["ref_percentile_high"]
-            )
-            ranks["inside"] = inside.to_numpy()
-            ranks.insert(0, "scope", scope)
-            ranks.insert(0, "population", r.name)
+            out, ranks = _compare_scope(reference, r, scope, bench.loc[scope], other.loc[scope], link, agreement)
             rank_rows.append(ranks)
-            out["kendall_tau"] = _kendall(ranks["ref_rank_mean"].to_numpy(), ranks["rank_mean"].to_numpy())
-            out["rank_share_inside"] = float(inside.mean()) if len(ranks) else float("nan")
-            # no shared systems (a disjoint population): ranks cannot be compared, so this refit does not vote
-            out["agrees_ranks"] = bool(out["rank_share_inside"] >= agreement) if len(ranks) else None
             rows.append(out)
     table = pd.DataFrame(rows)
-    conclusions = []
-    for scope, group in table.groupby("scope", sort=False):
-        ref_row = bench.loc[scope]
-        texts = {
-            "range": (f"[{_fmt(reference.target.lo)}, {_fmt(reference.target.hi)}]", group["lo"], "lo"),
-            "ddm_w1": (
-                f"{_fmt(ref_row['ddm_w1_mean'])} [{_fmt(ref_row['ddm_w1_ci_low'])}, {_fmt(ref_row['ddm_w1_ci_high'])}]",
-                group["ddm_w1_mean"],
-                "mean",
-            ),
-            "max_gap": (
-                f"{_fmt(ref_row['max_gap_mean'])} [{_fmt(ref_row['max_gap_ci_low'])}, "
-                f"{_fmt(ref_row['max_gap_ci_high'])}]",
-                group["max_gap_mean"],
-                "mean",
-            ),
-            "gap_location": (
-                f"[{_fmt(ref_row['gap_lo'])}, {_fmt(ref_row['gap_hi'])}]",
-                (group["gap_lo"] + group["gap_hi"]) / 2,
-                "centre",
-            ),
-            "ranks": ("rank intervals", group["kendall_tau"], "Kendall tau"),
-        }
-        if scope != table["scope"].iloc[0]:
-            del texts["range"]  # one target range for every scope: judged once
-        for conclusion, (ref_text, values, what) in texts.items():
-            voting = group.loc[group[f"agrees_{conclusion}"].notna()]
-            agree = int(voting[f"agrees_{conclusion}"].astype(bool).sum())
-            n = len(voting)
-            by_kind = ", ".join(
-                f"{kind} {int(g[f'agrees_{conclusion}'].astype(bool).sum())}/{len(g)}"
-                for kind, g in voting.groupby("kind", sort=False)
-            )
-            share = agree / n if n else float("nan")
-            if n == 0:
-                label = "not compared"
-            else:
-                label = "stable" if share >= agreement else "population-dependent"
-            if n < len(group):
-                by_kind += f"; {len(group) - n} refit(s) share no systems with the reference and do not vote"
-            evidence = (
-                f"{agree} of {n} refits agree ({by_kind}); refit {what} from {_fmt(float(values.min()))} to "
-                f"{_fmt(float(values.max()))}"
-            )
-            if conclusion == "range":
-                evidence += f" (low end), high end {_fmt(float(group['hi'].min()))} to {_fmt(float(group['hi'].max()))}"
-            conclusions.append(
-                {
-                    "scope": scope,
-                    "conclusion": conclusion,
-                    "reference": ref_text,
-                    "agree": agree,
-                    "refits": n,
-                    "share_agree": share,
-                    "label": label,
-                    "evidence": evidence,
-                }
-            )
-    out_table = pd.DataFrame(conclusions)
-    out_table.attrs["agreement"] = agreement
+    out_table = _conclusions_table(reference, bench, table, agreement)
     ranks_table = pd.concat(rank_rows, ignore_index=True) if rank_rows else pd.DataFrame()
     return PopulationStability(conclusions=out_table, refits=table, ranks=ranks_table, agreement=float(agreement))
+
+
+def _link_to_reference(r: RefitOutcome, reference: Any, reference_posterior: Any) -> tuple[float, float, list[float]]:
+    """Mean/sigma link of a refit to the reference scale: mean slope, mean intercept and their interval bounds."""
+    from irtbayes.robustness.linking import link_mean_sigma
+
+    try:
+        link = link_mean_sigma(r.difficulty, reference_posterior, ci_prob=reference.ci_prob)
+        constants = link.table().set_index("constant")
+        slope, intercept = float(link.slope.mean()), float(link.intercept.mean())
+        bounds = [float(constants.loc[c, k]) for c in ("slope", "intercept") for k in ("ci_low", "ci_high")]
+    except SpecError:  # fewer than two common items
+        slope = intercept = float("nan")
+        bounds = [float("nan")] * 4
+    return slope, intercept, bounds
+
+
+def _compare_scope(
+    reference: Any,
+    r: RefitOutcome,
+    scope: Any,
+    ref_row: pd.Series,
+    row: pd.Series,
+    link: tuple[float, float, list[float]],
+    agreement: float,
+) -> tuple[dict[str, Any], pd.DataFrame]:
+    """One refit's row of the refits table for one scope (with its agreement flags), and its rank comparison."""
+    slope, intercept, bounds = link
+    width = (reference.target.hi - reference.target.lo) / reference.target.n_bins
+    out: dict[str, Any] = {
+        "population": r.name,
+        "kind": r.kind,
+        "scope": scope,
+        "n_subjects": r.n_subjects,
+        "lo": r.lo,
+        "hi": r.hi,
+        "converged": r.converged,
+        "convergence": r.convergence,
+        "link_slope": slope,
+        "link_intercept": intercept,
+        "link_slope_ci_low": bounds[0],
+        "link_slope_ci_high": bounds[1],
+        "link_intercept_ci_low": bounds[2],
+        "link_intercept_ci_high": bounds[3],
+    }
+    for m in _MEASURES:
+        out[f"{m}_mean"] = float(row[f"{m}_mean"])
+        out[f"agrees_{m}"] = bool(ref_row[f"{m}_ci_low"] <= row[f"{m}_mean"] <= ref_row[f"{m}_ci_high"])
+    out["gap_lo"], out["gap_hi"] = float(row["gap_lo"]), float(row["gap_hi"])
+    out["gap_lo_linked"] = slope * out["gap_lo"] + intercept
+    out["gap_hi_linked"] = slope * out["gap_hi"] + intercept
+    centre = (out["gap_lo"] + out["gap_hi"]) / 2
+    ref_centre = (ref_row["gap_lo"] + ref_row["gap_hi"]) / 2
+    out["agrees_gap_location"] = bool(
+        ref_row["gap_lo"] <= centre <= ref_row["gap_hi"] or out["gap_lo"] <= ref_centre <= out["gap_hi"]
+    )
+    out["agrees_range"] = bool(abs(r.lo - reference.target.lo) <= width and abs(r.hi - reference.target.hi) <= width)
+    ranks = _rank_comparison(reference.ranking, r.ranking, scope)
+    inside = (ranks["percentile"] >= ranks["ref_percentile_low"]) & (
+        ranks["percentile"] <= ranks["ref_percentile_high"]
+    )
+    ranks["inside"] = inside.to_numpy()
+    ranks.insert(0, "scope", scope)
+    ranks.insert(0, "population", r.name)
+    out["kendall_tau"] = _kendall(ranks["ref_rank_mean"].to_numpy(), ranks["rank_mean"].to_numpy())
+    out["rank_share_inside"] = float(inside.mean()) if len(ranks) else float("nan")
+    # no shared systems (a disjoint population): ranks cannot be compared, so this refit does not vote
+    out["agrees_ranks"] = bool(out["rank_share_inside"] >= agreement) if len(ranks) else None
+    return out, ranks
+
+
+def _conclusion_texts(reference: Any, ref_row: pd.Series, group: pd.DataFrame) -> dict[str, tuple[str, pd.Series, str]]:
+    """Per conclusion: the reference's value as text, the refits' values, and what those values are."""
+    return {
+        "range": (f"[{_fmt(reference.target.lo)}, {_fmt(reference.target.hi)}]", group["lo"], "lo"),
+        "ddm_w1": (
+            f"{_fmt(ref_row['ddm_w1_mean'])} [{_fmt(ref_row['ddm_w1_ci_low'])}, {_fmt(ref_row['ddm_w1_ci_high'])}]",
+            group["ddm_w1_mean"],
+            "mean",
+        ),
+        "max_gap": (
+            f"{_fmt(ref_row['max_gap_mean'])} [{_fmt(ref_row['max_gap_ci_low'])}, {_fmt(ref_row['max_gap_ci_high'])}]",
+            group["max_gap_mean"],
+            "mean",
+        ),
+        "gap_location": (
+            f"[{_fmt(ref_row['gap_lo'])}, {_fmt(ref_row['gap_hi'])}]",
+            (group["gap_lo"] + group["gap_hi"]) / 2,
+            "centre",
+        ),
+        "ranks": ("rank intervals", group["kendall_tau"], "Kendall tau"),
+    }
+
+
+def _conclusion_row(
+    scope: Any,
+    conclusion: str,
+    texts: tuple[str, pd.Series, str],
+    group: pd.DataFrame,
+    agreement: float,
+) -> dict[str, Any]:
+    """One row of the conclusions table: how many refits agree, the label and the evidence."""
+    ref_text, values, what = texts
+    voting = group.loc[group[f"agrees_{conclusion}"].notna()]
+    agree = int(voting[f"agrees_{conclusion}"].astype(bool).sum())
+    n = len(voting)
+    by_kind = ", ".join(
+        f"{kind} {int(g[f'agrees_{conclusion}'].astype(bool).sum())}/{len(g)}"
+        for kind, g in voting.groupby("kind", sort=False)
+    )
+    share = agree / n if n else float("nan")
+    if n == 0:
+        label = "not compared"
+    else:
+        label = "stable" if share >= agreement else "population-dependent"
+    if n < len(group):
+        by_kind += f"; {len(group) - n} refit(s) share no systems with the reference and do not vote"
+    evidence = (
+        f"{agree} of {n} refits agree ({by_kind}); refit {what} from {_fmt(float(values.min()))} to "
+        f"{_fmt(float(values.max()))}"
+    )
+    if conclusion == "range":
+        evidence += f" (low end), high end {_fmt(float(group['hi'].min()))} to {_fmt(float(group['hi'].max()))}"
+    return {
+        "scope": scope,
+        "conclusion": conclusion,
+        "reference": ref_text,
+        "agree": agree,
+        "refits": n,
+        "share_agree": share,
+        "label": label,
+        "evidence": evidence,
+    }
+
+
+def _conclusions_table(reference: Any, bench: pd.DataFrame, table: pd.DataFrame, agreement: float) -> pd.DataFrame:
+    """The conclusions table: one row per (scope, conclusion), the range judged once (first scope)."""
+    conclusions = []
+    for scope, group in table.groupby("scope", sort=False):
+        texts = _conclusion_texts(reference, bench.loc[scope], group)
+        if scope != table["scope"].iloc[0]:
+            del texts["range"]  # one target range for every scope: judged once
+        for conclusion, conclusion_texts in texts.items():
+            conclusions.append(_conclusion_row(scope, conclusion, conclusion_texts, group, agreement))
+    out_table = pd.DataFrame(conclusions)
+    out_table.attrs["agreement"] = agreement
+    return out_table

@@ -162,6 +162,28 @@ def compare_revision(result: Any, *, original: str, revised: str, min_items: int
             raise DataError(f"benchmark '{name}' is not in the audit; its scopes are {list(bench.index)}")
     if original == revised:
         raise SpecError("compare_revision: original and revised must differ")
+    versions = _versions_table(bench, original, revised)
+    o, r = versions.iloc[0], versions.iloc[1]
+    changes = _changes(o, r)
+    items = result.items
+    revised_items = items.loc[items["benchmark"].astype(str) == revised, "difficulty_mean"].to_numpy(dtype=float)
+    inside = int(np.sum((revised_items >= o["gap_lo"]) & (revised_items <= o["gap_hi"])))
+    gap = {
+        "original_gap": [float(o["gap_lo"]), float(o["gap_hi"])],
+        "revised_gap": [float(r["gap_lo"]), float(r["gap_hi"])],
+        "revised_items_inside": inside,
+        "filled": inside >= min_items,
+        "min_items": int(min_items),
+    }
+    subjects = _rank_changes(result.ranking, original, revised)
+    summary = _summary(o, r, changes, subjects, gap, original=original, revised=revised, min_items=min_items)
+    return RevisionComparison(
+        versions=versions, changes=pd.DataFrame(changes), subjects=subjects, gap=gap, summary=summary
+    )
+
+
+def _versions_table(bench: pd.DataFrame, original: str, revised: str) -> pd.DataFrame:
+    """The ``versions`` table: one row per version, from the audit's benchmark table (indexed by scope)."""
     rows = []
     for version, name in (("original", original), ("revised", revised)):
         b = bench.loc[name]
@@ -171,8 +193,11 @@ def compare_revision(result: Any, *, original: str, revised: str, min_items: int
                 row[f"{m}_{k}"] = float(b[f"{m}_{k}"])
         row.update(gap_lo=float(b["gap_lo"]), gap_hi=float(b["gap_hi"]), saturated_share=float(b["saturated_share"]))
         rows.append(row)
-    versions = pd.DataFrame(rows)
-    o, r = versions.iloc[0], versions.iloc[1]
+    return pd.DataFrame(rows)
+
+
+def _changes(o: pd.Series, r: pd.Series) -> list[dict[str, Any]]:
+    """The rows of the ``changes`` table: each measure on both versions, and whether the change is credible."""
     changes = []
     for m in ("ddm_w1", "max_gap", "saturated_share", "raw_accuracy"):
         key = f"{m}_mean" if m in ("ddm_w1", "max_gap") else m
@@ -188,17 +213,11 @@ def compare_revision(result: Any, *, original: str, revised: str, min_items: int
                 "credible": credible,
             }
         )
-    items = result.items
-    revised_items = items.loc[items["benchmark"].astype(str) == revised, "difficulty_mean"].to_numpy(dtype=float)
-    inside = int(np.sum((revised_items >= o["gap_lo"]) & (revised_items <= o["gap_hi"])))
-    gap = {
-        "original_gap": [float(o["gap_lo"]), float(o["gap_hi"])],
-        "revised_gap": [float(r["gap_lo"]), float(r["gap_hi"])],
-        "revised_items_inside": inside,
-        "filled": inside >= min_items,
-        "min_items": int(min_items),
-    }
-    ranking = result.ranking
+    return changes
+
+
+def _rank_changes(ranking: pd.DataFrame, original: str, revised: str) -> pd.DataFrame:
+    """The ``subjects`` table: each common system's ranks on both versions, largest rank change first."""
     parts = {}
     for version, name in (("original", original), ("revised", revised)):
         part = ranking.loc[ranking["scope"] == name].set_index("subject")
@@ -214,7 +233,22 @@ def compare_revision(result: Any, *, original: str, revised: str, min_items: int
     subjects["rank_change"] = subjects["rank_revised_mean"] - subjects["rank_original_mean"]
     subjects["regresses"] = subjects["rank_revised_ci_low"] > subjects["rank_original_ci_high"]
     subjects = subjects.reset_index().sort_values("rank_change", ascending=False, kind="stable")
-    subjects = subjects.reset_index(drop=True)
+    return subjects.reset_index(drop=True)
+
+
+def _summary(
+    o: pd.Series,
+    r: pd.Series,
+    changes: list[dict[str, Any]],
+    subjects: pd.DataFrame,
+    gap: dict[str, Any],
+    *,
+    original: str,
+    revised: str,
+    min_items: int,
+) -> list[str]:
+    """One sentence per finding of :func:`compare_revision`."""
+    inside = gap["revised_items_inside"]
     summary = [
         f"{revised} has {int(r['n_items'])} items against {int(o['n_items'])} in {original}.",
         f"The widest gap of {original}, [{o['gap_lo']:.2f}, {o['gap_hi']:.2f}], holds {inside} of {revised}'s "
@@ -233,6 +267,4 @@ def compare_revision(result: Any, *, original: str, revised: str, min_items: int
         f"{original})"
         + (f": {', '.join(map(str, regress[:10]))}" + (" ..." if len(regress) > 10 else "") + "." if regress else ".")
     )
-    return RevisionComparison(
-        versions=versions, changes=pd.DataFrame(changes), subjects=subjects, gap=gap, summary=summary
-    )
+    return summary

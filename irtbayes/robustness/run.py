@@ -215,65 +215,111 @@ def robustness(
     >>> result.conditions, result.population, sorted(result.files)
     (None, None, ['report_html', 'report_md', 'robustness'])
     """
-    from irtbayes.audit import audit
-    from irtbayes.fit import fit as fit_model
-
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
     result = RobustnessResult()
-    base = data
-    if len(data.conditions) >= 2:
-        settings = {"seed": seed, **dict(condition_kwargs or {})}
-        cfit = fit_conditions(data, reference=reference_condition, **settings)
-        result.conditions = condition_effects(
-            cfit, ci_prob=ci_prob, fdr=fdr, min_effect=min_effect, against=against, fdr_rule=fdr_rule
-        )
-        result.files.update(write_conditions(result.conditions, folder))
-        base = data.subset(conditions=[result.conditions.reference])
-    elif reference_condition is not None:
-        raise SpecError(f"reference_condition={reference_condition!r}, but {data.source} has fewer than two conditions")
-
+    flagging = {"ci_prob": ci_prob, "fdr": fdr, "min_effect": min_effect, "against": against, "fdr_rule": fdr_rule}
+    base = _run_conditions(data, result, folder, reference_condition, condition_kwargs, seed=seed, flagging=flagging)
     plans = list(population_samples(base, bootstrap=bootstrap, family=family, seed=seed)) + list(populations)
     if plans or revision is not None:
         settings = {"progress": False, "seed": seed, **dict(fit_kwargs or {})}
-        if fit is None:
-            fit = fit_model(base, **settings)
-        reference_audit = audit(fit.idata, base, ci_prob=ci_prob, **dict(audit_kwargs or {}))
+        fit, reference_audit = _reference_audit(base, fit, settings, audit_kwargs, ci_prob=ci_prob)
         if plans:
-            result.refits = refit_populations(
-                plans,
-                spec=fit.spec,
-                fit_kwargs={"cores": 1, **settings},
-                audit_kwargs={"ci_prob": ci_prob, **dict(audit_kwargs or {})},
-                engine=engine,
-                workers=workers,
-                dask_address=dask_address,
-                on_done=lambda r: log.info("refit %s done (%d systems)", r.name, r.n_subjects),
-            )
-            result.population = population_stability(reference_audit, fit, result.refits, agreement=agreement)
-            for name, table in (
-                ("stability", result.population.conclusions),
-                ("population_refits", result.population.refits),
-                ("population_ranks", result.population.ranks),
-            ):
-                result.files[name] = atomic_write_text(folder / f"{name}.csv", table.to_csv(index=False))
+            audit_settings = {"ci_prob": ci_prob, **dict(audit_kwargs or {})}
+            parallel = {"engine": engine, "workers": workers, "dask_address": dask_address}
+            _run_populations(result, folder, plans, fit, reference_audit, settings, audit_settings, parallel, agreement)
         if revision is not None:
-            if len(revision) != 2:
-                raise SpecError(f"revision must be (original, revised), got {revision!r}")
-            missing = [b for b in revision if b not in set(base.benchmarks)]
-            if missing:
-                raise DataError(f"{data.source}: no benchmark {missing}; the benchmarks are {list(base.benchmarks)}")
-            result.revision = compare_revision(reference_audit, original=revision[0], revised=revision[1])
-            result.files["revision_versions"] = atomic_write_text(
-                folder / "revision_versions.csv", result.revision.versions.to_csv(index=False)
-            )
-            result.files["revision_subjects"] = atomic_write_text(
-                folder / "revision_subjects.csv", result.revision.subjects.to_csv(index=False)
-            )
+            _run_revision(result, folder, data, base, reference_audit, revision)
     result.files["robustness"] = atomic_write_json(folder / "robustness.json", result.summary_dict())
     if report:
         result.files.update(write_report(result, folder))
     return result
+
+
+def _run_conditions(
+    data: ResponseData,
+    result: RobustnessResult,
+    folder: Path,
+    reference_condition: str | None,
+    condition_kwargs: Mapping[str, Any] | None,
+    *,
+    seed: int,
+    flagging: dict[str, Any],
+) -> ResponseData:
+    """Fit and flag the condition effects when ``data`` has two conditions or more; the reference condition's data."""
+    if len(data.conditions) >= 2:
+        settings = {"seed": seed, **dict(condition_kwargs or {})}
+        cfit = fit_conditions(data, reference=reference_condition, **settings)
+        result.conditions = condition_effects(cfit, **flagging)
+        result.files.update(write_conditions(result.conditions, folder))
+        return data.subset(conditions=[result.conditions.reference])
+    if reference_condition is not None:
+        raise SpecError(f"reference_condition={reference_condition!r}, but {data.source} has fewer than two conditions")
+    return data
+
+
+def _reference_audit(
+    base: ResponseData, fit: Any, settings: dict[str, Any], audit_kwargs: Mapping[str, Any] | None, *, ci_prob: float
+) -> tuple[Any, Any]:
+    """The reference fit (fitted when not given) and its audit."""
+    from irtbayes.audit import audit
+    from irtbayes.fit import fit as fit_model
+
+    if fit is None:
+        fit = fit_model(base, **settings)
+    return fit, audit(fit.idata, base, ci_prob=ci_prob, **dict(audit_kwargs or {}))
+
+
+def _run_populations(
+    result: RobustnessResult,
+    folder: Path,
+    plans: list[Population],
+    fit: Any,
+    reference_audit: Any,
+    settings: dict[str, Any],
+    audit_settings: dict[str, Any],
+    parallel: dict[str, Any],
+    agreement: float,
+) -> None:
+    """Refit every population, label the reference audit's conclusions and write their tables."""
+    result.refits = refit_populations(
+        plans,
+        spec=fit.spec,
+        fit_kwargs={"cores": 1, **settings},
+        audit_kwargs=audit_settings,
+        **parallel,
+        on_done=lambda r: log.info("refit %s done (%d systems)", r.name, r.n_subjects),
+    )
+    result.population = population_stability(reference_audit, fit, result.refits, agreement=agreement)
+    for name, table in (
+        ("stability", result.population.conclusions),
+        ("population_refits", result.population.refits),
+        ("population_ranks", result.population.ranks),
+    ):
+        result.files[name] = atomic_write_text(folder / f"{name}.csv", table.to_csv(index=False))
+
+
+def _run_revision(
+    result: RobustnessResult,
+    folder: Path,
+    data: ResponseData,
+    base: ResponseData,
+    reference_audit: Any,
+    revision: tuple[str, str],
+) -> None:
+    """Compare the revision's two benchmarks in the reference audit and write its tables."""
+    if len(revision) != 2:
+        raise SpecError(f"revision must be (original, revised), got {revision!r}")
+    missing = [b for b in revision if b not in set(base.benchmarks)]
+    if missing:
+        raise DataError(f"{data.source}: no benchmark {missing}; the benchmarks are {list(base.benchmarks)}")
+    result.revision = compare_revision(reference_audit, original=revision[0], revised=revision[1])
+    result.files["revision_versions"] = atomic_write_text(
+        folder / "revision_versions.csv", result.revision.versions.to_csv(index=False)
+    )
+    result.files["revision_subjects"] = atomic_write_text(
+        folder / "revision_subjects.csv", result.revision.subjects.to_csv(index=False)
+    )
 
 
 def write_report(result: RobustnessResult, out: str | os.PathLike[str], *, top_k: int = 30) -> dict[str, Path]:
