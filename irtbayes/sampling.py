@@ -112,57 +112,16 @@ def run_sampler(
     PyMC's sequential chains stop too instead of running on after the first one is cut short.
     """
     state = state or RunState()
+    settings: dict[str, Any] = {"chains": chains, "draws": draws, "tune": tune, "seed": seed}
+    settings["target_accept"] = target_accept
     if sampler == "nutpie":
-        import nutpie
-
-        started = time.perf_counter()
-        compiled = nutpie.compile_pymc_model(model)
-        state.phase = "tuning"
-        log.info("compiled the model in %.1f s; tuning and sampling", time.perf_counter() - started)
-        with warnings.catch_warnings():
-            # ArviZ's guess about dimension names, raised for a run cut short with fewer draws than chains
-            warnings.filterwarnings("ignore", message="Found chain dimension to be longer than draw dimension")
-            # a bar where one can be drawn; log lines with draws/s and the time left everywhere else
-            bar = progress and sys.stderr.isatty()
-            phase_only = not progress or bar
-            progress_log = SamplingProgress(
-                every=float("inf") if phase_only else PROGRESS_EVERY, on_phase=lambda p: setattr(state, "phase", p)
-            )
-            run = nutpie.sample(
-                compiled,
-                draws=draws,
-                tune=tune,
-                chains=chains,
-                cores=cores,
-                seed=seed,
-                save_warmup=False,
-                progress_bar=bar,
-                progress_callback=progress_log,
-                target_accept=target_accept,
-                blocking=stop is None,
-                **extra,
-            )
-            if stop is None:
-                return run
-            from irtbayes.adaptive import sample_until_converged
-
-            return sample_until_converged(run, stop)
+        return _run_nutpie(model, **settings, cores=cores, progress=progress, extra=extra, state=state, stop=stop)
     if sampler == "numpyro":
         from irtbayes.jaxnuts import sample_numpyro
 
         state.phase = "running"
         devices = extra.pop("devices", None)
-        return sample_numpyro(
-            model,
-            chains=chains,
-            draws=draws,
-            tune=tune,
-            seed=seed,
-            target_accept=target_accept,
-            progress=progress,
-            devices=devices,
-            nuts_kwargs=extra,
-        )
+        return sample_numpyro(model, **settings, progress=progress, devices=devices, nuts_kwargs=extra)
     if sampler == "pymc":
         # numba: pip installs of PyTensor often have no BLAS for its C backend
         extra.setdefault("compile_kwargs", {"mode": "NUMBA"})
@@ -183,6 +142,74 @@ def run_sampler(
                 **extra,
             )
     state.phase = "optimisation"
+    return _run_approximation(
+        model, sampler, chains=chains, draws=draws, tune=tune, seed=seed, progress=progress, extra=extra
+    )
+
+
+def _run_nutpie(
+    model: pm.Model,
+    *,
+    chains: int,
+    draws: int,
+    tune: int,
+    seed: int,
+    target_accept: float,
+    cores: int,
+    progress: bool,
+    extra: dict[str, Any],
+    state: RunState,
+    stop: StopRule | None,
+) -> xr.DataTree:
+    """nutpie: compile, then tune and sample with a progress bar (a terminal) or progress log lines."""
+    import nutpie
+
+    started = time.perf_counter()
+    compiled = nutpie.compile_pymc_model(model)
+    state.phase = "tuning"
+    log.info("compiled the model in %.1f s; tuning and sampling", time.perf_counter() - started)
+    with warnings.catch_warnings():
+        # ArviZ's guess about dimension names, raised for a run cut short with fewer draws than chains
+        warnings.filterwarnings("ignore", message="Found chain dimension to be longer than draw dimension")
+        # a bar where one can be drawn; log lines with draws/s and the time left everywhere else
+        bar = progress and sys.stderr.isatty()
+        phase_only = not progress or bar
+        progress_log = SamplingProgress(
+            every=float("inf") if phase_only else PROGRESS_EVERY, on_phase=lambda p: setattr(state, "phase", p)
+        )
+        run = nutpie.sample(
+            compiled,
+            draws=draws,
+            tune=tune,
+            chains=chains,
+            cores=cores,
+            seed=seed,
+            save_warmup=False,
+            progress_bar=bar,
+            progress_callback=progress_log,
+            target_accept=target_accept,
+            blocking=stop is None,
+            **extra,
+        )
+        if stop is None:
+            return run
+        from irtbayes.adaptive import sample_until_converged
+
+        return sample_until_converged(run, stop)
+
+
+def _run_approximation(
+    model: pm.Model,
+    sampler: str,
+    *,
+    chains: int,
+    draws: int,
+    tune: int,
+    seed: int,
+    progress: bool,
+    extra: dict[str, Any],
+) -> xr.DataTree:
+    """ADVI (``tune`` x 10 steps, at least 2,000) or Pathfinder (pymc-extras), ``draws`` x ``chains`` draws."""
     if sampler == "advi":
         n_steps = int(extra.pop("n", max(10 * tune, 2000)))
         with pytensor.config.change_flags(mode="NUMBA"):

@@ -96,30 +96,19 @@ def simulate_responses(
     item_ids = np.array([f"item{i:05d}" for i in range(n_items)])
     bench_ids = np.array([f"bench{k:02d}" for k in range(n_benchmarks)])
     domain_ids = np.array([f"domain{d}" for d in range(n_domains)])
-    bench_of_item = np.sort(np.arange(n_items) % n_benchmarks)
-    domain_of_bench = np.sort(np.arange(n_benchmarks) % n_domains)
-    domain_of_item = domain_of_bench[bench_of_item]
+    bench_of_item, domain_of_bench, domain_of_item = _layout(n_items, n_benchmarks, n_domains)
     sds = (domain_sd, benchmark_sd, difficulty_sd, log_discrimination_sd)
     difficulty, discrimination = _item_parameters(rng, kind, bench_of_item, domain_of_bench, sds=sds)
 
     ability, theta = _abilities(
         rng, n_subjects, domain_of_item, n_domains=n_domains if dims == "domain" else 1, corr=ability_corr
     )
-    guessing = None
-    if kind == "3pl":
-        chance = 1.0 / n_options
-        guessing = rng.beta(20 * chance, 20 * (1 - chance), n_items)
-    prob = irt.probability(theta, difficulty[None, :], discrimination[None, :], guessing)
-    response = rng.binomial(n_trials, prob) / n_trials
+    response, guessing = _draw_responses(rng, kind, theta, difficulty, discrimination, n_options, n_trials)
 
-    rows, cols = _observed_cells(rng, n_subjects, n_items, missing=missing)
-    frame = pd.DataFrame({"subject": subject_ids[rows], "item": item_ids[cols], "response": response[rows, cols]})
-    items = pd.DataFrame({"item": item_ids, "n_options": np.full(n_items, n_options)})
     labels = {"benchmark": (n_benchmarks, bench_ids[bench_of_item]), "domain": (n_domains, domain_ids[domain_of_item])}
-    items = items.assign(**{name: values for name, (count, values) in labels.items() if count > 1})
-    data = ResponseData.from_long(
-        frame, items=items, source=f"simulated {kind} ({n_subjects} subjects x {n_items} items)"
-    )
+    cells = _observed_cells(rng, n_subjects, n_items, missing=missing)
+    source = f"simulated {kind} ({n_subjects} subjects x {n_items} items)"
+    data = _response_data(response, cells, subject_ids, item_ids, n_options=n_options, labels=labels, source=source)
 
     truth = _truth(
         subject_ids,
@@ -134,6 +123,13 @@ def simulate_responses(
         attrs={"kind": kind, "n_trials": n_trials, "missing": missing},
     )
     return data, truth
+
+
+def _layout(n_items: int, n_benchmarks: int, n_domains: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each item's benchmark, each benchmark's domain, each item's domain (spread evenly, in sorted blocks)."""
+    bench_of_item = np.sort(np.arange(n_items) % n_benchmarks)
+    domain_of_bench = np.sort(np.arange(n_benchmarks) % n_domains)
+    return bench_of_item, domain_of_bench, domain_of_bench[bench_of_item]
 
 
 def _item_parameters(
@@ -174,6 +170,43 @@ def _abilities(
         return ability, ability[:, domain_of_item]
     ability = _standardise(rng.normal(size=n_subjects))
     return ability, np.repeat(ability[:, None], n_items, axis=1)
+
+
+def _draw_responses(
+    rng: np.random.Generator,
+    kind: str,
+    theta: np.ndarray,
+    difficulty: np.ndarray,
+    discrimination: np.ndarray,
+    n_options: int,
+    n_trials: int,
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """Each (subject, item) response (a share of ``n_trials`` correct), and the 3PL lower asymptotes (else None)."""
+    guessing = None
+    if kind == "3pl":
+        chance = 1.0 / n_options
+        guessing = rng.beta(20 * chance, 20 * (1 - chance), len(difficulty))
+    prob = irt.probability(theta, difficulty[None, :], discrimination[None, :], guessing)
+    response = rng.binomial(n_trials, prob) / n_trials
+    return response, guessing
+
+
+def _response_data(
+    response: np.ndarray,
+    cells: tuple[np.ndarray, np.ndarray],
+    subject_ids: np.ndarray,
+    item_ids: np.ndarray,
+    *,
+    n_options: int,
+    labels: dict[str, tuple[int, np.ndarray]],
+    source: str,
+) -> ResponseData:
+    """The kept (row, column) cells as long data; items get ``n_options`` and each label whose count is over 1."""
+    rows, cols = cells
+    frame = pd.DataFrame({"subject": subject_ids[rows], "item": item_ids[cols], "response": response[rows, cols]})
+    items = pd.DataFrame({"item": item_ids, "n_options": np.full(len(item_ids), n_options)})
+    items = items.assign(**{name: values for name, (count, values) in labels.items() if count > 1})
+    return ResponseData.from_long(frame, items=items, source=source)
 
 
 def _observed_cells(

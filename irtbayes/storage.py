@@ -301,6 +301,13 @@ def _as_stored(result: Fit, posterior: xr.Dataset) -> Fit:
     return replace(result, idata=tree)
 
 
+#: Card keys :func:`load_fit` leaves out of ``Fit.info`` (the fit's own fields, and the checksums); the others go there.
+_NOT_INFO = (
+    "format_version", "spec", "sampler", "data_checksum", "diagnostics", "approximate", "posterior_sha256",
+    "card_sha256",
+)  # fmt: skip
+
+
 def load_fit(path: str | os.PathLike[str], *, data: ResponseData | None = None) -> Fit:
     """Read a fit saved by :func:`save_fit`.
 
@@ -348,7 +355,38 @@ def load_fit(path: str | os.PathLike[str], *, data: ResponseData | None = None) 
     ...
     irtbayes.errors.FitError: ...
     """
-    folder = Path(path)
+    card_path, post_path = _fit_paths(Path(path))
+    card = _read_card(card_path, post_path)
+    try:
+        spec = ModelSpec.from_dict(card["spec"])
+        diagnostics = Diagnostics.from_dict(card["diagnostics"])
+    except (SpecError, KeyError, TypeError, ValueError) as err:
+        raise FitError(f"{card_path}: bad 'spec' or 'diagnostics' ({err})") from None
+    tree = _read_posterior(post_path, data_checksum=card["data_checksum"])
+    if data is not None and data.checksum() != card["data_checksum"]:
+        raise FitError(
+            f"{card_path}: the fit was made from other data (checksum {card['data_checksum'][:12]}, "
+            f"the data given has {data.checksum()[:12]}: {data.source})"
+        )
+    groups = {name: tree[name].to_dataset() for name in tree.children}
+    try:
+        groups["posterior"] = add_derived(_widen(groups["posterior"]), spec)
+    except KeyError as err:
+        raise FitError(f"{post_path}: posterior variable {err} is missing") from None
+    idata = xr.DataTree.from_dict(groups)
+    idata.attrs.update({k: v for k, v in tree.attrs.items() if k != "format_version"})
+    return Fit(
+        idata=idata,
+        spec=spec,
+        sampler=dict(card["sampler"]),
+        data_checksum=card["data_checksum"],
+        diagnostics=diagnostics,
+        info={k: v for k, v in card.items() if k not in _NOT_INFO},
+    )
+
+
+def _fit_paths(folder: Path) -> tuple[Path, Path]:
+    """``card.json`` and ``posterior.nc`` of a saved fit's folder; FitError when either is missing."""
     if not folder.is_dir():
         aside = sorted(folder.parent.glob(f".{folder.name}.old-*")) if folder.parent.is_dir() else []
         hint = f"; a save interrupted while replacing it left the previous fit at {aside[-1]}" if aside else ""
@@ -358,7 +396,12 @@ def load_fit(path: str | os.PathLike[str], *, data: ResponseData | None = None) 
     for p in (card_path, post_path):
         if not p.is_file():
             raise FitError(f"{p}: missing; a saved fit needs card.json and posterior.nc")
-    card = read_json(card_path, error=FitError)
+    return card_path, post_path
+
+
+def _read_card(card_path: Path, post_path: Path) -> dict[str, Any]:
+    """``card.json``, checked: its format version, both checksums it records, and the keys a fit needs."""
+    card: dict[str, Any] = read_json(card_path, error=FitError)
     if "format_version" in card and card["format_version"] != FORMAT_VERSION:
         raise FitError(
             f"{card_path}: format version {card['format_version']!r}; this irtbayes reads version {FORMAT_VERSION}"
@@ -372,11 +415,11 @@ def load_fit(path: str | os.PathLike[str], *, data: ResponseData | None = None) 
     for key in ("format_version", "spec", "sampler", "data_checksum", "diagnostics"):
         if key not in card:
             raise FitError(f"{card_path}: key '{key}' is missing")
-    try:
-        spec = ModelSpec.from_dict(card["spec"])
-        diagnostics = Diagnostics.from_dict(card["diagnostics"])
-    except (SpecError, KeyError, TypeError, ValueError) as err:
-        raise FitError(f"{card_path}: bad 'spec' or 'diagnostics' ({err})") from None
+    return card
+
+
+def _read_posterior(post_path: Path, *, data_checksum: str) -> xr.DataTree:
+    """``posterior.nc``, loaded and checked: its groups, and that it comes from the fit with this data checksum."""
     try:
         with xr.open_datatree(post_path, engine="h5netcdf") as opened:
             tree = opened.load()
@@ -384,40 +427,6 @@ def load_fit(path: str | os.PathLike[str], *, data: ResponseData | None = None) 
         raise FitError(f"{post_path}: cannot be read as netCDF ({type(err).__name__}: {err})") from None
     if "posterior" not in tree.children or "constant_data" not in tree.children:
         raise FitError(f"{post_path}: the posterior or constant_data group is missing")
-    if str(tree.attrs.get("data_checksum")) != card["data_checksum"]:
+    if str(tree.attrs.get("data_checksum")) != data_checksum:
         raise FitError(f"{post_path}: its data checksum differs from card.json's; the files come from different fits")
-    if data is not None and data.checksum() != card["data_checksum"]:
-        raise FitError(
-            f"{card_path}: the fit was made from other data (checksum {card['data_checksum'][:12]}, "
-            f"the data given has {data.checksum()[:12]}: {data.source})"
-        )
-    groups = {name: tree[name].to_dataset() for name in tree.children}
-    try:
-        groups["posterior"] = add_derived(_widen(groups["posterior"]), spec)
-    except KeyError as err:
-        raise FitError(f"{post_path}: posterior variable {err} is missing") from None
-    idata = xr.DataTree.from_dict(groups)
-    idata.attrs.update({k: v for k, v in tree.attrs.items() if k != "format_version"})
-    info = {
-        k: v
-        for k, v in card.items()
-        if k
-        not in (
-            "format_version",
-            "spec",
-            "sampler",
-            "data_checksum",
-            "diagnostics",
-            "approximate",
-            "posterior_sha256",
-            "card_sha256",
-        )
-    }
-    return Fit(
-        idata=idata,
-        spec=spec,
-        sampler=dict(card["sampler"]),
-        data_checksum=card["data_checksum"],
-        diagnostics=diagnostics,
-        info=info,
-    )
+    return tree

@@ -334,6 +334,31 @@ def load_helm(
         raise DataError(f"{root}: no such folder")
     if not root.is_dir():
         raise DataError(f"{root}: is a file; expected a HELM run or suite folder")
+    rows: list[dict[str, Any]] = []
+    items: dict[str, dict[str, Any]] = {}
+    provided: dict[tuple[str, str, str], Path] = {}
+    for folder in _chosen_folders(root, suite):
+        run = _read_run(folder, folder.parent.name)
+        run_metric = metric.get(run.benchmark, "exact_match") if isinstance(metric, Mapping) else metric
+        scores = _run_scores(run, metric=run_metric, split=split, scoring=scoring)
+        instances = _instances(run)
+        for (instance_id, condition), values in scores.items():
+            item = f"{run.scenario}/{instance_id}"
+            _claim(provided, run, item=item, condition=condition)
+            _merge_item(
+                items, run, item=item, instance_id=instance_id, instance=instances.get(instance_id), split=split
+            )
+            mean = _mean_score(values, run, instance_id=instance_id, metric=run_metric, scoring=scoring)
+            rows.append({"subject": run.subject, "item": item, "response": mean, "condition": condition})
+            if len(values) > 1:
+                log.debug("%s: item '%s' averaged over %d train trials", folder, item, len(values))
+    if not rows:
+        raise DataError(f"{root}: no per-instance '{metric}' values in the runs found")
+    return _response_data(rows, items, scoring=scoring, source=str(root))
+
+
+def _chosen_folders(root: Path, suite: str | Sequence[str] | None) -> list[Path]:
+    """The run folders below ``root`` of the suites chosen (every suite for None); errors when there are none."""
     folders = _run_folders(root)
     if not folders:
         raise DataError(
@@ -347,71 +372,81 @@ def load_helm(
         if unknown:
             raise DataError(f"{root}: no suite '{unknown[0]}'; the suites are {suites}")
         folders = [f for f in folders if f.parent.name in wanted]
+    return folders
 
-    rows: list[dict[str, Any]] = []
-    items: dict[str, dict[str, Any]] = {}
-    provided: dict[tuple[str, str, str], Path] = {}
-    for folder in folders:
-        run = _read_run(folder, folder.parent.name)
-        run_metric = metric.get(run.benchmark, "exact_match") if isinstance(metric, Mapping) else metric
-        scores = _run_scores(run, metric=run_metric, split=split, scoring=scoring)
-        instances = _instances(run)
-        for (instance_id, condition), values in scores.items():
-            item = f"{run.scenario}/{instance_id}"
-            key = (run.subject, item, condition)
-            if key in provided:
-                first = provided[key]
-                advice = (
-                    f"in suites '{first.parent.name}' and '{run.suite}'; choose suites with suite= (--suite)"
-                    if first.parent.name != run.suite
-                    else "load these runs separately (e.g. different adapter settings)"
-                )
-                raise DataError(
-                    f"{folder}: subject '{run.subject}' already has a score for item '{item}'"
-                    + (f" ({condition})" if condition != UNPERTURBED else "")
-                    + f" from {first}; {advice}"
-                )
-            provided[key] = folder
-            instance = instances.get(instance_id)
-            meta = _item_meta(instance, run=run)
-            if item in items:
-                earlier = items[item]
-                if (
-                    instance is not None
-                    and not pd.isna(earlier["text"])
-                    and not pd.isna(meta["text"])
-                    and earlier["text"] != meta["text"]
-                ):
-                    raise DataError(
-                        f"{folder}: item '{item}' has input {meta['text']!r} here but "
-                        f"{earlier['text']!r} in {earlier['_run']}"
-                    )
-                if pd.isna(earlier["text"]) and not pd.isna(meta["text"]):
-                    earlier.update(meta)
-            else:
-                split_value = instance.get("split") if instance else split
-                items[item] = {
-                    "item": item,
-                    "benchmark": run.benchmark,
-                    **meta,
-                    "instance_id": instance_id,
-                    "scenario": run.scenario,
-                    "split": split_value if split_value else pd.NA,
-                    "_run": folder,
-                }
-            mean = sum(values) / len(values)
-            if scoring == "binary" and mean not in (0, 1):
-                raise DataError(
-                    f"{folder / 'per_instance_stats.json'}: instance '{instance_id}', stat "
-                    f"'{run_metric}' averages {mean:g} over {len(values)} train trials, but binary "
-                    "(0/1) responses were required; pass scoring='fraction' to keep the average"
-                )
-            rows.append({"subject": run.subject, "item": item, "response": mean, "condition": condition})
-            if len(values) > 1:
-                log.debug("%s: item '%s' averaged over %d train trials", folder, item, len(values))
 
-    if not rows:
-        raise DataError(f"{root}: no per-instance '{metric}' values in the runs found")
+def _claim(provided: dict[tuple[str, str, str], Path], run: _Run, *, item: str, condition: str) -> None:
+    """Record that ``run`` scores its subject on (item, condition); an error naming both runs when one already did."""
+    key = (run.subject, item, condition)
+    if key in provided:
+        first = provided[key]
+        advice = (
+            f"in suites '{first.parent.name}' and '{run.suite}'; choose suites with suite= (--suite)"
+            if first.parent.name != run.suite
+            else "load these runs separately (e.g. different adapter settings)"
+        )
+        raise DataError(
+            f"{run.folder}: subject '{run.subject}' already has a score for item '{item}'"
+            + (f" ({condition})" if condition != UNPERTURBED else "")
+            + f" from {first}; {advice}"
+        )
+    provided[key] = run.folder
+
+
+def _merge_item(
+    items: dict[str, dict[str, Any]],
+    run: _Run,
+    *,
+    item: str,
+    instance_id: str,
+    instance: dict[str, Any] | None,
+    split: str | None,
+) -> None:
+    """Add the item's metadata to ``items``, or fill in an earlier entry's; an error when the inputs differ."""
+    meta = _item_meta(instance, run=run)
+    if item in items:
+        earlier = items[item]
+        if (
+            instance is not None
+            and not pd.isna(earlier["text"])
+            and not pd.isna(meta["text"])
+            and earlier["text"] != meta["text"]
+        ):
+            raise DataError(
+                f"{run.folder}: item '{item}' has input {meta['text']!r} here but "
+                f"{earlier['text']!r} in {earlier['_run']}"
+            )
+        if pd.isna(earlier["text"]) and not pd.isna(meta["text"]):
+            earlier.update(meta)
+    else:
+        split_value = instance.get("split") if instance else split
+        items[item] = {
+            "item": item,
+            "benchmark": run.benchmark,
+            **meta,
+            "instance_id": instance_id,
+            "scenario": run.scenario,
+            "split": split_value if split_value else pd.NA,
+            "_run": run.folder,
+        }
+
+
+def _mean_score(values: list[float], run: _Run, *, instance_id: str, metric: str, scoring: Scoring) -> float:
+    """The mean over train trials; an error when binary responses are required and it is not 0 or 1."""
+    mean = sum(values) / len(values)
+    if scoring == "binary" and mean not in (0, 1):
+        raise DataError(
+            f"{run.folder / 'per_instance_stats.json'}: instance '{instance_id}', stat "
+            f"'{metric}' averages {mean:g} over {len(values)} train trials, but binary "
+            "(0/1) responses were required; pass scoring='fraction' to keep the average"
+        )
+    return mean
+
+
+def _response_data(
+    rows: list[dict[str, Any]], items: dict[str, dict[str, Any]], *, scoring: Scoring, source: str
+) -> ResponseData:
+    """The responses with their item table; a ``condition`` column only when some instance was perturbed."""
     frame = pd.DataFrame(rows)
     perturbed = bool((frame["condition"] != UNPERTURBED).any())
     if not perturbed:
@@ -425,5 +460,5 @@ def load_helm(
         condition="condition" if perturbed else None,
         items=item_table,
         scoring=scoring,
-        source=str(root),
+        source=source,
     )

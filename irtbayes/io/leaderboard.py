@@ -50,7 +50,7 @@ import pandas as pd
 
 from irtbayes.data import ResponseData, Scoring
 from irtbayes.errors import DataError
-from irtbayes.io.lm_eval import _answer_of, _n_options, _text_of
+from irtbayes.io.lm_eval import _answer_of, _checked_folder, _Collected, _n_options, _text_of
 
 __all__ = ["ALL", "DEFAULT_METRICS", "is_leaderboard_folder", "list_choices", "load_leaderboard"]
 
@@ -391,13 +391,29 @@ def load_leaderboard(
     >>> data.to_matrix().tolist()
     [[1.0, 0.0, 1.0], [0.0, 0.0, 1.0]]
     """
-    root = Path(path)
-    if not root.exists():
-        raise DataError(f"{root}: no such folder")
-    if not root.is_dir():
-        raise DataError(f"{root}: is a file; expected a folder of Open LLM Leaderboard details")
+    root = _checked_folder(path, "a folder of Open LLM Leaderboard details")
     requested = _parse_option(metric)
     runs = _runs(root)
+    _check_requested(root, runs, requested)
+
+    collected = _Collected()
+    seen_doc: dict[str, tuple[str, str]] = {}
+    subjects: dict[str, str] = {}
+    notes: list[str] = []
+    task_metrics: dict[str, tuple[list[str], Path]] = {}
+    for run in runs:
+        subjects.setdefault(run.subject, str(run.folder.relative_to(root)) if run.folder.is_relative_to(root) else ".")
+        metrics = _run_metrics(run, requested, task_metrics=task_metrics, notes=notes)
+        _read_run(run, metrics, collected, seen_doc, requested=requested, filter_option=filter, scoring=scoring)
+
+    with_condition = requested == ALL or filter == ALL
+    subject_table = pd.DataFrame([{"subject": s, "folder": f} for s, f in subjects.items()])
+    data = collected.data(subject_table, with_condition=with_condition, scoring=scoring, source=str(root))
+    return data.with_notes(*notes)
+
+
+def _check_requested(root: Path, runs: list[_Run], requested: str | Mapping[str, str] | None) -> None:
+    """An error when ``metric=`` names a metric no task logs, or tasks that are not here."""
     if isinstance(requested, str) and requested != ALL:
         logged_anywhere = {m for run in runs for f in run.files for m in _metric_names(_schema(f))}
         if requested not in logged_anywhere:
@@ -408,125 +424,157 @@ def load_leaderboard(
         if unknown:
             raise DataError(f"{root}: metric= names task(s) {unknown} that are not here; the tasks are {sorted(tasks)}")
 
-    rows: dict[str, list[Any]] = {"subject": [], "item": [], "response": [], "condition": []}
-    items: dict[str, dict[str, Any]] = {}
-    seen_doc: dict[str, tuple[str, str]] = {}
-    subjects: dict[str, str] = {}
-    notes: list[str] = []
-    task_metrics: dict[str, tuple[list[str], Path]] = {}
-    with_condition = requested == ALL or filter == ALL
-    for run in runs:
-        subjects.setdefault(run.subject, str(run.folder.relative_to(root)) if run.folder.is_relative_to(root) else ".")
-        logged = _metric_names(_schema(run.files[0]))
-        metrics, note = _choose_metrics(run, logged, requested, where=str(run.files[0]))
-        if note and note not in notes:
-            notes.append(note)
-        earlier_metrics, earlier_file = task_metrics.setdefault(run.task, (metrics, run.files[0]))
-        if earlier_metrics != metrics:
-            raise DataError(
-                f"{run.files[0]}: task '{run.task}' reads {metrics} here but {earlier_metrics} in {earlier_file}; "
-                "choose a metric every model logs with metric= (--metric)"
-            )
-        seen_in_run: dict[tuple[str, str], int] = {}
-        for file in run.files:
-            schema = _schema(file)
-            names = list(schema.names)
-            if "doc_id" not in names:
-                raise DataError(f"{file}: no 'doc_id' column; the columns are {names}")
-            missing = [m for m in metrics if m not in names]
-            if missing:
-                raise DataError(f"{file}: no column {missing[0]!r} (the metric being read); it has {names}")
-            # the light columns of every row; documents only where there is no hash to compare them by
-            has_hash = "doc_hash" in names
-            wanted = ["doc_id", *(c for c in ("doc_hash", "filter") if c in names), *metrics]
-            if not has_hash and "doc" in names:
-                wanted.append("doc")
-            table = _read_table(file, wanted)
-            if table.num_rows == 0:
-                raise DataError(f"{file}: the file has no rows")
-            columns = table.to_pydict()
-            filters = list(dict.fromkeys(str(f) for f in columns["filter"])) if "filter" in columns else []
-            chosen_filters = filters
-            if len(filters) > 1 and filter != ALL:
-                if filter is None:
-                    raise DataError(
-                        f"{file}: task '{run.task}' logs several filters {filters}; choose one with filter= "
-                        "(--filter on the command line)"
-                    )
-                if filter not in filters:
-                    raise DataError(f"{file}: task '{run.task}' has no filter '{filter}'; it logs {filters}")
-                chosen_filters = [filter]
-            new_rows: list[int] = []
-            for number, doc_id in enumerate(columns["doc_id"]):
-                if doc_id is None or (isinstance(doc_id, float) and math.isnan(doc_id)):
-                    raise DataError(f"{file}: row {number} has no doc_id")
-                doc_filter = str(columns["filter"][number]) if filters else ""
-                if filters and doc_filter not in chosen_filters:
-                    continue
-                key = (str(doc_id), doc_filter)
-                if key in seen_in_run:
-                    first = seen_in_run[key]
-                    if has_hash and columns["doc_hash"][first] != columns["doc_hash"][number]:
-                        raise DataError(
-                            f"{file}: rows {first} and {number} are two documents with doc_id {doc_id}: a "
-                            "configuration holding several tasks (as the group configurations of early cards, "
-                            "e.g. leaderboard_bbh) cannot be read; use the per-task configurations"
-                        )
-                    raise DataError(
-                        f"{file}: doc_id {doc_id} appears in rows {first} and {number}"
-                        + (f" (filter '{doc_filter}')" if filters else "")
-                        + "; each document must appear once per run"
-                    )
-                seen_in_run[key] = number
-                item = f"{run.task}/{doc_id}"
-                if has_hash:
-                    doc_key = str(columns["doc_hash"][number] or "")
-                else:
-                    doc_key = json.dumps(columns.get("doc", [None] * (number + 1))[number], sort_keys=True, default=str)
-                if item in seen_doc:
-                    earlier_doc, doc_file = seen_doc[item]
-                    if earlier_doc != doc_key:
-                        raise DataError(
-                            f"{file}: doc_id {doc_id} of task '{run.task}' is another document than in "
-                            f"{doc_file}; the runs used different data for the same doc_id"
-                        )
-                else:
-                    seen_doc[item] = (doc_key, str(file))
-                    new_rows.append(number)
-                    items[item] = {
-                        "item": item,
-                        "benchmark": run.task,
-                        "doc_id": str(doc_id),
-                        "metric": ",".join(metrics) if requested == ALL else metrics[0],
-                    }
-                for name in metrics:
-                    value = _score(columns[name][number], where=str(file), doc_id=doc_id, metric=name, scoring=scoring)
-                    rows["subject"].append(run.subject)
-                    rows["item"].append(item)
-                    rows["response"].append(value)
-                    parts = ([name] if requested == ALL else []) + ([doc_filter] if filter == ALL and filters else [])
-                    rows["condition"].append(" ".join(parts))
-            if new_rows:
-                for row, meta in zip(new_rows, _item_meta(file, names, new_rows), strict=True):
-                    items[f"{run.task}/{columns['doc_id'][row]}"].update(meta)
 
-    frame = pd.DataFrame(rows)
-    if not with_condition:
-        frame = frame.drop(columns="condition")
-    item_table = pd.DataFrame(list(items.values()))
-    for column in ("text", "answer"):
-        item_table[column] = item_table[column].astype("string")
-    item_table["n_options"] = item_table["n_options"].astype("Int64")
-    subject_table = pd.DataFrame([{"subject": s, "folder": f} for s, f in subjects.items()])
-    data = ResponseData.from_long(
-        frame,
-        condition="condition" if with_condition else None,
-        items=item_table,
-        subjects=subject_table,
-        scoring=scoring,
-        source=str(root),
-    )
-    return data.with_notes(*notes)
+def _run_metrics(
+    run: _Run,
+    requested: str | Mapping[str, str] | None,
+    *,
+    task_metrics: dict[str, tuple[list[str], Path]],
+    notes: list[str],
+) -> list[str]:
+    """The metrics read from one run (a note added when chosen for the user); an error when another model's differ."""
+    logged = _metric_names(_schema(run.files[0]))
+    metrics, note = _choose_metrics(run, logged, requested, where=str(run.files[0]))
+    if note and note not in notes:
+        notes.append(note)
+    earlier_metrics, earlier_file = task_metrics.setdefault(run.task, (metrics, run.files[0]))
+    if earlier_metrics != metrics:
+        raise DataError(
+            f"{run.files[0]}: task '{run.task}' reads {metrics} here but {earlier_metrics} in {earlier_file}; "
+            "choose a metric every model logs with metric= (--metric)"
+        )
+    return metrics
+
+
+def _read_run(
+    run: _Run,
+    metrics: list[str],
+    collected: _Collected,
+    seen_doc: dict[str, tuple[str, str]],
+    *,
+    requested: str | Mapping[str, str] | None,
+    filter_option: str | None,
+    scoring: Scoring,
+) -> None:
+    """Add one run's responses (each metric of each document) and its documents not seen before to ``collected``."""
+    seen_in_run: dict[tuple[str, str], int] = {}
+    for file in run.files:
+        names, columns = _read_columns(file, metrics)
+        filters = list(dict.fromkeys(str(f) for f in columns["filter"])) if "filter" in columns else []
+        chosen_filters = _chosen_filters(file, run.task, filters, filter_option)
+        by_filter = filter_option == ALL and bool(filters)  # each filter a condition
+        new_rows: list[int] = []
+        for number, doc_id in enumerate(columns["doc_id"]):
+            if doc_id is None or (isinstance(doc_id, float) and math.isnan(doc_id)):
+                raise DataError(f"{file}: row {number} has no doc_id")
+            doc_filter = str(columns["filter"][number]) if filters else ""
+            if filters and doc_filter not in chosen_filters:
+                continue
+            _check_once(file, seen_in_run, columns, number=number, doc_id=doc_id, doc_filter=doc_filter)
+            item = f"{run.task}/{doc_id}"
+            if _first_seen(file, run.task, seen_doc, columns, item=item, number=number, doc_id=doc_id):
+                new_rows.append(number)
+                collected.items[item] = {
+                    "item": item,
+                    "benchmark": run.task,
+                    "doc_id": str(doc_id),
+                    "metric": ",".join(metrics) if requested == ALL else metrics[0],
+                }
+            for name in metrics:
+                value = _score(columns[name][number], where=str(file), doc_id=doc_id, metric=name, scoring=scoring)
+                parts = ([name] if requested == ALL else []) + ([doc_filter] if by_filter else [])
+                collected.add(run.subject, item, value, " ".join(parts))
+        if new_rows:
+            for row, meta in zip(new_rows, _item_meta(file, names, new_rows), strict=True):
+                collected.items[f"{run.task}/{columns['doc_id'][row]}"].update(meta)
+
+
+def _read_columns(file: Path, metrics: list[str]) -> tuple[list[str], dict[str, list[Any]]]:
+    """The file's column names, and the columns read from it (documents only when there is no hash to compare)."""
+    schema = _schema(file)
+    names = list(schema.names)
+    if "doc_id" not in names:
+        raise DataError(f"{file}: no 'doc_id' column; the columns are {names}")
+    missing = [m for m in metrics if m not in names]
+    if missing:
+        raise DataError(f"{file}: no column {missing[0]!r} (the metric being read); it has {names}")
+    # the light columns of every row; documents only where there is no hash to compare them by
+    has_hash = "doc_hash" in names
+    wanted = ["doc_id", *(c for c in ("doc_hash", "filter") if c in names), *metrics]
+    if not has_hash and "doc" in names:
+        wanted.append("doc")
+    table = _read_table(file, wanted)
+    if table.num_rows == 0:
+        raise DataError(f"{file}: the file has no rows")
+    return names, table.to_pydict()
+
+
+def _chosen_filters(file: Path, task: str, filters: list[str], filter_option: str | None) -> list[str]:
+    """The filters read from a file that logs ``filters``: all of them, or the one ``filter=`` names."""
+    if len(filters) > 1 and filter_option != ALL:
+        if filter_option is None:
+            raise DataError(
+                f"{file}: task '{task}' logs several filters {filters}; choose one with filter= "
+                "(--filter on the command line)"
+            )
+        if filter_option not in filters:
+            raise DataError(f"{file}: task '{task}' has no filter '{filter_option}'; it logs {filters}")
+        return [filter_option]
+    return filters
+
+
+def _check_once(
+    file: Path,
+    seen_in_run: dict[tuple[str, str], int],
+    columns: dict[str, list[Any]],
+    *,
+    number: int,
+    doc_id: Any,
+    doc_filter: str,
+) -> None:
+    """Record the row of (doc_id, filter) in its run; an error when an earlier row had it."""
+    key = (str(doc_id), doc_filter)
+    if key in seen_in_run:
+        first = seen_in_run[key]
+        if "doc_hash" in columns and columns["doc_hash"][first] != columns["doc_hash"][number]:
+            raise DataError(
+                f"{file}: rows {first} and {number} are two documents with doc_id {doc_id}: a "
+                "configuration holding several tasks (as the group configurations of early cards, "
+                "e.g. leaderboard_bbh) cannot be read; use the per-task configurations"
+            )
+        raise DataError(
+            f"{file}: doc_id {doc_id} appears in rows {first} and {number}"
+            + (f" (filter '{doc_filter}')" if "filter" in columns else "")
+            + "; each document must appear once per run"
+        )
+    seen_in_run[key] = number
+
+
+def _first_seen(
+    file: Path,
+    task: str,
+    seen_doc: dict[str, tuple[str, str]],
+    columns: dict[str, list[Any]],
+    *,
+    item: str,
+    number: int,
+    doc_id: Any,
+) -> bool:
+    """True when the item is new; an error when it was seen before with another document."""
+    if "doc_hash" in columns:
+        doc_key = str(columns["doc_hash"][number] or "")
+    else:
+        doc_key = json.dumps(columns.get("doc", [None] * (number + 1))[number], sort_keys=True, default=str)
+    if item in seen_doc:
+        earlier_doc, doc_file = seen_doc[item]
+        if earlier_doc != doc_key:
+            raise DataError(
+                f"{file}: doc_id {doc_id} of task '{task}' is another document than in "
+                f"{doc_file}; the runs used different data for the same doc_id"
+            )
+        return False
+    seen_doc[item] = (doc_key, str(file))
+    return True
 
 
 def list_choices(path: str | Path) -> pd.DataFrame:

@@ -386,20 +386,40 @@ def load_lm_eval(
     irtbayes.errors.DataError: ...: task 'fx_gen' logs several filters ['strict-match', 'flexible-extract']; ...
     """
     all_filters = filter == ALL_FILTERS
-    root = Path(path)
-    if not root.exists():
-        raise DataError(f"{root}: no such folder")
-    if not root.is_dir():
-        raise DataError(f"{root}: is a file; expected an lm-evaluation-harness output folder")
+    root = _checked_folder(path, "an lm-evaluation-harness output folder")
+    files, subject_meta = _found_files(root, tasks)
+    collected = _Collected()
+    seen_doc: dict[str, tuple[str, Path, int]] = {}
+    for file in _keep_runs(files, runs):
+        file.lines = _read_samples(file.path)
+        chosen_metric = _metric_for(file, _choose(metric, file.task))
+        chosen_filters = _filters_for(file, _choose(filter, file.task))
+        copies: dict[tuple[str, str], int] = {}
+        for number, line in file.lines:
+            if line["filter"] not in chosen_filters:
+                continue
+            chosen_filter = str(line["filter"])
+            value = _line_score(file, number, line, metric=chosen_metric, scoring=scoring)
+            item = f"{file.task}/{_doc_key(file, number, line, filter_name=chosen_filter, copies=copies)}"
+            _add_document(collected.items, seen_doc, file, number, line, item=item)
+            parts = ([file.date_id] if runs == "all" else []) + ([chosen_filter] if all_filters else [])
+            collected.add(file.subject, item, value, " ".join(parts))
+        file.lines = []  # the parsed lines are not needed any more
+
+    used = set(collected.rows["subject"])
+    subjects = pd.DataFrame([{"subject": s, **meta} for s, meta in subject_meta.items() if s in used])
+    return collected.data(subjects, with_condition=runs == "all" or all_filters, scoring=scoring, source=str(root))
+
+
+def _found_files(root: Path, tasks: Sequence[str] | None) -> tuple[list[_SamplesFile], dict[str, dict[str, Any]]]:
+    """The samples files below ``root`` (of ``tasks`` only, when given), subjects named, and each subject's metadata."""
     paths = _samples_files(root)
     if not paths:
         raise DataError(
             f"{root}: no lm-evaluation-harness samples_*.jsonl files here or up to two folders below "
             "(run lm_eval with --log_samples)"
         )
-
     files: list[_SamplesFile] = []
-    results_by_folder: dict[Path, _Results] = {}
     for file_path in paths:
         task, date_id = _parse_name(file_path)
         files.append(_SamplesFile(path=file_path, task=task, date_id=date_id, folder=file_path.parent))
@@ -410,7 +430,12 @@ def load_lm_eval(
         if unknown:
             raise DataError(f"{root}: no samples for task(s) {unknown}; the tasks found are {found_tasks}")
         files = [f for f in files if f.task in wanted]
+    return files, _name_subjects(files, root)
 
+
+def _name_subjects(files: list[_SamplesFile], root: Path) -> dict[str, dict[str, Any]]:
+    """Set each file's subject and output type from its run's results; return each subject's folder and model_source."""
+    results_by_folder: dict[Path, _Results] = {}
     subject_meta: dict[str, dict[str, Any]] = {}
     for file in files:
         results = results_by_folder.setdefault(file.folder, _Results(file.folder))
@@ -428,91 +453,123 @@ def load_lm_eval(
                 "model_source": str(run[0].get("model_source", "")) if run is not None else "",
             },
         )
-    files = _keep_runs(files, runs)
+    return subject_meta
 
-    rows: dict[str, list[Any]] = {"subject": [], "item": [], "response": [], "condition": []}
-    items: dict[str, dict[str, Any]] = {}
-    seen_doc: dict[str, tuple[str, Path, int]] = {}
-    for file in files:
-        file.lines = _read_samples(file.path)
-        chosen_metric = _metric_for(file, _choose(metric, file.task))
-        chosen_filters = _filters_for(file, _choose(filter, file.task))
-        copies: dict[tuple[str, str], int] = {}
-        for number, line in file.lines:
-            if line["filter"] not in chosen_filters:
-                continue
-            chosen_filter = str(line["filter"])
-            if "doc_id" not in line:
-                raise DataError(f"{file.path}: line {number} has no 'doc_id' key")
-            if chosen_metric not in line:
-                raise DataError(f"{file.path}: line {number} has no '{chosen_metric}' key (the metric being read)")
-            value = _score(line[chosen_metric], file=file, number=number, metric=chosen_metric, scoring=scoring)
-            doc_hash = line.get("doc_hash")
-            has_hash = isinstance(doc_hash, str) and bool(doc_hash)
-            key = str(doc_hash) if has_hash else str(line["doc_id"])
-            copy = copies[chosen_filter, key] = copies.get((chosen_filter, key), 0) + 1
-            if copy > 1:
-                if not has_hash:
-                    raise DataError(
-                        f"{file.path}: line {number} repeats doc_id {line['doc_id']} for filter "
-                        f"'{chosen_filter}'; each document must appear once per filter"
-                    )
-                # a dataset holding the same document twice: the copies are numbered in file order
-                log.warning(
-                    "%s: line %d repeats the document of an earlier line (doc_hash %s); it is kept as copy %d",
-                    file.path,
-                    number,
-                    key,
-                    copy,
-                )
-                key = f"{key}#{copy}"
-            item = f"{file.task}/{key}"
-            doc_text = json.dumps(line.get("doc"), sort_keys=True, ensure_ascii=False, default=str)
-            if item in seen_doc:
-                earlier, earlier_path, earlier_line = seen_doc[item]
-                if earlier != doc_text:
-                    raise DataError(
-                        f"{file.path}: line {number} gives item '{item}' a different document than "
-                        f"{earlier_path} line {earlier_line}; the runs used different data for the same doc_id "
-                        "(re-run them on the same dataset revision)"
-                    )
-            else:
-                seen_doc[item] = (doc_text, file.path, number)
-                doc = line.get("doc")
-                n_options = _n_options(line, file.output_type)
-                items[item] = {
-                    "item": item,
-                    "benchmark": file.task,
-                    "text": _text_of(doc),
-                    "answer": _answer_of(line.get("target")),
-                    "n_options": n_options if n_options is not None else pd.NA,
-                    "doc_id": str(line["doc_id"]),
-                }
-            rows["subject"].append(file.subject)
-            rows["item"].append(item)
-            rows["response"].append(value)
-            parts = ([file.date_id] if runs == "all" else []) + ([chosen_filter] if all_filters else [])
-            rows["condition"].append(" ".join(parts))
-        file.lines = []  # the parsed lines are not needed any more
 
-    frame = pd.DataFrame(rows)
-    with_condition = runs == "all" or all_filters
-    if not with_condition:
-        frame = frame.drop(columns="condition")
-    item_table = pd.DataFrame(list(items.values()))
-    item_table["text"] = item_table["text"].astype("string")
-    item_table["answer"] = item_table["answer"].astype("string")
-    item_table["n_options"] = item_table["n_options"].astype("Int64")
-    used = set(frame["subject"])
-    subjects = pd.DataFrame([{"subject": s, **meta} for s, meta in subject_meta.items() if s in used])
-    return ResponseData.from_long(
-        frame,
-        condition="condition" if with_condition else None,
-        items=item_table,
-        subjects=subjects,
-        scoring=scoring,
-        source=str(root),
+def _line_score(file: _SamplesFile, number: int, line: dict[str, Any], *, metric: str, scoring: Scoring) -> float:
+    """The score of one samples line, checked; errors name the file and line."""
+    if "doc_id" not in line:
+        raise DataError(f"{file.path}: line {number} has no 'doc_id' key")
+    if metric not in line:
+        raise DataError(f"{file.path}: line {number} has no '{metric}' key (the metric being read)")
+    return _score(line[metric], file=file, number=number, metric=metric, scoring=scoring)
+
+
+def _doc_key(
+    file: _SamplesFile, number: int, line: dict[str, Any], *, filter_name: str, copies: dict[tuple[str, str], int]
+) -> str:
+    """The line's document id within its task: its ``doc_hash`` (numbered when repeated), else its ``doc_id``."""
+    doc_hash = line.get("doc_hash")
+    has_hash = isinstance(doc_hash, str) and bool(doc_hash)
+    key = str(doc_hash) if has_hash else str(line["doc_id"])
+    copy = copies[filter_name, key] = copies.get((filter_name, key), 0) + 1
+    if copy > 1:
+        if not has_hash:
+            raise DataError(
+                f"{file.path}: line {number} repeats doc_id {line['doc_id']} for filter "
+                f"'{filter_name}'; each document must appear once per filter"
+            )
+        # a dataset holding the same document twice: the copies are numbered in file order
+        log.warning(
+            "%s: line %d repeats the document of an earlier line (doc_hash %s); it is kept as copy %d",
+            file.path,
+            number,
+            key,
+            copy,
+        )
+        key = f"{key}#{copy}"
+    return key
+
+
+def _add_document(
+    items: dict[str, dict[str, Any]],
+    seen_doc: dict[str, tuple[str, Path, int]],
+    file: _SamplesFile,
+    number: int,
+    line: dict[str, Any],
+    *,
+    item: str,
+) -> None:
+    """Record the item's metadata on its first line; an error when a later line gives it another document."""
+    doc_text = json.dumps(line.get("doc"), sort_keys=True, ensure_ascii=False, default=str)
+    if item in seen_doc:
+        earlier, earlier_path, earlier_line = seen_doc[item]
+        if earlier != doc_text:
+            raise DataError(
+                f"{file.path}: line {number} gives item '{item}' a different document than "
+                f"{earlier_path} line {earlier_line}; the runs used different data for the same doc_id "
+                "(re-run them on the same dataset revision)"
+            )
+    else:
+        seen_doc[item] = (doc_text, file.path, number)
+        doc = line.get("doc")
+        n_options = _n_options(line, file.output_type)
+        items[item] = {
+            "item": item,
+            "benchmark": file.task,
+            "text": _text_of(doc),
+            "answer": _answer_of(line.get("target")),
+            "n_options": n_options if n_options is not None else pd.NA,
+            "doc_id": str(line["doc_id"]),
+        }
+
+
+# Steps shared with irtbayes.io.leaderboard.
+
+
+def _checked_folder(path: str | Path, expected: str) -> Path:
+    """``path`` as a Path; an error when it does not exist or is a file (``expected`` says what it should be)."""
+    root = Path(path)
+    if not root.exists():
+        raise DataError(f"{root}: no such folder")
+    if not root.is_dir():
+        raise DataError(f"{root}: is a file; expected {expected}")
+    return root
+
+
+@dataclass
+class _Collected:
+    """Responses gathered by a loader (long form, with a condition each) and the metadata of their items."""
+
+    rows: dict[str, list[Any]] = field(
+        default_factory=lambda: {"subject": [], "item": [], "response": [], "condition": []}
     )
+    items: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def add(self, subject: str, item: str, response: float, condition: str) -> None:
+        """One response."""
+        self.rows["subject"].append(subject)
+        self.rows["item"].append(item)
+        self.rows["response"].append(response)
+        self.rows["condition"].append(condition)
+
+    def data(self, subjects: pd.DataFrame, *, with_condition: bool, scoring: Scoring, source: str) -> ResponseData:
+        """The responses as :class:`~irtbayes.data.ResponseData` (the ``condition`` column only ``with_condition``)."""
+        frame = pd.DataFrame(self.rows)
+        if not with_condition:
+            frame = frame.drop(columns="condition")
+        item_table = pd.DataFrame(list(self.items.values()))
+        for column in ("text", "answer"):
+            item_table[column] = item_table[column].astype("string")
+        item_table["n_options"] = item_table["n_options"].astype("Int64")
+        return ResponseData.from_long(
+            frame,
+            condition="condition" if with_condition else None,
+            items=item_table,
+            subjects=subjects,
+            scoring=scoring,
+            source=source,
+        )
 
 
 def list_choices(path: str | Path) -> pd.DataFrame:
