@@ -360,7 +360,7 @@ def load_fit(path: str | os.PathLike[str], *, data: ResponseData | None = None) 
     try:
         spec = ModelSpec.from_dict(card["spec"])
         diagnostics = Diagnostics.from_dict(card["diagnostics"])
-    except (SpecError, KeyError, TypeError, ValueError) as err:
+    except (SpecError, KeyError, TypeError, ValueError, AttributeError) as err:  # AttributeError: not a mapping
         raise FitError(f"{card_path}: bad 'spec' or 'diagnostics' ({err})") from None
     tree = _read_posterior(post_path, data_checksum=card["data_checksum"])
     if data is not None and data.checksum() != card["data_checksum"]:

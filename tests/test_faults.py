@@ -204,6 +204,17 @@ def test_a_truncated_card_is_named(saved):
         load_fit(saved)
 
 
+@pytest.mark.parametrize("field", ["spec", "diagnostics"])
+def test_a_card_whose_records_are_not_mappings_is_named(saved, field):
+    path = saved / "card.json"
+    card = json.loads(path.read_text(encoding="utf-8"))
+    del card["posterior_sha256"], card["card_sha256"]  # a hand-written card, not an edited one
+    card[field] = 5
+    path.write_text(json.dumps(card, indent=2), encoding="utf-8")
+    with pytest.raises(FitError, match=rf"{path}: bad 'spec' or 'diagnostics'"):
+        load_fit(saved)
+
+
 def test_a_card_without_checksums_still_loads(saved, data):
     path = saved / "card.json"
     card = json.loads(path.read_text(encoding="utf-8"))
