@@ -192,34 +192,24 @@ def _sample_condition_model(
     target_accept: float,
     progress: bool,
 ) -> Any:
-    """Sample ``model`` with nutpie or PyMC's NUTS; the trace."""
+    """Sample ``model`` with nutpie or PyMC's NUTS (:func:`irtbayes.sampling.run_sampler`); the trace."""
+    from irtbayes.sampling import run_sampler
+
     cores = min(chains, os.cpu_count() or 1)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # small fits warn about r-hat; divergences are counted below
-        if sampler == "nutpie":
-            import nutpie
-
-            return nutpie.sample(
-                nutpie.compile_pymc_model(model),
-                draws=draws,
-                tune=tune,
-                chains=chains,
-                cores=cores,
-                seed=seed,
-                progress_bar=progress,
-                target_accept=target_accept,
-            )
-        with model:
-            return pm.sample(
-                draws=draws,
-                tune=tune,
-                chains=chains,
-                cores=cores,
-                random_seed=seed,
-                target_accept=target_accept,
-                progressbar=progress,
-                compute_convergence_checks=False,
-            )
+        return run_sampler(
+            model,
+            sampler=sampler,
+            chains=chains,
+            draws=draws,
+            tune=tune,
+            seed=seed,
+            progress=progress,
+            cores=cores,
+            target_accept=target_accept,
+            extra={},
+        )
 
 
 def _checked_posterior(trace: Any, settings: dict[str, Any]) -> xr.Dataset:
