@@ -26,6 +26,8 @@ DataTree with the usual groups (``posterior``, ``sample_stats`` with ``diverging
 from __future__ import annotations
 
 import logging
+import sys
+import time
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -198,7 +200,7 @@ def sample_numpyro(
         num_samples=draws,
         num_chains=chains,
         chain_method="vectorized",
-        progress_bar=progress,
+        progress_bar=progress and sys.stderr.isatty(),  # elsewhere one line before and one after
         jit_model_args=True,
     )
     log.info(
@@ -208,12 +210,15 @@ def sample_numpyro(
         mesh.devices.flat[0].platform,
         "subject" if axis == 0 else "item",
     )
+    started = time.perf_counter()
     mcmc.run(
         jax.random.PRNGKey(seed),
         *arrays,
         init_params={"x": jnp.asarray(init)},
         extra_fields=("num_steps", "energy", "diverging", "accept_prob", "adapt_state.step_size", "potential_energy"),
     )
+    jax.block_until_ready(mcmc.get_samples())  # JAX returns before the device has finished
+    log.info("NumPyro NUTS: %d x %d draws (after %d) in %.1f s", chains, draws, tune, time.perf_counter() - started)
     attrs = {
         "inference_library": "numpyro",
         "devices": int(mesh.size),
