@@ -506,42 +506,66 @@ def decide_all(
     too-easy  rejected   too easy
     """
     rule = _Rule(target_lo, target_hi, tau, min_discrimination, discrimination_prob, min_responses, ci_prob)
+    posterior = _posterior_dataset(posterior)
+    difficulty = _with_str_items(posterior["difficulty"], name="difficulty")
+    chosen = _chosen_items(difficulty, items)
+    b = _item_matrix(difficulty, name="difficulty", items=chosen)
+    a = _discrimination_matrix(posterior, chosen)
+    pieces = {name: _piece_matrix(posterior, name, chosen) for name in ("difficulty_data", "slope")}
+    counts = _response_counts(n_responses, chosen)
+    stats = _decide_arrays(b, a, counts, rule, b_data=pieces["difficulty_data"], slope=pieces["slope"])
+    return _decision_table(stats, counts, chosen, rule)
+
+
+def _posterior_dataset(posterior: xr.Dataset | xr.DataTree) -> xr.Dataset:
+    """The posterior as a Dataset (a DataTree's ``posterior`` group), checked to hold ``difficulty``."""
     if isinstance(posterior, xr.DataTree):
         if "posterior" not in posterior.children:
             raise FitError(f"decide_all: the DataTree has no 'posterior' group (groups: {list(posterior.children)})")
         posterior = posterior["posterior"].to_dataset()
     if "difficulty" not in posterior.data_vars:
         raise FitError(f"decide_all: the posterior has no 'difficulty' (variables: {list(posterior.data_vars)})")
-    difficulty = posterior["difficulty"]
-    if "item" not in difficulty.dims:
-        raise FitError(f"decide_all: 'difficulty' has no 'item' dim (dims {difficulty.dims})")
-    known = pd.Index(difficulty["item"].to_numpy().astype(str))
-    difficulty = difficulty.assign_coords(item=known)
+    return posterior
+
+
+def _with_str_items(var: xr.DataArray, *, name: str) -> xr.DataArray:
+    """``var`` with its ``item`` labels as strings; it must have an ``item`` dim."""
+    if "item" not in var.dims:
+        raise FitError(f"decide_all: '{name}' has no 'item' dim (dims {var.dims})")
+    return var.assign_coords(item=var["item"].to_numpy().astype(str))
+
+
+def _chosen_items(difficulty: xr.DataArray, items: Sequence[str] | None) -> pd.Index:
+    """The items to decide: ``items`` (each checked to be in the posterior), or every item of ``difficulty``."""
+    known = pd.Index(difficulty["item"].to_numpy())
     if items is None:
-        chosen = known
-    else:
-        chosen = pd.Index([str(i) for i in items])
-        missing = chosen.difference(known)
-        if len(missing):
-            raise DataError(f"decide_all: item(s) {list(missing[:5])} are not in the posterior")
-    b = _item_matrix(difficulty, name="difficulty", items=chosen)
-    a = None
-    if "discrimination" in posterior.data_vars:
-        discrimination = posterior["discrimination"]
-        if "item" in discrimination.dims:
-            discrimination = discrimination.assign_coords(item=discrimination["item"].to_numpy().astype(str))
-        a = _item_matrix(discrimination, name="discrimination", items=chosen)
-    pieces: dict[str, np.ndarray | None] = {}
-    for name in ("difficulty_data", "slope"):
-        pieces[name] = None
-        if name in posterior.data_vars:
-            var = posterior[name]
-            if "item" not in var.dims:
-                raise FitError(f"decide_all: '{name}' has no 'item' dim (dims {var.dims})")
-            var = var.assign_coords(item=var["item"].to_numpy().astype(str))
-            pieces[name] = _item_matrix(var, name=name, items=chosen)
-    counts = _response_counts(n_responses, chosen)
-    stats = _decide_arrays(b, a, counts, rule, b_data=pieces["difficulty_data"], slope=pieces["slope"])
+        return known
+    chosen = pd.Index([str(i) for i in items])
+    missing = chosen.difference(known)
+    if len(missing):
+        raise DataError(f"decide_all: item(s) {list(missing[:5])} are not in the posterior")
+    return chosen
+
+
+def _discrimination_matrix(posterior: xr.Dataset, items: pd.Index) -> np.ndarray | None:
+    """The (item, sample) discrimination draws, or ``None`` when the posterior has none (a fixed at 1)."""
+    if "discrimination" not in posterior.data_vars:
+        return None
+    discrimination = posterior["discrimination"]
+    if "item" in discrimination.dims:
+        discrimination = _with_str_items(discrimination, name="discrimination")
+    return _item_matrix(discrimination, name="discrimination", items=items)
+
+
+def _piece_matrix(posterior: xr.Dataset, name: str, items: pd.Index) -> np.ndarray | None:
+    """The (item, sample) draws of ``difficulty_data`` or ``slope``, or ``None`` when the posterior lacks it."""
+    if name not in posterior.data_vars:
+        return None
+    return _item_matrix(_with_str_items(posterior[name], name=name), name=name, items=items)
+
+
+def _decision_table(stats: dict[str, np.ndarray], counts: np.ndarray, chosen: pd.Index, rule: _Rule) -> pd.DataFrame:
+    """One row per item: its verdict, the numbers behind it and the rule's settings."""
     rows = []
     for k in range(len(chosen)):
         row = {key: value[k] for key, value in stats.items()}
@@ -551,8 +575,8 @@ def decide_all(
     for key in _STAT_COLUMNS:
         table[key] = stats[key].astype("float64")
     table["n_responses"] = counts
-    table["target_lo"] = float(target_lo)
-    table["target_hi"] = float(target_hi)
-    table["min_discrimination"] = float(min_discrimination)
+    table["target_lo"] = float(rule.target_lo)
+    table["target_hi"] = float(rule.target_hi)
+    table["min_discrimination"] = float(rule.min_discrimination)
     table.attrs.update({k: v for k, v in asdict(rule).items() if k not in ("target_lo", "target_hi")})
     return table

@@ -226,20 +226,10 @@ def calibrate_full(
     """
     from irtbayes.fit import fit as fit_model
 
-    if not isinstance(data, ResponseData):
-        raise DataError(f"calibrate_full: expected the bank's data as ResponseData, got {type(data).__name__}")
-    if data.checksum() != fit.data_checksum:
-        raise FitError(
-            f"calibrate_full: {data.source} is not the data the fit was made from (checksum {data.checksum()[:12]}, "
-            f"the fit records {fit.data_checksum[:12]})"
-        )
-    _check_new_data(fit, new_data)
-    _check_prior(prior)
+    _check_full(fit, data, new_data, prior)
     labelled = ResponseData.combine([data, new_data], source=f"{data.source} + {new_data.source}")
     if prior == "candidates" and fit.spec.hierarchy != "none":
-        meta = new_data.items.copy()
-        meta["benchmark"] = [candidate_group_label(None if pd.isna(b) else str(b)) for b in meta["benchmark"]]
-        new_data = ResponseData.from_long(new_data.long_frame(), items=meta.reset_index(), source=new_data.source)
+        new_data = _in_candidate_groups(new_data)
     combined = ResponseData.combine([data, new_data], source=f"{data.source} + {new_data.source}")
     settings = fit.sampler
     seed = int(settings.get("seed", 0)) + 1 if seed is None else int(seed)
@@ -254,6 +244,32 @@ def calibrate_full(
         seed=seed,
         progress=progress,
     )
+    posterior = _new_item_posterior(refit, new_data, seed=seed, prior=prior if fit.spec.hierarchy != "none" else "bank")
+    return FullCalibration(posterior=posterior, refit=refit, data=labelled, fitted_data=combined)
+
+
+def _check_full(fit: Fit, data: ResponseData, new_data: ResponseData, prior: str) -> None:
+    """Check :func:`calibrate_full`'s inputs: the bank's own data, candidates new to it, a known prior."""
+    if not isinstance(data, ResponseData):
+        raise DataError(f"calibrate_full: expected the bank's data as ResponseData, got {type(data).__name__}")
+    if data.checksum() != fit.data_checksum:
+        raise FitError(
+            f"calibrate_full: {data.source} is not the data the fit was made from (checksum {data.checksum()[:12]}, "
+            f"the fit records {fit.data_checksum[:12]})"
+        )
+    _check_new_data(fit, new_data)
+    _check_prior(prior)
+
+
+def _in_candidate_groups(new_data: ResponseData) -> ResponseData:
+    """The candidates' responses with each benchmark B relabelled as its calibration group ``"B [candidates]"``."""
+    meta = new_data.items.copy()
+    meta["benchmark"] = [candidate_group_label(None if pd.isna(b) else str(b)) for b in meta["benchmark"]]
+    return ResponseData.from_long(new_data.long_frame(), items=meta.reset_index(), source=new_data.source)
+
+
+def _new_item_posterior(refit: Fit, new_data: ResponseData, *, seed: int, prior: str) -> xr.Dataset:
+    """The new items' posterior from the refit, with their response counts, data-alone and slope draws."""
     new_ids = [str(i) for i in new_data.item_ids]
     names = [n for n in ("difficulty", "discrimination", "guessing") if n in refit.posterior]
     posterior = refit.posterior[names].sel(item=new_ids)
@@ -264,8 +280,8 @@ def calibrate_full(
     posterior = posterior.assign(difficulty_data=(sample, b_data.reshape(shape)), slope=(sample, slope.reshape(shape)))
     posterior.attrs = {
         "method": "full refit",
-        "prior": prior if fit.spec.hierarchy != "none" else "bank",
+        "prior": prior,
         "sampler": refit.sampler.get("name"),
         "approximate": int(refit.approximate),
     }
-    return FullCalibration(posterior=posterior, refit=refit, data=labelled, fitted_data=combined)
+    return posterior

@@ -165,12 +165,12 @@ def _data_alone_and_slope(
     Returns two (chain * draw, item) arrays; an item whose pieces cannot be computed (the posterior lacks a
     variable the grid needs) gets NaN, which the acceptance rule rejects.
     """
-    n_total = int(post.sizes["chain"] * post.sizes["draw"])
+    n_total = _n_samples(post)
     n_items = new_data.n_items
     b_data = np.full((n_total, n_items), np.nan)
     slope = np.full((n_total, n_items), np.nan)
     rng = np.random.default_rng(seed)
-    rows = np.unique(np.linspace(0, n_total - 1, min(prior_draws, n_total)).round().astype(int))
+    rows = _prior_rows(n_total, prior_draws)
     try:
         per_item = _candidate_inputs(
             post,
@@ -182,7 +182,7 @@ def _data_alone_and_slope(
             group_label=False,
             guessing_points=GUESSING_POINTS,
         )
-        a_fixed = float(np.exp(_flat(post["log_discrimination_mu"])).mean()) if spec.kind == "1pl" else None
+        _, a_fixed = _shared_discrimination(post, spec.kind)
     except KeyError as err:
         log.warning("calibrate_full: the refit's posterior lacks %s; the data-alone and slope checks are missing", err)
         return b_data, slope
@@ -301,46 +301,83 @@ def calibrate_fixed(
     >>> (post["slope"] > 0).mean(("chain", "draw")).round(2).to_series().to_dict()  # P(slope > 0); true slopes 1.5, -1.5
     {'good': 1.0, 'mis-keyed': 0.0}
     """
-    _check_new_data(fit, new_data)
-    _check_prior(prior)
-    nb, na = _check_grid(grid_points, b_range, ability_points, prior_draws, guessing_points)
-    post = fit.posterior
-    spec = fit.spec
-    n_total = int(post.sizes["chain"] * post.sizes["draw"])
-    n_draws = n_total if n_draws is None else int(n_draws)
-    if n_draws < 1:
-        raise SpecError(f"calibrate_fixed: n_draws must be at least 1, got {n_draws}")
+    nb, na, n_draws = _check_fixed(
+        fit, new_data, prior, n_draws, grid_points, b_range, ability_points, prior_draws, guessing_points
+    )
     rng = np.random.default_rng(seed)
-    rows = np.unique(np.linspace(0, n_total - 1, min(prior_draws, n_total)).round().astype(int))
-    a_draws = np.exp(_flat(post["log_discrimination_mu"])) if spec.kind == "1pl" else None
-    a_fixed = float(a_draws.mean()) if a_draws is not None else None
-
+    rows = _prior_rows(_n_samples(fit.posterior), prior_draws)
+    a_draws, a_fixed = _shared_discrimination(fit.posterior, fit.spec.kind)
     # each candidate's responses, its log-discrimination prior and its difficulty prior
-    pooled = prior == "candidates" and spec.hierarchy != "none"
+    pooled = prior == "candidates" and fit.spec.hierarchy != "none"
     per_item = _inputs_with_priors(
         fit, new_data, pooled=pooled, rows=rows, ability_points=ability_points, guessing_points=guessing_points,
         b_range=b_range, a_fixed=a_fixed, rng=rng,
     )  # fmt: skip
-
     # each candidate's posterior on its own grid
     grids = {"b_range": b_range, "nb": nb, "na": na, "a_fixed": a_fixed}
-    columns = [
-        _item_posterior(str(item), info, grids=grids, a_draws=a_draws, n_draws=n_draws, rng=rng)
-        for item, info in zip(new_data.item_ids, per_item, strict=True)
-    ]
-    out = _fixed_dataset(columns, new_data, kind=spec.kind, n_draws=n_draws)
-    out.attrs = {
+    columns = _item_posteriors(new_data, per_item, grids=grids, a_draws=a_draws, n_draws=n_draws, rng=rng)
+    out = _fixed_dataset(columns, new_data, kind=fit.spec.kind, n_draws=n_draws)
+    out.attrs = _fixed_attrs(
+        fit.spec.kind, grid_points, ability_points, len(rows), prior if pooled else "bank", guessing_points
+    )
+    return out
+
+
+def _n_samples(post: xr.Dataset) -> int:
+    """The posterior's number of samples, chains times draws."""
+    return int(post.sizes["chain"] * post.sizes["draw"])
+
+
+def _prior_rows(n_total: int, prior_draws: int) -> np.ndarray:
+    """``prior_draws`` evenly spaced rows (at most ``n_total``) of the posterior's samples: the prior mixture's draws."""
+    return np.unique(np.linspace(0, n_total - 1, min(prior_draws, n_total)).round().astype(int))
+
+
+def _shared_discrimination(post: xr.Dataset, kind: str) -> tuple[np.ndarray | None, float | None]:
+    """1PL: the bank's shared discrimination draws and their mean; otherwise ``(None, None)``."""
+    if kind != "1pl":
+        return None, None
+    a_draws = np.exp(_flat(post["log_discrimination_mu"]))
+    return a_draws, float(a_draws.mean())
+
+
+def _check_fixed(
+    fit: Fit,
+    new_data: ResponseData,
+    prior: str,
+    n_draws: int | None,
+    grid_points: tuple[int, int],
+    b_range: tuple[float, float],
+    ability_points: int,
+    prior_draws: int,
+    guessing_points: int,
+) -> tuple[int, int, int]:
+    """Check :func:`calibrate_fixed`'s inputs; return the grid's points (b, log a) and the draws per item."""
+    _check_new_data(fit, new_data)
+    _check_prior(prior)
+    nb, na = _check_grid(grid_points, b_range, ability_points, prior_draws, guessing_points)
+    n_total = _n_samples(fit.posterior)
+    n_draws = n_total if n_draws is None else int(n_draws)
+    if n_draws < 1:
+        raise SpecError(f"calibrate_fixed: n_draws must be at least 1, got {n_draws}")
+    return nb, na, n_draws
+
+
+def _fixed_attrs(
+    kind: str, grid_points: tuple[int, int], ability_points: int, prior_draws: int, prior: str, guessing_points: int
+) -> dict[str, Any]:
+    """The settings :func:`calibrate_fixed` records in its Dataset's ``attrs``."""
+    return {
         "method": "fixed bank (grid)",
-        "kind": spec.kind,
+        "kind": kind,
         "grid_points": list(grid_points),
         "ability_points": int(ability_points),
-        "prior_draws": len(rows),
-        "prior": prior if pooled else "bank",
-        "guessing_points": int(guessing_points) if spec.kind == "3pl" else 0,
+        "prior_draws": prior_draws,
+        "prior": prior,
+        "guessing_points": int(guessing_points) if kind == "3pl" else 0,
         "slope_prior_sd": SLOPE_PRIOR_SD,
         "approximate": 1,
     }
-    return out
 
 
 def _inputs_with_priors(
@@ -461,6 +498,22 @@ def _item_posterior(
         out["discrimination"] = a_draws[rng.integers(0, len(a_draws), n_draws)]
     out["guessing"] = guessing.draws(ic, rng) if guessing is not None else np.full(n_draws, np.nan)
     return out
+
+
+def _item_posteriors(
+    new_data: ResponseData,
+    per_item: list[dict[str, Any]],
+    *,
+    grids: dict[str, Any],
+    a_draws: np.ndarray | None,
+    n_draws: int,
+    rng: np.random.Generator,
+) -> list[dict[str, Any]]:
+    """Each candidate's draws from its own grid (:func:`_item_posterior`), in ``new_data``'s item order."""
+    return [
+        _item_posterior(str(item), info, grids=grids, a_draws=a_draws, n_draws=n_draws, rng=rng)
+        for item, info in zip(new_data.item_ids, per_item, strict=True)
+    ]
 
 
 def _fixed_dataset(columns: list[dict[str, Any]], new_data: ResponseData, *, kind: str, n_draws: int) -> xr.Dataset:

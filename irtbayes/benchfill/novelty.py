@@ -252,43 +252,13 @@ def screen_novelty(
     texts = candidates["text"].fillna("").astype(str).tolist()
     seeds = candidates["seed_item"] if "seed_item" in candidates.columns else pd.Series(None, index=candidates.index)
     bank_text = _bank_texts(bank)
-    out = pd.DataFrame(index=pd.Index(ids, name="candidate_id"))
-    out["novelty"] = "novel"
-    out["novelty_ok"] = True
-    for col in ("closest_item", "closest_text", "closest_candidate"):
-        out[col] = pd.Series(None, index=out.index, dtype=object)
-    for col in ("closest_word_similarity", "closest_content_similarity", "closest_candidate_similarity"):
-        out[col] = np.nan
+    out = _blank_screen(ids)
     if len(bank_text):
-        dist, sim = _word_matrix(texts, bank_text.tolist())
-        content = _content_matrix(texts, bank_text.tolist())
-        near = _near(dist, sim)
-        rewrite = _rewrite_matrix(texts, bank_text.tolist(), content)
-        best = np.argmax(np.maximum(sim, content), axis=1)
-        rows = np.arange(len(ids))
-        out["closest_item"] = bank_text.index[best].to_numpy()
-        out["closest_text"] = bank_text.to_numpy()[best]
-        out["closest_word_similarity"] = sim[rows, best]
-        out["closest_content_similarity"] = content[rows, best]
-        for k, cid in enumerate(ids):
-            verdict, ok = _verdict(near[k], rewrite[k], content[k], sim[k], bank_text.index, seeds.iloc[k])
-            out.loc[cid, ["novelty", "novelty_ok"]] = (
-                verdict,
-                ok or (allow_rewrites and verdict.startswith("rewrite")),
-            )
+        _screen_bank(out, texts, bank_text, seeds, allow_rewrites=allow_rewrites)
     else:
         out["novelty"] = NO_BANK_TEXT
     if len(ids) > 1:
-        dist, sim = _word_matrix(texts, texts)
-        np.fill_diagonal(sim, -np.inf)
-        near = _near(dist, sim)
-        best = np.argmax(sim, axis=1)
-        out["closest_candidate"] = [ids[j] for j in best]
-        out["closest_candidate_similarity"] = sim[np.arange(len(ids)), best]
-        for k, cid in enumerate(ids):
-            earlier = [j for j in range(k) if near[k, j] and bool(out.iloc[j]["novelty_ok"])]
-            if earlier and bool(out.loc[cid, "novelty_ok"]):
-                out.loc[cid, ["novelty", "novelty_ok"]] = (f"near-duplicate of candidate {ids[earlier[0]]}", False)
+        _screen_candidates(out, texts)
     out["novelty_ok"] = out["novelty_ok"].astype(bool)
     out.attrs.update(
         near_duplicate_edits=NEAR_DUPLICATE_EDITS,
@@ -300,6 +270,55 @@ def screen_novelty(
         bank_texts=len(bank_text),
     )
     return out
+
+
+def _blank_screen(ids: list[str]) -> pd.DataFrame:
+    """The screen's table before any comparison: every candidate novel, nothing closest."""
+    out = pd.DataFrame(index=pd.Index(ids, name="candidate_id"))
+    out["novelty"] = "novel"
+    out["novelty_ok"] = True
+    for col in ("closest_item", "closest_text", "closest_candidate"):
+        out[col] = pd.Series(None, index=out.index, dtype=object)
+    for col in ("closest_word_similarity", "closest_content_similarity", "closest_candidate_similarity"):
+        out[col] = np.nan
+    return out
+
+
+def _screen_bank(
+    out: pd.DataFrame, texts: list[str], bank_text: pd.Series, seeds: pd.Series, *, allow_rewrites: bool
+) -> None:
+    """Fill ``out`` in place with each candidate's closest bank item and its novelty against the bank."""
+    dist, sim = _word_matrix(texts, bank_text.tolist())
+    content = _content_matrix(texts, bank_text.tolist())
+    near = _near(dist, sim)
+    rewrite = _rewrite_matrix(texts, bank_text.tolist(), content)
+    best = np.argmax(np.maximum(sim, content), axis=1)
+    rows = np.arange(len(texts))
+    out["closest_item"] = bank_text.index[best].to_numpy()
+    out["closest_text"] = bank_text.to_numpy()[best]
+    out["closest_word_similarity"] = sim[rows, best]
+    out["closest_content_similarity"] = content[rows, best]
+    for k, cid in enumerate(out.index):
+        verdict, ok = _verdict(near[k], rewrite[k], content[k], sim[k], bank_text.index, seeds.iloc[k])
+        out.loc[cid, ["novelty", "novelty_ok"]] = (
+            verdict,
+            ok or (allow_rewrites and verdict.startswith("rewrite")),
+        )
+
+
+def _screen_candidates(out: pd.DataFrame, texts: list[str]) -> None:
+    """Fill ``out`` in place with each candidate's closest other candidate; reject near-duplicates of earlier ones."""
+    ids = list(out.index)
+    dist, sim = _word_matrix(texts, texts)
+    np.fill_diagonal(sim, -np.inf)
+    near = _near(dist, sim)
+    best = np.argmax(sim, axis=1)
+    out["closest_candidate"] = [ids[j] for j in best]
+    out["closest_candidate_similarity"] = sim[np.arange(len(ids)), best]
+    for k, cid in enumerate(ids):
+        earlier = [j for j in range(k) if near[k, j] and bool(out.iloc[j]["novelty_ok"])]
+        if earlier and bool(out.loc[cid, "novelty_ok"]):
+            out.loc[cid, ["novelty", "novelty_ok"]] = (f"near-duplicate of candidate {ids[earlier[0]]}", False)
 
 
 def _verdict(

@@ -113,39 +113,19 @@ def operating_characteristic(
     spread = float(target_hi) - float(target_lo) if spread is None else float(spread)
     if min_discrimination is None:
         min_discrimination = default_min_discrimination(fit)
-    n_bad = (round(mis_keyed_share * n_candidates), round(flat_share * n_candidates))
-    theta_all = fit.posterior["ability"].mean(SAMPLE_DIMS).to_series()
-    theta_all.index = theta_all.index.astype(str)
-    rng = np.random.default_rng(seed)
-    frames = []
-    for n in n_systems:
-        if n > len(theta_all):
-            raise SpecError(f"operating_characteristic: {n} systems asked for but the fit has {len(theta_all)}")
-        for rep in range(reps):
-            frames.append(
-                _oc_round(
-                    fit,
-                    theta_all,
-                    n,
-                    rep,
-                    rng=rng,
-                    truth=truth,
-                    benchmark=benchmark,
-                    n_candidates=n_candidates,
-                    n_bad=n_bad,
-                    spread=spread,
-                    discrimination_sd=discrimination_sd,
-                    flat_discrimination=flat_discrimination,
-                    target=(target_lo, target_hi),
-                    calibrate={"n_draws": n_draws, "ability_points": ability_points, "prior": prior},
-                    rule={
-                        "tau": tau,
-                        "min_responses": min_responses,
-                        "discrimination_prob": discrimination_prob,
-                        "min_discrimination": min_discrimination,
-                    },
-                )
-            )
+    rule = {
+        "tau": tau,
+        "min_responses": min_responses,
+        "discrimination_prob": discrimination_prob,
+        "min_discrimination": min_discrimination,
+    }
+    frames = _oc_rounds(
+        fit, n_systems, reps, rng=np.random.default_rng(seed), truth=truth, benchmark=benchmark,
+        n_candidates=n_candidates, n_bad=(round(mis_keyed_share * n_candidates), round(flat_share * n_candidates)),
+        spread=spread, discrimination_sd=discrimination_sd, flat_discrimination=flat_discrimination,
+        target=(target_lo, target_hi), calibrate={"n_draws": n_draws, "ability_points": ability_points, "prior": prior},
+        rule=rule,
+    )  # fmt: skip
     out = pd.concat(frames, ignore_index=True)
     out.attrs.update(
         truth=truth, target_lo=float(target_lo), target_hi=float(target_hi), tau=float(tau), spread=spread,
@@ -154,6 +134,21 @@ def operating_characteristic(
         prior=prior,
     )  # fmt: skip
     return out
+
+
+def _oc_rounds(
+    fit: Fit, n_systems: Sequence[int], reps: int, *, rng: np.random.Generator, **settings: Any
+) -> list[pd.DataFrame]:
+    """Every repetition (:func:`_oc_round`, with ``settings``) for each number of systems, in order."""
+    theta_all = fit.posterior["ability"].mean(SAMPLE_DIMS).to_series()
+    theta_all.index = theta_all.index.astype(str)
+    frames = []
+    for n in n_systems:
+        if n > len(theta_all):
+            raise SpecError(f"operating_characteristic: {n} systems asked for but the fit has {len(theta_all)}")
+        for rep in range(reps):
+            frames.append(_oc_round(fit, theta_all, n, rep, rng=rng, **settings))
+    return frames
 
 
 def _oc_round(

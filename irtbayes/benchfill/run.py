@@ -171,21 +171,9 @@ def calibrate_candidates(
         fit, mode=mode, prior=prior, tau=tau, min_responses=min_responses, discrimination_prob=discrimination_prob,
         min_discrimination=min_discrimination, ci_prob=ci_prob,
     )  # fmt: skip
-    refit = None
-    if mode == "full":
-        full = calibrate_full(
-            fit, data, new_data, chains=chains, draws=draws, tune=tune, seed=seed, progress=progress, prior=prior
-        )
-        posterior = full.posterior
-        refit = full.refit
-        settings["refit"] = {k: refit.sampler.get(k) for k in ("name", "chains", "draws", "tune", "seed")}
-        settings["refit_converged"] = bool(refit.diagnostics.ok)
-    else:
-        if data.checksum() != fit.data_checksum:
-            raise FitError(f"{data.source}: not the data the fit was made from")
-        posterior = calibrate_fixed(fit, new_data, seed=seed, prior=prior)
-        settings["fixed"] = dict(posterior.attrs)
-        settings["bank_converged"] = bool(fit.diagnostics.ok)
+    posterior, refit = _calibrate_round(
+        fit, data, new_data, settings, chains=chains, draws=draws, tune=tune, seed=seed, progress=progress
+    )
     decisions = _decisions(posterior, candidates, new_data, choice, settings=settings)
     ability = (refit if refit is not None else fit).posterior["ability"]
     decisions = _editorial(
@@ -196,16 +184,47 @@ def calibrate_candidates(
     accepted = [i for i in ids if decisions.loc[i, "decision"] == "accepted"]
     extended, extended_data = _extended_bank(fit, data, new_data, posterior, refit, accepted)
     tables = before_after(
-        fit,
-        data,
-        extended,
-        extended_data,
-        added=accepted,
-        target=choice.target,
-        benchmark=choice.benchmark,
-        target_bin=_bin_of(choice),
-        ci_prob=ci_prob,
-    )
+        fit, data, extended, extended_data, added=accepted, target=choice.target, benchmark=choice.benchmark,
+        target_bin=_bin_of(choice), ci_prob=ci_prob,
+    )  # fmt: skip
+    return _round_result(decisions, tables, choice, settings)
+
+
+def _calibrate_round(
+    fit: Fit,
+    data: ResponseData,
+    new_data: ResponseData,
+    settings: dict[str, Any],
+    *,
+    chains: int | None,
+    draws: int | None,
+    tune: int | None,
+    seed: int | None,
+    progress: bool,
+) -> tuple[xr.Dataset, Fit | None]:
+    """The candidates' posterior by ``settings["mode"]``, and the refit (``None`` when the bank is held fixed);
+    what the calibration was is added to ``settings``."""
+    if settings["mode"] == "full":
+        full = calibrate_full(
+            fit, data, new_data, chains=chains, draws=draws, tune=tune, seed=seed, progress=progress,
+            prior=settings["prior"],
+        )  # fmt: skip
+        refit = full.refit
+        settings["refit"] = {k: refit.sampler.get(k) for k in ("name", "chains", "draws", "tune", "seed")}
+        settings["refit_converged"] = bool(refit.diagnostics.ok)
+        return full.posterior, refit
+    if data.checksum() != fit.data_checksum:
+        raise FitError(f"{data.source}: not the data the fit was made from")
+    posterior = calibrate_fixed(fit, new_data, seed=seed, prior=settings["prior"])
+    settings["fixed"] = dict(posterior.attrs)
+    settings["bank_converged"] = bool(fit.diagnostics.ok)
+    return posterior, None
+
+
+def _round_result(
+    decisions: pd.DataFrame, tables: dict[str, Any], choice: TargetChoice, settings: dict[str, Any]
+) -> BenchfillResult:
+    """The round's result, under a new run id (UTC time and a random suffix)."""
     run_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ-") + uuid.uuid4().hex[:8]
     return BenchfillResult(
         decisions=decisions,
