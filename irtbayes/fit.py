@@ -166,7 +166,8 @@ def fit(
     rhat_max, ess_min
         Thresholds of the convergence check (:func:`~irtbayes.diagnostics.check_convergence`).
     sampler_kwargs
-        Extra keyword arguments for the sampler (e.g. ``{"adaptation": "low_rank"}`` for nutpie).
+        Extra keyword arguments for the sampler (e.g. ``{"adaptation": "low_rank"}`` for nutpie; ``{"devices": 2}``
+        for numpyro: the JAX devices the responses are split over, :mod:`irtbayes.jaxnuts`).
     budget_s
         Time budget in seconds (default 15 minutes) of ``sampler="auto"`` and of ``until_converged``.
     until_converged
