@@ -544,11 +544,7 @@ def approx_posterior(
     settings = settings or ApproxSettings()
     inputs = model_inputs(data, spec)
     spec = inputs.spec
-    if spec.kind == "3pl" or spec.dims != "one" or spec.identification != "standardise":
-        raise SpecError(
-            "sampler='approx' fits 1PL and 2PL models with one standardised ability dimension; "
-            f"got kind={spec.kind!r}, dims={spec.dims!r}, identification={spec.identification!r} (use NUTS)"
-        )
+    _check_supported(spec)
     twopl = spec.kind == "2pl"
     has_groups = inputs.item_benchmark is not None
     groups = inputs.item_benchmark if has_groups else np.zeros(data.n_items, dtype=np.int64)
@@ -580,14 +576,32 @@ def approx_posterior(
         "rounds": rounds,
         "modes_converged": converged,
         "items_still_moving": moving,
-        "item_grid": list(settings.item_grid if twopl else (settings.item_grid[0] * 2 - 1, 1)),
-        "ability_grid": settings.ability_grid,
-        "grid_edge_mass_max": float(max(moments["edge_mass"].max(initial=0.0), ability_edge.max(initial=0.0))),
+        **_grid_info(settings, twopl=twopl, item_edge=moments["edge_mass"], ability_edge=ability_edge),
         "time_modes_s": round(t_modes, 3),
         "time_items_s": round(t_items, 3),
         "time_abilities_s": round(t_abilities, 3),
     }
     return xr.DataTree.from_dict({"posterior": posterior}), spec, info
+
+
+def _check_supported(spec: ModelSpec) -> None:
+    """Refuse a spec the approximate tier does not fit (3PL, several dimensions, abilities not standardised)."""
+    if spec.kind == "3pl" or spec.dims != "one" or spec.identification != "standardise":
+        raise SpecError(
+            "sampler='approx' fits 1PL and 2PL models with one standardised ability dimension; "
+            f"got kind={spec.kind!r}, dims={spec.dims!r}, identification={spec.identification!r} (use NUTS)"
+        )
+
+
+def _grid_info(
+    settings: ApproxSettings, *, twopl: bool, item_edge: np.ndarray, ability_edge: np.ndarray
+) -> dict[str, Any]:
+    """The grid sizes and the largest probability mass on any grid's edge, for the fit's ``info``."""
+    return {
+        "item_grid": list(settings.item_grid if twopl else (settings.item_grid[0] * 2 - 1, 1)),
+        "ability_grid": settings.ability_grid,
+        "grid_edge_mass_max": float(max(item_edge.max(initial=0.0), ability_edge.max(initial=0.0))),
+    }
 
 
 def _hyper_draws(

@@ -331,6 +331,62 @@ def _abilities(inputs: ModelInputs) -> pt.TensorVariable:
     return pm.Deterministic("ability", (raw - raw.mean(axis=0)) / raw.std(axis=0), dims=("subject", "dim"))
 
 
+def _difficulties(inputs: ModelInputs, *, centred: bool) -> pt.TensorVariable:
+    """The items' difficulties around their location (benchmark, domain or overall mean), centred or not."""
+    priors = inputs.spec.priors
+    b_loc = _item_location(
+        "difficulty",
+        inputs,
+        mu_mean=0.0,
+        mu_sd=priors.difficulty_mu_sd,
+        group_sd_scale=priors.difficulty_group_sd_scale,
+        min_items_centred=CENTRED_MIN_ITEMS,
+    )
+    b_sd = pm.HalfNormal("difficulty_sd", priors.difficulty_sd_scale)
+    if centred:
+        return pm.Normal("difficulty", b_loc, b_sd, dims="item")
+    b_z = pm.Normal("difficulty_z", 0.0, 1.0, dims="item")
+    return pm.Deterministic("difficulty", b_loc + b_sd * b_z, dims="item")
+
+
+def _discriminations(inputs: ModelInputs, *, centred: bool) -> pt.TensorVariable:
+    """The items' discriminations: one shared value (1PL) or log-normal around their location (2PL, 3PL)."""
+    spec = inputs.spec
+    priors = spec.priors
+    n_items = len(inputs.coords["item"])
+    if spec.kind == "1pl":
+        la = pm.Normal("log_discrimination_mu", priors.log_discrimination_mu_mean, priors.log_discrimination_mu_sd)
+        return pt.exp(la) * pt.ones(n_items)
+    la_loc = _item_location(
+        "log_discrimination",
+        inputs,
+        mu_mean=priors.log_discrimination_mu_mean,
+        mu_sd=priors.log_discrimination_mu_sd,
+        group_sd_scale=priors.log_discrimination_group_sd_scale,
+        min_items_centred=CENTRED_MIN_ITEMS_DISCRIMINATION,
+    )
+    if spec.discrimination_sd == "fixed":
+        la_sd = priors.log_discrimination_sd_scale
+        # no hyper-sd, so no funnel: the centred form leaves no ridge between the mean and the items
+        centred = spec.item_centring != "noncentred"
+    else:
+        la_sd = pm.HalfNormal("log_discrimination_sd", priors.log_discrimination_sd_scale)
+    if centred:
+        return pm.LogNormal("discrimination", la_loc, la_sd, dims="item")
+    a_z = pm.Normal("discrimination_z", 0.0, 1.0, dims="item")
+    return pm.Deterministic("discrimination", pt.exp(la_loc + la_sd * a_z), dims="item")
+
+
+def _guessing(inputs: ModelInputs) -> pt.TensorVariable:
+    """The 3PL's guessing parameters: Beta around the items' chance level (or the prior mean)."""
+    priors = inputs.spec.priors
+    mean = np.full(len(inputs.coords["item"]), priors.guessing_mean)
+    if priors.guessing_chance:
+        mean = np.where(np.isnan(inputs.chance), mean, inputs.chance)
+    kappa = priors.guessing_concentration
+    return pm.Beta("guessing", mean * kappa, (1 - mean) * kappa, dims="item")
+
+
 def build_model(data: ResponseData, spec: ModelSpec | None = None) -> pm.Model:
     """Build the PyMC model for ``data`` under ``spec`` (see the module docstring for the maths).
 
@@ -372,8 +428,6 @@ def build_model(data: ResponseData, spec: ModelSpec | None = None) -> pm.Model:
     spec = spec or ModelSpec()
     inputs = model_inputs(data, spec)
     spec = inputs.spec
-    priors = spec.priors
-    n_items = len(inputs.coords["item"])
     n_subjects = len(inputs.coords["subject"])
     coords = dict(inputs.coords)
     if "dim" in coords:
@@ -382,53 +436,10 @@ def build_model(data: ResponseData, spec: ModelSpec | None = None) -> pm.Model:
     with pm.Model(coords=coords) as model:
         ability = _abilities(inputs)
 
-        b_loc = _item_location(
-            "difficulty",
-            inputs,
-            mu_mean=0.0,
-            mu_sd=priors.difficulty_mu_sd,
-            group_sd_scale=priors.difficulty_group_sd_scale,
-            min_items_centred=CENTRED_MIN_ITEMS,
-        )
-        b_sd = pm.HalfNormal("difficulty_sd", priors.difficulty_sd_scale)
         centred_b, centred_a = _item_centring(inputs)
-        if centred_b:
-            difficulty = pm.Normal("difficulty", b_loc, b_sd, dims="item")
-        else:
-            b_z = pm.Normal("difficulty_z", 0.0, 1.0, dims="item")
-            difficulty = pm.Deterministic("difficulty", b_loc + b_sd * b_z, dims="item")
-
-        if spec.kind == "1pl":
-            la = pm.Normal("log_discrimination_mu", priors.log_discrimination_mu_mean, priors.log_discrimination_mu_sd)
-            discrimination = pt.exp(la) * pt.ones(n_items)
-        else:
-            la_loc = _item_location(
-                "log_discrimination",
-                inputs,
-                mu_mean=priors.log_discrimination_mu_mean,
-                mu_sd=priors.log_discrimination_mu_sd,
-                group_sd_scale=priors.log_discrimination_group_sd_scale,
-                min_items_centred=CENTRED_MIN_ITEMS_DISCRIMINATION,
-            )
-            if spec.discrimination_sd == "fixed":
-                la_sd = priors.log_discrimination_sd_scale
-                # no hyper-sd, so no funnel: the centred form leaves no ridge between the mean and the items
-                centred_a = spec.item_centring != "noncentred"
-            else:
-                la_sd = pm.HalfNormal("log_discrimination_sd", priors.log_discrimination_sd_scale)
-            if centred_a:
-                discrimination = pm.LogNormal("discrimination", la_loc, la_sd, dims="item")
-            else:
-                a_z = pm.Normal("discrimination_z", 0.0, 1.0, dims="item")
-                discrimination = pm.Deterministic("discrimination", pt.exp(la_loc + la_sd * a_z), dims="item")
-
-        guessing = None
-        if spec.kind == "3pl":
-            mean = np.full(n_items, priors.guessing_mean)
-            if priors.guessing_chance:
-                mean = np.where(np.isnan(inputs.chance), mean, inputs.chance)
-            kappa = priors.guessing_concentration
-            guessing = pm.Beta("guessing", mean * kappa, (1 - mean) * kappa, dims="item")
+        difficulty = _difficulties(inputs, centred=centred_b)
+        discrimination = _discriminations(inputs, centred=centred_a)
+        guessing = _guessing(inputs) if spec.kind == "3pl" else None
 
         loglik = response_loglik(inputs, ability, difficulty, discrimination, guessing, n_subjects=n_subjects)
         pm.Potential("response_loglik", loglik)

@@ -100,6 +100,24 @@ def supported_claims(fit: Fit, audit: AuditResult | None, *, ci_prob: float) -> 
     supported: list[str] = []
     unsupported: list[str] = []
     pct = f"{ci_prob:.0%}"
+    _convergence_claims(fit, supported, unsupported)
+    if audit is None:
+        return supported, unsupported
+
+    _gap_claims(audit, supported, unsupported)
+    _ddm_claims(audit, pct, supported, unsupported)
+    _ranking_claims(audit, pct, supported, unsupported)
+    target = audit.target
+    unsupported.append(
+        f"Conclusions about weighting hold for the chosen target ({target.kind}: {target.description}); "
+        "another target (the workload a decision is about) can give another DDM and another re-weighted order."
+    )
+    unsupported.append(_gap_width_caveat(fit, audit))
+    return supported, unsupported
+
+
+def _convergence_claims(fit: Fit, supported: list[str], unsupported: list[str]) -> None:
+    """Whether the sampler converged (or the posterior is approximate): one sentence in either list."""
     if fit.approximate:
         unsupported.append(
             "The posterior is an approximation (variational/Pathfinder): intervals may be too narrow; "
@@ -115,9 +133,10 @@ def supported_claims(fit: Fit, audit: AuditResult | None, *, ci_prob: float) -> 
             "Convergence checks failed (" + "; ".join(fit.diagnostics.problems[:3]) + "): every number below "
             "is provisional until a longer or better-conditioned fit passes."
         )
-    if audit is None:
-        return supported, unsupported
 
+
+def _gap_claims(audit: AuditResult, supported: list[str], unsupported: list[str]) -> None:
+    """Credible coverage gaps (supported) and bins the data cannot call empty or not (unsupported)."""
     bins = audit.bins.loc[audit.bins["scope_kind"] == "benchmark"]
     credible = bins.loc[bins["p_empty"] >= CREDIBLE_EMPTY]
     undecided = bins.loc[(bins["p_empty"] >= UNDECIDED_EMPTY) & (bins["p_empty"] < CREDIBLE_EMPTY)]
@@ -131,74 +150,79 @@ def supported_claims(fit: Fit, audit: AuditResult | None, *, ci_prob: float) -> 
         spans = ", ".join(f"[{r.lo:.2f}, {r.hi:.2f}) (P(empty) {r.p_empty:.2f})" for r in rows.itertuples())
         unsupported.append(f"{scope}: whether {spans} is empty; the difficulty estimates are too uncertain to say.")
 
-    bench = audit.benchmarks.loc[audit.benchmarks["scope_kind"] == "benchmark"]
-    if len(bench) >= 2:
-        order = bench.sort_values("ddm_w1_mean")
-        best, worst = order.iloc[0], order.iloc[-1]
-        if worst["ddm_w1_ci_low"] > best["ddm_w1_ci_high"]:
-            supported.append(
-                f"{worst['scope']} is further from the target than {best['scope']} (DDM "
-                f"{format_interval(worst, 'ddm_w1')} vs {format_interval(best, 'ddm_w1')}, {pct} intervals)."
-            )
-        else:
-            unsupported.append(
-                "That any benchmark matches the target better than another: the DDM intervals of the closest "
-                f"({best['scope']}) and furthest ({worst['scope']}) overlap."
-            )
-        overlaps = bench.loc[bench["ddm_w1_ci_low"] <= best["ddm_w1_ci_high"], "scope"].tolist()
-        if len(overlaps) > 1:
-            unsupported.append(
-                f"An order among {', '.join(map(str, overlaps))} by DDM: their intervals overlap the best one's."
-            )
 
+def _ddm_claims(audit: AuditResult, pct: str, supported: list[str], unsupported: list[str]) -> None:
+    """Whether the benchmarks' DDM intervals separate the closest from the furthest, and which overlap the best."""
+    bench = audit.benchmarks.loc[audit.benchmarks["scope_kind"] == "benchmark"]
+    if len(bench) < 2:
+        return
+    order = bench.sort_values("ddm_w1_mean")
+    best, worst = order.iloc[0], order.iloc[-1]
+    if worst["ddm_w1_ci_low"] > best["ddm_w1_ci_high"]:
+        supported.append(
+            f"{worst['scope']} is further from the target than {best['scope']} (DDM "
+            f"{format_interval(worst, 'ddm_w1')} vs {format_interval(best, 'ddm_w1')}, {pct} intervals)."
+        )
+    else:
+        unsupported.append(
+            "That any benchmark matches the target better than another: the DDM intervals of the closest "
+            f"({best['scope']}) and furthest ({worst['scope']}) overlap."
+        )
+    overlaps = bench.loc[bench["ddm_w1_ci_low"] <= best["ddm_w1_ci_high"], "scope"].tolist()
+    if len(overlaps) > 1:
+        unsupported.append(
+            f"An order among {', '.join(map(str, overlaps))} by DDM: their intervals overlap the best one's."
+        )
+
+
+def _ranking_claims(audit: AuditResult, pct: str, supported: list[str], unsupported: list[str]) -> None:
+    """Groups of subjects the posterior cannot order, and whether re-weighting credibly moves anyone."""
     ranking = audit.ranking.loc[audit.ranking["scope_kind"] == "all"]
-    if len(ranking):
-        groups = ranking.groupby("group")["subject"].apply(list)
-        ties = [g for g in groups if len(g) > 1]
-        if ties:
-            shown = "; ".join(", ".join(map(str, g[:6])) + (" …" if len(g) > 6 else "") for g in ties[:4])
-            unsupported.append(
-                f"Orderings within these groups of subjects under the re-weighted score ({len(ties)} group(s) the "
-                f"posterior cannot separate at P(ahead) < {audit.settings.get('group_threshold', 0.9)}): {shown}."
-            )
-        moved = ranking.loc[
-            (ranking["raw_rank"] < ranking["rank_ci_low"]) | (ranking["raw_rank"] > ranking["rank_ci_high"])
-        ]
-        if len(moved):
-            names = ", ".join(
-                f"{r.subject} (raw {int(r.raw_rank)}, re-weighted {r.rank_ci_low:.0f}–{r.rank_ci_high:.0f})"
-                for r in moved.head(8).itertuples()
-            )
-            supported.append(
-                f"Re-weighting to the target moves {len(moved)} subject(s) outside their {pct} rank interval: "
-                f"{names}. The difficulty weighting of the raw score changes their standing."
-            )
-        else:
-            supported.append(
-                "Every subject's raw rank lies inside its re-weighted rank interval: the benchmark's difficulty "
-                "weighting does not credibly change the leaderboard under this target."
-            )
-    target = audit.target
-    unsupported.append(
-        f"Conclusions about weighting hold for the chosen target ({target.kind}: {target.description}); "
-        "another target (the workload a decision is about) can give another DDM and another re-weighted order."
-    )
+    if not len(ranking):
+        return
+    groups = ranking.groupby("group")["subject"].apply(list)
+    ties = [g for g in groups if len(g) > 1]
+    if ties:
+        shown = "; ".join(", ".join(map(str, g[:6])) + (" …" if len(g) > 6 else "") for g in ties[:4])
+        unsupported.append(
+            f"Orderings within these groups of subjects under the re-weighted score ({len(ties)} group(s) the "
+            f"posterior cannot separate at P(ahead) < {audit.settings.get('group_threshold', 0.9)}): {shown}."
+        )
+    moved = ranking.loc[
+        (ranking["raw_rank"] < ranking["rank_ci_low"]) | (ranking["raw_rank"] > ranking["rank_ci_high"])
+    ]
+    if len(moved):
+        names = ", ".join(
+            f"{r.subject} (raw {int(r.raw_rank)}, re-weighted {r.rank_ci_low:.0f}–{r.rank_ci_high:.0f})"
+            for r in moved.head(8).itertuples()
+        )
+        supported.append(
+            f"Re-weighting to the target moves {len(moved)} subject(s) outside their {pct} rank interval: "
+            f"{names}. The difficulty weighting of the raw score changes their standing."
+        )
+    else:
+        supported.append(
+            "Every subject's raw rank lies inside its re-weighted rank interval: the benchmark's difficulty "
+            "weighting does not credibly change the leaderboard under this target."
+        )
+
+
+def _gap_width_caveat(fit: Fit, audit: AuditResult) -> str:
+    """Why the exact width of a gap is not supported, for the item locations the audit used."""
     difficulty_sd = float(fit.posterior["difficulty"].std(dim=("chain", "draw")).mean())
     if audit.settings.get("ensemble") == "deconvolved":
-        unsupported.append(
+        return (
             "The exact width of a gap. Gaps are measured on deconvolved item locations, which remove much of the "
             "pull of the model's normal prior into empty regions, but a gap's edges stay blurred by the items' "
             f"uncertainty (mean posterior sd of a difficulty here: {difficulty_sd:.2f}): in simulations the 90% "
             "interval covered a true gap in 69–81% of data sets rather than 90%, with the posterior median below "
             "the truth. Read the upper end of the interval as plausible; the location is the more reliable reading."
         )
-    else:
-        unsupported.append(
-            f"The exact width of a gap: per-draw Maximum Gaps scatter items into gaps by the difficulty "
-            f"uncertainty (mean posterior sd of a difficulty here: {difficulty_sd:.2f}), so gaps narrower than "
-            "about twice that are understated; the location of the widest gap is the more reliable reading."
-        )
-    return supported, unsupported
+    return (
+        f"The exact width of a gap: per-draw Maximum Gaps scatter items into gaps by the difficulty "
+        f"uncertainty (mean posterior sd of a difficulty here: {difficulty_sd:.2f}), so gaps narrower than "
+        "about twice that are understated; the location of the widest gap is the more reliable reading."
+    )
 
 
 def _first_of(n: int, shown: int) -> str:
@@ -306,17 +330,47 @@ def _audit_section(
 ) -> None:
     ci = audit.ci_prob
     target = audit.target
-    edges = list(target.edges_array)
     labelled = data.items.dropna(subset=["benchmark"]).drop_duplicates("benchmark")
     domains = pd.Series(
         plots.text_labels(labelled["domain"]), index=plots.text_labels(labelled["benchmark"]), dtype=object
     )
     # one colour (and marker) per domain in every figure of the report
     colours, markers = plots.domain_palette(plots.text_labels(data.items["domain"]))
+    _audit_introduction(doc, audit)
+    figure(
+        "item_person_map",
+        plots.plot_item_person_map(
+            fit.subjects_table(ci).pipe(lambda t: t.groupby("subject", as_index=False).mean(numeric_only=True)),
+            fit.items_table(ci),
+            target_range=(target.lo, target.hi),
+            edges=list(target.edges_array),
+            colours=colours,
+        ),
+        "Item-person map: subjects' abilities (with intervals) beside each benchmark's item difficulties; the "
+        "target range is shaded and its bins ruled.",
+    )
+    _benchmark_figures(doc, audit, domains, colours, markers, figure)
+    _information_figure(audit, domains, figure)
+    columns = [
+        "scope", "n_items", "ddm_w1_mean", "ddm_w1_ci_low", "ddm_w1_ci_high", "ddm_tv_mean",
+        "max_gap_mean", "max_gap_ci_low", "max_gap_ci_high", "gap_lo", "gap_hi", "gap_kind", "interior_gap_mean",
+        "edge_gap_low_mean", "edge_gap_high_mean", "mass_below_mean", "mass_above_mean", "saturated_share",
+        "ddm_shape_w1_mean",
+    ]  # fmt: skip
+    doc.table(
+        audit.benchmarks[[c for c in columns if c in audit.benchmarks.columns]],
+        caption="Per benchmark" + _first_of(len(audit.benchmarks), TOP_BENCHMARKS),
+        max_rows=TOP_BENCHMARKS,
+    )
+
+
+def _audit_introduction(doc: Document, audit: AuditResult) -> None:
+    """The audit section's heading and the paragraphs on its target, item locations and settings."""
+    target = audit.target
     doc.heading("Audit: coverage, mismatch and gaps")
     doc.paragraph(
         f"Target: {target.kind} over [{target.lo:.2f}, {target.hi:.2f}] on the ability scale, {target.n_bins} bins "
-        f"({target.description}). Every number is computed per posterior draw; intervals are {ci:.0%} "
+        f"({target.description}). Every number is computed per posterior draw; intervals are {audit.ci_prob:.0%} "
         "equal-tailed credible intervals. "
         + (
             "Coverage, DDM and the Maximum Gap use deconvolved item locations: in each draw, each item is placed "
@@ -328,18 +382,18 @@ def _audit_section(
         )
     )
     doc.paragraph(_audit_settings_sentence(audit))
-    figure(
-        "item_person_map",
-        plots.plot_item_person_map(
-            fit.subjects_table(ci).pipe(lambda t: t.groupby("subject", as_index=False).mean(numeric_only=True)),
-            fit.items_table(ci),
-            target_range=(target.lo, target.hi),
-            edges=edges,
-            colours=colours,
-        ),
-        "Item-person map: subjects' abilities (with intervals) beside each benchmark's item difficulties; the "
-        "target range is shaded and its bins ruled.",
-    )
+
+
+def _benchmark_figures(
+    doc: Document,
+    audit: AuditResult,
+    domains: pd.Series,
+    colours: dict[str, str],
+    markers: dict[str, str],
+    figure: Callable[[str, Any, str], None],
+) -> None:
+    """The coverage heatmap and the DDM and Maximum Gap forests of the benchmarks with the largest DDM."""
+    ci = audit.ci_prob
     kind = "benchmark" if (audit.benchmarks["scope_kind"] == "benchmark").any() else "all"  # unlabelled items
     bench = audit.benchmarks.loc[audit.benchmarks["scope_kind"] == kind].copy()
     bench["domain"] = [domains.get(s, "") for s in plots.text_labels(bench["scope"])]
@@ -386,6 +440,10 @@ def _audit_section(
         ),
         f"Maximum Gap per benchmark with {ci:.0%} intervals.",
     )
+
+
+def _information_figure(audit: AuditResult, domains: pd.Series, figure: Callable[[str, Any, str], None]) -> None:
+    """The standard error of ability across the range, overall and for the first :data:`MAX_SCOPES` domains."""
     info_scope = pd.Series(plots.text_labels(audit.information["scope"]), index=audit.information.index)
     scopes = [s for s in ["all", *dict.fromkeys(domains.tolist())] if s and s in set(info_scope)]
     left_out = max(len(scopes) - MAX_SCOPES, 0)
@@ -396,17 +454,6 @@ def _audit_section(
         "Standard error of ability across the range (1/√information), with bands: where the benchmark measures "
         "precisely and where it does not."
         + (f" {left_out} domain(s) left out; all are in tables/information.csv." if left_out else ""),
-    )
-    columns = [
-        "scope", "n_items", "ddm_w1_mean", "ddm_w1_ci_low", "ddm_w1_ci_high", "ddm_tv_mean",
-        "max_gap_mean", "max_gap_ci_low", "max_gap_ci_high", "gap_lo", "gap_hi", "gap_kind", "interior_gap_mean",
-        "edge_gap_low_mean", "edge_gap_high_mean", "mass_below_mean", "mass_above_mean", "saturated_share",
-        "ddm_shape_w1_mean",
-    ]  # fmt: skip
-    doc.table(
-        audit.benchmarks[[c for c in columns if c in audit.benchmarks.columns]],
-        caption="Per benchmark" + _first_of(len(audit.benchmarks), TOP_BENCHMARKS),
-        max_rows=TOP_BENCHMARKS,
     )
 
 

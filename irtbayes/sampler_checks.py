@@ -166,6 +166,29 @@ def _sampler_checks(
     return divergences, ebfmi, saturated, mean_steps, problems, notes
 
 
+def _thresholds(
+    rhat_max: float, ess_min: float, ebfmi_min: float, treedepth_share_max: float, ci_prob: float, /
+) -> dict[str, float]:
+    """The thresholds as floats, for the record; ``ci_prob`` outside (0, 1) raises SpecError."""
+    if not 0 < ci_prob < 1:
+        raise SpecError(f"check_convergence: ci_prob must be strictly between 0 and 1, got {ci_prob}")
+    return {
+        "rhat_max": float(rhat_max),
+        "ess_min": float(ess_min),
+        "ebfmi_min": float(ebfmi_min),
+        "treedepth_share_max": float(treedepth_share_max),
+        "ci_prob": float(ci_prob),
+    }
+
+
+def _posterior_and_sizes(idata: xr.DataTree) -> tuple[xr.Dataset, int, int]:
+    """The posterior Dataset and its numbers of chains and draws; no posterior group raises FitError."""
+    if "posterior" not in idata.children:
+        raise FitError("check_convergence: the DataTree has no posterior group")
+    posterior = idata["posterior"].to_dataset()
+    return posterior, int(posterior.sizes.get("chain", 0)), int(posterior.sizes.get("draw", 0))
+
+
 def check_convergence(
     idata: xr.DataTree,
     *,
@@ -238,20 +261,8 @@ def check_convergence(
     >>> diag.ok, diag.problems[0]
     (False, 'r-hat 1.481 > 1.01 at difficulty[1]')
     """
-    if not 0 < ci_prob < 1:
-        raise SpecError(f"check_convergence: ci_prob must be strictly between 0 and 1, got {ci_prob}")
-    thresholds = {
-        "rhat_max": float(rhat_max),
-        "ess_min": float(ess_min),
-        "ebfmi_min": float(ebfmi_min),
-        "treedepth_share_max": float(treedepth_share_max),
-        "ci_prob": float(ci_prob),
-    }
-    if "posterior" not in idata.children:
-        raise FitError("check_convergence: the DataTree has no posterior group")
-    posterior = idata["posterior"].to_dataset()
-    n_chains = int(posterior.sizes.get("chain", 0))
-    n_draws = int(posterior.sizes.get("draw", 0))
+    thresholds = _thresholds(rhat_max, ess_min, ebfmi_min, treedepth_share_max, ci_prob)
+    posterior, n_chains, n_draws = _posterior_and_sizes(idata)
     notes: list[str] = []
     note = _standardised_note(posterior, standardised)
     if note:

@@ -149,70 +149,103 @@ def ddm_shape_w1(
     if not presorted:
         x = np.sort(x, axis=1)
     edges = np.asarray(edges, dtype="float64")
-    n_draws, n = x.shape
+    n_draws = x.shape[0]
     n_bins = len(edges) - 1
     lo, hi = edges[0], edges[-1]
-    width = np.diff(edges)
     w = _weights_per_draw(weights, n_draws, n_bins)
     cum_w = np.concatenate([np.zeros((n_draws, 1)), np.cumsum(w, axis=1)], axis=1)
-    slope = w / width
+    slope = w / np.diff(edges)
 
-    # bounds[:, k] = first sorted position in bin k (items < e_k before it); bounds[:, K] = one past the last item <= U
-    bounds = np.empty((n_draws, n_bins + 1), dtype=np.int64)
-    for k in range(n_bins):
-        bounds[:, k] = (x < edges[k]).sum(axis=1)
-    bounds[:, n_bins] = (x <= hi).sum(axis=1)
+    bounds = _bin_bounds(x, edges)
     start, stop = bounds[:, :1], bounds[:, -1:]
     m = (stop - start)[:, 0]
-    per_bin = np.diff(bounds, axis=1)
-    before = bounds[:, :n_bins] - start  # in-range items in the bins below bin k
-
-    rows = np.arange(n_draws)
-    marks = np.zeros((n_draws, n + 1), dtype=np.int32)
-    for k in range(1, n_bins):
-        marks[rows, bounds[:, k]] += 1
-    code = np.cumsum(marks[:, :n], axis=1)  # bin of each sorted position (meaningful inside [L, U])
     fixed = np.ndim(weights) == 1  # the same target in every draw: index small 1-D arrays
-    if fixed:
-        g = cum_w[0][code] + slope[0][code] * (x - edges[code])
-    else:
-        g = np.take_along_axis(cum_w, code, axis=1) + np.take_along_axis(slope, code, axis=1) * (x - edges[code])
+    code, g = _target_cdf_at_items(x, edges, bounds, cum_w, slope, fixed=fixed)
 
     with np.errstate(invalid="ignore", divide="ignore"):
         scale = 1.0 / m[:, None]
-        # Neighbouring items x_i <= x_{i+1} in the same bin: F = f is constant and u = G - f is linear, so the
-        # integral of |u| is width * |u0 + u1| / 2, or width * (u0^2 + u1^2) / (2 |u1 - u0|) where u changes sign.
-        pos = np.arange(n - 1)[None, :]
-        same = (code[:, :-1] == code[:, 1:]) & (pos >= start) & (pos + 1 < stop)
-        f = (pos + 1 - start) * scale
-        u0 = g[:, :-1] - f
-        u1 = g[:, 1:] - f
-        step = np.diff(x, axis=1)
-        inner = step * np.abs(u0 + u1) / 2
-        crossing = np.nonzero(same & (u0 * u1 < 0))
-        if crossing[0].size:
-            a, b = u0[crossing], u1[crossing]
-            inner[crossing] = step[crossing] * (a * a + b * b) / (2 * np.abs(b - a))
-        total = np.where(same, inner, 0.0).sum(axis=1)
-        # from each bin's lower edge to its first item, and from its last item to its upper edge
-        first = np.take_along_axis(x, np.clip(bounds[:, :n_bins], 0, n - 1), axis=1)
-        last = np.take_along_axis(x, np.clip(bounds[:, 1:] - 1, 0, n - 1), axis=1)
-        filled = per_bin > 0
-        f_left = before * scale
-        f_right = (before + per_bin) * scale
-        g_lo, g_hi = cum_w[:, :n_bins], cum_w[:, 1:]
-        left = np.where(
-            filled,
-            _piece(f_left - g_lo, f_left - (g_lo + slope * (first - edges[:-1])), first - edges[:-1]),
-            _piece(f_left - g_lo, f_left - g_hi, np.broadcast_to(width, per_bin.shape)),
-        )
-        right = np.where(
-            filled, _piece(f_right - (g_lo + slope * (last - edges[:-1])), f_right - g_hi, edges[1:] - last), 0.0
-        )
+        total = _between_items(x, code, g, start, stop, scale)
+        left, right = _bin_ends(x, edges, bounds, cum_w, slope, scale)
         total = total + left.sum(axis=1) + right.sum(axis=1)
     if normalise:
         return np.where(m > 0, total / (hi - lo), 1.0)
     return np.where(m > 0, total, hi - lo)
+
+
+def _bin_bounds(x: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """(draw, K + 1) sorted positions where the bins start; the last column is one past the last item <= U."""
+    n_bins = len(edges) - 1
+    # bounds[:, k] = first sorted position in bin k (items < e_k before it); bounds[:, K] = one past the last item <= U
+    bounds = np.empty((x.shape[0], n_bins + 1), dtype=np.int64)
+    for k in range(n_bins):
+        bounds[:, k] = (x < edges[k]).sum(axis=1)
+    bounds[:, n_bins] = (x <= edges[-1]).sum(axis=1)
+    return bounds
+
+
+def _target_cdf_at_items(
+    x: np.ndarray, edges: np.ndarray, bounds: np.ndarray, cum_w: np.ndarray, slope: np.ndarray, *, fixed: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """The bin of each sorted position (meaningful inside [L, U]) and the target CDF G at each item."""
+    n_draws, n = x.shape
+    rows = np.arange(n_draws)
+    marks = np.zeros((n_draws, n + 1), dtype=np.int32)
+    for k in range(1, len(edges) - 1):
+        marks[rows, bounds[:, k]] += 1
+    code = np.cumsum(marks[:, :n], axis=1)  # bin of each sorted position (meaningful inside [L, U])
+    if fixed:
+        g = cum_w[0][code] + slope[0][code] * (x - edges[code])
+    else:
+        g = np.take_along_axis(cum_w, code, axis=1) + np.take_along_axis(slope, code, axis=1) * (x - edges[code])
+    return code, g
+
+
+def _between_items(
+    x: np.ndarray, code: np.ndarray, g: np.ndarray, start: np.ndarray, stop: np.ndarray, scale: np.ndarray
+) -> np.ndarray:
+    """(draw,) integral of |F - G| between neighbouring in-range items of the same bin (call under np.errstate)."""
+    n = x.shape[1]
+    # Neighbouring items x_i <= x_{i+1} in the same bin: F = f is constant and u = G - f is linear, so the
+    # integral of |u| is width * |u0 + u1| / 2, or width * (u0^2 + u1^2) / (2 |u1 - u0|) where u changes sign.
+    pos = np.arange(n - 1)[None, :]
+    same = (code[:, :-1] == code[:, 1:]) & (pos >= start) & (pos + 1 < stop)
+    f = (pos + 1 - start) * scale
+    u0 = g[:, :-1] - f
+    u1 = g[:, 1:] - f
+    step = np.diff(x, axis=1)
+    inner = step * np.abs(u0 + u1) / 2
+    crossing = np.nonzero(same & (u0 * u1 < 0))
+    if crossing[0].size:
+        a, b = u0[crossing], u1[crossing]
+        inner[crossing] = step[crossing] * (a * a + b * b) / (2 * np.abs(b - a))
+    return np.where(same, inner, 0.0).sum(axis=1)
+
+
+def _bin_ends(
+    x: np.ndarray, edges: np.ndarray, bounds: np.ndarray, cum_w: np.ndarray, slope: np.ndarray, scale: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(draw, K) integrals of |F - G| from each bin's edges to its items (call under np.errstate)."""
+    n = x.shape[1]
+    n_bins = len(edges) - 1
+    width = np.diff(edges)
+    per_bin = np.diff(bounds, axis=1)
+    before = bounds[:, :n_bins] - bounds[:, :1]  # in-range items in the bins below bin k
+    # from each bin's lower edge to its first item, and from its last item to its upper edge
+    first = np.take_along_axis(x, np.clip(bounds[:, :n_bins], 0, n - 1), axis=1)
+    last = np.take_along_axis(x, np.clip(bounds[:, 1:] - 1, 0, n - 1), axis=1)
+    filled = per_bin > 0
+    f_left = before * scale
+    f_right = (before + per_bin) * scale
+    g_lo, g_hi = cum_w[:, :n_bins], cum_w[:, 1:]
+    left = np.where(
+        filled,
+        _piece(f_left - g_lo, f_left - (g_lo + slope * (first - edges[:-1])), first - edges[:-1]),
+        _piece(f_left - g_lo, f_left - g_hi, np.broadcast_to(width, per_bin.shape)),
+    )
+    right = np.where(
+        filled, _piece(f_right - (g_lo + slope * (last - edges[:-1])), f_right - g_hi, edges[1:] - last), 0.0
+    )
+    return left, right
 
 
 def ddm_shape_tv(counts: np.ndarray, weights: np.ndarray) -> np.ndarray:
