@@ -175,8 +175,9 @@ def sample_numpyro(
     logp, inputs, arrays, axis = _data_arguments(logp, mesh)
     value_vars = model.value_vars
     density = get_jaxified_graph(inputs=[*value_vars, *inputs], outputs=[logp])
-    sizes = [int(np.prod(model.initial_point()[v.name].shape)) for v in value_vars]
-    shapes = [model.initial_point()[v.name].shape for v in value_vars]
+    point = model.initial_point()
+    shapes = [np.shape(point[v.name]) for v in value_vars]
+    sizes = [int(np.prod(shape)) for shape in shapes]
     cuts = np.cumsum(sizes)[:-1].tolist()
 
     def unravel(x: Any) -> list[Any]:
@@ -193,7 +194,8 @@ def sample_numpyro(
         x = numpyro.sample("x", dist.ImproperUniform(dist.constraints.real_vector, (), (n,)))
         numpyro.factor("logp", flat_logp(x, *data))
 
-    kernel = NUTS(numpyro_model, target_accept_prob=target_accept, max_tree_depth=MAX_TREE_DEPTH, **(nuts_kwargs or {}))
+    options = {"max_tree_depth": MAX_TREE_DEPTH, **(nuts_kwargs or {})}
+    kernel = NUTS(numpyro_model, target_accept_prob=target_accept, **options)
     mcmc = MCMC(
         kernel,
         num_warmup=tune,
@@ -214,7 +216,7 @@ def sample_numpyro(
     mcmc.run(
         jax.random.PRNGKey(seed),
         *arrays,
-        init_params={"x": jnp.asarray(init)},
+        init_params={"x": jnp.asarray(init if chains > 1 else init[0])},  # one chain: no chain axis
         extra_fields=("num_steps", "energy", "diverging", "accept_prob", "adapt_state.step_size", "potential_energy"),
     )
     jax.block_until_ready(mcmc.get_samples())  # JAX returns before the device has finished
@@ -224,6 +226,7 @@ def sample_numpyro(
         "devices": int(mesh.size),
         "device_kind": str(mesh.devices.flat[0].device_kind),
         "sharded_axis": "subject" if axis == 0 else "item",
+        "max_tree_depth": int(options["max_tree_depth"]),
     }
     return _to_datatree(model, mcmc, unravel, attrs)
 
@@ -249,7 +252,7 @@ def _to_datatree(model: pm.Model, mcmc: Any, unravel: Any, attrs: dict[str, Any]
         "energy": np.asarray(fields["energy"]),
         "n_steps": steps,
         "tree_depth": np.floor(np.log2(np.maximum(steps, 1))).astype(int) + 1,
-        "reached_max_treedepth": steps >= 2**MAX_TREE_DEPTH - 1,
+        "reached_max_treedepth": steps >= 2 ** attrs["max_tree_depth"] - 1,
         "acceptance_rate": np.asarray(fields["accept_prob"]),
         "step_size": np.asarray(fields["adapt_state.step_size"]),
         "lp": -np.asarray(fields["potential_energy"]),
