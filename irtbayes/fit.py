@@ -4,6 +4,22 @@
 assembles a :class:`~irtbayes.fitresult.Fit` with its convergence checks (:mod:`irtbayes.diagnostics`).
 This module also re-exports what belongs with a fit: :class:`Fit`, ``save_fit`` / ``load_fit``
 (:mod:`irtbayes.storage`) and ``score`` / ``Scores`` (:mod:`irtbayes.scoring`).
+
+Example
+-------
+>>> import warnings
+>>> from irtbayes.simulate import simulate_responses
+>>> data, truth = simulate_responses(40, 60, seed=1)
+>>> with warnings.catch_warnings():
+...     warnings.simplefilter("ignore")  # an approximate fit warns that MCMC checks do not apply
+...     result = fit(data, sampler="approx", seed=1, progress=False)
+>>> result.approximate, dict(result.posterior["difficulty"].sizes)
+(True, {'chain': 4, 'draw': 250, 'item': 60})
+>>> difficulty = result.posterior["difficulty"].mean(("chain", "draw"))
+>>> bool(np.corrcoef(difficulty, truth["difficulty"])[0, 1] > 0.85)
+True
+>>> result.items_table()[["item", "difficulty_mean", "difficulty_ci_low"]].shape
+(60, 3)
 """
 
 from __future__ import annotations
@@ -135,7 +151,7 @@ def fit(
     budget_s: float = DEFAULT_BUDGET_S,
     until_converged: bool = False,
 ) -> Fit:
-    """Fit an IRT model to ``data``.
+    """Fit an IRT model to ``data`` (an example opens this module's docstring).
 
     Parameters
     ----------
@@ -193,22 +209,6 @@ def fit(
         Ctrl-C while building, compiling, tuning or sampling, or a sampler that returned fewer chains or
         draws than asked for (nutpie and PyMC return the draws so far when interrupted). It says the phase
         and the draws done, and carries the partial fit when ``keep_partial`` is True.
-
-    Examples
-    --------
-    >>> import warnings
-    >>> from irtbayes.simulate import simulate_responses
-    >>> data, truth = simulate_responses(40, 60, seed=1)
-    >>> with warnings.catch_warnings():
-    ...     warnings.simplefilter("ignore")  # an approximate fit warns that MCMC checks do not apply
-    ...     result = fit(data, sampler="approx", seed=1, progress=False)
-    >>> result.approximate, dict(result.posterior["difficulty"].sizes)
-    (True, {'chain': 4, 'draw': 250, 'item': 60})
-    >>> difficulty = result.posterior["difficulty"].mean(("chain", "draw"))
-    >>> bool(np.corrcoef(difficulty, truth["difficulty"])[0, 1] > 0.85)
-    True
-    >>> result.items_table()[["item", "difficulty_mean", "difficulty_ci_low"]].shape
-    (60, 3)
     """
     choice = _choose(data, spec, sampler, chains=chains, draws=draws, tune=tune, cores=cores, budget_s=budget_s)
     sampler = cast(Sampler, choice.sampler) if choice is not None else sampler
