@@ -16,7 +16,7 @@ sums meet in an all-reduce. The chains are vectorised: one program steps all of 
   mesh then spans the devices of every host, and each process places only its own blocks
   (``jax.make_array_from_callback``).
 - Precision: float64 (``jax_enable_x64``) unless the spec asks for ``precision="float32"``, where the cells
-  are evaluated in float32 and each row's sum is carried in float64 (:mod:`irtbayes.likelihood`).
+  and each subject's row sum are computed in float32 and the rows' total in float64 (:mod:`irtbayes.likelihood`).
 
 The draws are turned into the model's variables with the same PyTensor graph, in JAX, and returned as a
 DataTree with the usual groups (``posterior``, ``sample_stats`` with ``diverging``, ``energy``,
