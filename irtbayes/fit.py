@@ -230,6 +230,7 @@ def fit(
     assemble.update(rhat_max=rhat_max, ess_min=ess_min)
     _raise_if_cut_short(tree, assemble, seen=seen, keep_partial=keep_partial)
     result = _assemble(tree, **assemble)
+    _note_unsettled_modes(result)
     _warn_if_not_checked(result, sampler)
     return result
 
@@ -266,10 +267,23 @@ def _stop_rule(
     return StopRule(rhat_max=rhat_max, ess_min=ess_min, budget_s=budget_s, standardised=standardised)
 
 
+def _note_unsettled_modes(result: Fit) -> None:
+    """An approximate-tier fit whose empirical-Bayes modes did not settle says so in its diagnostics' notes."""
+    info = result.sampler.get("options") or {}
+    if not result.approximate or info.get("modes_converged", True):
+        return
+    result.diagnostics.notes.append(
+        f"the approximate tier's empirical-Bayes modes did not settle ({info.get('items_still_moving')} item(s) "
+        f"still moving after {info.get('rounds')} rounds): those items' estimates are unreliable; fit with NUTS "
+        "(sampler='nutpie')"
+    )
+
+
 def _warn_if_not_checked(result: Fit, sampler: str) -> None:
     """A warning for an approximate fit, or for one that failed its convergence checks."""
     if result.approximate:
         message = f"{sampler} is an approximate method: intervals are approximate and MCMC diagnostics do not apply"
+        message += "".join(f"; {note}" for note in result.diagnostics.notes if "did not settle" in note)
         warnings.warn(message, UserWarning, stacklevel=3)
     elif not result.diagnostics.ok:
         message = "the fit did not pass the convergence checks:\n" + result.diagnostics.to_text()

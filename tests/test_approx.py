@@ -152,3 +152,13 @@ def test_cli_fit_with_the_approximate_tier(simulated, tmp_path, capsys):
     items = pd.read_csv(tmp_path / "fit" / "items.csv")
     assert {"difficulty_mean", "difficulty_ci_low", "difficulty_ci_high"} <= set(items.columns)
     assert (items["difficulty_ci_low"] < items["difficulty_ci_high"]).all()
+
+
+def test_modes_that_do_not_settle_are_named_in_the_diagnostics_and_the_warning():
+    # 40 items over 25 benchmarks: one or two items per benchmark, too few for the empirical-Bayes spreads
+    data, _ = simulate_responses(30, 40, kind="2pl", n_benchmarks=25, n_domains=7, missing=0.1, seed=1)
+    with pytest.warns(UserWarning, match="modes did not settle"):
+        result = fit(data, sampler="approx", seed=1, progress=False)
+    assert result.sampler["options"]["modes_converged"] is False
+    assert any("did not settle" in note for note in result.diagnostics.notes)
+    assert "did not settle" in result.diagnostics.to_text()
