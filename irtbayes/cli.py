@@ -179,9 +179,14 @@ def _fit_from_args(data: object, args: argparse.Namespace) -> object:
 
 
 def _sampler_kwargs(args: argparse.Namespace) -> dict[str, Any] | None:
-    if getattr(args, "devices", None) is not None and args.sampler != "numpyro":
-        raise SystemExit(f"--devices is for --sampler numpyro, not {args.sampler}")
-    return None if getattr(args, "devices", None) is None else {"devices": args.devices}
+    """``--devices`` for the numpyro sampler; a SpecError (exit 2, one line) with any other sampler."""
+    from irtbayes.errors import SpecError
+
+    if getattr(args, "devices", None) is None:
+        return None
+    if args.sampler != "numpyro":
+        raise SpecError(f"--devices is for --sampler numpyro, not --sampler {args.sampler}")
+    return {"devices": args.devices}
 
 
 def _fit_interrupted(err: FitInterrupted, args: argparse.Namespace, *, inside_audit: bool) -> int:

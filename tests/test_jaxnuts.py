@@ -109,3 +109,14 @@ def test_numpyro_fit_converges_and_recovers_difficulties():
     assert inside >= 0.75, inside  # 90% intervals: P(fewer than 30 of 40 inside) < 0.01
     assert result.sampler["name"] == "numpyro"
     assert result.spec.layout == "dense"
+    # 3,200 cells: one device, split along the longer axis (subjects), recorded on the card
+    assert (result.sampler["devices"], result.sampler["sharded_axis"]) == (1, "subject")
+
+
+def test_cli_devices_is_refused_with_another_sampler(tmp_path, capsys):
+    from irtbayes.cli import main
+
+    out = tmp_path / "fit"
+    assert main(["fit", "lsat7", "--sampler", "nutpie", "--devices", "2", "--out", str(out)]) == 2
+    assert "--devices is for --sampler numpyro, not --sampler nutpie" in capsys.readouterr().err
+    assert not out.exists()
