@@ -112,8 +112,13 @@ def run_sampler(
     PyMC's sequential chains stop too instead of running on after the first one is cut short.
     """
     state = state or RunState()
-    settings: dict[str, Any] = {"chains": chains, "draws": draws, "tune": tune, "seed": seed}
-    settings["target_accept"] = target_accept
+    settings: dict[str, Any] = {
+        "chains": chains,
+        "draws": draws,
+        "tune": tune,
+        "seed": seed,
+        "target_accept": target_accept,
+    }
     if sampler == "nutpie":
         return _run_nutpie(model, **settings, cores=cores, progress=progress, extra=extra, state=state, stop=stop)
     if sampler == "numpyro":
