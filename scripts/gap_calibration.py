@@ -21,6 +21,9 @@ Usage::
     OMP_NUM_THREADS=1 .venv/bin/python scripts/gap_calibration.py --sets 5 --jobs 2 --design lattice \
         --csv notebooks/results/gap_calibration_lattice.csv
     .venv/bin/python scripts/gap_calibration.py --sets 1 --subjects 30 --csv /tmp/quick.csv           # a look
+
+``--fits DIR`` keeps each data set's fit there and reuses it on the next run, so a change to the audit is
+measured again in minutes (the fits do not depend on it).
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ import pandas as pd
 from irtbayes.audit import audit, widest_gap
 from irtbayes.data import ResponseData
 from irtbayes.fit import fit
+from irtbayes.storage import load_fit, save_fit
 
 RANGE = (-2.5, 2.5)
 N_ITEMS = 60
@@ -96,14 +100,22 @@ def simulate(difficulty: np.ndarray, n_subjects: int, *, seed: int) -> ResponseD
     return ResponseData.from_long(frame, items=pd.DataFrame({"item": items, "benchmark": "planted"}))
 
 
-def one_set(gap: float, where: str, n_subjects: int, seed: int, *, design: str, ensemble: str) -> dict[str, object]:
+def one_set(
+    gap: float, where: str, n_subjects: int, seed: int, *, design: str, ensemble: str, fits: Path | None = None
+) -> dict[str, object]:
     truth = true_difficulties(gap, where, design=design, seed=seed)
     true_gap = float(widest_gap(truth[None, :], *RANGE).width[0])
     data = simulate(truth, n_subjects, seed=seed)
     started = time.perf_counter()
+    saved = None if fits is None else fits / f"{design}_gap{gap:.1f}_{where}_n{n_subjects}_seed{seed}"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fitted = fit(data, seed=seed, progress=False)
+        if saved is not None and saved.exists():
+            fitted = load_fit(saved, data=data)
+        else:
+            fitted = fit(data, seed=seed, progress=False)
+            if saved is not None:
+                save_fit(fitted, saved, overwrite=True)
         result = audit(fitted, data, range=RANGE, seed=seed, ensemble=ensemble)
     row = result.benchmarks.set_index("scope").loc["planted"]
     lo, hi = float(row["max_gap_ci_low"]), float(row["max_gap_ci_high"])
@@ -152,6 +164,9 @@ def main() -> None:
     parser.add_argument("--ensemble", default="auto", help="the audit's ensemble setting")
     parser.add_argument("--jobs", type=int, default=1, help="data sets fitted at once (one process each)")
     parser.add_argument("--csv", type=Path, required=True, help="where the rows go, one by one")
+    parser.add_argument(
+        "--fits", type=Path, default=None, help="keep each data set's fit in this folder and reuse those found there"
+    )
     args = parser.parse_args()
     logging.getLogger("irtbayes").setLevel(logging.ERROR)
     tasks = []
@@ -160,7 +175,9 @@ def main() -> None:
             for k in range(args.sets):
                 seed = 1000 * int(10 * gap) + 10 * n + k
                 tasks.append((gap, "inside" if k % 2 == 0 else "edge", n, seed))
-    options = {"design": args.design, "ensemble": args.ensemble}
+    options = {"design": args.design, "ensemble": args.ensemble, "fits": args.fits}
+    if args.fits is not None:
+        args.fits.mkdir(parents=True, exist_ok=True)
     rows: list[dict[str, object]] = []
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
         futures = [pool.submit(one_set, *task, **options) for task in tasks]

@@ -11,9 +11,12 @@ from irtbayes.audit import audit, widest_gap
 from irtbayes.audit.deconvolve import (
     PriorDraws,
     deconvolved_locations,
+    draw_hole,
+    draw_support,
     fit_population,
     item_likelihoods,
     prior_draws,
+    support_window,
 )
 from irtbayes.data import ResponseData
 from irtbayes.errors import SpecError
@@ -97,6 +100,85 @@ def test_deconvolved_gap_covers_the_truth_where_the_draws_do_not(gapped: dict[st
     assert q_raw[1] < true.width[0], f"the fit's draws should understate the gap here: {q_raw} vs {true.width}"
     assert q_fixed[0] <= true.width[0] <= q_fixed[1], f"deconvolved {q_fixed} should cover {true.width[0]}"
     assert GAP[0] - 0.2 < np.median(fixed.lo) and np.median(fixed.hi) < GAP[1] + 0.2
+
+
+# ---------------------------------------------------------------------------------------------- support and holes
+def _marginal(lik: np.ndarray, probs: np.ndarray, keep: np.ndarray) -> float:
+    """Brute force: the items' likelihood under ``probs`` restricted to ``keep`` and renormalised."""
+    g = np.where(keep, probs, 0.0)
+    return float(np.prod(lik @ g / g.sum()))
+
+
+def _frequencies(draw, n: int) -> dict[object, float]:
+    seen: dict[object, int] = {}
+    for _ in range(n):
+        key = draw()
+        seen[key] = seen.get(key, 0) + 1
+    return {k: v / n for k, v in seen.items()}
+
+
+def test_support_and_hole_draws_follow_their_exact_posteriors() -> None:
+    rng = np.random.default_rng(11)
+    k = 6
+    lik = rng.uniform(0.0, 1.0, size=(3, k)) * (rng.uniform(size=(3, k)) < 0.7)
+    lik[:, 2] += 0.5  # every item possible in cell 2, so some support is always possible
+    probs = rng.dirichlet(np.ones(k))
+    cells = np.arange(k)
+
+    # (first, last): last ∝ p(A | g cut after last), then first ∝ p(A | g kept on [first, last])
+    exact: dict[object, float] = {}
+    upper = np.array([_marginal(lik, probs, cells <= u) for u in range(k)])
+    for u in range(k):
+        lower = np.array([_marginal(lik, probs, (cells >= f) & (cells <= u)) if f <= u else 0.0 for f in range(k)])
+        for f in range(u + 1):
+            if lower.sum() > 0:
+                exact[(f, u)] = exact.get((f, u), 0.0) + upper[u] / upper.sum() * lower[f] / lower.sum()
+    seen = _frequencies(lambda: draw_support(lik, probs, rng), 20_000)
+    for key in set(exact) | set(seen):
+        assert seen.get(key, 0.0) == pytest.approx(exact.get(key, 0.0), abs=0.015), key
+
+    # hole [a, b) inside the support: none with probability 1/2 a priori, else uniform over the pairs
+    options: list[object] = [None] + [(a, b) for a in range(1, k) for b in range(a + 1, k)]
+    weight = np.array(
+        [0.5 * _marginal(lik, probs, cells >= 0)]
+        + [0.5 / (len(options) - 1) * _marginal(lik, probs, (cells < a) | (cells >= b)) for a, b in options[1:]]
+    )
+    seen = _frequencies(lambda: draw_hole(lik, probs, rng), 20_000)
+    for option, w in zip(options, weight / weight.sum(), strict=True):
+        assert seen.get(option, 0.0) == pytest.approx(w, abs=0.015), option
+
+
+def test_holes_fall_in_the_empty_stretch_and_not_between_spread_items() -> None:
+    rng = np.random.default_rng(12)
+    edges = np.linspace(-4.0, 4.0, 161)
+    centres = (edges[:-1] + edges[1:]) / 2
+    flat = np.full(160, 1 / 160)
+
+    def likelihoods(places: np.ndarray, se: float) -> np.ndarray:
+        lik = np.exp(-0.5 * ((centres[None, :] - places[:, None]) / se) ** 2)
+        return lik / lik.sum(axis=1, keepdims=True)
+
+    gapped = likelihoods(np.concatenate([np.linspace(-3, -0.5, 40), np.linspace(1.0, 3, 30)]), 0.2)
+    holes = [draw_hole(gapped, flat, rng) for _ in range(200)]
+    found = [(centres[a] - 0.025, centres[b] - 0.025) for a, b in (h for h in holes if h is not None)]
+    assert len(found) > 180  # 1.5 empty logits among 70 items: a hole in nearly every draw
+    widths = np.array([hi - lo for lo, hi in found])
+    assert np.median(widths) > 1.0
+    inside = np.array([lo > -0.9 and hi < 1.4 for lo, hi in found])
+    assert inside.mean() > 0.95
+
+    spread = likelihoods(np.linspace(-3, 3, 70), 0.2)  # 0.087 apart: no hole much wider than the spacing
+    support = np.where(np.abs(centres) < 3.0, flat, 0.0)  # as cut by draw_support
+    holes = [draw_hole(spread, support, rng) for _ in range(200)]
+    widths = np.array([(b - a) * 0.05 for a, b in (h for h in holes if h is not None)] or [0.0])
+    assert np.quantile(widths, 0.95) < 0.45
+
+    # the support ends at the highest item (give or take its error), however far the grid goes on
+    first, last = zip(*(draw_support(gapped, flat, rng) for _ in range(200)), strict=True)
+    assert np.all(centres[np.array(last)] > 2.6) and np.quantile(centres[np.array(last)], 0.9) < 3.5
+    assert np.all(centres[np.array(first)] < -2.6) and np.quantile(centres[np.array(first)], 0.1) > -3.5
+    lo_cell, hi_cell = support_window(gapped, flat, 0.05)
+    assert centres[lo_cell] == pytest.approx(-3.0 - 0.5, abs=0.3) and centres[hi_cell] == pytest.approx(3.5, abs=0.3)
 
 
 def test_small_and_unknown_groups_keep_their_draws() -> None:

@@ -360,6 +360,7 @@ class AuditResult:
             f"Audit of {s.get('source', '<data>')}: target {t.description}.",
             f"Range [{t.lo:g}, {t.hi:g}] ({s.get('range_rule', '')}); {t.n_bins} bins; {pct} credible intervals; "
             f"{s['n_samples']} posterior draws ({s['n_samples_ranking']} for the leaderboard and information).",
+            _ensemble_sentence(s.get("ensemble")),
             "",
         ]
         table = self.benchmarks
@@ -451,3 +452,14 @@ def _scope_rows(table: pd.DataFrame, scope: str) -> pd.DataFrame:
         known = sorted(set(table["scope"].astype(str)))
         raise SpecError(f"no scope {scope!r} in the audit; scopes: {known}")
     return rows
+
+
+def _ensemble_sentence(ensemble: object) -> str:
+    """Which item locations the measures of the whole set (coverage, DDM, gaps) were computed from."""
+    if ensemble == "deconvolved":
+        return (
+            "Coverage, DDM and gaps use deconvolved item locations: per draw, each item is placed under its "
+            "benchmark's estimated difficulty population (cut to a support, at most one empty stretch; "
+            "irtbayes.audit.deconvolve), not the model's normal prior. Item difficulties and ranks use the fit's draws."
+        )
+    return "Coverage, DDM and gaps use the fit's difficulty draws as they are."
