@@ -16,14 +16,14 @@ interrupted study keeps what it measured.
 
 Usage::
 
-    OMP_NUM_THREADS=1 .venv/bin/python scripts/gap_calibration.py --sets 5 --jobs 2 \
-        --csv notebooks/results/gap_calibration.csv                                          # 60 sets
+    OMP_NUM_THREADS=1 .venv/bin/python scripts/gap_calibration.py --sets 20 --jobs 2 --fits /tmp/gap_fits \
+        --csv notebooks/results/gap_calibration.csv                                          # 240 sets
     OMP_NUM_THREADS=1 .venv/bin/python scripts/gap_calibration.py --sets 5 --jobs 2 --design lattice \
-        --csv notebooks/results/gap_calibration_lattice.csv
+        --fits /tmp/gap_fits_lattice --csv notebooks/results/gap_calibration_lattice.csv
     .venv/bin/python scripts/gap_calibration.py --sets 1 --subjects 30 --csv /tmp/quick.csv           # a look
 
 ``--fits DIR`` keeps each data set's fit there and reuses it on the next run, so a change to the audit is
-measured again in minutes (the fits do not depend on it).
+measured again in minutes (the fits do not depend on it). The ``seconds`` column is then the audit's alone.
 """
 
 from __future__ import annotations

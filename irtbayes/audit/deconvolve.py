@@ -303,10 +303,13 @@ class _Objective:
         r = self.A @ p
         if np.any(r <= 0):
             return np.inf, np.zeros_like(beta)
-        c = (self.A / r[:, None]).sum(axis=0)
-        pen = self.prior_precision @ beta
-        value = -np.log(r).sum() + 0.5 * beta @ pen
-        grad = -self.QZ.T @ (p * (c - self.n)) + pen
+        with np.errstate(over="ignore", invalid="ignore"):  # a trial step that leaves an item almost no mass
+            c = (self.A / r[:, None]).sum(axis=0)
+            pen = self.prior_precision @ beta
+            value = -np.log(r).sum() + 0.5 * beta @ pen
+            grad = -self.QZ.T @ (p * (c - self.n)) + pen
+        if not (np.isfinite(value) and np.all(np.isfinite(grad))):
+            return np.inf, np.zeros_like(beta)  # rejected by the line search
         return float(value), grad
 
     def hessian(self, beta: np.ndarray) -> np.ndarray:
