@@ -72,7 +72,7 @@ the calibration of the Maximum Gap (README's table; ``notebooks/results/gap_cali
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import partial
 
@@ -475,10 +475,15 @@ def draw_support(likelihoods: np.ndarray, probs: np.ndarray, rng: np.random.Gene
     (first, last)
         Cell indices, first <= last; cells outside [first, last] get no mass.
     """
-    last = _draw_index(_cut_log_likelihood(likelihoods, probs), rng)
+    return _cuts(likelihoods, probs, lambda ell: _draw_index(ell, rng))
+
+
+def _cuts(likelihoods: np.ndarray, probs: np.ndarray, choose: Callable[[np.ndarray], int]) -> tuple[int, int]:
+    """(first, last): the upper cut chosen from its log-likelihoods, then the lower cut given it."""
+    last = choose(_cut_log_likelihood(likelihoods, probs))
     kept = probs.copy()
     kept[last + 1 :] = 0.0
-    first = len(probs) - 1 - _draw_index(_cut_log_likelihood(likelihoods[:, ::-1], kept[::-1]), rng)
+    first = len(probs) - 1 - choose(_cut_log_likelihood(likelihoods[:, ::-1], kept[::-1]))
     return min(first, last), last
 
 
@@ -533,12 +538,9 @@ def draw_hole(
 
 def support_window(likelihoods: np.ndarray, probs: np.ndarray, cell_width: float) -> tuple[int, int]:
     """Cells [first, last] around the most likely support edges of ``probs``, widened by :data:`SUPPORT_MARGIN`."""
-    last = int(np.argmax(_cut_log_likelihood(likelihoods, probs)))
-    kept = probs.copy()
-    kept[last + 1 :] = 0.0
-    first = len(probs) - 1 - int(np.argmax(_cut_log_likelihood(likelihoods[:, ::-1], kept[::-1])))
+    first, last = _cuts(likelihoods, probs, lambda ell: int(np.argmax(ell)))
     margin = int(np.ceil(SUPPORT_MARGIN / cell_width))
-    return max(min(first, last) - margin, 0), min(last + margin, len(probs) - 1)
+    return max(first - margin, 0), min(last + margin, len(probs) - 1)
 
 
 def restrict_to_support(probs: np.ndarray, likelihoods: np.ndarray, rng: np.random.Generator) -> np.ndarray:
