@@ -96,7 +96,7 @@ class BenchfillResult:
         >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
         >>> data, truth = simulate_responses(100, 40, missing=0.0, seed=1)
         >>> fit = Fit.from_posterior(posterior_near_truth(data, truth, chains=2, draws=100, seed=2), data)
-        >>> choice, _ = choose_target(fit, data, bins=4)
+        >>> choice, _ = choose_target(fit, data, bins=4, target_bin=0)  # the bin of the true widest gap
         >>> theta, middle = truth["ability"].values, (choice.lo + choice.hi) / 2
         >>> rng = np.random.default_rng(3)
         >>> answers = pd.concat(

@@ -281,7 +281,8 @@ def choose_target(
 
     Examples
     --------
-    The bin that most often holds the widest gap of a simulated bank:
+    The bin that most often holds the widest gap of a simulated bank. Here two gaps nearly tie (the true widest,
+    0.82 logits, lies in bin 0, one of 0.75 in bin 3), and ``choice.how`` says how often the chosen bin won:
 
     >>> from irtbayes.fit import Fit
     >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
@@ -290,7 +291,9 @@ def choose_target(
     >>> from irtbayes.benchfill import choose_target
     >>> choice, bank_audit = choose_target(fit, data, bins=4)
     >>> choice.bin, choice.label
-    (0, '[-2.70, -1.38) (bin 0, all items)')
+    (3, '[1.28, 2.60) (bin 3, all items)')
+    >>> choice.how
+    'the bin holding the widest gap of all items most often: bin 3 [1.28, 2.60], P = 0.52'
     """
     if target_bin is not None and interval is not None:
         raise SpecError("give a target bin or a target interval, not both")

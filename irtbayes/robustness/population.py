@@ -504,7 +504,9 @@ def population_stability(
 
     Examples
     --------
-    A refit of the same population, with other draws, agrees with the reference on every conclusion:
+    A refit of the same population, with other draws, agrees with the reference on the range, DDM, gap widths
+    and ranks; where the widest gap lies is a near-tie between two regions here (the modal bin holds it in
+    about half of the draws), and the refit settles it the other way for two scopes:
 
     >>> from irtbayes.audit import audit
     >>> from irtbayes.robustness import outcome_from_audit, population_stability
@@ -515,8 +517,8 @@ def population_stability(
     >>> again = posterior_near_truth(data, truth, chains=2, draws=50, seed=3)
     >>> refit = outcome_from_audit("again", "population", audit(again, data, bins=5), again, n_subjects=30)
     >>> stability = population_stability(reference, reference_posterior, [refit])
-    >>> stability.conclusions["label"].unique().tolist()
-    ['stable']
+    >>> stability.conclusions.query("label != 'stable'")[["scope", "conclusion", "label"]].to_numpy().tolist()
+    [['all', 'gap_location', 'population-dependent'], ['bench01', 'gap_location', 'population-dependent']]
     >>> stability.conclusions.query("scope == 'all'")["conclusion"].tolist()
     ['range', 'ddm_w1', 'max_gap', 'gap_location', 'ranks']
     """
