@@ -217,8 +217,8 @@ def _gap_width_caveat(fit: Fit, audit: AuditResult) -> str:
             "empty region out of it; a gap's edges are still blurred by the items' uncertainty (mean posterior sd "
             f"of a difficulty here: {difficulty_sd:.2f}). In simulations (60 items, 30-200 systems) the 90% "
             "interval covered the true widest gap in 94% of 240 data sets, a planted gap was read 0.1-0.2 logits "
-            "narrow on average and a benchmark without one 0.1-0.2 wide; small benchmarks with uncertain items "
-            "read gaps wider than they are. Read the interval as the range of plausible widths."
+            "narrow on average and, with 30-80 systems, a benchmark without one 0.1-0.2 wide; small benchmarks with "
+            "uncertain items read gaps wider than they are. Read the interval as the range of plausible widths."
         )
     return (
         f"The exact width of a gap: per-draw Maximum Gaps scatter items into gaps by the difficulty "
