@@ -18,10 +18,15 @@ from __future__ import annotations
 import argparse
 import logging
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from irtbayes.errors import DataError, SpecError
 from irtbayes.files import read_json
+
+if TYPE_CHECKING:
+    from irtbayes.benchfill.run import TargetChoice
+    from irtbayes.data import ResponseData
+    from irtbayes.fit import Fit
 
 __all__ = ["add_parser", "cmd_calibrate", "cmd_export", "cmd_propose"]
 
@@ -41,15 +46,10 @@ def _interval(args: argparse.Namespace) -> tuple[float, float] | None:
     return None if args.target is None else (float(args.target[0]), float(args.target[1]))
 
 
-# ---------------------------------------------------------------------------------------------- propose
-def cmd_propose(args: argparse.Namespace) -> int:
-    """``benchfill propose``: choose the target, ask the source for candidates, write them with the target."""
-    from irtbayes.benchfill.client import ChatClient
-    from irtbayes.benchfill.llm import LLMSource
-    from irtbayes.benchfill.run import choose_target, propose, write_proposal
-    from irtbayes.benchfill.sources import FileSource
+def _target(fit: Fit, data: ResponseData, args: argparse.Namespace) -> TargetChoice:
+    """The target the command line names (a bin, an interval or the widest gap's bin) for ``fit``."""
+    from irtbayes.benchfill.run import choose_target
 
-    fit, data = _load(args)
     choice, _ = choose_target(
         fit,
         data,
@@ -58,8 +58,21 @@ def cmd_propose(args: argparse.Namespace) -> int:
         interval=_interval(args),
         bins=args.bins,
         range=args.range,
-        gap_interval=args.gap_interval,
+        gap_interval=getattr(args, "gap_interval", False),
     )
+    return choice
+
+
+# ---------------------------------------------------------------------------------------------- propose
+def cmd_propose(args: argparse.Namespace) -> int:
+    """``benchfill propose``: choose the target, ask the source for candidates, write them with the target."""
+    from irtbayes.benchfill.client import ChatClient
+    from irtbayes.benchfill.llm import LLMSource
+    from irtbayes.benchfill.run import propose, write_proposal
+    from irtbayes.benchfill.sources import FileSource
+
+    fit, data = _load(args)
+    choice = _target(fit, data, args)
     out = Path(args.out)
     if args.candidates:
         source: Any = FileSource(args.candidates)
@@ -119,7 +132,6 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     from irtbayes.benchfill.run import (
         TargetChoice,
         calibrate_candidates,
-        choose_target,
         load_candidate_responses,
         write_benchfill,
     )
@@ -134,15 +146,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
             raise DataError(f"{path}: no such file (a target.json written by `benchfill propose`)")
         choice = TargetChoice.from_dict(read_json(path), where=str(path))
     else:
-        choice, _ = choose_target(
-            fit,
-            data,
-            benchmark=args.benchmark,
-            target_bin=args.target_bin,
-            interval=_interval(args),
-            bins=args.bins,
-            range=args.range,
-        )
+        choice = _target(fit, data, args)
     new_data = load_candidate_responses(
         args.responses, candidates, fit=fit, metric=args.metric, lm_filter=args.lm_filter
     )
