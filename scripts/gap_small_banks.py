@@ -20,7 +20,7 @@ import warnings
 import numpy as np
 
 from irtbayes.audit import widest_gap
-from irtbayes.audit.deconvolve import PriorDraws, deconvolved_locations
+from irtbayes.audit.deconvolve import MIN_ITEMS, PriorDraws, deconvolved_locations
 
 LO, HI = -2.0, 2.0
 SAMPLES = 1000
@@ -50,6 +50,10 @@ def main() -> None:
     parser.add_argument("--se", type=float, nargs="+", default=[0.6])
     parser.add_argument("--sets", type=int, default=30)
     args = parser.parse_args()
+    if min(args.items) < MIN_ITEMS:
+        parser.error(f"--items: at least {MIN_ITEMS} per benchmark (smaller ones keep the fit's draws)")
+    if min(args.se) <= 0 or args.sets < 1:
+        parser.error("--se must be positive and --sets at least 1")
     warnings.simplefilter("ignore")
     print("| items | se | data sets | with support: coverage | bias | smooth population: coverage | bias |")
     print("|---:|---:|---:|---:|---:|---:|---:|")

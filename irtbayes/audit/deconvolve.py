@@ -638,6 +638,7 @@ def deconvolved_locations(
         if support:  # refit on the cells around the likeliest support, so g need not fall to zero by itself
             lo_cell, hi_cell = support_window(lik, pop.probs, float(edges[1] - edges[0]))
             kept = lik[:, lo_cell : hi_cell + 1].sum(axis=1, keepdims=True)
+            # refit only where every item keeps some likelihood and the window leaves the spline room (8 cells)
             if np.all(kept > 0) and hi_cell - lo_cell >= 8:
                 lik = lik[:, lo_cell : hi_cell + 1] / kept
                 edges = edges[lo_cell : hi_cell + 2]
