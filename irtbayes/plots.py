@@ -46,6 +46,12 @@ __all__ = [
 
 #: Okabe & Ito (2008) colour-blind-safe palette, black last.
 OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
+#: For more than 8 domains: matplotlib's ``tab20``, its ten strong colours first and then their light partners, so
+#: up to 20 domains get distinct colours.
+WIDE_PALETTE = (
+    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf",
+    "#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94", "#f7b6d2", "#c7c7c7", "#dbdb8d", "#9edae5",
+)  # fmt: skip
 #: Largest figure, in inches (at the report's 150 dpi: 1,950 x 2,100 pixels before the tight bounding box).
 MAX_WIDTH, MAX_HEIGHT = 13.0, 14.0
 #: Rows beyond which tick labels are left out (they would overlap).
@@ -72,25 +78,34 @@ def shorten(name: object, width: int = 28) -> str:
     return text[: (keep + 1) // 2] + "…" + text[-(keep // 2) :]
 
 
+def _palette(n: int) -> tuple[str, ...]:
+    return OKABE_ITO if n <= len(OKABE_ITO) else WIDE_PALETTE
+
+
 def domain_colours(domains: Sequence[object]) -> dict[str, str]:
-    """One palette colour per distinct domain, in order of first appearance (cycling past 8).
+    """One colour per distinct domain, in order of first appearance: the colour-blind-safe Okabe-Ito palette for up
+    to 8 domains, :data:`WIDE_PALETTE` for up to 20 (cycling past 20).
 
     Examples
     --------
     >>> domain_colours(["law", "maths", "law"])
     {'law': '#0072B2', 'maths': '#E69F00'}
+    >>> len(set(domain_colours([f"d{i}" for i in range(16)]).values()))
+    16
     """
     distinct = list(dict.fromkeys(str(d) for d in domains))
-    return {d: OKABE_ITO[i % len(OKABE_ITO)] for i, d in enumerate(distinct)}
+    palette = _palette(len(distinct))
+    return {d: palette[i % len(palette)] for i, d in enumerate(distinct)}
 
 
 MARKERS = ("o", "s", "^", "D", "v", "P")
 
 
 def domain_markers(domains: Sequence[object]) -> dict[str, str]:
-    """A marker per distinct domain that changes each time the colours cycle, so 9+ domains stay distinct."""
+    """A marker per distinct domain that changes each time the colours cycle (past 20 domains), so they stay distinct."""
     distinct = list(dict.fromkeys(str(d) for d in domains))
-    return {d: MARKERS[(i // len(OKABE_ITO)) % len(MARKERS)] for i, d in enumerate(distinct)}
+    n = len(_palette(len(distinct)))
+    return {d: MARKERS[(i // n) % len(MARKERS)] for i, d in enumerate(distinct)}
 
 
 def domain_palette(domains: Sequence[object]) -> tuple[dict[str, str], dict[str, str]]:

@@ -40,7 +40,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from _common import Timer, settings, short_summary, versions
+from _common import Timer, fit_label, settings, short_summary, versions
+from _common import verdict as fit_verdict
 
 from irtbayes import datasets
 from irtbayes.fit import fit
@@ -63,8 +64,9 @@ print("published reference estimates:", "found" if REFERENCE is not None else "n
 # %%
 # These fits are small, so the full mode samples longer than the notebook default: at least 4 chains x 1000 draws.
 CHAINS, DRAWS, TUNE = (
-    (S.chains, S.draws, S.tune) if S.fast else (max(S.chains, 4), max(S.draws, 1000), max(S.tune, 1000))
+    (S.chains, S.draws, S.tune) if S.fast else (S.chains or 4, max(S.draws or 0, 1000), max(S.tune or 0, 1000))
 )
+SAMPLER = S.sampler or "nutpie"
 
 
 def run_fit(data, spec):
@@ -72,7 +74,7 @@ def run_fit(data, spec):
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*approximate method.*")
         warnings.filterwarnings("ignore", message=".*did not pass the convergence checks.*")
-        return fit(data, spec, sampler=S.sampler, chains=CHAINS, draws=DRAWS, tune=TUNE, seed=S.seed, progress=False)
+        return fit(data, spec, sampler=SAMPLER, chains=CHAINS, draws=DRAWS, tune=TUNE, seed=S.seed, progress=False)
 
 
 # %% [markdown]
@@ -150,6 +152,7 @@ if REFERENCE is not None:
     ours7 = posterior_rows(fit7, {"discrimination": "a", "intercept": "d"})
     table7 = compare(published_rows("LSAT7", "2PL"), ours7)
     table7.insert(0, "check", "LSAT7 2PL vs mirt")
+    table7["verdict"] = fit_verdict(fit7)
     validation.append(table7)
     with pd.option_context("display.width", 200, "display.precision", 3):
         print(table7.drop(columns=["source"]).to_string(index=False))
@@ -190,6 +193,7 @@ if REFERENCE is not None:
     )
     table6 = compare(published_rows("LSAT6", "Rasch"), ours6)
     table6.insert(0, "check", "LSAT6 Rasch vs mirt")
+    table6["verdict"] = fit_verdict(fit6)
     validation.append(table6)
     with pd.option_context("display.width", 200, "display.precision", 3):
         print(table6.drop(columns=["source"]).to_string(index=False))
@@ -218,6 +222,7 @@ if REFERENCE is not None:
         table_b.iloc[:, :6], table_b[["item", "parameter", "posterior_mean", "posterior_low", "posterior_high"]]
     )
     table_b.insert(0, "check", "LSAT6 Rasch vs published Bayesian fit")
+    table_b["verdict"] = fit_verdict(fit6)
     validation.append(table_b)
     with pd.option_context("display.width", 200, "display.precision", 3):
         print(table_b.drop(columns=["source"]).to_string(index=False))
@@ -273,12 +278,13 @@ for k, (ax, (name, (table, true))) in enumerate(zip(axes, panels.items(), strict
     ax.set_xlabel(f"true {name}")
     ax.set_ylabel("posterior mean (90% interval)")
     ax.set_title(f"{name}: {inside.mean():.0%} of truths inside")
-fig.suptitle(f"Recovery: {SIM_SUBJECTS} subjects x {SIM_ITEMS} items, {fit_sim.sampler['name']}")
+fig.suptitle(f"Recovery: {SIM_SUBJECTS} subjects x {SIM_ITEMS} items, {fit_label(fit_sim)}")
 fig.savefig(S.figures / "recovery.png", dpi=80 if S.fast else 130)
 plt.close(fig)
 coverage = pd.DataFrame(coverage_rows)
 coverage["sampler"] = fit_sim.sampler["name"]
 coverage["approximate"] = fit_sim.approximate
+coverage["verdict"] = fit_verdict(fit_sim)
 coverage.to_csv(S.out / "validation_recovery.csv", index=False)
 print(coverage.to_string(index=False))
 

@@ -45,20 +45,26 @@
 #
 # **Models and sampling.** A hierarchical 2PL (item difficulties and log-discriminations pooled within benchmark
 # and domain) for every population except XSTest: with 5 systems an item's discrimination would rest on 5
-# responses, so XSTest gets the 1PL (Rasch) model. The full mode samples with nutpie (NUTS), 2 chains x 500
-# draws after 500 warm-up draws, and 4 chains x 1000 after 1000 for the small populations (at most 100,000
-# responses: ChemBench, JailbreakBench, XSTest), whose fits take seconds to minutes.
+# responses, so XSTest gets the 1PL (Rasch) model. Every population is calibrated **in full** (no subsample):
 #
-# **Subsampling.** Two populations are too large to sample in full with NUTS on a 2-core machine in
-# reasonable time: the Open LLM Leaderboard (the 1,989 systems with all five benchmarks x 493 items) and the
-# NLU test sets (90 x 82,756 items). The full mode calibrates a seeded random subset of 400 leaderboard systems
-# and of 100 items per NLU test set; the fast mode (the test suite) shrinks every population further and uses
-# ADVI. Every row of the results table says what was calibrated and with which sampler. A full run on more
-# data is `IRTBAYES_NB_MAX_SUBJECTS=all IRTBAYES_NB_MAX_ITEMS=all IRTBAYES_NB_MODE=full python
-# notebooks/03_audit.py` (or any other caps), on a machine with more cores. A smaller subsample inflates the
-# Maximum Gap (fewer points leave wider gaps) and raises DDM's floor, o + (1 - o)/(4m) for m items inside and a
-# share o outside; the table reports both the number of items calibrated and a reference gap for that many
-# items spread at random.
+# - MMLU-Pro: NUTS (nutpie) at irtbayes' defaults for its size, 4 chains x 1,250 draws after 500 (the fit of
+#   `make run`, which the full run reuses when it is given; `scripts/run_notebooks.py --reuse-make-run DIR`);
+# - ChemBench, JailbreakBench, XSTest: NUTS, 4 chains, drawing until the convergence checks pass (at most 4,000
+#   draws per chain);
+# - the Open LLM Leaderboard (all 6,122 systems x 493 tinyBenchmarks items, 2.0M responses) and the NLU test sets
+#   (90 checkpoints x all 82,756 items, 7.4M responses): beyond NUTS on a 2-core machine, so the **approximate
+#   tier** (`--sampler approx`), validated against NUTS at 100 x 1,000, 400 x 5,000 and on MMLU-Pro (coverage of
+#   90% intervals 0.89-0.92; README, "The approximate tier"). Their rows say `approximate`.
+#
+# Every row of the table carries its fit's verdict: `converged` (NUTS that passed r-hat <= 1.01, bulk and tail
+# ESS >= 400, no divergences), `NOT CONVERGED`, or `approximate`; every figure marks the rows that are not
+# `converged`.
+#
+# **Counting.** A benchmark is counted once however many populations took it (ARC-Challenge, HellaSwag and
+# WinoGrande were taken by both the leaderboard and the NLU checkpoints: they are shown side by side), and
+# MMLU-Pro's 14 categories are its sub-benchmarks, not benchmarks of their own. The leaderboard's five rows are
+# the tinyBenchmarks anchor subsets (about 100 items each), and `items_benchmark` gives the size of the test set
+# they were drawn from.
 #
 # **Item locations.** Coverage, DDM and the Maximum Gap use the audit's default deconvolved item locations:
 # in each draw every item is placed under its benchmark's estimated difficulty distribution rather than the
@@ -75,6 +81,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from _common import (
+    BENCHMARK_DOMAIN,
+    CATEGORIES_OF,
+    ITEM_SUBSETS,
     POPULATIONS,
     Timer,
     ci,
@@ -85,57 +94,69 @@ from _common import (
     settings_record,
     short_summary,
     subsample_note,
+    verdict,
     versions,
     write_json,
 )
+from _figures import (
+    plot_coverage_with_outside,
+    plot_difficulty_vs_ability,
+    plot_forests,
+    plot_side_by_side,
+)
 
 from irtbayes.audit import audit
-from irtbayes.plots import plot_coverage_heatmap, plot_forest
+from irtbayes.plots import domain_palette
 
 S = settings()
 timer = Timer()
 BINS = 10
 CI_PROB = 0.9
-RHAT_OK = 1.05  # a NUTS fit with a larger r-hat has chains that disagree: its rows are kept out of the orderings
 print(S.describe())
 
 # %% [markdown]
 # ## Calibrate and audit each population
 #
 # Fits are saved under `<out>/fits/<population>` and reused when they match the data and the sampler
-# settings, so notebooks 4 and 5 (and reruns) do not refit.
+# settings, so notebooks 4-7 (and reruns) do not refit.
+
 
 # %%
-bench_rows, bin_rows, pop_records = [], [], []
-for pop in POPULATIONS:
-    with timer(f"{pop.name}: load"):
-        data, record = load_population(pop, S)
-    print(f"\n=== {pop.name}: {data.n_subjects} subjects x {data.n_items} items ({subsample_note(record)})")
-    with timer(f"{pop.name}: fit"):
-        result, loaded = fit_or_load(pop.name, data, S)
-    print(("loaded saved fit" if loaded else "fitted now") + f"; sampler wall time {result.sampler['wall_time_s']}s")
-    print(short_summary(result))
-    with timer(f"{pop.name}: audit"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        report = audit(result, data, bins=BINS, ci_prob=CI_PROB, max_draws=400 if S.fast else 1000)
+def table_rows(pop, report, data, record, result, loaded):
+    """One row per audited benchmark (and per sub-benchmark) of one population."""
     lo, hi = report.target.lo, report.target.hi
-    table = report.benchmarks.loc[report.benchmarks["scope_kind"] == "benchmark"].copy()
+    whole = CATEGORIES_OF.get(pop.name)
+    kinds = ["benchmark", "all"] if whole else ["benchmark"]
+    table = report.benchmarks.loc[report.benchmarks["scope_kind"].isin(kinds)]
     domain_of = data.items.groupby("benchmark", observed=True)["domain"].first().astype(str)
+    rows = []
     for _, r in table.iterrows():
-        width = hi - lo
+        is_all = r["scope_kind"] == "all"
         outside = r["mass_below_mean"] + r["mass_above_mean"]
-        in_range = r["n_items"] * (1 - outside)
-        m = max(round(in_range), 0)
+        m = max(round(r["n_items"] * (1 - outside)), 0)
         # expected widest of the m + 1 spacings of m uniform points on [0, 1] (L and U count as edges)
         gap_ref = float(np.sum(1.0 / np.arange(1, m + 2)) / (m + 1))
-        bench_rows.append(
+        if whole:
+            benchmark, sub = whole, ("" if is_all else str(r["scope"]))
+        else:
+            benchmark, sub = str(r["scope"]), ""
+        domain = BENCHMARK_DOMAIN.get(benchmark, "") if is_all else domain_of.get(r["scope"], "")
+        total, subset = ITEM_SUBSETS.get((pop.name, benchmark), (None, ""))
+        n_total = record["items_total"] if is_all else record["items_total_per_benchmark"].get(r["scope"])
+        rows.append(
             {
                 "population": pop.name,
+                "benchmark": benchmark,
+                "sub_benchmark": sub,
+                "level": "sub-benchmark" if sub else "benchmark",
+                "scope_kind": r["scope_kind"],
+                "scope": r["scope"],
+                "domain": domain,
                 "dataset": pop.dataset,
-                "benchmark": r["scope"],
-                "domain": domain_of.get(r["scope"], ""),
                 "items": int(r["n_items"]),
-                "items_total": record["items_total_per_benchmark"].get(r["scope"], int(r["n_items"])),
+                "items_total": int(n_total if n_total is not None else r["n_items"]),
+                "items_benchmark": int(total) if total else int(n_total if n_total is not None else r["n_items"]),
+                "item_set": subset or "all items",
                 "subjects": int(r["n_subjects"]),
                 "subjects_total": record["subjects_total"],
                 "raw_accuracy": r["raw_accuracy"],
@@ -145,7 +166,7 @@ for pop in POPULATIONS:
                 "ddm_floor": outside + (1 - outside) / (4 * max(m, 1)),
                 **{f"ddm_tv_{k}": r[f"ddm_tv_{k}"] for k in ("mean", "ci_low", "ci_high")},
                 **{f"max_gap_{k}": r[f"max_gap_{k}"] for k in ("mean", "sd", "ci_low", "ci_high")},
-                **{f"max_gap_rel_{k}": r[f"max_gap_{k}"] / width for k in ("mean", "ci_low", "ci_high")},
+                **{f"max_gap_rel_{k}": r[f"max_gap_{k}"] / (hi - lo) for k in ("mean", "ci_low", "ci_high")},
                 "gap_rel_uniform_ref": gap_ref,
                 "gap_lo": r["gap_lo"],
                 "gap_hi": r["gap_hi"],
@@ -158,40 +179,71 @@ for pop in POPULATIONS:
                 "mass_below_mean": r["mass_below_mean"],
                 "mass_above_mean": r["mass_above_mean"],
                 "sampler": fit_label(result),
+                "verdict": verdict(result),
                 "approximate": result.approximate,
                 "converged": (not result.approximate) and result.diagnostics.ok,
-                "mixed": result.approximate or bool(result.diagnostics.max_rhat <= RHAT_OK),
                 "max_rhat": result.diagnostics.max_rhat,
                 "min_ess_bulk": result.diagnostics.min_ess_bulk,
+                "divergences": result.diagnostics.divergences,
                 "subsample": subsample_note(record),
                 "ci_prob": CI_PROB,
                 "bins": BINS,
             }
         )
-    bins = report.bins.loc[report.bins["scope_kind"] == "benchmark"].copy()
+    return rows
+
+
+bench_rows, bin_rows, pop_records, shapes = [], [], [], {}
+for pop in POPULATIONS:
+    with timer(f"{pop.name}: load"):
+        data, record = load_population(pop, S)
+    print(f"\n=== {pop.name}: {data.n_subjects} subjects x {data.n_items} items ({subsample_note(record)})")
+    with timer(f"{pop.name}: fit"):
+        result, loaded = fit_or_load(pop.name, data, S)
+    print(("loaded saved fit" if loaded else "fitted now") + f"; sampler wall time {result.sampler['wall_time_s']}s")
+    print(short_summary(result))
+    with timer(f"{pop.name}: audit"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        report = audit(result, data, bins=BINS, ci_prob=CI_PROB, max_draws=400 if S.fast else 1000, progress=False)
+    bench_rows.extend(table_rows(pop, report, data, record, result, loaded))
+    bins = report.bins.loc[report.bins["scope_kind"].isin(["benchmark", "all"])].copy()
     bins.insert(0, "population", pop.name)
     bin_rows.append(bins)
+    items = result.items_table()[["item", "benchmark", "difficulty_mean"]]
+    shapes[pop.name] = {
+        "difficulty": items,
+        "ability": result.subjects_table()["ability_mean"].to_numpy(),
+        "range": (report.target.lo, report.target.hi),
+        "verdict": verdict(result),
+        "sampler": fit_label(result),
+    }
+    if pop.name == "mmlu_pro":
+        ax = report.plot_coverage(scope_kind="benchmark")
+        ax.set_title(f"MMLU-Pro's 14 categories over the difficulty bins ({fit_label(result)})")
+        ax.figure.savefig(S.figures / "mmlu_pro_coverage.png", dpi=80 if S.fast else 130, bbox_inches="tight")
+        plt.close(ax.figure)
     record.update(
         sampler=result.sampler,
         model=result.spec.kind,
+        verdict=verdict(result),
         diagnostics_ok=result.diagnostics.ok,
         max_rhat=result.diagnostics.max_rhat,
         min_ess_bulk=result.diagnostics.min_ess_bulk,
         divergences=result.diagnostics.divergences,
         approximate=result.approximate,
-        range=[lo, hi],
+        range=[report.target.lo, report.target.hi],
         fit_reused=loaded,
         seconds={row["step"].split(": ")[1]: row["seconds"] for row in timer.rows if row["step"].startswith(pop.name)},
     )
     pop_records.append(record)
-    print(f"target range [{lo:g}, {hi:g}] ({report.settings['range_rule']})")
+    print(f"target range [{report.target.lo:g}, {report.target.hi:g}] ({report.settings['range_rule']})")
 
 # %% [markdown]
 # ## The results table
 #
-# First how each population's fit went (NUTS diagnostics: r-hat <= 1.01 and bulk/tail ESS >= 400 for "converged"),
-# then one row per (population, benchmark). Written to `<out>/benchmark_audit.csv`; the per-bin coverage of every
-# benchmark goes to `<out>/benchmark_bins.csv`.
+# First how each population's fit went, then one row per (population, benchmark), with MMLU-Pro's categories as
+# sub-benchmark rows. Written to `<out>/benchmark_audit.csv`; the per-bin coverage of every benchmark goes to
+# `<out>/benchmark_bins.csv`.
 
 # %%
 results = pd.DataFrame(bench_rows)
@@ -206,21 +258,18 @@ convergence = pd.DataFrame(
             "max r-hat": p["max_rhat"],
             "min bulk ESS": p["min_ess_bulk"],
             "divergences": p["divergences"],
-            "verdict": "approximate" if p["approximate"] else ("converged" if p["diagnostics_ok"] else "not converged"),
+            "verdict": p["verdict"],
         }
         for p in pop_records
     ]
 )
 with pd.option_context("display.width", 200, "display.precision", 3):
     print(convergence.to_string(index=False))
-# a benchmark is named population:benchmark, or by its own name when it is the population's only benchmark
-results.insert(
-    0,
-    "label",
-    results["benchmark"].where(
-        results["population"] == results["benchmark"], results["population"] + ":" + results["benchmark"]
-    ),
+# population:benchmark, or the benchmark's own name when it is the population's name; then /sub-benchmark
+name = results["benchmark"].where(
+    results["population"] == results["benchmark"], results["population"] + ":" + results["benchmark"]
 )
+results.insert(0, "label", name + np.where(results["sub_benchmark"] != "", "/" + results["sub_benchmark"], ""))
 results.insert(1, "label_domain", results["label"] + " · " + results["domain"])
 results.to_csv(S.out / "benchmark_audit.csv", index=False)
 all_bins = pd.concat(bin_rows, ignore_index=True)
@@ -230,7 +279,7 @@ shown = pd.DataFrame(
     {
         "benchmark": results["label"],
         "domain": results["domain"],
-        "items": results["items"].astype(str) + "/" + results["items_total"].astype(str),
+        "items": results["items"].astype(str) + "/" + results["items_benchmark"].astype(str),
         "subjects": results["subjects"],
         "DDM": [ci(r.ddm_mean, r.ddm_ci_low, r.ddm_ci_high) for r in results.itertuples()],
         "max gap (share of range)": [
@@ -238,52 +287,72 @@ shown = pd.DataFrame(
         ],
         "gap at (logits)": [f"[{r.gap_lo:.2f}, {r.gap_hi:.2f}]" for r in results.itertuples()],
         "below/above": [f"{r.mass_below_mean:.0%}/{r.mass_above_mean:.0%}" for r in results.itertuples()],
+        "fit": results["verdict"],
     }
 )
-with pd.option_context("display.width", 220, "display.max_rows", 200):
+with pd.option_context("display.width", 240, "display.max_rows", 200):
     print(shown.to_string(index=False))
 print("wrote", S.out / "benchmark_audit.csv")
+
+# %% [markdown]
+# ## Counting honestly
+#
+# Distinct benchmarks (a benchmark taken by two populations counts once; sub-benchmarks do not count) and the
+# domains they cover. A benchmark's domain is the registry's label of its items (MMLU-Pro, whose categories carry
+# MMLU's four groups, is "knowledge").
+
+# %%
+benchmarks_only = results.loc[results["level"] == "benchmark"]
+distinct = benchmarks_only.groupby("benchmark").agg(
+    domain=("domain", "first"), populations=("population", lambda s: ", ".join(sorted(set(s))))
+)
+n_b, n_d = len(distinct), distinct["domain"].nunique()
+n_sub = int((results["level"] == "sub-benchmark").sum())
+n_pop = results["population"].nunique()
+print(
+    f"{n_b} distinct benchmarks in {n_d} domains, audited in {n_pop} populations ({len(benchmarks_only)} "
+    f"(population, benchmark) rows), plus {n_sub} sub-benchmarks (MMLU-Pro's categories)."
+)
+by_verdict = benchmarks_only["verdict"].value_counts()
+print("rows by fit verdict:", ", ".join(f"{k} {v}" for k, v in by_verdict.items()))
+print(distinct.groupby("domain").size().sort_values(ascending=False).to_string())
+twice = distinct.loc[distinct["populations"].str.contains(",")]
+print(f"taken by two populations: {', '.join(twice.index)}")
+partial = benchmarks_only.loc[benchmarks_only["item_set"] != "all items"]
+for r in partial.itertuples():
+    print(f"  {r.label}: {r.items} of {r.items_benchmark} items ({r.item_set})")
 
 # %% [markdown]
 # ## What the table says
 #
 # Generated from the numbers above. "Credibly" means the 90% interval excludes the value compared with; where
-# intervals overlap we say the data cannot order the benchmarks.
+# intervals overlap we say the data cannot order the benchmarks. Orderings use the benchmark rows (not the
+# sub-benchmarks) and name each row's fit verdict.
 
 # %%
-n_b, n_d = len(results), results["domain"].nunique()
-per_domain = results.groupby("domain").agg(
-    benchmarks=("label", "size"),
+per_domain = benchmarks_only.groupby("domain").agg(
+    benchmarks=("benchmark", "nunique"),
     populations=("population", "nunique"),
     median_ddm=("ddm_mean", "median"),
     median_gap_share=("max_gap_rel_mean", "median"),
 )
-print(f"{n_b} benchmarks in {n_d} domains were audited across {results['population'].nunique()} populations.")
 with pd.option_context("display.precision", 3):
     print(per_domain.sort_values("median_ddm", ascending=False).to_string())
-n_approx = int(results["approximate"].sum())
-if n_approx:
-    pops = sorted(results.loc[results["approximate"], "population"].unique())
-    print(f"{n_approx} rows come from an approximate fit ({', '.join(pops)}): their intervals are approximate.")
-not_conv = sorted(results.loc[~results["approximate"] & ~results["converged"], "population"].unique())
+not_conv = sorted(results.loc[results["verdict"] == "NOT CONVERGED", "population"].unique())
 if not_conv:
-    print(f"The NUTS fits of {', '.join(not_conv)} did not pass every convergence check (see the fit summaries).")
-unmixed = results.loc[~results["mixed"]]
-if len(unmixed):
-    print(
-        f"The fits of {', '.join(sorted(unmixed['population'].unique()))} have r-hat above {RHAT_OK} (chains that "
-        f"disagree): their {len(unmixed)} row(s) are reported but left out of the orderings below."
-    )
-solid = results.loc[results["mixed"]]
+    print(f"The NUTS fits of {', '.join(not_conv)} did not pass every convergence check: their rows say so.")
+n_approx = int(benchmarks_only["approximate"].sum())
+if n_approx:
+    pops = sorted(benchmarks_only.loc[benchmarks_only["approximate"], "population"].unique())
+    print(f"{n_approx} benchmark rows come from the approximate tier ({', '.join(pops)}).")
 
 
 def ordering_sentence(frame: pd.DataFrame, prefix: str, what: str, k: int = 5) -> None:
     top = frame.sort_values(f"{prefix}_mean", ascending=False).head(k)
     print(f"Largest {what}:")
     for r in top.itertuples():
-        print(
-            f"  {r.label} ({r.domain}): {ci(getattr(r, prefix + '_mean'), getattr(r, prefix + '_ci_low'), getattr(r, prefix + '_ci_high'))}"
-        )
+        value = ci(getattr(r, prefix + "_mean"), getattr(r, prefix + "_ci_low"), getattr(r, prefix + "_ci_high"))
+        print(f"  {r.label} ({r.domain}; {r.verdict}): {value}")
     first, second = top.iloc[0], top.iloc[1]
     if first[f"{prefix}_ci_low"] > second[f"{prefix}_ci_high"]:
         print(f"  {first['label']}'s {what} is credibly larger than every other benchmark's.")
@@ -292,93 +361,91 @@ def ordering_sentence(frame: pd.DataFrame, prefix: str, what: str, k: int = 5) -
         print(f"  The intervals of {', '.join(tied)} overlap with the largest: the data cannot order them.")
 
 
-ordering_sentence(solid, "ddm", "DDM")
-ordering_sentence(solid, "max_gap_rel", "Maximum Gap (share of the range)")
-
-wide = solid.loc[solid["max_gap_rel_ci_low"] > solid["gap_rel_uniform_ref"]]
+ordering_sentence(benchmarks_only, "ddm", "DDM")
+ordering_sentence(benchmarks_only, "max_gap_rel", "Maximum Gap (share of the range)")
+wide = benchmarks_only.loc[benchmarks_only["max_gap_rel_ci_low"] > benchmarks_only["gap_rel_uniform_ref"]]
 print(
-    f"{len(wide)} of {len(solid)} benchmarks have a widest gap credibly wider than expected if their in-range items were "
-    "spread uniformly at random over the range (the 90% interval lies above the reference)"
-    + (
-        f": {', '.join(wide.sort_values('max_gap_rel_mean', ascending=False)['label'].head(10))}"
-        + (" ..." if len(wide) > 10 else "")
-        if len(wide)
-        else "."
-    )
+    f"{len(wide)} of {len(benchmarks_only)} benchmark rows have a widest gap credibly wider than expected if their "
+    "in-range items were spread uniformly at random over the range (the 90% interval lies above the reference)"
+    + (f": {', '.join(wide.sort_values('max_gap_rel_mean', ascending=False)['label'].head(10))}" if len(wide) else ".")
 )
-for r in solid.sort_values("max_gap_rel_ci_low", ascending=False).head(3).itertuples():
+for r in benchmarks_only.sort_values("max_gap_rel_ci_low", ascending=False).head(3).itertuples():
     print(
-        f"{r.label}: widest gap {ci(r.max_gap_mean, r.max_gap_ci_low, r.max_gap_ci_high)} logits, on average at "
-        f"[{r.gap_lo:.2f}, {r.gap_hi:.2f}]; it falls in bin [{r.gap_modal_bin_lo:.2f}, {r.gap_modal_bin_hi:.2f}) in "
-        f"{r.gap_p_modal_bin:.0%} of draws. {r.mass_below_mean:.0%} of its items lie below the range and "
-        f"{r.mass_above_mean:.0%} above."
+        f"{r.label} ({r.verdict}): widest gap {ci(r.max_gap_mean, r.max_gap_ci_low, r.max_gap_ci_high)} logits, on "
+        f"average at [{r.gap_lo:.2f}, {r.gap_hi:.2f}]; it falls in bin [{r.gap_modal_bin_lo:.2f}, "
+        f"{r.gap_modal_bin_hi:.2f}) in {r.gap_p_modal_bin:.0%} of draws. {r.mass_below_mean:.0%} of its items lie "
+        f"below the range and {r.mass_above_mean:.0%} above."
     )
-low = solid.loc[solid["ddm_ci_high"] < 0.1]
+saturated = benchmarks_only.loc[benchmarks_only["mass_below_mean"] >= 0.5]
 print(
-    f"{len(low)} of {len(solid)} benchmarks have DDM credibly below 0.1 (difficulty spread close to uniform over the range)."
+    f"{len(saturated)} benchmark rows have half or more of their items below the population's ability range "
+    f"(too easy to tell these systems apart): "
+    + ", ".join(f"{r.label} {r.mass_below_mean:.0%}" for r in saturated.itertuples())
 )
+low = benchmarks_only.loc[benchmarks_only["ddm_ci_high"] < 0.1]
+print(f"{len(low)} of {len(benchmarks_only)} benchmark rows have DDM credibly below 0.1.")
 
 # %% [markdown]
-# ## Figures: DDM and Maximum Gap across all benchmarks, coloured by domain
+# ## Figures
+#
+# One colour (and marker) per domain across every figure, from the sorted list of all domains. A row whose fit is
+# not `converged` carries a mark in its label: `≈` approximate tier, `†` NUTS that failed its checks.
+#
+# **Each benchmark's difficulty distribution beside the systems' abilities** (the paper's central picture), per
+# population: violins of the items' posterior mean difficulties per benchmark, the systems' posterior mean
+# abilities on top, the target range shaded.
 
 # %%
 dpi = 80 if S.fast else 130
-ax = plot_forest(
-    results,
-    mean="ddm_mean",
-    low="ddm_ci_low",
-    high="ddm_ci_high",
-    label="label_domain",
-    colour_by="domain",
-    xlabel="DDM = share outside + share inside x W1(inside, uniform target) / (U - L)",
-    title=f"Difficulty Distribution Mismatch, {n_b} benchmarks ({CI_PROB:.0%} intervals)",
+colours, markers = domain_palette(results["domain"])
+fig = plot_difficulty_vs_ability(shapes, results, colours)
+fig.savefig(S.figures / "difficulty_vs_ability.png", dpi=dpi, bbox_inches="tight")
+plt.close(fig)
+print("wrote", S.figures / "difficulty_vs_ability.png")
+
+# %% [markdown]
+# **DDM and Maximum Gap per population** (forest plots, 90% intervals; sub-benchmarks indented under their
+# benchmark's population). The Maximum Gap is shown as a share of each population's range, with the expected
+# widest gap of as many items spread at random (|).
+
+# %%
+fig = plot_forests(
+    results, "ddm", "DDM = share outside + share inside x W1(inside, uniform) / (U - L)", colours, markers
 )
-ax.figure.savefig(S.figures / "forest_ddm.png", dpi=dpi, bbox_inches="tight")
-plt.close(ax.figure)
-ax = plot_forest(
-    results,
-    mean="max_gap_rel_mean",
-    low="max_gap_rel_ci_low",
-    high="max_gap_rel_ci_high",
-    label="label_domain",
-    colour_by="domain",
-    xlabel="widest gap / (U - L)",
-    title=f"Maximum Gap as a share of the target range, {n_b} benchmarks ({CI_PROB:.0%} intervals)",
-)
-order = results.sort_values("max_gap_rel_mean")
-ax.scatter(order["gap_rel_uniform_ref"], np.arange(len(order)), marker="|", color="black", s=40, zorder=4)
-ax.text(
-    0.99,
-    0.01,
-    "| = expected widest gap of as many items spread at random",
-    transform=ax.transAxes,
-    ha="right",
-    va="bottom",
-    fontsize="x-small",
-)
-ax.figure.savefig(S.figures / "forest_max_gap.png", dpi=dpi, bbox_inches="tight")
-plt.close(ax.figure)
+fig.savefig(S.figures / "forest_ddm.png", dpi=dpi, bbox_inches="tight")
+plt.close(fig)
+fig = plot_forests(results, "max_gap_rel", "widest gap / (U - L)", colours, markers, reference="gap_rel_uniform_ref")
+fig.savefig(S.figures / "forest_max_gap.png", dpi=dpi, bbox_inches="tight")
+plt.close(fig)
 print("wrote", S.figures / "forest_ddm.png", "and", S.figures / "forest_max_gap.png")
 
 # %% [markdown]
-# ## Coverage heatmap
-#
-# Rows are benchmarks (grouped by domain), columns the 10 bins of each population's range (shown as shares of
-# the range, since the ranges differ between populations); shade = expected share of the benchmark's items in
-# the bin, x = the bin is empty with probability >= 0.8.
+# **Coverage with the out-of-range shares.** Rows are benchmarks, columns the share of items below the range, in
+# each of the 10 bins of the population's range, and above it; x = the bin is empty with probability >= 0.8.
 
 # %%
-heat = all_bins.copy()
-heat["scope"] = heat["scope"].where(heat["population"] == heat["scope"], heat["population"] + ":" + heat["scope"])
-heat["scope"] = heat["scope"] + " · " + heat["scope"].map(dict(zip(results["label"], results["domain"], strict=True)))
-heat["lo"] = heat["bin"] / BINS
-heat["hi"] = (heat["bin"] + 1) / BINS
-domains = dict(zip(results["label_domain"], results["domain"], strict=True))
-ax = plot_coverage_heatmap(heat, scope_kind="benchmark", domains=domains)
-ax.set_xlabel("difficulty bin (share of each population's target range)")
-ax.figure.savefig(S.figures / "coverage_heatmap.png", dpi=dpi, bbox_inches="tight")
-plt.close(ax.figure)
+fig = plot_coverage_with_outside(results, all_bins, colours)
+fig.savefig(S.figures / "coverage_heatmap.png", dpi=dpi, bbox_inches="tight")
+plt.close(fig)
 print("wrote", S.figures / "coverage_heatmap.png")
+
+# %% [markdown]
+# **A benchmark in two populations.** The same benchmark read by two populations of systems: its measures are
+# relative to each population's ability range, so a benchmark can be well matched to one population and saturated
+# for another.
+
+# %%
+pairs = benchmarks_only.loc[benchmarks_only["benchmark"].isin(twice.index)].sort_values(["benchmark", "population"])
+side = pairs[["benchmark", "population", "items", "items_benchmark", "verdict"]].copy()
+side["DDM"] = [ci(r.ddm_mean, r.ddm_ci_low, r.ddm_ci_high) for r in pairs.itertuples()]
+side["gap share"] = [ci(r.max_gap_rel_mean, r.max_gap_rel_ci_low, r.max_gap_rel_ci_high) for r in pairs.itertuples()]
+side["below/above"] = [f"{r.mass_below_mean:.0%}/{r.mass_above_mean:.0%}" for r in pairs.itertuples()]
+print(side.to_string(index=False))
+side.to_csv(S.out / "benchmarks_in_two_populations.csv", index=False)
+if len(pairs):
+    fig = plot_side_by_side(pairs, colours)
+    fig.savefig(S.figures / "benchmarks_in_two_populations.png", dpi=dpi, bbox_inches="tight")
+    plt.close(fig)
 
 # %% [markdown]
 # ## Timing

@@ -46,7 +46,17 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import xarray as xr
-from _common import Timer, ci, fit_or_load, load_population, settings, short_summary, subsample_note, versions
+from _common import (
+    Timer,
+    ci,
+    fit_label,
+    fit_or_load,
+    load_population,
+    settings,
+    short_summary,
+    subsample_note,
+    versions,
+)
 from scipy.special import expit
 
 from irtbayes.audit import audit
@@ -301,6 +311,9 @@ if full is not None:
 
 # %%
 accepted = decisions[BASIS].index[decisions[BASIS]["decision"] == "accepted"].tolist()
+POSTERIOR_LABEL = (
+    f"full refit: {fit_label(full.refit)}" if full is not None else f"bank {fit_label(bank)} + fixed-bank candidates"
+)
 if full is not None:
     joint, joint_data = full.refit.posterior, full.data
 else:
@@ -353,10 +366,15 @@ compare = pd.DataFrame(
             "DDM": ci(*bench_row(rep)[["ddm_w1_mean", "ddm_w1_ci_low", "ddm_w1_ci_high"]], digits=3),
             f"items in bin {K}": ci(*bin_row(rep)[["count_mean", "count_ci_low", "count_ci_high"]], digits=1),
             f"P(bin {K} empty)": f"{bin_row(rep)['p_empty']:.2f}",
+            "accepted candidates added": 0 if stage == "before" else len(accepted),
+            "posterior": POSTERIOR_LABEL,
         }
         for stage, rep in (("before", a_before), ("after", a_after))
     }
 )
+n_before, n_after = int(bench_row(a_before)["n_items"]), int(bench_row(a_after)["n_items"])
+if n_after != n_before + len(accepted):
+    raise RuntimeError(f"{BENCH}: {n_after} items after, expected {n_before} + {len(accepted)} accepted")
 print(compare.to_string())
 compare.to_csv(S.out / "benchfill_before_after.csv")
 

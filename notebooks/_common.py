@@ -6,10 +6,13 @@ Environment
 ``IRTBAYES_NB_MODE``          ``full`` (default) or ``fast`` (tiny sizes, for the test suite).
 ``IRTBAYES_NB_OUT``           Output folder (default ``notebooks/results/`` in full mode, a temporary folder in fast
                               mode). Fits are saved under ``<out>/fits/`` and reused when present.
-``IRTBAYES_NB_SAMPLER``       ``nutpie`` (full-mode default), ``pymc``, ``advi`` (fast-mode default) or ``pathfinder``.
-``IRTBAYES_NB_DRAWS``         Kept draws per chain (full 500, fast 150).
-``IRTBAYES_NB_TUNE``          Warm-up draws per chain (full 500, fast 200; ADVI runs at least 2,000 optimisation steps).
-``IRTBAYES_NB_CHAINS``        Chains (full 2, fast 1).
+``IRTBAYES_NB_SAMPLER``       Full mode: each population's own (``Population.full``: NUTS with nutpie where it converges
+                              on a 2-core machine, the validated approximate tier ``approx`` where NUTS is out of
+                              reach); set, it applies to every population (``nutpie``, ``pymc``, ``approx``,
+                              ``advi``, ``pathfinder``). Fast mode: ``advi``.
+``IRTBAYES_NB_DRAWS``         Kept draws per chain (full: per population; fast 150).
+``IRTBAYES_NB_TUNE``          Warm-up draws per chain (full: per population; fast 200; ADVI runs at least 2,000 steps).
+``IRTBAYES_NB_CHAINS``        Chains (full: per population; fast 1).
 ``IRTBAYES_NB_MAX_ITEMS``     At most this many items per benchmark, in every population (default: per population).
 ``IRTBAYES_NB_MAX_SUBJECTS``  At most this many subjects per population (default: per population).
 ``IRTBAYES_NB_SEED``          Seed of the subsamples and the samplers (default 2026).
@@ -53,10 +56,10 @@ class Settings:
 
     mode: str
     out: Path
-    sampler: str
-    draws: int
-    tune: int
-    chains: int
+    sampler: str | None
+    draws: int | None
+    tune: int | None
+    chains: int | None
     max_items: int | None
     max_subjects: int | None
     seed: int
@@ -79,8 +82,12 @@ class Settings:
             return "per population" if value is None else ("all" if value == NO_CAP else str(value))
 
         cap_i, cap_s = cap(self.max_items), cap(self.max_subjects)
+        sampling = "per population" if self.sampler is None else self.sampler
+        for what, value in (("chains", self.chains), ("draws", self.draws), ("tune", self.tune)):
+            if value is not None:
+                sampling += f", {what} {value}"
         return (
-            f"mode {self.mode}; sampler {self.sampler} ({self.chains} chain(s) x {self.draws} draws, tune {self.tune}); "
+            f"mode {self.mode}; sampler {sampling}; "
             f"items per benchmark: {cap_i}; subjects per population: {cap_s}; seed {self.seed}; out {self.out}"
         )
 
@@ -123,10 +130,10 @@ def settings() -> Settings:
     s = Settings(
         mode=mode,
         out=out,
-        sampler=os.environ.get("IRTBAYES_NB_SAMPLER", "").strip() or ("advi" if fast else "nutpie"),
-        draws=int(os.environ.get("IRTBAYES_NB_DRAWS", "").strip() or (150 if fast else 500)),
-        tune=int(os.environ.get("IRTBAYES_NB_TUNE", "").strip() or (200 if fast else 500)),
-        chains=int(os.environ.get("IRTBAYES_NB_CHAINS", "").strip() or (1 if fast else 2)),
+        sampler=os.environ.get("IRTBAYES_NB_SAMPLER", "").strip() or ("advi" if fast else None),
+        draws=_env_int("IRTBAYES_NB_DRAWS", 150 if fast else None),
+        tune=_env_int("IRTBAYES_NB_TUNE", 200 if fast else None),
+        chains=_env_int("IRTBAYES_NB_CHAINS", 1 if fast else None),
         max_items=_env_int("IRTBAYES_NB_MAX_ITEMS", None),
         max_subjects=_env_int("IRTBAYES_NB_MAX_SUBJECTS", None),
         seed=int(os.environ.get("IRTBAYES_NB_SEED", "").strip() or 2026),
@@ -159,10 +166,12 @@ def converted_data(root: Path) -> Path:
 # ============================================================================================ populations
 @dataclass(frozen=True)
 class Population:
-    """One population of systems calibrated together: a registered data set and how it is subsampled.
+    """One population of systems calibrated together: a registered data set, how it is subsampled and fitted.
 
     ``items_full`` / ``items_fast``: at most this many items per benchmark (None: all); ``subjects_full`` /
     ``subjects_fast``: at most this many subjects (None: all), drawn at random with the notebook seed.
+    ``full``: the fit's settings in the full mode (keyword arguments of :func:`irtbayes.fit`; those not given take
+    irtbayes' defaults).
     """
 
     name: str
@@ -174,7 +183,22 @@ class Population:
     subjects_fast: int | None = None
     kind: str = "2pl"
     why: str = ""
+    full: tuple[tuple[str, Any], ...] = (("sampler", "nutpie"),)
 
+
+#: NUTS at irtbayes' defaults for the data's size (4 chains; 1,250 draws after 500 for MMLU-Pro): what ``make run``
+#: fits, so the saved fit of ``make run`` can be reused (``scripts/run_notebooks.py --reuse-make-run``)
+NUTS_DEFAULT = (("sampler", "nutpie"), ("chains", 4))
+#: NUTS for the small populations, drawing until the convergence checks pass (at most 4,000 per chain, 15 min)
+NUTS_UNTIL_CONVERGED = (
+    ("sampler", "nutpie"),
+    ("chains", 4),
+    ("draws", 4000),
+    ("tune", 1000),
+    ("until_converged", True),
+)
+#: the approximate tier (validated against NUTS: README, "The approximate tier"), where NUTS is out of reach
+APPROX = (("sampler", "approx"), ("chains", 4))
 
 POPULATIONS: tuple[Population, ...] = (
     Population(
@@ -182,36 +206,43 @@ POPULATIONS: tuple[Population, ...] = (
         "mmlu_pro",
         items_fast=6,
         why="29 LLMs on all 12,032 questions of MMLU-Pro's 14 categories",
+        full=NUTS_DEFAULT,
     ),
     Population(
         "openllm",
         "openllm_tinybench",
-        options=(("min_benchmarks", 5),),
-        subjects_full=400,
         items_fast=8,
         subjects_fast=40,
         why=(
-            "Open LLM Leaderboard v1 systems on the tinyBenchmarks items; only the 1,989 systems with results on "
-            "all five benchmarks are kept (so every ability rests on the same five test sets), and of those a "
-            "random subset is calibrated (the full 1,989 x 493 matrix costs about 6x more per gradient)"
+            "every Open LLM Leaderboard v1 system with results on the tinyBenchmarks items of at least one of the "
+            "five benchmarks (6,122 systems x 493 items, 2.0M responses): beyond NUTS on a 2-core machine, so the "
+            "approximate tier"
         ),
+        full=APPROX,
     ),
     Population(
         "nlu",
         "nlu_vania2021",
-        items_full=100,
         items_fast=5,
         why=(
-            "90 fine-tuned encoder checkpoints on 29 NLU test sets; the test sets hold 82,756 items, so a random "
-            "subset of items per test set is calibrated"
+            "90 fine-tuned encoder checkpoints on all 82,756 items of 29 NLU test sets (7.4M responses): beyond NUTS "
+            "on a 2-core machine, so the approximate tier"
         ),
+        full=APPROX,
     ),
-    Population("chembench", "chembench", items_fast=30, why="21 LLMs and one agent on ChemBench's 2,854 questions"),
+    Population(
+        "chembench",
+        "chembench",
+        items_fast=30,
+        why="21 LLMs and one agent on ChemBench's 2,854 questions",
+        full=NUTS_UNTIL_CONVERGED,
+    ),
     Population(
         "jailbreakbench",
         "jailbreakbench",
         items_fast=40,
         why="18 (attack, target LLM) pairs on JailbreakBench's 100 behaviours; 1 = the jailbreak was resisted",
+        full=NUTS_UNTIL_CONVERGED,
     ),
     Population(
         "xstest",
@@ -220,11 +251,32 @@ POPULATIONS: tuple[Population, ...] = (
         kind="1pl",
         why=(
             "5 LLM setups on XSTest's 450 prompts; 1 = complied with a safe prompt or refused an unsafe one; with "
-            "5 systems an item's discrimination would rest on 5 responses, so the 1PL (Rasch) model is used"
+            "5 systems an item's discrimination would rest on 5 responses, so the 1PL (Rasch) model is used; target "
+            "acceptance 0.95 (at 0.8 the fit had 3 divergences)"
         ),
+        full=(*NUTS_UNTIL_CONVERGED, ("target_accept", 0.95)),
     ),
 )
 BY_NAME = {p.name: p for p in POPULATIONS}
+
+
+#: Populations whose ``benchmark`` column holds one benchmark's categories: the benchmark's name. The whole
+#: benchmark is audited as the population's ``all`` scope, its categories as sub-benchmarks.
+CATEGORIES_OF = {"mmlu_pro": "mmlu_pro"}
+#: The domain of a benchmark whose categories carry their own domains.
+BENCHMARK_DOMAIN = {"mmlu_pro": "knowledge"}
+#: Benchmarks of which a population took a subset: (population, benchmark) -> (size of the benchmark's own test
+#: set, what the subset is). The Open LLM Leaderboard population answered the tinyBenchmarks anchor items
+#: (Polo et al., 2024); the full test sets are ARC-Challenge's test split, GSM8K's test split, HellaSwag's
+#: validation split, TruthfulQA's multiple-choice questions and WinoGrande's validation split, as the leaderboard
+#: scored them.
+ITEM_SUBSETS = {
+    ("openllm", "arc_challenge"): (1172, "tinyBenchmarks anchor subset"),
+    ("openllm", "gsm8k"): (1319, "tinyBenchmarks anchor subset"),
+    ("openllm", "hellaswag"): (10042, "tinyBenchmarks anchor subset"),
+    ("openllm", "truthfulqa"): (817, "tinyBenchmarks anchor subset"),
+    ("openllm", "winogrande"): (1267, "tinyBenchmarks anchor subset"),
+}
 
 
 def caps(pop: Population, s: Settings) -> tuple[int | None, int | None]:
@@ -292,18 +344,38 @@ def subsample_note(record: dict[str, Any]) -> str:
 
 
 # ============================================================================================ fitting
-#: In the full mode, data sets with at most this many responses are sampled longer (they are cheap).
-SMALL_RESPONSES = 100_000
-SMALL_SAMPLING = {"chains": 4, "draws": 1000, "tune": 1000}
+def fit_settings(s: Settings, pop: Population | str | None = None, *, sampler: str | None = None) -> dict[str, Any]:
+    """Keyword arguments of :func:`irtbayes.fit` for a fit in this run.
 
-
-def fit_settings(s: Settings, *, sampler: str | None = None, n_responses: int | None = None) -> dict[str, Any]:
-    """Sampler settings for a fit: the notebook's, raised to 4 chains x 1000 draws (tune 1000) in the full mode
-    for data with at most ``SMALL_RESPONSES`` responses."""
-    out = {"sampler": sampler or s.sampler, "chains": s.chains, "draws": s.draws, "tune": s.tune, "seed": s.seed}
-    if not s.fast and n_responses is not None and n_responses <= SMALL_RESPONSES:
-        out.update({k: max(out[k], v) for k, v in SMALL_SAMPLING.items()})
+    Full mode: the population's own settings (``Population.full``; a fit outside the populations gets NUTS at
+    irtbayes' defaults), with any ``IRTBAYES_NB_*`` sampler setting (or ``sampler``) overriding them. Fast mode: the
+    notebook's (ADVI, 1 x 150).
+    """
+    pop = BY_NAME.get(pop, None) if isinstance(pop, str) else pop
+    out: dict[str, Any] = dict(pop.full) if (pop is not None and not s.fast) else {"sampler": "nutpie"}
+    if s.sampler is not None:
+        out = {"sampler": s.sampler}
+    for key in ("chains", "draws", "tune"):
+        if getattr(s, key) is not None:
+            out[key] = getattr(s, key)
+    if sampler is not None:
+        out = {"sampler": sampler, **{k: v for k, v in out.items() if k in ("chains", "draws", "tune")}}
+    if out.get("sampler") != "nutpie":
+        out.pop("until_converged", None)
     return out
+
+
+def _recorded(result: Fit) -> dict[str, Any]:
+    """The fit's sampler settings in :func:`fit_settings`' terms."""
+    sm = result.sampler
+    return {
+        "sampler": sm.get("name"),
+        "chains": sm.get("chains"),
+        "draws": sm.get("draws_max", sm.get("draws")),
+        "tune": sm.get("tune"),
+        "until_converged": "until_converged" in sm,
+        "target_accept": sm.get("target_accept"),
+    }
 
 
 def fit_or_load(
@@ -316,12 +388,12 @@ def fit_or_load(
 ) -> tuple[Fit, bool]:
     """Load ``<out>/fits/<name>`` when it was fitted to this data with these settings, else fit and save it.
 
-    A population's fit uses its model (``Population.kind``) unless ``spec`` is given. Returns the fit and whether it
-    was loaded (True) or fitted now (False).
+    A population's fit uses its model (``Population.kind``) unless ``spec`` is given. The saved fit's seed is not
+    compared (it is recorded with the fit). Returns the fit and whether it was loaded (True) or fitted now (False).
     """
     if spec is None and name in BY_NAME:
         spec = ModelSpec(kind=BY_NAME[name].kind)
-    wanted = fit_settings(s, sampler=sampler, n_responses=data.n_responses)
+    wanted = fit_settings(s, name, sampler=sampler)
     path = s.fits / name
     if path.is_dir():
         try:
@@ -329,25 +401,17 @@ def fit_or_load(
         except FitError as err:
             print(f"{name}: the saved fit cannot be reused ({err}); refitting")
         else:
-            have = {k: result.sampler.get("name" if k == "sampler" else k) for k in wanted}
+            have = _recorded(result)
+            differs = {k: (have.get(k), v) for k, v in wanted.items() if have.get(k) != v}
             same_spec = spec is None or result.spec.kind == spec.kind
-            if have == wanted and same_spec:
+            if not differs and same_spec:
                 return result, True
-            print(f"{name}: the saved fit has settings {have}, wanted {wanted}; refitting")
+            print(f"{name}: the saved fit differs from the settings wanted ({differs}); refitting")
     with warnings.catch_warnings():
         # both facts are reported by short_summary() and in every table (fit_label)
         warnings.filterwarnings("ignore", message=".*approximate method.*")
         warnings.filterwarnings("ignore", message=".*did not pass the convergence checks.*")
-        result = fit(
-            data,
-            spec,
-            sampler=wanted["sampler"],
-            chains=wanted["chains"],
-            draws=wanted["draws"],
-            tune=wanted["tune"],
-            seed=s.seed,
-            progress=False,
-        )
+        result = fit(data, spec, seed=s.seed, progress=False, **wanted)
     save_fit(result, path, overwrite=True)
     return result, False
 
@@ -358,7 +422,14 @@ def fit_label(result: Fit) -> str:
     base = f"{sm.get('name')} {sm.get('chains')}x{sm.get('draws')}"
     if result.approximate:
         return f"{base} (approximate)"
-    return f"{base} NUTS ({'converged' if result.diagnostics.ok else 'not converged'})"
+    return f"{base} NUTS ({'converged' if result.diagnostics.ok else 'NOT CONVERGED'})"
+
+
+def verdict(result: Fit) -> str:
+    """``converged``, ``NOT CONVERGED`` (NUTS that failed its checks) or ``approximate``."""
+    if result.approximate:
+        return "approximate"
+    return "converged" if result.diagnostics.ok else "NOT CONVERGED"
 
 
 # ============================================================================================ formatting

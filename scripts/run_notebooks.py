@@ -5,6 +5,14 @@ Usage::
     IRTBAYES_NB_MODE=full python scripts/run_notebooks.py            # the paper-style run -> notebooks/results/
     IRTBAYES_NB_MODE=fast python scripts/run_notebooks.py            # tiny sizes, outputs in a temporary folder
     python scripts/run_notebooks.py --only 03 04                     # some notebooks only
+    python scripts/run_notebooks.py --html                           # executed in a kernel, rendered to HTML
+    python scripts/run_notebooks.py --reuse-make-run out/audit/fit   # MMLU-Pro's fit from `make run`
+
+``--html`` executes each notebook in a Jupyter kernel (nbclient; the ``notebooks`` extra) instead of as a script
+and writes ``<out>/html/<notebook>.html`` with every output, the printed conclusions included; a notebook that
+fails is still rendered up to the failing cell. ``--reuse-make-run DIR`` copies the saved fit of ``make run``
+(``out/audit/fit``: MMLU-Pro at irtbayes' defaults, the full mode's settings for that population) to
+``<out>/fits/mmlu_pro`` when no fit is there yet; notebook 3 checks its data and settings before reusing it.
 
 Every ``IRTBAYES_NB_*`` variable (see ``notebooks/_common.py``) is passed through to the notebooks. Each
 notebook's output goes to ``<out>/logs/<notebook>.log``; a summary (seconds and exit status per notebook) is
@@ -16,6 +24,7 @@ from __future__ import annotations
 import argparse
 import csv
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -45,6 +54,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mode", choices=("fast", "full"), help="overrides IRTBAYES_NB_MODE (default full)")
     parser.add_argument("--out", type=Path, help="overrides IRTBAYES_NB_OUT")
     parser.add_argument("--only", nargs="*", default=None, help="notebook numbers or names to run (e.g. 03 04)")
+    parser.add_argument("--html", action="store_true", help="execute in a Jupyter kernel and render to HTML")
+    parser.add_argument("--reuse-make-run", type=Path, metavar="DIR", help="the saved fit of `make run` (MMLU-Pro)")
     args = parser.parse_args(argv)
 
     mode = args.mode or os.environ.get("IRTBAYES_NB_MODE", "full").strip().lower() or "full"
@@ -58,25 +69,36 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     logs = out / "logs"
     logs.mkdir(parents=True, exist_ok=True)
+    if args.reuse_make_run is not None:
+        reuse_fit(args.reuse_make_run, out / "fits" / "mmlu_pro")
     print(f"mode {mode}; outputs in {out}; logs in {logs}", flush=True)
     rows = []
     for path in chosen:
         log_path = logs / f"{path.stem}.log"
         start = time.perf_counter()
-        with log_path.open("w") as log:
-            proc = subprocess.run(
-                [sys.executable, str(path)], cwd=NOTEBOOKS, env=env, stdout=log, stderr=subprocess.STDOUT, check=False
-            )
+        if args.html:
+            status_code = execute_to_html(path, out / "html" / f"{path.stem}.html", log_path, env)
+        else:
+            with log_path.open("w") as log:
+                proc = subprocess.run(
+                    [sys.executable, str(path)],
+                    cwd=NOTEBOOKS,
+                    env=env,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    check=False,
+                )
+            status_code = proc.returncode
         seconds = time.perf_counter() - start
         rows.append(
             {
                 "notebook": path.name,
                 "seconds": round(seconds, 1),
-                "exit_status": proc.returncode,
+                "exit_status": status_code,
                 "finished": time.strftime("%Y-%m-%dT%H:%M:%S"),
             }
         )
-        status = "ok" if proc.returncode == 0 else f"FAILED (exit {proc.returncode}; see {log_path})"
+        status = "ok" if status_code == 0 else f"FAILED (exit {status_code}; see {log_path})"
         print(f"{path.name:<28} {seconds:8.1f} s  {status}", flush=True)
     # the summary keeps earlier rows of notebooks not run this time
     summary = logs / "run_summary.csv"
@@ -94,6 +116,61 @@ def main(argv: list[str] | None = None) -> int:
     failed = [r["notebook"] for r in rows if r["exit_status"] != 0]
     print(f"total {total:.1f} s; " + (f"failed: {', '.join(failed)}" if failed else "all notebooks ran"))
     return 1 if failed else 0
+
+
+def reuse_fit(source: Path, target: Path) -> None:
+    """Copy a saved fit folder to ``target`` unless one is there (the notebook checks data and settings)."""
+    if target.exists():
+        print(f"{target} exists; --reuse-make-run leaves it", flush=True)
+        return
+    if not (source / "card.json").is_file():
+        raise SystemExit(f"--reuse-make-run: {source} holds no saved fit (no card.json)")
+    tmp = target.with_name(target.name + ".copying")
+    shutil.rmtree(tmp, ignore_errors=True)
+    shutil.copytree(source, tmp)
+    tmp.rename(target)
+    print(f"copied the fit in {source} to {target}", flush=True)
+
+
+def execute_to_html(path: Path, html: Path, log_path: Path, env: dict[str, str]) -> int:
+    """Execute the jupytext notebook ``path`` in a kernel with ``env``; write its HTML (also after a failing
+    cell) and its text outputs to ``log_path``. Returns 0, or 1 when a cell failed."""
+    try:
+        import jupytext
+        from nbclient import NotebookClient
+        from nbclient.exceptions import CellExecutionError
+        from nbconvert import HTMLExporter
+    except ImportError as err:
+        raise SystemExit(
+            f"--html needs jupytext, nbclient and nbconvert (pip install -e '.[notebooks]'): {err}"
+        ) from err
+    nb = jupytext.read(path)
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    saved = dict(os.environ)
+    os.environ.update(env)  # the kernel inherits this process's environment
+    status = 0
+    try:
+        NotebookClient(
+            nb, timeout=None, kernel_name="python3", resources={"metadata": {"path": str(NOTEBOOKS)}}
+        ).execute()
+    except CellExecutionError as err:
+        status = 1
+        print(f"{path.name}: a cell failed: {str(err).splitlines()[0] if str(err) else err}", file=sys.stderr)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    html.parent.mkdir(parents=True, exist_ok=True)
+    body, _ = HTMLExporter().from_notebook_node(nb)
+    html.write_text(body, encoding="utf-8")
+    texts = []
+    for cell in nb.cells:
+        for output in cell.get("outputs", []):
+            if output.get("output_type") == "stream":
+                texts.append(output.get("text", ""))
+            elif output.get("output_type") == "error":
+                texts.append("\n".join(output.get("traceback", [])))
+    log_path.write_text("".join(texts), encoding="utf-8")
+    return status
 
 
 if __name__ == "__main__":

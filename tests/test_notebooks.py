@@ -101,23 +101,110 @@ def test_02_validation(nb_out: Path) -> None:
 
 @needs_data
 def test_03_audit(nb_out: Path) -> None:
-    run_notebook("03_audit", nb_out)
-    table = pd.read_csv(nb_out / "benchmark_audit.csv")
-    assert len(table) >= 25, f"{len(table)} benchmarks audited"
-    assert table["domain"].nunique() >= 7, sorted(table["domain"].unique())
+    proc, _ = run_notebook("03_audit", nb_out)
+    table = pd.read_csv(nb_out / "benchmark_audit.csv", keep_default_na=False)
+    for column in (
+        "population",
+        "benchmark",
+        "sub_benchmark",
+        "level",
+        "domain",
+        "converged",
+        "approximate",
+        "verdict",
+    ):
+        assert column in table.columns, column
+    # counted honestly: distinct benchmarks (a benchmark in two populations once; sub-benchmarks not at all)
+    benchmarks = table.loc[table["level"] == "benchmark"]
+    assert benchmarks["benchmark"].nunique() >= 25, benchmarks["benchmark"].nunique()
+    assert benchmarks.groupby("benchmark")["domain"].first().nunique() >= 7
     assert table["population"].nunique() == 6, table["population"].unique()
-    assert not table.duplicated(["population", "benchmark"]).any()
+    assert not table.duplicated(["population", "benchmark", "sub_benchmark"]).any()
+    assert set(benchmarks.groupby("benchmark")["population"].nunique().loc[lambda s: s > 1].index) >= {
+        "arc_challenge",
+        "hellaswag",
+        "winogrande",
+    }
+    # MMLU-Pro is one benchmark whose 14 categories are sub-benchmarks holding all its items
+    mmlu = table.loc[table["benchmark"] == "mmlu_pro"]
+    subs = mmlu.loc[mmlu["level"] == "sub-benchmark"]
+    assert len(subs) == 14 and (mmlu["level"] == "benchmark").sum() == 1
+    assert subs["items"].sum() == mmlu.loc[mmlu["level"] == "benchmark", "items"].item()
+    # the leaderboard rows are subsets of larger test sets, and say so
+    board = table.loc[table["population"] == "openllm"]
+    assert (board["items_benchmark"] > board["items"]).all() and board["item_set"].str.contains("tinyBenchmarks").all()
+    # each row's verdict agrees with its flags; fast mode is ADVI, so every row is approximate
+    verdicts = table["verdict"].map(
+        {"converged": (True, False), "NOT CONVERGED": (False, False), "approximate": (False, True)}
+    )
+    assert (
+        verdicts == list(zip(table["converged"].astype(bool), table["approximate"].astype(bool), strict=True))
+    ).all()
+    assert (table["verdict"] == "approximate").all()
     for prefix in ("ddm", "max_gap", "max_gap_rel"):
         lo, mean, hi = table[f"{prefix}_ci_low"], table[f"{prefix}_mean"], table[f"{prefix}_ci_high"]
         assert ((lo <= mean + 1e-9) & (mean <= hi + 1e-9)).all(), table[["label", f"{prefix}_ci_low", f"{prefix}_mean"]]
     assert table["ddm_mean"].between(0, 1).all() and table["max_gap_rel_mean"].between(0, 1).all()
     assert (table["gap_lo"] < table["gap_hi"]).all()
     assert table["sampler"].str.len().gt(0).all() and "subsample" in table.columns
-    for fig in ("forest_ddm.png", "forest_max_gap.png", "coverage_heatmap.png"):
+    for fig in (
+        "forest_ddm.png",
+        "forest_max_gap.png",
+        "coverage_heatmap.png",
+        "difficulty_vs_ability.png",
+        "benchmarks_in_two_populations.png",
+        "mmlu_pro_coverage.png",
+    ):
         assert (nb_out / "figures" / fig).stat().st_size > 0, fig
     assert sorted(p.name for p in (nb_out / "fits").iterdir()) == sorted(
         ["mmlu_pro", "openllm", "nlu", "chembench", "jailbreakbench", "xstest"]
     )
+    assert "distinct benchmarks in" in proc.stdout
+
+
+def test_figures_mark_every_row_that_is_not_converged() -> None:
+    """Notebook 3's figures: a row from an approximate or unconverged fit carries its mark in every label."""
+    sys.path.insert(0, str(NOTEBOOKS))
+    try:
+        import _figures
+    finally:
+        sys.path.remove(str(NOTEBOOKS))
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from irtbayes.plots import domain_palette
+
+    rows = []
+    for pop, verdict in (("a", "converged"), ("b", "approximate"), ("c", "NOT CONVERGED")):
+        for k, bench in enumerate(("x", "y")):
+            rows.append(
+                {"population": pop, "benchmark": bench, "sub_benchmark": "", "level": "benchmark", "domain": f"d{k}",
+                 "verdict": verdict, "sampler": f"s {verdict}", "subjects_total": 10, "label": f"{pop}:{bench}",
+                 "scope_kind": "benchmark", "scope": bench, "ddm_mean": 0.2 + k / 10, "ddm_ci_low": 0.1,
+                 "ddm_ci_high": 0.5, "mass_below_mean": 0.1, "mass_above_mean": 0.0, "max_gap_rel_mean": 0.3,
+                 "max_gap_rel_ci_low": 0.2, "max_gap_rel_ci_high": 0.4, "items": 5}
+            )  # fmt: skip
+    results = pd.DataFrame(rows)
+    colours, markers = domain_palette(results["domain"])
+    fig = _figures.plot_forests(results, "ddm", "DDM", colours, markers)
+    labels = {ax.get_title(loc="left").split(":")[0]: [t.get_text() for t in ax.get_yticklabels()] for ax in fig.axes}
+    assert labels["a"] == ["x", "y"] and labels["b"] == ["x ≈", "y ≈"] and labels["c"] == ["x †", "y †"], labels
+    plt.close(fig)
+    bins = pd.DataFrame(
+        [
+            {"population": r["population"], "scope_kind": "benchmark", "scope": r["scope"], "bin": b,
+             "share_mean": 0.3, "p_empty": 0.0}
+            for r in rows
+            for b in range(3)
+        ]
+    )  # fmt: skip
+    fig = _figures.plot_coverage_with_outside(results, bins, colours)
+    shown = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert shown == ["a:x", "a:y", "b:x ≈", "b:y ≈", "c:x †", "c:y †"], shown
+    assert fig.axes[0].images[0].get_array().shape == (6, 5)  # below, 3 bins, above
+    plt.close(fig)
 
 
 @needs_data
@@ -144,4 +231,10 @@ def test_05_benchfill(nb_out: Path) -> None:
     assert (few["reason"] == "not enough responses").all(), few[["stage", "reason"]]
     before_after = pd.read_csv(nb_out / "benchfill_before_after.csv", index_col=0)
     assert list(before_after.columns) == ["before", "after"]
+    # the after column holds the accepted candidates: as many more items as the ledger accepted
+    n_accepted = int((ledger["decision"] == "accepted").sum())
+    counts = before_after.loc["items"].astype(int)
+    assert counts["after"] == counts["before"] + n_accepted, (counts.to_dict(), n_accepted)
+    assert int(before_after.loc["accepted candidates added", "after"]) == n_accepted
+    assert "fixed-bank candidates" in before_after.loc["posterior", "after"]
     assert (nb_out / "benchfill" / "ledger.jsonl").is_file()
