@@ -235,6 +235,22 @@ def test_a_gap_that_moves_is_population_dependent_and_an_unchanged_one_stable() 
     assert labels.loc["gap_location", "evidence"].startswith("0 of 3 refits agree (population 0/3)")
 
 
+def test_an_approximate_refit_is_labelled_approximate_not_unconverged() -> None:
+    data, truth = simulate_responses(60, 80, seed=3, missing=0.0)
+    post, reference = _with_gap(data, truth, -0.5, 1.0, seed=0)
+    refits = [
+        outcome_from_audit("nuts", "bootstrap", reference, post, n_subjects=60, converged=False, convergence="r-hat"),
+        outcome_from_audit("advi", "bootstrap", reference, post, n_subjects=60, converged=False, approximate=True),
+    ]
+    stability = population_stability(reference, post, refits)
+    assert stability.refits.set_index("population")["approximate"].to_dict() == {"nuts": False, "advi": True}
+    text = RobustnessResult(population=stability, refits=refits).to_text()
+    assert "nuts NOT CONVERGED: r-hat" in text and "advi NOT CONVERGED" not in text
+    assert "(1 refits did not pass the convergence checks) (1 refits APPROXIMATE" in text
+    saved = RobustnessResult(population=stability, refits=refits).summary_dict()["population"]["refits"]
+    assert [r["approximate"] for r in saved] == [False, True]
+
+
 def test_population_samples_bootstrap_and_leave_one_family_out() -> None:
     data, _ = simulate_responses(9, 12, seed=1, missing=0.0)
     families = {s: f"fam{i % 3}" for i, s in enumerate(data.subject_ids)}

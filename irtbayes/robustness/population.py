@@ -201,10 +201,13 @@ class RefitOutcome:
     difficulty
         ``difficulty`` draws (draw, item), at most :data:`LINK_DRAWS`, for linking.
     converged
-        The fit's convergence checks passed (True for hand-built posteriors).
+        The fit's convergence checks passed (True for hand-built posteriors; False for approximate fits, which
+        MCMC checks do not apply to).
     convergence
         Why they failed: the first problem, with the worst r-hat, least bulk ESS and divergences ("" when
         they passed).
+    approximate
+        The refit came from an approximate method (``approx``, ADVI, Pathfinder), not NUTS.
 
     Examples
     --------
@@ -229,6 +232,7 @@ class RefitOutcome:
     difficulty: xr.Dataset
     converged: bool = True
     convergence: str = ""
+    approximate: bool = False
 
 
 def _thin_difficulty(posterior: xr.Dataset, n: int) -> xr.Dataset:
@@ -250,6 +254,7 @@ def outcome_from_audit(
     n_subjects: int,
     converged: bool = True,
     convergence: str = "",
+    approximate: bool = False,
 ) -> RefitOutcome:
     """A :class:`RefitOutcome` from an :class:`~irtbayes.audit.AuditResult` and its posterior.
 
@@ -276,6 +281,7 @@ def outcome_from_audit(
         difficulty=_thin_difficulty(posterior, LINK_DRAWS),
         converged=bool(converged),
         convergence=convergence,
+        approximate=bool(approximate),
     )
 
 
@@ -299,6 +305,7 @@ def _refit_one(task: tuple[Population, Any, dict[str, Any], dict[str, Any]]) -> 
         n_subjects=population.data.n_subjects,
         converged=bool(result.diagnostics.ok),
         convergence=_convergence_line(result.diagnostics),
+        approximate=bool(result.approximate),
     )
 
 
@@ -423,7 +430,7 @@ class PopulationStability:
         ``ddm_w1_mean``, ``max_gap_mean``, ``gap_lo``, ``gap_hi``, ``gap_lo_linked``, ``gap_hi_linked``,
         ``link_slope``, ``link_intercept`` (posterior means of the per-draw link) with ``link_slope_ci_low``,
         ``link_slope_ci_high``, ``link_intercept_ci_low``, ``link_intercept_ci_high``, ``kendall_tau``,
-        ``rank_share_inside``, ``converged``, and ``agrees_{conclusion}`` for each conclusion.
+        ``rank_share_inside``, ``converged``, ``approximate``, and ``agrees_{conclusion}`` for each conclusion.
     ranks
         One row per (refit, scope, shared subject): ``population``, ``scope``, ``subject``,
         ``ref_percentile_mean``, ``ref_percentile_low``, ``ref_percentile_high``, ``percentile``, ``inside``.
@@ -577,6 +584,7 @@ def _compare_scope(
         "lo": r.lo,
         "hi": r.hi,
         "converged": r.converged,
+        "approximate": r.approximate,
         "convergence": r.convergence,
         "link_slope": slope,
         "link_intercept": intercept,

@@ -80,6 +80,7 @@ class RobustnessResult:
                         "kind": r.kind,
                         "n_subjects": r.n_subjects,
                         "converged": r.converged,
+                        "approximate": r.approximate,
                         "convergence": r.convergence,
                     }
                     for r in self.refits
@@ -119,14 +120,16 @@ class RobustnessResult:
         if self.population is not None:
             table = self.population.conclusions
             dependent = table.loc[table["label"] == "population-dependent"]
-            unconverged = sum(not r.converged for r in self.refits)
+            unconverged = sum(not r.converged and not r.approximate for r in self.refits)
+            approximate = sum(r.approximate for r in self.refits)
             lines.append(
                 f"populations: {len(self.refits)} refits; {len(dependent)} of {len(table)} conclusions "
                 "population-dependent"
                 + (f" ({unconverged} refits did not pass the convergence checks)" if unconverged else "")
+                + (f" ({approximate} refits APPROXIMATE: MCMC checks do not apply)" if approximate else "")
             )
             for r in self.refits:
-                if not r.converged:
+                if not r.converged and not r.approximate:
                     lines.append(f"  {r.name} NOT CONVERGED: {r.convergence or 'convergence checks failed'}")
             for _, row in dependent.head(20).iterrows():
                 lines.append(f"  {row['scope']} {row['conclusion']}: {row['evidence']}")
