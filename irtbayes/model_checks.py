@@ -90,7 +90,11 @@ def _item_rest_corr(y: np.ndarray, s: np.ndarray, i: np.ndarray, n_subjects: int
     syr = np.bincount(i, weights=y * rest, minlength=n_items)
     with np.errstate(invalid="ignore", divide="ignore"):
         cov = syr - sy * sr / n
-        return cov / np.sqrt((syy - sy**2 / n) * (srr - sr**2 / n))
+        var_y, var_r = syy - sy**2 / n, srr - sr**2 / n
+        # an item answered alike by everyone (or rest scores all equal) has no correlation: NaN, not the +-inf
+        # that rounding leaves in a variance that should be 0
+        flat = (var_y <= 1e-9 * np.maximum(syy, 1.0)) | (var_r <= 1e-9 * np.maximum(srr, 1.0))
+        return np.where(flat, np.nan, cov / np.sqrt(var_y * var_r))
 
 
 @dataclass(frozen=True)
@@ -148,11 +152,21 @@ class PredictiveCheck:
 
 
 def _p_value(replicated: np.ndarray, observed: np.ndarray) -> np.ndarray:
-    """Mid-p: P(T_rep > T_obs) + P(T_rep = T_obs) / 2, per column."""
-    with np.errstate(invalid="ignore"):
-        above = (replicated > observed[None, :]).mean(axis=0)
-        tie = np.isclose(replicated, observed[None, :], rtol=0, atol=1e-12).mean(axis=0)
-    return above + 0.5 * tie
+    """Mid-p: P(T_rep > T_obs) + P(T_rep = T_obs) / 2, per column, over the replications where T_rep is defined
+    (finite); NaN where T_obs is not, or no replication is.
+
+    Examples
+    --------
+    >>> rep = np.array([[0.1, np.nan], [0.3, 0.2], [0.5, np.nan]])
+    >>> _p_value(rep, np.array([0.3, 0.1])).round(3).tolist()
+    [0.5, 1.0]
+    """
+    finite = np.isfinite(replicated)
+    n = finite.sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        above = ((replicated > observed[None, :]) & finite).sum(axis=0) / n
+        tie = (np.isclose(replicated, observed[None, :], rtol=0, atol=1e-12) & finite).sum(axis=0) / n
+    return np.where(np.isfinite(observed) & (n > 0), above + 0.5 * tie, np.nan)
 
 
 def posterior_predictive_check(
@@ -269,7 +283,7 @@ def _predictive_tables(
     item_stats = summarize(item_mean, ci_prob=ci_prob)
     total_stats = summarize(subj_total, ci_prob=ci_prob)
     p_mean = _p_value(item_mean, obs_mean)
-    p_rest = _p_value(np.nan_to_num(item_rest, nan=0.0), np.nan_to_num(obs_rest, nan=0.0))
+    p_rest = _p_value(item_rest, obs_rest)
     p_total = _p_value(subj_total, obs_total)
 
     def outside(p: np.ndarray) -> np.ndarray:
@@ -465,7 +479,7 @@ def compare_fits(
         trees[name] = tree
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        table = azs.compare(trees)
+        table = azs.compare(trees, round_to="none")
     table["n_high_pareto_k"] = [high[name] for name in table.index]
     table.attrs.update(
         pareto_k_max=pareto_k_max,

@@ -32,7 +32,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from _common import POPULATIONS, Timer, settings, versions
+from _common import POPULATIONS, Timer, settings, show, versions
 
 from irtbayes import datasets
 from irtbayes.plots import OKABE_ITO, domain_colours, shorten
@@ -187,6 +187,7 @@ handles = [plt.Line2D([], [], color=c, lw=6, alpha=0.7, label=d) for d, c in col
 ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small", frameon=False)
 ax.grid(axis="x", alpha=0.3)
 fig.savefig(S.figures / "item_accuracy.png", dpi=80 if S.fast else 130)
+show(S.figures / "item_accuracy.png")
 plt.close(fig)
 print("wrote", S.figures / "item_accuracy.png")
 
@@ -208,6 +209,7 @@ with timer("subject accuracy"):
         ax.set_title(f"{pop.name} (n={len(s_acc)})", fontsize="small")
         ax.set_xlabel("subject accuracy", fontsize="small")
     fig.savefig(S.figures / "subject_accuracy.png", dpi=80 if S.fast else 130)
+    show(S.figures / "subject_accuracy.png")
     plt.close(fig)
 print("wrote", S.figures / "subject_accuracy.png")
 

@@ -40,7 +40,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from _common import Timer, fit_label, settings, short_summary, versions
+from _common import Timer, fit_label, settings, short_summary, show, versions
 from _common import verdict as fit_verdict
 
 from irtbayes import datasets
@@ -280,6 +280,7 @@ for k, (ax, (name, (table, true))) in enumerate(zip(axes, panels.items(), strict
     ax.set_title(f"{name}: {inside.mean():.0%} of truths inside")
 fig.suptitle(f"Recovery: {SIM_SUBJECTS} subjects x {SIM_ITEMS} items, {fit_label(fit_sim)}")
 fig.savefig(S.figures / "recovery.png", dpi=80 if S.fast else 130)
+show(S.figures / "recovery.png")
 plt.close(fig)
 coverage = pd.DataFrame(coverage_rows)
 coverage["sampler"] = fit_sim.sampler["name"]

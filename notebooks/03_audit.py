@@ -93,6 +93,7 @@ from _common import (
     settings,
     settings_record,
     short_summary,
+    show,
     subsample_note,
     verdict,
     versions,
@@ -221,6 +222,7 @@ for pop in POPULATIONS:
         ax = report.plot_coverage(scope_kind="benchmark")
         ax.set_title(f"MMLU-Pro's 14 categories over the difficulty bins ({fit_label(result)})")
         ax.figure.savefig(S.figures / "mmlu_pro_coverage.png", dpi=80 if S.fast else 130, bbox_inches="tight")
+        show(S.figures / "mmlu_pro_coverage.png")
         plt.close(ax.figure)
     record.update(
         sampler=result.sampler,
@@ -400,6 +402,7 @@ dpi = 80 if S.fast else 130
 colours, markers = domain_palette(results["domain"])
 fig = plot_difficulty_vs_ability(shapes, results, colours)
 fig.savefig(S.figures / "difficulty_vs_ability.png", dpi=dpi, bbox_inches="tight")
+show(S.figures / "difficulty_vs_ability.png")
 plt.close(fig)
 print("wrote", S.figures / "difficulty_vs_ability.png")
 
@@ -413,9 +416,11 @@ fig = plot_forests(
     results, "ddm", "DDM = share outside + share inside x W1(inside, uniform) / (U - L)", colours, markers
 )
 fig.savefig(S.figures / "forest_ddm.png", dpi=dpi, bbox_inches="tight")
+show(S.figures / "forest_ddm.png")
 plt.close(fig)
 fig = plot_forests(results, "max_gap_rel", "widest gap / (U - L)", colours, markers, reference="gap_rel_uniform_ref")
 fig.savefig(S.figures / "forest_max_gap.png", dpi=dpi, bbox_inches="tight")
+show(S.figures / "forest_max_gap.png")
 plt.close(fig)
 print("wrote", S.figures / "forest_ddm.png", "and", S.figures / "forest_max_gap.png")
 
@@ -426,6 +431,7 @@ print("wrote", S.figures / "forest_ddm.png", "and", S.figures / "forest_max_gap.
 # %%
 fig = plot_coverage_with_outside(results, all_bins, colours)
 fig.savefig(S.figures / "coverage_heatmap.png", dpi=dpi, bbox_inches="tight")
+show(S.figures / "coverage_heatmap.png")
 plt.close(fig)
 print("wrote", S.figures / "coverage_heatmap.png")
 
@@ -445,6 +451,7 @@ side.to_csv(S.out / "benchmarks_in_two_populations.csv", index=False)
 if len(pairs):
     fig = plot_side_by_side(pairs, colours)
     fig.savefig(S.figures / "benchmarks_in_two_populations.png", dpi=dpi, bbox_inches="tight")
+    show(S.figures / "benchmarks_in_two_populations.png")
     plt.close(fig)
 
 # %% [markdown]

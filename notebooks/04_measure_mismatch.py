@@ -49,6 +49,7 @@ from _common import (
     load_population,
     settings,
     short_summary,
+    show,
     subsample_note,
     versions,
 )
@@ -308,6 +309,7 @@ for pop_name, (lb, _, _) in boards.items():
     )
     ax.set_title(f"{pop_name}: ranks with 90% intervals (ordered by the frontier target); {verdicts[pop_name]}")
     ax.figure.savefig(S.figures / f"leaderboard_{pop_name}.png", dpi=dpi, bbox_inches="tight")
+    show(S.figures / f"leaderboard_{pop_name}.png")
     plt.close(ax.figure)
 
 fig, axes = plt.subplots(1, len(POPULATIONS), figsize=(11, 6), layout="constrained")
@@ -326,6 +328,7 @@ for ax, pop_name in zip(np.atleast_1d(axes), POPULATIONS, strict=True):
     ax.grid(axis="x", alpha=0.3)
 np.atleast_1d(axes)[-1].legend(fontsize="x-small", frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
 fig.savefig(S.figures / "sensitivity_ddm.png", dpi=dpi)
+show(S.figures / "sensitivity_ddm.png")
 plt.close(fig)
 print("wrote leaderboard and sensitivity figures to", S.figures)
 

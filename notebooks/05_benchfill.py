@@ -54,6 +54,7 @@ from _common import (
     load_population,
     settings,
     short_summary,
+    show,
     subsample_note,
     versions,
 )
@@ -417,6 +418,7 @@ ax.set_xlabel("difficulty (logits)")
 ax.set_title(f"BenchFill on {BENCH}: {BASIS} posterior of simulated candidates, tau = {TAU}")
 ax.legend(fontsize="x-small", frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
 fig.savefig(S.figures / "benchfill_candidates.png", dpi=80 if S.fast else 130)
+show(S.figures / "benchfill_candidates.png")
 plt.close(fig)
 print("wrote", S.figures / "benchfill_candidates.png")
 

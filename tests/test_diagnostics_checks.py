@@ -478,3 +478,31 @@ def test_log_likelihood_and_loo_state_the_quasi_likelihood() -> None:
     assert table.attrs["likelihood"] == "fractional-logit quasi-likelihood"
     assert table.attrs["note"] == QUASI_LIKELIHOOD_NOTE
     assert set(table.index) == {"a", "b"} and np.isfinite(table["elpd"]).all()
+
+
+def test_compare_fits_keeps_full_precision() -> None:
+    """compare_fits reports PSIS-LOO's elpd unrounded (arviz-stats rounds by default), so differences are exact."""
+    data = _data(fractional=False)
+    fits = {"a": _fit(data, seed=4), "b": _fit(data, seed=5, slope=0.5)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        table = compare_fits(fits, data, n_draws=200)
+    elpd = table["elpd"].astype(float)
+    assert (elpd != elpd.round(2)).all(), elpd
+    best = elpd.idxmax()
+    np.testing.assert_allclose(table["elpd_diff"].abs(), (elpd[best] - elpd).abs(), rtol=0, atol=1e-9)
+
+
+def test_item_rest_correlation_of_an_item_answered_alike_is_nan_not_infinite() -> None:
+    from irtbayes.model_checks import _item_rest_corr
+
+    rng = np.random.default_rng(0)
+    y = (rng.random((40, 6)) < 0.6).astype(float)
+    y[:, 0] = 1.0  # everyone right
+    y[:, 1] = 0.0  # everyone wrong
+    s, i = np.repeat(np.arange(40), 6), np.tile(np.arange(6), 40)
+    corr = _item_rest_corr(y.ravel(), s, i, 40, 6)
+    assert np.isnan(corr[:2]).all() and np.isfinite(corr[2:]).all()
+    rest = (y.sum(axis=1, keepdims=True) - y) / 5
+    expected = [np.corrcoef(y[:, k], rest[:, k])[0, 1] for k in range(2, 6)]
+    np.testing.assert_allclose(corr[2:], expected, rtol=1e-12)

@@ -13,13 +13,23 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOKS = REPO / "notebooks"
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-ORDER = ("01_data_tour", "02_validation", "03_audit", "04_measure_mismatch", "05_benchfill")
+ORDER = (
+    "01_data_tour",
+    "02_validation",
+    "03_audit",
+    "04_measure_mismatch",
+    "05_benchfill",
+    "06_model_checks",
+    "07_robustness",
+    "08_report",
+)
 
 needs_data = pytest.mark.skipif(
     not (SHARED_DATA / "INDEX.md").is_file(),
@@ -238,3 +248,57 @@ def test_05_benchfill(nb_out: Path) -> None:
     assert int(before_after.loc["accepted candidates added", "after"]) == n_accepted
     assert "fixed-bank candidates" in before_after.loc["posterior", "after"]
     assert (nb_out / "benchfill" / "ledger.jsonl").is_file()
+
+
+@needs_data
+def test_06_model_checks(nb_out: Path) -> None:
+    run_notebook("06_model_checks", nb_out)
+    checks = pd.read_csv(nb_out / "model_checks.csv")
+    assert sorted(checks["population"]) == sorted(
+        ["mmlu_pro", "openllm", "nlu", "chembench", "jailbreakbench", "xstest"]
+    )
+    assert checks["items_misfit_share"].between(0, 1).all() and checks["verdict"].eq("approximate").all()
+    loo = pd.read_csv(nb_out / "loo_comparison.csv")
+    assert set(loo["model"]) == {"1PL", "2PL", "3PL"} and np.isfinite(loo["elpd"]).all()
+    assert (loo["elpd"] != loo["elpd"].round(2)).all(), "compare_fits rounded the elpd"
+    info = pd.read_csv(nb_out / "information_saturation.csv", keep_default_na=False)
+    lo, mean, hi = info["saturation_ci_low"], info["saturation_mean"], info["saturation_ci_high"]
+    assert ((lo <= mean + 1e-9) & (mean <= hi + 1e-9) & lo.between(0, 1) & hi.between(0, 1)).all()
+    for population in checks["population"]:
+        assert (nb_out / "figures" / f"information_{population}.png").stat().st_size > 0
+
+
+@needs_data
+def test_07_robustness(nb_out: Path) -> None:
+    run_notebook("07_robustness", nb_out)
+    refits = pd.read_csv(nb_out / "robustness_population.csv")
+    assert (refits["kind"] == "reference").sum() == 1 and (refits["kind"] != "reference").sum() >= 3
+    assert refits["verdict"].isin(["converged", "NOT CONVERGED", "approximate"]).all()
+    stability = pd.read_csv(nb_out / "robustness_stability.csv")
+    assert stability["share_agree"].between(0, 1).all() and stability["label"].str.len().gt(0).all()
+    revision = pd.read_csv(nb_out / "robustness_revision.csv")
+    assert list(revision["benchmark"]) == ["mutual", "mutual_plus"], revision["benchmark"]
+    conditions = pd.read_csv(nb_out / "robustness_conditions.csv")
+    assert {"verdict", "ci_low", "ci_high"} <= set(conditions.columns)
+    assert (conditions["ci_low"] <= conditions["ci_high"]).all()
+
+
+@needs_data
+def test_08_report(nb_out: Path) -> None:
+    run_notebook("08_report", nb_out)
+    report = (nb_out / "REPORT.md").read_text()
+    table = pd.read_csv(nb_out / "benchmark_audit.csv", keep_default_na=False)
+    n_distinct = table.loc[table["level"] == "benchmark", "benchmark"].nunique()
+    assert f"**Count.** {n_distinct} distinct benchmarks" in report
+    # every DDM quoted comes with its interval, and approximate rows are marked where they are quoted
+    top = table.loc[table["level"] == "benchmark"].sort_values("ddm_mean", ascending=False).iloc[0]
+    assert f"{top['ddm_mean']:.2f} [{top['ddm_ci_low']:.2f}, {top['ddm_ci_high']:.2f}]" in report
+    assert f"{top['label']} ({top['domain']}) (approximate tier)" in report
+    for section in (
+        "## Data and calibration",
+        "## Measure mismatch",
+        "## Coverage gaps",
+        "## BenchFill",
+        "What differs",
+    ):
+        assert section in report, section
