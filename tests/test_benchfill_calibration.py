@@ -470,3 +470,18 @@ def test_the_after_audit_counts_the_accepted_items_after_a_full_refit(bank, full
         assert c.loc[(scope, "original"), "n_items"] == c.loc[(scope, "before"), "n_items"]
     assert c.loc[("bench00", "after"), "n_added"] == len(accepted)
     assert set(tables["conclusions"]["cause"]) == {"composition", "re-estimation"}
+
+
+def test_fixed_bank_calibration_runs_on_an_approximate_bank(bank, new_data, fixed):
+    """An approximate fit has no benchmark-level sd (it estimates benchmark means without pooling): a candidate
+    group's prior uses the spread of the benchmark means instead, and the candidates land where they do on the
+    NUTS bank."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        approx = fit(bank.data, sampler="approx", seed=3, progress=False)
+    assert "difficulty_benchmark_sd" not in approx.posterior
+    post = calibrate_fixed(approx, new_data, seed=1)
+    approx_means = post["difficulty"].mean(("chain", "draw")).to_series()
+    nuts_means = fixed["difficulty"].mean(("chain", "draw")).to_series()
+    assert np.isfinite(approx_means).all()
+    np.testing.assert_allclose(approx_means, nuts_means.loc[approx_means.index], atol=0.2)  # measured: 0.09

@@ -83,6 +83,22 @@ class _Prior:
         return float(np.sqrt(w @ self.sd**2 + w @ (self.centre - self.mean) ** 2))
 
 
+def _between_benchmarks_sd(post: xr.Dataset, prefix: str, rows: np.ndarray) -> np.ndarray:
+    """Per draw, the sd of benchmark means around their centre: the model's ``{prefix}_benchmark_sd``, or, for an
+    approximate fit (which estimates benchmark means without pooling and has no such variable), the spread of its
+    benchmark means in that draw (0 with one benchmark)."""
+    if f"{prefix}_benchmark_sd" in post:
+        return _flat(post[f"{prefix}_benchmark_sd"])[rows]
+    means = post[f"{prefix}_benchmark"]
+    spread = means.std("benchmark", ddof=1) if means.sizes["benchmark"] > 1 else xr.zeros_like(means.isel(benchmark=0))
+    return _flat(spread)[rows]
+
+
+def _domain_level(post: xr.Dataset, prefix: str, hierarchy: str) -> bool:
+    """Whether the posterior has the domain level the hierarchy names (an approximate fit leaves it out)."""
+    return hierarchy == "benchmark+domain" and f"{prefix}_domain" in post
+
+
 def _level_prior(
     post: xr.Dataset,
     hierarchy: str,
@@ -112,8 +128,8 @@ def _level_prior(
     if bench in benches:
         centre = _flat(post[f"{prefix}_benchmark"].sel(benchmark=bench))[rows]
         return _Prior(centre, item_sd, f"benchmark '{bench}'")
-    var = item_sd**2 + _flat(post[f"{prefix}_benchmark_sd"])[rows] ** 2
-    if hierarchy == "benchmark+domain":
+    var = item_sd**2 + _between_benchmarks_sd(post, prefix, rows) ** 2
+    if _domain_level(post, prefix, hierarchy):
         dom = domain if domain is not None else UNLABELLED
         domains = [str(d) for d in post[f"{prefix}_domain"]["domain"].values]
         if dom in domains:
@@ -145,8 +161,8 @@ def _group_mean_prior(
 
     item_sd = _flat(post["difficulty_sd"])[rows]
     mu = _flat(post["difficulty_mu"])[rows]
-    var = _flat(post["difficulty_benchmark_sd"])[rows] ** 2
-    if hierarchy == "benchmark+domain":
+    var = _between_benchmarks_sd(post, "difficulty", rows) ** 2
+    if _domain_level(post, "difficulty", hierarchy):
         dom = domain if domain is not None else UNLABELLED
         if dom in [str(d) for d in post["difficulty_domain"]["domain"].values]:
             return _flat(post["difficulty_domain"].sel(domain=dom))[rows], np.sqrt(var), item_sd
