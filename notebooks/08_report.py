@@ -225,6 +225,56 @@ if audit_table is not None:
     )
 
 # %% [markdown]
+# ## Items that do not discriminate
+#
+# A 2PL item whose discrimination is near zero is answered alike by strong and weak systems: its difficulty
+# (-intercept / discrimination) is not identified and can lie tens of logits outside the range. The audit counts such
+# items as outside the range (they measure nothing there), which raises DDM. How many each population has, from the
+# saved fits' item tables:
+
+# %%
+LOW_A = 0.25
+rows = []
+for pop in populations["populations"] if populations is not None else []:
+    path = OUT / "fits" / pop["population"] / "items.csv"
+    if not path.is_file():
+        continue
+    items = pd.read_csv(path)
+    if "discrimination_mean" not in items:
+        continue
+    flat = items["discrimination_mean"] < LOW_A
+    lo, hi = pop["range"]
+    rows.append(
+        {
+            "population": pop["population"],
+            "items": len(items),
+            "flat": int(flat.sum()),
+            "flat_outside": int((flat & ~items["difficulty_mean"].between(lo, hi)).sum()),
+            "far": int((~items["difficulty_mean"].between(lo - 4, hi + 4)).sum()),
+            "verdict": pop["verdict"],
+        }
+    )
+flat_table = pd.DataFrame(rows)
+print(flat_table.to_string(index=False))
+if len(flat_table):
+    say("## Items that do not discriminate\n")
+    say(
+        f"An item whose posterior mean discrimination is below {LOW_A} is answered alike by strong and weak systems; "
+        "its difficulty (-intercept / discrimination) is not identified and can lie far outside the range, where the "
+        "audit counts it as outside (it measures nothing in the range). From the saved fits' item tables:\n"
+    )
+    say("| population | items | discrimination < 0.25 | of them outside the range | more than 4 logits outside | fit |")
+    say("|---|---|---|---|---|---|")
+    for r in flat_table.itertuples():
+        say(f"| {r.population} | {r.items:,} | {r.flat:,} | {r.flat_outside:,} | {r.far:,} | {r.verdict} |")
+    say(
+        "\nWhere such items are many, the rows' DDM includes them as outside. They are expected where many "
+        "systems answer multiple-choice items near chance: a 2PL has no lower asymptote, so an item that strong and "
+        "weak systems get right at similar rates can only be fitted as flat. A 3PL with a guessing floor is the model "
+        "for that (notebook 6 compares 1PL, 2PL and 3PL on MMLU-Pro); the approximate tier fits 1PL and 2PL only.\n"
+    )
+
+# %% [markdown]
 # ## Re-weighted leaderboards (notebook 4)
 
 # %%
@@ -269,7 +319,7 @@ if before_after is not None:
     say(
         f"Candidates with simulated responses were calibrated and accepted only when P(difficulty in the target "
         f"bin) >= tau and P(a > 0) >= 0.9 ({where('benchfill_ledger.csv')}). Posterior of the decisions: "
-        f"{ba.loc['posterior', 'after']}.\n"
+        f"{ba.loc['posterior', 'after'] if 'posterior' in ba.index else 'not recorded'}.\n"
     )
     if ledger is not None:
         for stage, g in ledger.groupby("stage", sort=False):

@@ -24,6 +24,7 @@ Environment
 from __future__ import annotations
 
 import hashlib
+import html
 import importlib.metadata
 import json
 import os
@@ -458,16 +459,19 @@ def overlap(a: tuple[float, float], b: tuple[float, float]) -> bool:
 
 def show(*paths: Path) -> None:
     """Show saved figures inline when the notebook runs in a Jupyter kernel (the rendered HTML of
-    ``scripts/run_notebooks.py --html``); nothing when it runs as a script."""
+    ``scripts/run_notebooks.py --html``, in ``<out>/html/``); nothing when it runs as a script. The HTML links each
+    figure in ``<out>/figures/`` rather than embedding a second copy."""
     try:
         from IPython import get_ipython
-        from IPython.display import Image, display
+        from IPython.display import HTML, display
     except ImportError:
         return
     if get_ipython() is None:
         return
     for path in paths:
-        display(Image(filename=str(path)))
+        path = Path(path)
+        link = os.path.relpath(path, path.parent.parent / "html")
+        display(HTML(f'<img src="{html.escape(link)}" alt="{html.escape(path.name)}" style="max-width: 100%">'))
 
 
 def write_json(path: Path, payload: Any) -> None:

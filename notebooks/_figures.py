@@ -22,6 +22,8 @@ from irtbayes.plots import plot_forest
 MARK = {"converged": "", "approximate": " ≈", "NOT CONVERGED": " †"}
 MARK_NOTE = "≈ approximate tier (validated, not NUTS); † NUTS that failed its convergence checks"
 GREY = "#555555"
+#: Logits beyond the target range that the difficulty figure shows.
+WINDOW = 4.0
 
 
 def marked(label: str, verdict: str) -> str:
@@ -81,6 +83,12 @@ def plot_forests(
             legend.remove()
         ax.set_xlabel("")
         ax.set_title(_population_title(rows), fontsize="small", loc="left")
+    # one scale for every panel, so a population with one benchmark is not read at a magnified scale
+    low = float(results[f"{prefix}_ci_low"].min())
+    high = float(max(results[f"{prefix}_ci_high"].max(), results[reference].max() if reference else -np.inf))
+    pad = 0.03 * (high - low or 1.0)
+    for ax in axes[:, 0]:
+        ax.set_xlim(min(low, 0.0) - pad, high + pad)
     axes[-1, 0].set_xlabel(xlabel)
     note = MARK_NOTE + ("; | expected widest gap of as many items spread at random" if reference else "")
     domains = sorted(set(results["domain"]))
@@ -115,9 +123,23 @@ def plot_difficulty_vs_ability(
         data = [ability] + [items.loc[items["benchmark"] == b, "difficulty_mean"].to_numpy(float) for b in order]
         labels = ["systems' abilities"] + [f"{b} ({len(d)})" for b, d in zip(order, data[1:], strict=True)]
         y = np.arange(len(data))[::-1]
+        # the window: the target range and most items, at most WINDOW logits beyond the range; items past it are
+        # counted at the edge (a non-discriminating item's difficulty can lie tens of logits out)
+        every = np.concatenate(data)
+        x_lo = max(min(lo, float(np.quantile(every, 0.01))) - 0.5, lo - WINDOW)
+        x_hi = min(max(hi, float(np.quantile(every, 0.99))) + 0.5, hi + WINDOW)
         ax.axvspan(lo, hi, color="#dddddd", alpha=0.5, zorder=0, lw=0)
+        beyond = 0
         for pos, values, i in zip(y, data, range(len(data)), strict=True):
             colour = GREY if i == 0 else colours.get(str(domain_of.get(order[i - 1], "")), GREY)
+            left, right = int((values < x_lo).sum()), int((values > x_hi).sum())
+            beyond += left + right
+            if left:
+                ax.text(x_lo, pos + 0.3, f"◀{left}", fontsize="x-small", ha="left", va="center", color=colour)
+            if right:
+                ax.text(x_hi, pos + 0.3, f"{right}▶", fontsize="x-small", ha="right", va="center", color=colour)
+            median = float(np.median(values))
+            values = values[(values >= x_lo) & (values <= x_hi)]
             if len(values) >= 3 and np.ptp(values) > 0:
                 parts = ax.violinplot(values, positions=[pos], vert=False, widths=0.85, showextrema=False)
                 for body in parts["bodies"]:
@@ -125,13 +147,16 @@ def plot_difficulty_vs_ability(
                     body.set_edgecolor(colour)
                     body.set_alpha(0.55)
             ax.scatter(values, np.full(len(values), pos), s=2, color=colour, alpha=0.25 if len(values) > 200 else 0.6)
-            ax.plot([np.median(values)], [pos], marker="|", color="black", ms=10)
+            if x_lo <= median <= x_hi:
+                ax.plot([median], [pos], marker="|", color="black", ms=10)
         ax.set_yticks(y, labels, fontsize="small")
         ax.set_title(
-            f"{name}: {marked(str(shape['sampler']), str(shape['verdict']))}; shaded = target range [{lo:.2f}, {hi:.2f}]",
+            f"{name}: {marked(str(shape['sampler']), str(shape['verdict']))}; shaded = target range [{lo:.2f}, {hi:.2f}]"
+            + (f"; ◀n / n▶ = items beyond the window ({beyond} in all)" if beyond else ""),
             fontsize="small",
             loc="left",
         )
+        ax.set_xlim(x_lo, x_hi)
         ax.grid(axis="x", alpha=0.3)
         ax.set_ylim(-0.7, len(data) - 0.3)
     axes[-1, 0].set_xlabel("logits (each population on its own scale): posterior means; | = median")

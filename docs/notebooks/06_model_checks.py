@@ -1,0 +1,1 @@
+../../notebooks/06_model_checks.py

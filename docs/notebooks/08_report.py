@@ -1,0 +1,1 @@
+../../notebooks/08_report.py
