@@ -62,11 +62,12 @@ print("published reference estimates:", "found" if REFERENCE is not None else "n
 
 
 # %%
-# These fits are small, so the full mode samples longer than the notebook default: at least 4 chains x 1000 draws.
-CHAINS, DRAWS, TUNE = (
-    (S.chains, S.draws, S.tune) if S.fast else (S.chains or 4, max(S.draws or 0, 1000), max(S.tune or 0, 1000))
-)
+# The full mode samples with NUTS at irtbayes' defaults for each bank (2,000 draws per chain for a small bank of
+# fewer than 100 items, 1,000 otherwise) and draws until the convergence checks pass (at most four times as many);
+# the fast mode uses the notebook's short approximate settings.
+CHAINS, DRAWS, TUNE = (S.chains, S.draws, S.tune) if S.fast else (S.chains or 4, S.draws, S.tune)
 SAMPLER = S.sampler or "nutpie"
+UNTIL_CONVERGED = not S.fast and SAMPLER == "nutpie"
 
 
 def run_fit(data, spec):
@@ -74,7 +75,17 @@ def run_fit(data, spec):
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*approximate method.*")
         warnings.filterwarnings("ignore", message=".*did not pass the convergence checks.*")
-        return fit(data, spec, sampler=SAMPLER, chains=CHAINS, draws=DRAWS, tune=TUNE, seed=S.seed, progress=False)
+        return fit(
+            data,
+            spec,
+            sampler=SAMPLER,
+            chains=CHAINS,
+            draws=DRAWS,
+            tune=TUNE,
+            seed=S.seed,
+            progress=False,
+            until_converged=UNTIL_CONVERGED,
+        )
 
 
 # %% [markdown]

@@ -349,22 +349,99 @@ if oc is not None:
 # ## Model checks and robustness (notebooks 6 and 7)
 
 # %%
-for name, title in (("model_checks.csv", "Model checks"), ("loo_comparison.csv", "1PL, 2PL and 3PL by PSIS-LOO")):
-    table = read(name)
-    if table is not None:
-        say(f"## {title}\n")
-        say(f"From {where(name)}:\n")
-        say(markdown_table(table))
-        say("")
-for name, title in (
-    ("information_saturation.csv", "Information and saturation"),
-    ("robustness_population.csv", "Robustness: other systems"),
-    ("robustness_revision.csv", "Robustness: a revised benchmark"),
-):
-    table = read(name)
-    if table is not None:
-        say(f"## {title}\n")
-        say(f"{len(table)} rows in {where(name)}; the notebook prints its conclusions in its rendered HTML.\n")
+checks = read("model_checks.csv")
+if checks is not None:
+    say("## Model checks: posterior predictive\n")
+    say(
+        f"Items whose proportion correct or item-rest correlation falls outside the central 95% of its posterior "
+        f"predictive distribution, and systems whose total score does ({where('model_checks.csv')}, "
+        f"{where('figures/ppc_item_rest.png')}):\n"
+    )
+    say(
+        "| population | model | fit | items misfitting (nominal) | item-rest weaker than predicted | systems misfitting |"
+    )
+    say("|---|---|---|---|---|---|")
+    for r in checks.itertuples():
+        say(
+            f"| {r.population} | {r.model} | {r.verdict} | {float(r.items_misfit_share):.1%} ({float(r.nominal_share):.1%}) | "
+            f"{r.item_rest_weaker} | {float(r.subjects_misfit_share):.1%} |"
+        )
+    say("")
+loo = read("loo_comparison.csv")
+if loo is not None:
+    say("## 1PL, 2PL and 3PL by PSIS-LOO\n")
+    loo = loo.assign(elpd=loo["elpd"].astype(float), se=loo["se"].astype(float))
+    loo = loo.assign(elpd_diff=loo["elpd_diff"].astype(float), dse=loo["dse"].astype(float))
+    say(
+        f"On {loo['subjects'].iloc[0]} systems x {loo['items'].iloc[0]} MMLU-Pro items ({loo['categories'].iloc[0]}; "
+        f"{where('loo_comparison.csv')}):\n"
+    )
+    say("| model | fit | elpd (SE) | difference from the best (SE) | divergences |")
+    say("|---|---|---|---|---|")
+    for r in loo.itertuples():
+        say(
+            f"| {r.model} | {r.verdict} | {r.elpd:.1f} ({r.se:.1f}) | {r.elpd_diff:.1f} ({r.dse:.1f}) | {r.divergences} |"
+        )
+    best, second = loo.iloc[0], loo.iloc[1]
+    say(
+        f"\nPSIS-LOO prefers the {best['model']}{MARK.get(best['verdict'], '')} by {abs(second['elpd_diff']):.1f} "
+        f"({abs(second['elpd_diff']) / second['dse']:.1f} SE of the difference) over the {second['model']}"
+        + (
+            "; the preferred fit did not pass its convergence checks, so the comparison is provisional."
+            if best["verdict"] != "converged"
+            else "."
+        )
+        + "\n"
+    )
+info = read("information_saturation.csv")
+if info is not None:
+    say("## Information and saturation\n")
+    rows = info.loc[info["level"] == "benchmark"].copy()
+    for c in ("saturation_mean", "saturation_ci_low", "saturation_ci_high"):
+        rows[c] = rows[c].astype(float)
+    sat = rows.loc[rows["saturation_ci_low"] > 0.5].sort_values("saturation_mean", ascending=False)
+    say(
+        "Saturation is the share of a benchmark's items that the best system answers correctly with probability at "
+        f"least 0.9, per draw ({where('information_saturation.csv')}, `figures/information_*.png`). "
+        f"{len(sat)} of {len(rows)} benchmark rows are credibly more than half saturated"
+        + (
+            ": "
+            + ", ".join(
+                f"{r.population}:{r.benchmark} {iv(r.saturation_mean, r.saturation_ci_low, r.saturation_ci_high)}"
+                f"{MARK.get(r.verdict, '')}"
+                for r in sat.itertuples()
+            )
+            if len(sat)
+            else ""
+        )
+        + ".\n"
+    )
+stability = read("robustness_stability.csv")
+if stability is not None:
+    say("## Robustness: other systems\n")
+    say(
+        f"Refits on other populations of systems ({where('robustness_stability.csv')}, {where('robustness_population.csv')}):\n"
+    )
+    for r in stability.itertuples():
+        say(f"- {r.population} {r.conclusion}: reference {r.reference}; {r.label} ({r.evidence}).")
+    say("")
+revision = read("robustness_revision.csv")
+if revision is not None:
+    say("## Robustness: a revised benchmark\n")
+    say(f"Two versions of a benchmark calibrated on one scale ({where('robustness_revision.csv')}):\n")
+    for r in revision.itertuples():
+        say(
+            f"- {r.benchmark} ({r.version}, {r.verdict}): DDM "
+            f"{iv(float(r.ddm_w1_mean), float(r.ddm_w1_ci_low), float(r.ddm_w1_ci_high))}, Maximum Gap "
+            f"{iv(float(r.max_gap_mean), float(r.max_gap_ci_low), float(r.max_gap_ci_high))} logits at "
+            f"[{float(r.gap_lo):.2f}, {float(r.gap_hi):.2f}]."
+        )
+    first = revision.iloc[0]
+    say(
+        f"\nThe revision puts {first['revised_items_in_original_gap']} items into the original's widest gap; "
+        f"{first['regressing_systems']} systems regress (their rank interval on the revision lies below the one on "
+        "the original).\n"
+    )
 
 # %% [markdown]
 # ## What differs from the paper, and why
@@ -387,6 +464,7 @@ say(
 summary = OUT / "logs" / "run_summary.csv"
 if summary.is_file():
     runs = pd.read_csv(summary)
+    runs = runs.loc[runs["exit_status"] == 0]  # the last successful run of each notebook
     say(
         "## Reproducing\n\n`IRTBAYES_NB_MODE=full python scripts/run_notebooks.py --html` (the rendered notebooks are "
         f"in {where('html/')}). Seconds per notebook in the run that made these results: "
