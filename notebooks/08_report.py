@@ -423,7 +423,14 @@ if stability is not None:
         f"Refits on other populations of systems ({where('robustness_stability.csv')}, {where('robustness_population.csv')}):\n"
     )
     for r in stability.itertuples():
-        say(f"- {r.population} {r.conclusion}: reference {r.reference}; {r.label} ({r.evidence}).")
+        unconverged = int(r.refits_not_converged or 0) if str(r.refits_not_converged) != "" else 0
+        also = (
+            f"; **{unconverged} of the {r.refits} refits did NOT CONVERGE**: over the {r.refits_converged_only} "
+            f"converged ones alone, {r.agree_converged_only} agree ({r.label_converged_only})"
+            if unconverged
+            else ""
+        )
+        say(f"- {r.population} {r.conclusion}: reference {r.reference}; {r.label} ({r.evidence}){also}.")
     say("")
 revision = read("robustness_revision.csv")
 if revision is not None:
