@@ -43,11 +43,9 @@ import warnings
 import matplotlib
 
 matplotlib.use("Agg")
-import arviz_stats as azs
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-import xarray as xr
 from _common import (
     BENCHMARK_DOMAIN,
     CATEGORIES_OF,
@@ -70,7 +68,7 @@ from scipy import stats
 from irtbayes import datasets
 from irtbayes.audit import test_information
 from irtbayes.model import ModelSpec
-from irtbayes.model_checks import compare_fits, log_likelihood, posterior_predictive_check
+from irtbayes.model_checks import compare_fits, posterior_predictive_check
 from irtbayes.plots import OKABE_ITO, domain_palette, shorten
 
 S = settings()
@@ -405,10 +403,8 @@ del ppc_items
 # difference within 2 SE is not a clear preference. Pareto k above 0.7 marks responses where the estimate is
 # unreliable; an approximate fit's LOO is approximate too.
 #
-# `compare_fits` returns arviz-stats' table, whose elpd and elpd_diff are rounded to the precision their SE
-# supports (elpd -783.4 with SE 14 reads -780). The notebook keeps that table (its ranks, weights and Pareto-k
-# counts) and adds unrounded elpd, SE, elpd_diff and its SE computed from the same draws (the pointwise PSIS-LOO
-# of each fit: `log_likelihood`, then `arviz_stats.loo`), which the 2-SE rule uses.
+# `compare_fits` returns PSIS-LOO's elpd, its SE and each model's difference from the best with its SE, unrounded;
+# a difference within 2 SE is no clear preference.
 
 # %%
 with timer("mc: data"):
@@ -455,36 +451,10 @@ with timer("mc: loo"), warnings.catch_warnings():
     loo = compare_fits(mc_fits, mc, n_draws=LOO_DRAWS)
 
 
-def pointwise_elpd(result, data, n_draws):
-    """Each response's PSIS-LOO elpd, from the same thinned draws as ``compare_fits``."""
-    ll = log_likelihood(result, data, n_draws=n_draws)
-    tree = xr.DataTree.from_dict(
-        {
-            "posterior": xr.Dataset({"ll_total": ll.sum("response")}),
-            "log_likelihood": xr.Dataset({"loglik": ll.drop_vars(["subject", "item"])}),
-        }
-    )
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return np.asarray(azs.loo(tree, pointwise=True).elpd_i).ravel()
-
-
-with timer("mc: unrounded elpd"):
-    elpd_i = {name: pointwise_elpd(res, mc, LOO_DRAWS) for name, res in mc_fits.items()}
-top = max(elpd_i.items(), key=lambda kv: kv[1].sum())[0]
+loo_table = loo.reset_index(names="model").merge(pd.DataFrame(mc_rows), on="model")
+loo_table = loo_table.sort_values("elpd", ascending=False, ignore_index=True)
 n_obs = mc.n_responses
-raw = pd.DataFrame(
-    {
-        "model": list(elpd_i),
-        "elpd_raw": [v.sum() for v in elpd_i.values()],
-        "se_raw": [np.sqrt(n_obs * v.var()) for v in elpd_i.values()],
-        "elpd_diff_raw": [v.sum() - elpd_i[top].sum() for v in elpd_i.values()],
-        "dse_raw": [np.sqrt(n_obs * (v - elpd_i[top]).var()) for v in elpd_i.values()],
-    }
-)
-loo_table = loo.reset_index(names="model").merge(raw, on="model").merge(pd.DataFrame(mc_rows), on="model")
-loo_table = loo_table.sort_values("elpd_raw", ascending=False, ignore_index=True)
-loo_table["within_2se"] = (loo_table["elpd_diff_raw"].abs() <= 2 * loo_table["dse_raw"]) & (loo_table["model"] != top)
+loo_table["within_2se"] = (loo_table["elpd_diff"].abs() <= 2 * loo_table["dse"]) & (loo_table["rank"] != 0)
 loo_table = loo_table.assign(
     dataset=MC_DATASET,
     categories="+".join(MC_CATEGORIES),
@@ -495,31 +465,29 @@ loo_table = loo_table.assign(
 )
 loo_table.to_csv(S.out / "loo_comparison.csv", index=False)
 with pd.option_context("display.width", 220, "display.precision", 2):
-    cols = ["model", "rank", "elpd_raw", "se_raw", "p", "elpd_diff_raw", "dse_raw", "weight", "n_high_pareto_k"]
+    cols = ["model", "rank", "elpd", "se", "p", "elpd_diff", "dse", "weight", "n_high_pareto_k"]
     print(loo_table[[*cols, "verdict"]].to_string(index=False))
 print("wrote", S.out / "loo_comparison.csv")
 
 # %% [markdown]
 # ### What LOO says
 #
-# Generated from the comparison (unrounded values). elpd_diff is how much worse a model predicts the held-out
+# Generated from the comparison. elpd_diff is how much worse a model predicts the held-out
 # responses than the best model, summed over responses; dse is its standard error.
 
 # %%
 best = loo_table.iloc[0]
-if loo_table["rank"].iloc[0] != 0:
-    print("Note: the unrounded elpd orders the models differently from compare_fits' rounded table.")
 print(
     f"PSIS-LOO prefers the {best['model']} ({best['verdict']}) on {mc.n_subjects} systems x {mc.n_items} "
-    f"MMLU-Pro items: elpd {best['elpd_raw']:.1f} (SE {best['se_raw']:.1f}; {best['elpd_raw'] / n_obs:.3f} per "
+    f"MMLU-Pro items: elpd {best['elpd']:.1f} (SE {best['se']:.1f}; {best['elpd'] / n_obs:.3f} per "
     "response)."
 )
 for r in loo_table.iloc[1:].itertuples():
-    ratio = abs(r.elpd_diff_raw) / r.dse_raw if r.dse_raw > 0 else np.inf
+    ratio = abs(r.elpd_diff) / r.dse if r.dse > 0 else np.inf
     clear = "within 2 SE: no clear preference" if r.within_2se else f"{ratio:.1f} SE: a clear preference"
     print(
-        f"  {r.model} ({r.verdict}): elpd {abs(r.elpd_diff_raw):.1f} lower than the {best['model']} "
-        f"(SE of the difference {r.dse_raw:.1f}; {clear})."
+        f"  {r.model} ({r.verdict}): elpd {abs(r.elpd_diff):.1f} lower than the {best['model']} "
+        f"(SE of the difference {r.dse:.1f}; {clear})."
     )
 for r in loo_table.loc[loo_table["n_high_pareto_k"] > 0].itertuples():
     print(
@@ -553,7 +521,7 @@ if "3PL" in mc_fits:
         + ("the data say little beyond the prior for most items" if shrink > 0.8 else "the data narrow the prior")
         + ")."
     )
-del mc_fits, elpd_i
+del mc_fits
 
 # %% [markdown]
 # ## 3. Information curves and saturation
