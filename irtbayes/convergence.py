@@ -28,14 +28,15 @@ out of the checks) and :func:`parameter_table` (one row per checked scalar param
 
 from __future__ import annotations
 
+import os
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pandas as pd
 import xarray as xr
 from scipy.fft import next_fast_len
 from scipy.special import ndtri
-from scipy.stats import rankdata
 
 __all__ = [
     "CONSTANT_RTOL",
@@ -51,8 +52,10 @@ __all__ = [
 ]
 
 #: Parameters processed together (bounds the memory of the temporaries: about 10 arrays of this many
-#: parameters x draws).
-CHUNK_PARAMETERS = 1024
+#: parameters x draws; 128 x 4,000 draws keeps each in a few MB, in cache).
+CHUNK_PARAMETERS = 128
+#: Threads over chunks of parameters: the CPUs this process may use.
+WORKERS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
 def tail_probs(ci_prob: float = 0.9) -> tuple[float, float]:
@@ -95,10 +98,31 @@ def _split(x: np.ndarray) -> np.ndarray:
 
 
 def _z_scale(x: np.ndarray) -> np.ndarray:
+    """Rank-normalised draws ``Φ⁻¹((r - 3/8) / (S + 1/4))`` of (parameter, chain, draw) draws, with average
+    ranks ``r`` over each parameter's S draws (``scipy.stats.rankdata(method="average")``).
+
+    One sort per parameter; tied draws (common in fits stored as float32) get the mean of their positions.
+    An average rank is a multiple of 1/2, so every normal quantile comes from one table of 2S values
+    instead of an inverse normal per draw. Draws of a parameter with a NaN come out finite here; the callers
+    set that parameter's diagnostics to NaN.
+    """
     p, c, n = x.shape
     size = c * n
-    ranks = rankdata(x.reshape(p, size), method="average", axis=1)
-    return ndtri((ranks - 3 / 8) / (size - 2 * 3 / 8 + 1)).reshape(p, c, n)
+    flat = x.reshape(p, size)
+    order = np.argsort(flat, axis=1)
+    ordered = np.take_along_axis(flat, order, axis=1)
+    starts = np.ones((p, size), dtype=bool)  # where a run of equal draws begins (each row begins one)
+    np.not_equal(ordered[:, 1:], ordered[:, :-1], out=starts[:, 1:])
+    starts = starts.ravel()
+    first = np.flatnonzero(starts)  # positions in the flattened (p, size) array
+    last = np.append(first[1:], p * size) - 1
+    run = np.cumsum(starts) - 1
+    row_offset = np.repeat(np.arange(p) * size, size)
+    twice_rank = first[run] + last[run] - 2 * row_offset + 2  # 2 r: positions are 0-based, ranks 1-based
+    table = ndtri((np.arange(2 * size + 1) / 2 - 3 / 8) / (size - 2 * 3 / 8 + 1))
+    z = np.empty((p, size))
+    np.put_along_axis(z, order, table[twice_rank].reshape(p, size), axis=1)
+    return z.reshape(p, c, n)
 
 
 def _rhat(x: np.ndarray) -> np.ndarray:
@@ -236,6 +260,8 @@ def rank_diagnostics(draws: np.ndarray, *, ci_prob: float = 0.9) -> tuple[np.nda
 
     Tail ESS is taken at the ends of the central ``ci_prob`` interval (:func:`tail_probs`). The
     rank-normalised split draws serve both the bulk r-hat and the bulk ESS, so they are computed once.
+    Chunks of :data:`CHUNK_PARAMETERS` parameters are small enough to stay in cache, and run on
+    :data:`WORKERS` threads (NumPy's sorts and FFTs release the GIL).
 
     Examples
     --------
@@ -245,30 +271,44 @@ def rank_diagnostics(draws: np.ndarray, *, ci_prob: float = 0.9) -> tuple[np.nda
     ([1.0, 1.0, 1.0], True, True)
     """
     probs = tail_probs(ci_prob)
-    x, shape = _as_3d(draws)
-    p = x.shape[0]
+    values = np.asarray(draws, dtype="float64")
+    if values.ndim < 2:
+        raise ValueError(f"expected (chain, draw, ...) draws, got shape {values.shape}")
+    shape = values.shape[2:]
+    flat = values.reshape(values.shape[0], values.shape[1], -1)  # (chain, draw, parameter)
+    p = flat.shape[2]
     rhat, bulk, tail = np.full(p, np.nan), np.full(p, np.nan), np.full(p, np.nan)
-    if x.shape[2] < 4:
+    if flat.shape[1] < 4:
         return rhat.reshape(shape), bulk.reshape(shape), tail.reshape(shape)
-    for start in range(0, p, CHUNK_PARAMETERS):
-        part = x[start : start + CHUNK_PARAMETERS]
+
+    def chunk(start: int) -> None:
+        # (parameter, chain, draw) for this chunk only: transposing chunk by chunk stays in cache
+        part = np.ascontiguousarray(np.moveaxis(flat[:, :, start : start + CHUNK_PARAMETERS], 2, 0))
         sl = slice(start, start + len(part))
         s = _split(part)
         z = _z_scale(s)
         bulk[sl] = _ess(z)
-        flat = part.reshape(len(part), -1)
+        in_rows = part.reshape(len(part), -1)
         tail[sl] = np.minimum(
-            *[_ess(_split((part <= np.quantile(flat, q, axis=1)[:, None, None]).astype("float64"))) for q in probs]
+            *[_ess(_split((part <= np.quantile(in_rows, q, axis=1)[:, None, None]).astype("float64"))) for q in probs]
         )
-        if x.shape[1] >= 2:
+        if flat.shape[0] >= 2:
             folded = np.abs(s - np.median(s.reshape(len(s), -1), axis=1)[:, None, None])
             r_bulk, r_tail = _rhat(z), _rhat(_z_scale(folded))
             with np.errstate(invalid="ignore"):
                 r = np.fmax(r_bulk, r_tail)
             r[np.isnan(r_bulk) | np.isnan(r_tail)] = np.nan
             rhat[sl] = r
-    bad = _nonfinite(x)
-    rhat[bad], bulk[bad], tail[bad] = np.nan, np.nan, np.nan
+        bad = _nonfinite(part)
+        rhat[sl][bad], bulk[sl][bad], tail[sl][bad] = np.nan, np.nan, np.nan
+
+    starts = range(0, p, CHUNK_PARAMETERS)
+    if WORKERS > 1 and len(starts) > 1:
+        with ThreadPoolExecutor(min(WORKERS, len(starts))) as pool:
+            list(pool.map(chunk, starts))  # list(): re-raise any error
+    else:
+        for start in starts:
+            chunk(start)
     return rhat.reshape(shape), bulk.reshape(shape), tail.reshape(shape)
 
 

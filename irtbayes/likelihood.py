@@ -7,12 +7,16 @@ scores enter the same Bernoulli-logit terms (the fractional-logit quasi-likeliho
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
 import numba
 import numpy as np
 import pytensor.tensor as pt
+from llvmlite import ir
+from numba import types
+from numba.extending import intrinsic
 from pytensor.gradient import DisconnectedType
 from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
@@ -36,54 +40,113 @@ def _bernoulli_terms(y: Any, eta: Any, guessing: Any) -> Any:
 
 
 # ---------------------------------------------------------------------------------------------- fused likelihood
-@numba.njit(nogil=True, cache=True)
+# The kernel is written so that LLVM vectorises its inner loop over items (4 doubles per AVX2 instruction):
+# no calls (exp is the polynomial below), no branches (selects), no Python division check
+# (``error_model="numpy"``), and reductions that may be reassociated. NaN and infinities still propagate:
+# the fast-math flags leave out ``nnan`` and ``ninf``.
+_FAST = {"reassoc", "contract", "nsz", "arcp"}
+_LOG2E = 1.4426950408889634
+_LN2_HI = 6.93147180369123816490e-01  # ln 2 split so that k * _LN2_HI is exact for |k| < 2^11
+_LN2_LO = 1.90821492927058770002e-10
+#: Taylor coefficients 1/k! of exp on |r| <= ln(2)/2, k = 13 down to 2 (truncation error < 2e-17, relative).
+_C13, _C12, _C11, _C10, _C9, _C8, _C7, _C6, _C5, _C4, _C3, _C2 = (1.0 / math.factorial(k) for k in range(13, 1, -1))
+
+
+@intrinsic
+def _bits_as_float(typingctx: Any, bits: Any) -> Any:
+    """The float64 whose bit pattern is the int64 ``bits`` (an LLVM bitcast, vectorisable)."""
+    signature = types.float64(types.int64)
+
+    def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
+        return builder.bitcast(args[0], ir.DoubleType())
+
+    return signature, codegen
+
+
+@numba.njit(inline="always", fastmath={"contract"}, error_model="numpy", cache=True)
+def _exp_nonpositive(x: float) -> float:
+    """exp(x) for x <= 0, to 2 ulp, with no call or branch; x below -708 gives exp(-708) (about 3e-308).
+
+    exp(x) = 2^k exp(r) with k the nearest integer to x / ln 2 and |r| <= ln(2) / 2; exp(r) by Horner's rule,
+    2^k by writing k + 1023 into the exponent bits.
+    """
+    x = max(x, -708.0)
+    k = math.floor(x * _LOG2E + 0.5)
+    r = (x - k * _LN2_HI) - k * _LN2_LO
+    p = _C13
+    p = p * r + _C12
+    p = p * r + _C11
+    p = p * r + _C10
+    p = p * r + _C9
+    p = p * r + _C8
+    p = p * r + _C7
+    p = p * r + _C6
+    p = p * r + _C5
+    p = p * r + _C4
+    p = p * r + _C3
+    p = p * r + _C2
+    p = p * r + 1.0
+    p = p * r + 1.0
+    return p * _bits_as_float((np.int64(k) + 1023) << 52)  # type: ignore[call-arg]  # numba passes typingctx
+
+
+@numba.njit(nogil=True, fastmath=_FAST, error_model="numpy", cache=True)
 def _fused_kernel(
     theta: np.ndarray, a: np.ndarray, b: np.ndarray, item_dim: np.ndarray, y: np.ndarray, w: np.ndarray
 ) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:
     """Value and gradient of sum_ij w_ij (y_ij eta_ij - softplus(eta_ij)), eta_ij = a_i (theta_j,k(i) - b_i).
 
-    One pass over the cells with one exp per cell: softplus(eta) = max(eta, 0) + log(1 + e) with
-    e = exp(-|eta|), whose logs are summed as the log of running products (each factor is in (1, 2], so
-    512 of them cannot overflow), and sigmoid(eta) reuses e. ``w`` must be 0 or 1.
+    One pass over the cells, subject by subject, items innermost, with one exp per cell:
+    softplus(eta) = max(eta, 0) + log(1 + e) with e = exp(-|eta|), and sigmoid(eta) reuses e. The logs of
+    ``1 + e`` are summed as the log of a running product per item (each factor is in [1, 2], so 512 of them
+    cannot overflow), which keeps the inner loop free of calls. Unobserved cells (``w`` = 0; ``w`` must be 0
+    or 1) are computed and multiplied by 0, which costs less than a branch.
     """
     n, m = y.shape
     d_theta = np.zeros_like(theta)
     d_a = np.zeros(m)
     d_b = np.zeros(m)
+    prod = np.ones(m)
+    t = np.empty(m)
+    g_row = np.empty(m)
     lin = 0.0
     logs = 0.0
-    prod = 1.0
-    count = 0
     one_dim = theta.shape[1] == 1
     for j in range(n):
+        if one_dim:
+            t[:] = theta[j, 0]
+        else:
+            for i in range(m):
+                t[i] = theta[j, item_dim[i]]
+        y_j = y[j]
+        w_j = w[j]
         acc = 0.0
         for i in range(m):
-            if w[j, i] == 0.0:
-                continue
-            k = 0 if one_dim else item_dim[i]
-            diff = theta[j, k] - b[i]
+            w_ji = w_j[i]
+            diff = t[i] - b[i]
             eta = a[i] * diff
-            e = np.exp(-abs(eta))
-            one_e = 1.0 + e
-            prod *= one_e
-            count += 1
-            if count == 512:
-                logs += np.log(prod)
-                prod = 1.0
-                count = 0
-            lin += y[j, i] * eta - (eta if eta > 0.0 else 0.0)
-            inv = 1.0 / one_e
+            e = _exp_nonpositive(-abs(eta))
+            prod[i] *= 1.0 + w_ji * e
+            lin += w_ji * (y_j[i] * eta - max(eta, 0.0))
+            inv = 1.0 / (1.0 + e)
             sig = inv if eta >= 0.0 else e * inv
-            r = y[j, i] - sig
-            if one_dim:
-                acc += r * a[i]
-            else:
-                d_theta[j, k] += r * a[i]
+            r = w_ji * (y_j[i] - sig)
+            g = r * a[i]
+            acc += g
+            g_row[i] = g
             d_a[i] += r * diff
-            d_b[i] -= r * a[i]
+            d_b[i] -= g
         if one_dim:
             d_theta[j, 0] = acc
-    logs += np.log(prod)
+        else:
+            for i in range(m):
+                d_theta[j, item_dim[i]] += g_row[i]
+        if j % 512 == 511:
+            for i in range(m):
+                logs += math.log(prod[i])
+                prod[i] = 1.0
+    for i in range(m):
+        logs += math.log(prod[i])
     return lin - logs, d_theta, d_a, d_b
 
 
@@ -153,7 +216,7 @@ class FusedBernoulliLogit(Op):
 
 fused_bernoulli_logit = FusedBernoulliLogit()
 #: Bumped whenever the kernel changes, so PyTensor's numba cache does not serve a stale one.
-_FUSED_VERSION = 2
+_FUSED_VERSION = 3
 
 
 @register_funcify_default_op_cache_key(FusedBernoulliLogit)

@@ -233,3 +233,41 @@ def test_fused_layout_is_the_default_for_dense_2pl_and_refused_for_3pl(labelled)
     assert model_inputs(labelled, ModelSpec(kind="3pl")).spec.layout == "dense"
     with pytest.raises(SpecError, match="fused"):
         model_inputs(labelled, ModelSpec(kind="3pl", layout="fused"))
+
+
+def test_fused_kernel_exp_and_extreme_linear_predictors():
+    """The kernel's own exp matches NumPy's to 2 ulp, and cells with |eta| up to 2,000 (where exp underflows),
+    fractional scores, unobserved cells, more than 512 subjects and several dimensions all give NumPy's
+    value and gradient; a NaN parameter gives a NaN log-likelihood instead of a finite one."""
+    from irtbayes import irt
+    from irtbayes.likelihood import _exp_nonpositive, _fused_kernel
+
+    x = -np.concatenate([np.geomspace(1e-300, 700.0, 4000), np.linspace(0.0, 1.0, 1001)])
+    assert np.max(np.abs(np.array([_exp_nonpositive(v) for v in x]) / np.exp(x) - 1)) <= 4.5e-16
+    assert 0.0 < _exp_nonpositive(-1e4) < 1e-307  # held at exp(-708): no underflow to a NaN-making 0/0
+
+    rng = np.random.default_rng(3)
+    n, m, d = 1100, 23, 2
+    theta = rng.normal(0, 1, (n, d))
+    a = np.exp(rng.normal(0, 0.6, m))
+    a[:3] = [400.0, 1000.0, 1e-3]  # |eta| in the hundreds and thousands, and nearly 0
+    b = rng.normal(0, 2, m)
+    item_dim = rng.integers(0, d, m).astype("int64")
+    y = rng.uniform(size=(n, m))
+    y[:, ::2] = (y[:, ::2] < 0.5).astype(float)
+    w = (rng.uniform(size=(n, m)) < 0.85).astype(float)
+    y *= w
+    value, d_theta, d_a, d_b = _fused_kernel(theta, a, b, item_dim, y, w)
+
+    diff = theta[:, item_dim] - b
+    eta = a * diff
+    assert value == pytest.approx((w * irt.log_likelihood(y, eta)).sum(), rel=1e-12)
+    r = w * (y - 0.5 * (1.0 + np.tanh(eta / 2)))  # the logistic function, without overflow
+    expected_theta = np.zeros_like(theta)
+    np.add.at(expected_theta.T, item_dim, (r * a).T)
+    np.testing.assert_allclose(d_theta, expected_theta, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(d_a, (r * diff).sum(axis=0), rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(d_b, -(r * a).sum(axis=0), rtol=1e-10, atol=1e-10)
+
+    theta[5, 0] = np.nan
+    assert np.isnan(_fused_kernel(theta, a, b, item_dim, y, w)[0])
