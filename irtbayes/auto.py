@@ -6,10 +6,11 @@ The estimate of NUTS's time is a rule of thumb from measured fits, not a promise
               + NUTS_OVERHEAD_S
 
 with the rate measured with nutpie on a 2-core x86-64 machine (``scripts/benchmark_fit.py``, 2PL with the
-default hierarchy): 100 x 1,000 (90k responses, 4 chains x 2,000 steps) 162-260 s, i.e. 4.5e-7 to 7.2e-7
-s per response and step per core; 400 x 5,000 (1.8M responses) 2,093 s (2.9e-7); MMLU-Pro (347k responses,
-4 x 1,750 steps) about 500 s (4.1e-7). The constant takes the upper part of that range, so the estimate
-errs toward the approximate tier only when NUTS would be long anyway. Specs the approximate tier cannot fit
+default hierarchy, the vectorised likelihood kernel of :mod:`irtbayes.likelihood`): 100 x 1,000 (90k
+responses) 4 chains x (500 + 1,000) steps in 35-45 s of sampling, i.e. 1.3e-7 to 1.7e-7 s per response and
+step per core (about 31 leapfrog steps per draw). The constant takes the upper part of that range, and
+``draws`` is the usual number, not the most that sampling until converged allows, so the estimate errs toward
+the approximate tier only when NUTS would be long anyway. Specs the approximate tier cannot fit
 (3PL, several ability dimensions, ``identification="prior"``) always get NUTS, with the estimate stated.
 """
 
@@ -29,9 +30,9 @@ log = logging.getLogger("irtbayes.fit")
 #: Default time budget of ``sampler="auto"`` (seconds).
 DEFAULT_BUDGET_S = 900.0
 #: Seconds per response and NUTS step (warm-up or kept) per core, measured on a 2-core machine.
-NUTS_SECONDS_PER_RESPONSE_DRAW = 6e-7
+NUTS_SECONDS_PER_RESPONSE_DRAW = 2e-7
 #: Model building and compilation (seconds).
-NUTS_OVERHEAD_S = 30.0
+NUTS_OVERHEAD_S = 20.0
 
 
 @dataclass(frozen=True)
@@ -71,7 +72,7 @@ def estimate_nuts_seconds(
     Examples
     --------
     >>> round(estimate_nuts_seconds(90_000, chains=4, draws=1000, tune=1000, cores=2))
-    246
+    92
     """
     parallel = max(1, min(chains, cores or os.cpu_count() or 1))
     steps = chains * (draws + tune)

@@ -173,7 +173,7 @@ def _fit_from_args(data: object, args: argparse.Namespace) -> object:
         progress=not args.no_progress,
         keep_partial=bool(getattr(args, "keep_partial", False)),
         budget_s=60.0 * float(getattr(args, "budget", 15.0)),
-        until_converged=bool(getattr(args, "until_converged", False)),
+        until_converged=getattr(args, "until_converged", None),
         sampler_kwargs=_sampler_kwargs(args),
     )
 

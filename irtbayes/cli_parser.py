@@ -86,14 +86,15 @@ def add_fit_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--until-converged",
         action="store_true",
-        help="NUTS (nutpie): --draws (default 4x the usual) is the most per chain; stop as soon as r-hat, ESS "
-        "and the other checks pass, or when --budget has passed",
+        default=None,
+        help="NUTS (nutpie): --draws is the most per chain; stop as soon as r-hat, ESS and the other checks pass, "
+        "or when --budget has passed. Without --draws this is the default (at most 4x the usual draws)",
     )
     group.add_argument("--chains", type=int, default=4, help="chains (default 4)")
     group.add_argument(
         "--draws",
         type=int,
-        help="draws per chain after tuning (default 1000; 1250 for models with more than 5,000 parameters)",
+        help="draws per chain after tuning, fixed (default with nutpie: until converged, see --until-converged; otherwise 1000, 1250 for models with more than 5,000 parameters)",
     )
     group.add_argument("--tune", type=int, default=None, help="tuning steps per chain (default: the sampler's own)")
     group.add_argument(

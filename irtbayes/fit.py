@@ -149,7 +149,7 @@ def fit(
     sampler_kwargs: dict[str, Any] | None = None,
     keep_partial: bool = False,
     budget_s: float = DEFAULT_BUDGET_S,
-    until_converged: bool = False,
+    until_converged: bool | None = None,
 ) -> Fit:
     """Fit an IRT model to ``data`` (an example opens this module's docstring).
 
@@ -187,8 +187,10 @@ def fit(
     budget_s
         Time budget in seconds (default 15 minutes) of ``sampler="auto"`` and of ``until_converged``.
     until_converged
-        nutpie: ``draws`` (default 4x the usual) is the most per chain; stop when the checks pass or after
-        ``budget_s`` (:mod:`irtbayes.adaptive`; recorded in ``fit.sampler["until_converged"]``).
+        nutpie: sample until the convergence checks pass, with ``draws`` (default 4x the usual) the most per
+        chain, or until ``budget_s`` has passed (:mod:`irtbayes.adaptive`; recorded in
+        ``fit.sampler["until_converged"]``). ``None`` (default): yes when ``draws`` is not given, so the
+        default fit takes the draws it needs; give ``draws`` (or ``False``) for a fixed number.
     keep_partial
         When the run is interrupted (Ctrl-C) after some draws, attach them to the :class:`FitInterrupted`
         raised, as a :class:`Fit` marked partial (``fit.partial``, ``card()["partial"]``) whose convergence
@@ -217,6 +219,8 @@ def fit(
     )
     request: dict[str, Any] = {"sampler": sampler, "chains": int(chains), "draws": draws, "tune": tune, "seed": seed}
     request.update(cores=cores, target_accept=target_accept, progress=progress, extra=dict(sampler_kwargs or {}))
+    if until_converged is None:
+        until_converged = sampler == "nutpie" and draws is None
     stop = _stop_rule(until_converged, sampler, spec, rhat_max=rhat_max, ess_min=ess_min, budget_s=budget_s)
     if sampler == "approx":
         tree, spec, settings, seen = _approximate(data, spec, **request)
@@ -383,8 +387,13 @@ def _build_and_sample(
                 target_accept=target_accept,
                 extra=extra,
             )
-            if stop is not None and draws is None:
-                settings["draws"] *= 4  # the most draws; sampling stops when the checks pass
+            if stop is not None:
+                # every chain at once (threads share the CPUs): nutpie otherwise runs the chains in groups of
+                # `cores`, and the checks would wait for the first group to reach the most draws
+                settings["cores"] = max(settings["cores"], chains)
+                stop.planned = settings["draws"]
+                if draws is None:
+                    settings["draws"] *= 4  # the most draws; sampling stops when the checks pass
             log.info(
                 "fitting %s to %s with %s (%d chains x %d draws, tune %d, seed %d)",
                 spec.kind,

@@ -73,12 +73,15 @@ class SamplingProgress:
         self.started: float | None = None
         self.last_line: float | None = None
         self.ended = False
+        #: Draws (warm-up included) the slowest chain has finished, at the last report.
+        self.least_finished = 0
 
     def __call__(self, chains: Sequence[Any]) -> None:
         now = self.clock()
         if self.started is None:
             self.started = self.last_line = now
         done = sum(int(c.finished_draws) for c in chains)
+        self.least_finished = min((int(c.finished_draws) for c in chains), default=0)
         total = sum(int(c.total_draws) for c in chains)
         phase = "tuning" if any(bool(c.tuning) for c in chains) else "sampling"
         if self.on_phase is not None:

@@ -200,7 +200,7 @@ def _run_nutpie(
             return run
         from irtbayes.adaptive import sample_until_converged
 
-        return sample_until_converged(run, stop)
+        return sample_until_converged(run, stop, draws_done=lambda: max(0, progress_log.least_finished - tune))
 
 
 def _run_approximation(

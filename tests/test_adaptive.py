@@ -70,7 +70,7 @@ class _Scripted:
 
 def test_stops_as_soon_as_the_checks_pass():
     sampler = _Scripted(total=5000, per_poll=100, mixed=True)
-    rule = StopRule(ess_min=400, min_draws=200, check_every=0.0)
+    rule = StopRule(ess_min=400, min_draws=200)
     tree = sample_until_converged(sampler, rule, poll=0.0)
     assert rule.outcome == "converged" and sampler.aborted
     assert 200 <= rule.draws_done < 5000
@@ -81,7 +81,7 @@ def test_stops_as_soon_as_the_checks_pass():
 
 def test_runs_to_the_most_draws_when_chains_disagree():
     sampler = _Scripted(total=600, per_poll=100, mixed=False)
-    rule = StopRule(min_draws=200, check_every=0.0)
+    rule = StopRule(min_draws=200)
     tree = sample_until_converged(sampler, rule, poll=0.0)
     assert rule.outcome == "most draws" and not sampler.aborted
     assert tree["posterior"].sizes["draw"] == 600
@@ -91,7 +91,7 @@ def test_runs_to_the_most_draws_when_chains_disagree():
 
 def test_budget_stops_and_keeps_the_draws_so_far():
     sampler = _Scripted(total=10_000, per_poll=0, mixed=False)
-    rule = StopRule(budget_s=0.05, min_draws=10_000, check_every=0.0)
+    rule = StopRule(budget_s=0.05, min_draws=10_000)
     tree = sample_until_converged(sampler, rule, poll=0.01)
     assert rule.outcome == "budget" and sampler.aborted
     assert tree["posterior"].sizes["draw"] == rule.draws_done < 10_000
@@ -119,3 +119,77 @@ def test_a_real_fit_stops_early_and_records_it():
     if record["outcome"] == "converged":
         assert record["history"][-1]["ok"]
         assert result.diagnostics.ok
+
+
+def test_next_check_grows_with_the_ess_shortfall_and_waits_out_divergences():
+    from irtbayes.verdict import Diagnostics, VariableDiagnostics
+
+    def diag(ess: float, rhat: float = 1.004, divergences: int = 0) -> Diagnostics:
+        var = VariableDiagnostics("difficulty", 3, rhat, "difficulty[a]", ess, "difficulty[b]", 900.0, "difficulty[c]")
+        return Diagnostics(ok=False, approximate=False, thresholds={}, variables=[var], divergences=divergences)
+
+    rule = StopRule(ess_min=400, planned=1000)
+    assert rule.next_check(500, diag(200.0)) == 1100  # ESS grows with the draws: 2x, and 10% to spare
+    assert rule.next_check(500, diag(390.0)) == 600  # at least 1.2x
+    assert rule.next_check(200, diag(20.0)) == 600  # at most 3x
+    assert rule.next_check(500, diag(800.0, rhat=1.02)) == 750  # r-hat: 1.5x
+    assert rule.next_check(500, diag(float("nan"))) == 1500  # nothing to extrapolate from
+    assert rule.next_check(200, diag(800.0, divergences=2)) == 1000  # divergences: the usual draws first
+
+
+class _Diverging(_Scripted):
+    """Mixed chains whose first draw diverged."""
+
+    def _mark(self, tree: xr.DataTree) -> xr.DataTree:
+        stats = tree["sample_stats"].to_dataset()
+        stats["diverging"][:, 0] = True
+        return xr.DataTree.from_dict({"posterior": tree["posterior"].to_dataset(), "sample_stats": stats})
+
+    def inspect(self) -> xr.DataTree:
+        return self._mark(super().inspect())
+
+    def abort(self) -> xr.DataTree:
+        return self._mark(super().abort())
+
+
+def test_divergences_stop_the_run_once_the_usual_draws_are_done():
+    sampler = _Diverging(total=5000, per_poll=100, mixed=True)
+    rule = StopRule(min_draws=200, planned=600)
+    tree = sample_until_converged(sampler, rule, poll=0.0)
+    assert rule.outcome == "divergences" and sampler.aborted
+    assert [h["draws"] for h in rule.history] == [200, 600]  # the next check waits for the usual draws
+    assert rule.history[0]["divergences"] == 4 and rule.history[0]["next"] == 600
+    assert tree["posterior"].sizes["draw"] == rule.draws_done == 600
+
+
+class _Ticking(_Scripted):
+    """Draws that appear with time (10 more at each look at whether sampling is finished), not with reads."""
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.ticks = 0
+        self.reads = 0
+
+    @property
+    def done(self) -> int:
+        return min(self.total, 10 * self.ticks)
+
+    @property
+    def is_finished(self) -> bool:
+        self.ticks += 1
+        return self.done >= self.total
+
+    def inspect(self) -> xr.DataTree:
+        self.reads += 1
+        return _tree(self.total, mixed=self.mixed, filled=self.done)
+
+
+def test_the_draw_counter_saves_reading_the_draws_before_each_check():
+    counted = _Ticking(total=5000, per_poll=0, mixed=True)
+    rule = StopRule(ess_min=400, min_draws=200)
+    sample_until_converged(counted, rule, poll=0.0, draws_done=lambda: counted.done)
+    assert rule.outcome == "converged" and rule.draws_done >= 200
+    assert counted.reads == rule.checks  # the draws were read only to be checked
+    uncounted = _Ticking(total=5000, per_poll=0, mixed=True)
+    sample_until_converged(uncounted, StopRule(ess_min=400, min_draws=200), poll=0.0)
+    assert uncounted.reads > 10 * counted.reads  # without the counter, every poll reads them

@@ -222,9 +222,15 @@ def test_default_sampler_settings_follow_the_model_size(monkeypatch):
         warnings.simplefilter("ignore", UserWarning)  # 20 draws of one chain cannot pass the checks
         small = fit(data, chains=1, draws=20, tune=20, seed=1, progress=False)
         monkeypatch.setattr(fit_module, "LARGE_MODEL", 10)
-        large = fit(data, chains=1, tune=20, seed=1, progress=False)
+        large = fit(data, chains=1, tune=20, seed=1, progress=False, until_converged=False)
+        # no draws given: until converged, with four times the usual as the most (one chain never passes)
+        until = fit(data, chains=1, tune=20, seed=1, progress=False)
     assert small.sampler["target_accept"] == 0.95 and small.sampler["draws"] == 20
+    assert "until_converged" not in small.sampler  # draws given: a fixed number
     assert large.sampler["draws"] == 30 and large.posterior.sizes["draw"] == 30
+    record = until.sampler["until_converged"]
+    assert until.sampler["draws_max"] == 120 and record["planned"] == 30 and record["outcome"] == "most draws"
+    assert until.posterior.sizes["draw"] == until.sampler["draws"] == 120
     assert large.diagnostics.parameters is not None
     assert set(large.diagnostics.parameters.columns) == {"variable", "index", "r_hat", "ess_bulk", "ess_tail"}
 
