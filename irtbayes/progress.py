@@ -73,6 +73,8 @@ class SamplingProgress:
         self.started: float | None = None
         self.last_line: float | None = None
         self.ended = False
+        #: The draws asked for are the most (sampling until converged stops earlier): lines say "at most".
+        self.most = False
         #: Draws (warm-up included) the slowest chain has finished, at the last report.
         self.least_finished = 0
 
@@ -92,11 +94,11 @@ class SamplingProgress:
             return
         self.last_line = now
         self.ended = finished
-        self.logger.info("%s", self.line(done, total, now - self.started, phase, chains))
+        self.logger.info("%s", self.line(done, total, now - self.started, phase, chains, most=self.most))
 
     @staticmethod
-    def line(done: int, total: int, elapsed: float, phase: str, chains: Sequence[Any]) -> str:
-        """The text of one progress line."""
+    def line(done: int, total: int, elapsed: float, phase: str, chains: Sequence[Any], *, most: bool = False) -> str:
+        """The text of one progress line; ``most``: ``total`` is the most draws (sampling until converged)."""
         divergences = sum(int(c.divergences) for c in chains)
         share = done / total if total else 0.0
         if done >= total and total:
@@ -107,6 +109,6 @@ class SamplingProgress:
         rate = done / elapsed if elapsed > 0 else float("nan")
         left = (total - done) / rate if rate and rate == rate else float("nan")
         return (
-            f"{phase}: {done:,} of {total:,} draws ({share:.0%}), {rate:.1f} draws/s, "
-            f"about {format_duration(left)} left; {divergences} divergences"
+            f"{phase}: {done:,} of {'at most ' if most else ''}{total:,} draws ({share:.0%}), {rate:.1f} draws/s, "
+            f"{'at most' if most else 'about'} {format_duration(left)} left; {divergences} divergences"
         )

@@ -182,6 +182,7 @@ def _run_nutpie(
         progress_log = SamplingProgress(
             every=float("inf") if phase_only else PROGRESS_EVERY, on_phase=lambda p: setattr(state, "phase", p)
         )
+        progress_log.most = stop is not None
         run = nutpie.sample(
             compiled,
             draws=draws,

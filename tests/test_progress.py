@@ -49,6 +49,10 @@ def test_lines_give_rate_and_time_left_every_interval_and_once_at_the_end(caplog
         "2 chains finished 2,000 draws (warm-up included) in 1 min 20 s; 2 divergences",
     ], lines
     assert phases[:2] == ["tuning", "tuning"] and phases[-1] == "sampling"
+    assert progress.least_finished == 1000  # what sampling until converged reads instead of the draws
+    # sampling until converged: the draws asked for are the most, and so is the time left
+    most = SamplingProgress.line(500, 2000, 20.0, "sampling", chains([250, 250]), most=True)
+    assert most == "sampling: 500 of at most 2,000 draws (25%), 25.0 draws/s, at most 1 min 0 s left; 0 divergences"
 
 
 def test_a_fit_whose_output_is_not_a_terminal_logs_progress(
