@@ -191,7 +191,7 @@ class Population:
         return ModelSpec(kind=self.kind, **dict(self.spec))
 
 
-#: NUTS at irtbayes' defaults for the data's size (4 chains; 1,250 draws after 500 for MMLU-Pro): what ``make run``
+#: NUTS at irtbayes' defaults (4 chains, drawing until the convergence checks pass): what ``make run``
 #: fits, so the saved fit of ``make run`` can be reused (``scripts/run_notebooks.py --reuse-make-run``)
 NUTS_DEFAULT = (("sampler", "nutpie"), ("chains", 4))
 #: NUTS for the small populations, drawing until the convergence checks pass (at most 4,000 per chain, 15 min)
