@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import argparse
 import csv
+import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -132,6 +134,26 @@ def reuse_fit(source: Path, target: Path) -> None:
     print(f"copied the fit in {source} to {target}", flush=True)
 
 
+def shared_styles(body: str, folder: Path) -> str:
+    """``body`` with each ``<style>`` block of its head written once to ``folder/styles-<hash>.css`` and linked.
+
+    nbconvert puts the same 260 kB of CSS into every notebook's page; the notebooks share one copy instead.
+    """
+    head_end = body.find("</head>")
+
+    def link(match: re.Match[str]) -> str:
+        if match.start() > head_end:  # a style inside an output stays where it is
+            return match.group(0)
+        css = match.group(1)
+        name = f"styles-{hashlib.sha256(css.encode()).hexdigest()[:12]}.css"
+        target = folder / name
+        if not target.exists():
+            target.write_text(css, encoding="utf-8")
+        return f'<link rel="stylesheet" href="{name}">'
+
+    return re.sub(r"<style[^>]*>(.*?)</style>", link, body, flags=re.S)
+
+
 def execute_to_html(path: Path, html: Path, log_path: Path, env: dict[str, str]) -> int:
     """Execute the jupytext notebook ``path`` in a kernel with ``env``; write its HTML (also after a failing
     cell) and its text outputs to ``log_path``. Returns 0, or 1 when a cell failed."""
@@ -161,7 +183,7 @@ def execute_to_html(path: Path, html: Path, log_path: Path, env: dict[str, str])
         os.environ.update(saved)
     html.parent.mkdir(parents=True, exist_ok=True)
     body, _ = HTMLExporter().from_notebook_node(nb)
-    html.write_text(body, encoding="utf-8")
+    html.write_text(shared_styles(body, html.parent), encoding="utf-8")
     texts = []
     for cell in nb.cells:
         for output in cell.get("outputs", []):
