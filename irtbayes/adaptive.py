@@ -16,31 +16,47 @@ divergences, E-BFMI) at draw counts chosen from the last check:
 Sampling stops at the first check that passes, when ``budget_s`` has passed (the draws so far are then kept
 and checked as usual: they may fail), or at the most draws. The draws done are read from nutpie's progress
 reports, so waiting costs nothing; each check pauses the chains (so it has the CPUs to itself) and reads
-the draws so far. Small problems stop early; large ones
-get the draws they need. The card records what happened (``until_converged`` in ``Fit.sampler``: the
-outcome, the draws kept, each check).
+the draws so far. Small problems stop early; large ones get the draws they need. The card records what
+happened (``until_converged`` in ``Fit.sampler``: the outcome, the draws kept, each check).
+
+Screens. A check over every parameter costs about as much as a few hundred draws at leaderboard sizes
+(tens of seconds at 29 x 12,032), and most checks fail. So each check first *screens*: every variable of at
+most :data:`SCREEN_ELEMENTS` elements in full, and of each larger one an evenly spaced sample of about that
+many elements (shifted at every check) together with the :data:`WATCH` elements that were worst at the last
+check. A screen that fails is a failed check (a failure among some parameters is a failure among all); only
+a screen that passes is followed by the check of every parameter, which alone can stop sampling. Decisions
+are therefore those of the full check; a screen only makes the schedule's ESS estimate optimistic (the
+smallest ESS among the screened parameters), which at worst adds a check. The full check that passes is
+made on the draws as the fit keeps them (``prepare``: the same variables, derived ones included), so the
+fit reuses it instead of checking the same draws again.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import pandas as pd
 import xarray as xr
 
-from irtbayes.sampler_checks import check_convergence
-from irtbayes.trace import complete_part, completed_draws
+from irtbayes.sampler_checks import check_convergence, checked_variables
+from irtbayes.trace import complete_part, completed_draws, read_nutpie_draws
 
 if TYPE_CHECKING:
     from irtbayes.verdict import Diagnostics
 
-__all__ = ["StopRule", "sample_until_converged"]
+__all__ = ["SCREEN_ELEMENTS", "WATCH", "StopRule", "sample_until_converged"]
 
 log = logging.getLogger("irtbayes.fit")
+
+#: A screen checks variables of at most this many elements in full, and about this many of each larger one.
+SCREEN_ELEMENTS = 1024
+#: Elements per large variable that were worst at the last check (by ESS and by r-hat), always screened.
+WATCH = 32
 
 
 @dataclass
@@ -65,7 +81,14 @@ class StopRule:
         ``"most draws"`` or ``"interrupted"``; the draws per chain kept; the number of checks run.
     history
         One entry per check: the draws per chain checked, whether the checks passed, the smallest ESS, the
-        largest r-hat, the divergences, the first problems and the draws of the next check.
+        largest r-hat, the divergences, the first problems, the draws of the next check and, for a check that
+        ended at its screen, ``screened`` (the parameters screened) and ``parameters`` (all of them).
+    prepare
+        Turns the draws so far into the DataTree the fit will keep (set by :func:`irtbayes.fit.fit`); the full
+        checks are made on it.
+    passed
+        The diagnostics of the check that passed (outcome ``"converged"``), made on exactly the draws kept;
+        those draws (as ``prepare`` made them) are what :func:`sample_until_converged` returns then.
 
     Examples
     --------
@@ -85,6 +108,12 @@ class StopRule:
     draws_done: int = 0
     checks: int = 0
     history: list[dict[str, Any]] = field(default_factory=list)
+    prepare: Callable[[xr.DataTree], xr.DataTree] | None = field(default=None, repr=False)
+    passed: Diagnostics | None = field(default=None, repr=False)
+    kept: xr.DataTree | None = field(default=None, repr=False)  # the draws of the passing check
+    watch: dict[str, np.ndarray] = field(default_factory=dict, repr=False)  # per dim: positions a screen keeps
+    sizes: dict[str, dict[str, int]] = field(default_factory=dict, repr=False)  # checked variables' dims
+    labels: dict[str, pd.Index] = field(default_factory=dict, repr=False)  # each dim's labels
 
     def record(self) -> dict[str, Any]:
         """What the card keeps."""
@@ -148,11 +177,119 @@ def _common_length(posterior: xr.Dataset) -> int:
     return int(completed_draws(posterior, draws=n_draws).min(initial=n_draws))
 
 
-def _check(tree: xr.DataTree, length: int, rule: StopRule) -> Diagnostics:
-    trimmed = complete_part(tree, length)
-    diag = check_convergence(trimmed, rhat_max=rule.rhat_max, ess_min=rule.ess_min, standardised=rule.standardised)
-    entry: dict[str, Any] = {"draws": length, "ok": bool(diag.ok)}
+def _layout(posterior: xr.Dataset) -> tuple[dict[str, dict[str, int]], dict[str, pd.Index]]:
+    """The sizes of each checked variable's dims (besides chain and draw), and each dim's labels as text."""
+    names = checked_variables(posterior)
+    sizes = {n: {str(d): int(k) for d, k in posterior[n].sizes.items() if d not in ("chain", "draw")} for n in names}
+    dims = {d for rest in sizes.values() for d in rest}
+    labels = {d: pd.Index(np.asarray(posterior[d].values).astype(str)) for d in dims if d in posterior.coords}
+    return sizes, labels
+
+
+def _screen_positions(
+    sizes: dict[str, dict[str, int]], watch: dict[str, np.ndarray], shift: int
+) -> dict[str, np.ndarray]:
+    """Where a screen cuts (see the module docstring): per dim, the positions kept. Each variable larger than
+    :data:`SCREEN_ELEMENTS` is cut along its longest dim, at the same positions for every variable along one dim
+    (an evenly spaced sample and the positions ``watch`` holds for the dim)."""
+    picked: dict[str, np.ndarray] = {}
+    for rest in sizes.values():
+        total = int(np.prod(list(rest.values()), dtype=np.int64))
+        if total <= SCREEN_ELEMENTS:
+            continue
+        dim = max(rest, key=lambda d: rest[d])
+        step = max(1, rest[dim] // max(1, SCREEN_ELEMENTS // (total // rest[dim])))
+        sample = np.arange(shift % step, rest[dim], step)
+        picked[dim] = np.union1d(sample, watch.get(dim, np.array([], dtype=np.int64)))
+    return picked
+
+
+def _elements(posterior: xr.Dataset, sizes: Mapping[Any, int]) -> int:
+    """The checked elements of ``posterior`` with its dims at ``sizes``."""
+    names = checked_variables(posterior)
+    return sum(int(np.prod([sizes[d] for d in posterior[n].dims if d not in ("chain", "draw")])) for n in names)
+
+
+def _update_watch(rule: StopRule, checked: xr.Dataset, diag: Diagnostics) -> None:
+    """Remember where the worst elements of each one-dimensional variable larger than a screen were: per dim,
+    their positions in the draws uncut; ``checked`` is what ``diag`` was made from."""
+    table = diag.parameters
+    if table is None or table.empty:
+        return
+    rule.watch = {}
+    for name, rows in table.groupby("variable", sort=False):
+        dims = [str(d) for d in checked[str(name)].dims if d not in ("chain", "draw")]
+        if len(dims) != 1 or dims[0] not in rule.labels or len(rule.labels[dims[0]]) <= SCREEN_ELEMENTS:
+            continue
+        dim = dims[0]
+        ess = np.nan_to_num(np.fmin(rows["ess_bulk"].to_numpy(float), rows["ess_tail"].to_numpy(float)), nan=-np.inf)
+        rhat = np.nan_to_num(rows["r_hat"].to_numpy(float), nan=np.inf)
+        worst = np.concatenate([np.argsort(ess)[:WATCH], np.argsort(-rhat)[:WATCH]])
+        positions = rule.labels[dim].get_indexer(rows["index"].to_numpy()[worst].astype(str))
+        earlier = rule.watch.get(dim, np.array([], dtype=np.int64))
+        rule.watch[dim] = np.union1d(earlier, positions[positions >= 0]).astype(np.int64)
+
+
+Reader = Callable[[Mapping[str, np.ndarray] | None], xr.DataTree]
+
+
+def _cut(tree: xr.DataTree, positions: Mapping[str, np.ndarray]) -> xr.DataTree:
+    return xr.DataTree.from_dict(
+        {k: tree[k].to_dataset().isel(positions, missing_dims="ignore") for k in tree.children}
+    )
+
+
+def _length(tree: xr.DataTree) -> int:
+    return int(tree["posterior"].sizes.get("draw", 0)) if "posterior" in tree.children else 0
+
+
+def _reader(sampler: Any) -> Reader:
+    """Reads the draws every chain has completed so far, cut at ``positions`` when given: straight from nutpie's
+    Arrow trace (:func:`~irtbayes.trace.read_nutpie_draws`), else from ``sampler.inspect()`` (read once)."""
+    whole: list[xr.DataTree] = []
+
+    def read(positions: Mapping[str, np.ndarray] | None = None) -> xr.DataTree:
+        tree = read_nutpie_draws(sampler, positions)
+        if tree is not None:
+            return tree
+        if not whole:
+            snapshot = sampler.inspect()
+            length = _common_length(snapshot["posterior"].to_dataset()) if "posterior" in snapshot.children else 0
+            whole.append(complete_part(snapshot, length))
+        return _cut(whole[0], positions) if positions else whole[0]
+
+    return read
+
+
+def _check(first: xr.DataTree, read: Reader, rule: StopRule, *, cut: bool) -> Diagnostics:
+    """One check of the draws so far: a screen, then (if it passes) every parameter; see the module docstring.
+
+    ``first`` is what was read for the screen (``cut``: at the screen's positions; else every draw); ``read``
+    reads the draws again, uncut. Both checks are made on the draws as the fit keeps them (``rule.prepare``).
+    """
+    length = _length(first)
+    prepare = rule.prepare if rule.prepare is not None else (lambda t: t)
+    if not rule.sizes:  # the first check: every draw was read
+        rule.sizes, rule.labels = _layout(first["posterior"].to_dataset())
+    positions = _screen_positions(rule.sizes, rule.watch, shift=len(rule.history))
+    entry: dict[str, Any] = {"draws": length}
+    diag = None
+    if positions:
+        screen = prepare(first if cut else _cut(first, positions))
+        # standardised=False: the note on few standardised subjects concerns the model; the full check gives it
+        diag = check_convergence(screen, rhat_max=rule.rhat_max, ess_min=rule.ess_min, standardised=False)
+        if not diag.ok:
+            posterior = screen["posterior"].to_dataset()
+            full = {d: len(labels) for d, labels in rule.labels.items()}
+            entry.update(screened=_elements(posterior, posterior.sizes), parameters=_elements(posterior, full))
+            _update_watch(rule, posterior, diag)
+    if diag is None or diag.ok:
+        kept = prepare(complete_part(read(None) if cut else first, length))
+        diag = check_convergence(kept, rhat_max=rule.rhat_max, ess_min=rule.ess_min, standardised=rule.standardised)
+        _update_watch(rule, kept["posterior"].to_dataset(), diag)
+        rule.kept = kept if diag.ok else None
     entry.update(
+        ok=bool(diag.ok),
         min_ess=round(float(min(diag.min_ess_bulk, diag.min_ess_tail)), 1),
         max_rhat=round(float(diag.max_rhat), 4),
         divergences=int(diag.divergences),
@@ -184,17 +321,20 @@ def sample_until_converged(
             if draws_done is not None and draws_done() < target:
                 continue
             _pause(sampler)  # the check gets the CPUs, and the chains stop where it looks
-            snapshot = sampler.inspect()
-            length = _common_length(snapshot["posterior"].to_dataset()) if "posterior" in snapshot.children else 0
+            read = _reader(sampler)
+            positions = _screen_positions(rule.sizes, rule.watch, shift=len(rule.history)) if rule.sizes else {}
+            first = read(positions)
+            length = _length(first)
             if length < target:
                 _resume(sampler)
                 continue
             rule.checks += 1
-            diag = _check(snapshot, length, rule)
+            diag = _check(first, read, rule, cut=bool(positions))
             if diag.ok:
-                rule.outcome = "converged"
+                rule.outcome, rule.passed = "converged", diag
                 log.info("until converged: the checks pass after %d draws per chain; stopping", length)
-                tree = sampler.abort()
+                getattr(sampler, "cancel", sampler.abort)()
+                tree, rule.kept = rule.kept, None  # the draws checked, as the fit keeps them: no second read
                 break
             if diag.divergences and length >= rule.planned:
                 rule.outcome = "divergences"

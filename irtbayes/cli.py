@@ -12,7 +12,7 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -35,49 +35,47 @@ def load_data_argument(args: argparse.Namespace) -> object:
     path = Path(source)
     if not path.exists() and args.format in ("auto", "dataset") and source in datasets.list_datasets().index:
         return datasets.load_dataset(source)
-    fmt = args.format
-    if fmt == "long":
-        return io.load_long(
+    fmt = args.format if args.format != "auto" else _detect_format(path, args)
+    loaders: dict[str, Callable[[], object]] = {
+        "long": lambda: io.load_long(
             path,
             subject=args.subject_col,
             item=args.item_col,
             response=args.response_col,
             items=args.items,
             scoring=scoring,
-        )
-    if fmt == "wide":
-        return io.load_wide(path, rows=args.rows, items=args.items, scoring=scoring)
-    if fmt == "lm-eval":
-        return lm_eval.load_lm_eval(path, metric=args.metric, filter=args.lm_filter, scoring=scoring)
-    if fmt == "helm":
-        return helm.load_helm(path, scoring=scoring, **_helm_options(args))
-    if fmt == "leaderboard":
-        return leaderboard.load_leaderboard(path, metric=args.metric, filter=args.lm_filter, scoring=scoring)
-    if fmt == "dataset":
-        return datasets.load_folder(path)
+        ),
+        "wide": lambda: io.load_wide(path, rows=args.rows, items=args.items, scoring=scoring),
+        "pyirt": lambda: io.load_pyirt(path, scoring=scoring),
+        "lm-eval": lambda: lm_eval.load_lm_eval(path, metric=args.metric, filter=args.lm_filter, scoring=scoring),
+        "helm": lambda: helm.load_helm(path, scoring=scoring, **_helm_options(args)),
+        "leaderboard": lambda: leaderboard.load_leaderboard(
+            path, metric=args.metric, filter=args.lm_filter, scoring=scoring
+        ),
+        "dataset": lambda: datasets.load_folder(path),
+    }
+    return loaders[fmt]() if fmt in loaders else io.load(path)
+
+
+def _detect_format(path: Path, args: argparse.Namespace) -> str:
+    """The format of ``--format auto``: from a file's suffix or columns, or what a folder holds ("" if unknown)."""
+    from irtbayes import datasets, io
+    from irtbayes.io import helm, leaderboard, lm_eval
+
     if path.is_file():
         if path.suffix.lower() in io.PYIRT_SUFFIXES:
-            return io.load_pyirt(path, scoring=scoring)
-        if {args.subject_col, args.item_col, args.response_col} <= set(io.read_columns(path)):
-            return io.load_long(
-                path,
-                subject=args.subject_col,
-                item=args.item_col,
-                response=args.response_col,
-                items=args.items,
-                scoring=scoring,
-            )
-        return io.load_wide(path, rows=args.rows, items=args.items, scoring=scoring)
+            return "pyirt"
+        long_columns = {args.subject_col, args.item_col, args.response_col}
+        return "long" if long_columns <= set(io.read_columns(path)) else "wide"
     if path.is_dir():
-        if datasets.is_dataset_folder(path):
-            return datasets.load_folder(path)
-        if lm_eval.is_lm_eval_folder(path):
-            return lm_eval.load_lm_eval(path, metric=args.metric, filter=args.lm_filter, scoring=scoring)
-        if helm.is_helm_folder(path):
-            return helm.load_helm(path, scoring=scoring, **_helm_options(args))
-        if leaderboard.is_leaderboard_folder(path):
-            return leaderboard.load_leaderboard(path, metric=args.metric, filter=args.lm_filter, scoring=scoring)
-    return io.load(path)
+        folders: dict[str, Callable[[Path], bool]] = {
+            "dataset": datasets.is_dataset_folder,
+            "lm-eval": lm_eval.is_lm_eval_folder,
+            "helm": helm.is_helm_folder,
+            "leaderboard": leaderboard.is_leaderboard_folder,
+        }
+        return next((fmt for fmt, holds in folders.items() if holds(path)), "")
+    return ""
 
 
 def _helm_options(args: argparse.Namespace) -> dict[str, Any]:

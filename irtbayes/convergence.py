@@ -391,6 +391,11 @@ def rank_diagnostics_datasets(
     >>> rhat, bulk, tail = rank_diagnostics_datasets(posterior)
     >>> dict(rhat["difficulty"].sizes), rhat["difficulty_mu"].shape
     ({'item': 3}, ())
+    >>> table = parameter_table(rhat, bulk, tail, ["difficulty", "difficulty_mu"])  # one row per parameter
+    >>> table[["variable", "index"]].values.tolist()
+    [['difficulty', 'a'], ['difficulty', 'b'], ['difficulty', 'c'], ['difficulty_mu', '']]
+    >>> table.columns.tolist()
+    ['variable', 'index', 'r_hat', 'ess_bulk', 'ess_tail']
     """
     out: tuple[dict[str, xr.DataArray], ...] = ({}, {}, {})
     for name, var in posterior.data_vars.items():
@@ -409,23 +414,7 @@ def rank_diagnostics_datasets(
 def parameter_table(rhat: xr.Dataset, bulk: xr.Dataset, tail: xr.Dataset, names: list[str]) -> pd.DataFrame:
     """One row per checked scalar parameter of ``names``: ``variable``, ``index`` (coordinates as text),
     ``r_hat``, ``ess_bulk``, ``ess_tail``. Elements marked in ``rhat[name].attrs["excluded"]`` (see
-    :func:`rank_diagnostics_datasets`) are left out.
-
-    Examples
-    --------
-    >>> rng = np.random.default_rng(0)
-    >>> posterior = xr.Dataset(
-    ...     {
-    ...         "difficulty": (("chain", "draw", "item"), rng.normal(size=(4, 200, 3))),
-    ...         "difficulty_mu": (("chain", "draw"), rng.normal(size=(4, 200))),
-    ...     },
-    ...     coords={"item": ["a", "b", "c"]},
-    ... )
-    >>> table = parameter_table(*rank_diagnostics_datasets(posterior), ["difficulty", "difficulty_mu"])
-    >>> table[["variable", "index"]].values.tolist()
-    [['difficulty', 'a'], ['difficulty', 'b'], ['difficulty', 'c'], ['difficulty_mu', '']]
-    >>> table.columns.tolist()
-    ['variable', 'index', 'r_hat', 'ess_bulk', 'ess_tail']
+    :func:`rank_diagnostics_datasets`, whose example makes one) are left out.
     """
     rows = []
     for name in names:

@@ -25,6 +25,7 @@ True
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import logging
 import os
 import time
@@ -56,6 +57,7 @@ from irtbayes.sampling import (
 from irtbayes.scoring import Scores, score
 from irtbayes.storage import load_fit, save_fit
 from irtbayes.trace import choose_chains, complete_part, completed_draws
+from irtbayes.verdict import Diagnostics
 
 __all__ = [
     "APPROXIMATE_SAMPLERS",
@@ -87,6 +89,14 @@ SMALL_BANK_DRAWS = 2000
 
 
 # ---------------------------------------------------------------------------------------------- fitting
+def _kept_draws(tree: xr.DataTree, spec: ModelSpec, *, approximate: bool) -> xr.DataTree:
+    """What a fit keeps of a sampler's trace: the clean posterior and (MCMC) the sampler statistics."""
+    groups = {"posterior": _clean_posterior(tree["posterior"].to_dataset(), spec)}
+    if "sample_stats" in tree.children and not approximate:
+        groups["sample_stats"] = tree["sample_stats"].to_dataset()
+    return xr.DataTree.from_dict(groups)
+
+
 def _clean_posterior(posterior: xr.Dataset, spec: ModelSpec) -> xr.Dataset:
     """Drop sampler-only variables (raw standard normals, Cholesky factors); string coords."""
     drop = [n for n in posterior.data_vars if str(n).endswith(("_z", "_chol"))]
@@ -155,10 +165,8 @@ def fit(
 
     Parameters
     ----------
-    data
-        Responses.
-    spec
-        Model spec (default: 2PL, deepest hierarchy the labels allow, standardised abilities).
+    data, spec
+        Responses; the model (default: 2PL, deepest hierarchy the labels allow, standardised abilities).
     sampler
         ``"auto"`` (default): ``"nutpie"`` when NUTS's estimated time fits ``budget_s``, else ``"approx"``
         (:mod:`irtbayes.auto`; logged first, recorded in ``fit.sampler["auto"]``). NUTS: ``"nutpie"``,
@@ -171,10 +179,8 @@ def fit(
         mass-matrix adaptation settles within a few hundred draws) and 1000 for the other samplers.
     seed
         Random seed; ``None`` draws one, which is recorded in ``fit.sampler["seed"]``.
-    progress
-        Show the sampler's progress bar.
-    cores
-        Chains run in parallel (default: min(chains, CPU count)).
+    progress, cores
+        Show the sampler's progress bar; chains run in parallel (default: min(chains, CPU count)).
     target_accept
         NUTS target acceptance rate. ``None``: 0.95 for banks of fewer than :data:`SMALL_BANK` items, 0.7
         for models with more than :data:`LARGE_MODEL` free parameters, else 0.8 (see
@@ -219,21 +225,18 @@ def fit(
     )
     request: dict[str, Any] = {"sampler": sampler, "chains": int(chains), "draws": draws, "tune": tune, "seed": seed}
     request.update(cores=cores, target_accept=target_accept, progress=progress, extra=dict(sampler_kwargs or {}))
-    if until_converged is None:
-        until_converged = sampler == "nutpie" and draws is None
-    stop = _stop_rule(until_converged, sampler, spec, rhat_max=rhat_max, ess_min=ess_min, budget_s=budget_s)
+    thresholds = {"rhat_max": rhat_max, "ess_min": ess_min}
+    stop = _stop_rule(until_converged, sampler, spec, draws=draws, **thresholds, budget_s=budget_s)
     if sampler == "approx":
         tree, spec, settings, seen = _approximate(data, spec, **request)
     else:
         tree, spec, settings, seen = _build_and_sample(data, spec, **request, stop=stop)
-    if stop is not None and stop.outcome != "interrupted":
-        settings.update(draws_max=settings["draws"], draws=stop.draws_done, until_converged=stop.record())
+    checked = _record_stop(stop, settings)
     if choice is not None:
         settings["auto"] = choice.to_dict()
-    assemble: dict[str, Any] = {"data": data, "spec": spec, "settings": settings}
-    assemble.update(rhat_max=rhat_max, ess_min=ess_min)
+    assemble: dict[str, Any] = {"data": data, "spec": spec, "settings": settings, **thresholds}
     _raise_if_cut_short(tree, assemble, seen=seen, keep_partial=keep_partial)
-    result = _assemble(tree, **assemble)
+    result = _assemble(tree, **assemble, checked=checked)
     _note_unsettled_modes(result)
     _warn_if_not_checked(result, sampler)
     return result
@@ -260,15 +263,33 @@ def _choose(
 
 
 def _stop_rule(
-    until_converged: bool, sampler: str, spec: ModelSpec, *, rhat_max: float, ess_min: float, budget_s: float
+    until_converged: bool | None,
+    sampler: str,
+    spec: ModelSpec,
+    *,
+    draws: int | None,
+    rhat_max: float,
+    ess_min: float,
+    budget_s: float,
 ) -> StopRule | None:
-    """The stop rule of ``until_converged`` (NUTS with nutpie; the approximate tier has nothing to stop)."""
+    """The stop rule of ``until_converged`` (NUTS with nutpie; the approximate tier has nothing to stop).
+    ``None`` means yes for nutpie when ``draws`` is not given."""
+    if until_converged is None:
+        until_converged = sampler == "nutpie" and draws is None
     if not until_converged or sampler == "approx":
         return None
     if sampler != "nutpie":
         raise SpecError(f"fit: until_converged needs sampler='nutpie' (or 'auto'), got {sampler!r}")
     standardised = spec.identification == "standardise"
     return StopRule(rhat_max=rhat_max, ess_min=ess_min, budget_s=budget_s, standardised=standardised)
+
+
+def _record_stop(stop: StopRule | None, settings: dict[str, Any]) -> Diagnostics | None:
+    """Record a run until converged in ``settings``; the diagnostics of its passing check, if it passed."""
+    if stop is None or stop.outcome == "interrupted":
+        return None
+    settings.update(draws_max=settings["draws"], draws=stop.draws_done, until_converged=stop.record())
+    return stop.passed if stop.outcome == "converged" else None
 
 
 def _note_unsettled_modes(result: Fit) -> None:
@@ -392,6 +413,7 @@ def _build_and_sample(
                 # `cores`, and the checks would wait for the first group to reach the most draws
                 settings["cores"] = max(settings["cores"], chains)
                 stop.planned = settings["draws"]
+                stop.prepare = functools.partial(_kept_draws, spec=spec, approximate=False)
                 if draws is None:
                     settings["draws"] *= 4  # the most draws; sampling stops when the checks pass
             log.info(
@@ -494,17 +516,18 @@ def _assemble(
     rhat_max: float,
     ess_min: float,
     interrupted: dict[str, Any] | None = None,
+    checked: Diagnostics | None = None,
 ) -> Fit:
     """The :class:`Fit` of a sampler's trace: clean posterior, counts, diagnostics, card information.
 
     With ``interrupted`` (phase and draws done) the fit is marked partial and its diagnostics fail.
+    ``checked``: the diagnostics of a check already made on exactly these draws, as :func:`_kept_draws` keeps
+    them (the passing check of a run until converged), which are not computed again.
     """
-    posterior = _clean_posterior(tree["posterior"].to_dataset(), spec)
-    groups: dict[str, xr.Dataset] = {"posterior": posterior}
-    if "sample_stats" in tree.children and not settings["approximate"]:
-        groups["sample_stats"] = tree["sample_stats"].to_dataset()
-    groups["constant_data"] = _constant_data(data)
-    idata = xr.DataTree.from_dict(groups)
+    kept = _kept_draws(tree, spec, approximate=settings["approximate"])
+    idata = xr.DataTree.from_dict(
+        {**{k: kept[k].to_dataset() for k in kept.children}, "constant_data": _constant_data(data)}
+    )
     idata.attrs.update(
         {
             "irtbayes_version": _irtbayes_version(),
@@ -528,7 +551,9 @@ def _assemble(
         "approximate": settings["approximate"],
         "standardised": spec.identification == "standardise",
     }
-    diagnostics = check_convergence(idata, **check)
+    if checked is None or interrupted is not None:
+        checked = check_convergence(idata, **check)
+    diagnostics = checked
     if interrupted is not None:
         idata.attrs["partial"] = 1
         info.update(partial=True, interrupted=dict(interrupted))

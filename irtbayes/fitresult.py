@@ -81,9 +81,9 @@ class Fit:
 
     Examples
     --------
-    >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
-    >>> data, truth = simulate_responses(20, 30, seed=1)
-    >>> fit = Fit.from_posterior(posterior_near_truth(data, truth, chains=2, draws=100, seed=2), data)
+    >>> from irtbayes.simulate import simulate_responses
+    >>> from irtbayes.examples import simulated_fit
+    >>> fit, data = simulated_fit(20, 30)
     >>> fit.spec.kind, fit.approximate, fit.partial, len(fit.item_ids), len(fit.subject_ids)
     ('2pl', False, False, 30, 20)
     >>> fit.data_checksum == data.checksum(), fit.card()["n_responses"] == data.n_responses
@@ -324,10 +324,8 @@ class Fit:
 
         Examples
         --------
-        >>> from irtbayes.fit import Fit
-        >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
-        >>> data, truth = simulate_responses(20, 30, seed=1)
-        >>> fit = Fit.from_posterior(posterior_near_truth(data, truth, chains=2, draws=100, seed=2), data)
+        >>> from irtbayes.examples import simulated_fit
+        >>> fit, data = simulated_fit(20, 30)
         >>> fit.items_table().shape[0], fit.spec.kind
         (30, '2pl')
         """
@@ -373,10 +371,8 @@ class Fit:
 
         Examples
         --------
-        >>> from irtbayes.fit import Fit
-        >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
-        >>> data, truth = simulate_responses(20, 30, seed=1)
-        >>> fit = Fit.from_posterior(posterior_near_truth(data, truth, chains=2, draws=100, seed=2), data)
+        >>> from irtbayes.examples import simulated_fit
+        >>> fit, data = simulated_fit(20, 30)
         >>> table = fit.summary(var_names=["difficulty"])
         >>> table.index[0], list(table.columns)
         ('difficulty[item00000]', ['variable', 'index', 'mean', 'sd', 'ci_low', 'ci_high', 'r_hat', 'ess_bulk', 'ess_tail'])
@@ -392,10 +388,8 @@ class Fit:
 
         Examples
         --------
-        >>> from irtbayes.fit import Fit
-        >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
-        >>> data, truth = simulate_responses(20, 30, seed=1)
-        >>> fit = Fit.from_posterior(posterior_near_truth(data, truth, chains=2, draws=100, seed=2), data)
+        >>> from irtbayes.examples import simulated_fit
+        >>> fit, data = simulated_fit(20, 30)
         >>> draws = fit.to_dataframe(var_names=["ability"])
         >>> draws.shape, draws.index.names, draws.columns[0]
         ((200, 20), FrozenList(['chain', 'draw']), 'ability[subject000]')
@@ -407,10 +401,8 @@ class Fit:
 
         Examples
         --------
-        >>> from irtbayes.fit import Fit
-        >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
-        >>> data, truth = simulate_responses(20, 30, n_benchmarks=2, seed=1)
-        >>> fit = Fit.from_posterior(posterior_near_truth(data, truth, chains=2, draws=100, seed=2), data)
+        >>> from irtbayes.examples import simulated_fit
+        >>> fit, data = simulated_fit(20, 30, n_benchmarks=2)
         >>> ax = fit.plot_item_person_map()
         >>> type(ax).__name__
         'Axes'
@@ -435,10 +427,8 @@ class Fit:
 
         Examples
         --------
-        >>> from irtbayes.fit import Fit
-        >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
-        >>> data, truth = simulate_responses(20, 60, seed=1)
-        >>> fit = Fit.from_posterior(posterior_near_truth(data, truth, chains=2, draws=100, seed=2), data)
+        >>> from irtbayes.examples import simulated_fit
+        >>> fit, data = simulated_fit(20, 60)
         >>> ax = fit.plot_forest(var_name="difficulty", max_rows=20)
         >>> ax.get_title()
         'Difficulty (20 of 60, evenly spaced)'
@@ -458,10 +448,8 @@ class Fit:
 
         Examples
         --------
-        >>> from irtbayes.fit import Fit
-        >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
-        >>> data, truth = simulate_responses(20, 30, seed=1)
-        >>> fit = Fit.from_posterior(posterior_near_truth(data, truth, chains=2, draws=100, seed=2), data)
+        >>> from irtbayes.examples import simulated_fit
+        >>> fit, data = simulated_fit(20, 30)
         >>> fit.plot_rhat_ess().get_ylabel()
         'R-hat'
         """
@@ -488,10 +476,8 @@ class Fit:
 
         Examples
         --------
-        >>> from irtbayes.fit import Fit
-        >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
-        >>> data, truth = simulate_responses(20, 30, seed=1)
-        >>> fit = Fit.from_posterior(posterior_near_truth(data, truth, chains=2, draws=100, seed=2), data)
+        >>> from irtbayes.examples import simulated_fit
+        >>> fit, data = simulated_fit(20, 30)
         >>> ax = fit.plot_item_curves(items=["item00000", "item00001"])
         >>> len(ax.get_lines()), ax.get_ylabel()
         (2, 'P(correct)')

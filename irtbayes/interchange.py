@@ -111,10 +111,8 @@ def mirt_items(fit: Fit, *, layout: Layout = "irt", stat: Stat = "mean") -> pd.D
 
     Examples
     --------
-    >>> from irtbayes.fitresult import Fit
-    >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
-    >>> data, truth = simulate_responses(20, 30, n_benchmarks=2, seed=1)
-    >>> fit = Fit.from_posterior(posterior_near_truth(data, truth, chains=2, draws=50, seed=2), data)
+    >>> from irtbayes.examples import simulated_fit
+    >>> fit, data = simulated_fit(20, 30, n_benchmarks=2, draws=50)
     >>> items = mirt_items(fit)
     >>> items.shape, items.columns.tolist(), items.index.name
     ((30, 4), ['a', 'b', 'g', 'u'], 'item')
@@ -231,10 +229,8 @@ def write_mirt(fit: Fit, folder: str | Path, *, layout: Layout = "irt") -> dict[
     Examples
     --------
     >>> import tempfile
-    >>> from irtbayes.fitresult import Fit
-    >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
-    >>> data, truth = simulate_responses(20, 30, n_benchmarks=2, seed=1)
-    >>> fit = Fit.from_posterior(posterior_near_truth(data, truth, chains=2, draws=50, seed=2), data)
+    >>> from irtbayes.examples import simulated_fit
+    >>> fit, data = simulated_fit(20, 30, n_benchmarks=2, draws=50)
     >>> paths = write_mirt(fit, tempfile.mkdtemp())
     >>> sorted(path.name for path in paths.values())
     ['items.csv', 'items_sd.csv', 'subjects.csv']
@@ -316,10 +312,8 @@ def tinybenchmarks_anchors(
 
     Examples
     --------
-    >>> from irtbayes.fitresult import Fit
-    >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
-    >>> data, truth = simulate_responses(20, 30, n_benchmarks=2, seed=1)
-    >>> fit = Fit.from_posterior(posterior_near_truth(data, truth, chains=2, draws=50, seed=2), data)
+    >>> from irtbayes.examples import simulated_fit
+    >>> fit, data = simulated_fit(20, 30, n_benchmarks=2, draws=50)
     >>> suite = tinybenchmarks_anchors(fit, n_anchors=5)["irtbayes"]
     >>> np.asarray(suite["irt_parameters"]["A"]).shape  # (1, dimensions, items)
     (1, 1, 30)
@@ -395,10 +389,8 @@ def write_tinybenchmarks(
     --------
     >>> import tempfile
     >>> from pathlib import Path
-    >>> from irtbayes.fitresult import Fit
-    >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
-    >>> data, truth = simulate_responses(20, 30, n_benchmarks=2, seed=1)
-    >>> fit = Fit.from_posterior(posterior_near_truth(data, truth, chains=2, draws=50, seed=2), data)
+    >>> from irtbayes.examples import simulated_fit
+    >>> fit, data = simulated_fit(20, 30, n_benchmarks=2, draws=50)
     >>> path = write_tinybenchmarks(fit, Path(tempfile.mkdtemp()) / "anchors.csv", n_anchors=5)
     >>> table = pd.read_csv(path)
     >>> table.columns.tolist(), len(table), int(table["anchor"].sum())

@@ -120,10 +120,8 @@ class PredictiveCheck:
 
     Examples
     --------
-    >>> from irtbayes.fitresult import Fit
-    >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
-    >>> data, truth = simulate_responses(40, 60, seed=1)
-    >>> result = Fit.from_posterior(posterior_near_truth(data, truth, chains=2, draws=100, seed=2), data)
+    >>> from irtbayes.examples import simulated_fit
+    >>> result, data = simulated_fit(40, 60)
     >>> check = posterior_predictive_check(result, data, n_draws=100, seed=3)
     >>> check.summary().startswith("Posterior predictive check (100 replicated data sets")
     True
@@ -215,10 +213,8 @@ def posterior_predictive_check(
 
     Examples
     --------
-    >>> from irtbayes.fitresult import Fit
-    >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
-    >>> data, truth = simulate_responses(40, 60, seed=1)
-    >>> result = Fit.from_posterior(posterior_near_truth(data, truth, chains=2, draws=100, seed=2), data)
+    >>> from irtbayes.examples import simulated_fit
+    >>> result, data = simulated_fit(40, 60)
     >>> check = posterior_predictive_check(result, data, n_draws=100, seed=3)
     >>> check.items.shape, check.subjects.shape, check.n_draws
     ((60, 12), (40, 8), 100)
@@ -349,10 +345,8 @@ def log_likelihood(result: Fit, data: ResponseData, *, n_draws: int | None = 100
 
     Parameters
     ----------
-    result
-        The fit.
-    data
-        The data it was fitted to (checked by checksum).
+    result, data
+        The fit and the data it was fitted to (checked by checksum).
     n_draws
         Posterior draws to use, thinned evenly over each chain (``None``: all). Memory is
         ``n_draws x n_responses x 8`` bytes.
@@ -367,10 +361,8 @@ def log_likelihood(result: Fit, data: ResponseData, *, n_draws: int | None = 100
 
     Examples
     --------
-    >>> from irtbayes.fitresult import Fit
-    >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
-    >>> data, truth = simulate_responses(40, 60, seed=1)
-    >>> result = Fit.from_posterior(posterior_near_truth(data, truth, chains=2, draws=100, seed=2), data)
+    >>> from irtbayes.examples import simulated_fit
+    >>> result, data = simulated_fit(40, 60)
     >>> ll = log_likelihood(result, data, n_draws=50)  # 25 draws from each chain
     >>> dict(ll.sizes), ll.sizes["response"] == data.n_responses, ll.attrs["likelihood"]
     ({'chain': 2, 'draw': 25, 'response': 2161}, True, 'bernoulli')

@@ -68,10 +68,8 @@ def parameter_diagnostics(fit: Fit) -> pd.DataFrame:
 
     Examples
     --------
-    >>> from irtbayes.fitresult import Fit
-    >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
-    >>> data, truth = simulate_responses(20, 30, seed=1)
-    >>> fit = Fit.from_posterior(posterior_near_truth(data, truth, chains=2, draws=50, seed=2), data)
+    >>> from irtbayes.examples import simulated_fit
+    >>> fit, data = simulated_fit(20, 30, draws=50)
     >>> table = parameter_diagnostics(fit)
     >>> table.columns.tolist()
     ['variable', 'index', 'r_hat', 'ess_bulk', 'ess_tail']
@@ -413,35 +411,27 @@ def _benchmark_figures(
         "Coverage: expected share of each benchmark's items per difficulty bin; × marks bins empty with "
         "probability ≥ 0.8. Rows are grouped and coloured by domain.",
     )
-    figure(
-        "ddm",
-        plots.plot_forest(
+    forests = (
+        ("ddm", "ddm_w1", "DDM (share outside [L, U] + share inside × W1 / (U − L))",
+         "Difficulty distribution mismatch with the target",
+         f"DDM per benchmark with {ci:.0%} intervals (0 = the items follow the target; items outside the range "
+         "count in full)."),
+        ("max_gap", "max_gap", "widest empty interval (logits)", "Maximum Gap inside the target range",
+         f"Maximum Gap per benchmark with {ci:.0%} intervals."),
+    )  # fmt: skip
+    for name, column, xlabel, title, caption in forests:
+        low, high = f"{column}_ci_low", f"{column}_ci_high"
+        ax = plots.plot_forest(
             bench,
-            mean="ddm_w1_mean",
-            low="ddm_w1_ci_low",
-            high="ddm_w1_ci_high",
+            mean=f"{column}_mean",
+            low=low,
+            high=high,
             colours=colours,
             markers=markers,
-            xlabel="DDM (share outside [L, U] + share inside × W1 / (U − L))",
-            title="Difficulty distribution mismatch with the target",
-        ),
-        f"DDM per benchmark with {ci:.0%} intervals (0 = the items follow the target; items outside the range "
-        "count in full).",
-    )
-    figure(
-        "max_gap",
-        plots.plot_forest(
-            bench,
-            mean="max_gap_mean",
-            low="max_gap_ci_low",
-            high="max_gap_ci_high",
-            colours=colours,
-            markers=markers,
-            xlabel="widest empty interval (logits)",
-            title="Maximum Gap inside the target range",
-        ),
-        f"Maximum Gap per benchmark with {ci:.0%} intervals.",
-    )
+            xlabel=xlabel,
+            title=title,
+        )
+        figure(name, ax, caption)
 
 
 def _information_figure(audit: AuditResult, domains: pd.Series, figure: Callable[[str, Any, str], None]) -> None:
@@ -555,10 +545,8 @@ def build_report(
     Examples
     --------
     >>> import re
-    >>> from irtbayes.fitresult import Fit
-    >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
-    >>> data, truth = simulate_responses(20, 30, seed=1)
-    >>> fit = Fit.from_posterior(posterior_near_truth(data, truth, chains=2, draws=50, seed=2), data)
+    >>> from irtbayes.examples import simulated_fit
+    >>> fit, data = simulated_fit(20, 30, draws=50)
     >>> doc = build_report(fit, data)
     >>> re.findall(r"^## (.*)", doc.to_markdown(), flags=re.MULTILINE)[:4]
     ['Summary', 'Data', 'Model and settings', 'Diagnostics']
@@ -632,10 +620,8 @@ def write_report(
     --------
     >>> import tempfile
     >>> from pathlib import Path
-    >>> from irtbayes.fitresult import Fit
-    >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
-    >>> data, truth = simulate_responses(20, 30, seed=1)
-    >>> fit = Fit.from_posterior(posterior_near_truth(data, truth, chains=2, draws=50, seed=2), data)
+    >>> from irtbayes.examples import simulated_fit
+    >>> fit, data = simulated_fit(20, 30, draws=50)
     >>> html = write_report(fit, data, Path(tempfile.mkdtemp()) / "report")
     >>> sorted(path.name for path in html.parent.iterdir())
     ['figures', 'report.html', 'report.md', 'tables']

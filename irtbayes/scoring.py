@@ -84,10 +84,9 @@ class Scores:
 
         Examples
         --------
-        >>> from irtbayes.fit import Fit, score
-        >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
-        >>> data, truth = simulate_responses(30, 40, missing=0.0, seed=1)
-        >>> fit = Fit.from_posterior(posterior_near_truth(data, truth, chains=2, draws=100, seed=2), data)
+        >>> from irtbayes.fit import score
+        >>> from irtbayes.examples import simulated_fit
+        >>> fit, data = simulated_fit(30, 40, missing=0.0)
         >>> draws = score(fit, data.subset(subjects=["subject000"]), n_draws=100, seed=3).to_dataframe()
         >>> draws.shape, list(draws.columns)
         ((100, 1), ['ability[subject000]'])
@@ -99,10 +98,9 @@ class Scores:
 
         Examples
         --------
-        >>> from irtbayes.fit import Fit, score
-        >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
-        >>> data, truth = simulate_responses(30, 40, missing=0.0, seed=1)
-        >>> fit = Fit.from_posterior(posterior_near_truth(data, truth, chains=2, draws=100, seed=2), data)
+        >>> from irtbayes.fit import score
+        >>> from irtbayes.examples import simulated_fit
+        >>> fit, data = simulated_fit(30, 40, missing=0.0)
         >>> ax = score(fit, data.subset(subjects=["subject000", "subject001"]), n_draws=100, seed=3).plot_forest()
         >>> ax.get_xlabel()
         'ability (logits)'

@@ -90,10 +90,8 @@ def save_fit(result: Fit, path: str | os.PathLike[str], *, overwrite: bool = Fal
     --------
     >>> import tempfile
     >>> from pathlib import Path
-    >>> from irtbayes.fitresult import Fit
-    >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
-    >>> data, truth = simulate_responses(20, 30, seed=1)
-    >>> result = Fit.from_posterior(posterior_near_truth(data, truth, chains=2, draws=50, seed=2), data)
+    >>> from irtbayes.examples import simulated_fit
+    >>> result, data = simulated_fit(20, 30, draws=50)
     >>> folder = save_fit(result, Path(tempfile.mkdtemp()) / "fit")
     >>> sorted(p.name for p in folder.iterdir())
     ['card.json', 'items.csv', 'posterior.nc', 'subjects.csv']
@@ -338,10 +336,9 @@ def load_fit(path: str | os.PathLike[str], *, data: ResponseData | None = None) 
     --------
     >>> import tempfile
     >>> from pathlib import Path
-    >>> from irtbayes.fitresult import Fit
-    >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
-    >>> data, truth = simulate_responses(20, 30, seed=1)
-    >>> result = Fit.from_posterior(posterior_near_truth(data, truth, chains=2, draws=50, seed=2), data)
+    >>> from irtbayes.examples import simulated_fit
+    >>> from irtbayes.simulate import simulate_responses
+    >>> result, data = simulated_fit(20, 30, draws=50)
     >>> folder = save_fit(result, Path(tempfile.mkdtemp()) / "fit")
     >>> loaded = load_fit(folder, data=data)
     >>> dict(loaded.posterior["ability"].sizes)

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import xarray as xr
 
-__all__ = ["choose_chains", "complete_part", "completed_draws"]
+__all__ = ["CHECKED_STATS", "choose_chains", "complete_part", "completed_draws", "read_nutpie_draws"]
 
 
 def completed_draws(posterior: xr.Dataset, *, draws: int) -> np.ndarray:
@@ -77,3 +78,61 @@ def complete_part(tree: xr.DataTree, length: int, chains: Sequence[int] | None =
     return xr.DataTree.from_dict(
         {name: tree[name].to_dataset().isel(select) for name in ("posterior", "sample_stats") if name in tree.children}
     )
+
+
+#: The sample statistics the convergence checks read (:func:`irtbayes.sampler_checks.check_convergence`).
+CHECKED_STATS = ("diverging", "energy", "maxdepth_reached", "n_steps")
+
+
+def read_nutpie_draws(sampler: Any, positions: Mapping[str, np.ndarray] | None = None) -> xr.DataTree | None:
+    """The draws every chain of a running nutpie ``sampler`` has kept so far, read from its Arrow trace.
+
+    Only what the convergence checks read is converted: the posterior part of each chain (not its warm-up),
+    cut to the draws every chain has; the model's variables except the sampler's own coordinates (``*_z``,
+    ``*_chol``, transformed values ``*__``); the statistics :data:`CHECKED_STATS`; and, with ``positions``
+    (dim -> positions along it), only those positions of every variable along those dims. Converting the
+    whole trace, warm-up and all (nutpie's ``inspect``), took about 8 s at 29 x 12,032 after 100 draws per chain.
+
+    Returns None where the trace is not an Arrow one (the caller then uses ``sampler.inspect()``).
+    """
+    import pyarrow
+
+    inner = getattr(sampler, "_sampler", None)
+    compiled = getattr(sampler, "_compiled_model", None)
+    if inner is None or compiled is None:
+        return None
+    results = inner.inspect()
+    if not results.is_arrow():
+        return None
+    draw_batches, stat_batches = results.get_arrow_trace()
+    warmup = [
+        int(np.asarray(pyarrow.array(s.column("tuning")).to_numpy(zero_copy_only=False)).sum()) for s in stat_batches
+    ]
+    length = max(0, min(b.num_rows - w for b, w in zip(draw_batches, warmup, strict=True)))
+    coords = {str(name): np.asarray(values) for name, values in compiled.coords.items()}
+    positions = dict(positions or {})
+
+    def variable(batches: list[Any], name: str) -> xr.DataArray:
+        field = batches[0].schema.field(name)
+        meta = field.metadata or {}
+        dims = [d for d in meta.get(b"dims", b"").decode("utf-8").split(",") if d]
+        shape = [int(k) for k in meta.get(b"shape", b"").decode("utf-8").split(",") if k]
+        chains = []
+        for batch, w in zip(batches, warmup, strict=True):
+            column = pyarrow.array(batch.column(name)).slice(w, length)
+            if hasattr(column, "flatten"):
+                column = column.flatten()
+            values = column.to_numpy(zero_copy_only=False).reshape(length, *shape)
+            for axis, dim in enumerate(dims, start=1):
+                if dim in positions:
+                    values = np.take(values, positions[dim], axis=axis)
+            chains.append(values)
+        kept = {d: coords[d][positions[d]] if d in positions else coords[d] for d in dims if d in coords}
+        return xr.DataArray(np.stack(chains), dims=("chain", "draw", *dims), coords=kept)
+
+    names = [n for n in draw_batches[0].schema.names if not n.endswith(("__", "_z", "_chol"))]
+    stats = [n for n in CHECKED_STATS if n in stat_batches[0].schema.names]
+    sample = {"chain": np.arange(len(draw_batches)), "draw": np.arange(length)}
+    posterior = xr.Dataset({n: variable(draw_batches, n) for n in names}).assign_coords(sample)
+    sample_stats = xr.Dataset({n: variable(stat_batches, n) for n in stats}).assign_coords(sample)
+    return xr.DataTree.from_dict({"posterior": posterior, "sample_stats": sample_stats})

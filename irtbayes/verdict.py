@@ -43,16 +43,7 @@ class VariableDiagnostics:
 
     A NaN worst value names the first checked parameter whose diagnostic is NaN. ``n_excluded`` elements were
     left out by :func:`excluded_elements` (constant over every draw, or a correlation's diagonal).
-
-    Examples
-    --------
-    >>> import xarray as xr
-    >>> from irtbayes.diagnostics import check_convergence
-    >>> draws = np.random.default_rng(0).normal(size=(4, 500, 3))
-    >>> posterior = xr.Dataset({"difficulty": (("chain", "draw", "item"), draws)}, coords={"item": ["a", "b", "c"]})
-    >>> variable = check_convergence(xr.DataTree.from_dict({"posterior": posterior})).variables[0]
-    >>> variable.name, variable.n_checked, variable.worst_rhat, round(variable.max_rhat, 2)
-    ('difficulty', 3, 'difficulty[a]', 1.0)
+    :attr:`Diagnostics.variables` holds one per checked variable (:meth:`Diagnostics.to_dataframe` shows one).
     """
 
     name: str
@@ -118,6 +109,12 @@ class Diagnostics:
     >>> diag = check_convergence(xr.DataTree.from_dict({"posterior": posterior}), approximate=True)
     >>> diag.ok, diag.approximate, diag.n_chains, diag.n_draws, diag.problems
     (False, True, 4, 500, ['approximate fit: MCMC diagnostics do not apply'])
+    >>> diag = check_convergence(xr.DataTree.from_dict({"posterior": posterior}))
+    >>> diag.summary()[["variable", "n_checked", "ok"]]  # one row per variable
+         variable  n_checked    ok
+    0  difficulty          3  True
+    >>> diag.ok  # the whole fit fails: no sampler statistics to check divergences with
+    False
     """
 
     ok: bool
@@ -156,7 +153,8 @@ class Diagnostics:
         return float(min(values)) if values and np.isfinite(values).all() else float("nan")
 
     def summary(self) -> pd.DataFrame:
-        """One row per checked variable, as a table: the worst r-hat and ESS and where they are, and ``ok``.
+        """One row per checked variable, as a table: the worst r-hat and ESS and where they are, and ``ok``
+        (the class's example shows it).
 
         Returns
         -------
@@ -166,20 +164,6 @@ class Diagnostics:
             (the variable's worst r-hat and ESS meet the thresholds; NaN never does). Divergences, E-BFMI and
             tree depth concern the whole fit: ``attrs`` record the fit's verdict ``ok``, ``approximate``,
             ``divergences`` and the ``thresholds``. :meth:`to_text` gives the verdict as text.
-
-        Examples
-        --------
-        >>> import xarray as xr
-        >>> from irtbayes.diagnostics import check_convergence
-        >>> draws = np.random.default_rng(0).normal(size=(4, 500, 3))
-        >>> posterior = xr.Dataset({"difficulty": (("chain", "draw", "item"), draws)})
-        >>> diag = check_convergence(xr.DataTree.from_dict({"posterior": posterior}))
-        >>> table = diag.summary()
-        >>> table[["variable", "n_checked", "ok"]]
-             variable  n_checked    ok
-        0  difficulty          3  True
-        >>> diag.ok  # the whole fit fails: no sampler statistics to check divergences with
-        False
         """
         t = self.thresholds
         rows = []
@@ -210,12 +194,15 @@ class Diagnostics:
         >>> from irtbayes.diagnostics import check_convergence
         >>> draws = np.random.default_rng(0).normal(size=(4, 500, 3))
         >>> posterior = xr.Dataset({"difficulty": (("chain", "draw", "item"), draws)}, coords={"item": ["a", "b", "c"]})
-        >>> table = check_convergence(xr.DataTree.from_dict({"posterior": posterior})).to_dataframe()
-        >>> table[["variable", "index"]]
+        >>> diag = check_convergence(xr.DataTree.from_dict({"posterior": posterior}))
+        >>> diag.to_dataframe()[["variable", "index"]]
              variable index
         0  difficulty     a
         1  difficulty     b
         2  difficulty     c
+        >>> variable = diag.variables[0]  # the worst of each variable
+        >>> variable.name, variable.n_checked, variable.worst_rhat, round(variable.max_rhat, 2)
+        ('difficulty', 3, 'difficulty[a]', 1.0)
         """
         if self.parameters is None:
             raise SpecError(

@@ -193,3 +193,141 @@ def test_the_draw_counter_saves_reading_the_draws_before_each_check():
     uncounted = _Ticking(total=5000, per_poll=0, mixed=True)
     sample_until_converged(uncounted, StopRule(ess_min=400, min_draws=200), poll=0.0)
     assert uncounted.reads > 10 * counted.reads  # without the counter, every poll reads them
+
+
+def _items_tree(n_items: int, *, bad: int | None, n_draws: int = 1000, seed: int = 4) -> xr.DataTree:
+    """4 chains of ``n_items`` independent normal difficulties and a scalar; item ``bad`` sits elsewhere in chain 0."""
+    rng = np.random.default_rng(seed)
+    values = rng.standard_normal((4, n_draws, n_items))
+    if bad is not None:
+        values[0, :, bad] += 1.0
+    chains, draws = np.arange(4), np.arange(n_draws)
+    posterior = xr.Dataset(
+        {
+            "difficulty": (("chain", "draw", "item"), values),
+            # a second variable along the same dim: a screen must cut both at the same items
+            "discrimination": (("chain", "draw", "item"), np.exp(0.1 * rng.standard_normal((4, n_draws, n_items)))),
+            "difficulty_mu": (("chain", "draw"), rng.standard_normal((4, n_draws))),
+        },
+        coords={"chain": chains, "draw": draws, "item": [f"item{k:04d}" for k in range(n_items)]},
+    )
+    stats = xr.Dataset(
+        {
+            "diverging": (("chain", "draw"), np.zeros((4, n_draws), dtype=bool)),
+            "energy": (("chain", "draw"), rng.standard_normal((4, n_draws))),
+        },
+        coords={"chain": chains, "draw": draws},
+    )
+    return xr.DataTree.from_dict({"posterior": posterior, "sample_stats": stats})
+
+
+def _one_check(adaptive, tree: xr.DataTree, rule: StopRule):  # type: ignore[no-untyped-def]
+    """A check as sample_until_converged makes one, on ``tree`` as the draws so far."""
+
+    def read(positions=None):  # type: ignore[no-untyped-def]
+        return adaptive._cut(tree, positions) if positions else tree
+
+    positions = adaptive._screen_positions(rule.sizes, rule.watch, shift=len(rule.history)) if rule.sizes else {}
+    return adaptive._check(read(positions), read, rule, cut=bool(positions))
+
+
+def test_a_failed_screen_is_a_failed_check_and_only_the_full_check_stops(monkeypatch):
+    import irtbayes.adaptive as adaptive
+
+    monkeypatch.setattr(adaptive, "SCREEN_ELEMENTS", 64)
+    # 400 items, two variables each: a screen looks at every 12th item (shifted by one at each check), so item
+    # 200 is in neither sample
+    tree = _items_tree(400, bad=200)
+    rule = StopRule()
+    first = _one_check(adaptive, tree, rule)
+    # the screen passed (it missed item 200), so the full check ran, found it, and the rule watches it
+    assert "screened" not in rule.history[0]
+    assert not first.ok and "difficulty[item0200]" in first.problems[0]
+    assert len(first.parameters) == 801
+    assert 200 in rule.watch["item"]
+    second = _one_check(adaptive, tree, rule)
+    # now the screen holds item 200 and fails by itself: no full check
+    assert rule.history[1]["screened"] < rule.history[1]["parameters"] == 801
+    assert not second.ok and "difficulty[item0200]" in second.problems[0]
+    assert not any("non-finite" in p for p in second.problems)
+    assert len(second.parameters) == rule.history[1]["screened"]
+
+
+def test_the_passing_check_covers_every_parameter_and_is_kept_for_the_fit(monkeypatch):
+    import irtbayes.adaptive as adaptive
+
+    monkeypatch.setattr(adaptive, "SCREEN_ELEMENTS", 64)
+
+    class _Done(_Scripted):
+        def inspect(self) -> xr.DataTree:
+            self.polls += 1
+            return _items_tree(400, bad=None)
+
+        def abort(self) -> xr.DataTree:
+            self.aborted = True
+            return _items_tree(400, bad=None)
+
+    rule = StopRule(min_draws=200)
+    tree = sample_until_converged(_Done(total=1000, per_poll=1000, mixed=True), rule, poll=0.0)
+    assert rule.outcome == "converged" and rule.passed is not None and rule.passed.ok
+    assert len(rule.passed.parameters) == 801  # the full check, not the screen
+    assert rule.passed.n_draws == tree["posterior"].sizes["draw"] == rule.draws_done == 1000
+
+
+def test_a_converged_fit_reuses_the_passing_check(monkeypatch):
+    import irtbayes.fit as fit_module
+
+    calls = []
+    original = fit_module.check_convergence
+    monkeypatch.setattr(fit_module, "check_convergence", lambda *a, **k: calls.append(1) or original(*a, **k))
+    data, _ = simulate_responses(40, 30, seed=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        result = fit(data, sampler="nutpie", chains=2, draws=20_000, seed=3, progress=False, until_converged=True)
+    assert result.sampler["until_converged"]["outcome"] == "converged"
+    assert not calls  # the passing check was made on these very draws, derived variables included
+    assert "intercept" in set(result.diagnostics.parameters["variable"])
+    assert result.diagnostics.ok and result.diagnostics.n_draws == result.posterior.sizes["draw"]
+
+
+def test_reading_nutpie_s_arrow_trace_gives_its_draws_and_only_what_the_checks_need():
+    import time
+
+    import nutpie
+
+    from irtbayes.model import ModelSpec, build_model
+    from irtbayes.trace import CHECKED_STATS, read_nutpie_draws
+
+    data, _ = simulate_responses(40, 30, seed=2)
+    compiled = nutpie.compile_pymc_model(build_model(data, ModelSpec()))
+    run = nutpie.sample(
+        compiled, draws=100_000, tune=100, chains=2, cores=2, seed=1, blocking=False, progress_bar=False
+    )
+    try:
+        for _ in range(200):
+            time.sleep(0.1)
+            ours = read_nutpie_draws(run)
+            if ours is not None and ours["posterior"].sizes["draw"] >= 50:
+                break
+        run.pause()
+        ours = read_nutpie_draws(run)
+        theirs = run.inspect()
+        cut = read_nutpie_draws(run, {"item": np.array([0, 7, 29])})
+    finally:
+        run.cancel()
+    assert ours is not None and cut is not None
+    posterior, length = ours["posterior"].to_dataset(), ours["posterior"].sizes["draw"]
+    assert length >= 50
+    expected = theirs["posterior"].to_dataset().isel(draw=slice(0, length))
+    assert sorted(posterior.data_vars) == sorted(n for n in expected.data_vars if not str(n).endswith("_z"))
+    for name in posterior.data_vars:  # the warm-up left out, the draws themselves unchanged
+        np.testing.assert_array_equal(posterior[name].values, expected[name].values)
+        assert posterior[name].dims == expected[name].dims
+    assert list(posterior["item"].values) == list(expected["item"].values)
+    stats = theirs["sample_stats"].to_dataset().isel(draw=slice(0, length))
+    assert sorted(ours["sample_stats"].data_vars) == sorted(CHECKED_STATS)
+    for name in CHECKED_STATS:
+        np.testing.assert_array_equal(ours["sample_stats"][name].values, stats[name].values)
+    cut_difficulty = cut["posterior"]["difficulty"].isel(draw=slice(0, length))
+    assert list(cut_difficulty["item"].values) == [data.item_ids[k] for k in (0, 7, 29)]
+    np.testing.assert_array_equal(cut_difficulty.values, posterior["difficulty"].isel(item=[0, 7, 29]).values)

@@ -188,7 +188,10 @@ def test_callable_source_validates_like_a_file():
         ([{"text": "Q"}], "result #0: the candidate has no answer"),
         ([{"text": "Q", "answer": "A"}, {"answer": "A"}], "result #1: the candidate has no text"),
         ([{"text": "Q", "answer": "A"}, "oops"], "result #1: expected a mapping"),
-        ([{"text": "Q", "answer": "A"}, {"text": "Q", "answer": "A"}], "results #0 and #1 have the same"),
+        (
+            [{"text": "Q", "answer": "A"}, {"text": "Q", "answer": "A"}],
+            r"callable 'gen': candidate_id '[\w-]+' appears twice \(result #0 and result #1\)",
+        ),
         ({"text": "Q", "answer": "A"}, "expected a list of candidates"),
         (None, "expected a list of candidates"),
     ],

@@ -65,10 +65,9 @@ def write_audit(result: AuditResult, out_dir: str | os.PathLike[str]) -> Path:
     Examples
     --------
     >>> import tempfile
-    >>> from irtbayes.audit import audit, write_audit
-    >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
-    >>> data, truth = simulate_responses(20, 30, seed=1)
-    >>> result = audit(posterior_near_truth(data, truth, chains=1, draws=50, seed=2), data, bins=4)
+    >>> from irtbayes.audit import write_audit
+    >>> from irtbayes.examples import simulated_audit
+    >>> result, data = simulated_audit(20, 30, chains=1, bins=4)
     >>> folder = write_audit(result, tempfile.mkdtemp())
     >>> sorted(p.name for p in folder.iterdir())
     ['ahead.csv', 'audit.txt', 'benchmarks.csv', 'bins.csv', 'information.csv', 'items.csv', 'ranking.csv', 'summary.json', 'target.csv']
@@ -135,10 +134,9 @@ def load_audit(
     Examples
     --------
     >>> import tempfile
-    >>> from irtbayes.audit import audit, load_audit, write_audit
-    >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
-    >>> data, truth = simulate_responses(20, 30, seed=1)
-    >>> result = audit(posterior_near_truth(data, truth, chains=1, draws=50, seed=2), data, bins=4)
+    >>> from irtbayes.audit import load_audit, write_audit
+    >>> from irtbayes.examples import simulated_audit
+    >>> result, data = simulated_audit(20, 30, chains=1, bins=4)
     >>> again = load_audit(write_audit(result, tempfile.mkdtemp()), data=data)  # the data's checksum is checked
     >>> again.benchmarks.equals(result.benchmarks), again.target == result.target
     (True, True)
@@ -191,10 +189,10 @@ def check_audit_source(
 
     Examples
     --------
-    >>> from irtbayes.audit import audit, check_audit_source
-    >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
-    >>> data, truth = simulate_responses(20, 30, seed=1)
-    >>> result = audit(posterior_near_truth(data, truth, chains=1, draws=50, seed=2), data, bins=4)
+    >>> from irtbayes.audit import check_audit_source
+    >>> from irtbayes.simulate import simulate_responses
+    >>> from irtbayes.examples import simulated_audit
+    >>> result, data = simulated_audit(20, 30, chains=1, bins=4)
     >>> check_audit_source(result, data=data)  # the same data: no error
     >>> other, _ = simulate_responses(20, 30, seed=3)
     >>> check_audit_source(result, data=other)

@@ -186,19 +186,7 @@ def gap_parts(difficulty: np.ndarray, lo: float, hi: float, *, presorted: bool =
 def widest_gap(difficulty: np.ndarray, lo: float, hi: float, *, presorted: bool = False) -> GapDraws:
     """Per-draw widest interval inside [lo, hi] without an item difficulty, counting lo and hi as edges.
 
-    Parameters
-    ----------
-    difficulty
-        (draw, item) difficulty draws of one benchmark.
-    lo, hi
-        The range [L, U].
-    presorted
-        ``difficulty`` is already sorted along items.
-
-    Returns
-    -------
-    GapDraws
-        width, lo, hi, edge: (draw,) arrays.
+    The arguments are those of :func:`gap_parts`; returns its ``widest``, a :class:`GapDraws` of (draw,) arrays.
 
     Examples
     --------
@@ -217,14 +205,8 @@ def edge_gaps(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per-draw edge gaps of the range [lo, hi]: from lo to the lowest item inside, from the highest to hi.
 
-    Parameters
-    ----------
-    difficulty
-        (draw, item) difficulty draws of one benchmark.
-    lo, hi
-        Any range (for example the audit's range narrowed by its margin).
-    presorted
-        ``difficulty`` is already sorted along items.
+    The arguments are those of :func:`gap_parts`; ``lo, hi`` may be any range (for example the audit's
+    range narrowed by its margin).
 
     Returns
     -------

@@ -327,18 +327,7 @@ def ddm_w1(
 ) -> np.ndarray:
     """Per-draw headline DDM_W1 over the whole difficulty distribution, items outside [L, U] included.
 
-    Parameters
-    ----------
-    difficulty
-        (draw, item) difficulty draws of one benchmark, all its items.
-    edges
-        K + 1 increasing bin edges, [edges[0], edges[-1]] = [L, U].
-    weights
-        (K,) target weights, or (draw, K) weights that vary by draw; each row sums to 1.
-    presorted
-        ``difficulty`` is already sorted along items.
-    normalise
-        Divide by U - L (the default), so the result lies in [0, 1].
+    The arguments are those of :func:`ddm_shape_w1`, with all of the benchmark's items in ``difficulty``.
 
     Returns
     -------

@@ -80,10 +80,8 @@ class AuditResult:
 
     Examples
     --------
-    >>> from irtbayes.audit import audit
-    >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
-    >>> data, truth = simulate_responses(30, 60, n_benchmarks=2, seed=1)
-    >>> result = audit(posterior_near_truth(data, truth, chains=2, draws=50, seed=2), data, bins=5)
+    >>> from irtbayes.examples import simulated_audit
+    >>> result, data = simulated_audit(30, 60, bins=5)
     >>> sorted(result.tables())
     ['ahead', 'benchmarks', 'bins', 'information', 'items', 'ranking']
     >>> result.bins.query("scope == 'all'")[["bin", "lo", "hi", "target_weight"]]
@@ -133,10 +131,8 @@ class AuditResult:
 
         Examples
         --------
-        >>> from irtbayes.audit import audit
-        >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
-        >>> data, truth = simulate_responses(30, 60, n_benchmarks=2, seed=1)
-        >>> result = audit(posterior_near_truth(data, truth, chains=2, draws=50, seed=2), data, bins=5)
+        >>> from irtbayes.examples import simulated_audit
+        >>> result, data = simulated_audit(30, 60, bins=5)
         >>> table = result.summary()
         >>> list(table.index)
         ['all:all', 'benchmark:bench00', 'benchmark:bench01']
@@ -158,10 +154,8 @@ class AuditResult:
 
         Examples
         --------
-        >>> from irtbayes.audit import audit
-        >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
-        >>> data, truth = simulate_responses(30, 60, n_benchmarks=2, seed=1)
-        >>> result = audit(posterior_near_truth(data, truth, chains=2, draws=50, seed=2), data, bins=5)
+        >>> from irtbayes.examples import simulated_audit
+        >>> result, data = simulated_audit(30, 60, bins=5)
         >>> result.to_dataframe("ranking").query("scope == 'all'").shape[0]
         30
         """
@@ -178,10 +172,8 @@ class AuditResult:
 
         Examples
         --------
-        >>> from irtbayes.audit import audit
-        >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
-        >>> data, truth = simulate_responses(30, 60, n_benchmarks=2, seed=1)
-        >>> result = audit(posterior_near_truth(data, truth, chains=2, draws=50, seed=2), data, bins=5)
+        >>> from irtbayes.examples import simulated_audit
+        >>> result, data = simulated_audit(30, 60, bins=5)
         >>> ax = result.plot_coverage()
         >>> [label.get_text() for label in ax.get_yticklabels()]
         ['bench00', 'bench01']
@@ -197,10 +189,8 @@ class AuditResult:
 
         Examples
         --------
-        >>> from irtbayes.audit import audit
-        >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
-        >>> data, truth = simulate_responses(30, 60, n_benchmarks=2, seed=1)
-        >>> result = audit(posterior_near_truth(data, truth, chains=2, draws=50, seed=2), data, bins=5)
+        >>> from irtbayes.examples import simulated_audit
+        >>> result, data = simulated_audit(30, 60, bins=5)
         >>> ax = result.plot_forest(measure="max_gap")
         >>> len(ax.get_yticklabels())
         2
@@ -231,10 +221,8 @@ class AuditResult:
 
         Examples
         --------
-        >>> from irtbayes.audit import audit
-        >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
-        >>> data, truth = simulate_responses(30, 60, n_benchmarks=2, seed=1)
-        >>> result = audit(posterior_near_truth(data, truth, chains=2, draws=50, seed=2), data, bins=5)
+        >>> from irtbayes.examples import simulated_audit
+        >>> result, data = simulated_audit(30, 60, bins=5)
         >>> ax = result.plot_leaderboard(top=10)
         >>> len(ax.get_yticklabels()), ax.get_xlabel()
         (10, 'rank (1 = best)')
@@ -255,10 +243,8 @@ class AuditResult:
 
         Examples
         --------
-        >>> from irtbayes.audit import audit
-        >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
-        >>> data, truth = simulate_responses(30, 60, n_benchmarks=2, seed=1)
-        >>> result = audit(posterior_near_truth(data, truth, chains=2, draws=50, seed=2), data, bins=5)
+        >>> from irtbayes.examples import simulated_audit
+        >>> result, data = simulated_audit(30, 60, bins=5)
         >>> ax = result.plot_ahead(top=8)
         >>> ax.get_images()[0].get_array().shape
         (8, 8)
@@ -273,10 +259,8 @@ class AuditResult:
 
         Examples
         --------
-        >>> from irtbayes.audit import audit
-        >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
-        >>> data, truth = simulate_responses(30, 60, n_benchmarks=2, seed=1)
-        >>> result = audit(posterior_near_truth(data, truth, chains=2, draws=50, seed=2), data, bins=5)
+        >>> from irtbayes.examples import simulated_audit
+        >>> result, data = simulated_audit(30, 60, bins=5)
         >>> ax = result.plot_information(scopes=["all"])
         >>> len(ax.get_lines())
         1

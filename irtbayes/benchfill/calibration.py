@@ -214,10 +214,8 @@ def calibrate_full(
 
     >>> from irtbayes import ResponseData
     >>> from irtbayes.benchfill import calibrate_full
-    >>> from irtbayes.fit import Fit
-    >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
-    >>> data, truth = simulate_responses(30, 20, missing=0.0, seed=1)
-    >>> fit = Fit.from_posterior(posterior_near_truth(data, truth, chains=2, draws=50, seed=2), data)
+    >>> from irtbayes.examples import simulated_fit
+    >>> fit, data = simulated_fit(30, 20, missing=0.0, draws=50)
     >>> new = ResponseData.from_long(pd.DataFrame({"subject": data.subject_ids, "item": "item00003", "response": 1.0}))
     >>> calibrate_full(fit, data, new)
     Traceback (most recent call last):

@@ -18,7 +18,7 @@ import hashlib
 import json
 import logging
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,6 +36,7 @@ __all__ = [
     "Candidate",
     "candidate_from_record",
     "candidate_id_for",
+    "distinct_candidates",
     "items_table",
     "load_candidates",
 ]
@@ -326,6 +327,30 @@ def _read_jsonl_records(path: Path) -> list[tuple[str, dict[str, Any]]]:
     return records
 
 
+def distinct_candidates(placed: Iterable[tuple[str, Candidate]], *, where: str) -> list[Candidate]:
+    """The candidates of ``(place, candidate)`` pairs, in order; a ``candidate_id`` seen twice raises
+    DataError naming ``where`` and both places.
+
+    Examples
+    --------
+    >>> from irtbayes.benchfill import Candidate
+    >>> same = Candidate(candidate_id="c1", text="Q", answer="A")
+    >>> distinct_candidates([("line 2", same), ("line 4", same)], where="bank.csv")
+    Traceback (most recent call last):
+        ...
+    irtbayes.errors.DataError: bank.csv: candidate_id 'c1' appears twice (line 2 and line 4)
+    """
+    out: list[Candidate] = []
+    seen: dict[str, str] = {}
+    for place, candidate in placed:
+        cid = candidate.candidate_id
+        if cid in seen:
+            raise DataError(f"{where}: candidate_id '{cid}' appears twice ({seen[cid]} and {place})")
+        seen[cid] = place
+        out.append(candidate)
+    return out
+
+
 def load_candidates(path: str | Path) -> list[Candidate]:
     """Read candidates from a CSV or JSONL file.
 
@@ -368,17 +393,12 @@ def load_candidates(path: str | Path) -> list[Candidate]:
         raise DataError(f"{path}: unknown file type '{suffix}' (expected .csv or .jsonl)")
     if not records:
         raise DataError(f"{path}: the file is empty (no candidates)")
-    out: list[Candidate] = []
-    seen: dict[str, str] = {}
-    for where, record in records:
-        candidate = candidate_from_record(record, where=where, source=f"file:{path}", require_id=True)
-        if candidate.candidate_id in seen:
-            raise DataError(
-                f"{path}: candidate_id '{candidate.candidate_id}' appears twice "
-                f"({seen[candidate.candidate_id].removeprefix(f'{path} ')} and {where.removeprefix(f'{path} ')})"
-            )
-        seen[candidate.candidate_id] = where
-        out.append(candidate)
+    source = f"file:{path}"
+    placed = (
+        (where.removeprefix(f"{path} "), candidate_from_record(record, where=where, source=source, require_id=True))
+        for where, record in records
+    )
+    out = distinct_candidates(placed, where=str(path))
     log.info("%s: %d candidates", path, len(out))
     return out
 

@@ -235,10 +235,8 @@ def before_after(
     With nothing added the two audits agree; :func:`calibrate_candidates` passes the bank extended by the
     accepted candidates:
 
-    >>> from irtbayes.fit import Fit
-    >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
-    >>> data, truth = simulate_responses(100, 40, missing=0.0, seed=1)
-    >>> fit = Fit.from_posterior(posterior_near_truth(data, truth, chains=2, draws=100, seed=2), data)
+    >>> from irtbayes.examples import simulated_fit
+    >>> fit, data = simulated_fit(100, 40, missing=0.0)
     >>> from irtbayes.benchfill import before_after, choose_target
     >>> choice, _ = choose_target(fit, data, interval=(0.0, 1.0))
     >>> tables = before_after(fit, data, fit.posterior, data, added=[], target=choice.target)

@@ -285,18 +285,9 @@ def calibrate_fixed(
     --------
     The bank is held at its posterior; each candidate's (b, log a) posterior is computed on a grid:
 
-    >>> from irtbayes.fit import Fit
-    >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
-    >>> data, truth = simulate_responses(100, 40, missing=0.0, seed=1)
-    >>> fit = Fit.from_posterior(posterior_near_truth(data, truth, chains=2, draws=100, seed=2), data)
-    >>> from irtbayes.benchfill import Candidate, calibrate_fixed, candidate_response_data
-    >>> rng = np.random.default_rng(3)
-    >>> theta = truth["ability"].values
-    >>> answers = pd.concat(
-    ...     pd.DataFrame({"subject": data.subject_ids, "item": cid, "response": (rng.random(100) < 1 / (1 + np.exp(-slope * (theta - 0.5)))).astype(float)})
-    ...     for cid, slope in [("good", 1.5), ("mis-keyed", -1.5)]
-    ... )
-    >>> candidates = [Candidate(candidate_id=c, text=t, answer="a") for c, t in [("good", "What is 7 x 6?"), ("mis-keyed", "Name the capital of Peru.")]]
+    >>> from irtbayes.examples import simulated_candidates
+    >>> fit, data, candidates, answers = simulated_candidates()
+    >>> from irtbayes.benchfill import calibrate_fixed, candidate_response_data
     >>> post = calibrate_fixed(fit, candidate_response_data(answers, candidates, fit=fit), n_draws=400, seed=1)
     >>> (post["slope"] > 0).mean(("chain", "draw")).round(2).to_series().to_dict()  # P(slope > 0); true slopes 1.5, -1.5
     {'good': 1.0, 'mis-keyed': 0.0}

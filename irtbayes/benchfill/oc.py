@@ -97,10 +97,8 @@ def operating_characteristic(
     --------
     Six simulated candidates aimed at [0, 1), answered by 60 of the bank's systems, calibrated on the fast path:
 
-    >>> from irtbayes.fit import Fit
-    >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
-    >>> data, truth = simulate_responses(100, 40, missing=0.0, seed=1)
-    >>> fit = Fit.from_posterior(posterior_near_truth(data, truth, chains=2, draws=100, seed=2), data)
+    >>> from irtbayes.examples import simulated_fit
+    >>> fit, data = simulated_fit(100, 40, missing=0.0)
     >>> from irtbayes.benchfill import operating_characteristic, operating_characteristic_table
     >>> frame = operating_characteristic(fit, target_lo=0.0, target_hi=1.0, n_systems=[60], n_candidates=6, n_draws=50, seed=1)
     >>> frame.shape[0], bool(frame.loc[frame["decision"] == "accepted", "p_in_target"].ge(0.8).all())

@@ -73,10 +73,8 @@ def propose(
 
     Examples
     --------
-    >>> from irtbayes.fit import Fit
-    >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
-    >>> data, truth = simulate_responses(100, 40, missing=0.0, seed=1)
-    >>> fit = Fit.from_posterior(posterior_near_truth(data, truth, chains=2, draws=100, seed=2), data)
+    >>> from irtbayes.examples import simulated_fit
+    >>> fit, data = simulated_fit(100, 40, missing=0.0)
     >>> from irtbayes.benchfill import CallableSource, choose_target, propose
     >>> choice, _ = choose_target(fit, data, interval=(0.0, 1.0))
     >>> source = CallableSource(lambda request: [{"text": f"new item {k}", "answer": "a"} for k in range(request.n)], name="demo")
@@ -145,17 +143,26 @@ def write_proposal(
 
     Examples
     --------
-    >>> from irtbayes.fit import Fit
-    >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
-    >>> data, truth = simulate_responses(100, 40, missing=0.0, seed=1)
-    >>> fit = Fit.from_posterior(posterior_near_truth(data, truth, chains=2, draws=100, seed=2), data)
+    >>> from irtbayes.examples import simulated_fit
+    >>> fit, data = simulated_fit(100, 40, missing=0.0)
     >>> import tempfile
     >>> from irtbayes.benchfill import CallableSource, choose_target, propose, read_proposal, write_proposal
     >>> choice, _ = choose_target(fit, data, interval=(0.0, 1.0))
     >>> proposal = propose(fit, data, choice, CallableSource(lambda r: [{"text": "q", "answer": "a"}], name="demo"), n=1)
-    >>> paths = write_proposal(tempfile.mkdtemp(), proposal, choice)
+    >>> folder = tempfile.mkdtemp()
+    >>> paths = write_proposal(folder, proposal, choice)
     >>> sorted(p.name for p in paths.values())
     ['candidates.jsonl', 'rejections.jsonl', 'target.json']
+
+    :func:`read_proposal` reads the folder back; :func:`export_proposal` writes its candidates for the systems
+    to answer:
+
+    >>> candidates, again, _ = read_proposal(folder)
+    >>> [c.text for c in candidates], (again.lo, again.hi)
+    (['q'], (0.0, 1.0))
+    >>> from irtbayes.benchfill import export_proposal
+    >>> [p.name for p in export_proposal(folder, "csv", fit=fit)]
+    ['responses_template.csv']
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -195,28 +202,13 @@ def write_proposal(
 
 
 def read_proposal(folder: str | os.PathLike[str]) -> tuple[list[Candidate], TargetChoice, dict[str, Any]]:
-    """The candidates, target and ``target.json`` content of a folder written by :func:`write_proposal`.
+    """The candidates, target and ``target.json`` content of a folder written by :func:`write_proposal`
+    (whose example shows it).
 
     Raises
     ------
     DataError
         A missing or malformed ``candidates.jsonl`` or ``target.json``.
-
-    Examples
-    --------
-    >>> from irtbayes.fit import Fit
-    >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
-    >>> data, truth = simulate_responses(100, 40, missing=0.0, seed=1)
-    >>> fit = Fit.from_posterior(posterior_near_truth(data, truth, chains=2, draws=100, seed=2), data)
-    >>> import tempfile
-    >>> from irtbayes.benchfill import CallableSource, choose_target, propose, read_proposal, write_proposal
-    >>> choice, _ = choose_target(fit, data, interval=(0.0, 1.0))
-    >>> proposal = propose(fit, data, choice, CallableSource(lambda r: [{"text": "q", "answer": "a"}], name="demo"), n=1)
-    >>> folder = tempfile.mkdtemp()
-    >>> _ = write_proposal(folder, proposal, choice)
-    >>> candidates, again, _ = read_proposal(folder)
-    >>> [c.text for c in candidates], (again.lo, again.hi)
-    (['q'], (0.0, 1.0))
     """
     folder = Path(folder)
     target_path = folder / "target.json"
@@ -241,28 +233,13 @@ def export_proposal(
     ``"lm-eval"``: an lm-evaluation-harness task (``<task_name>.jsonl`` and ``.yaml``; ``output_type``
     defaults to multiple choice when every candidate has choices, generation when none has).
     ``"csv"``: ``responses_template.csv``, one blank row per (fit subject, candidate); ``fit`` defaults to
-    the fit folder recorded in ``target.json``.
+    the fit folder recorded in ``target.json``. :func:`write_proposal`'s example shows it.
 
     Raises
     ------
     DataError
         Candidates that mix multiple-choice and free-response items (export them separately), or a
         missing fit for the CSV template.
-
-    Examples
-    --------
-    >>> from irtbayes.fit import Fit
-    >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
-    >>> data, truth = simulate_responses(100, 40, missing=0.0, seed=1)
-    >>> fit = Fit.from_posterior(posterior_near_truth(data, truth, chains=2, draws=100, seed=2), data)
-    >>> import tempfile
-    >>> from irtbayes.benchfill import CallableSource, choose_target, export_proposal, propose, write_proposal
-    >>> choice, _ = choose_target(fit, data, interval=(0.0, 1.0))
-    >>> proposal = propose(fit, data, choice, CallableSource(lambda r: [{"text": "q", "answer": "a"}], name="demo"), n=1)
-    >>> folder = tempfile.mkdtemp()
-    >>> _ = write_proposal(folder, proposal, choice)
-    >>> [p.name for p in export_proposal(folder, "csv", fit=fit)]
-    ['responses_template.csv']
     """
     from irtbayes.fit import load_fit
 

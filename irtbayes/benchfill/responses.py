@@ -111,18 +111,9 @@ def candidate_response_data(
 
     Examples
     --------
-    >>> from irtbayes.fit import Fit
-    >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
-    >>> data, truth = simulate_responses(100, 40, missing=0.0, seed=1)
-    >>> fit = Fit.from_posterior(posterior_near_truth(data, truth, chains=2, draws=100, seed=2), data)
-    >>> from irtbayes.benchfill import Candidate, candidate_response_data
-    >>> rng = np.random.default_rng(3)
-    >>> theta = truth["ability"].values
-    >>> answers = pd.concat(
-    ...     pd.DataFrame({"subject": data.subject_ids, "item": cid, "response": (rng.random(100) < 1 / (1 + np.exp(-slope * (theta - 0.5)))).astype(float)})
-    ...     for cid, slope in [("good", 1.5), ("mis-keyed", -1.5)]
-    ... )
-    >>> candidates = [Candidate(candidate_id=c, text=t, answer="a") for c, t in [("good", "What is 7 x 6?"), ("mis-keyed", "Name the capital of Peru.")]]
+    >>> from irtbayes.examples import simulated_candidates
+    >>> fit, data, candidates, answers = simulated_candidates()
+    >>> from irtbayes.benchfill import candidate_response_data
     >>> new = candidate_response_data(answers, candidates, fit=fit)
     >>> new.n_subjects, list(new.item_ids)
     (100, ['good', 'mis-keyed'])
@@ -275,20 +266,11 @@ def load_candidate_responses(
 
     Examples
     --------
-    >>> from irtbayes.fit import Fit
-    >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
-    >>> data, truth = simulate_responses(100, 40, missing=0.0, seed=1)
-    >>> fit = Fit.from_posterior(posterior_near_truth(data, truth, chains=2, draws=100, seed=2), data)
+    >>> from irtbayes.examples import simulated_candidates
+    >>> fit, data, candidates, answers = simulated_candidates()
     >>> import tempfile
     >>> from pathlib import Path
-    >>> from irtbayes.benchfill import Candidate, load_candidate_responses
-    >>> rng = np.random.default_rng(3)
-    >>> theta = truth["ability"].values
-    >>> answers = pd.concat(
-    ...     pd.DataFrame({"subject": data.subject_ids, "item": cid, "response": (rng.random(100) < 1 / (1 + np.exp(-slope * (theta - 0.5)))).astype(float)})
-    ...     for cid, slope in [("good", 1.5), ("mis-keyed", -1.5)]
-    ... )
-    >>> candidates = [Candidate(candidate_id=c, text=t, answer="a") for c, t in [("good", "What is 7 x 6?"), ("mis-keyed", "Name the capital of Peru.")]]
+    >>> from irtbayes.benchfill import load_candidate_responses
     >>> path = Path(tempfile.mkdtemp()) / "answers.csv"
     >>> answers.to_csv(path, index=False)
     >>> load_candidate_responses(path, candidates, fit=fit).n_responses

@@ -343,21 +343,12 @@ def write_benchfill(
 
     Examples
     --------
-    >>> from irtbayes.fit import Fit
-    >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
-    >>> data, truth = simulate_responses(100, 40, missing=0.0, seed=1)
-    >>> fit = Fit.from_posterior(posterior_near_truth(data, truth, chains=2, draws=100, seed=2), data)
+    >>> from irtbayes.examples import simulated_candidates
+    >>> fit, data, candidates, answers = simulated_candidates()
     >>> import tempfile
     >>> from irtbayes.benchfill import (Candidate, calibrate_candidates, candidate_response_data, choose_target,
     ...                                 load_benchfill_result, write_benchfill)
     >>> choice, _ = choose_target(fit, data, interval=(0.0, 1.0))
-    >>> rng = np.random.default_rng(3)
-    >>> theta = truth["ability"].values
-    >>> answers = pd.concat(
-    ...     pd.DataFrame({"subject": data.subject_ids, "item": cid, "response": (rng.random(100) < 1 / (1 + np.exp(-slope * (theta - 0.5)))).astype(float)})
-    ...     for cid, slope in [("good", 1.5), ("mis-keyed", -1.5)]
-    ... )
-    >>> candidates = [Candidate(candidate_id=c, text=t, answer="a") for c, t in [("good", "What is 7 x 6?"), ("mis-keyed", "Name the capital of Peru.")]]
     >>> result = calibrate_candidates(fit, data, candidates, candidate_response_data(answers, candidates, fit=fit), choice, mode="fixed", seed=4)
     >>> paths = write_benchfill(result, tempfile.mkdtemp(), candidates=candidates)
     >>> {"ledger", "ledger_csv", "before_after_json", "before_after_csv"} <= set(paths)

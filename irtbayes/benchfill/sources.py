@@ -11,7 +11,13 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import pandas as pd
 
-from irtbayes.benchfill.candidates import Candidate, _parse_choices, candidate_from_record, load_candidates
+from irtbayes.benchfill.candidates import (
+    Candidate,
+    _parse_choices,
+    candidate_from_record,
+    distinct_candidates,
+    load_candidates,
+)
 from irtbayes.errors import DataError, SpecError
 
 if TYPE_CHECKING:
@@ -358,20 +364,16 @@ class CallableSource:
         results = self.fn(request)
         if results is None or isinstance(results, str | bytes | Mapping):
             raise DataError(f"callable '{self.name}': expected a list of candidates, got {type(results).__name__}")
-        out: list[Candidate] = []
-        seen: dict[str, int] = {}
-        for k, record in enumerate(results):
-            candidate = candidate_from_record(
-                record,
-                where=f"callable '{self.name}' result #{k}",
-                source=f"callable:{self.name}",
-                defaults=request.defaults,
+        placed = (
+            (
+                f"result #{k}",
+                candidate_from_record(
+                    record,
+                    where=f"callable '{self.name}' result #{k}",
+                    source=f"callable:{self.name}",
+                    defaults=request.defaults,
+                ),
             )
-            if candidate.candidate_id in seen:
-                raise DataError(
-                    f"callable '{self.name}': results #{seen[candidate.candidate_id]} and #{k} have the same "
-                    f"candidate_id '{candidate.candidate_id}'"
-                )
-            seen[candidate.candidate_id] = k
-            out.append(candidate)
-        return out
+            for k, record in enumerate(results)
+        )
+        return distinct_candidates(placed, where=f"callable '{self.name}'")

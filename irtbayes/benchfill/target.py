@@ -48,10 +48,9 @@ def load_fit_data(fit: Fit, data: str | os.PathLike[str] | ResponseData | None =
 
     Examples
     --------
-    >>> from irtbayes.fit import Fit
-    >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
-    >>> data, truth = simulate_responses(100, 40, missing=0.0, seed=1)
-    >>> fit = Fit.from_posterior(posterior_near_truth(data, truth, chains=2, draws=100, seed=2), data)
+    >>> from irtbayes.examples import simulated_fit
+    >>> from irtbayes.simulate import simulate_responses
+    >>> fit, data = simulated_fit(100, 40, missing=0.0)
     >>> from irtbayes.benchfill import load_fit_data
     >>> load_fit_data(fit, data) is data  # the data's checksum is the fit's
     True
@@ -108,10 +107,8 @@ class TargetChoice:
 
     Examples
     --------
-    >>> from irtbayes.fit import Fit
-    >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
-    >>> data, truth = simulate_responses(100, 40, missing=0.0, seed=1)
-    >>> fit = Fit.from_posterior(posterior_near_truth(data, truth, chains=2, draws=100, seed=2), data)
+    >>> from irtbayes.examples import simulated_fit
+    >>> fit, data = simulated_fit(100, 40, missing=0.0)
     >>> from irtbayes.benchfill import choose_target
     >>> choice, _ = choose_target(fit, data, interval=(0.0, 1.0))
     >>> (choice.lo, choice.hi), choice.how
@@ -284,10 +281,8 @@ def choose_target(
     The bin that most often holds the widest gap of a simulated bank. Here two gaps nearly tie (the true widest,
     0.82 logits, lies in bin 0, one of 0.75 in bin 3), and ``choice.how`` says how often the chosen bin won:
 
-    >>> from irtbayes.fit import Fit
-    >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
-    >>> data, truth = simulate_responses(100, 40, missing=0.0, seed=1)
-    >>> fit = Fit.from_posterior(posterior_near_truth(data, truth, chains=2, draws=100, seed=2), data)
+    >>> from irtbayes.examples import simulated_fit
+    >>> fit, data = simulated_fit(100, 40, missing=0.0)
     >>> from irtbayes.benchfill import choose_target
     >>> choice, bank_audit = choose_target(fit, data, bins=4)
     >>> choice.bin, choice.label

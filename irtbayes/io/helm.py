@@ -45,6 +45,7 @@ import pandas as pd
 from irtbayes.data import ResponseData, Scoring
 from irtbayes.errors import DataError
 from irtbayes.files import read_json
+from irtbayes.io.tabular import harness_responses
 
 __all__ = ["is_helm_folder", "load_helm"]
 
@@ -447,18 +448,12 @@ def _response_data(
     rows: list[dict[str, Any]], items: dict[str, dict[str, Any]], *, scoring: Scoring, source: str
 ) -> ResponseData:
     """The responses with their item table; a ``condition`` column only when some instance was perturbed."""
-    frame = pd.DataFrame(rows)
-    perturbed = bool((frame["condition"] != UNPERTURBED).any())
-    if not perturbed:
-        frame = frame.drop(columns="condition")
-    item_table = pd.DataFrame(list(items.values())).drop(columns="_run")
-    for column in ("text", "answer", "split"):
-        item_table[column] = item_table[column].astype("string")
-    item_table["n_options"] = item_table["n_options"].astype("Int64")
-    return ResponseData.from_long(
-        frame,
-        condition="condition" if perturbed else None,
-        items=item_table,
+    perturbed = any(row["condition"] != UNPERTURBED for row in rows)
+    return harness_responses(
+        rows,
+        [{k: v for k, v in item.items() if k != "_run"} for item in items.values()],
+        with_condition=perturbed,
+        text_columns=("text", "answer", "split"),
         scoring=scoring,
         source=source,
     )

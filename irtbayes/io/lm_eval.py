@@ -33,6 +33,7 @@ import pandas as pd
 from irtbayes.data import ResponseData, Scoring
 from irtbayes.errors import DataError
 from irtbayes.files import read_json, read_json_lines
+from irtbayes.io.tabular import harness_responses
 
 __all__ = ["ALL_FILTERS", "is_lm_eval_folder", "list_choices", "load_lm_eval"]
 
@@ -555,20 +556,14 @@ class _Collected:
 
     def data(self, subjects: pd.DataFrame, *, with_condition: bool, scoring: Scoring, source: str) -> ResponseData:
         """The responses as :class:`~irtbayes.data.ResponseData` (the ``condition`` column only ``with_condition``)."""
-        frame = pd.DataFrame(self.rows)
-        if not with_condition:
-            frame = frame.drop(columns="condition")
-        item_table = pd.DataFrame(list(self.items.values()))
-        for column in ("text", "answer"):
-            item_table[column] = item_table[column].astype("string")
-        item_table["n_options"] = item_table["n_options"].astype("Int64")
-        return ResponseData.from_long(
-            frame,
-            condition="condition" if with_condition else None,
-            items=item_table,
-            subjects=subjects,
+        return harness_responses(
+            self.rows,
+            list(self.items.values()),
+            with_condition=with_condition,
+            text_columns=("text", "answer"),
             scoring=scoring,
             source=source,
+            subjects=subjects,
         )
 
 

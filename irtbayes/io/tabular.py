@@ -3,15 +3,45 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import pandas as pd
 
 from irtbayes.data import ResponseData, Scoring
 from irtbayes.errors import DataError
 
-__all__ = ["load_long", "load_wide", "read_columns", "read_table"]
+__all__ = ["harness_responses", "load_long", "load_wide", "read_columns", "read_table"]
+
+
+def harness_responses(
+    rows: dict[str, list[Any]] | list[dict[str, Any]],
+    items: list[dict[str, Any]],
+    *,
+    with_condition: bool,
+    text_columns: Sequence[str],
+    scoring: Scoring,
+    source: str,
+    subjects: pd.DataFrame | None = None,
+) -> ResponseData:
+    """The responses read from an evaluation harness's logs, with their item table: ``text_columns`` as
+    strings, ``n_options`` as nullable integers, and a ``condition`` column only ``with_condition``."""
+    frame = pd.DataFrame(rows)
+    if not with_condition:
+        frame = frame.drop(columns="condition")
+    item_table = pd.DataFrame(items)
+    for column in text_columns:
+        item_table[column] = item_table[column].astype("string")
+    item_table["n_options"] = item_table["n_options"].astype("Int64")
+    return ResponseData.from_long(
+        frame,
+        condition="condition" if with_condition else None,
+        items=item_table,
+        subjects=subjects,
+        scoring=scoring,
+        source=source,
+    )
 
 
 def read_table(path: str | Path) -> pd.DataFrame:

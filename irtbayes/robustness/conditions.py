@@ -51,7 +51,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import pymc as pm
 import xarray as xr
 from scipy import stats
 
@@ -163,53 +162,17 @@ def fit_conditions(
     """
     if sampler not in ("nutpie", "pymc"):
         raise SpecError(f"sampler must be 'nutpie' or 'pymc', got {sampler!r}")
-    model = build_condition_model(data, reference=reference, kind=kind, effects=effects)
-    trace = _sample_condition_model(
-        model,
-        sampler=sampler,
-        chains=chains,
-        draws=draws,
-        tune=tune,
-        seed=seed,
-        target_accept=target_accept,
-        progress=progress,
-    )
-    settings = {"name": sampler, "chains": chains, "draws": draws, "tune": tune, "seed": seed, "kind": kind}
-    settings["effects"] = effects
-    settings["target_accept"] = target_accept
-    posterior = _checked_posterior(trace, settings)
-    return ConditionFit(posterior=posterior, reference=model.irtbayes_reference, data=data, sampler=settings)
-
-
-def _sample_condition_model(
-    model: pm.Model,
-    *,
-    sampler: str,
-    chains: int,
-    draws: int,
-    tune: int,
-    seed: int,
-    target_accept: float,
-    progress: bool,
-) -> Any:
-    """Sample ``model`` with nutpie or PyMC's NUTS (:func:`irtbayes.sampling.run_sampler`); the trace."""
     from irtbayes.sampling import run_sampler
 
-    cores = min(chains, os.cpu_count() or 1)
+    model = build_condition_model(data, reference=reference, kind=kind, effects=effects)
+    run: dict[str, Any] = {"chains": chains, "draws": draws, "tune": tune, "seed": seed, "target_accept": target_accept}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # small fits warn about r-hat; divergences are counted below
-        return run_sampler(
-            model,
-            sampler=sampler,
-            chains=chains,
-            draws=draws,
-            tune=tune,
-            seed=seed,
-            progress=progress,
-            cores=cores,
-            target_accept=target_accept,
-            extra={},
-        )
+        cores = min(chains, os.cpu_count() or 1)
+        trace = run_sampler(model, sampler=sampler, **run, progress=progress, cores=cores, extra={})
+    settings = {"name": sampler, **run, "kind": kind, "effects": effects}
+    posterior = _checked_posterior(trace, settings)
+    return ConditionFit(posterior=posterior, reference=model.irtbayes_reference, data=data, sampler=settings)
 
 
 def _checked_posterior(trace: Any, settings: dict[str, Any]) -> xr.Dataset:

@@ -209,16 +209,7 @@ class RefitOutcome:
     approximate
         The refit came from an approximate method (``approx``, ADVI, Pathfinder), not NUTS.
 
-    Examples
-    --------
-    >>> from irtbayes.audit import audit
-    >>> from irtbayes.robustness import outcome_from_audit
-    >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
-    >>> data, truth = simulate_responses(30, 60, n_benchmarks=2, seed=1)
-    >>> posterior = posterior_near_truth(data, truth, chains=2, draws=50, seed=2)
-    >>> outcome = outcome_from_audit("bootstrap1", "bootstrap", audit(posterior, data, bins=5), posterior, n_subjects=30)
-    >>> outcome.kind, outcome.converged, (outcome.lo < outcome.hi)
-    ('bootstrap', True, True)
+    :func:`outcome_from_audit` makes one (its example shows how).
     """
 
     name: str
@@ -266,8 +257,10 @@ def outcome_from_audit(
     >>> data, truth = simulate_responses(30, 60, n_benchmarks=2, seed=1)
     >>> posterior = posterior_near_truth(data, truth, chains=2, draws=50, seed=2)
     >>> outcome = outcome_from_audit("bootstrap1", "bootstrap", audit(posterior, data, bins=5), posterior, n_subjects=30)
-    >>> outcome.name, outcome.n_bins, outcome.benchmarks.shape[0]
-    ('bootstrap1', 5, 3)
+    >>> outcome.name, outcome.kind, outcome.converged, outcome.n_bins, outcome.benchmarks.shape[0]
+    ('bootstrap1', 'bootstrap', True, 5, 3)
+    >>> bool(outcome.lo < outcome.hi)
+    True
     """
     return RefitOutcome(
         name=name,

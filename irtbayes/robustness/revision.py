@@ -103,16 +103,7 @@ class RevisionComparison:
     summary
         One sentence per finding.
 
-    Examples
-    --------
-    >>> from irtbayes.audit import audit
-    >>> from irtbayes.robustness import compare_revision
-    >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
-    >>> data, truth = simulate_responses(30, 60, n_benchmarks=2, seed=1)
-    >>> result = audit(posterior_near_truth(data, truth, chains=2, draws=50, seed=2), data, bins=5)
-    >>> comparison = compare_revision(result, original="bench00", revised="bench01")
-    >>> isinstance(comparison.summary, list), sorted(comparison.gap)[:2]
-    (True, ['filled', 'min_items'])
+    :func:`compare_revision` makes one (see its example).
     """
 
     versions: pd.DataFrame
@@ -143,14 +134,14 @@ def compare_revision(result: Any, *, original: str, revised: str, min_items: int
     The original and revised versions audited together, as two benchmarks of one fit (here two simulated
     benchmarks stand in for them):
 
-    >>> from irtbayes.audit import audit
+    >>> from irtbayes.examples import simulated_audit
     >>> from irtbayes.robustness import compare_revision
-    >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
-    >>> data, truth = simulate_responses(30, 60, n_benchmarks=2, seed=1)
-    >>> result = audit(posterior_near_truth(data, truth, chains=2, draws=50, seed=2), data, bins=5)
+    >>> result, data = simulated_audit(30, 60, bins=5)
     >>> comparison = compare_revision(result, original="bench00", revised="bench01")
     >>> comparison.versions["version"].tolist()
     ['original', 'revised']
+    >>> isinstance(comparison.summary, list), sorted(comparison.gap)[:2]
+    (True, ['filled', 'min_items'])
     >>> compare_revision(result, original="bench00", revised="bench07")
     Traceback (most recent call last):
         ...
