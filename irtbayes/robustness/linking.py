@@ -64,7 +64,8 @@ def draws_matrix(post: xr.Dataset, name: str, dim: str) -> tuple[np.ndarray, pd.
 
 @dataclass(frozen=True)
 class Linking:
-    """A mean/sigma link ``reference = A * source + B``, per draw.
+    """A mean/sigma link ``reference = A * source + B``, per draw (:func:`link_mean_sigma` makes one; its
+    example shows :meth:`table` and :meth:`transform`).
 
     Attributes
     ----------
@@ -74,8 +75,6 @@ class Linking:
         The common items used.
     ci_prob
         Probability of the intervals in :meth:`table`.
-
-    :func:`link_mean_sigma` makes one; its example shows :meth:`table` and :meth:`transform`.
     """
 
     slope: np.ndarray

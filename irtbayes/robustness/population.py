@@ -186,7 +186,8 @@ def population_samples(
 
 @dataclass(frozen=True, eq=False)
 class RefitOutcome:
-    """What a refit keeps: the audit's benchmark and ranking tables, its range, and difficulty draws.
+    """What a refit keeps: the audit's benchmark and ranking tables, its range, and difficulty draws
+    (:func:`outcome_from_audit` makes one; its example shows how).
 
     Attributes
     ----------
@@ -208,8 +209,6 @@ class RefitOutcome:
         they passed).
     approximate
         The refit came from an approximate method (``approx``, ADVI, Pathfinder), not NUTS.
-
-    :func:`outcome_from_audit` makes one (its example shows how).
     """
 
     name: str

@@ -82,7 +82,7 @@ def revision_data(
 
 @dataclass(frozen=True)
 class RevisionComparison:
-    """Result of :func:`compare_revision`.
+    """Result of :func:`compare_revision` (see its example).
 
     Attributes
     ----------
@@ -102,8 +102,6 @@ class RevisionComparison:
         ``original_gap`` [lo, hi], ``revised_items_inside`` (count), ``filled`` (bool), ``min_items``.
     summary
         One sentence per finding.
-
-    :func:`compare_revision` makes one (see its example).
     """
 
     versions: pd.DataFrame
