@@ -33,6 +33,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from irtbayes.files import atomic_write_text
+
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOKS = REPO / "notebooks"
 
@@ -147,8 +149,8 @@ def shared_styles(body: str, folder: Path) -> str:
         css = match.group(1)
         name = f"styles-{hashlib.sha256(css.encode()).hexdigest()[:12]}.css"
         target = folder / name
-        if not target.exists():
-            target.write_text(css, encoding="utf-8")
+        if not target.exists():  # written whole or not at all: a later run never finds a cut-off copy
+            atomic_write_text(target, css)
         return f'<link rel="stylesheet" href="{name}">'
 
     return re.sub(r"<style[^>]*>(.*?)</style>", link, body, flags=re.S)
@@ -183,7 +185,7 @@ def execute_to_html(path: Path, html: Path, log_path: Path, env: dict[str, str])
         os.environ.update(saved)
     html.parent.mkdir(parents=True, exist_ok=True)
     body, _ = HTMLExporter().from_notebook_node(nb)
-    html.write_text(shared_styles(body, html.parent), encoding="utf-8")
+    atomic_write_text(html, shared_styles(body, html.parent))
     texts = []
     for cell in nb.cells:
         for output in cell.get("outputs", []):

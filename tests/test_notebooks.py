@@ -302,3 +302,23 @@ def test_08_report(nb_out: Path) -> None:
         "What differs",
     ):
         assert section in report, section
+
+
+def test_notebook_pages_share_one_copy_of_their_head_styles(tmp_path):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "run_notebooks", Path(__file__).parents[1] / "scripts/run_notebooks.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    page = "<html><head><style>a { color: red }</style></head><body><style>.out {}</style></body></html>"
+    first, second = module.shared_styles(page, tmp_path), module.shared_styles(page, tmp_path)
+    (css,) = tmp_path.glob("styles-*.css")  # one file for both pages
+    assert css.read_text() == "a { color: red }"
+    assert (
+        first
+        == second
+        == (f'<html><head><link rel="stylesheet" href="{css.name}"></head><body><style>.out {{}}</style></body></html>')
+    )
