@@ -261,17 +261,20 @@ def _reader(sampler: Any) -> Reader:
     return read
 
 
-def _check(first: xr.DataTree, read: Reader, rule: StopRule, *, cut: bool) -> Diagnostics:
+def _check(first: xr.DataTree, read: Reader, rule: StopRule, positions: dict[str, np.ndarray]) -> Diagnostics:
     """One check of the draws so far: a screen, then (if it passes) every parameter; see the module docstring.
 
-    ``first`` is what was read for the screen (``cut``: at the screen's positions; else every draw); ``read``
-    reads the draws again, uncut. Both checks are made on the draws as the fit keeps them (``rule.prepare``).
+    ``first`` is what was read for the screen: cut at ``positions`` or, when there are none (the first check,
+    before the variables' sizes are known), every draw; ``read`` reads the draws again, uncut. Both checks are
+    made on the draws as the fit keeps them (``rule.prepare``).
     """
     length = _length(first)
     prepare = rule.prepare if rule.prepare is not None else (lambda t: t)
-    if not rule.sizes:  # the first check: every draw was read
+    cut = bool(positions)
+    if not rule.sizes:
         rule.sizes, rule.labels = _layout(first["posterior"].to_dataset())
-    positions = _screen_positions(rule.sizes, rule.watch, shift=len(rule.history))
+    if not cut:
+        positions = _screen_positions(rule.sizes, rule.watch, shift=len(rule.history))
     entry: dict[str, Any] = {"draws": length}
     diag = None
     if positions:
@@ -329,7 +332,7 @@ def sample_until_converged(
                 _resume(sampler)
                 continue
             rule.checks += 1
-            diag = _check(first, read, rule, cut=bool(positions))
+            diag = _check(first, read, rule, positions)
             if diag.ok:
                 rule.outcome, rule.passed = "converged", diag
                 log.info("until converged: the checks pass after %d draws per chain; stopping", length)

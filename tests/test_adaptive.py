@@ -228,7 +228,7 @@ def _one_check(adaptive, tree: xr.DataTree, rule: StopRule):  # type: ignore[no-
         return adaptive._cut(tree, positions) if positions else tree
 
     positions = adaptive._screen_positions(rule.sizes, rule.watch, shift=len(rule.history)) if rule.sizes else {}
-    return adaptive._check(read(positions), read, rule, cut=bool(positions))
+    return adaptive._check(read(positions), read, rule, positions)
 
 
 def test_a_failed_screen_is_a_failed_check_and_only_the_full_check_stops(monkeypatch):
