@@ -1,16 +1,17 @@
 """Rank-normalised split r-hat and bulk/tail ESS for many parameters at once.
 
 The same quantities as ``arviz_stats.rhat(method="rank")`` and ``arviz_stats.ess(method="bulk" | "tail")``
-(Vehtari, Gelman, Simpson, Carpenter and Bürkner 2021), computed with array operations over every
-parameter of a variable together instead of one parameter at a time: for a fit with 24,000 item parameters
-that is seconds instead of a minute and a half. The definitions follow arviz-stats step by step:
+(Vehtari, Gelman, Simpson, Carpenter and Bürkner 2021), computed for every parameter of a variable in one
+call (one batched sort, then one compiled pass per parameter, on every CPU): for a fit with 24,000 item
+parameters that is seconds instead of a minute and a half. The definitions follow arviz-stats step by step:
 
 - chains are split in halves (the middle draw dropped when the number of draws is odd);
 - rank normalisation: ``z = Φ⁻¹((r - 3/8) / (S + 1/4))`` with average ranks ``r`` over all S split draws;
 - r-hat: ``sqrt((B / W + n - 1) / n)`` on the normalised draws and on the normalised folded draws
   ``|x - median|``; the larger of the two;
-- ESS: autocovariances by FFT, Geyer's initial positive sequence and initial monotone sequence, with the
-  autocorrelation time bounded below by ``1 / log10(S)``; bulk on the rank-normalised split draws, tail the
+- ESS: autocovariances (summed lag by lag until Geyer's sequence stops, or by FFT for a parameter that
+  needs more than :data:`MAX_LAG` lags), Geyer's initial positive sequence and initial monotone sequence,
+  with the autocorrelation time bounded below by ``1 / log10(S)``; bulk on the rank-normalised split draws, tail the
   smaller of the ESS of the indicators ``x <= q_low`` and ``x <= q_high`` (split chains) at the ends of the
   central ``ci_prob`` interval that irtbayes reports, ``low = (1 - ci_prob) / 2`` and ``high = 1 - low``
   (0.05 and 0.95 for the default 0.9): arviz-stats' ``ess(method="tail", prob=(low, high))``. (arviz-stats'
@@ -28,10 +29,12 @@ out of the checks) and :func:`parameter_table` (one row per checked scalar param
 
 from __future__ import annotations
 
+import math
 import os
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 
+import numba
 import numpy as np
 import pandas as pd
 import xarray as xr
@@ -77,15 +80,6 @@ def tail_probs(ci_prob: float = 0.9) -> tuple[float, float]:
     return low, round(1 - low, 12)
 
 
-def _as_3d(x: np.ndarray) -> tuple[np.ndarray, tuple[int, ...]]:
-    """(chain, draw, ...) -> contiguous (parameter, chain, draw), and the parameter shape."""
-    x = np.asarray(x, dtype="float64")
-    if x.ndim < 2:
-        raise ValueError(f"expected (chain, draw, ...) draws, got shape {x.shape}")
-    shape = x.shape[2:]
-    return np.ascontiguousarray(np.moveaxis(x.reshape(x.shape[0], x.shape[1], -1), 2, 0)), shape
-
-
 def _nonfinite(x: np.ndarray) -> np.ndarray:
     """Parameters of (parameter, chain, draw) draws with a NaN or infinite draw: their diagnostics are NaN
     (arviz-stats gives NaN for NaN draws; an infinite draw has no rank-normalised value either)."""
@@ -95,6 +89,11 @@ def _nonfinite(x: np.ndarray) -> np.ndarray:
 def _split(x: np.ndarray) -> np.ndarray:
     half = x.shape[2] // 2
     return np.concatenate([x[:, :, :half], x[:, :, x.shape[2] - half :]], axis=1)
+
+
+def _rank_table(size: int) -> np.ndarray:
+    """``Φ⁻¹((r - 3/8) / (S + 1/4))`` for S = ``size`` draws at every average rank r (index 2 r)."""
+    return ndtri((np.arange(2 * size + 1) / 2 - 3 / 8) / (size - 2 * 3 / 8 + 1))
 
 
 def _z_scale(x: np.ndarray) -> np.ndarray:
@@ -119,7 +118,7 @@ def _z_scale(x: np.ndarray) -> np.ndarray:
     run = np.cumsum(starts) - 1
     row_offset = np.repeat(np.arange(p) * size, size)
     twice_rank = first[run] + last[run] - 2 * row_offset + 2  # 2 r: positions are 0-based, ranks 1-based
-    table = ndtri((np.arange(2 * size + 1) / 2 - 3 / 8) / (size - 2 * 3 / 8 + 1))
+    table = _rank_table(size)
     z = np.empty((p, size))
     np.put_along_axis(z, order, table[twice_rank].reshape(p, size), axis=1)
     return z.reshape(p, c, n)
@@ -146,17 +145,7 @@ def rhat_rank(draws: np.ndarray) -> np.ndarray:
     >>> bool((rhat_rank(shifted) > 1.3).all()), rhat_rank(draws[:1]).tolist()
     (True, [nan, nan])
     """
-    x, shape = _as_3d(draws)
-    if x.shape[1] < 2 or x.shape[2] < 4:
-        return np.full(shape, np.nan)
-    s = _split(x)
-    bulk = _rhat(_z_scale(s))
-    folded = np.abs(s - np.median(s.reshape(s.shape[0], -1), axis=1)[:, None, None])
-    tail = _rhat(_z_scale(folded))
-    with np.errstate(invalid="ignore"):
-        out = np.fmax(bulk, tail)
-    out[np.isnan(bulk) | np.isnan(tail) | _nonfinite(x)] = np.nan
-    return out.reshape(shape)
+    return rank_diagnostics(draws)[0]
 
 
 def _ess(x: np.ndarray) -> np.ndarray:
@@ -220,12 +209,7 @@ def ess_bulk(draws: np.ndarray) -> np.ndarray:
     >>> 150 < float(ess_bulk(ar)) < 270
     True
     """
-    x, shape = _as_3d(draws)
-    if x.shape[2] < 4:
-        return np.full(shape, np.nan)
-    out = _ess(_z_scale(_split(x)))
-    out[_nonfinite(x)] = np.nan
-    return out.reshape(shape)
+    return rank_diagnostics(draws)[1]
 
 
 def ess_tail(draws: np.ndarray, *, ci_prob: float = 0.9) -> np.ndarray:
@@ -241,27 +225,250 @@ def ess_tail(draws: np.ndarray, *, ci_prob: float = 0.9) -> np.ndarray:
     >>> ess_tail(draws[:, :3]).tolist()  # fewer than 4 draws per chain
     [nan, nan]
     """
-    probs = tail_probs(ci_prob)
-    x, shape = _as_3d(draws)
-    if x.shape[2] < 4:
-        return np.full(shape, np.nan)
-    flat = x.reshape(x.shape[0], -1)
-    out = []
-    for prob in probs:
-        q = np.quantile(flat, prob, axis=1)
-        out.append(_ess(_split((x <= q[:, None, None]).astype("float64"))))
-    tail = np.minimum(*out)  # NaN if either is NaN
-    tail[_nonfinite(x)] = np.nan
-    return tail.reshape(shape)
+    return rank_diagnostics(draws, ci_prob=ci_prob)[2]
+
+
+def _array_diagnostics(
+    part: np.ndarray, probs: tuple[float, float], several_chains: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(r-hat, bulk ESS, tail ESS) of (parameter, chain, draw) draws with array operations: ESS by FFT."""
+    s = _split(part)
+    z = _z_scale(s)
+    bulk = _ess(z)
+    in_rows = part.reshape(len(part), -1)
+    tail = np.minimum(
+        *[_ess(_split((part <= np.quantile(in_rows, q, axis=1)[:, None, None]).astype("float64"))) for q in probs]
+    )
+    rhat = np.full(len(part), np.nan)
+    if several_chains:
+        folded = np.abs(s - np.median(s.reshape(len(s), -1), axis=1)[:, None, None])
+        r_bulk, r_tail = _rhat(z), _rhat(_z_scale(folded))
+        with np.errstate(invalid="ignore"):
+            rhat = np.fmax(r_bulk, r_tail)
+        rhat[np.isnan(r_bulk) | np.isnan(r_tail)] = np.nan
+    bad = _nonfinite(part)
+    rhat[bad], bulk[bad], tail[bad] = np.nan, np.nan, np.nan
+    return rhat, bulk, tail
+
+
+# ---------------------------------------------------------------------------------------------- compiled path
+# One parameter at a time: its sort order (NumPy's sort, several times faster than numba's) gives the ranks of
+# the split draws, both quantiles of the tail indicators, the median and, merging the draws below and above the
+# median, the ranks of the folded draws; the ESS sums autocovariances lag by lag and stops where Geyer's
+# sequence stops, which for a mixing chain is a few lags instead of an FFT over every lag. A parameter whose
+# sequence runs past :data:`MAX_LAG` lags goes to the array path above (FFT), which is cheaper there. Plain
+# loops rather than array expressions: they compile in a fraction of the time.
+
+#: Lags the compiled ESS computes directly before a parameter goes to the FFT path.
+MAX_LAG = 96
+_RESOLUTION = float(np.finfo(float).resolution)  # a range below this is a constant parameter
+
+
+@numba.njit(cache=True)
+def _quantile_sorted(values: np.ndarray, order: np.ndarray, q: float) -> float:
+    """``np.quantile(values, q)`` (method "linear", with NumPy's arithmetic) from the sort order of ``values``."""
+    n = len(order)
+    virtual = n * q + (1.0 + q * (1.0 - 1.0 - 1.0)) - 1.0
+    below = math.floor(virtual)
+    gamma = virtual - below
+    lo = min(max(int(below), 0), n - 1)
+    hi = min(max(int(below) + 1, 0), n - 1)
+    a, b = values[order[lo]], values[order[hi]]
+    diff = b - a
+    return b - diff * (1.0 - gamma) if gamma >= 0.5 else a + diff * gamma
+
+
+@numba.njit(cache=True)
+def _place_ranks(sorted_values: np.ndarray, slots: np.ndarray, table: np.ndarray, out: np.ndarray) -> None:
+    """Write ``table[2 r]`` (``r`` the average rank of each run of equal values) to ``out[slots]``."""
+    size = len(sorted_values)
+    i = 0
+    while i < size:
+        j = i
+        while j + 1 < size and sorted_values[j + 1] == sorted_values[i]:
+            j += 1
+        value = table[i + j + 2]
+        for t in range(i, j + 1):
+            out[slots[t]] = value
+        i = j + 1
+
+
+@numba.njit(cache=True)
+def _chain_moments(y: np.ndarray, m: int, means: np.ndarray) -> float:
+    """Fill ``means`` with the means of the ``m`` chains of flat (chain x draw) ``y``; return the mean over
+    chains of their variances (ddof 1)."""
+    n = len(y) // m
+    within = 0.0
+    for j in range(m):
+        total = 0.0
+        for i in range(j * n, (j + 1) * n):
+            total += y[i]
+        means[j] = total / n
+        squares = 0.0
+        for i in range(j * n, (j + 1) * n):
+            squares += (y[i] - means[j]) ** 2
+        within += squares / (n - 1)
+    return within / m
+
+
+@numba.njit(cache=True)
+def _variance(values: np.ndarray) -> float:
+    """Variance (ddof 1)."""
+    mean = 0.0
+    for v in values:
+        mean += v
+    mean /= len(values)
+    squares = 0.0
+    for v in values:
+        squares += (v - mean) ** 2
+    return squares / (len(values) - 1)
+
+
+@numba.njit(cache=True)
+def _rhat_split(z: np.ndarray, m: int, means: np.ndarray) -> float:
+    """:func:`_rhat` of one parameter's flat (split chain x draw) values."""
+    n = len(z) // m
+    within = _chain_moments(z, m, means)
+    return math.sqrt((n * _variance(means) / within + n - 1) / n)
+
+
+@numba.njit(fastmath={"reassoc", "contract"}, cache=True)
+def _acov(centred: np.ndarray, m: int, lag: int) -> float:
+    """Autocovariance at ``lag`` of flat (chain x draw) centred values, averaged over chains (divisor: draws)."""
+    n = len(centred) // m
+    total = 0.0
+    for j in range(m):
+        start = j * n
+        for i in range(start, start + n - lag):
+            total += centred[i] * centred[i + lag]
+    return total / (n * m)
+
+
+@numba.njit(cache=True)
+def _ess_direct(y: np.ndarray, m: int, means: np.ndarray, centred: np.ndarray, max_lag: int) -> tuple[float, bool]:
+    """:func:`_ess` of one parameter's flat (split chain x draw) values with autocovariances summed lag by
+    lag: (ESS, True), or (NaN, False) when Geyer's sequence needs more than ``max_lag`` lags."""
+    size = len(y)
+    n = size // m
+    if y.max() - y.min() < _RESOLUTION:
+        return float(size), True
+    if n < 4:
+        return np.nan, True
+    for j in range(m):
+        total = 0.0
+        for i in range(j * n, (j + 1) * n):
+            total += y[i]
+        means[j] = total / n
+        for i in range(j * n, (j + 1) * n):
+            centred[i] = y[i] - means[j]
+    mean_var = _acov(centred, m, 0) * n / (n - 1.0)
+    var_plus = mean_var * (n - 1.0) / n + _variance(means)
+    if not var_plus > 0.0:
+        return np.nan, True
+    j_max = max(0, (n - 3) // 2)  # len(range(1, n - 3, 2)): steps of Geyer's initial positive sequence
+    pair = 2.0 - (mean_var - _acov(centred, m, 1)) / var_plus  # rho_0 + rho_1, rho_0 = 1
+    running_min, kept_sum, even = pair, 0.0, 1.0
+    for k in range(1, j_max + 1):
+        if 2 * k + 1 > max_lag:
+            return np.nan, False
+        kept_sum += running_min  # the initial monotone sequence up to the pair before this one
+        even = 1.0 - (mean_var - _acov(centred, m, 2 * k)) / var_plus
+        pair = even + 1.0 - (mean_var - _acov(centred, m, 2 * k + 1)) / var_plus
+        if pair <= 0.0:
+            break
+        running_min = min(running_min, pair)
+    last = even if pair >= 0.0 else max(even, 0.0)
+    tau = max(-1.0 + 2.0 * kept_sum + last, 1.0 / math.log10(size))
+    return size / tau, True
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy")
+def _diagnose(
+    x: np.ndarray,
+    orders: np.ndarray,
+    low: float,
+    high: float,
+    table: np.ndarray,
+    max_lag: int,
+    out: np.ndarray,
+    direct: np.ndarray,
+) -> None:
+    """(r-hat, bulk ESS, tail ESS) of each parameter of (parameter, chain, draw) ``x`` into ``out`` (3, p),
+    given each parameter's sort order of its chain x draw values (``orders``); ``direct[k]`` is set False
+    where parameter k must go to the FFT path instead."""
+    p, c, n = x.shape
+    half = n // 2
+    m = 2 * c
+    size = m * half
+    z, folded_z, below_low, below_high = np.empty(size), np.empty(size), np.empty(size), np.empty(size)
+    centred, means = np.empty(size), np.empty(m)
+    sorted_values, folded = np.empty(size), np.empty(size)
+    slots, folded_slots = np.empty(size, dtype=np.int64), np.empty(size, dtype=np.int64)
+    split_slot = np.full(c * n, -1, dtype=np.int64)  # chain x draw -> position among the split draws (_split)
+    for chain in range(c):
+        for draw in range(half):
+            split_slot[chain * n + draw] = chain * half + draw
+            split_slot[chain * n + n - half + draw] = (c + chain) * half + draw
+    for k in range(p):
+        values, order = x[k].reshape(-1), orders[k]
+        direct[k] = True
+        finite = True
+        for v in values:
+            finite = finite and math.isfinite(v)
+        if not finite:
+            out[0, k], out[1, k], out[2, k] = np.nan, np.nan, np.nan
+            continue
+        q_low, q_high = _quantile_sorted(values, order, low), _quantile_sorted(values, order, high)
+        count = 0
+        for flat in order:  # the split draws in sorted order
+            slot = split_slot[flat]
+            if slot >= 0:
+                sorted_values[count], slots[count] = values[flat], slot
+                below_low[slot] = 1.0 if values[flat] <= q_low else 0.0
+                below_high[slot] = 1.0 if values[flat] <= q_high else 0.0
+                count += 1
+        _place_ranks(sorted_values, slots, table, z)
+        bulk, ok_bulk = _ess_direct(z, m, means, centred, max_lag)
+        tail_low, ok_low = _ess_direct(below_low, m, means, centred, max_lag)
+        tail_high, ok_high = _ess_direct(below_high, m, means, centred, max_lag)
+        if not (ok_bulk and ok_low and ok_high):
+            direct[k] = False
+            continue
+        out[1, k] = bulk
+        out[2, k] = np.nan if math.isnan(tail_low) or math.isnan(tail_high) else min(tail_low, tail_high)
+        out[0, k] = np.nan
+        if c < 2:
+            continue
+        median = (sorted_values[size // 2 - 1] + sorted_values[size // 2]) / 2
+        right = 0
+        while right < size and sorted_values[right] < median:
+            right += 1
+        left = right - 1
+        for t in range(size):  # |x - median| in order: merge the draws below (downwards) and above (upwards)
+            take_right = left < 0 or (
+                right < size and abs(sorted_values[right] - median) <= abs(sorted_values[left] - median)
+            )
+            source = right if take_right else left
+            folded[t], folded_slots[t] = abs(sorted_values[source] - median), slots[source]
+            if take_right:
+                right += 1
+            else:
+                left -= 1
+        _place_ranks(folded, folded_slots, table, folded_z)
+        r_bulk, r_tail = _rhat_split(z, m, means), _rhat_split(folded_z, m, means)
+        if not (math.isnan(r_bulk) or math.isnan(r_tail)):
+            out[0, k] = max(r_bulk, r_tail)
 
 
 def rank_diagnostics(draws: np.ndarray, *, ci_prob: float = 0.9) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(r-hat, bulk ESS, tail ESS) of each parameter of (chain, draw, ...) draws, in chunks of parameters.
 
-    Tail ESS is taken at the ends of the central ``ci_prob`` interval (:func:`tail_probs`). The
-    rank-normalised split draws serve both the bulk r-hat and the bulk ESS, so they are computed once.
-    Chunks of :data:`CHUNK_PARAMETERS` parameters are small enough to stay in cache, and run on
-    :data:`WORKERS` threads (NumPy's sorts and FFTs release the GIL).
+    Tail ESS is taken at the ends of the central ``ci_prob`` interval (:func:`tail_probs`). One sort per
+    parameter serves the ranks, the quantiles, the median and the folded ranks (a compiled pass over each
+    parameter; see the "compiled path" comment). Chunks of :data:`CHUNK_PARAMETERS` parameters are small
+    enough to stay in cache, and run on :data:`WORKERS` threads (the sort and the compiled pass release the
+    GIL). At MMLU-Pro's size (24,139 parameters x 4 chains x 1,393 draws, 2 threads) this takes 7.4 s, where
+    array operations with FFTs took 24-28 s.
 
     Examples
     --------
@@ -281,26 +488,21 @@ def rank_diagnostics(draws: np.ndarray, *, ci_prob: float = 0.9) -> tuple[np.nda
     if flat.shape[1] < 4:
         return rhat.reshape(shape), bulk.reshape(shape), tail.reshape(shape)
 
+    several_chains = flat.shape[0] >= 2
+    table = _rank_table(2 * (flat.shape[1] // 2) * flat.shape[0])
+
     def chunk(start: int) -> None:
         # (parameter, chain, draw) for this chunk only: transposing chunk by chunk stays in cache
         part = np.ascontiguousarray(np.moveaxis(flat[:, :, start : start + CHUNK_PARAMETERS], 2, 0))
         sl = slice(start, start + len(part))
-        s = _split(part)
-        z = _z_scale(s)
-        bulk[sl] = _ess(z)
-        in_rows = part.reshape(len(part), -1)
-        tail[sl] = np.minimum(
-            *[_ess(_split((part <= np.quantile(in_rows, q, axis=1)[:, None, None]).astype("float64"))) for q in probs]
-        )
-        if flat.shape[0] >= 2:
-            folded = np.abs(s - np.median(s.reshape(len(s), -1), axis=1)[:, None, None])
-            r_bulk, r_tail = _rhat(z), _rhat(_z_scale(folded))
-            with np.errstate(invalid="ignore"):
-                r = np.fmax(r_bulk, r_tail)
-            r[np.isnan(r_bulk) | np.isnan(r_tail)] = np.nan
-            rhat[sl] = r
-        bad = _nonfinite(part)
-        rhat[sl][bad], bulk[sl][bad], tail[sl][bad] = np.nan, np.nan, np.nan
+        out = np.empty((3, len(part)))
+        direct = np.ones(len(part), dtype=bool)
+        orders = np.argsort(part.reshape(len(part), -1), axis=1)
+        _diagnose(part, orders, probs[0], probs[1], table, MAX_LAG, out, direct)
+        slow = np.flatnonzero(~direct)
+        if len(slow):
+            out[:, slow] = _array_diagnostics(part[slow], probs, several_chains)
+        rhat[sl], bulk[sl], tail[sl] = out
 
     starts = range(0, p, CHUNK_PARAMETERS)
     if WORKERS > 1 and len(starts) > 1:

@@ -125,3 +125,24 @@ def test_datasets_keep_dims_and_coords() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         np.testing.assert_allclose(bulk["difficulty"].values, azs.ess(post["difficulty"], method="bulk").values)
+
+
+def test_compiled_and_array_paths_agree(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The compiled path (autocovariances lag by lag) and the array path (FFT) give the same values, and a
+    parameter goes to the array path only when Geyer's sequence runs past MAX_LAG lags."""
+    cases = _cases()
+    rng = np.random.default_rng(3)
+    x = np.concatenate([rng.normal(size=(2, 1000, 6)), _ar(rng, 2, 1000, 3, 0.99)], axis=2)
+    part = np.ascontiguousarray(np.moveaxis(x, 2, 0))
+    out, direct = np.empty((3, part.shape[0])), np.ones(part.shape[0], dtype=bool)
+    orders = np.argsort(part.reshape(len(part), -1), axis=1)
+    table = convergence._rank_table(part.shape[1] * 2 * (part.shape[2] // 2))
+    convergence._diagnose(part, orders, 0.05, 0.95, table, convergence.MAX_LAG, out, direct)
+    assert direct[:6].all() and not direct[6:].all()  # independent draws stop early; phi = 0.99 does not
+    for name in ("strongly autocorrelated", "antithetic, odd draws", "ties (discrete)", "one chain", "NaN draws"):
+        compiled = rank_diagnostics(cases[name])
+        monkeypatch.setattr(convergence, "MAX_LAG", 0)  # every parameter through the FFT path
+        array = rank_diagnostics(cases[name])
+        monkeypatch.undo()
+        for a, b in zip(compiled, array, strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12, err_msg=name)
