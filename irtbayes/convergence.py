@@ -268,7 +268,7 @@ _RESOLUTION = float(np.finfo(float).resolution)  # a range below this is a const
 def _quantile_sorted(values: np.ndarray, order: np.ndarray, q: float) -> float:
     """``np.quantile(values, q)`` (method "linear", with NumPy's arithmetic) from the sort order of ``values``."""
     n = len(order)
-    virtual = n * q + (1.0 + q * (1.0 - 1.0 - 1.0)) - 1.0
+    virtual = (n - 1) * q
     below = math.floor(virtual)
     gamma = virtual - below
     lo = min(max(int(below), 0), n - 1)

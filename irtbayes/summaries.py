@@ -19,7 +19,7 @@ import xarray as xr
 
 from irtbayes.errors import SpecError
 
-__all__ = ["check_ci_prob", "format_interval", "interval_quantiles", "summarize", "summarize_draws"]
+__all__ = ["check_ci_prob", "format_interval", "interval_quantiles", "quantiles", "summarize", "summarize_draws"]
 
 #: The four summary columns, in order.
 SUMMARY_COLUMNS: tuple[str, ...] = ("mean", "sd", "ci_low", "ci_high")
@@ -100,8 +100,45 @@ def summarize(values: np.ndarray, *, ci_prob: float = 0.9, axis: int | tuple[int
         else:
             mean = flat.mean(axis=0)
             sd = flat.std(axis=0, ddof=1) if n > 1 else np.zeros_like(mean)
-            low, high = np.quantile(flat, [q_low, q_high], axis=0)
+            low, high = quantiles(flat, (q_low, q_high))
     return {"mean": mean, "sd": sd, "ci_low": low, "ci_high": high}
+
+
+#: Quantities sorted together by :func:`quantiles` (bounds the copy: 256 x 5,600 draws is 11 MB).
+QUANTILE_CHUNK = 256
+
+
+def quantiles(flat: np.ndarray, probs: Sequence[float]) -> np.ndarray:
+    """``np.quantile(flat, probs, axis=0)`` for finite draws along axis 0, the same values to the bit.
+
+    Each quantity's draws are sorted once (NumPy's vectorised sort), and its quantiles read off the order
+    statistics with NumPy's linear interpolation; ``np.quantile`` itself takes several times as long for
+    thousands of quantities (it selects each quantile with a partition and an indexed lerp over all of them).
+
+    Examples
+    --------
+    >>> draws = np.random.default_rng(0).normal(size=(1001, 3))
+    >>> bool(np.array_equal(quantiles(draws, (0.05, 0.95)), np.quantile(draws, [0.05, 0.95], axis=0)))
+    True
+    """
+    n = flat.shape[0]
+    rest = flat.shape[1:]
+    columns = flat.reshape(n, -1)
+    out = np.empty((len(probs), columns.shape[1]))
+    positions = []
+    for q in probs:  # NumPy's "linear" method: virtual index (n - 1) q, its neighbours clipped to the draws
+        virtual = (n - 1) * q
+        below = float(np.floor(virtual))
+        lo, hi = (min(max(int(below) + k, 0), n - 1) for k in (0, 1))
+        positions.append((lo, hi, virtual - below))
+    for start in range(0, columns.shape[1], QUANTILE_CHUNK):
+        block = columns[:, start : start + QUANTILE_CHUNK].T.copy()  # a copy even where .T is contiguous
+        block.sort(axis=1)
+        for row, (lo, hi, gamma) in enumerate(positions):
+            a, b = block[:, lo], block[:, hi]
+            diff = b - a
+            out[row, start : start + len(block)] = b - diff * (1.0 - gamma) if gamma >= 0.5 else a + diff * gamma
+    return out.reshape((len(probs), *rest))
 
 
 def summarize_draws(

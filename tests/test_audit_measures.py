@@ -303,3 +303,18 @@ def test_summarize_draws_gives_a_tidy_labelled_table() -> None:
     assert table.attrs["ci_prob"] == 0.5
     with pytest.raises(SpecError, match="ci_prob"):
         summarize_draws(da, ci_prob=1.0)
+
+
+@pytest.mark.parametrize("shape", [(1, 3), (2, 4), (7, 5), (1001, 2, 3), (4000, 300), (500,), (500, 1)])
+def test_quantiles_equal_numpy_to_the_bit(shape: tuple[int, ...], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The sort-based quantiles of summaries equal ``np.quantile`` exactly, across chunk boundaries, with ties."""
+    from irtbayes import summaries
+
+    monkeypatch.setattr(summaries, "QUANTILE_CHUNK", 64)
+    rng = np.random.default_rng(len(shape))
+    draws = rng.normal(size=shape)
+    draws[: shape[0] // 2] = np.round(draws[: shape[0] // 2], 1)  # ties
+    kept = draws.copy()
+    for probs in [(0.05, 0.95), (0.0, 1.0), (0.5,), (0.3333, 0.6667), (0.11, 0.89)]:
+        np.testing.assert_array_equal(summaries.quantiles(draws, probs), np.quantile(draws, probs, axis=0))
+    np.testing.assert_array_equal(draws, kept)  # the draws are not sorted in place (one column is contiguous)
