@@ -102,6 +102,23 @@ def test_deconvolved_gap_covers_the_truth_where_the_draws_do_not(gapped: dict[st
     assert GAP[0] - 0.2 < np.median(fixed.lo) and np.median(fixed.hi) < GAP[1] + 0.2
 
 
+def test_locations_are_the_same_on_one_thread_or_several(
+    gapped: dict[str, np.ndarray], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each population draw has its own generator, so threads change nothing; another seed changes the draws."""
+    from irtbayes.audit import deconvolve
+
+    prior = PriorDraws(loc=gapped["loc"][:, None], sd=gapped["sd"], item_group=np.zeros(150, dtype=np.int64))
+    draws = gapped["draws"][:120]
+    runs = {}
+    for workers in (1, 3):
+        monkeypatch.setattr(deconvolve, "WORKERS", workers)
+        runs[workers] = deconvolved_locations(draws, prior, [np.arange(150)], n_population=40, seed=5)[0]
+    np.testing.assert_array_equal(runs[1], runs[3])
+    other = deconvolved_locations(draws, prior, [np.arange(150)], n_population=40, seed=6)[0]
+    assert not np.array_equal(runs[1], other)
+
+
 # ---------------------------------------------------------------------------------------------- support and holes
 def _marginal(lik: np.ndarray, probs: np.ndarray, keep: np.ndarray) -> float:
     """Brute force: the items' likelihood under ``probs`` restricted to ``keep`` and renormalised."""

@@ -74,6 +74,7 @@ the calibration of the Maximum Gap (README's table; ``notebooks/results/gap_cali
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 
@@ -83,6 +84,7 @@ from scipy import linalg
 from scipy.interpolate import BSpline
 from scipy.ndimage import gaussian_filter1d
 
+from irtbayes.convergence import WORKERS
 from irtbayes.errors import FitError
 
 __all__ = [
@@ -602,7 +604,9 @@ def deconvolved_locations(
         and leave out at most one interior stretch, each drawn from the items' likelihoods
         (:func:`restrict_to_support`). False keeps the log-spline's tails and no holes.
     seed
-        Seed of the location and population draws.
+        Seed of the location and population draws. The locations under each population draw come from their
+        own generator, spawned from this seed, so they are drawn on :data:`~irtbayes.convergence.WORKERS`
+        threads with the same result.
 
     Returns
     -------
@@ -644,19 +648,35 @@ def deconvolved_locations(
                 edges = edges[lo_cell : hi_cell + 2]
                 pop = estimate(lik, edges)
         populations[gi] = pop
-        width = edges[1] - edges[0]
         which = np.arange(n_samples) % n_population
-        for g in range(n_population):
-            rows = np.flatnonzero(which == g)
-            if len(rows) == 0:
-                continue
-            probs = restrict_to_support(pop.draws[g], lik, rng) if support else pop.draws[g]
-            post = lik * probs[None, :]
-            empty = post.sum(axis=1) <= 0
-            post[empty] = lik[empty]  # the drawn population leaves no mass where this item can be: use its likelihood
-            cdf = np.cumsum(post, axis=1)
-            cdf /= cdf[:, -1:]
-            cell = _sample_cells(cdf, rng.uniform(size=(len(rows), len(items))))
-            values = edges[0] + (cell + rng.uniform(size=cell.shape)) * width
-            out[np.ix_(rows, items)] = values
+        place = partial(_place_items, out, items, lik, edges, support=support)
+        streams = rng.spawn(n_population)  # one generator per population draw, so the draws run in parallel
+        rows = [np.flatnonzero(which == g) for g in range(n_population)]
+        with ThreadPoolExecutor(WORKERS) as pool:  # NumPy releases the GIL in the long array operations
+            list(pool.map(place, rows, pop.draws, streams))  # list(): re-raise any error
     return out, populations
+
+
+def _place_items(
+    out: np.ndarray,
+    items: np.ndarray,
+    lik: np.ndarray,
+    edges: np.ndarray,
+    rows: np.ndarray,
+    probs: np.ndarray,
+    rng: np.random.Generator,
+    *,
+    support: bool,
+) -> None:
+    """Draw the locations of ``items`` in posterior draws ``rows`` under one population draw ``probs``."""
+    if len(rows) == 0:
+        return
+    if support:
+        probs = restrict_to_support(probs, lik, rng)
+    post = lik * probs[None, :]
+    empty = post.sum(axis=1) <= 0
+    post[empty] = lik[empty]  # the drawn population leaves no mass where this item can be: use its likelihood
+    cdf = np.cumsum(post, axis=1)
+    cdf /= cdf[:, -1:]
+    cell = _sample_cells(cdf, rng.uniform(size=(len(rows), len(items))))
+    out[np.ix_(rows, items)] = edges[0] + (cell + rng.uniform(size=cell.shape)) * (edges[1] - edges[0])
