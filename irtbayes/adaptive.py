@@ -16,8 +16,11 @@ divergences, E-BFMI) at draw counts chosen from the last check:
 Sampling stops at the first check that passes, when ``budget_s`` has passed (the draws so far are then kept
 and checked as usual: they may fail), or at the most draws. The draws done are read from nutpie's progress
 reports, so waiting costs nothing; each check pauses the chains (so it has the CPUs to itself) and reads
-the draws so far. Small problems stop early; large ones get the draws they need. The card records what
-happened (``until_converged`` in ``Fit.sampler``: the outcome, the draws kept, each check).
+the draws so far, of which it checks exactly the planned number (the chains may have run a few draws past
+it, as many as timing allows): the draws up to there depend only on the seed, so a fit that converges does
+so at the same check, with the same draws, in every run with that seed. Small problems stop early; large
+ones get the draws they need. The card records what happened (``until_converged`` in ``Fit.sampler``: the
+outcome, the draws kept, each check).
 
 Screens. A check over every parameter costs about as much as a few hundred draws at leaderboard sizes
 (tens of seconds at 29 x 12,032), and most checks fail. So each check first *screens*: every variable of at
@@ -81,8 +84,9 @@ class StopRule:
         ``"most draws"`` or ``"interrupted"``; the draws per chain kept; the number of checks run.
     history
         One entry per check: the draws per chain checked, whether the checks passed, the smallest ESS, the
-        largest r-hat, the divergences, the first problems, the draws of the next check and, for a check that
-        ended at its screen, ``screened`` (the parameters screened) and ``parameters`` (all of them).
+        largest r-hat, the divergences, the first problems, the draws of the next check, ``seconds`` (how long
+        the chains waited for the check: reading the draws and checking them) and, for a check that ended at its
+        screen, ``screened`` (the parameters screened) and ``parameters`` (all of them).
     prepare
         Turns the draws so far into the DataTree the fit will keep (set by :func:`irtbayes.fit.fit`); the full
         checks are made on it.
@@ -324,15 +328,19 @@ def sample_until_converged(
             if draws_done is not None and draws_done() < target:
                 continue
             _pause(sampler)  # the check gets the CPUs, and the chains stop where it looks
+            paused = time.perf_counter()
             read = _reader(sampler)
             positions = _screen_positions(rule.sizes, rule.watch, shift=len(rule.history)) if rule.sizes else {}
             first = read(positions)
-            length = _length(first)
-            if length < target:
+            if _length(first) < target:
                 _resume(sampler)
                 continue
+            # exactly the planned draws: how far the chains ran past them depends on timing, the draws up to
+            # them only on the seed; so the checks, and the draws kept, are the same in every run with one seed
+            first, length = complete_part(first, target), target
             rule.checks += 1
             diag = _check(first, read, rule, positions)
+            rule.history[-1]["seconds"] = round(time.perf_counter() - paused, 1)
             if diag.ok:
                 rule.outcome, rule.passed = "converged", diag
                 log.info("until converged: the checks pass after %d draws per chain; stopping", length)

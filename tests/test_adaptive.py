@@ -79,6 +79,15 @@ def test_stops_as_soon_as_the_checks_pass():
     assert rule.history[-1]["ok"] and rule.checks >= 1
 
 
+def test_each_check_reads_exactly_the_planned_draws():
+    """The chains run past a check's draws by as much as timing allows; the check reads the planned number."""
+    sampler = _Scripted(total=5000, per_poll=137, mixed=False)  # reads at 137, 274, ... overshoot every plan
+    rule = StopRule(min_draws=200)
+    sample_until_converged(sampler, rule, poll=0.0)
+    planned = [200] + [h["next"] for h in rule.history[:-1]]
+    assert [h["draws"] for h in rule.history] == planned
+
+
 def test_runs_to_the_most_draws_when_chains_disagree():
     sampler = _Scripted(total=600, per_poll=100, mixed=False)
     rule = StopRule(min_draws=200)
@@ -116,9 +125,23 @@ def test_a_real_fit_stops_early_and_records_it():
     assert result.sampler["draws_max"] == 100_000  # draws given: the most per chain
     assert result.sampler["draws"] == record["draws_done"] == result.posterior.sizes["draw"]
     assert result.sampler["draws"] < result.sampler["draws_max"]
+    assert all(0 < h["seconds"] < 90 for h in record["history"])  # how long each check kept the chains waiting
     if record["outcome"] == "converged":
         assert record["history"][-1]["ok"]
         assert result.diagnostics.ok
+
+
+def test_the_same_seed_gives_the_same_draws_whatever_the_timing():
+    data, _ = simulate_responses(30, 20, seed=4)
+    runs = []
+    for _ in range(2):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            result = fit(data, sampler="nutpie", chains=2, seed=8, progress=False, until_converged=True, budget_s=90)
+        runs.append(result)
+    first, second = (r.sampler["until_converged"] for r in runs)
+    assert [h["draws"] for h in first["history"]] == [h["draws"] for h in second["history"]]
+    xr.testing.assert_equal(runs[0].posterior, runs[1].posterior)
 
 
 def test_next_check_grows_with_the_ess_shortfall_and_waits_out_divergences():
@@ -267,7 +290,7 @@ def test_the_passing_check_covers_every_parameter_and_is_kept_for_the_fit(monkey
             self.aborted = True
             return _items_tree(400, bad=None)
 
-    rule = StopRule(min_draws=200)
+    rule = StopRule(min_draws=1000)  # the scripted trace has 1,000 draws per chain: check them all
     tree = sample_until_converged(_Done(total=1000, per_poll=1000, mixed=True), rule, poll=0.0)
     assert rule.outcome == "converged" and rule.passed is not None and rule.passed.ok
     assert len(rule.passed.parameters) == 801  # the full check, not the screen
