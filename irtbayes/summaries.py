@@ -120,10 +120,14 @@ def quantiles(flat: np.ndarray, probs: Sequence[float]) -> np.ndarray:
     >>> draws = np.random.default_rng(0).normal(size=(1001, 3))
     >>> bool(np.array_equal(quantiles(draws, (0.05, 0.95)), np.quantile(draws, [0.05, 0.95], axis=0)))
     True
+    >>> quantiles(np.empty((0, 2)), (0.05, 0.95)).tolist()  # no draws
+    [[nan, nan], [nan, nan]]
     """
     n = flat.shape[0]
     rest = flat.shape[1:]
-    columns = flat.reshape(n, -1)
+    if n == 0:  # no draws: no quantile (np.quantile raises an IndexError here)
+        return np.full((len(probs), *rest), np.nan)
+    columns = flat.reshape(n, int(np.prod(rest, dtype=np.int64)))
     out = np.empty((len(probs), columns.shape[1]))
     positions = []
     for q in probs:  # NumPy's "linear" method: virtual index (n - 1) q, its neighbours clipped to the draws
