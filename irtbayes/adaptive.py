@@ -17,9 +17,8 @@ Sampling stops at the first check that passes, when ``budget_s`` has passed (the
 and checked as usual: they may fail), or at the most draws. The draws done are read from nutpie's progress
 reports, so waiting costs nothing; each check pauses the chains (so it has the CPUs to itself) and reads
 the draws so far, of which it checks exactly the planned number (the chains may have run a few draws past
-it, as many as timing allows): the draws up to there depend only on the seed, so a fit that converges does
-so at the same check, with the same draws, in every run with that seed. Small problems stop early; large
-ones get the draws they need. The card records what happened (``until_converged`` in ``Fit.sampler``: the
+it, as many as timing allows), so the checks fall at draw counts that do not depend on timing. Small
+problems stop early; large ones get the draws they need. The card records what happened (``until_converged`` in ``Fit.sampler``: the
 outcome, the draws kept, each check).
 
 Screens. A check over every parameter costs about as much as a few hundred draws at leaderboard sizes
@@ -335,8 +334,7 @@ def sample_until_converged(
             if _length(first) < target:
                 _resume(sampler)
                 continue
-            # exactly the planned draws: how far the chains ran past them depends on timing, the draws up to
-            # them only on the seed; so the checks, and the draws kept, are the same in every run with one seed
+            # exactly the planned draws: how far the chains ran past them depends on timing
             first, length = complete_part(first, target), target
             rule.checks += 1
             diag = _check(first, read, rule, positions)

@@ -131,19 +131,6 @@ def test_a_real_fit_stops_early_and_records_it():
         assert result.diagnostics.ok
 
 
-def test_the_same_seed_gives_the_same_draws_whatever_the_timing():
-    data, _ = simulate_responses(30, 20, seed=4)
-    runs = []
-    for _ in range(2):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)
-            result = fit(data, sampler="nutpie", chains=2, seed=8, progress=False, until_converged=True, budget_s=90)
-        runs.append(result)
-    first, second = (r.sampler["until_converged"] for r in runs)
-    assert [h["draws"] for h in first["history"]] == [h["draws"] for h in second["history"]]
-    xr.testing.assert_equal(runs[0].posterior, runs[1].posterior)
-
-
 def test_next_check_grows_with_the_ess_shortfall_and_waits_out_divergences():
     from irtbayes.verdict import Diagnostics, VariableDiagnostics
 

@@ -286,9 +286,9 @@ def choose_target(
     >>> from irtbayes.benchfill import choose_target
     >>> choice, bank_audit = choose_target(fit, data, bins=4)
     >>> choice.bin, choice.label
-    (3, '[1.28, 2.60) (bin 3, all items)')
+    (0, '[-2.70, -1.38) (bin 0, all items)')
     >>> choice.how
-    'the bin holding the widest gap of all items most often: bin 3 [1.28, 2.60], P = 0.52'
+    'the bin holding the widest gap of all items most often: bin 0 [-2.70, -1.38), P = 0.53'
     """
     if target_bin is not None and interval is not None:
         raise SpecError("give a target bin or a target interval, not both")
