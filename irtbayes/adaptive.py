@@ -17,9 +17,9 @@ Sampling stops at the first check that passes, when ``budget_s`` has passed (the
 and checked as usual: they may fail), or at the most draws. The draws done are read from nutpie's progress
 reports, so waiting costs nothing; each check pauses the chains (so it has the CPUs to itself) and reads
 the draws so far, of which it checks exactly the planned number (the chains may have run a few draws past
-it, as many as timing allows), so the checks fall at draw counts that do not depend on timing. Small
-problems stop early; large ones get the draws they need. The card records what happened (``until_converged`` in ``Fit.sampler``: the
-outcome, the draws kept, each check).
+it, as many as timing allows), so each check's draw count is set by the checks before it. Small problems
+stop early; large ones get the draws they need. The card records what happened (``until_converged`` in
+``Fit.sampler``: the outcome, the draws kept, each check).
 
 Screens. A check over every parameter costs about as much as a few hundred draws at leaderboard sizes
 (tens of seconds at 29 x 12,032), and most checks fail. So each check first *screens*: every variable of at

@@ -266,7 +266,8 @@ _RESOLUTION = float(np.finfo(float).resolution)  # a range below this is a const
 
 @numba.njit(cache=True)
 def _quantile_sorted(values: np.ndarray, order: np.ndarray, q: float) -> float:
-    """``np.quantile(values, q)`` (method "linear", with NumPy's arithmetic) from the sort order of ``values``."""
+    """``np.quantile(values, q)`` (method "linear", with NumPy's arithmetic) from the sort order of ``values``;
+    the compiled twin of :func:`irtbayes.summaries.quantiles`, which does the same for many quantities at once."""
     n = len(order)
     virtual = (n - 1) * q
     below = math.floor(virtual)
