@@ -8,14 +8,13 @@ import pytest
 import xarray as xr
 
 from irtbayes.audit import audit, widest_gap
-from irtbayes.audit.deconvolve import (
-    PriorDraws,
-    deconvolved_locations,
+from irtbayes.audit.deconvolve import PriorDraws, deconvolved_locations, fit_population, item_likelihoods, prior_draws
+from irtbayes.audit.support import (
+    _cut_log_likelihood,
+    _hole_log_likelihoods,
+    _log_hole_sums,
     draw_hole,
     draw_support,
-    fit_population,
-    item_likelihoods,
-    prior_draws,
     support_window,
 )
 from irtbayes.data import ResponseData
@@ -163,6 +162,60 @@ def test_support_and_hole_draws_follow_their_exact_posteriors() -> None:
     seen = _frequencies(lambda: draw_hole(lik, probs, rng), 20_000)
     for option, w in zip(options, weight / weight.sum(), strict=True):
         assert seen.get(option, 0.0) == pytest.approx(w, abs=0.015), option
+
+
+def test_compiled_cut_and_hole_likelihoods_equal_the_sums_of_logarithms() -> None:
+    """The kernels' logged running products against the logarithms summed in long double: 400 items (products
+    restart many times), far tails (shares below 2^-52), exact zeros (cuts and holes that remove an item)."""
+    rng = np.random.default_rng(5)
+    n, k = 400, 120
+    centres = np.linspace(-4.0, 4.0, k)
+    places, se = rng.normal(0.0, 1.5, n), rng.uniform(0.05, 1.0, n)
+    lik = np.exp(-0.5 * ((centres[None, :] - places[:, None]) / se[:, None]) ** 2)
+    lik[rng.uniform(size=lik.shape) < 0.05] = 0.0
+    lik[np.arange(n), np.argmax(lik, axis=1)] += 0.1  # every item keeps some likelihood
+    probs = rng.dirichlet(np.ones(k))
+    weights = lik * probs  # the products in float64, as the kernels make them
+    cum = np.cumsum(weights.astype(np.longdouble), axis=1)
+    cum_g = np.cumsum(probs.astype(np.longdouble))
+
+    def same(compiled: np.ndarray, exact: np.ndarray, atol: float) -> None:
+        exact = exact.astype(np.float64)
+        weighty = exact > exact.max() - 50.0  # what carries posterior weight
+        assert np.all(np.isfinite(compiled[weighty]))
+        np.testing.assert_allclose(compiled[weighty], exact[weighty], rtol=0, atol=atol)
+        share, truth = np.exp(compiled - compiled.max()), np.exp(exact - exact.max())
+        assert np.abs(share / share.sum() - truth / truth.sum()).max() < atol
+
+    with np.errstate(divide="ignore"):
+        same(_cut_log_likelihood(lik, probs), np.log(cum).sum(axis=0) - n * np.log(cum_g), atol=1e-9)
+        lower = np.cumsum(weights[:, ::-1].astype(np.longdouble), axis=1)
+        same(
+            _cut_log_likelihood(lik, probs, reverse=True),
+            np.log(lower).sum(axis=0) - n * np.log(np.cumsum(probs[::-1].astype(np.longdouble))),
+            atol=1e-9,
+        )
+        bounds = np.arange(1, k, 2)
+        a, b = np.triu_indices(len(bounds), k=1)
+        start = np.concatenate([np.zeros((n, 1), np.longdouble), cum], axis=1)[:, bounds]
+        start_g = np.concatenate([[np.longdouble(0)], cum_g])[bounds]
+        rest = cum[:, -1:] - (start[:, b] - start[:, a])
+        exact = np.log(np.maximum(rest, 0)).sum(axis=0) - n * np.log(cum_g[-1] - (start_g[b] - start_g[a]))
+        ell, ell_none = _hole_log_likelihoods(lik, probs, bounds)
+        # a hole's factor 1 - (share below b - share below a) cancels in float64, as T - (C_b - C_a) did in the
+        # plain sums (5.6e-5 from long double here, the kernel 8.6e-5): a thousandth is far from a wrong restart
+        same(np.append(ell, ell_none), np.append(exact, np.log(cum[:, -1]).sum() - n * np.log(cum_g[-1])), atol=1e-3)
+        assert np.isneginf(ell).sum() > 100  # holes that take some item's whole likelihood
+
+    # sums far below the smallest double: 300 items that each keep 2^-40 of their likelihood (products
+    # restarted), or 1e-200 of it (a share logged on its own); one that keeps nothing makes the sum -inf
+    tiny = np.tile([[2.0**-40, 1.0], [1e-200, 1.0]], (150, 1))
+    expected = 150 * (np.log(2.0**-40) + np.log(1e-200))
+    assert _cut_log_likelihood(tiny, np.array([0.5, 0.5]))[0] == pytest.approx(expected, rel=1e-12)
+    shares = np.stack([np.zeros(300), np.full(300, 1.0 - 2.0**-40)])
+    assert _log_hole_sums(shares)[0] == pytest.approx(300 * np.log(2.0**-40), rel=1e-12)
+    shares[1, 7] = 1.0
+    assert _log_hole_sums(shares)[0] == -np.inf
 
 
 def test_holes_fall_in_the_empty_stretch_and_not_between_spread_items() -> None:

@@ -43,13 +43,14 @@ that ``g`` leaves empty then stays on its side. Steps:
    gradually past a benchmark's hardest item and cannot drop to zero inside an empty stretch; the items
    beside such a region are then read into it (a planted 1.5-logit gap came out 0.2-0.5 too narrow). So
    ``g`` is first refitted on the cells around its likeliest support (the most likely lower and upper cut,
-   below, widened by :data:`SUPPORT_MARGIN`, 0.5 logits), and then each population draw is cut at a lower
-   and an upper edge and may leave out one stretch inside, each drawn from the items' likelihoods
-   (:func:`draw_support`, :func:`draw_hole`): for a cut or a hole, the items' marginal likelihood under
+   below, widened by :data:`~irtbayes.audit.support.SUPPORT_MARGIN`, 0.5 logits), and then each population
+   draw is cut at a lower and an upper edge and may leave out one stretch inside, each drawn from the items'
+   likelihoods (:mod:`irtbayes.audit.support`): for a cut or a hole, the items' marginal likelihood under
    ``g`` set to zero there and renormalised is ``Σ_i log(mass of A_i g kept) - n log(mass of g kept)``,
    which is -inf when an item's whole likelihood is removed and grows with the population mass removed
    from where no item is. Priors: each cut uniform over the cells; no hole with probability
-   :data:`P_NO_HOLE` (1/2), otherwise the hole's ends uniform over the pairs of cell boundaries inside the
+   :data:`~irtbayes.audit.support.P_NO_HOLE` (1/2), otherwise the hole's ends uniform over the pairs of
+   cell boundaries inside the
    support. With no empty region and precise items the cuts fall near the outermost items and the holes
    stay about as narrow as the items' spacing; with few, uncertain items the likelihood constrains the hole
    less and gaps are read wider than they are (README: ``scripts/gap_small_banks.py``).
@@ -73,17 +74,19 @@ the calibration of the Maximum Gap (README's table; ``notebooks/results/gap_cali
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 
+import numba
 import numpy as np
 import xarray as xr
 from scipy import linalg
 from scipy.interpolate import BSpline
 from scipy.ndimage import gaussian_filter1d
 
+from irtbayes.audit.support import restrict_to_support, support_window
 from irtbayes.convergence import WORKERS
 from irtbayes.errors import FitError
 
@@ -92,13 +95,9 @@ __all__ = [
     "Population",
     "PriorDraws",
     "deconvolved_locations",
-    "draw_hole",
-    "draw_support",
     "fit_population",
     "item_likelihoods",
     "prior_draws",
-    "restrict_to_support",
-    "support_window",
 ]
 
 #: Benchmarks with fewer items keep the fit's draws.
@@ -110,12 +109,6 @@ RIDGE = 0.01
 #: Candidate smoothing strengths.
 SMOOTHING_GRID = tuple(10.0**k for k in np.arange(-2.0, 4.5, 0.5))
 SAMPLE_DIMS = ("chain", "draw")
-#: How far beyond its most likely edges a benchmark's population is refitted, in logits.
-SUPPORT_MARGIN = 0.5
-#: Prior probability that a population's support has no interior hole.
-P_NO_HOLE = 0.5
-#: Most (item, hole) pairs evaluated per population draw; holes' ends are put on a coarser grid beyond it.
-HOLE_PAIR_BUDGET = 2_000_000
 
 
 # ============================================================================================ prior
@@ -442,131 +435,7 @@ def fit_population(
     )
 
 
-# ============================================================================================ support
-def _cut_log_likelihood(likelihoods: np.ndarray, probs: np.ndarray) -> np.ndarray:
-    """Marginal log-likelihood of each upper cut of the population: cells 0..j kept, the rest set to zero.
-
-    With ``w_ik = A_ik g_k``, ``C_ij = Σ_{k≤j} w_ik`` and ``G_j = Σ_{k≤j} g_k``, the items' marginal
-    log-likelihood under ``g`` cut after cell j and renormalised is ``Σ_i log C_ij - n log G_j`` (-inf where
-    some item has no likelihood below the cut).
-    """
-    n = likelihoods.shape[0]
-    with np.errstate(divide="ignore", invalid="ignore"):  # -inf - -inf where no mass is kept yet
-        ell = np.log(np.cumsum(likelihoods * probs[None, :], axis=1)).sum(axis=0) - n * np.log(np.cumsum(probs))
-    ell[~np.isfinite(ell)] = -np.inf
-    return ell
-
-
-def _draw_index(log_weights: np.ndarray, rng: np.random.Generator) -> int:
-    weights = np.exp(log_weights - log_weights.max())
-    return int(rng.choice(len(weights), p=weights / weights.sum()))
-
-
-def draw_support(likelihoods: np.ndarray, probs: np.ndarray, rng: np.random.Generator) -> tuple[int, int]:
-    """First and last cell of a population's support, drawn given the items' likelihoods.
-
-    A benchmark's items come from a population with a lowest and a highest difficulty; the log-spline
-    ``g`` has neither (it has tails everywhere). Cutting ``g`` at an upper edge u and a lower edge l and
-    renormalising gives the items the marginal likelihood of :func:`_cut_log_likelihood`; with a uniform
-    prior over the cells, u is drawn in proportion to it, then l in proportion to the likelihood of the
-    lower cut of ``g`` already cut at u (one exact draw from p(u | g, A) p(l | u, g, A)). A cut far beyond
-    the items costs nothing and one inside them is impossible, so u lands from the highest items' place
-    outwards, over a stretch that shrinks as the items' likelihoods sharpen.
-
-    Returns
-    -------
-    (first, last)
-        Cell indices, first <= last; cells outside [first, last] get no mass.
-    """
-    return _cuts(likelihoods, probs, lambda ell: _draw_index(ell, rng))
-
-
-def _cuts(likelihoods: np.ndarray, probs: np.ndarray, choose: Callable[[np.ndarray], int]) -> tuple[int, int]:
-    """(first, last): the upper cut chosen from its log-likelihoods, then the lower cut given it."""
-    last = choose(_cut_log_likelihood(likelihoods, probs))
-    kept = probs.copy()
-    kept[last + 1 :] = 0.0
-    first = len(probs) - 1 - choose(_cut_log_likelihood(likelihoods[:, ::-1], kept[::-1]))
-    return min(first, last), last
-
-
-def draw_hole(
-    likelihoods: np.ndarray,
-    probs: np.ndarray,
-    rng: np.random.Generator,
-    *,
-    p_none: float = P_NO_HOLE,
-    pair_budget: int = HOLE_PAIR_BUDGET,
-) -> tuple[int, int] | None:
-    """An empty stretch inside a population's support, drawn given the items' likelihoods, or None.
-
-    The support (the cells where ``probs`` is positive, an interval) may leave out one stretch of cells
-    [a, b): none with prior probability ``p_none``, otherwise a and b uniform over the pairs of cell
-    boundaries inside the support. Removing [a, b) and renormalising gives the items the marginal
-    log-likelihood ``Σ_i log(T_i - (C_ib - C_ia)) - n log(1 - (G_b - G_a))`` (cumulative sums of
-    ``A_ik g_k`` and of ``g``, ``T_i`` the total), which is -inf when the stretch holds an item's whole
-    likelihood and grows with the mass the stretch takes from ``g`` when it holds little of any item's. The
-    hole is drawn from the posterior over "no hole" and every (a, b). Where the items times the pairs exceed
-    ``pair_budget``, the ends are put on every s-th boundary.
-    """
-    n = likelihoods.shape[0]
-    inside = np.flatnonzero(probs > 0)
-    first, last = int(inside[0]), int(inside[-1])
-    n_bounds = last - first  # boundaries strictly inside the support
-    if n_bounds < 2:
-        return None
-    step = max(1, int(np.ceil(np.sqrt(n * n_bounds * n_bounds / 2 / pair_budget))))
-    bounds = np.arange(first + 1, last + 1, step)
-    cum = np.concatenate([np.zeros((n, 1)), np.cumsum(likelihoods * probs[None, :], axis=1)], axis=1)
-    cum_g = np.concatenate([[0.0], np.cumsum(probs)])
-    total, total_g = cum[:, -1], cum_g[-1]
-    a, b = np.triu_indices(len(bounds), k=1)  # pairs in row order: all b for the first a, then the next a
-    a, b = bounds[a], bounds[b]
-    cum, cum_g = cum[:, bounds], cum_g[bounds]
-    parts = []
-    with np.errstate(divide="ignore", invalid="ignore"):
-        for j in range(len(bounds) - 1):  # one start at a time: contiguous slices rather than a gather
-            rest = np.maximum(total[:, None] - (cum[:, j + 1 :] - cum[:, j : j + 1]), 0.0)
-            left = np.maximum(total_g - (cum_g[j + 1 :] - cum_g[j]), 0.0)
-            parts.append(np.log(rest).sum(axis=0) - n * np.log(left))
-        ell = np.concatenate(parts)
-        ell_none = float(np.log(total).sum() - n * np.log(total_g))
-    ell[~np.isfinite(ell)] = -np.inf
-    log_post = np.concatenate([[np.log(p_none) + ell_none], np.log1p(-p_none) - np.log(len(a)) + ell])
-    if not np.isfinite(log_post.max()):
-        return None
-    pick = _draw_index(log_post, rng)
-    return None if pick == 0 else (int(a[pick - 1]), int(b[pick - 1]))
-
-
-def support_window(likelihoods: np.ndarray, probs: np.ndarray, cell_width: float) -> tuple[int, int]:
-    """Cells [first, last] around the most likely support edges of ``probs``, widened by :data:`SUPPORT_MARGIN`."""
-    first, last = _cuts(likelihoods, probs, lambda ell: int(np.argmax(ell)))
-    margin = int(np.ceil(SUPPORT_MARGIN / cell_width))
-    return max(first - margin, 0), min(last + margin, len(probs) - 1)
-
-
-def restrict_to_support(probs: np.ndarray, likelihoods: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """``probs`` cut to a support drawn by :func:`draw_support`, less a hole drawn by :func:`draw_hole`."""
-    first, last = draw_support(likelihoods, probs, rng)
-    out = np.zeros_like(probs)
-    out[first : last + 1] = probs[first : last + 1]
-    hole = draw_hole(likelihoods, out, rng)
-    if hole is not None:
-        out[hole[0] : hole[1]] = 0.0
-    return out
-
-
 # ============================================================================================ locations
-def _sample_cells(cdf: np.ndarray, u: np.ndarray) -> np.ndarray:
-    """Cell index per (row of u, item) from per-item CDFs ``cdf`` (item, K) ending at 1."""
-    n, k = cdf.shape
-    offset = np.arange(n, dtype="float64")
-    flat = (cdf + offset[:, None]).ravel()
-    idx = np.searchsorted(flat, (u + offset[None, :]).ravel(), side="right").reshape(u.shape)
-    return np.minimum(idx - (np.arange(n) * k)[None, :], k - 1)
-
-
 def deconvolved_locations(
     difficulty: np.ndarray,
     prior: PriorDraws,
@@ -600,9 +469,9 @@ def deconvolved_locations(
         Slices of draws to process at a time.
     support
         Give each benchmark's population a support (default): refit it on the cells around its likeliest
-        edges (:func:`support_window`), then cut each population draw at a lowest and a highest difficulty
+        edges (:func:`~irtbayes.audit.support.support_window`), then cut each population draw at a lowest and a highest difficulty
         and leave out at most one interior stretch, each drawn from the items' likelihoods
-        (:func:`restrict_to_support`). False keeps the log-spline's tails and no holes.
+        (:func:`~irtbayes.audit.support.restrict_to_support`). False keeps the log-spline's tails and no holes.
     seed
         Seed of the location and population draws. The locations under each population draw come from their
         own generator, spawned from this seed, so they are drawn on :data:`~irtbayes.convergence.WORKERS`
@@ -673,10 +542,37 @@ def _place_items(
         return
     if support:
         probs = restrict_to_support(probs, lik, rng)
-    post = lik * probs[None, :]
-    empty = post.sum(axis=1) <= 0
-    post[empty] = lik[empty]  # the drawn population leaves no mass where this item can be: use its likelihood
-    cdf = np.cumsum(post, axis=1)
-    cdf /= cdf[:, -1:]
-    cell = _sample_cells(cdf, rng.uniform(size=(len(rows), len(items))))
-    out[np.ix_(rows, items)] = edges[0] + (cell + rng.uniform(size=cell.shape)) * (edges[1] - edges[0])
+    u = rng.uniform(size=(len(rows), len(items)))  # the cell
+    v = rng.uniform(size=u.shape)  # the place within it
+    out[np.ix_(rows, items)] = _draw_locations(lik, probs, u, v, float(edges[0]), float(edges[1] - edges[0]))
+
+
+@numba.njit(nogil=True, cache=True)
+def _draw_locations(
+    lik: np.ndarray, probs: np.ndarray, u: np.ndarray, v: np.ndarray, start: float, width: float
+) -> np.ndarray:  # pragma: no cover
+    """(row, item) locations: item i's cell drawn from ``lik[i] * probs`` by inverting its CDF at ``u`` (its
+    likelihood alone where the population leaves it no mass), then ``v`` of the way across the cell."""
+    n, k = lik.shape
+    out = np.empty((u.shape[0], n))
+    cdf = np.empty(k)
+    for i in range(n):
+        total = 0.0
+        for c in range(k):
+            total += lik[i, c] * probs[c]
+            cdf[c] = total
+        if not total > 0.0:
+            for c in range(k):
+                total += lik[i, c]
+                cdf[c] = total
+        for r in range(u.shape[0]):
+            x = u[r, i] * total
+            lo, hi = 0, k - 1  # the first cell whose CDF exceeds x (u < 1, so the last one does)
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if cdf[mid] <= x:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            out[r, i] = start + (lo + v[r, i]) * width
+    return out
