@@ -6,7 +6,9 @@ the discriminations) and turns the data's labels into integer codes and coordina
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import hashlib
+import json
+from dataclasses import dataclass, fields
 
 import numpy as np
 import pandas as pd
@@ -42,6 +44,31 @@ class ModelInputs:
     benchmark_domain: np.ndarray | None  #: domain code per benchmark
     item_domain: np.ndarray | None  #: domain code per item
     chance: np.ndarray  #: 1 / n_options per item (NaN where unknown)
+
+    def key(self) -> str:
+        """SHA-256 of everything here: equal keys build the same model (the sampler reuses its compilation).
+
+        Examples
+        --------
+        >>> from irtbayes.simulate import simulate_responses
+        >>> data, _ = simulate_responses(10, 8, seed=1)
+        >>> model_inputs(data, ModelSpec()).key() == model_inputs(data, ModelSpec()).key()
+        True
+        >>> model_inputs(data, ModelSpec()).key() == model_inputs(data, ModelSpec(kind="1pl")).key()
+        False
+        """
+        digest = hashlib.sha256(repr(self.spec).encode())
+        digest.update(json.dumps(self.coords, sort_keys=True, default=str).encode())
+        for field in fields(self):
+            if field.name in ("spec", "coords"):
+                continue
+            value = getattr(self, field.name)
+            digest.update(field.name.encode())
+            if value is not None:
+                value = np.ascontiguousarray(value)
+                digest.update(f"{value.dtype}{value.shape}".encode())
+                digest.update(value.tobytes())
+        return digest.hexdigest()
 
 
 def _labels(data: ResponseData) -> tuple[pd.Series, pd.Series]:

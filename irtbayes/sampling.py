@@ -14,6 +14,7 @@ import sys
 import threading
 import time
 import warnings
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -169,10 +170,8 @@ def _run_nutpie(
     """nutpie: compile, then tune and sample with a progress bar (a terminal) or progress log lines."""
     import nutpie
 
-    started = time.perf_counter()
-    compiled = nutpie.compile_pymc_model(model)
+    compiled = _compiled(model)
     state.phase = "tuning"
-    log.info("compiled the model in %.1f s; tuning and sampling", time.perf_counter() - started)
     with warnings.catch_warnings():
         # ArviZ's guess about dimension names, raised for a run cut short with fewer draws than chains
         warnings.filterwarnings("ignore", message="Found chain dimension to be longer than draw dimension")
@@ -202,6 +201,33 @@ def _run_nutpie(
         from irtbayes.adaptive import sample_until_converged
 
         return sample_until_converged(run, stop, draws_done=lambda: max(0, progress_log.least_finished - tune))
+
+
+#: nutpie's compiled models of this process by the key of their inputs (:meth:`ModelInputs.key`), newest last.
+_COMPILED: OrderedDict[str, Any] = OrderedDict()
+#: How many compiled models are kept: a refit of the same data and spec (another seed, more draws, a higher
+#: target acceptance) then starts sampling at once instead of compiling again (seconds to a minute).
+COMPILED_KEPT = 4
+
+
+def _compiled(model: pm.Model) -> Any:
+    """nutpie's compiled ``model``: the one compiled before for the same inputs, or a new one."""
+    import nutpie
+
+    inputs = getattr(model, "irtbayes_inputs", None)
+    key = inputs.key() if inputs is not None else None
+    if key is not None and key in _COMPILED:
+        _COMPILED.move_to_end(key)
+        log.info("reusing the model compiled before for the same data and spec; tuning and sampling")
+        return _COMPILED[key]
+    started = time.perf_counter()
+    compiled = nutpie.compile_pymc_model(model)
+    log.info("compiled the model in %.1f s; tuning and sampling", time.perf_counter() - started)
+    if key is not None:
+        _COMPILED[key] = compiled
+        while len(_COMPILED) > COMPILED_KEPT:
+            _COMPILED.popitem(last=False)
+    return compiled
 
 
 def _run_approximation(

@@ -242,6 +242,49 @@ def _fake_fit(kind: str, theta: np.ndarray, *, mu: float, sd: float, a: float = 
     )
 
 
+def test_grid_log_likelihood_equals_long_double_sums_also_where_p_saturates():
+    """The compiled grid (both factorised and direct exponentials, the sign-free slope's intercept grid,
+    guessing strata, a fractional score) against the sums written out in long double, with 1 - P from its own
+    sigmoid: where P rounds to 1 the log of 1 - P stays exact, not 1 - 1 held at 1e-300."""
+    from irtbayes.benchfill.grid import _Guessing, _loglik_grid
+
+    rng = np.random.default_rng(3)
+    theta = rng.normal(size=(40, 8))
+    y = (rng.random(40) < 0.5).astype(float)
+    y[3] = 0.4
+    b = np.linspace(-8.0, 8.0, 81)
+    long = np.longdouble
+
+    def exact(a: np.ndarray, nodes: np.ndarray, intercept: bool) -> np.ndarray:
+        t = theta.astype(long)[None, None]
+        eta = (
+            a[None, :, None, None] * t + b[:, None, None, None]
+            if intercept
+            else a[None, :, None, None] * (t - b[:, None, None, None])
+        )
+        p0, q0 = (1 / (1 + np.exp(-eta))).mean(-1), (1 / (1 + np.exp(eta))).mean(-1)
+        out = [
+            (y * np.log(np.maximum(c + (1 - c) * p0, 1e-300)) + (1 - y) * np.log(np.maximum((1 - c) * q0, 1e-300))).sum(
+                -1
+            )
+            for c in nodes
+        ]
+        return np.stack(out, axis=-1).astype(np.float64)
+
+    guessing = _Guessing(alpha=5.0, beta=15.0, points=3)
+    slopes = np.concatenate([np.exp(np.linspace(-2.5, 2.5, 9)), [90.0]])  # 90: past the factorised range
+    grids = []
+    for a, nodes, intercept, g in [
+        (slopes, np.zeros(1), False, None),
+        (slopes, guessing.nodes, False, guessing),
+        (np.array([-3.0, -0.2, 0.5, 2.0]), np.zeros(1), True, None),
+    ]:
+        grids.append(_loglik_grid(theta, y, b, a, g, intercept=intercept))
+        np.testing.assert_allclose(grids[-1], exact(a, nodes, intercept), rtol=1e-12, atol=1e-9)
+    # compared there: b = -8 with a = 12.2, where P rounds to 1 for every subject (1 - P is below 1e-30)
+    assert grids[0][0, -2, 0] < -1000
+
+
 @pytest.mark.parametrize(("kind", "chance"), [("1pl", None), ("3pl", 0.25)])
 def test_fixed_bank_matches_exact_quadrature(kind, chance):
     """With abilities known exactly and a Normal prior, the grid posterior mean of b is a 1-D integral; for

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import warnings
 from pathlib import Path
@@ -218,6 +219,7 @@ def test_default_sampler_settings_follow_the_model_size(monkeypatch):
     # two benchmarks, so that the single-group rule for draws (tested below) does not apply
     data, _ = simulate_responses(30, 8, kind="2pl", n_benchmarks=2, seed=3)
     monkeypatch.setattr(fit_module, "LARGE_MODEL_DRAWS", 30)
+    compiles = _count_compiles(monkeypatch)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # 20 draws of one chain cannot pass the checks
         small = fit(data, chains=1, draws=20, tune=20, seed=1, progress=False)
@@ -233,6 +235,47 @@ def test_default_sampler_settings_follow_the_model_size(monkeypatch):
     assert until.posterior.sizes["draw"] == until.sampler["draws"] == 120
     assert large.diagnostics.parameters is not None
     assert set(large.diagnostics.parameters.columns) == {"variable", "index", "r_hat", "ess_bulk", "ess_tail"}
+    assert len(compiles) <= 1  # the same data and spec: compiled once (or by an earlier test), then reused
+
+
+def _count_compiles(monkeypatch) -> list[object]:
+    """The models nutpie compiles from now on (each call is recorded, then passed on)."""
+    import nutpie
+
+    calls: list[object] = []
+    compile_model = nutpie.compile_pymc_model
+
+    def counted(model, *args, **kwargs):
+        calls.append(model)
+        return compile_model(model, *args, **kwargs)
+
+    monkeypatch.setattr(nutpie, "compile_pymc_model", counted)
+    return calls
+
+
+def test_a_refit_of_the_same_inputs_reuses_the_compiled_model_and_draws_the_same(monkeypatch):
+    data, _ = simulate_responses(30, 8, kind="2pl", n_benchmarks=2, seed=3)
+    compiles = _count_compiles(monkeypatch)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # 40 draws cannot pass the checks
+        first, second = (fit(data, chains=2, draws=20, tune=20, seed=5, progress=False) for _ in range(2))
+        other = fit(data, chains=2, draws=20, tune=20, seed=6, progress=False)
+    assert len(compiles) <= 1
+    for name in ("difficulty", "ability", "discrimination"):
+        np.testing.assert_array_equal(first.posterior[name].values, second.posterior[name].values)
+    assert not np.array_equal(first.posterior["difficulty"].values, other.posterior["difficulty"].values)
+    # the key sees everything the model is built from: another spec, or the same responses in another order
+    key = model_inputs(data, ModelSpec()).key()
+    assert model_inputs(data, ModelSpec(kind="1pl")).key() != key
+    assert (
+        model_inputs(data, ModelSpec(priors=dataclasses.replace(ModelSpec().priors, difficulty_sd_scale=1.0))).key()
+        != key
+    )
+    reordered = ResponseData.from_long(
+        data.long_frame()[["subject", "item", "response"]].iloc[::-1], items=data.items.reset_index()[::-1]
+    )
+    assert list(reordered.item_ids) != list(data.item_ids)
+    assert model_inputs(reordered, ModelSpec()).key() != key
 
 
 def test_one_small_group_of_items_gets_more_draws_by_default():

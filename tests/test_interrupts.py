@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections import OrderedDict
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -24,6 +25,7 @@ import pymc as pm
 import pytest
 import xarray as xr
 
+import irtbayes.sampling as sampling
 from irtbayes.cli import main
 from irtbayes.data import ResponseData
 from irtbayes.errors import FitInterrupted
@@ -110,6 +112,8 @@ def patch_nutpie(
 
     monkeypatch.setattr(nutpie, "compile_pymc_model", compile_pymc_model)
     monkeypatch.setattr(nutpie, "sample", sample)
+    # models compiled before (real ones) are not reused, and the fake's are forgotten after the test
+    monkeypatch.setattr(sampling, "_COMPILED", OrderedDict())
     return seen
 
 

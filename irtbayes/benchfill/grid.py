@@ -10,13 +10,13 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+import numba
 import numpy as np
 import pandas as pd
 import xarray as xr
 from scipy.stats import beta as beta_dist
 
 from irtbayes.errors import SpecError
-from irtbayes.irt import probability, sigmoid_mix
 
 if TYPE_CHECKING:
     pass
@@ -258,20 +258,64 @@ def _loglik_grid(
 
     ``intercept=False``: P = c + (1 - c) sigmoid(a (theta - b)); ``intercept=True`` (the sign-free slope):
     the first grid holds intercepts d and the second slopes s of any sign, P = c + (1 - c) sigmoid(s theta + d).
-    The last axis runs over the guessing strata (length 1 without guessing).
+    The last axis runs over the guessing strata (length 1 without guessing). P and 1 - P are held at 1e-300
+    or more. One compiled pass (:func:`irtbayes.irt.sigmoid_mix`'s formula, without its temporaries).
     """
-    nodes = np.zeros(1) if guessing is None else guessing.nodes
-    out = np.empty((len(b_grid), len(a_grid), len(nodes)))
-    for k, a in enumerate(a_grid):
-        if intercept:
-            p0 = sigmoid_mix(a * theta[None, :, :] + b_grid[:, None, None]).mean(axis=2)  # (nb, n_j)
-        else:
-            p0 = probability(theta[None, :, :], b_grid[:, None, None], a).mean(axis=2)
-        for m, c in enumerate(nodes):
-            p = c + (1.0 - c) * p0
-            p = np.clip(p, 1e-300, None)
-            q = np.clip(1.0 - p, 1e-300, None)
-            out[:, k, m] = np.log(p) @ y + np.log(q) @ (1.0 - y)
+    nodes = np.zeros(1) if guessing is None else np.asarray(guessing.nodes, dtype=np.float64)
+    f64 = np.float64
+    return _loglik_kernel(
+        np.ascontiguousarray(theta, dtype=f64),
+        np.ascontiguousarray(y, dtype=f64),
+        np.ascontiguousarray(b_grid, dtype=f64),
+        np.ascontiguousarray(a_grid, dtype=f64),
+        nodes,
+        intercept,
+    )
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy")
+def _loglik_kernel(
+    theta: np.ndarray, y: np.ndarray, b_grid: np.ndarray, a_grid: np.ndarray, nodes: np.ndarray, intercept: bool
+) -> np.ndarray:  # pragma: no cover
+    """See :func:`_loglik_grid`. P and 1 - P are each summed from their own sigmoid (no cancellation in
+    1 - P near 1). ``exp(-eta)`` factorises as ``exp(-a theta) exp(a b)`` (``exp(-s theta) exp(-d)``): one
+    exponential per grid value and per quantile point rather than per pair, where no factor can overflow."""
+    n, points = theta.shape
+    out = np.zeros((len(b_grid), len(a_grid), len(nodes)))
+    reach = np.abs(theta).max() if theta.size else 0.0
+    u = np.empty((n, points))
+    v = np.empty(len(b_grid))
+    for k in range(len(a_grid)):
+        a = a_grid[k]
+        factorise = abs(a) * reach + (1.0 if intercept else abs(a)) * np.abs(b_grid).max() < 700.0
+        if factorise:
+            for j in range(n):
+                for t in range(points):
+                    u[j, t] = np.exp(-a * theta[j, t])
+            for i in range(len(b_grid)):
+                v[i] = np.exp(-b_grid[i]) if intercept else np.exp(a * b_grid[i])
+        for i in range(len(b_grid)):
+            b = b_grid[i]
+            for j in range(n):
+                p_sum = 0.0
+                q_sum = 0.0
+                for t in range(points):
+                    if factorise:
+                        e = u[j, t] * v[i]  # exp(-eta)
+                        p_t = 1.0 / (1.0 + e)
+                        p_sum += p_t
+                        q_sum += e * p_t
+                    else:
+                        eta = a * theta[j, t] + b if intercept else a * (theta[j, t] - b)
+                        e = np.exp(-abs(eta))  # exp of a non-positive number only
+                        small, large = e / (1.0 + e), 1.0 / (1.0 + e)
+                        p_sum += large if eta >= 0 else small
+                        q_sum += small if eta >= 0 else large
+                for m in range(len(nodes)):
+                    c = nodes[m]
+                    p = max(c + (1.0 - c) * p_sum / points, 1e-300)
+                    q = max((1.0 - c) * q_sum / points, 1e-300)
+                    out[i, k, m] += y[j] * np.log(p) + (1.0 - y[j]) * np.log(q)
     return out
 
 
