@@ -39,14 +39,14 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import pandas as pd
 import xarray as xr
 
 from irtbayes.sampler_checks import check_convergence, checked_variables
-from irtbayes.trace import complete_part, completed_draws, read_nutpie_draws
+from irtbayes.trace import complete_part, completed_draws, nutpie_trace, read_nutpie_draws
 
 if TYPE_CHECKING:
     from irtbayes.verdict import Diagnostics
@@ -246,22 +246,30 @@ def _length(tree: xr.DataTree) -> int:
     return int(tree["posterior"].sizes.get("draw", 0)) if "posterior" in tree.children else 0
 
 
-def _reader(sampler: Any) -> Reader:
+class _Reader:
     """Reads the draws every chain has completed so far, cut at ``positions`` when given: straight from nutpie's
-    Arrow trace (:func:`~irtbayes.trace.read_nutpie_draws`), else from ``sampler.inspect()`` (read once)."""
-    whole: list[xr.DataTree] = []
+    Arrow trace (:func:`~irtbayes.trace.read_nutpie_draws`), else from ``sampler.inspect()``. The trace is
+    copied from the sampler once (the chains are paused while it is read); :meth:`release` frees the copy."""
 
-    def read(positions: Mapping[str, np.ndarray] | None = None) -> xr.DataTree:
-        tree = read_nutpie_draws(sampler, positions)
-        if tree is not None:
-            return tree
-        if not whole:
-            snapshot = sampler.inspect()
-            length = _common_length(snapshot["posterior"].to_dataset()) if "posterior" in snapshot.children else 0
-            whole.append(complete_part(snapshot, length))
-        return _cut(whole[0], positions) if positions else whole[0]
+    def __init__(self, sampler: Any) -> None:
+        self.sampler = sampler
+        self.trace: list[Any] = []  # nutpie's Arrow trace, or the inspected DataTree, once read
 
-    return read
+    def __call__(self, positions: Mapping[str, np.ndarray] | None = None) -> xr.DataTree:
+        if not self.trace:
+            arrow = nutpie_trace(self.sampler)
+            if arrow is None:
+                snapshot = self.sampler.inspect()
+                posterior = snapshot["posterior"].to_dataset() if "posterior" in snapshot.children else None
+                self.trace.append(complete_part(snapshot, _common_length(posterior) if posterior is not None else 0))
+            else:
+                self.trace.append(arrow)
+        if isinstance(self.trace[0], xr.DataTree):
+            return _cut(self.trace[0], positions) if positions else self.trace[0]
+        return cast(xr.DataTree, read_nutpie_draws(self.sampler, positions, trace=self.trace[0]))
+
+    def release(self) -> None:
+        self.trace.clear()
 
 
 def _check(first: xr.DataTree, read: Reader, rule: StopRule, positions: dict[str, np.ndarray]) -> Diagnostics:
@@ -328,16 +336,20 @@ def sample_until_converged(
                 continue
             _pause(sampler)  # the check gets the CPUs, and the chains stop where it looks
             paused = time.perf_counter()
-            read = _reader(sampler)
+            read = _Reader(sampler)
             positions = _screen_positions(rule.sizes, rule.watch, shift=len(rule.history)) if rule.sizes else {}
             first = read(positions)
             if _length(first) < target:
+                read.release()
                 _resume(sampler)
                 continue
             # exactly the planned draws: how far the chains ran past them depends on timing
             first, length = complete_part(first, target), target
             rule.checks += 1
-            diag = _check(first, read, rule, positions)
+            try:
+                diag = _check(first, read, rule, positions)
+            finally:
+                read.release()  # the copy of the trace (a gigabyte at leaderboard sizes) is not kept while sampling
             rule.history[-1]["seconds"] = round(time.perf_counter() - paused, 1)
             if diag.ok:
                 rule.outcome, rule.passed = "converged", diag

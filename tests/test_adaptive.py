@@ -112,8 +112,15 @@ def test_until_converged_needs_nutpie():
         fit(data, sampler="pymc", until_converged=True)
 
 
-def test_a_real_fit_stops_early_and_records_it():
+def test_a_real_fit_stops_early_and_records_it(monkeypatch):
+    import irtbayes.adaptive as adaptive
+
     data, _ = simulate_responses(40, 30, seed=2)
+    # screens of 10 of the 30 items, so a screen that passes is followed by a read of every draw
+    monkeypatch.setattr(adaptive, "SCREEN_ELEMENTS", 10)
+    copies, pauses = [], []
+    monkeypatch.setattr(adaptive, "nutpie_trace", lambda s, f=adaptive.nutpie_trace: copies.append(1) or f(s))
+    monkeypatch.setattr(adaptive, "_pause", lambda s, f=adaptive._pause: pauses.append(1) or f(s))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         # far more draws than a converged fit needs, and a budget in case the checks never pass
@@ -129,6 +136,9 @@ def test_a_real_fit_stops_early_and_records_it():
     if record["outcome"] == "converged":
         assert record["history"][-1]["ok"]
         assert result.diagnostics.ok
+    # nutpie's trace is copied once per pause, also when a passing screen reads every draw after it
+    assert any("screened" in h for h in record["history"]) or record["outcome"] == "converged"
+    assert len(copies) == len(pauses) > 0
 
 
 def test_next_check_grows_with_the_ess_shortfall_and_waits_out_divergences():
