@@ -50,10 +50,10 @@ that ``g`` leaves empty then stays on its side. Steps:
    which is -inf when an item's whole likelihood is removed and grows with the population mass removed
    from where no item is. Priors: each cut uniform over the cells; no hole with probability
    :data:`~irtbayes.audit.support.P_NO_HOLE` (1/2), otherwise the hole's ends uniform over the pairs of
-   cell boundaries inside the
-   support. With no empty region and precise items the cuts fall near the outermost items and the holes
-   stay about as narrow as the items' spacing; with few, uncertain items the likelihood constrains the hole
-   less and gaps are read wider than they are (README: ``scripts/gap_small_banks.py``).
+   cell boundaries inside the support. With no empty region and precise items the cuts fall near the
+   outermost items and the holes stay about as narrow as the items' spacing; with few, uncertain items the
+   likelihood constrains the hole less and gaps are read wider than they are (README:
+   ``scripts/gap_small_banks.py``).
 6. **Locations.** In posterior draw s, item i's location is drawn from ``A_ik g_k`` with the population
    draw cut as above (the cell), then uniformly within the cell. Locations of different items are drawn
    independently given ``g``.
