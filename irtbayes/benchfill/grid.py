@@ -259,7 +259,7 @@ def _loglik_grid(
     ``intercept=False``: P = c + (1 - c) sigmoid(a (theta - b)); ``intercept=True`` (the sign-free slope):
     the first grid holds intercepts d and the second slopes s of any sign, P = c + (1 - c) sigmoid(s theta + d).
     The last axis runs over the guessing strata (length 1 without guessing). P and 1 - P are held at 1e-300
-    or more. One compiled pass (:func:`irtbayes.irt.sigmoid_mix`'s formula, without its temporaries).
+    or more. One compiled pass over the grid (:func:`_loglik_kernel`).
     """
     nodes = np.zeros(1) if guessing is None else np.asarray(guessing.nodes, dtype=np.float64)
     f64 = np.float64
