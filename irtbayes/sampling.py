@@ -208,6 +208,8 @@ _COMPILED: OrderedDict[str, Any] = OrderedDict()
 #: How many compiled models are kept: a refit of the same data and spec (another seed, more draws, a higher
 #: target acceptance) then starts sampling at once instead of compiling again (seconds to a minute).
 COMPILED_KEPT = 4
+#: Models of more responses are not kept (each holds its data; their compilation is a small part of a fit).
+COMPILED_MAX_RESPONSES = 1_000_000
 
 
 def _compiled(model: pm.Model) -> Any:
@@ -215,7 +217,7 @@ def _compiled(model: pm.Model) -> Any:
     import nutpie
 
     inputs = getattr(model, "irtbayes_inputs", None)
-    key = inputs.key() if inputs is not None else None
+    key = inputs.key() if inputs is not None and len(inputs.response) <= COMPILED_MAX_RESPONSES else None
     if key is not None and key in _COMPILED:
         _COMPILED.move_to_end(key)
         log.info("reusing the model compiled before for the same data and spec; tuning and sampling")

@@ -13,6 +13,7 @@ import pytest
 from scipy.stats import spearmanr
 
 import irtbayes.fit as fit_module
+import irtbayes.sampling as sampling_module
 import irtbayes.storage as storage_module
 from irtbayes.data import ResponseData
 from irtbayes.diagnostics import check_convergence
@@ -261,6 +262,13 @@ def test_a_refit_of_the_same_inputs_reuses_the_compiled_model_and_draws_the_same
         first, second = (fit(data, chains=2, draws=20, tune=20, seed=5, progress=False) for _ in range(2))
         other = fit(data, chains=2, draws=20, tune=20, seed=6, progress=False)
     assert len(compiles) <= 1
+    # a model of more responses than COMPILED_MAX_RESPONSES is not kept: each of its fits compiles
+    monkeypatch.setattr(sampling_module, "COMPILED_MAX_RESPONSES", data.n_responses - 1)
+    before = len(compiles)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        fit(data, chains=2, draws=20, tune=20, seed=5, progress=False)
+    assert len(compiles) == before + 1
     for name in ("difficulty", "ability", "discrimination"):
         np.testing.assert_array_equal(first.posterior[name].values, second.posterior[name].values)
     assert not np.array_equal(first.posterior["difficulty"].values, other.posterior["difficulty"].values)
