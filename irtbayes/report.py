@@ -326,9 +326,8 @@ def _items_section(doc: Document, fit: Fit, data: ResponseData, *, max_rows: int
 
 
 def _audit_section(
-    doc: Document, fit: Fit, data: ResponseData, audit: AuditResult, figure: Callable[[str, Any, str], None]
+    doc: Document, data: ResponseData, audit: AuditResult, figure: Callable[[str, Any, str], None]
 ) -> None:
-    ci = audit.ci_prob
     target = audit.target
     labelled = data.items.dropna(subset=["benchmark"]).drop_duplicates("benchmark")
     domains = pd.Series(
@@ -340,8 +339,8 @@ def _audit_section(
     figure(
         "item_person_map",
         plots.plot_item_person_map(
-            fit.subjects_table(ci).pipe(lambda t: t.groupby("subject", as_index=False).mean(numeric_only=True)),
-            fit.items_table(ci),
+            doc.data_tables["subjects"].groupby("subject", as_index=False).mean(numeric_only=True),
+            doc.data_tables["items"],
             target_range=(target.lo, target.hi),
             edges=list(target.edges_array),
             colours=colours,
@@ -578,7 +577,10 @@ def build_report(
         _diagnostics_section(doc, fit, figure)
         _items_section(doc, fit, data)
         if audit is not None:
-            _audit_section(doc, fit, data, audit, figure)
+            # summarised once (seconds at leaderboard sizes): the audit's figures use them, write_report_files
+            # writes them
+            doc.data_tables.update(items=fit.items_table(ci_prob), subjects=fit.subjects_table(ci_prob))
+            _audit_section(doc, data, audit, figure)
             _leaderboard_section(doc, audit, figure)
         if benchfill is not None:
             benchfill.report_section(doc, figure)
@@ -642,8 +644,14 @@ def write_report_files(doc: Document, fit: Fit, folder: Path, *, audit: AuditRes
     tables = folder / "tables"
     tables.mkdir(exist_ok=True)
     ci = audit.ci_prob if audit is not None else 0.9
-    fit.items_table(ci).to_csv(tables / "items.csv", index=False)
-    fit.subjects_table(ci).to_csv(tables / "subjects.csv", index=False)
-    if audit is not None:
-        for name, table in audit.tables().items():
-            table.to_csv(tables / f"{name}.csv", index=name == "ahead")
+    from_audit = audit.tables() if audit is not None else {}
+    built = doc.data_tables  # the tables build_report summarised, where they are for this interval
+    for name, compute in (("items", fit.items_table), ("subjects", fit.subjects_table)):
+        if name in from_audit:
+            continue  # the audit's table of that name is written instead
+        table = built.get(name)
+        if table is None or table.attrs.get("ci_prob") != ci:
+            table = compute(ci)
+        table.to_csv(tables / f"{name}.csv", index=False)
+    for name, table in from_audit.items():
+        table.to_csv(tables / f"{name}.csv", index=name == "ahead")

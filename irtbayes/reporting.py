@@ -77,6 +77,9 @@ class Document:
     html_parts: list[str] = field(default_factory=list)
     md_parts: list[str] = field(default_factory=list)
     figures: dict[str, tuple[bytes, bytes]] = field(default_factory=dict)  # name -> (png, svg)
+    #: Tables the report was built from (name -> table), kept so that whoever writes their CSV files next to the
+    #: report need not compute them again; :meth:`write` does not write them.
+    data_tables: dict[str, pd.DataFrame] = field(default_factory=dict)
 
     def heading(self, text: str, *, level: int = 2) -> None:
         anchor = "".join(c if c.isalnum() else "-" for c in text.lower()).strip("-")

@@ -67,12 +67,31 @@ def test_report_escapes_data_text_and_is_self_contained(hostile: dict[str, objec
         assert (tmp_path / "rep" / "figures" / f"{name}.svg").is_file()
 
 
-def test_report_numbers_equal_the_tables(hostile: dict[str, object], tmp_path: Path) -> None:
+def test_report_numbers_equal_the_tables(
+    hostile: dict[str, object], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from irtbayes.fitresult import Fit
     from irtbayes.report import write_report
 
     data, result = hostile["data"], hostile["fit"]
     audited = audit(result, data, bins=6)
+    calls: list[str] = []
+
+    def counted(name: str):
+        summarise = getattr(Fit, name)
+        return lambda self, *args, **kwargs: calls.append(name) or summarise(self, *args, **kwargs)
+
+    for name in ("items_table", "subjects_table"):
+        monkeypatch.setattr(Fit, name, counted(name))
     write_report(result, data, tmp_path / "rep", audit=audited)  # type: ignore[arg-type]
+    # each summarised once for the figures and the CSV files (seconds apiece at leaderboard sizes)
+    assert sorted(calls) == ["items_table", "subjects_table"]
+    subjects = result.subjects_table(audited.ci_prob)  # type: ignore[attr-defined]
+    written = pd.read_csv(tmp_path / "rep" / "tables" / "subjects.csv")
+    assert list(written.columns) == list(subjects.columns)
+    np.testing.assert_allclose(written["ability_mean"], subjects["ability_mean"])
+    items = pd.read_csv(tmp_path / "rep" / "tables" / "items.csv")  # the audit's table of that name
+    assert list(items.columns) == list(audited.items.columns)
     md = (tmp_path / "rep" / "report.md").read_text()
     bench = pd.read_csv(tmp_path / "rep" / "tables" / "benchmarks.csv")
     pd.testing.assert_frame_equal(
