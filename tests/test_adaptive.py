@@ -136,8 +136,8 @@ def test_a_real_fit_stops_early_and_records_it(monkeypatch):
     if record["outcome"] == "converged":
         assert record["history"][-1]["ok"]
         assert result.diagnostics.ok
-    # nutpie's trace is copied once per pause, also when a passing screen reads every draw after it
-    assert any("screened" in h for h in record["history"]) or record["outcome"] == "converged"
+    # nutpie's trace is copied once per pause, also when a passing screen reads every draw after it (the
+    # converged case; a reader that copied at each read made 4 copies for 3 pauses)
     assert len(copies) == len(pauses) > 0
 
 

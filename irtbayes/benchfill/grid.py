@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import numba
 import numpy as np
@@ -17,9 +17,6 @@ import xarray as xr
 from scipy.stats import beta as beta_dist
 
 from irtbayes.errors import SpecError
-
-if TYPE_CHECKING:
-    pass
 
 log = logging.getLogger(__name__)
 
