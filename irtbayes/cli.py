@@ -172,6 +172,7 @@ def _fit_from_args(data: object, args: argparse.Namespace) -> object:
         keep_partial=bool(getattr(args, "keep_partial", False)),
         budget_s=60.0 * float(getattr(args, "budget", 15.0)),
         until_converged=getattr(args, "until_converged", None),
+        warm_start=False if getattr(args, "no_warm_start", False) else None,
         sampler_kwargs=_sampler_kwargs(args),
     )
 

@@ -96,7 +96,18 @@ def add_fit_options(parser: argparse.ArgumentParser) -> None:
         type=int,
         help="draws per chain after tuning, fixed (default with nutpie: until converged, see --until-converged; otherwise 1000, 1250 for models with more than 5,000 parameters)",
     )
-    group.add_argument("--tune", type=int, default=None, help="tuning steps per chain (default: the sampler's own)")
+    group.add_argument(
+        "--tune",
+        type=int,
+        default=None,
+        help="tuning steps per chain (default: the sampler's own; nutpie 200 when warm-started, else 500)",
+    )
+    group.add_argument(
+        "--no-warm-start",
+        action="store_true",
+        help="nutpie: start the chains where PyMC starts them (the prior's centre), not at draws around the "
+        "empirical-Bayes modes (the default for 1PL and 2PL models with one ability dimension)",
+    )
     group.add_argument(
         "--target-accept",
         type=float,

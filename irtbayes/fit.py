@@ -30,6 +30,7 @@ import logging
 import os
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, cast
 
@@ -37,6 +38,7 @@ import numpy as np
 import pymc as pm
 import xarray as xr
 
+from irtbayes import warmstart
 from irtbayes.adaptive import StopRule
 from irtbayes.approx import approx_posterior
 from irtbayes.auto import DEFAULT_BUDGET_S, Choice, choose_sampler
@@ -160,6 +162,7 @@ def fit(
     keep_partial: bool = False,
     budget_s: float = DEFAULT_BUDGET_S,
     until_converged: bool | None = None,
+    warm_start: bool | None = None,
 ) -> Fit:
     """Fit an IRT model to ``data`` (an example opens this module's docstring).
 
@@ -176,7 +179,8 @@ def fit(
     chains, draws, tune
         Chains, kept draws per chain, warm-up draws per chain. ``draws=None`` gives 1000, more for large
         models and small item banks (see :func:`_default_settings`). ``tune=None`` gives 500 for nutpie (its
-        mass-matrix adaptation settles within a few hundred draws) and 1000 for the other samplers.
+        mass-matrix adaptation settles within a few hundred draws), :data:`~irtbayes.warmstart.WARM_TUNE`
+        when it is warm-started, and 1000 for the other samplers.
     seed
         Random seed; ``None`` draws one, which is recorded in ``fit.sampler["seed"]``.
     progress, cores
@@ -197,6 +201,10 @@ def fit(
         chain, or until ``budget_s`` has passed (:mod:`irtbayes.adaptive`; recorded in
         ``fit.sampler["until_converged"]``). ``None`` (default): yes when ``draws`` is not given, so the
         default fit takes the draws it needs; give ``draws`` (or ``False``) for a fixed number.
+    warm_start
+        nutpie: start each chain at its own draw around the empirical-Bayes modes (:mod:`irtbayes.warmstart`;
+        recorded in ``fit.sampler["warm_start"]``) instead of PyMC's start at the prior's centre. ``None``
+        (default): yes for the 1PL and 2PL with one ability dimension.
     keep_partial
         When the run is interrupted (Ctrl-C) after some draws, attach them to the :class:`FitInterrupted`
         raised, as a :class:`Fit` marked partial (``fit.partial``, ``card()["partial"]``) whose convergence
@@ -220,8 +228,10 @@ def fit(
     """
     choice = _choose(data, spec, sampler, chains=chains, draws=draws, tune=tune, cores=cores, budget_s=budget_s)
     sampler = cast(Sampler, choice.sampler) if choice is not None else sampler
+    warm = _use_warm_start(warm_start, sampler, spec)
+    tune_given = tune is not None
     spec, seed, tune = _check_arguments(
-        spec, sampler=sampler, chains=chains, draws=draws, tune=tune, seed=seed, target_accept=target_accept
+        spec, sampler=sampler, chains=chains, draws=draws, tune=tune, seed=seed, target_accept=target_accept, warm=warm
     )
     request: dict[str, Any] = {"sampler": sampler, "chains": int(chains), "draws": draws, "tune": tune, "seed": seed}
     request.update(cores=cores, target_accept=target_accept, progress=progress, extra=dict(sampler_kwargs or {}))
@@ -230,7 +240,9 @@ def fit(
     if sampler == "approx":
         tree, spec, settings, seen = _approximate(data, spec, **request)
     else:
-        tree, spec, settings, seen = _build_and_sample(data, spec, **request, stop=stop)
+        tree, spec, settings, seen = _build_and_sample(
+            data, spec, **request, stop=stop, warm=warm, tune_given=tune_given
+        )
     checked = _record_stop(stop, settings)
     if choice is not None:
         settings["auto"] = choice.to_dict()
@@ -260,6 +272,18 @@ def _choose(
         raise SpecError(f"fit: expected ResponseData, got {type(data).__name__}")
     spec = spec or ModelSpec()
     return choose_sampler(data, spec, chains=chains, draws=draws, tune=tune, cores=cores, budget_s=budget_s)
+
+
+def _use_warm_start(warm_start: bool | None, sampler: str, spec: ModelSpec | None) -> bool:
+    """Whether to warm-start (:mod:`irtbayes.warmstart`): nutpie, a supported model, not switched off."""
+    if warm_start is not None and not isinstance(warm_start, bool):
+        raise SpecError(f"fit: warm_start must be True, False or None, got {warm_start!r}")
+    supported = sampler == "nutpie" and warmstart.supports(spec or ModelSpec())
+    if warm_start and not supported and sampler not in APPROXIMATE_SAMPLERS:  # an approximation has no start
+        raise SpecError(
+            "fit: warm_start needs sampler='nutpie' (or 'auto') and a 1PL or 2PL model with one ability dimension"
+        )
+    return supported and warm_start is not False
 
 
 def _stop_rule(
@@ -348,12 +372,13 @@ def _check_arguments(
     tune: int | None,
     seed: int | None,
     target_accept: float | None,
+    warm: bool = False,
 ) -> tuple[ModelSpec, int, int]:
     """The spec (default :class:`ModelSpec`), seed and warm-up :func:`fit` runs with; SpecError for bad settings."""
     if sampler not in SAMPLERS:
         raise SpecError(f"unknown sampler {sampler!r}; choose one of {list(SAMPLERS)}")
     if tune is None:
-        tune = 500 if sampler == "nutpie" else 1000
+        tune = (warmstart.WARM_TUNE if warm else warmstart.COLD_TUNE) if sampler == "nutpie" else 1000
     for name, value, low in (("chains", chains, 1), ("draws", 1 if draws is None else draws, 1), ("tune", tune, 0)):
         if not isinstance(value, (int, np.integer)) or value < low:
             raise SpecError(f"fit: {name} must be an integer >= {low}, got {value!r}")
@@ -379,8 +404,13 @@ def _build_and_sample(
     progress: bool,
     extra: dict[str, Any],
     stop: StopRule | None = None,
+    warm: bool = False,
+    tune_given: bool = True,
 ) -> tuple[xr.DataTree, ModelSpec, dict[str, Any], bool]:
-    """Build the model and run the sampler, watching for Ctrl-C.
+    """Build the model, find the chains' starts (``warm``) and run the sampler, watching for Ctrl-C.
+
+    A warm start that cannot be made (modes that are not finite) is logged and recorded, and the chains start
+    where PyMC starts them, with the warm-up of a cold start unless ``tune`` was given.
 
     Returns the sampler's trace, the resolved spec, the sampler settings (with ``wall_time_s``) and whether
     an interrupt was seen (the sampler may have returned the draws so far).
@@ -416,6 +446,7 @@ def _build_and_sample(
                 stop.prepare = functools.partial(_kept_draws, spec=spec, approximate=False)
                 if draws is None:
                     settings["draws"] *= 4  # the most draws; sampling stops when the checks pass
+            start_at = _warm_start(model, data, settings, tune_given=tune_given) if warm else None
             log.info(
                 "fitting %s to %s with %s (%d chains x %d draws, tune %d, seed %d)",
                 spec.kind,
@@ -423,13 +454,21 @@ def _build_and_sample(
                 sampler,
                 chains,
                 settings["draws"],
-                tune,
+                settings["tune"],
                 seed,
             )
             start = time.perf_counter()
             run = {k: settings[k] for k in ("chains", "draws", "tune", "seed", "cores", "target_accept")}
             tree = run_sampler(
-                model, sampler=sampler, **run, progress=progress, extra=extra, state=state, watch=watch, stop=stop
+                model,
+                sampler=sampler,
+                **run,
+                progress=progress,
+                extra=extra,
+                state=state,
+                watch=watch,
+                stop=stop,
+                start_at=start_at,
             )
         except KeyboardInterrupt:
             raise FitInterrupted(state.phase, draws_requested=settings["draws"], chains_requested=chains) from None
@@ -443,6 +482,23 @@ def _build_and_sample(
         attrs = tree["posterior"].attrs
         settings.update({k: attrs[k] for k in ("devices", "device_kind", "sharded_axis") if k in attrs})
     return tree, spec, settings, watch.seen
+
+
+def _warm_start(
+    model: pm.Model, data: ResponseData, settings: dict[str, Any], *, tune_given: bool
+) -> Callable[[int], np.ndarray] | None:
+    """The chains' starts around the empirical-Bayes modes, recorded in ``settings``; None where they fail."""
+    try:
+        started = warmstart.warm_start(model, data)
+    except (ArithmeticError, ValueError, np.linalg.LinAlgError) as err:
+        log.warning("no warm start (%s): the chains start where PyMC starts them", err)
+        settings["warm_start"] = {"skipped": str(err)}
+        if not tune_given:
+            settings["tune"] = warmstart.COLD_TUNE
+        return None
+    settings["warm_start"] = started.info
+    log.info("warm start: empirical-Bayes modes in %.1f s (%d rounds)", started.info["seconds"], started.info["rounds"])
+    return started.point
 
 
 def _sampler_settings(

@@ -182,6 +182,7 @@ __all__ = [
     "build_model",
     "fused_bernoulli_logit",
     "model_inputs",
+    "start_values",
 ]
 
 log = logging.getLogger(__name__)
@@ -448,6 +449,117 @@ def build_model(data: ResponseData, spec: ModelSpec | None = None) -> pm.Model:
     model.irtbayes_spec = spec
     model.irtbayes_inputs = inputs
     return model
+
+
+#: Least value given to a hierarchy sd in a start (a HalfNormal sd at 0 is outside its support).
+START_SD_FLOOR = 0.05
+
+
+def _location_start(
+    prefix: str, inputs: ModelInputs, values: np.ndarray, *, min_items_centred: int
+) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """The free variables of :func:`_item_location` for items whose parameter is ``values``, and each item's
+    location: benchmark means are the means of their items, domain means those of their benchmarks, and each
+    level's sd the spread of its groups around their parent (at least :data:`START_SD_FLOOR`)."""
+    out: dict[str, np.ndarray] = {}
+    hierarchy = inputs.spec.hierarchy
+    if hierarchy == "none":
+        out[f"{prefix}_mu"] = np.asarray(values.mean())
+        return out, np.full(len(values), values.mean())
+    assert inputs.item_benchmark is not None
+    n_bench = len(inputs.coords["benchmark"])
+    bench = np.bincount(inputs.item_benchmark, weights=values, minlength=n_bench)
+    bench = bench / np.maximum(np.bincount(inputs.item_benchmark, minlength=n_bench), 1)
+    levels = []  # (name, values, parent, sd) of the non-centred levels, top down
+    if hierarchy == "benchmark+domain":
+        assert inputs.benchmark_domain is not None
+        n_dom = len(inputs.coords["domain"])
+        dom = np.bincount(inputs.benchmark_domain, weights=bench, minlength=n_dom)
+        dom = dom / np.maximum(np.bincount(inputs.benchmark_domain, minlength=n_dom), 1)
+        mu = float(dom.mean())
+        parent = dom[inputs.benchmark_domain]
+        dom_sd = max(float(np.sqrt(np.mean((dom - mu) ** 2))), START_SD_FLOOR)
+        out[f"{prefix}_domain_sd"] = np.asarray(dom_sd)
+        levels.append(("domain", dom, np.full(n_dom, mu), dom_sd))
+    else:
+        mu = float(bench.mean())
+        parent = np.full(n_bench, mu)
+    bench_sd = max(float(np.sqrt(np.mean((bench - parent) ** 2))), START_SD_FLOOR)
+    out[f"{prefix}_benchmark_sd"] = np.asarray(bench_sd)
+    if _centred_benchmarks(inputs, min_items_centred):
+        out[f"{prefix}_benchmark"] = bench
+    else:
+        levels.append(("benchmark", bench, parent, bench_sd))
+    if not levels:
+        out[f"{prefix}_mu"] = np.asarray(mu)
+        return out, bench[inputs.item_benchmark]
+    # each parent is the mean of its groups, so a level's effects sum to zero: their mean (``*_mean_z``) is 0
+    # and the centre is the mean itself
+    for level, group_values, group_parent, sd in levels:
+        out[f"{prefix}_{level}_mean_z"] = np.asarray(0.0)
+        effects = (group_values - group_parent) / sd
+        out[f"{prefix}_{level}_z"] = effects - effects.mean()  # removes rounding only
+    out[f"{prefix}_centre"] = np.asarray(mu)
+    return out, bench[inputs.item_benchmark]
+
+
+def start_values(
+    inputs: ModelInputs, *, ability: np.ndarray, difficulty: np.ndarray, log_discrimination: np.ndarray
+) -> dict[str, np.ndarray]:
+    """Values of the free variables of :func:`build_model` at which the model's abilities, difficulties and
+    discriminations are the given ones: a start for NUTS from a quick estimate (:mod:`irtbayes.warmstart`).
+
+    ``ability`` (subjects; one dimension) is standardised where the model standardises it; the hierarchy's
+    means are the means of their members, its sds their spreads (at least :data:`START_SD_FLOOR`). A 1PL
+    takes the mean log-discrimination. 3PL and abilities by domain are not supported (:class:`SpecError`).
+    Returns constrained values keyed by variable name.
+
+    Examples
+    --------
+    >>> from irtbayes.simulate import simulate_responses
+    >>> data, truth = simulate_responses(30, 40, seed=1)
+    >>> inputs = model_inputs(data, ModelSpec())
+    >>> values = start_values(
+    ...     inputs, ability=truth["ability"].values, difficulty=truth["difficulty"].values,
+    ...     log_discrimination=np.log(truth["discrimination"].values),
+    ... )
+    >>> sorted(values) == sorted(rv.name for rv in build_model(data).free_RVs)  # one value per free variable
+    True
+    """
+    spec = inputs.spec
+    if spec.kind == "3pl" or spec.dims != "one":
+        raise SpecError(
+            f"start values are for 1PL and 2PL models with one ability dimension, not {spec.kind} by {spec.dims}"
+        )
+    ability = np.asarray(ability, dtype="float64")
+    if spec.identification == "standardise":
+        out = {"ability_z": (ability - ability.mean()) / ability.std()}
+    else:
+        out = {"ability": ability}
+    centred_b, centred_a = _item_centring(inputs)
+    b_values, b_loc = _location_start("difficulty", inputs, difficulty, min_items_centred=CENTRED_MIN_ITEMS)
+    out.update(b_values)
+    b_sd = max(float(np.sqrt(np.mean((difficulty - b_loc) ** 2))), START_SD_FLOOR)
+    out["difficulty_sd"] = np.asarray(b_sd)
+    out["difficulty" if centred_b else "difficulty_z"] = difficulty if centred_b else (difficulty - b_loc) / b_sd
+    if spec.kind == "1pl":
+        out["log_discrimination_mu"] = np.asarray(float(np.mean(log_discrimination)))
+        return out
+    a_values, a_loc = _location_start(
+        "log_discrimination", inputs, log_discrimination, min_items_centred=CENTRED_MIN_ITEMS_DISCRIMINATION
+    )
+    out.update(a_values)
+    if spec.discrimination_sd == "fixed":
+        a_sd = spec.priors.log_discrimination_sd_scale
+        centred_a = spec.item_centring != "noncentred"
+    else:
+        a_sd = max(float(np.sqrt(np.mean((log_discrimination - a_loc) ** 2))), START_SD_FLOOR)
+        out["log_discrimination_sd"] = np.asarray(a_sd)
+    if centred_a:
+        out["discrimination"] = np.exp(log_discrimination)
+    else:
+        out["discrimination_z"] = (log_discrimination - a_loc) / a_sd
+    return out
 
 
 def add_derived(posterior: xr.Dataset, spec: ModelSpec) -> xr.Dataset:

@@ -8,6 +8,7 @@ together.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import signal
 import sys
@@ -19,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+import numpy as np
 import pymc as pm
 import pytensor
 import xarray as xr
@@ -103,11 +105,13 @@ def run_sampler(
     state: RunState | None = None,
     watch: InterruptWatch | None = None,
     stop: StopRule | None = None,
+    start_at: Callable[[int], np.ndarray] | None = None,
 ) -> xr.DataTree:
     """Run ``sampler`` on ``model``, recording the phase reached in ``state``.
 
     With ``stop`` (nutpie only), ``draws`` is the most per chain and sampling ends as soon as the
-    convergence checks pass (:func:`irtbayes.adaptive.sample_until_converged`).
+    convergence checks pass (:func:`irtbayes.adaptive.sample_until_converged`). ``start_at`` (nutpie only):
+    each chain's start, a flat unconstrained vector from a seed (:class:`irtbayes.warmstart.WarmStart`).
 
     On Ctrl-C, nutpie and PyMC return the draws so far (PyMC raises when there are none); with ``watch``,
     PyMC's sequential chains stop too instead of running on after the first one is cut short.
@@ -121,7 +125,11 @@ def run_sampler(
         "target_accept": target_accept,
     }
     if sampler == "nutpie":
-        return _run_nutpie(model, **settings, cores=cores, progress=progress, extra=extra, state=state, stop=stop)
+        return _run_nutpie(
+            model, **settings, cores=cores, progress=progress, extra=extra, state=state, stop=stop, start_at=start_at
+        )
+    if start_at is not None:
+        raise SpecError(f"a warm start is for nutpie, not {sampler!r}")
     if sampler == "numpyro":
         from irtbayes.jaxnuts import sample_numpyro
 
@@ -166,11 +174,14 @@ def _run_nutpie(
     extra: dict[str, Any],
     state: RunState,
     stop: StopRule | None,
+    start_at: Callable[[int], np.ndarray] | None = None,
 ) -> xr.DataTree:
     """nutpie: compile, then tune and sample with a progress bar (a terminal) or progress log lines."""
     import nutpie
 
     compiled = _compiled(model)
+    if start_at is not None:  # nutpie calls it with each chain's seed
+        compiled = dataclasses.replace(compiled, initial_point_func=start_at)
     state.phase = "tuning"
     with warnings.catch_warnings():
         # ArviZ's guess about dimension names, raised for a run cut short with fewer draws than chains

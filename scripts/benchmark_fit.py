@@ -31,7 +31,7 @@ Usage:
                                                       # the default fit with irtbayes' own draws and tune
 
 ``--draws auto`` and ``--tune auto`` let :func:`irtbayes.fit.fit` choose (1000 draws, or 1250 for models of
-more than 5,000 free parameters; tune 500 with nutpie); the straightforward model's numbers are resolved by
+more than 5,000 free parameters; tune 200 with nutpie's warm start, the default for the 1PL and 2PL, else 500); the straightforward model's numbers are resolved by
 the same rule from its own count of free parameters.
 """
 

@@ -9,6 +9,7 @@ interrupts a real ``irtbayes fit`` process.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import signal
 import subprocess
@@ -93,22 +94,30 @@ def interrupt_now() -> None:
     raise AssertionError("SIGINT did not raise KeyboardInterrupt")
 
 
+@dataclasses.dataclass(frozen=True)
+class FakeCompiled:
+    """What the fake compile returns: the model, and the start that a warm start puts in (as nutpie's has)."""
+
+    model: pm.Model
+    initial_point_func: Any = None
+
+
 def patch_nutpie(
     monkeypatch: pytest.MonkeyPatch, *, done: list[int] | None, signal_first: bool = True, compile_error: bool = False
 ) -> dict[str, Any]:
     """Replace nutpie's compile and sample; ``done`` None: a complete run. Returns what the fake saw."""
     seen: dict[str, Any] = {}
 
-    def compile_pymc_model(model: pm.Model, **kwargs: Any) -> pm.Model:
+    def compile_pymc_model(model: pm.Model, **kwargs: Any) -> FakeCompiled:
         if compile_error:
             raise KeyboardInterrupt
-        return model
+        return FakeCompiled(model)
 
-    def sample(compiled: pm.Model, *, draws: int, tune: int, chains: int, **kwargs: Any) -> xr.DataTree:
-        seen.update(draws=draws, tune=tune, chains=chains)
+    def sample(compiled: FakeCompiled, *, draws: int, tune: int, chains: int, **kwargs: Any) -> xr.DataTree:
+        seen.update(draws=draws, tune=tune, chains=chains, start=compiled.initial_point_func)
         if done is not None and signal_first:
             interrupt_now()
-        return fake_trace(compiled, chains=chains, draws=draws, done=[draws] * chains if done is None else done)
+        return fake_trace(compiled.model, chains=chains, draws=draws, done=[draws] * chains if done is None else done)
 
     monkeypatch.setattr(nutpie, "compile_pymc_model", compile_pymc_model)
     monkeypatch.setattr(nutpie, "sample", sample)
@@ -124,8 +133,9 @@ def run_fit(data: ResponseData, **kwargs: Any) -> Any:
 # ---------------------------------------------------------------------------------------------- the library
 def test_a_complete_fake_run_converges(tiny: ResponseData, monkeypatch: pytest.MonkeyPatch) -> None:
     """The control: the fake sampler's complete trace passes the checks, so failures below come from the cut."""
-    patch_nutpie(monkeypatch, done=None)
+    seen = patch_nutpie(monkeypatch, done=None)
     result = run_fit(tiny)
+    assert callable(seen["start"])  # the warm start reached the sampler
     assert not result.partial and result.card()["partial"] is False
     assert result.diagnostics.ok, result.diagnostics.to_text()
     assert result.posterior.sizes["draw"] == DRAWS
