@@ -234,3 +234,20 @@ def test_items_drifting_along_a_ridge_start_from_their_share_of_correct_answers(
     assert start_alpha[3] == 0.2 and start_b[3] == pytest.approx(-np.log(p / (1 - p)) / np.exp(0.2))
     np.testing.assert_allclose(chol[3], np.diag(BOUNDED_SD))
     np.testing.assert_allclose(chol[0], np.diag([0.2, 0.1]))
+
+
+def test_the_command_line_switches_the_warm_start_off(monkeypatch):
+    """``--no-warm-start`` reaches fit() as warm_start=False; without it fit() decides (None)."""
+    import argparse
+
+    import irtbayes.fit as fit_module
+    from irtbayes.cli import _fit_from_args
+    from irtbayes.cli_parser import add_fit_options
+
+    parser = argparse.ArgumentParser()
+    add_fit_options(parser)
+    seen: list[object] = []
+    monkeypatch.setattr(fit_module, "fit", lambda data, spec, **kwargs: seen.append(kwargs["warm_start"]))
+    for argv in ([], ["--no-warm-start"]):
+        _fit_from_args(object(), parser.parse_args(argv))
+    assert seen == [None, False]
