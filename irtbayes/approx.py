@@ -628,16 +628,7 @@ def empirical_bayes(data: ResponseData, spec: ModelSpec, settings: ApproxSetting
     y, mask = _matrix(data)
     twopl = inputs.spec.kind == "2pl"
     st, rounds, converged, _ = _modes(y, mask, groups, n_groups, twopl=twopl, settings=settings)
-    return Modes(
-        ability=st.theta,
-        ability_var=st.theta_var,
-        difficulty=st.b,
-        log_discrimination=st.alpha,
-        item_cov=st.cov,
-        rounds=rounds,
-        converged=converged,
-        seconds=time.perf_counter() - start,
-    )
+    return Modes(st.theta, st.theta_var, st.b, st.alpha, st.cov, rounds, converged, time.perf_counter() - start)
 
 
 def _check_supported(spec: ModelSpec) -> None:

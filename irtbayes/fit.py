@@ -178,17 +178,15 @@ def fit(
         steps) and ``"pathfinder"`` (pymc-extras).
     chains, draws, tune
         Chains, kept draws per chain, warm-up draws per chain. ``draws=None`` gives 1000, more for large
-        models and small item banks (see :func:`_default_settings`). ``tune=None`` gives 500 for nutpie (its
-        mass-matrix adaptation settles within a few hundred draws), :data:`~irtbayes.warmstart.WARM_TUNE`
-        when it is warm-started, and 1000 for the other samplers.
+        models and small item banks (see :func:`_default_settings`). ``tune=None``: nutpie 200 when
+        warm-started, else 500 (:mod:`irtbayes.warmstart`); 1000 for the other samplers.
     seed
         Random seed; ``None`` draws one, which is recorded in ``fit.sampler["seed"]``.
     progress, cores
         Show the sampler's progress bar; chains run in parallel (default: min(chains, CPU count)).
     target_accept
-        NUTS target acceptance rate. ``None``: 0.95 for banks of fewer than :data:`SMALL_BANK` items, 0.7
-        for models with more than :data:`LARGE_MODEL` free parameters, else 0.8 (see
-        :func:`_default_settings`). Raise it (0.9) if a fit reports divergences.
+        NUTS target acceptance rate. ``None``: 0.95 below :data:`SMALL_BANK` items, 0.7 above :data:`LARGE_MODEL`
+        free parameters, else 0.8 (:func:`_default_settings`). Raise it (0.9) if a fit reports divergences.
     rhat_max, ess_min
         Thresholds of the convergence check (:func:`~irtbayes.diagnostics.check_convergence`).
     sampler_kwargs
@@ -198,38 +196,32 @@ def fit(
         Time budget in seconds (default 15 minutes) of ``sampler="auto"`` and of ``until_converged``.
     until_converged
         nutpie: sample until the convergence checks pass, with ``draws`` (default 4x the usual) the most per
-        chain, or until ``budget_s`` has passed (:mod:`irtbayes.adaptive`; recorded in
-        ``fit.sampler["until_converged"]``). ``None`` (default): yes when ``draws`` is not given, so the
-        default fit takes the draws it needs; give ``draws`` (or ``False``) for a fixed number.
+        chain, or until ``budget_s`` has passed (:mod:`irtbayes.adaptive`; ``fit.sampler["until_converged"]``).
+        ``None`` (default): yes when ``draws`` is not given; give ``draws`` (or ``False``) for a fixed number.
     warm_start
-        nutpie: start each chain at its own draw around the empirical-Bayes modes (:mod:`irtbayes.warmstart`;
-        recorded in ``fit.sampler["warm_start"]``) instead of PyMC's start at the prior's centre. ``None``
-        (default): yes for the 1PL and 2PL with one ability dimension.
+        nutpie: start each chain at its own draw around the empirical-Bayes modes (``None``, the default: yes
+        for the 1PL and 2PL with one ability dimension; recorded in ``fit.sampler["warm_start"]``).
     keep_partial
-        When the run is interrupted (Ctrl-C) after some draws, attach them to the :class:`FitInterrupted`
-        raised, as a :class:`Fit` marked partial (``fit.partial``, ``card()["partial"]``) whose convergence
-        checks fail with the reason stated. Default: the draws so far are discarded.
+        On Ctrl-C after some draws, attach them to the :class:`FitInterrupted` raised, as a :class:`Fit` marked
+        partial (``fit.partial``) whose convergence checks fail, saying why. Default: they are discarded.
 
     Returns
     -------
     Fit
-        Posterior ``ability`` (chain, draw, subject[, dim]), ``difficulty``, ``discrimination``,
-        ``intercept`` [, ``guessing``] (chain, draw, item), hyperparameters; diagnostics checked. A fit that
-        does not pass the checks gives a warning (it is still returned).
+        Posterior ``ability`` (chain, draw, subject[, dim]), ``difficulty``, ``discrimination``, ``intercept``
+        [, ``guessing``] (chain, draw, item), hyperparameters; checked (a failed check warns, the fit is returned).
 
     Raises
     ------
     SpecError
         Unknown sampler, bad settings, or a spec the data cannot support.
     FitInterrupted
-        Ctrl-C while building, compiling, tuning or sampling, or a sampler that returned fewer chains or
-        draws than asked for (nutpie and PyMC return the draws so far when interrupted). It says the phase
-        and the draws done, and carries the partial fit when ``keep_partial`` is True.
+        Ctrl-C while building, compiling, tuning or sampling, or a sampler that returned fewer chains or draws
+        than asked for. It says the phase and the draws done, and carries the partial fit with ``keep_partial``.
     """
     choice = _choose(data, spec, sampler, chains=chains, draws=draws, tune=tune, cores=cores, budget_s=budget_s)
     sampler = cast(Sampler, choice.sampler) if choice is not None else sampler
-    warm = _use_warm_start(warm_start, sampler, spec)
-    tune_given = tune is not None
+    warm, tune_given = _use_warm_start(warm_start, sampler, spec), tune is not None
     spec, seed, tune = _check_arguments(
         spec, sampler=sampler, chains=chains, draws=draws, tune=tune, seed=seed, target_accept=target_accept, warm=warm
     )
