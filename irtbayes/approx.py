@@ -622,7 +622,10 @@ def empirical_bayes(data: ResponseData, spec: ModelSpec, settings: ApproxSetting
     settings = settings or ApproxSettings()
     inputs = model_inputs(data, spec)
     if inputs.spec.kind == "3pl" or inputs.spec.dims != "one":
-        raise SpecError(f"empirical-Bayes modes are for 1PL and 2PL models with one ability dimension, not {spec.kind}")
+        raise SpecError(
+            "empirical-Bayes modes are for 1PL and 2PL models with one ability dimension, "
+            f"not kind={inputs.spec.kind!r}, dims={inputs.spec.dims!r}"
+        )
     groups, n_groups = _groups(inputs, data.n_items)
     start = time.perf_counter()
     y, mask = _matrix(data)
