@@ -162,12 +162,7 @@ def _fit_from_args(data: object, args: argparse.Namespace) -> object:
     return fit(
         data,  # type: ignore[arg-type]
         spec,
-        sampler=args.sampler,
-        chains=args.chains,
-        draws=args.draws,
-        tune=args.tune,
-        target_accept=args.target_accept,
-        seed=args.seed,
+        **cli_parser.picked(args, "sampler", "chains", "draws", "tune", "target_accept", "seed"),
         progress=not args.no_progress,
         keep_partial=bool(getattr(args, "keep_partial", False)),
         budget_s=60.0 * float(getattr(args, "budget", 15.0)),
@@ -430,24 +425,15 @@ def cmd_robustness(args: argparse.Namespace) -> int:
     condition_kwargs = {k: v for k, v in fit_kwargs.items() if k != "progress"}
     result = robustness(
         data,  # type: ignore[arg-type]
-        out=args.out,
         fit=load_fit(args.fit) if args.fit else None,
-        reference_condition=args.reference_condition,
-        bootstrap=args.bootstrap,
         family=family,  # type: ignore[arg-type]
         populations=populations,
         revision=revision,
         fit_kwargs=fit_kwargs,
         condition_kwargs=condition_kwargs,
-        engine=args.engine,
-        workers=args.workers,
-        dask_address=args.dask_address,
+        **cli_parser.picked(args, "out", "reference_condition", "bootstrap", "engine", "workers", "dask_address"),
+        **cli_parser.picked(args, "fdr", "min_effect", "against", "agreement", "seed"),
         ci_prob=args.ci,
-        fdr=args.fdr,
-        min_effect=args.min_effect,
-        against=args.against,
-        agreement=args.agreement,
-        seed=args.seed,
         report=not args.no_report,
     )
     print(result.to_text())

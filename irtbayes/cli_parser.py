@@ -23,12 +23,18 @@ __all__ = [
     "add_robustness_verb",
     "add_score_verb",
     "add_target_arguments",
+    "picked",
 ]
 
 #: What a verb runs: the parsed arguments in, the exit code out.
 Command = Callable[[argparse.Namespace], int]
 
 FORMATS = ("auto", "long", "wide", "lm-eval", "helm", "leaderboard", "dataset")
+
+
+def picked(args: argparse.Namespace, *names: str) -> dict[str, Any]:
+    """``{name: args.name}`` for each of ``names``: the options a verb hands on as they were parsed."""
+    return {name: getattr(args, name) for name in names}
 
 
 def add_data_arguments(parser: argparse.ArgumentParser, *, required: bool = True) -> None:

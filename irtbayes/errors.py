@@ -121,6 +121,16 @@ class FitInterrupted(KeyboardInterrupt):
         )
 
 
+def listed(values: Any, most: int = 20) -> str:
+    """``values`` joined by commas, the first ``most`` of them and how many more: ``"a, b and 3 more"``.
+
+    >>> listed(["a", "b", "c", "d"], 2)
+    'a, b and 2 more'
+    """
+    values = [str(v) for v in values]
+    return ", ".join(values[:most]) + (f" and {len(values) - most} more" if len(values) > most else "")
+
+
 def describe_interrupt(
     phase: str, *, draws_done: int = 0, draws_requested: int = 0, chains_done: int = 0, chains_requested: int = 0
 ) -> str:

@@ -232,9 +232,7 @@ def fit(
     if sampler == "approx":
         tree, spec, settings, seen = _approximate(data, spec, **request)
     else:
-        tree, spec, settings, seen = _build_and_sample(
-            data, spec, **request, stop=stop, warm=warm, tune_given=tune_given
-        )
+        tree, spec, settings, seen = _build_and_sample(data, spec, request, stop=stop, warm=warm, tune_given=tune_given)
     checked = _record_stop(stop, settings)
     if choice is not None:
         settings["auto"] = choice.to_dict()
@@ -385,16 +383,8 @@ def _check_arguments(
 def _build_and_sample(
     data: ResponseData,
     spec: ModelSpec,
+    request: dict[str, Any],
     *,
-    sampler: str,
-    chains: int,
-    draws: int | None,
-    tune: int,
-    seed: int,
-    cores: int | None,
-    target_accept: float | None,
-    progress: bool,
-    extra: dict[str, Any],
     stop: StopRule | None = None,
     warm: bool = False,
     tune_given: bool = True,
@@ -405,8 +395,10 @@ def _build_and_sample(
     where PyMC starts them, with the warm-up of a cold start unless ``tune`` was given.
 
     Returns the sampler's trace, the resolved spec, the sampler settings (with ``wall_time_s``) and whether
-    an interrupt was seen (the sampler may have returned the draws so far).
+    an interrupt was seen (the sampler may have returned the draws so far). ``request`` holds :func:`fit`'s
+    sampler, chains, draws, tune, seed, cores, target_accept, progress and extra (the sampler's options).
     """
+    sampler, chains, draws = request["sampler"], request["chains"], request["draws"]
     state = RunState()
     settings: dict[str, Any] = {"draws": draws or 0}
     with InterruptWatch() as watch:
@@ -417,19 +409,7 @@ def _build_and_sample(
                     spec = spec.replace(layout="dense")
             model = build_model(data, spec)
             spec = model.irtbayes_spec  # resolved
-            settings = _sampler_settings(
-                model,
-                data,
-                spec,
-                sampler=sampler,
-                chains=chains,
-                draws=draws,
-                tune=tune,
-                seed=seed,
-                cores=cores,
-                target_accept=target_accept,
-                extra=extra,
-            )
+            settings = _sampler_settings(model, data, spec, request)
             if stop is not None:
                 # every chain at once (threads share the CPUs): nutpie otherwise runs the chains in groups of
                 # `cores`, and the checks would wait for the first group to reach the most draws
@@ -447,7 +427,7 @@ def _build_and_sample(
                 chains,
                 settings["draws"],
                 settings["tune"],
-                seed,
+                settings["seed"],
             )
             start = time.perf_counter()
             run = {k: settings[k] for k in ("chains", "draws", "tune", "seed", "cores", "target_accept")}
@@ -455,8 +435,8 @@ def _build_and_sample(
                 model,
                 sampler=sampler,
                 **run,
-                progress=progress,
-                extra=extra,
+                progress=request["progress"],
+                extra=request["extra"],
                 state=state,
                 watch=watch,
                 stop=stop,
@@ -493,36 +473,24 @@ def _warm_start(
     return started.point
 
 
-def _sampler_settings(
-    model: pm.Model,
-    data: ResponseData,
-    spec: ModelSpec,
-    *,
-    sampler: str,
-    chains: int,
-    draws: int | None,
-    tune: int,
-    seed: int,
-    cores: int | None,
-    target_accept: float | None,
-    extra: dict[str, Any],
-) -> dict[str, Any]:
+def _sampler_settings(model: pm.Model, data: ResponseData, spec: ModelSpec, request: dict[str, Any]) -> dict[str, Any]:
     """The sampler settings recorded in ``Fit.sampler``, with the defaults resolved for ``model``."""
     dims = model.named_vars_to_dims
     n_free = sum(int(np.prod([len(model.coords[d]) for d in dims.get(rv.name, ())])) for rv in model.free_RVs)
     draws, target_accept = _default_settings(
-        spec, n_items=data.n_items, n_free=n_free, draws=draws, target_accept=target_accept
+        spec, n_items=data.n_items, n_free=n_free, draws=request["draws"], target_accept=request["target_accept"]
     )
+    sampler, chains = request["sampler"], request["chains"]
     return {
         "name": sampler,
         "chains": chains,
         "draws": int(draws),
-        "tune": tune,
-        "seed": seed,
-        "cores": int(cores or min(chains, os.cpu_count() or 1)),
+        "tune": request["tune"],
+        "seed": request["seed"],
+        "cores": int(request["cores"] or min(chains, os.cpu_count() or 1)),
         "target_accept": float(target_accept),
         "approximate": sampler in APPROXIMATE_SAMPLERS,
-        "options": json_ready(extra),
+        "options": json_ready(request["extra"]),
     }
 
 

@@ -216,11 +216,8 @@ class Diagnostics:
 
         Examples
         --------
-        >>> import xarray as xr
-        >>> from irtbayes.diagnostics import check_convergence
-        >>> draws = np.random.default_rng(0).normal(size=(4, 500, 3))
-        >>> posterior = xr.Dataset({"difficulty": (("chain", "draw", "item"), draws)})
-        >>> ax = check_convergence(xr.DataTree.from_dict({"posterior": posterior})).plot_rhat_ess()
+        >>> from irtbayes.examples import simulated_fit
+        >>> ax = simulated_fit(20, 30)[0].diagnostics.plot_rhat_ess()
         >>> ax.get_xlabel(), ax.get_ylabel()
         ('bulk ESS', 'R-hat')
         """

@@ -116,3 +116,24 @@ def test_no_import_cycles_counting_type_only_and_function_level_imports() -> Non
         if start not in state:
             visit(start, [start])
     assert not cycles, "import cycles: " + "; ".join(" -> ".join(c) for c in cycles[:5])
+
+
+def _package_sources() -> dict[str, str]:
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent / "irtbayes"
+    return {str(path.relative_to(root.parent)): path.read_text() for path in sorted(root.rglob("*.py"))}
+
+
+def test_no_module_over_700_lines_and_no_function_over_100() -> None:
+    import ast
+
+    sources = _package_sources()
+    long_modules = {name: text.count("\n") for name, text in sources.items() if text.count("\n") > 700}
+    long_functions = {
+        f"{name}:{node.lineno} {node.name}": node.end_lineno - node.lineno + 1
+        for name, text in sources.items()
+        for node in ast.walk(ast.parse(text))
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno + 1 > 100
+    }
+    assert len(sources) > 50 and not long_modules and not long_functions, (long_modules, long_functions)

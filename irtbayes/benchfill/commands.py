@@ -20,6 +20,7 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from irtbayes.cli_parser import picked
 from irtbayes.errors import DataError, SpecError
 from irtbayes.files import read_json
 
@@ -53,11 +54,8 @@ def _target(fit: Fit, data: ResponseData, args: argparse.Namespace) -> TargetCho
     choice, _ = choose_target(
         fit,
         data,
-        benchmark=args.benchmark,
-        target_bin=args.target_bin,
+        **picked(args, "benchmark", "target_bin", "bins", "range"),
         interval=_interval(args),
-        bins=args.bins,
-        range=args.range,
         gap_interval=getattr(args, "gap_interval", False),
     )
     return choice
@@ -159,19 +157,11 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         candidates,
         new_data,
         choice,
-        mode=args.mode,
-        prior=args.prior,
-        tau=args.tau,
-        min_responses=args.min_responses,
-        discrimination_prob=args.discrimination_prob,
+        **picked(args, "mode", "prior", "tau", "min_responses", "discrimination_prob", "chains", "draws", "tune"),
+        **picked(args, "seed", "allow_rewrites"),
         min_discrimination=min_discrimination,
         ci_prob=args.ci,
-        chains=args.chains,
-        draws=args.draws,
-        tune=args.tune,
-        seed=args.seed,
         progress=not args.no_progress,
-        allow_rewrites=args.allow_rewrites,
     )
     paths = write_benchfill(result, args.out, candidates=candidates)
     if min_discrimination is None:

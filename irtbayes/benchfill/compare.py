@@ -24,7 +24,7 @@ from irtbayes.audit import AuditResult, Target, audit, bin_codes, count_items
 from irtbayes.benchfill.grid import candidate_group_label
 from irtbayes.benchfill.target import AUDIT_INFORMATION_DRAWS, AUDIT_MAX_DRAWS
 from irtbayes.data import ResponseData
-from irtbayes.errors import DataError, FitError
+from irtbayes.errors import DataError, FitError, listed
 from irtbayes.summaries import summarize
 
 if TYPE_CHECKING:
@@ -372,7 +372,7 @@ def _rank_row(subjects: pd.DataFrame, old: str, new: str) -> dict[str, Any] | No
         | (subjects[f"rank_{new}_ci_low"] > subjects[f"rank_{old}_ci_high"]),
         "subject",
     ].astype(str)
-    shown = ", ".join(moved.iloc[:5]) + (f" and {len(moved) - 5} more" if len(moved) > 5 else "")
+    shown = listed(moved, 5)
     return {"measure": "ranks (all items)", "from": f"{len(subjects)} systems", "to": f"{len(moved)} moved credibly",
             "verdict": f"rank intervals that no longer overlap: {shown}" if len(moved) else "no rank moved credibly",
             "changed": bool(len(moved))}  # fmt: skip

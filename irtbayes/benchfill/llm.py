@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from irtbayes.benchfill import prompts
 from irtbayes.benchfill.candidates import Candidate, candidate_from_record
 from irtbayes.benchfill.client import ChatClient
 from irtbayes.benchfill.sources import Proposal, ProposalRequest, Rejection
 from irtbayes.errors import DataError, SpecError
-
-if TYPE_CHECKING:
-    pass
 
 log = logging.getLogger(__name__)
 
@@ -127,8 +125,6 @@ class LLMSource:
     def _conversation(
         self, request: ProposalRequest, batch: int, n_batches: int, size: int
     ) -> tuple[list[Candidate], list[Rejection]]:
-        from irtbayes.benchfill import prompts
-
         messages = prompts.build_messages(request, n=size, batch=batch, n_batches=n_batches, system=self.system)
         problem = ""
         for attempt in range(1, self.max_attempts + 1):

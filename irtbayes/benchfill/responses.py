@@ -13,7 +13,7 @@ import pandas as pd
 
 from irtbayes.benchfill.candidates import Candidate, items_table
 from irtbayes.data import ResponseData
-from irtbayes.errors import DataError
+from irtbayes.errors import DataError, listed
 
 if TYPE_CHECKING:
     from irtbayes.fit import Fit
@@ -136,23 +136,17 @@ def candidate_response_data(
         raise DataError(f"candidate id(s) {clash[:10]} are already items of the fitted bank; give candidates new ids")
     unknown_items = sorted(set(frame["item"]) - set(by_id))
     if unknown_items:
-        shown = ", ".join(unknown_items[:20]) + (
-            f" and {len(unknown_items) - 20} more" if len(unknown_items) > 20 else ""
-        )
         raise DataError(
-            f"{name}: responses to {len(unknown_items)} item(s) that are not candidates: {shown}; the item column "
-            f"must hold candidate ids (e.g. {list(by_id)[:3]})"
+            f"{name}: responses to {len(unknown_items)} item(s) that are not candidates: {listed(unknown_items)}; "
+            f"the item column must hold candidate ids (e.g. {list(by_id)[:3]})"
         )
     known_subjects = set(fit.subject_ids)
     unknown_subjects = sorted(set(frame["subject"]) - known_subjects)
     if unknown_subjects:
-        shown = ", ".join(unknown_subjects[:20]) + (
-            f" and {len(unknown_subjects) - 20} more" if len(unknown_subjects) > 20 else ""
-        )
         raise DataError(
             f"{name}: {len(unknown_subjects)} subject(s) are not among the fit's {len(known_subjects)} subjects: "
-            f"{shown}. Candidates are calibrated against the systems the bank was fitted to; evaluate them with "
-            "those systems (check the spelling of the names), or fit the bank again with the new systems first"
+            f"{listed(unknown_subjects)}. Candidates are calibrated against the systems the bank was fitted to; "
+            "evaluate them with those systems (check the spelling of the names), or fit the bank again with the new systems first"
         )
     answered = [c for c in candidates if c.candidate_id in set(frame["item"])]
     if not answered:

@@ -434,16 +434,8 @@ def load_benchfill_result(folder: str | os.PathLike[str]) -> BenchfillResult:
     tables = {k: pd.DataFrame(summary.get(k, [])) for k in ("comparison", "bins", "subjects", "conclusions")}
     for frame in tables.values():
         frame.attrs.update(ci_prob=ci_prob, target=choice.target.to_dict())
-    return BenchfillResult(
-        decisions=decisions,
-        comparison=tables["comparison"],
-        bins=tables["bins"],
-        subjects=tables["subjects"],
-        target=choice,
-        settings=dict(summary["settings"]),
-        run_id=str(summary["run_id"]),
-        conclusions=tables["conclusions"],
-    )
+    settings, run_id = dict(summary["settings"]), str(summary["run_id"])
+    return BenchfillResult(decisions=decisions, target=choice, settings=settings, run_id=run_id, **tables)
 
 
 #: Characters of an item's text shown in the report's tables.

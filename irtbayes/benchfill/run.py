@@ -217,16 +217,7 @@ def _round_result(
 ) -> BenchfillResult:
     """The round's result, under a new run id (UTC time and a random suffix)."""
     run_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ-") + uuid.uuid4().hex[:8]
-    return BenchfillResult(
-        decisions=decisions,
-        comparison=tables["comparison"],
-        bins=tables["bins"],
-        subjects=tables["subjects"],
-        target=choice,
-        settings=settings,
-        run_id=run_id,
-        conclusions=tables["conclusions"],
-    )
+    return BenchfillResult(decisions=decisions, target=choice, settings=settings, run_id=run_id, **tables)
 
 
 def _bin_of(choice: TargetChoice) -> int | None:
