@@ -257,11 +257,7 @@ def _load_fit_and_data(args: argparse.Namespace, fit_dir: str) -> tuple[object, 
                 "give the data as an argument"
             )
     data = load_data_argument(args)
-    if data.checksum() != fit_result.data_checksum:  # type: ignore[attr-defined]
-        raise FitError(
-            f"{fit_dir}: the fit was made from other data (checksum {fit_result.data_checksum[:12]}) than "
-            f"{args.data} (checksum {data.checksum()[:12]})"  # type: ignore[attr-defined]
-        )
+    fit_result.check_data(data, where=str(fit_dir))  # type: ignore[arg-type]
     return fit_result, data
 
 
@@ -373,11 +369,7 @@ def cmd_export(args: argparse.Namespace) -> int:
                 f"{args.fit}: the data it was fitted to ({source or 'not recorded'}) is not here; give it with --data"
             )
         data = io.load(source)
-        if data.checksum() != fit_result.data_checksum:
-            raise FitError(
-                f"{args.fit}: the fit was made from other data (checksum {fit_result.data_checksum[:12]}) than "
-                f"{source} (checksum {data.checksum()[:12]})"
-            )
+        fit_result.check_data(data, where=str(args.fit))
     try:
         if data is not None:
             print(f"py-irt JSON Lines: {interchange.write_pyirt(data, out, condition=args.condition)}")

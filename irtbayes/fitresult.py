@@ -112,16 +112,18 @@ class Fit:
         """True for the draws of an interrupted run (see ``keep_partial`` in :func:`fit`): never converged."""
         return bool(self.info.get("partial", False))
 
-    def check_data(self, data: ResponseData) -> None:
+    def check_data(self, data: ResponseData, *, where: str = "", hint: str = "") -> None:
         """Raise :class:`~irtbayes.errors.FitError` unless ``data`` is the data this fit was made from (by checksum).
 
         Every step that takes a fit and its data (model checks, scoring against the fitted subjects,
-        BenchFill, the command line) checks them here.
+        BenchFill, the command line) checks them here. ``where`` opens the message (a function, a fit's
+        folder) and ``hint`` closes it (what to do).
         """
         if data.checksum() != self.data_checksum:
             raise FitError(
-                f"{data.source}: these are not the data the fit was made from (checksum {data.checksum()[:12]}, "
-                f"the fit's {self.data_checksum[:12]})"
+                f"{where + ': ' if where else ''}{data.source}: these are not the data the fit was made from "
+                f"(checksum {data.checksum()[:12]}, the fit's {self.data_checksum[:12]})"
+                + (f"; {hint}" if hint else "")
             )
 
     def partial_text(self) -> str:

@@ -431,7 +431,7 @@ def test_export_pyirt_refuses_data_the_fit_was_not_made_from(
     other.write_text('{"subject_id": "a", "responses": {"x": 1}}\n', encoding="utf-8")
     code = cli.main(["export", "--fit", str(folder), "--format", "pyirt", "--data", str(other), "--out", "x.jsonl"])
     assert code == 2
-    assert "other data" in capsys.readouterr().err
+    assert "not the data the fit was made from" in capsys.readouterr().err
 
 
 # ---------------------------------------------------------------------------------------------- against mirt

@@ -156,7 +156,7 @@ def test_cli_refuses_a_fit_of_other_data_and_bad_targets(
 
     fit_dir = save_fit(hostile["fit"], tmp_path / "fit")  # type: ignore[arg-type]
     assert main(["audit", "lsat7", "--fit", str(fit_dir), "--out", str(tmp_path / "a")]) == 2
-    assert "made from other data" in capsys.readouterr().err
+    assert "these are not the data the fit was made from" in capsys.readouterr().err
     assert main(["audit", "--fit", str(fit_dir), "--bins", "0", "--out", str(tmp_path / "a")]) == 2
     assert "bin" in capsys.readouterr().err
     assert main(["audit", "--fit", str(fit_dir), "--range", "50", "60", "--out", str(tmp_path / "a")]) == 2

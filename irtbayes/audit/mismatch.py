@@ -317,11 +317,17 @@ def ddm_w1_from_shape(
     return (1.0 - share_in) * outside_cost + share_in * np.where(inside > 0, shape, 0.0)
 
 
-def ddm_w1(difficulty: np.ndarray, edges: np.ndarray, weights: np.ndarray, *, normalise: bool = True) -> np.ndarray:
+def ddm_w1(
+    difficulty: np.ndarray,
+    edges: np.ndarray,
+    weights: np.ndarray,
+    *,
+    presorted: bool = False,
+    normalise: bool = True,
+) -> np.ndarray:
     """Per-draw headline DDM_W1 over the whole difficulty distribution, items outside [L, U] included.
 
-    The arguments are those of :func:`ddm_shape_w1` (bar ``presorted``), with all of the benchmark's items in
-    ``difficulty``.
+    The arguments are those of :func:`ddm_shape_w1`, with all of the benchmark's items in ``difficulty``.
 
     Returns
     -------
@@ -342,7 +348,7 @@ def ddm_w1(difficulty: np.ndarray, edges: np.ndarray, weights: np.ndarray, *, no
     x = np.atleast_2d(np.asarray(difficulty))
     edges = np.asarray(edges, dtype="float64")
     lo, hi = edges[0], edges[-1]
-    shape = ddm_shape_w1(x, edges, weights, normalise=normalise)
+    shape = ddm_shape_w1(x, edges, weights, presorted=presorted, normalise=normalise)
     in_range = ((x >= lo) & (x <= hi)).sum(axis=1)
     return ddm_w1_from_shape(shape, in_range=in_range, n_items=x.shape[1], outside_cost=1.0 if normalise else hi - lo)
 

@@ -102,7 +102,7 @@ from irtbayes.benchfill.grid import (
 from irtbayes.benchfill.oc import operating_characteristic, operating_characteristic_table
 from irtbayes.benchfill.responses import _check_new_data, _counts, candidate_response_data
 from irtbayes.data import ResponseData
-from irtbayes.errors import DataError, FitError
+from irtbayes.errors import DataError
 
 if TYPE_CHECKING:
     from irtbayes.fit import Fit
@@ -250,11 +250,7 @@ def _check_full(fit: Fit, data: ResponseData, new_data: ResponseData, prior: str
     """Check :func:`calibrate_full`'s inputs: the bank's own data, candidates new to it, a known prior."""
     if not isinstance(data, ResponseData):
         raise DataError(f"calibrate_full: expected the bank's data as ResponseData, got {type(data).__name__}")
-    if data.checksum() != fit.data_checksum:
-        raise FitError(
-            f"calibrate_full: {data.source} is not the data the fit was made from (checksum {data.checksum()[:12]}, "
-            f"the fit records {fit.data_checksum[:12]})"
-        )
+    fit.check_data(data, where="calibrate_full")
     _check_new_data(fit, new_data)
     _check_prior(prior)
 

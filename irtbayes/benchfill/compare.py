@@ -25,7 +25,7 @@ from irtbayes.benchfill.grid import candidate_group_label
 from irtbayes.benchfill.target import AUDIT_INFORMATION_DRAWS, AUDIT_MAX_DRAWS
 from irtbayes.data import ResponseData
 from irtbayes.errors import DataError, FitError, listed
-from irtbayes.summaries import summarize
+from irtbayes.summaries import format_interval, summarize
 
 if TYPE_CHECKING:
     from irtbayes.fit import Fit
@@ -327,10 +327,6 @@ def _same_draws(base: xr.DataArray, extended: xr.DataArray, items: list[str]) ->
     return a.shape == b.shape and bool(np.array_equal(a, b))
 
 
-def _interval(row: pd.Series, prefix: str) -> str:
-    return f"{row[f'{prefix}_mean']:.2f} [{row[f'{prefix}_ci_low']:.2f}, {row[f'{prefix}_ci_high']:.2f}]"
-
-
 def _credible_change(old: pd.Series, new: pd.Series, prefix: str) -> str:
     if new[f"{prefix}_ci_high"] < old[f"{prefix}_ci_low"]:
         return "credibly smaller"
@@ -344,7 +340,7 @@ def _measure_rows(old: pd.Series, new: pd.Series) -> list[dict[str, Any]]:
     for prefix, label in (("max_gap", "Maximum Gap"), ("ddm_w1", "DDM (W1)")):
         verdict = _credible_change(old, new, prefix)
         rows.append(
-            {"measure": label, "from": _interval(old, prefix), "to": _interval(new, prefix), "verdict": verdict,
+            {"measure": label, "from": format_interval(old, prefix), "to": format_interval(new, prefix), "verdict": verdict,
              "changed": verdict != "no credible change"}
         )  # fmt: skip
     old_bin, new_bin = int(old["gap_modal_bin"]), int(new["gap_modal_bin"])

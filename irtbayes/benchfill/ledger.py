@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import os
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
@@ -33,12 +32,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import pandas as pd
 
 from irtbayes.benchfill.export import write_atomic
 from irtbayes.errors import DataError
-from irtbayes.files import read_json_lines
+from irtbayes.files import json_ready, read_json_lines
 
 if TYPE_CHECKING:
     from irtbayes.benchfill.candidates import Candidate
@@ -109,19 +107,6 @@ CSV_COLUMNS: tuple[str, ...] = (
     "reason",
     "failed",
 )
-
-
-def _plain(value: Any) -> Any:
-    """numpy/pandas scalars to Python, NaN/NA to None."""
-    if value is None or value is pd.NA or value is pd.NaT:
-        return None
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, tuple):
-        return list(value)
-    return value
 
 
 class Ledger:
@@ -202,8 +187,8 @@ class Ledger:
 
     # ------------------------------------------------------------------ writing
     def _normalise(self, record: Mapping[str, Any], *, where: str, now: str) -> dict[str, Any]:
-        out = {key: _plain(record.get(key)) for key in LEDGER_COLUMNS}
-        out.update({str(k): _plain(v) for k, v in record.items() if k not in out})
+        out = {key: json_ready(record.get(key)) for key in LEDGER_COLUMNS}
+        out.update({str(k): json_ready(v) for k, v in record.items() if k not in out})
         target = record.get("target")
         if target is not None:
             if isinstance(target, str) or not isinstance(target, Sequence) or len(target) != 3:
@@ -211,7 +196,7 @@ class Ledger:
             out.pop("target")
             for key, value in zip(("target_lo", "target_hi", "target_bin"), target, strict=True):
                 if out[key] is None:
-                    out[key] = _plain(value)
+                    out[key] = json_ready(value)
         if not isinstance(out["candidate_id"], str) or not out["candidate_id"].strip():
             raise DataError(f"{where}: the record has no candidate_id")
         if out["decision"] not in _DECISIONS:

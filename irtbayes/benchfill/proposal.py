@@ -16,9 +16,9 @@ from irtbayes.benchfill.export import export_csv_template, export_lm_eval, write
 from irtbayes.benchfill.llm import LLMSource
 from irtbayes.benchfill.sources import CandidateSource, FileSource, Proposal, ProposalRequest, Rejection, select_seeds
 from irtbayes.benchfill.target import TargetChoice
-from irtbayes.data import ResponseData, json_ready
+from irtbayes.data import ResponseData
 from irtbayes.errors import DataError, SpecError
-from irtbayes.files import read_json
+from irtbayes.files import json_ready, read_json
 
 if TYPE_CHECKING:
     from irtbayes.fit import Fit

@@ -18,9 +18,9 @@ from irtbayes.benchfill.export import write_atomic
 from irtbayes.benchfill.figures import plot_candidate_intervals, plot_coverage_before_after
 from irtbayes.benchfill.ledger import Ledger, decision_records
 from irtbayes.benchfill.target import TargetChoice
-from irtbayes.data import json_ready
 from irtbayes.errors import DataError
-from irtbayes.files import read_json
+from irtbayes.files import json_ready, read_json
+from irtbayes.summaries import format_interval
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -166,7 +166,7 @@ class BenchfillResult:
     def summary_dict(self) -> dict[str, Any]:
         """What ``before_after.json`` holds."""
         reasons = self.decisions["reason"].value_counts()
-        return _json_clean(
+        return json_ready(
             {
                 "run_id": self.run_id,
                 "target": self.target.to_dict(),
@@ -203,7 +203,7 @@ class BenchfillResult:
         for _, row in self.comparison.iterrows():
             lines.append(
                 f"{row['scope']:>12} {row['version']:<6} items {int(row['n_items']):4d} (+{int(row['n_added'])}): "
-                f"Maximum Gap {_fmt(row, 'max_gap')}, DDM {_fmt(row, 'ddm_w1')}"
+                f"Maximum Gap {format_interval(row, 'max_gap')}, DDM {format_interval(row, 'ddm_w1')}"
             )
         if not self.conclusions.empty:
             changed = self.conclusions.loc[self.conclusions["changed"].astype(bool)]
@@ -308,23 +308,6 @@ def _unconverged_note(settings: dict[str, Any]) -> str:
         "the bank's fit did not pass the convergence checks (or they were not recorded); these decisions rest on an "
         "unconverged posterior: refit the bank before relying on them."
     )
-
-
-def _fmt(row: pd.Series, prefix: str) -> str:
-    return f"{row[f'{prefix}_mean']:.2f} [{row[f'{prefix}_ci_low']:.2f}, {row[f'{prefix}_ci_high']:.2f}]"
-
-
-def _json_clean(obj: Any) -> Any:
-    obj = json_ready(obj)
-    if isinstance(obj, dict):
-        return {str(k): _json_clean(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_json_clean(v) for v in obj]
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    if obj is pd.NA:
-        return None
-    return obj
 
 
 # ============================================================================================ files

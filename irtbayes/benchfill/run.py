@@ -44,7 +44,7 @@ from irtbayes.benchfill.responses import load_candidate_responses
 from irtbayes.benchfill.result import BenchfillResult, load_benchfill_result, write_benchfill
 from irtbayes.benchfill.target import TargetChoice, choose_target, load_fit_data
 from irtbayes.data import ResponseData
-from irtbayes.errors import DataError, FitError, SpecError
+from irtbayes.errors import DataError, SpecError
 
 if TYPE_CHECKING:
     from irtbayes.fit import Fit
@@ -204,8 +204,7 @@ def _calibrate_round(
         settings["refit"] = {k: refit.sampler.get(k) for k in ("name", "chains", "draws", "tune", "seed")}
         settings["refit_converged"] = bool(refit.diagnostics.ok)
         return full.posterior, refit
-    if data.checksum() != fit.data_checksum:
-        raise FitError(f"{data.source}: not the data the fit was made from")
+    fit.check_data(data)
     posterior = calibrate_fixed(fit, new_data, seed=seed, prior=settings["prior"])
     settings["fixed"] = dict(posterior.attrs)
     settings["bank_converged"] = bool(fit.diagnostics.ok)

@@ -22,8 +22,9 @@ import numpy as np
 import pandas as pd
 
 from irtbayes.audit import AuditResult, Target, audit
-from irtbayes.data import ResponseData, json_ready
+from irtbayes.data import ResponseData
 from irtbayes.errors import DataError, FitError, SpecError
+from irtbayes.files import json_ready
 
 if TYPE_CHECKING:
     from irtbayes.fit import Fit
@@ -58,7 +59,7 @@ def load_fit_data(fit: Fit, data: str | os.PathLike[str] | ResponseData | None =
     >>> load_fit_data(fit, other)
     Traceback (most recent call last):
         ...
-    irtbayes.errors.FitError: simulated 2pl (100 subjects x 40 items): not the data the fit was made from (checksum 3c9577f08d85, the fit records 868eb8ba7ce5); give the fit's own data with --data
+    irtbayes.errors.FitError: simulated 2pl (100 subjects x 40 items): these are not the data the fit was made from (checksum 3c9577f08d85, the fit's 868eb8ba7ce5); give the fit's own data with --data
     """
     from irtbayes import datasets, io
 
@@ -76,11 +77,7 @@ def load_fit_data(fit: Fit, data: str | os.PathLike[str] | ResponseData | None =
             raise FitError(
                 f"the data the fit was made from ({source or 'not recorded'}) is not here; give it with --data"
             )
-    if loaded.checksum() != fit.data_checksum:
-        raise FitError(
-            f"{loaded.source}: not the data the fit was made from (checksum {loaded.checksum()[:12]}, the fit "
-            f"records {fit.data_checksum[:12]}); give the fit's own data with --data"
-        )
+    fit.check_data(loaded, hint="give the fit's own data with --data")
     return loaded
 
 
