@@ -41,7 +41,7 @@ from irtbayes.errors import SpecError
 from irtbayes.files import atomic_write_text
 from irtbayes.fit import Fit
 from irtbayes.io.pyirt import load_pyirt, write_pyirt
-from irtbayes.model import add_derived
+from irtbayes.model import UNLABELLED, add_derived
 
 __all__ = [
     "MIRT_IRT_COLUMNS",
@@ -59,8 +59,6 @@ __all__ = [
 MIRT_IRT_COLUMNS: tuple[str, ...] = ("a", "b", "g", "u")
 #: Columns of ``coef(mod, simplify = TRUE)$items`` (slope-intercept) for a unidimensional dichotomous model.
 MIRT_SI_COLUMNS: tuple[str, ...] = ("a1", "d", "g", "u")
-#: Label of items without a benchmark, as the model's hierarchy names them.
-UNLABELLED = "(unlabelled)"
 
 Layout = Literal["irt", "si"]
 Stat = Literal["mean", "sd"]

@@ -597,6 +597,3 @@ def add_derived(posterior: xr.Dataset, spec: ModelSpec) -> xr.Dataset:
     if "intercept" not in out:
         out = out.assign(intercept=-out["discrimination"] * out["difficulty"])
     return out
-
-
-DERIVED_VARIABLES = ("intercept",)

@@ -139,10 +139,6 @@ class Document:
         )
         self.md_parts.append(f"![{_md_escape(caption)}](figures/{name}.png)\n\n*{_md_escape(caption)}*\n")
 
-    def raw_html(self, fragment: str) -> None:
-        """Append HTML built by the caller from escaped pieces (used for small badges)."""
-        self.html_parts.append(fragment)
-
     def to_html(self) -> str:
         body = "\n".join(self.html_parts)
         return (

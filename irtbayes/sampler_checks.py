@@ -12,7 +12,7 @@ its data are in :mod:`irtbayes.model_checks`; :mod:`irtbayes.diagnostics` gather
 from __future__ import annotations
 
 import warnings
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import arviz_stats as azs
 import numpy as np
@@ -21,9 +21,6 @@ import xarray as xr
 from irtbayes.convergence import parameter_table, rank_diagnostics_datasets
 from irtbayes.errors import FitError, SpecError
 from irtbayes.verdict import DIAGNOSTIC_COLUMNS, Diagnostics, VariableDiagnostics
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = [
     "DIAGNOSTIC_COLUMNS",
@@ -277,31 +274,13 @@ def check_convergence(
     reason = _nothing_to_check(posterior, names, n_chains=n_chains, n_draws=n_draws)
     if reason:
         return Diagnostics(ok=False, approximate=False, problems=[reason], **base)
-    return _full_check(
-        idata,
-        names,
-        base,
-        rhat_max=rhat_max,
-        ess_min=ess_min,
-        ebfmi_min=ebfmi_min,
-        treedepth_share_max=treedepth_share_max,
-        ci_prob=ci_prob,
-    )
+    return _full_check(idata, names, base)
 
 
-def _full_check(
-    idata: xr.DataTree,
-    names: list[str],
-    base: dict[str, Any],
-    *,
-    rhat_max: float,
-    ess_min: float,
-    ebfmi_min: float,
-    treedepth_share_max: float,
-    ci_prob: float,
-) -> Diagnostics:
+def _full_check(idata: xr.DataTree, names: list[str], base: dict[str, Any]) -> Diagnostics:
     """The checks of :func:`check_convergence` once there are draws to check: every variable, then the sampler."""
     n_chains, n_draws, notes, thresholds = base["n_chains"], base["n_draws"], base["notes"], base["thresholds"]
+    rhat_max, ess_min, ci_prob = thresholds["rhat_max"], thresholds["ess_min"], thresholds["ci_prob"]
     posterior = idata["posterior"].to_dataset()
     problems: list[str] = []
     if n_chains < MIN_CHAINS:
@@ -321,7 +300,11 @@ def _full_check(
         notes=notes,
     )
     divergences, ebfmi, saturated, mean_steps, sampler_problems, sampler_notes = _sampler_checks(
-        idata, n_chains=n_chains, n_draws=n_draws, ebfmi_min=ebfmi_min, treedepth_share_max=treedepth_share_max
+        idata,
+        n_chains=n_chains,
+        n_draws=n_draws,
+        ebfmi_min=thresholds["ebfmi_min"],
+        treedepth_share_max=thresholds["treedepth_share_max"],
     )
     return Diagnostics(
         ok=not (problems or sampler_problems),

@@ -1,9 +1,8 @@
 """Running a sampler on a built model: NUTS (nutpie, PyMC, NumPyro) or an approximation (ADVI, Pathfinder).
 
 :func:`run_sampler` returns the sampler's DataTree and records in a :class:`RunState` how far it got;
-:class:`InterruptWatch` notes a Ctrl-C whatever the sampler does with it; :func:`completed_draws` and
-:func:`choose_chains` find the complete part of a run cut short. :func:`irtbayes.fit.fit` puts these
-together.
+:class:`InterruptWatch` notes a Ctrl-C whatever the sampler does with it; :mod:`irtbayes.trace` finds the
+complete part of a run cut short. :func:`irtbayes.fit.fit` puts these together.
 """
 
 from __future__ import annotations
@@ -27,7 +26,6 @@ import xarray as xr
 
 from irtbayes.errors import SpecError
 from irtbayes.progress import SamplingProgress
-from irtbayes.trace import choose_chains, completed_draws
 
 if TYPE_CHECKING:
     from irtbayes.adaptive import StopRule
@@ -38,8 +36,6 @@ __all__ = [
     "InterruptWatch",
     "RunState",
     "Sampler",
-    "choose_chains",
-    "completed_draws",
     "run_sampler",
 ]
 

@@ -379,29 +379,12 @@ def decide(
         target_hi=float(target_hi),
         ci_prob=float(ci_prob),
         min_discrimination=float(min_discrimination),
-        **{key: float(row[key]) for key in _STAT_COLUMNS},
+        **{key: float(row[key]) for key in stats if key not in _FLAGS},
     )
 
 
-_STAT_COLUMNS = (
-    "p_in_target",
-    "p_in_target_data",
-    "p_below",
-    "p_above",
-    "p_discrimination_positive",
-    "p_slope_above_min",
-    "p_slope_below_min",
-    "slope_mean",
-    "slope_ci_low",
-    "slope_ci_high",
-    "difficulty_mean",
-    "difficulty_sd",
-    "difficulty_ci_low",
-    "difficulty_ci_high",
-    "discrimination_mean",
-    "discrimination_ci_low",
-    "discrimination_ci_high",
-)
+#: The flags of :func:`_decide_arrays` that decide; its other entries are the numbers behind a decision.
+_FLAGS = ("enough", "located", "related", "location", "relation")
 
 
 def _item_matrix(var: xr.DataArray, *, name: str, items: pd.Index) -> np.ndarray:
@@ -572,7 +555,7 @@ def _decision_table(stats: dict[str, np.ndarray], counts: np.ndarray, chosen: pd
         decision, reason, detail, failed = _verdict(row, n=int(counts[k]), rule=rule)
         rows.append({"decision": decision, "reason": reason, "detail": detail, "failed": "; ".join(failed)})
     table = pd.DataFrame(rows, index=pd.Index(chosen, name="item"))
-    for key in _STAT_COLUMNS:
+    for key in (k for k in stats if k not in _FLAGS):
         table[key] = stats[key].astype("float64")
     table["n_responses"] = counts
     table["target_lo"] = float(rule.target_lo)

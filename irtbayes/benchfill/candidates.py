@@ -19,17 +19,14 @@ import json
 import logging
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pandas as pd
 
 from irtbayes.errors import DataError
 from irtbayes.files import read_json_lines
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = [
     "CANDIDATE_COLUMNS",
@@ -126,17 +123,8 @@ class Candidate:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (``choices`` as a list)."""
-        return {
-            "candidate_id": self.candidate_id,
-            "text": self.text,
-            "answer": self.answer,
-            "benchmark": self.benchmark,
-            "domain": self.domain,
-            "seed_item": self.seed_item,
-            "choices": None if self.choices is None else list(self.choices),
-            "source": self.source,
-            "prompt_hash": self.prompt_hash,
-        }
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        return {**out, "choices": None if self.choices is None else list(self.choices)}
 
 
 # ---------------------------------------------------------------------------------------------- validation
@@ -420,23 +408,8 @@ def items_table(candidates: Sequence[Candidate]) -> pd.DataFrame:
     item
     c1       arith    q      a
     """
-    rows = [
-        {
-            "item": c.candidate_id,
-            "benchmark": c.benchmark,
-            "domain": c.domain,
-            "text": c.text,
-            "answer": c.answer,
-            "source": c.source,
-            "n_options": c.n_options,
-            "seed_item": c.seed_item,
-            "prompt_hash": c.prompt_hash,
-        }
-        for c in candidates
-    ]
-    table = pd.DataFrame(
-        rows,
-        columns=["item", "benchmark", "domain", "text", "answer", "source", "n_options", "seed_item", "prompt_hash"],
-    )
+    columns = ("benchmark", "domain", "text", "answer", "source", "n_options", "seed_item", "prompt_hash")
+    rows = [{"item": c.candidate_id, **{k: getattr(c, k) for k in columns}} for c in candidates]
+    table = pd.DataFrame(rows, columns=["item", *columns])
     table["n_options"] = table["n_options"].astype("Int64")
     return table.set_index("item")

@@ -34,8 +34,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from irtbayes.benchfill.export import write_atomic
 from irtbayes.errors import IrtbayesError, SpecError
+from irtbayes.files import atomic_write_text
 
 __all__ = ["ChatAPIError", "ChatClient"]
 
@@ -353,4 +353,4 @@ class ChatClient:
         entry = {"key": key, "created": datetime.now(UTC).isoformat(), "request": request, "response": response}
         text = self._scrub(json.dumps(entry, ensure_ascii=False, indent=1))
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(path, text)
+        atomic_write_text(path, text)

@@ -27,20 +27,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from irtbayes.errors import DataError, SpecError
-from irtbayes.files import atomic_write_bytes
+from irtbayes.files import atomic_write_text
 
 if TYPE_CHECKING:
     from irtbayes.benchfill.candidates import Candidate
 
-__all__ = ["LmEvalExport", "export_csv_template", "export_lm_eval", "write_atomic"]
+__all__ = ["LmEvalExport", "export_csv_template", "export_lm_eval"]
 
 OutputType = Literal["multiple_choice", "generate_until"]
 _TASK_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*$")
-
-
-def write_atomic(path: str | Path, data: str | bytes) -> Path:
-    """Write text (UTF-8) or bytes atomically: see :func:`irtbayes.files.atomic_write_bytes`."""
-    return atomic_write_bytes(path, data.encode("utf-8") if isinstance(data, str) else data)
 
 
 @dataclass(frozen=True)
@@ -196,9 +191,9 @@ def export_lm_eval(
     out.mkdir(parents=True, exist_ok=True)
     data_path = out / f"{task_name}.jsonl"
     yaml_path = out / f"{task_name}.yaml"
-    write_atomic(data_path, "".join(json.dumps(doc, ensure_ascii=False) + "\n" for doc in docs))
+    atomic_write_text(data_path, "".join(json.dumps(doc, ensure_ascii=False) + "\n" for doc in docs))
     reference = data_file if data_file is not None else str(data_path.resolve())
-    write_atomic(yaml_path, _task_yaml(task_name, reference, output_type))
+    atomic_write_text(yaml_path, _task_yaml(task_name, reference, output_type))
     return LmEvalExport(task_name=task_name, yaml_path=yaml_path, data_path=data_path, doc_ids=doc_ids)
 
 
@@ -245,4 +240,4 @@ def export_csv_template(candidates: Sequence[Candidate], subjects: Sequence[str]
             writer.writerow([subject, candidate.candidate_id, ""])
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    return write_atomic(path, buffer.getvalue())
+    return atomic_write_text(path, buffer.getvalue())

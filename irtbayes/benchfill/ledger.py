@@ -34,9 +34,8 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from irtbayes.benchfill.export import write_atomic
 from irtbayes.errors import DataError
-from irtbayes.files import json_ready, read_json_lines
+from irtbayes.files import atomic_write_text, json_ready, read_json_lines
 
 if TYPE_CHECKING:
     from irtbayes.benchfill.candidates import Candidate
@@ -288,7 +287,7 @@ class Ledger:
         order = list(CSV_COLUMNS) + [c for c in frame.columns if c not in CSV_COLUMNS]
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        return write_atomic(path, frame[order].to_csv(index=False, lineterminator="\n"))
+        return atomic_write_text(path, frame[order].to_csv(index=False, lineterminator="\n"))
 
 
 def decision_records(

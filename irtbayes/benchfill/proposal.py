@@ -12,13 +12,13 @@ from typing import TYPE_CHECKING, Any, Literal
 import pandas as pd
 
 from irtbayes.benchfill.candidates import Candidate, load_candidates
-from irtbayes.benchfill.export import export_csv_template, export_lm_eval, write_atomic
+from irtbayes.benchfill.export import export_csv_template, export_lm_eval
 from irtbayes.benchfill.llm import LLMSource
 from irtbayes.benchfill.sources import CandidateSource, FileSource, Proposal, ProposalRequest, Rejection, select_seeds
 from irtbayes.benchfill.target import TargetChoice
 from irtbayes.data import ResponseData
 from irtbayes.errors import DataError, SpecError
-from irtbayes.files import json_ready, read_json
+from irtbayes.files import atomic_write_text, json_ready, read_json
 
 if TYPE_CHECKING:
     from irtbayes.fit import Fit
@@ -194,9 +194,9 @@ def write_proposal(
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
     }
     paths = {
-        "candidates": write_atomic(out / "candidates.jsonl", cands),
-        "rejections": write_atomic(out / "rejections.jsonl", rejections),
-        "target": write_atomic(out / "target.json", json.dumps(meta, indent=2, allow_nan=False) + "\n"),
+        "candidates": atomic_write_text(out / "candidates.jsonl", cands),
+        "rejections": atomic_write_text(out / "rejections.jsonl", rejections),
+        "target": atomic_write_text(out / "target.json", json.dumps(meta, indent=2, allow_nan=False) + "\n"),
     }
     return paths
 

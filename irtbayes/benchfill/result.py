@@ -14,12 +14,11 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from irtbayes.benchfill.candidates import Candidate
-from irtbayes.benchfill.export import write_atomic
 from irtbayes.benchfill.figures import plot_candidate_intervals, plot_coverage_before_after
 from irtbayes.benchfill.ledger import Ledger, decision_records
 from irtbayes.benchfill.target import TargetChoice
 from irtbayes.errors import DataError
-from irtbayes.files import json_ready, read_json
+from irtbayes.files import atomic_write_text, json_ready, read_json
 from irtbayes.summaries import format_interval
 
 if TYPE_CHECKING:
@@ -157,11 +156,14 @@ class BenchfillResult:
     def plot_coverage(self, *, ax: Axes | None = None) -> Axes:
         """Expected items per bin before and after, for the target's benchmark (or all items); see the class example."""
         t = self.target
+        return plot_coverage_before_after(self._shown_bins(), target_lo=t.lo, target_hi=t.hi, ax=ax)
+
+    def _shown_bins(self) -> pd.DataFrame:
+        """The bins of the target's benchmark (all items when it has none, or no rows for it)."""
+        t = self.target
         scope_kind, scope = ("benchmark", t.benchmark) if t.benchmark else ("all", "all")
         shown = self.bins.loc[(self.bins["scope_kind"] == scope_kind) & (self.bins["scope"].astype(str) == scope)]
-        if shown.empty:
-            shown = self.bins.loc[self.bins["scope_kind"] == "all"]
-        return plot_coverage_before_after(shown, target_lo=t.lo, target_hi=t.hi, ax=ax)
+        return self.bins.loc[self.bins["scope_kind"] == "all"] if shown.empty else shown
 
     def summary_dict(self) -> dict[str, Any]:
         """What ``before_after.json`` holds."""
@@ -256,10 +258,7 @@ class BenchfillResult:
         cols = ["decision", "reason", "p_in_target", "difficulty_mean", "difficulty_ci_low", "difficulty_ci_high",
                 "discrimination_mean", "n_responses"]  # fmt: skip
         doc.table(self.decisions[[c for c in cols if c in self.decisions.columns]].reset_index(), caption="Candidates")
-        scope_kind, scope = ("benchmark", t.benchmark) if t.benchmark else ("all", "all")
-        shown = self.bins.loc[(self.bins["scope_kind"] == scope_kind) & (self.bins["scope"].astype(str) == scope)]
-        if shown.empty:
-            shown = self.bins.loc[self.bins["scope_kind"] == "all"]
+        shown = self._shown_bins()
         figure(
             "benchfill_coverage",
             plot_coverage_before_after(shown, target_lo=t.lo, target_hi=t.hi),
@@ -363,15 +362,15 @@ def write_benchfill(
         record["target_hi"] = result.target.hi
     ledger.append(records)
     paths = {"ledger": ledger.path, "ledger_csv": ledger.to_csv(out / "ledger.csv")}
-    paths["before_after_csv"] = write_atomic(out / "before_after.csv", result.comparison.to_csv(index=False))
-    paths["before_after_bins"] = write_atomic(out / "before_after_bins.csv", result.bins.to_csv(index=False))
-    paths["before_after_subjects"] = write_atomic(
-        out / "before_after_subjects.csv", result.subjects.to_csv(index=False)
-    )
-    paths["before_after_conclusions"] = write_atomic(
-        out / "before_after_conclusions.csv", result.conclusions.to_csv(index=False)
-    )
-    paths["before_after_json"] = write_atomic(
+    tables = {
+        "csv": ("", result.comparison),
+        "bins": ("_bins", result.bins),
+        "subjects": ("_subjects", result.subjects),
+    }
+    tables["conclusions"] = ("_conclusions", result.conclusions)
+    for key, (suffix, frame) in tables.items():
+        paths[f"before_after_{key}"] = atomic_write_text(out / f"before_after{suffix}.csv", frame.to_csv(index=False))
+    paths["before_after_json"] = atomic_write_text(
         out / "before_after.json", json.dumps(result.summary_dict(), indent=2, allow_nan=False) + "\n"
     )
     return paths

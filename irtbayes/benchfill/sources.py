@@ -7,7 +7,7 @@ import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import pandas as pd
 
@@ -19,9 +19,6 @@ from irtbayes.benchfill.candidates import (
     load_candidates,
 )
 from irtbayes.errors import DataError, SpecError
-
-if TYPE_CHECKING:
-    pass
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ with one *reference* condition (``delta`` and ``gamma`` are 0 there; default: th
   difficulty, around the condition's common shift (non-centred; ``z`` standard normal; ``lambda`` half-Cauchy
   local scales: a horseshoe prior, under which a few large effects stand out while the many null ones shrink
   to 0, regularised by a Student-t slab so that effects the data barely inform stay bounded (see
-  :data:`SLAB_SCALE`); ``effects="normal"`` sets every ``lambda`` to 1);
+  :data:`~irtbayes.robustness.condition_model.SLAB_SCALE`); ``effects="normal"`` sets every ``lambda`` to 1);
 - ``delta_{s,c} = ability_shift_sd_c * lambda_{s,c} * u_{s,c}``: system s's ability shift, with ``u`` zero-sum over systems
   (:class:`pymc.ZeroSumNormal`), so a shift common to every system is the condition's ``shift_c`` and the two
   are identified (with the horseshoe, ``u`` times its local scales is centred over systems again).
@@ -57,10 +57,6 @@ from scipy import stats
 from irtbayes.data import ResponseData
 from irtbayes.errors import SpecError
 from irtbayes.files import atomic_write_text, json_ready
-from irtbayes.robustness.condition_model import EFFECT_PRIORS as EFFECT_PRIORS
-from irtbayes.robustness.condition_model import SLAB_DF as SLAB_DF
-from irtbayes.robustness.condition_model import SLAB_SCALE as SLAB_SCALE
-from irtbayes.robustness.condition_model import UNPERTURBED as UNPERTURBED
 from irtbayes.robustness.condition_model import build_condition_model
 from irtbayes.sampler_checks import check_convergence
 from irtbayes.summaries import check_ci_prob, summarize
