@@ -58,24 +58,10 @@ def load_data_argument(args: argparse.Namespace) -> object:
 
 
 def _detect_format(path: Path, args: argparse.Namespace) -> str:
-    """The format of ``--format auto``: from a file's suffix or columns, or what a folder holds ("" if unknown)."""
-    from irtbayes import datasets, io
-    from irtbayes.io import helm, leaderboard, lm_eval
+    """The format of ``--format auto`` (:func:`irtbayes.io.detect_format`, with the long table's column options)."""
+    from irtbayes import io
 
-    if path.is_file():
-        if path.suffix.lower() in io.PYIRT_SUFFIXES:
-            return "pyirt"
-        long_columns = {args.subject_col, args.item_col, args.response_col}
-        return "long" if long_columns <= set(io.read_columns(path)) else "wide"
-    if path.is_dir():
-        folders: dict[str, Callable[[Path], bool]] = {
-            "dataset": datasets.is_dataset_folder,
-            "lm-eval": lm_eval.is_lm_eval_folder,
-            "helm": helm.is_helm_folder,
-            "leaderboard": leaderboard.is_leaderboard_folder,
-        }
-        return next((fmt for fmt, holds in folders.items() if holds(path)), "")
-    return ""
+    return io.detect_format(path, long_columns={args.subject_col, args.item_col, args.response_col})
 
 
 def _helm_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -87,8 +73,8 @@ def _helm_options(args: argparse.Namespace) -> dict[str, Any]:
 
 # ---------------------------------------------------------------------------------------------- verbs
 def cmd_data_summary(args: argparse.Namespace) -> int:
-    from irtbayes import datasets
-    from irtbayes.io import helm, leaderboard, lm_eval
+    from irtbayes import io
+    from irtbayes.io import leaderboard, lm_eval
 
     choices = None
     choices_key = "lm_eval_choices"
@@ -102,14 +88,7 @@ def cmd_data_summary(args: argparse.Namespace) -> int:
         if args.lm_filter is None:
             args.format, args.lm_filter = "lm-eval", lm_eval.ALL_FILTERS
     elif source is not None and (
-        args.format == "leaderboard"
-        or (
-            args.format == "auto"
-            and source.is_dir()
-            and not datasets.is_dataset_folder(source)
-            and not helm.is_helm_folder(source)
-            and leaderboard.is_leaderboard_folder(source)
-        )
+        args.format == "leaderboard" or (args.format == "auto" and io.detect_format(source) == "leaderboard")
     ):
         # every metric is summarised, each as a condition; fit and audit ask for one where a task logs several
         # and has no default

@@ -12,6 +12,7 @@ from irtbayes.io.pyirt import PYIRT_SUFFIXES, load_pyirt, write_pyirt
 from irtbayes.io.tabular import load_long, load_wide, read_columns, read_table
 
 __all__ = [
+    "detect_format",
     "load",
     "load_leaderboard",
     "load_long",
@@ -51,27 +52,42 @@ def load(path: str | Path, **options: Any) -> ResponseData:
     >>> list(wide.subject_ids), wide.notes
     (['1', '2', '3'], ('no id column: the subjects are numbered by their row, 1 to 3, in file order',))
     """
+    from irtbayes import datasets
+    from irtbayes.io import helm, lm_eval
+
     path = Path(path)
     if not path.exists():
         raise DataError(f"{path}: no such file or folder")
-    if path.is_file():
-        if path.suffix.lower() in PYIRT_SUFFIXES:
-            return load_pyirt(path, **options)
-        if LONG_COLUMNS <= set(read_columns(path)):
-            return load_long(path, **options)
-        return load_wide(path, **options)
+    loaders = {"pyirt": load_pyirt, "long": load_long, "wide": load_wide, "dataset": datasets.load_folder}
+    loaders.update({"lm-eval": lm_eval.load_lm_eval, "helm": helm.load_helm, "leaderboard": load_leaderboard})
+    fmt = detect_format(path)
+    if not fmt:
+        raise DataError(
+            f"{path}: a folder with no evaluation logs irtbayes knows (no lm-evaluation-harness samples_*.jsonl, "
+            "no HELM per_instance_stats.json, no Open LLM Leaderboard details Parquet, no data set manifest)"
+        )
+    return loaders[fmt](path, **options)
+
+
+def detect_format(path: str | Path, *, long_columns: set[str] = LONG_COLUMNS) -> str:
+    """What ``path`` holds: ``"pyirt"``, ``"long"`` (a table with ``long_columns``) or ``"wide"`` for a file;
+    ``"dataset"``, ``"lm-eval"``, ``"helm"`` or ``"leaderboard"`` for a folder (the first that fits); else ``""``.
+
+    >>> detect_format("no/such/path")
+    ''
+    """
     from irtbayes import datasets
     from irtbayes.io import helm, leaderboard, lm_eval
 
-    if datasets.is_dataset_folder(path):
-        return datasets.load_folder(path, **options)
-    if lm_eval.is_lm_eval_folder(path):
-        return lm_eval.load_lm_eval(path, **options)
-    if helm.is_helm_folder(path):
-        return helm.load_helm(path, **options)
-    if leaderboard.is_leaderboard_folder(path):
-        return leaderboard.load_leaderboard(path, **options)
-    raise DataError(
-        f"{path}: a folder with no evaluation logs irtbayes knows (no lm-evaluation-harness samples_*.jsonl, "
-        "no HELM per_instance_stats.json, no Open LLM Leaderboard details Parquet, no data set manifest)"
-    )
+    path = Path(path)
+    if path.is_file():
+        if path.suffix.lower() in PYIRT_SUFFIXES:
+            return "pyirt"
+        return "long" if long_columns <= set(read_columns(path)) else "wide"
+    folders = {
+        "dataset": datasets.is_dataset_folder,
+        "lm-eval": lm_eval.is_lm_eval_folder,
+        "helm": helm.is_helm_folder,
+        "leaderboard": leaderboard.is_leaderboard_folder,
+    }
+    return next((fmt for fmt, holds in folders.items() if path.is_dir() and holds(path)), "")

@@ -45,7 +45,7 @@ import pandas as pd
 from irtbayes.data import ResponseData, Scoring
 from irtbayes.errors import DataError
 from irtbayes.files import read_json
-from irtbayes.io.tabular import harness_responses
+from irtbayes.io.tabular import checked_folder, harness_responses
 
 __all__ = ["is_helm_folder", "load_helm"]
 
@@ -330,11 +330,7 @@ def load_helm(
     >>> list(load_helm(runs, suite="v2").subject_ids)
     ['org/b']
     """
-    root = Path(path)
-    if not root.exists():
-        raise DataError(f"{root}: no such folder")
-    if not root.is_dir():
-        raise DataError(f"{root}: is a file; expected a HELM run or suite folder")
+    root = checked_folder(path, "a HELM run or suite folder")
     rows: list[dict[str, Any]] = []
     items: dict[str, dict[str, Any]] = {}
     provided: dict[tuple[str, str, str], Path] = {}

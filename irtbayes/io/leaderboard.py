@@ -50,7 +50,8 @@ import pandas as pd
 
 from irtbayes.data import ResponseData, Scoring
 from irtbayes.errors import DataError
-from irtbayes.io.lm_eval import _answer_of, _checked_folder, _Collected, _n_options, _text_of
+from irtbayes.io.lm_eval import _answer_of, _chosen_filters, _Collected, _n_options, _text_of
+from irtbayes.io.tabular import checked_folder
 
 __all__ = ["ALL", "DEFAULT_METRICS", "is_leaderboard_folder", "list_choices", "load_leaderboard"]
 
@@ -391,7 +392,7 @@ def load_leaderboard(
     >>> data.to_matrix().tolist()
     [[1.0, 0.0, 1.0], [0.0, 0.0, 1.0]]
     """
-    root = _checked_folder(path, "a folder of Open LLM Leaderboard details")
+    root = checked_folder(path, "a folder of Open LLM Leaderboard details")
     requested = _parse_option(metric)
     runs = _runs(root)
     _check_requested(root, runs, requested)
@@ -507,20 +508,6 @@ def _read_columns(file: Path, metrics: list[str]) -> tuple[list[str], dict[str, 
     if table.num_rows == 0:
         raise DataError(f"{file}: the file has no rows")
     return names, table.to_pydict()
-
-
-def _chosen_filters(file: Path, task: str, filters: list[str], filter_option: str | None) -> list[str]:
-    """The filters read from a file that logs ``filters``: all of them, or the one ``filter=`` names."""
-    if len(filters) > 1 and filter_option != ALL:
-        if filter_option is None:
-            raise DataError(
-                f"{file}: task '{task}' logs several filters {filters}; choose one with filter= "
-                "(--filter on the command line)"
-            )
-        if filter_option not in filters:
-            raise DataError(f"{file}: task '{task}' has no filter '{filter_option}'; it logs {filters}")
-        return [filter_option]
-    return filters
 
 
 def _check_once(

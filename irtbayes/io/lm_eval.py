@@ -33,7 +33,7 @@ import pandas as pd
 from irtbayes.data import ResponseData, Scoring
 from irtbayes.errors import DataError
 from irtbayes.files import read_json, read_json_lines
-from irtbayes.io.tabular import harness_responses
+from irtbayes.io.tabular import checked_folder, harness_responses
 
 __all__ = ["ALL_FILTERS", "is_lm_eval_folder", "list_choices", "load_lm_eval"]
 
@@ -206,32 +206,22 @@ def _logged_filters(file: _SamplesFile) -> list[str]:
     return filters
 
 
-def _filters_for(file: _SamplesFile, requested: str | None) -> list[str]:
-    """The filters whose lines are read: every one logged for :data:`ALL_FILTERS`, else the one chosen."""
-    if requested == ALL_FILTERS:
-        return _logged_filters(file)
-    return [_filter_for(file, requested)]
-
-
-def _filter_for(file: _SamplesFile, requested: str | None) -> str:
-    filters = _logged_filters(file)
-    if len(filters) == 1:
-        if requested is not None and requested != filters[0]:
+def _chosen_filters(file: str | Path, task: str, filters: list[str], requested: str | None) -> list[str]:
+    """The filters whose lines are read from a file that logs ``filters``: every one for :data:`ALL_FILTERS`
+    (and the only one, whatever was asked for), else the one ``filter=`` names."""
+    if requested == ALL_FILTERS or len(filters) <= 1:
+        if filters and requested not in (None, ALL_FILTERS, filters[0]):
             log.debug(
-                "%s: task '%s' logs only filter '%s'; it is used instead of '%s'",
-                file.path,
-                file.task,
-                filters[0],
-                requested,
+                "%s: task '%s' logs only filter '%s'; it is used instead of '%s'", file, task, filters[0], requested
             )
-        return filters[0]
+        return filters
     if requested is None:
         raise DataError(
-            f"{file.path}: task '{file.task}' logs several filters {filters}; choose one with filter= (--filter on the command line)"
+            f"{file}: task '{task}' logs several filters {filters}; choose one with filter= (--filter on the command line)"
         )
     if requested not in filters:
-        raise DataError(f"{file.path}: task '{file.task}' has no filter '{requested}'; it logs {filters}")
-    return requested
+        raise DataError(f"{file}: task '{task}' has no filter '{requested}'; it logs {filters}")
+    return [requested]
 
 
 def _score(value: Any, *, file: _SamplesFile, number: int, metric: str, scoring: Scoring) -> float:
@@ -387,14 +377,14 @@ def load_lm_eval(
     irtbayes.errors.DataError: ...: task 'fx_gen' logs several filters ['strict-match', 'flexible-extract']; ...
     """
     all_filters = filter == ALL_FILTERS
-    root = _checked_folder(path, "an lm-evaluation-harness output folder")
+    root = checked_folder(path, "an lm-evaluation-harness output folder")
     files, subject_meta = _found_files(root, tasks)
     collected = _Collected()
     seen_doc: dict[str, tuple[str, Path, int]] = {}
     for file in _keep_runs(files, runs):
         file.lines = _read_samples(file.path)
         chosen_metric = _metric_for(file, _choose(metric, file.task))
-        chosen_filters = _filters_for(file, _choose(filter, file.task))
+        chosen_filters = _chosen_filters(file.path, file.task, _logged_filters(file), _choose(filter, file.task))
         copies: dict[tuple[str, str], int] = {}
         for number, line in file.lines:
             if line["filter"] not in chosen_filters:
@@ -526,16 +516,6 @@ def _add_document(
 
 
 # Steps shared with irtbayes.io.leaderboard.
-
-
-def _checked_folder(path: str | Path, expected: str) -> Path:
-    """``path`` as a Path; an error when it does not exist or is a file (``expected`` says what it should be)."""
-    root = Path(path)
-    if not root.exists():
-        raise DataError(f"{root}: no such folder")
-    if not root.is_dir():
-        raise DataError(f"{root}: is a file; expected {expected}")
-    return root
 
 
 @dataclass

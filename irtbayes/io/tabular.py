@@ -12,7 +12,17 @@ import pandas as pd
 from irtbayes.data import ResponseData, Scoring
 from irtbayes.errors import DataError
 
-__all__ = ["harness_responses", "load_long", "load_wide", "read_columns", "read_table"]
+__all__ = ["checked_folder", "harness_responses", "load_long", "load_wide", "read_columns", "read_table"]
+
+
+def checked_folder(path: str | Path, expected: str) -> Path:
+    """``path`` as a Path; an error when it does not exist or is a file (``expected`` says what it should be)."""
+    root = Path(path)
+    if not root.exists():
+        raise DataError(f"{root}: no such folder")
+    if not root.is_dir():
+        raise DataError(f"{root}: is a file; expected {expected}")
+    return root
 
 
 def harness_responses(
