@@ -180,6 +180,17 @@ class Fit:
         table.attrs["kind"] = self.spec.kind
         return table
 
+    def _item_columns(self) -> dict[str, np.ndarray]:
+        """Each item's id, benchmark, domain, number of responses and mean response, in fit order."""
+        cd = self.constant_data
+        return {
+            "item": self.item_ids.to_numpy(),
+            "benchmark": _labels(cd["item_benchmark"].values),
+            "domain": _labels(cd["item_domain"].values),
+            "n_responses": cd["item_n_responses"].values.astype("int64"),
+            "mean_response": cd["item_mean_response"].values,
+        }
+
     def items_table(self, ci_prob: float = 0.9) -> pd.DataFrame:
         """One row per item: labels, counts, and posterior summaries of the item parameters.
 
@@ -198,16 +209,7 @@ class Fit:
         """
         check_prob(ci_prob)
         post = self.posterior
-        cd = self.constant_data
-        table = pd.DataFrame(
-            {
-                "item": self.item_ids.to_numpy(),
-                "benchmark": _labels(cd["item_benchmark"].values),
-                "domain": _labels(cd["item_domain"].values),
-                "n_responses": cd["item_n_responses"].values.astype("int64"),
-                "mean_response": cd["item_mean_response"].values,
-            }
-        )
+        table = pd.DataFrame(self._item_columns())
         for name in ITEM_PARAMETERS:
             if name in post:
                 for col, values in _summaries(post[name], ci_prob).items():
@@ -282,11 +284,7 @@ class Fit:
             flags.append(";".join(f))
         table = pd.DataFrame(
             {
-                "item": self.item_ids.to_numpy(),
-                "benchmark": _labels(cd["item_benchmark"].values),
-                "domain": _labels(cd["item_domain"].values),
-                "n_responses": cd["item_n_responses"].values.astype("int64"),
-                "mean_response": mean_resp,
+                **self._item_columns(),
                 "item_rest_corr": rest,
                 "p_low_discrimination": p_low,
                 "discrimination_mean": disc.mean(dim=("chain", "draw")).values,

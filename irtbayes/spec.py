@@ -27,6 +27,15 @@ __all__ = [
     "Priors",
 ]
 
+
+def _refuse_unknown(cls: type, values: dict[str, Any], what: str) -> None:
+    """SpecError naming the keys of ``values`` that are not fields of the dataclass ``cls``."""
+    known = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise SpecError(f"unknown {what} {unknown}; known: {sorted(known)}")
+
+
 KINDS = ("1pl", "2pl", "3pl")
 HIERARCHIES = ("auto", "none", "benchmark", "benchmark+domain")
 DIMS = ("one", "domain")
@@ -105,10 +114,7 @@ class Priors:
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> Priors:
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise SpecError(f"unknown prior setting(s) {unknown}; known: {sorted(known)}")
+        _refuse_unknown(cls, values, "prior setting(s)")
         return cls(**values)
 
 
@@ -203,10 +209,7 @@ class ModelSpec:
     def from_dict(cls, values: dict[str, Any]) -> ModelSpec:
         if not isinstance(values, dict):
             raise SpecError(f"a model spec must be a mapping, got {type(values).__name__}")
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise SpecError(f"unknown model spec key(s) {unknown}; known: {sorted(known)}")
+        _refuse_unknown(cls, values, "model spec key(s)")
         values = dict(values)
         if "priors" in values and not isinstance(values["priors"], Priors):
             values["priors"] = Priors.from_dict(values["priors"] or {})

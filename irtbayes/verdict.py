@@ -134,23 +134,24 @@ class Diagnostics:
     def _judged(self) -> list[VariableDiagnostics]:
         return [v for v in self.variables if v.n_checked > 0]
 
+    def _worst(self, name: str, pick: Any) -> float:
+        values = [getattr(v, name) for v in self._judged()]
+        return float(pick(values)) if values and np.isfinite(values).all() else float("nan")
+
     @property
     def max_rhat(self) -> float:
         """The largest r-hat over every checked parameter; NaN when any is NaN or none was checked."""
-        values = [v.max_rhat for v in self._judged()]
-        return float(max(values)) if values and np.isfinite(values).all() else float("nan")
+        return self._worst("max_rhat", max)
 
     @property
     def min_ess_bulk(self) -> float:
         """The smallest bulk ESS over every checked parameter; NaN when any is NaN or none was checked."""
-        values = [v.min_ess_bulk for v in self._judged()]
-        return float(min(values)) if values and np.isfinite(values).all() else float("nan")
+        return self._worst("min_ess_bulk", min)
 
     @property
     def min_ess_tail(self) -> float:
         """The smallest tail ESS over every checked parameter; NaN when any is NaN or none was checked."""
-        values = [v.min_ess_tail for v in self._judged()]
-        return float(min(values)) if values and np.isfinite(values).all() else float("nan")
+        return self._worst("min_ess_tail", min)
 
     def summary(self) -> pd.DataFrame:
         """One row per checked variable, as a table: the worst r-hat and ESS and where they are, and ``ok``
