@@ -56,6 +56,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from irtbayes.audit.draws import posterior_dataset
 from irtbayes.data import ResponseData
 from irtbayes.errors import DataError, FitError, SpecError
 
@@ -502,10 +503,7 @@ def decide_all(
 
 def _posterior_dataset(posterior: xr.Dataset | xr.DataTree) -> xr.Dataset:
     """The posterior as a Dataset (a DataTree's ``posterior`` group), checked to hold ``difficulty``."""
-    if isinstance(posterior, xr.DataTree):
-        if "posterior" not in posterior.children:
-            raise FitError(f"decide_all: the DataTree has no 'posterior' group (groups: {list(posterior.children)})")
-        posterior = posterior["posterior"].to_dataset()
+    posterior = posterior_dataset(posterior)
     if "difficulty" not in posterior.data_vars:
         raise FitError(f"decide_all: the posterior has no 'difficulty' (variables: {list(posterior.data_vars)})")
     return posterior

@@ -22,29 +22,10 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from irtbayes.audit.draws import posterior_dataset
 from irtbayes.errors import FitError, SpecError
 
-__all__ = ["Linking", "link_mean_sigma", "posterior_of"]
-
-
-def posterior_of(obj: Any) -> xr.Dataset:
-    """The posterior Dataset of a :class:`~irtbayes.fit.Fit`, a DataTree or a Dataset.
-
-    Raises
-    ------
-    FitError
-        ``obj`` holds no posterior.
-    """
-    if isinstance(obj, xr.Dataset):
-        return obj
-    if isinstance(obj, xr.DataTree):
-        if "posterior" not in obj.children:
-            raise FitError("the DataTree has no 'posterior' group")
-        return obj["posterior"].to_dataset()
-    post = getattr(obj, "posterior", None)
-    if isinstance(post, xr.Dataset):
-        return post
-    raise FitError(f"expected a Fit, a DataTree or a posterior Dataset, got {type(obj).__name__}")
+__all__ = ["Linking", "link_mean_sigma"]
 
 
 def draws_matrix(post: xr.Dataset, name: str, dim: str) -> tuple[np.ndarray, pd.Index]:
@@ -169,8 +150,8 @@ def link_mean_sigma(
     >>> round(float(link.transform(3.0).mean()), 2)  # 3 on the source's scale is 1 on the reference's
     1.0
     """
-    src, src_items = draws_matrix(posterior_of(source), "difficulty", "item")
-    ref, ref_items = draws_matrix(posterior_of(reference), "difficulty", "item")
+    src, src_items = draws_matrix(posterior_dataset(source), "difficulty", "item")
+    ref, ref_items = draws_matrix(posterior_dataset(reference), "difficulty", "item")
     if items is None:
         common = src_items.intersection(ref_items, sort=False)
     else:
