@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,7 +44,7 @@ import pandas as pd
 from irtbayes.data import ResponseData, Scoring
 from irtbayes.errors import DataError
 from irtbayes.files import read_json
-from irtbayes.io.tabular import checked_folder, harness_responses
+from irtbayes.io.tabular import checked_folder, checked_score, harness_responses
 
 __all__ = ["is_helm_folder", "load_helm"]
 
@@ -199,17 +198,8 @@ def _stat_value(stat: dict[str, Any], *, path: Path, instance_id: str, metric: s
         if stat.get("count") == 0:
             return None
         raise DataError(f"{path}: instance '{instance_id}', stat '{metric}' has no 'mean'")
-    value = stat["mean"]
-    if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value) or not 0 <= value <= 1:
-        raise DataError(
-            f"{path}: instance '{instance_id}', stat '{metric}' has mean {value!r}, which is not a score in [0, 1]"
-        )
-    if scoring == "binary" and value not in (0, 1):
-        raise DataError(
-            f"{path}: instance '{instance_id}', stat '{metric}' has mean {value!r}, but binary (0/1) "
-            "responses were required; pass scoring='fraction' to keep partial-credit scores"
-        )
-    return float(value)
+    where = f"{path}: instance '{instance_id}', stat '{metric}'"
+    return checked_score(stat["mean"], where=where, scoring=scoring, holds="has mean", bools=False)
 
 
 def _run_scores(run: _Run, *, metric: str, split: str | None, scoring: Scoring) -> dict[tuple[str, str], list[float]]:

@@ -51,7 +51,7 @@ import pandas as pd
 from irtbayes.data import ResponseData, Scoring
 from irtbayes.errors import DataError
 from irtbayes.io.lm_eval import _answer_of, _chosen_filters, _Collected, _n_options, _text_of
-from irtbayes.io.tabular import checked_folder
+from irtbayes.io.tabular import checked_folder, checked_score
 
 __all__ = ["ALL", "DEFAULT_METRICS", "is_leaderboard_folder", "list_choices", "load_leaderboard"]
 
@@ -316,19 +316,6 @@ def _choose_metrics(
     )
 
 
-def _score(value: Any, *, where: str, doc_id: Any, metric: str, scoring: Scoring) -> float:
-    if isinstance(value, bool):
-        return float(value)
-    if isinstance(value, int | float) and not math.isnan(value) and 0 <= value <= 1:
-        if scoring == "binary" and value not in (0, 1):
-            raise DataError(
-                f"{where}: doc_id {doc_id}, column '{metric}' holds {value!r}, but binary (0/1) responses were "
-                "required; pass scoring='fraction' to keep partial-credit scores"
-            )
-        return float(value)
-    raise DataError(f"{where}: doc_id {doc_id}, column '{metric}' holds {value!r}, which is not a score in [0, 1]")
-
-
 def load_leaderboard(
     path: str | Path,
     *,
@@ -482,7 +469,9 @@ def _read_run(
                     "metric": ",".join(metrics) if requested == ALL else metrics[0],
                 }
             for name in metrics:
-                value = _score(columns[name][number], where=str(file), doc_id=doc_id, metric=name, scoring=scoring)
+                value = checked_score(
+                    columns[name][number], where=f"{file}: doc_id {doc_id}, column '{name}'", scoring=scoring
+                )
                 parts = ([name] if requested == ALL else []) + ([doc_filter] if by_filter else [])
                 collected.add(run.subject, item, value, " ".join(parts))
         if new_rows:

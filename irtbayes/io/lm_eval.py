@@ -33,7 +33,7 @@ import pandas as pd
 from irtbayes.data import ResponseData, Scoring
 from irtbayes.errors import DataError
 from irtbayes.files import read_json, read_json_lines
-from irtbayes.io.tabular import checked_folder, harness_responses
+from irtbayes.io.tabular import checked_folder, checked_score, harness_responses
 
 __all__ = ["ALL_FILTERS", "is_lm_eval_folder", "list_choices", "load_lm_eval"]
 
@@ -222,22 +222,6 @@ def _chosen_filters(file: str | Path, task: str, filters: list[str], requested: 
     if requested not in filters:
         raise DataError(f"{file}: task '{task}' has no filter '{requested}'; it logs {filters}")
     return [requested]
-
-
-def _score(value: Any, *, file: _SamplesFile, number: int, metric: str, scoring: Scoring) -> float:
-    if isinstance(value, bool):
-        return float(value)
-    if isinstance(value, int | float) and 0 <= value <= 1:
-        if scoring == "binary" and value not in (0, 1):
-            raise DataError(
-                f"{file.path}: line {number} key '{metric}' holds {value!r}, but binary (0/1) responses "
-                "were required; pass scoring='fraction' to keep partial-credit scores"
-            )
-        return float(value)
-    raise DataError(
-        f"{file.path}: line {number} key '{metric}' holds {value!r}, which is not a score in [0, 1] "
-        "(binary metrics must be 0/1, other metrics a fraction in [0, 1])"
-    )
 
 
 def _n_options(line: dict[str, Any], output_type: str | None) -> int | None:
@@ -453,7 +437,8 @@ def _line_score(file: _SamplesFile, number: int, line: dict[str, Any], *, metric
         raise DataError(f"{file.path}: line {number} has no 'doc_id' key")
     if metric not in line:
         raise DataError(f"{file.path}: line {number} has no '{metric}' key (the metric being read)")
-    return _score(line[metric], file=file, number=number, metric=metric, scoring=scoring)
+    note = " (binary metrics must be 0/1, other metrics a fraction in [0, 1])"
+    return checked_score(line[metric], where=f"{file.path}: line {number} key '{metric}'", scoring=scoring, note=note)
 
 
 def _doc_key(

@@ -11,9 +11,7 @@ Subject and item ids are strings; responses are numbers (irtbayes reads 1/0 or s
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -21,6 +19,7 @@ import pandas as pd
 from irtbayes.data import ResponseData, Scoring
 from irtbayes.errors import DataError
 from irtbayes.files import atomic_write_text, read_json_lines
+from irtbayes.io.tabular import checked_score
 
 __all__ = ["PYIRT_SUFFIXES", "is_pyirt_file", "load_pyirt", "write_pyirt"]
 
@@ -40,23 +39,6 @@ def is_pyirt_file(path: str | Path) -> bool:
     """
     path = Path(path)
     return path.is_file() and path.suffix.lower() in PYIRT_SUFFIXES
-
-
-def _response(value: Any, *, where: str, scoring: Scoring) -> float:
-    """One response as a float in [0, 1], or an error naming the line, subject and item."""
-    if isinstance(value, bool):
-        return float(value)
-    if not isinstance(value, int | float) or (isinstance(value, float) and not math.isfinite(value)):
-        raise DataError(f"{where} holds {value!r}, which is not a number (responses must be 1/0 or a score in [0, 1])")
-    out = float(value)
-    if not 0 <= out <= 1:
-        raise DataError(f"{where} holds {value!r}, outside [0, 1] (responses must be 1/0 or a score in [0, 1])")
-    if scoring == "binary" and out not in (0.0, 1.0):
-        raise DataError(
-            f"{where} holds {value!r}, but binary (0/1) responses were required; pass scoring='fraction' to keep "
-            "partial-credit scores"
-        )
-    return out
 
 
 def load_pyirt(path: str | Path, *, scoring: Scoring = "auto") -> ResponseData:
@@ -127,7 +109,9 @@ def load_pyirt(path: str | Path, *, scoring: Scoring = "auto") -> ResponseData:
             item_id = str(item).strip()
             if not item_id:
                 raise DataError(f"{where}: subject '{subject}' has a response to an item with a blank id")
-            values.append(_response(value, where=f"{where}: subject '{subject}', item '{item_id}'", scoring=scoring))
+            values.append(
+                checked_score(value, where=f"{where}: subject '{subject}', item '{item_id}'", scoring=scoring)
+            )
             subjects.append(subject)
             items.append(item_id)
     if not values:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -12,7 +13,32 @@ import pandas as pd
 from irtbayes.data import ResponseData, Scoring
 from irtbayes.errors import DataError
 
-__all__ = ["checked_folder", "harness_responses", "load_long", "load_wide", "read_columns", "read_table"]
+__all__ = [
+    "checked_folder",
+    "checked_score",
+    "harness_responses",
+    "load_long",
+    "load_wide",
+    "read_columns",
+    "read_table",
+]
+
+
+def checked_score(
+    value: Any, *, where: str, scoring: Scoring, holds: str = "holds", note: str = "", bools: bool = True
+) -> float:
+    """One logged score as a float in [0, 1] (``True``/``False`` as 1/0 unless ``bools`` is False), else a
+    DataError opening with ``where`` (file, line or row, key); 0/1 only with ``scoring="binary"``."""
+    if bools and isinstance(value, bool):
+        return float(value)
+    if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value) or not 0 <= value <= 1:
+        raise DataError(f"{where} {holds} {value!r}, which is not a score in [0, 1]{note}")
+    if scoring == "binary" and value not in (0, 1):
+        raise DataError(
+            f"{where} {holds} {value!r}, but binary (0/1) responses were required; pass scoring='fraction' to keep "
+            "partial-credit scores"
+        )
+    return float(value)
 
 
 def checked_folder(path: str | Path, expected: str) -> Path:
