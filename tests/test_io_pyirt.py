@@ -98,7 +98,10 @@ BAD_LINES = [
     ('{"subject_id": "", "responses": {"q1": 1}}', r"line 3: 'subject_id' is ''"),
     ('{"subject_id": "m2", "responses": [1, 0]}', r"line 3: 'responses' of subject 'm2' must be an object"),
     ('{"subject_id": "m2", "responses": {"q1": "yes"}}', r"line 3: subject 'm2', item 'q1' holds 'yes', which is not"),
-    ('{"subject_id": "m2", "responses": {"q1": 2}}', r"line 3: subject 'm2', item 'q1' holds 2, which is not a score in \[0, 1\]"),
+    (
+        '{"subject_id": "m2", "responses": {"q1": 2}}',
+        r"line 3: subject 'm2', item 'q1' holds 2, which is not a score in \[0, 1\]",
+    ),
     ('{"subject_id": "m0", "responses": {"q1": 1}}', r"line 3: subject 'm0' already has a line \(line 1\)"),
 ]
 
