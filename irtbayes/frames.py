@@ -20,7 +20,7 @@ import pandas as pd
 import xarray as xr
 
 from irtbayes.errors import SpecError
-from irtbayes.summaries import check_ci_prob, summarize
+from irtbayes.summaries import check_ci_prob, spaced, summarize
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -165,7 +165,7 @@ def draws_frame(posterior: xr.Dataset, *, var_names: Sequence[str] | None = None
 def _spaced(rows: pd.DataFrame, max_rows: int) -> pd.DataFrame:
     if len(rows) <= max_rows:
         return rows
-    keep = np.unique(np.linspace(0, len(rows) - 1, max_rows).round().astype(int))
+    keep = spaced(len(rows), max_rows)
     return rows.iloc[keep]
 
 

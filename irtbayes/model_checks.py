@@ -25,7 +25,7 @@ from irtbayes import irt
 from irtbayes.data import ResponseData
 from irtbayes.errors import SpecError
 from irtbayes.fitresult import Fit
-from irtbayes.summaries import summarize
+from irtbayes.summaries import spaced, summarize
 
 __all__ = ["QUASI_LIKELIHOOD_NOTE", "PredictiveCheck", "compare_fits", "log_likelihood", "posterior_predictive_check"]
 
@@ -46,7 +46,7 @@ def _draw_index(result: Fit, n_draws: int | None) -> tuple[np.ndarray, np.ndarra
     post = result.posterior
     n_chain, n_draw = post.sizes["chain"], post.sizes["draw"]
     per_chain = n_draw if n_draws is None else max(1, min(n_draw, int(np.ceil(n_draws / n_chain))))
-    draws = np.unique(np.linspace(0, n_draw - 1, per_chain).round().astype(int))
+    draws = spaced(n_draw, per_chain)
     return np.arange(n_chain), draws
 
 

@@ -24,6 +24,8 @@ from matplotlib.axes import Axes
 from matplotlib.colors import LinearSegmentedColormap
 from matplotlib.lines import Line2D
 
+from irtbayes.summaries import spaced
+
 __all__ = [
     "MAX_HEIGHT",
     "MAX_LABELS",
@@ -243,7 +245,7 @@ def plot_item_person_map(
     subj = subjects.sort_values("ability_mean")
     n_subjects = len(subj)
     if n_subjects > max_subjects:
-        subj = subj.iloc[np.unique(np.linspace(0, n_subjects - 1, max_subjects).round().astype(np.int64))]
+        subj = subj.iloc[spaced(n_subjects, max_subjects)]
     subject_label = "subject (interval)"
     if len(subj) < n_subjects:
         subject_label = f"subject (interval): {len(subj)} of {n_subjects:,}, evenly spaced by ability"

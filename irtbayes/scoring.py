@@ -14,6 +14,7 @@ from irtbayes.data import ResponseData
 from irtbayes.errors import DataError, SpecError
 from irtbayes.fitresult import Fit, check_prob, draws_table
 from irtbayes.frames import draws_frame, forest_rows
+from irtbayes.summaries import spaced
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -176,7 +177,7 @@ def score(
         raise SpecError("score: grid must be an increasing 1-d array with at least 3 points")
     post = result.posterior
     n_total = post.sizes["chain"] * post.sizes["draw"]
-    pick = np.unique(np.linspace(0, n_total - 1, min(n_draws, n_total)).round().astype(int))
+    pick = spaced(n_total, n_draws)
     cols = known.get_indexer(new_responses.item_ids)
 
     def flat(name: str) -> np.ndarray:

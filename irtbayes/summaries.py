@@ -19,7 +19,15 @@ import xarray as xr
 
 from irtbayes.errors import SpecError
 
-__all__ = ["check_ci_prob", "format_interval", "interval_quantiles", "quantiles", "summarize", "summarize_draws"]
+__all__ = [
+    "check_ci_prob",
+    "format_interval",
+    "interval_quantiles",
+    "quantiles",
+    "spaced",
+    "summarize",
+    "summarize_draws",
+]
 
 #: The four summary columns, in order.
 SUMMARY_COLUMNS: tuple[str, ...] = ("mean", "sd", "ci_low", "ci_high")
@@ -210,3 +218,13 @@ def format_interval(row: Mapping[str, Any] | pd.Series, prefix: str, *, digits: 
         f"{row[f'{prefix}_mean']:.{digits}f} "
         f"[{row[f'{prefix}_ci_low']:.{digits}f}, {row[f'{prefix}_ci_high']:.{digits}f}]"
     )
+
+
+def spaced(n_total: int, n: int) -> np.ndarray:
+    """At most ``n`` evenly spaced indices of ``range(n_total)``, the first and the last included: how draws,
+    rows or subjects are thinned wherever the package shows or uses fewer of them.
+
+    >>> spaced(10, 4)
+    array([0, 3, 6, 9])
+    """
+    return np.unique(np.linspace(0, n_total - 1, min(n, n_total)).round().astype(np.int64))

@@ -85,7 +85,7 @@ from irtbayes.audit.targets import RANGE_WIDEN, Target, check_range_holds_subjec
 from irtbayes.data import ResponseData
 from irtbayes.errors import FitError, SpecError
 from irtbayes.spec import UNLABELLED
-from irtbayes.summaries import summarize
+from irtbayes.summaries import spaced, summarize
 
 __all__ = ["DEFAULT_MAX_DRAWS", "AuditResult", "AuditSettings", "audit", "fit_identity", "rank_interval"]
 
@@ -113,7 +113,7 @@ def _chunks(n_draws: int, per_draw: int) -> Iterator[slice]:
 def _thin(n_samples: int, max_draws: int | None) -> np.ndarray:
     if max_draws is None or n_samples <= max_draws:
         return np.arange(n_samples)
-    return np.unique(np.linspace(0, n_samples - 1, max_draws).round().astype(np.int64))
+    return spaced(n_samples, max_draws)
 
 
 # ============================================================================================ audit

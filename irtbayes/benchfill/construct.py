@@ -35,6 +35,7 @@ from irtbayes.benchfill.grid import SAMPLE_DIMS, SLOPE_GRID_POINTS, _flat, _slop
 from irtbayes.data import ResponseData
 from irtbayes.errors import DataError
 from irtbayes.irt import probability
+from irtbayes.summaries import spaced
 
 __all__ = [
     "CONSTRUCT_PROB",
@@ -98,7 +99,7 @@ def item_fit(
     rng = np.random.default_rng(seed)
     theta_all = _flat(ability, "subject")  # (S, subject)
     n_total = theta_all.shape[0]
-    rows = np.unique(np.linspace(0, n_total - 1, min(max_draws, n_total)).round().astype(int))
+    rows = spaced(n_total, max_draws)
     subject_pos = _subject_positions(ability, new_data)
     out = []
     for i, item in enumerate(new_data.item_ids):

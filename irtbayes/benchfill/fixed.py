@@ -41,6 +41,7 @@ from irtbayes.benchfill.grid import (
 from irtbayes.benchfill.responses import _check_new_data, _counts
 from irtbayes.data import ResponseData
 from irtbayes.errors import DataError, FitError, SpecError
+from irtbayes.summaries import spaced
 
 if TYPE_CHECKING:
     from irtbayes.fit import Fit
@@ -321,7 +322,7 @@ def _n_samples(post: xr.Dataset) -> int:
 
 def _prior_rows(n_total: int, prior_draws: int) -> np.ndarray:
     """``prior_draws`` evenly spaced rows (at most ``n_total``) of the posterior's samples: the prior mixture's draws."""
-    return np.unique(np.linspace(0, n_total - 1, min(prior_draws, n_total)).round().astype(int))
+    return spaced(n_total, prior_draws)
 
 
 def _shared_discrimination(post: xr.Dataset, kind: str) -> tuple[np.ndarray | None, float | None]:
