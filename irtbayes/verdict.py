@@ -17,6 +17,8 @@ from irtbayes.errors import SpecError
 from irtbayes.files import json_ready
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from matplotlib.axes import Axes
 
 __all__ = ["DIAGNOSTIC_COLUMNS", "Diagnostics", "VariableDiagnostics"]
@@ -134,7 +136,8 @@ class Diagnostics:
     def _judged(self) -> list[VariableDiagnostics]:
         return [v for v in self.variables if v.n_checked > 0]
 
-    def _worst(self, name: str, pick: Any) -> float:
+    def _worst(self, name: str, pick: Callable[[list[float]], float]) -> float:
+        """``pick`` (max or min) of one statistic over the judged variables; NaN when any is NaN or none was judged."""
         values = [getattr(v, name) for v in self._judged()]
         return float(pick(values)) if values and np.isfinite(values).all() else float("nan")
 
