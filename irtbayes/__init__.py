@@ -1,8 +1,209 @@
-"""irtbayes: Bayesian item response theory audits of AI benchmarks."""
+"""irtbayes: Bayesian item response theory audits of AI benchmarks.
 
-from irtbayes.data import DataSummary, ResponseData
-from irtbayes.errors import DataError, FitError, IrtbayesError, SpecError
+One import gives the verbs of the whole pipeline, data -> model -> fit -> checks -> audit -> report, with
+BenchFill and the robustness checks beside it::
 
-__version__ = "0.1.0"
+    import irtbayes as irt
 
-__all__ = ["DataError", "DataSummary", "FitError", "IrtbayesError", "ResponseData", "SpecError", "__version__"]
+    data = irt.load_dataset("lsat7")
+    fit = irt.fit(data, seed=1)
+    result = irt.audit(fit, data)
+    irt.report(fit, "out/report", data=data, audit=result)
+
+Every name below is defined in one module of a stage subpackage (``irtbayes.data``, ``irtbayes.model``,
+``irtbayes.fitting``, ``irtbayes.checks``, ``irtbayes.auditing``, ``irtbayes.reporting``, ``irtbayes.benchfill``,
+``irtbayes.robustness``) and imported from there on first use, so ``import irtbayes`` itself is quick and the
+command line starts without loading PyMC. The stage modules hold the rest (per-draw kernels, loaders of
+single formats, plot functions) for those who need them.
+"""
+
+from __future__ import annotations
+
+import importlib
+from importlib import metadata
+from typing import TYPE_CHECKING, Any
+
+try:
+    __version__ = metadata.version("irtbayes")
+except metadata.PackageNotFoundError:  # a source tree on sys.path, not installed
+    __version__ = "0+unknown"
+
+# public name -> the module that defines it
+_PUBLIC: dict[str, str] = {
+    # errors
+    "IrtbayesError": "irtbayes.core.errors",
+    "DataError": "irtbayes.core.errors",
+    "SpecError": "irtbayes.core.errors",
+    "FitError": "irtbayes.core.errors",
+    "FitInterrupted": "irtbayes.core.errors",
+    # data
+    "ResponseData": "irtbayes.data.responses",
+    "load": "irtbayes.data.io",
+    "load_dataset": "irtbayes.data.registry",
+    "list_datasets": "irtbayes.data.registry",
+    "simulate_responses": "irtbayes.data.simulate",
+    # model
+    "ModelSpec": "irtbayes.model.spec",
+    "Priors": "irtbayes.model.spec",
+    # fit
+    "fit": "irtbayes.fitting.fit",
+    "Fit": "irtbayes.fitting.result",
+    "SamplerSettings": "irtbayes.fitting.settings",
+    "StopRule": "irtbayes.fitting.until_converged",
+    "save_fit": "irtbayes.fitting.storage",
+    "load_fit": "irtbayes.fitting.storage",
+    "score": "irtbayes.fitting.scoring",
+    "Scores": "irtbayes.fitting.scoring",
+    # checks
+    "Diagnostics": "irtbayes.checks.verdict",
+    "PredictiveCheck": "irtbayes.checks.predictive",
+    "posterior_predictive_check": "irtbayes.checks.predictive",
+    "log_likelihood": "irtbayes.checks.predictive",
+    "compare_fits": "irtbayes.checks.predictive",
+    # audit
+    "audit": "irtbayes.auditing.run",
+    "AuditSettings": "irtbayes.auditing.settings",
+    "AuditResult": "irtbayes.auditing.result",
+    "write_audit": "irtbayes.auditing.folder",
+    "load_audit": "irtbayes.auditing.folder",
+    "Target": "irtbayes.auditing.targets",
+    "uniform_target": "irtbayes.auditing.targets",
+    "weights_target": "irtbayes.auditing.targets",
+    "group_target": "irtbayes.auditing.targets",
+    "read_target": "irtbayes.auditing.targets",
+    # report and exports
+    "report": "irtbayes.reporting.report",
+    "write_mirt": "irtbayes.reporting.interchange",
+    "write_tinybenchmarks": "irtbayes.reporting.interchange",
+    # BenchFill
+    "choose_target": "irtbayes.benchfill.run",
+    "propose": "irtbayes.benchfill.run",
+    "calibrate_candidates": "irtbayes.benchfill.run",
+    "write_benchfill": "irtbayes.benchfill.run",
+    "load_benchfill_result": "irtbayes.benchfill.run",
+    "BenchfillResult": "irtbayes.benchfill.result",
+    "AcceptanceRule": "irtbayes.benchfill.acceptance",
+    "Candidate": "irtbayes.benchfill.candidates",
+    "load_candidates": "irtbayes.benchfill.candidates",
+    "FileSource": "irtbayes.benchfill.sources",
+    "CallableSource": "irtbayes.benchfill.sources",
+    "LLMSource": "irtbayes.benchfill.llm",
+    "ProposalRequest": "irtbayes.benchfill.sources",
+    "export_lm_eval": "irtbayes.benchfill.export",
+    "export_csv_template": "irtbayes.benchfill.export",
+    # robustness
+    "check_robustness": "irtbayes.robustness.run",
+    "RobustnessSettings": "irtbayes.robustness.run",
+    "RobustnessResult": "irtbayes.robustness.run",
+}
+
+__all__ = [
+    "AcceptanceRule",
+    "AuditResult",
+    "AuditSettings",
+    "BenchfillResult",
+    "CallableSource",
+    "Candidate",
+    "DataError",
+    "Diagnostics",
+    "FileSource",
+    "Fit",
+    "FitError",
+    "FitInterrupted",
+    "IrtbayesError",
+    "LLMSource",
+    "ModelSpec",
+    "PredictiveCheck",
+    "Priors",
+    "ProposalRequest",
+    "ResponseData",
+    "RobustnessResult",
+    "RobustnessSettings",
+    "SamplerSettings",
+    "Scores",
+    "SpecError",
+    "StopRule",
+    "Target",
+    "__version__",
+    "audit",
+    "calibrate_candidates",
+    "check_robustness",
+    "choose_target",
+    "compare_fits",
+    "export_csv_template",
+    "export_lm_eval",
+    "fit",
+    "group_target",
+    "list_datasets",
+    "load",
+    "load_audit",
+    "load_benchfill_result",
+    "load_candidates",
+    "load_dataset",
+    "load_fit",
+    "log_likelihood",
+    "posterior_predictive_check",
+    "propose",
+    "read_target",
+    "report",
+    "save_fit",
+    "score",
+    "simulate_responses",
+    "uniform_target",
+    "weights_target",
+    "write_audit",
+    "write_benchfill",
+    "write_mirt",
+    "write_tinybenchmarks",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module 'irtbayes' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__
+
+
+if TYPE_CHECKING:  # what IDEs and mypy see; at run time the names load on first use
+    from irtbayes.auditing.folder import load_audit, write_audit
+    from irtbayes.auditing.result import AuditResult
+    from irtbayes.auditing.run import audit
+    from irtbayes.auditing.settings import AuditSettings
+    from irtbayes.auditing.targets import Target, group_target, read_target, uniform_target, weights_target
+    from irtbayes.benchfill.acceptance import AcceptanceRule
+    from irtbayes.benchfill.candidates import Candidate, load_candidates
+    from irtbayes.benchfill.export import export_csv_template, export_lm_eval
+    from irtbayes.benchfill.llm import LLMSource
+    from irtbayes.benchfill.result import BenchfillResult
+    from irtbayes.benchfill.run import (
+        calibrate_candidates,
+        choose_target,
+        load_benchfill_result,
+        propose,
+        write_benchfill,
+    )
+    from irtbayes.benchfill.sources import CallableSource, FileSource, ProposalRequest
+    from irtbayes.checks.predictive import PredictiveCheck, compare_fits, log_likelihood, posterior_predictive_check
+    from irtbayes.checks.verdict import Diagnostics
+    from irtbayes.core.errors import DataError, FitError, FitInterrupted, IrtbayesError, SpecError
+    from irtbayes.data.io import load
+    from irtbayes.data.registry import list_datasets, load_dataset
+    from irtbayes.data.responses import ResponseData
+    from irtbayes.data.simulate import simulate_responses
+    from irtbayes.fitting.fit import fit
+    from irtbayes.fitting.result import Fit
+    from irtbayes.fitting.scoring import Scores, score
+    from irtbayes.fitting.settings import SamplerSettings
+    from irtbayes.fitting.storage import load_fit, save_fit
+    from irtbayes.fitting.until_converged import StopRule
+    from irtbayes.model.spec import ModelSpec, Priors
+    from irtbayes.reporting.interchange import write_mirt, write_tinybenchmarks
+    from irtbayes.reporting.report import report
+    from irtbayes.robustness.run import RobustnessResult, RobustnessSettings, check_robustness

@@ -1,7 +1,7 @@
 """Small simulated fits and audits, ready in a fraction of a second, for examples and quick experiments.
 
 They serve irtbayes' docstring examples as ``arviz.load_arviz_data`` serves ArviZ's: a fit without sampling,
-whose draws scatter around a simulation's truth (:func:`irtbayes.simulate.posterior_near_truth`), so an
+whose draws scatter around a simulation's truth (:func:`irtbayes.data.simulate.posterior_near_truth`), so an
 example can show a step of the pipeline in two lines.
 
 Examples
@@ -22,12 +22,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from irtbayes.data import ResponseData
-from irtbayes.fitresult import Fit
-from irtbayes.simulate import posterior_near_truth, simulate_responses
+from irtbayes.data.responses import ResponseData
+from irtbayes.data.simulate import posterior_near_truth, simulate_responses
+from irtbayes.fitting.result import Fit
 
 if TYPE_CHECKING:
-    from irtbayes.audit.result import AuditResult
+    from irtbayes.auditing.result import AuditResult
     from irtbayes.benchfill.candidates import Candidate
 
 __all__ = ["simulated_audit", "simulated_candidates", "simulated_fit"]
@@ -36,7 +36,7 @@ __all__ = ["simulated_audit", "simulated_candidates", "simulated_fit"]
 def simulated_fit(
     n_subjects: int, n_items: int, *, chains: int = 2, draws: int = 100, seed: int = 1, **simulate: Any
 ) -> tuple[Fit, ResponseData]:
-    """A :class:`~irtbayes.fitresult.Fit` of simulated 2PL data, its draws scattered around the truth, and the data.
+    """A :class:`~irtbayes.fitting.result.Fit` of simulated 2PL data, its draws scattered around the truth, and the data.
 
     ``simulate_responses(n_subjects, n_items, seed=seed, **simulate)`` makes the data;
     ``posterior_near_truth(..., chains=chains, draws=draws, seed=seed + 1)`` the draws.
@@ -58,9 +58,9 @@ def simulated_audit(
 ) -> tuple[AuditResult, ResponseData]:
     """The audit of draws scattered around simulated 2PL data's truth (as :func:`simulated_fit`), and the data.
 
-    ``settings`` go to :func:`irtbayes.audit.audit` (``bins=5``, ``target=...``).
+    ``settings`` go to :func:`irtbayes.auditing.run.audit` (``bins=5``, ``target=...``).
     """
-    from irtbayes.audit import audit  # the audit stage sits above the fit
+    from irtbayes.auditing.run import audit  # the audit stage sits above the fit
 
     data, truth = simulate_responses(n_subjects, n_items, n_benchmarks=n_benchmarks, seed=seed)
     posterior = posterior_near_truth(data, truth, chains=chains, draws=draws, seed=seed + 1)
@@ -80,7 +80,7 @@ def simulated_candidates(
     -------
     (fit, data, candidates, answers)
         ``answers`` is a long table (``subject``, ``item``, ``response``) for
-        :func:`irtbayes.benchfill.candidate_response_data`.
+        :func:`irtbayes.benchfill.responses.candidate_response_data`.
     """
     from irtbayes.benchfill.candidates import Candidate  # BenchFill sits above the fit
 

@@ -55,8 +55,8 @@ from _common import (
 )
 from scipy.stats import kendalltau, spearmanr
 
-from irtbayes.audit import audit
-from irtbayes.plots import OKABE_ITO, plot_leaderboard, shorten
+from irtbayes.auditing.run import audit
+from irtbayes.core.plots import OKABE_ITO, plot_leaderboard, shorten
 
 S = settings()
 timer = Timer()

@@ -60,17 +60,16 @@ from _common import (
 )
 from scipy.special import expit
 
-from irtbayes.audit import audit
-from irtbayes.benchfill import CallableSource, Ledger, ProposalRequest, decide_all, decision_records
-from irtbayes.benchfill.calibration import (
-    calibrate_fixed,
-    calibrate_full,
-    candidate_response_data,
-    operating_characteristic,
-    operating_characteristic_table,
-)
-from irtbayes.data import ResponseData
-from irtbayes.plots import OKABE_ITO
+from irtbayes.auditing.run import audit
+from irtbayes.benchfill.acceptance import decide_all
+from irtbayes.benchfill.calibration import calibrate_full
+from irtbayes.benchfill.fixed import calibrate_fixed
+from irtbayes.benchfill.ledger import Ledger, decision_records
+from irtbayes.benchfill.oc import operating_characteristic, operating_characteristic_table
+from irtbayes.benchfill.responses import candidate_response_data
+from irtbayes.benchfill.sources import CallableSource, ProposalRequest
+from irtbayes.core.plots import OKABE_ITO
+from irtbayes.data.responses import ResponseData
 
 S = settings()
 timer = Timer()

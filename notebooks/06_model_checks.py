@@ -20,14 +20,14 @@
 # 1. **Posterior predictive checks** of each population's fit (the fit notebook 3 saved): replicate the data
 #    from the posterior and ask whether each item's proportion correct, each item's correlation with the rest
 #    score and each system's total score look like the replications (Bayesian p-values,
-#    `irtbayes.model_checks.posterior_predictive_check`). The item-rest correlation is the informative one: an
+#    `irtbayes.checks.predictive.posterior_predictive_check`). The item-rest correlation is the informative one: an
 #    item's difficulty is fitted, so its proportion correct is almost always reproduced, while the item-rest
 #    relation tests the model's discriminations (all equal under the 1PL).
-# 2. **1PL vs 2PL vs 3PL for multiple choice** by PSIS-LOO (`irtbayes.model_checks.compare_fits`, leave one
+# 2. **1PL vs 2PL vs 3PL for multiple choice** by PSIS-LOO (`irtbayes.checks.predictive.compare_fits`, leave one
 #    response out) on MMLU-Pro: 10 options, so a system that guesses is right about 10% of the time and a
 #    lower asymptote (the 3PL's guessing parameter) near 0.1 is plausible. Three fits to the same seeded subset.
 # 3. **Information curves and saturation** per population: where on the ability scale each benchmark measures
-#    (test information, from the same per-draw formulas as the audit, `irtbayes.audit.information`) beside the
+#    (test information, from the same per-draw formulas as the audit, `irtbayes.auditing.information`) beside the
 #    systems' abilities, and per posterior draw the share of each benchmark's items that the best system (the
 #    highest ability in that draw, among the systems that took the benchmark) answers correctly with
 #    probability >= 0.9 (**saturation**), and the share of items whose difficulty lies below the lowest such
@@ -65,11 +65,11 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
 from scipy import stats
 
-from irtbayes import datasets
-from irtbayes.audit import test_information
-from irtbayes.model import ModelSpec
-from irtbayes.model_checks import compare_fits, posterior_predictive_check
-from irtbayes.plots import OKABE_ITO, domain_palette, shorten
+from irtbayes.auditing.information import test_information
+from irtbayes.checks.predictive import compare_fits, posterior_predictive_check
+from irtbayes.core.plots import OKABE_ITO, domain_palette, shorten
+from irtbayes.data.responses import registry as datasets
+from irtbayes.model.spec import ModelSpec
 
 S = settings()
 timer = Timer()
@@ -537,7 +537,7 @@ del mc_fits
 # of its items with difficulty below the lowest such system's ability. A benchmark is called saturated when its
 # saturation's 90% interval lies above 0.5. MMLU-Pro is measured as a whole and per category (its categories are
 # sub-benchmarks, as in notebook 3). Colours follow domains, the same in every figure
-# (`irtbayes.plots.domain_palette` over every population's domains, as in notebook 3); benchmarks of one domain
+# (`irtbayes.core.plots.domain_palette` over every population's domains, as in notebook 3); benchmarks of one domain
 # differ by line style.
 
 # %%

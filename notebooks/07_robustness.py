@@ -85,18 +85,12 @@ from _common import (
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from irtbayes.audit import audit
-from irtbayes.data import ResponseData
-from irtbayes.model import ModelSpec
-from irtbayes.robustness import (
-    Population,
-    compare_revision,
-    condition_effects,
-    fit_conditions,
-    population_samples,
-    population_stability,
-    refit_populations,
-)
+from irtbayes.auditing.run import audit
+from irtbayes.data.responses import ResponseData
+from irtbayes.model.spec import ModelSpec
+from irtbayes.robustness.conditions import condition_effects, fit_conditions
+from irtbayes.robustness.population import Population, population_samples, population_stability, refit_populations
+from irtbayes.robustness.revision import compare_revision
 
 S = settings()
 timer = Timer()

@@ -40,11 +40,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from irtbayes import datasets
-from irtbayes.data import ResponseData
-from irtbayes.errors import FitError
-from irtbayes.fit import Fit, fit, load_fit, save_fit
-from irtbayes.model import ModelSpec
+from irtbayes.core.errors import FitError
+from irtbayes.data import registry as datasets
+from irtbayes.data.responses import ResponseData
+from irtbayes.fitting.fit import fit
+from irtbayes.fitting.result import Fit
+from irtbayes.fitting.storage import load_fit, save_fit
+from irtbayes.model.spec import ModelSpec
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "notebooks" / "results"
@@ -171,8 +173,8 @@ class Population:
 
     ``items_full`` / ``items_fast``: at most this many items per benchmark (None: all); ``subjects_full`` /
     ``subjects_fast``: at most this many subjects (None: all), drawn at random with the notebook seed.
-    ``full``: the fit's settings in the full mode (keyword arguments of :func:`irtbayes.fit`; those not given take
-    irtbayes' defaults). ``spec``: fields of the population's :class:`~irtbayes.model.ModelSpec` beyond ``kind``.
+    ``full``: the fit's settings in the full mode (keyword arguments of :func:`irtbayes.fitting.fit`; those not given take
+    irtbayes' defaults). ``spec``: fields of the population's :class:`~irtbayes.model.spec.ModelSpec` beyond ``kind``.
     """
 
     name: str
@@ -355,7 +357,7 @@ def subsample_note(record: dict[str, Any]) -> str:
 
 # ============================================================================================ fitting
 def fit_settings(s: Settings, pop: Population | str | None = None, *, sampler: str | None = None) -> dict[str, Any]:
-    """Keyword arguments of :func:`irtbayes.fit` for a fit in this run.
+    """Keyword arguments of :func:`irtbayes.fitting.fit` for a fit in this run.
 
     Full mode: the population's own settings (``Population.full``; a fit outside the populations gets NUTS at
     irtbayes' defaults), with any ``IRTBAYES_NB_*`` sampler setting (or ``sampler``) overriding them. Fast mode: the

@@ -1,7 +1,7 @@
 """Figures of the notebooks' cross-population audit (notebook 3; not part of the irtbayes package).
 
 Every function takes the rows of ``benchmark_audit.csv`` (one per population and benchmark or sub-benchmark) and
-the colours of :func:`irtbayes.plots.domain_palette` over all their domains, so a domain looks the same in every
+the colours of :func:`irtbayes.core.plots.domain_palette` over all their domains, so a domain looks the same in every
 figure. A row whose fit is not ``converged`` carries a mark in its label (:data:`MARK`), and the legend says what
 the marks mean: no figure shows such a row unmarked.
 """
@@ -16,7 +16,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from irtbayes.plots import plot_forest
+from irtbayes.core.plots import plot_forest
 
 #: The mark after a row's label, by its fit's verdict.
 MARK = {"converged": "", "approximate": " ≈", "NOT CONVERGED": " †"}

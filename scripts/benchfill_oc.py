@@ -35,10 +35,10 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from irtbayes.benchfill.calibration import operating_characteristic, operating_characteristic_table
-from irtbayes.fit import fit
-from irtbayes.model import ModelSpec
-from irtbayes.simulate import simulate_responses
+from irtbayes.benchfill.oc import operating_characteristic, operating_characteristic_table
+from irtbayes.data.simulate import simulate_responses
+from irtbayes.fitting.fit import fit
+from irtbayes.model.spec import ModelSpec
 
 SCENARIOS = {
     "uniform": "Candidates aimed at the bin: true difficulties uniform on [{lo:g}, {hi:g}], discriminations "

@@ -30,7 +30,7 @@ Usage:
     python scripts/benchmark_fit.py --sizes 400x5000 --models default --draws auto --tune auto
                                                       # the default fit with irtbayes' own draws and tune
 
-``--draws auto`` and ``--tune auto`` let :func:`irtbayes.fit.fit` choose (1000 draws, or 1250 for models of
+``--draws auto`` and ``--tune auto`` let :func:`irtbayes.fitting.fit.fit` choose (1000 draws, or 1250 for models of
 more than 5,000 free parameters; tune 200 with nutpie's warm start, the default for the 1PL and 2PL, else 500); the straightforward model's numbers are resolved by
 the same rule from its own count of free parameters.
 """
@@ -115,7 +115,7 @@ def _pyirt(data, truth, config: dict) -> dict:  # type: ignore[no-untyped-def]
     """Fit py-irt's 2PL in its own interpreter; its time and recovery."""
     import pandas as pd
 
-    from irtbayes.io import write_pyirt
+    from irtbayes.data.io.pyirt import write_pyirt
 
     with tempfile.TemporaryDirectory() as tmp:
         path, out = Path(tmp) / "responses.jsonl", Path(tmp) / "estimates.json"
@@ -158,10 +158,10 @@ def _worker(config: dict) -> dict:
     import numpy as np
     import nutpie
 
-    from irtbayes.convergence import ess_bulk
-    from irtbayes.diagnostics import check_convergence
-    from irtbayes.fit import LARGE_MODEL, LARGE_MODEL_DRAWS, fit
-    from irtbayes.simulate import simulate_responses
+    from irtbayes.checks.convergence import ess_bulk
+    from irtbayes.checks.sampler import check_convergence
+    from irtbayes.data.simulate import simulate_responses
+    from irtbayes.fitting.fit import LARGE_MODEL, LARGE_MODEL_DRAWS, fit
 
     warnings.simplefilter("ignore")
     n_subjects, n_items = config["size"]

@@ -1,7 +1,7 @@
 """Benchmark: memory, time and size of the audit and the report as the number of subjects and items grows.
 
 No sampling: each size gets a hand-built posterior. Responses are simulated from a 2PL
-(:func:`irtbayes.simulate.simulate_responses`, 10% of cells missing, items in 5 benchmarks across 2 domains);
+(:func:`irtbayes.data.simulate.simulate_responses`, 10% of cells missing, items in 5 benchmarks across 2 domains);
 the posterior draws are the true values plus independent normal scatter (sd 0.3 for abilities, 0.15 for
 difficulties, 0.05 for log-discriminations), with the hierarchy's hyperparameters, so that the audit
 deconvolves as it does for a real fit. The convergence checks run on these draws as for a real fit. Each size
@@ -32,14 +32,14 @@ def _hand_built_fit(n_subjects: int, n_items: int, *, chains: int, draws: int, s
     """Simulated data and a Fit whose posterior is the truth plus known scatter."""
     import xarray as xr
 
-    from irtbayes.diagnostics import check_convergence
-    from irtbayes.fit import Fit, _constant_data
-    from irtbayes.model import ModelSpec
-    from irtbayes.simulate import posterior_near_truth, simulate_responses
+    from irtbayes.checks.sampler import check_convergence
+    from irtbayes.data.simulate import posterior_near_truth, simulate_responses
+    from irtbayes.fitting.result import Fit, fit_constant_data
+    from irtbayes.model.spec import ModelSpec
 
     data, truth = simulate_responses(n_subjects, n_items, kind="2pl", n_benchmarks=5, n_domains=2, seed=seed)
     posterior = posterior_near_truth(data, truth, chains=chains, draws=draws, seed=seed + 1)
-    tree = xr.DataTree.from_dict({"posterior": posterior, "constant_data": _constant_data(data)})
+    tree = xr.DataTree.from_dict({"posterior": posterior, "constant_data": fit_constant_data(data)})
     fitted = Fit(
         idata=tree,
         spec=ModelSpec(kind="2pl"),
@@ -66,8 +66,9 @@ def _worker(config: dict) -> dict:
 
     from PIL import Image
 
-    from irtbayes.audit import audit, write_audit
-    from irtbayes.report import write_report
+    from irtbayes.auditing.folder import write_audit
+    from irtbayes.auditing.run import audit
+    from irtbayes.reporting.report import write_report
 
     warnings.simplefilter("ignore")  # the hand-built draws fail nothing, but keep the output to the numbers
     data, fitted = _hand_built_fit(
@@ -77,8 +78,8 @@ def _worker(config: dict) -> dict:
     messages: list[str] = []
     handler = logging.Handler()
     handler.emit = lambda record: messages.append(record.getMessage())  # type: ignore[method-assign]
-    logging.getLogger("irtbayes.audit").addHandler(handler)
-    logging.getLogger("irtbayes.audit").setLevel(logging.INFO)
+    logging.getLogger("irtbayes.auditing").addHandler(handler)
+    logging.getLogger("irtbayes.auditing").setLevel(logging.INFO)
     started = time.perf_counter()
     result = audit(fitted.idata, data, seed=config["seed"])
     out["audit_s"] = time.perf_counter() - started

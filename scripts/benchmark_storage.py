@@ -4,8 +4,8 @@ Two parts, one tiny real fit behind both:
 
 1. **Audit agreement.** Simulated responses, 60 subjects x 200 items (4 benchmarks, 2 domains), fitted with
    nutpie (2 chains x 200 draws after 200 warm-up draws, seed 1). The fit is saved the old way (every group,
-   float64, no compression) and the new way (:func:`irtbayes.fit.save_fit`: float32, compressed, only what
-   later steps read), both are loaded back, and each is audited (:func:`irtbayes.audit.audit`, seed 0) beside
+   float64, no compression) and the new way (:func:`irtbayes.fitting.storage.save_fit`: float32, compressed, only what
+   later steps read), both are loaded back, and each is audited (:func:`irtbayes.auditing.run.audit`, seed 0) beside
    the fit in memory. Printed: the largest absolute and relative difference over every number of the
    ``benchmarks`` table (DDM, Maximum Gap, coverage, ... with their intervals) and the ``ranking`` table
    (ranks and accuracies), and whether any of them differs once rounded to 3 decimals (the precision the
@@ -38,20 +38,13 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from irtbayes.audit import audit
-from irtbayes.data import ResponseData
-from irtbayes.fit import (
-    FORMAT_VERSION,
-    Fit,
-    _constant_data,
-    fit,
-    load_fit,
-    save_fit,
-)
-from irtbayes.fitresult import derived_names
-from irtbayes.model import add_derived
-from irtbayes.simulate import simulate_responses
-from irtbayes.storage import _card_checksum, _sha256
+from irtbayes.auditing.run import audit
+from irtbayes.data.responses import ResponseData
+from irtbayes.data.simulate import simulate_responses
+from irtbayes.fitting.fit import fit
+from irtbayes.fitting.result import FORMAT_VERSION, Fit, derived_names, fit_constant_data
+from irtbayes.fitting.storage import _card_checksum, _sha256, load_fit, save_fit
+from irtbayes.model.build import add_derived
 
 
 def save_float64(result: Fit, folder: Path) -> Path:
@@ -157,7 +150,7 @@ def grown_fit(layout: Fit, *, n_subjects: int, n_items: int, chains: int, draws:
         for n, v in stats_in.data_vars.items()
     }
     groups["sample_stats"] = xr.Dataset(stats, coords={"chain": coords["chain"], "draw": coords["draw"]})
-    groups["constant_data"] = _constant_data(data)
+    groups["constant_data"] = fit_constant_data(data)
     idata = xr.DataTree.from_dict(groups)
     idata.attrs.update(layout.idata.attrs)
     idata.attrs["data_checksum"] = data.checksum()

@@ -9,8 +9,8 @@ Usage::
 ``classic_irt/``: the ``upstream`` key of each manifest in ``data/``). Each data set becomes ``OUT_DIR/<name>/``:
 ``responses.csv`` (one row per subject, one column per item, empty = missing), ``items.csv`` (``item``,
 ``benchmark`` and the item metadata), ``subjects.csv`` and ``dataset.json`` (the manifest from ``data/<name>/``,
-with the options used). Then ``IRTBAYES_DATA_DIR=OUT_DIR`` makes ``irtbayes.datasets.load_dataset(name)`` read it,
-and ``irtbayes.io.load(OUT_DIR/<name>)`` reads the folder directly. A matrix rather than a long table, as the
+with the options used). Then ``IRTBAYES_DATA_DIR=OUT_DIR`` makes ``irtbayes.data.registry.load_dataset(name)`` read it,
+and ``irtbayes.data.io.load(OUT_DIR/<name>)`` reads the folder directly. A matrix rather than a long table, as the
 NLU set (90 x 82,756) would take about 300 MB as a long CSV.
 
 Scoring choices (``--option``, one data set at a time; ``irtbayes data list`` shows each set's options):
@@ -42,9 +42,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from irtbayes.datasets import manifests
-from irtbayes.errors import DataError
-from irtbayes.files import atomic_dir, read_json, read_json_lines
+from irtbayes.core.errors import DataError
+from irtbayes.core.files import atomic_dir, read_json, read_json_lines
+from irtbayes.data.registry import manifests
 
 #: (responses: subjects x items with NaN for missing, items: indexed by item id with ``benchmark``, subjects)
 Tables = tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]

@@ -38,10 +38,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from irtbayes.audit import audit, widest_gap
-from irtbayes.data import ResponseData
-from irtbayes.fit import fit
-from irtbayes.storage import load_fit, save_fit
+from irtbayes.auditing.gaps import widest_gap
+from irtbayes.auditing.run import audit
+from irtbayes.data.responses import ResponseData
+from irtbayes.fitting.fit import fit
+from irtbayes.fitting.storage import load_fit, save_fit
 
 RANGE = (-2.5, 2.5)
 N_ITEMS = 60

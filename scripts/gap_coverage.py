@@ -1,7 +1,7 @@
 """Coverage of the Maximum Gap's credible interval: the fit's draws against deconvolved locations.
 
 Each data set plants a gap of 1.5 logits among 60 item difficulties (36 evenly spaced on [-2.4, -0.3], 24
-on [1.2, 2.4]; :func:`irtbayes.simulate.planted_gap_responses`), simulates 1PL responses of N standardised
+on [1.2, 2.4]; :func:`irtbayes.data.simulate.planted_gap_responses`), simulates 1PL responses of N standardised
 subjects, fits irtbayes' 1PL (2 chains x 300 draws), and computes the widest gap in [-2.5, 2.6] per draw
 from (a) the fit's difficulty draws and (b) the deconvolved locations the audit uses by default. Printed per
 data set: the 90% interval and median of each; then, per N, how often each interval covers the true width
@@ -22,11 +22,11 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from irtbayes.audit import widest_gap
-from irtbayes.audit.deconvolve import deconvolved_locations, prior_draws
-from irtbayes.fit import fit
-from irtbayes.model import ModelSpec
-from irtbayes.simulate import planted_gap_responses
+from irtbayes.auditing.deconvolve import deconvolved_locations, prior_draws
+from irtbayes.auditing.gaps import widest_gap
+from irtbayes.data.simulate import planted_gap_responses
+from irtbayes.fitting.fit import fit
+from irtbayes.model.spec import ModelSpec
 
 RANGE = (-2.5, 2.6)
 

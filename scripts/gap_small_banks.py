@@ -19,8 +19,8 @@ import warnings
 
 import numpy as np
 
-from irtbayes.audit import widest_gap
-from irtbayes.audit.deconvolve import MIN_ITEMS, PriorDraws, deconvolved_locations
+from irtbayes.auditing.deconvolve import MIN_ITEMS, PriorDraws, deconvolved_locations
+from irtbayes.auditing.gaps import widest_gap
 
 LO, HI = -2.0, 2.0
 SAMPLES = 1000

@@ -1,6 +1,6 @@
 """NUTS on JAX with the responses split over every device: one timed fit, or float32 against float64.
 
-Fits the default 2PL with ``sampler="numpyro"`` (:mod:`irtbayes.jaxnuts`: vectorised chains, the response
+Fits the default 2PL with ``sampler="numpyro"`` (:mod:`irtbayes.fitting.jaxnuts`: vectorised chains, the response
 matrix sharded over the devices JAX sees) and prints the devices, wall and sampling time, the convergence
 checks and, with ``--precision both``, how far the float32 fit's difficulties are from the float64 fit's (in
 posterior sds) and the ratio of times.
@@ -29,7 +29,7 @@ import warnings
 
 
 def _load(args: argparse.Namespace):  # type: ignore[no-untyped-def]
-    from irtbayes.simulate import simulate_responses
+    from irtbayes.data.simulate import simulate_responses
 
     if args.simulate:
         n, m = (int(x) for x in args.simulate.lower().split("x"))
@@ -37,15 +37,15 @@ def _load(args: argparse.Namespace):  # type: ignore[no-untyped-def]
             n, m, kind="2pl", n_benchmarks=min(25, max(1, m // 20)), n_domains=7, missing=0.1, seed=args.seed
         )
         return data, truth
-    from irtbayes.datasets import load_dataset, manifests
-    from irtbayes.io import load
+    from irtbayes.data.io import load
+    from irtbayes.data.registry import load_dataset, manifests
 
     return (load_dataset(args.data) if args.data in manifests() else load(args.data)), None
 
 
 def _one(data, args: argparse.Namespace, precision: str) -> dict:  # type: ignore[no-untyped-def]
-    from irtbayes.fit import fit
-    from irtbayes.model import ModelSpec
+    from irtbayes.fitting.fit import fit
+    from irtbayes.model.spec import ModelSpec
 
     start = time.perf_counter()
     result = fit(

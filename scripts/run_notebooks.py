@@ -33,7 +33,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from irtbayes.files import atomic_write_text
+from irtbayes.core.files import atomic_write_text
 
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOKS = REPO / "notebooks"

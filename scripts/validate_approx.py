@@ -34,10 +34,10 @@ from pathlib import Path
 
 
 def _load(case: str, seed: int):  # type: ignore[no-untyped-def]
-    from irtbayes.simulate import simulate_responses
+    from irtbayes.data.simulate import simulate_responses
 
     if case == "mmlu_pro":
-        from irtbayes.datasets import load_dataset
+        from irtbayes.data.registry import load_dataset
 
         return load_dataset("mmlu_pro"), None
     n_subjects, n_items = (int(v) for v in case.split("x"))
@@ -48,8 +48,8 @@ def _worker(config: dict) -> dict:
     """Fit one case with one method; save the posterior summaries needed for comparison."""
     import numpy as np
 
-    from irtbayes.audit import audit
-    from irtbayes.fit import fit
+    from irtbayes.auditing.run import audit
+    from irtbayes.fitting.fit import fit
 
     warnings.simplefilter("ignore")
     data, truth = _load(config["case"], config["seed"])

@@ -11,10 +11,11 @@ from dataclasses import dataclass
 import pytest
 import xarray as xr
 
-from irtbayes.data import ResponseData
-from irtbayes.fit import Fit, fit
-from irtbayes.model import ModelSpec
-from irtbayes.simulate import simulate_responses
+from irtbayes.data.responses import ResponseData
+from irtbayes.data.simulate import simulate_responses
+from irtbayes.fitting.fit import fit
+from irtbayes.fitting.result import Fit
+from irtbayes.model.spec import ModelSpec
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -8,10 +8,11 @@ import sys
 import pandas as pd
 import pytest
 
-from irtbayes.audit import AuditSettings, audit
-from irtbayes.errors import FitError, SpecError
-from irtbayes.fit import Fit
-from irtbayes.simulate import posterior_near_truth, simulate_responses
+from irtbayes.auditing.run import audit
+from irtbayes.auditing.settings import AuditSettings
+from irtbayes.core.errors import FitError, SpecError
+from irtbayes.data.simulate import posterior_near_truth, simulate_responses
+from irtbayes.fitting.result import Fit
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +58,9 @@ def test_a_fit_checks_its_data_by_checksum(small) -> None:
         fit.check_data(other)
 
 
-@pytest.mark.parametrize("module", ["irtbayes.spec", "irtbayes.irt", "irtbayes.summaries", "irtbayes.errors"])
+@pytest.mark.parametrize(
+    "module", ["irtbayes.model.spec", "irtbayes.core.irt", "irtbayes.core.summaries", "irtbayes.core.errors"]
+)
 def test_light_modules_do_not_import_pymc(module: str) -> None:
     code = f"import sys, {module}; print('pymc' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -99,7 +102,10 @@ def _import_graph() -> dict[str, set[str]]:
 
 def test_no_import_cycles_counting_type_only_and_function_level_imports() -> None:
     graph = _import_graph()
-    assert len(graph) > 50 and "irtbayes.fit" in graph["irtbayes.audit.run"] | graph["irtbayes.benchfill.target"]
+    assert (
+        len(graph) > 50
+        and "irtbayes.fitting.fit" in graph["irtbayes.auditing.run"] | graph["irtbayes.benchfill.target"]
+    )
     state: dict[str, int] = {}
     cycles = []
 

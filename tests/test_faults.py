@@ -21,15 +21,16 @@ import pandas as pd
 import pytest
 import xarray as xr
 
-import irtbayes.fit as fit_module
-import irtbayes.storage as storage_module
-from irtbayes.data import ResponseData
-from irtbayes.diagnostics import check_convergence
-from irtbayes.errors import DataError, FitError
-from irtbayes.files import atomic_dir, atomic_write_text
-from irtbayes.fit import Fit, load_fit, save_fit
-from irtbayes.io.tabular import load_long
-from irtbayes.model import ModelSpec
+import irtbayes.fitting.fit as fit_module
+import irtbayes.fitting.storage as storage_module
+from irtbayes.checks.sampler import check_convergence
+from irtbayes.core.errors import DataError, FitError
+from irtbayes.core.files import atomic_dir, atomic_write_text
+from irtbayes.data.io.tabular import load_long
+from irtbayes.data.responses import ResponseData
+from irtbayes.fitting.result import Fit
+from irtbayes.fitting.storage import load_fit, save_fit
+from irtbayes.model.spec import ModelSpec
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -294,8 +295,8 @@ sys.path.insert(0, {tests!r})
 import numpy as np, pandas as pd
 from pathlib import Path
 from test_faults import tiny_data, hand_fit
-from irtbayes.fit import save_fit
-from irtbayes.errors import FitError
+from irtbayes.fitting.storage import save_fit
+from irtbayes.core.errors import FitError
 mode, target, name, seed = sys.argv[1], Path(sys.argv[2]), sys.argv[3], int(sys.argv[4])
 data = tiny_data()
 if mode == "slow":  # stall in the middle of writing the folder, after posterior.nc and card.json
@@ -468,8 +469,8 @@ def test_hostile_ids_and_texts_survive_loading_saving_auditing_and_reporting(tmp
     assert list(loaded.item_ids) == list(result.item_ids)
     assert pd.read_csv(tmp_path / "fit ⚙ 😀" / "items.csv")["item"].tolist() == list(result.item_ids)
 
-    from irtbayes.audit import audit
-    from irtbayes.report import write_report
+    from irtbayes.auditing.run import audit
+    from irtbayes.reporting.report import write_report
 
     audited = audit(loaded, data, seed=0)
     assert set(audited.items["item"].astype(str)) == set(HOSTILE_IDS)
@@ -496,8 +497,9 @@ def test_hostile_ids_go_through_the_benchfill_ledger(tmp_path):
 
 # ------------------------------------------------------------------------------------------ small banks
 def test_a_small_single_group_bank_fixes_the_spread_of_discriminations():
-    from irtbayes.model import SMALL_BANK_ITEMS, build_model
-    from irtbayes.simulate import simulate_responses
+    from irtbayes.data.simulate import simulate_responses
+    from irtbayes.model.build import build_model
+    from irtbayes.model.spec import SMALL_BANK_ITEMS
 
     small, _ = simulate_responses(30, 5, seed=1)  # LSAT-like: one bank of five items
     model = build_model(small)
@@ -528,8 +530,9 @@ def test_a_small_single_group_bank_fixes_the_spread_of_discriminations():
 
 def test_benchfill_calibrates_candidates_against_a_bank_with_a_fixed_spread(data):
     """A small bank's fit has no ``log_discrimination_sd`` draws: BenchFill uses the fixed spread instead."""
-    from irtbayes.benchfill.calibration import calibrate_fixed, candidate_response_data
     from irtbayes.benchfill.candidates import Candidate
+    from irtbayes.benchfill.fixed import calibrate_fixed
+    from irtbayes.benchfill.responses import candidate_response_data
 
     bank = hand_fit(data, seed=6)
     assert "log_discrimination_sd" not in bank.posterior

@@ -184,7 +184,7 @@ def test_figures_mark_every_row_that_is_not_converged() -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from irtbayes.plots import domain_palette
+    from irtbayes.core.plots import domain_palette
 
     rows = []
     for pop, verdict in (("a", "converged"), ("b", "approximate"), ("c", "NOT CONVERGED")):

@@ -15,13 +15,14 @@ import pytest
 import xarray as xr
 from matplotlib.axes import Axes
 
-from irtbayes.audit import audit
-from irtbayes.diagnostics import check_convergence
-from irtbayes.errors import SpecError
-from irtbayes.fit import Fit, score
-from irtbayes.frames import SUMMARY_COLUMNS, posterior_summary
-from irtbayes.sampler_checks import DIAGNOSTIC_COLUMNS
-from irtbayes.simulate import posterior_near_truth, simulate_responses
+from irtbayes.auditing.run import audit
+from irtbayes.checks.sampler import check_convergence
+from irtbayes.checks.verdict import DIAGNOSTIC_COLUMNS
+from irtbayes.core.errors import SpecError
+from irtbayes.core.frames import SUMMARY_COLUMNS, posterior_summary
+from irtbayes.data.simulate import posterior_near_truth, simulate_responses
+from irtbayes.fitting.result import Fit
+from irtbayes.fitting.scoring import score
 
 
 @pytest.fixture(scope="module")
@@ -195,7 +196,10 @@ def test_audit_plots_return_axes(audited) -> None:
 
 
 def test_benchfill_result_methods() -> None:
-    from irtbayes.benchfill import Candidate, calibrate_candidates, candidate_response_data, choose_target
+    from irtbayes.benchfill.candidates import Candidate
+    from irtbayes.benchfill.responses import candidate_response_data
+    from irtbayes.benchfill.run import calibrate_candidates
+    from irtbayes.benchfill.target import choose_target
 
     data, truth = simulate_responses(100, 40, missing=0.0, seed=1)
     fit = Fit.from_posterior(posterior_near_truth(data, truth, chains=2, draws=100, seed=2), data)

@@ -56,9 +56,9 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from irtbayes.audit.draws import posterior_dataset
-from irtbayes.data import ResponseData
-from irtbayes.errors import DataError, FitError, SpecError
+from irtbayes.auditing.draws import posterior_dataset
+from irtbayes.core.errors import DataError, FitError, SpecError
+from irtbayes.data.responses import ResponseData
 
 __all__ = ["REASONS", "Decision", "decide", "decide_all"]
 
@@ -85,7 +85,7 @@ class Decision:
 
     Examples
     --------
-    >>> from irtbayes.benchfill import decide
+    >>> from irtbayes.benchfill.acceptance import decide
     >>> rng = np.random.default_rng(0)
     >>> b = rng.normal(0.5, 0.1, 1000)
     >>> decision = decide(b, None, target_lo=0.0, target_hi=1.0, n_responses=5, slope_draws=rng.normal(1.0, 0.1, 1000),
@@ -349,7 +349,7 @@ def decide(
     --------
     A candidate whose difficulty draws sit inside [0, 1) and whose slope is credibly positive, answered by 50 systems:
 
-    >>> from irtbayes.benchfill import decide
+    >>> from irtbayes.benchfill.acceptance import decide
     >>> rng = np.random.default_rng(0)
     >>> b = rng.normal(0.5, 0.1, 1000)
     >>> decision = decide(b, np.exp(rng.normal(0, 0.1, 1000)), target_lo=0.0, target_hi=1.0, n_responses=50,
@@ -447,12 +447,12 @@ def decide_all(
         A Dataset with ``difficulty`` over (chain, draw, item) and, unless the model fixes it at 1,
         ``discrimination`` over (chain, draw, item) (or without ``item``, when shared); ``slope`` (chain,
         draw, item), the sign-free slope, and ``difficulty_data`` (chain, draw, item), draws of b under a flat
-        prior (see the module notes), as :func:`~irtbayes.benchfill.calibration.calibrate_fixed` and
+        prior (see the module notes), as :func:`~irtbayes.benchfill.fixed.calibrate_fixed` and
         :func:`~irtbayes.benchfill.calibration.calibrate_full` write them: without either (or with NaN in an
         item's draws) the item is rejected. A DataTree is read from its ``posterior`` group.
     n_responses
         Responses per item: one int for all, a mapping or Series item -> count (every item needed), or the
-        :class:`~irtbayes.data.ResponseData` of the refit (items absent from it count 0).
+        :class:`~irtbayes.data.responses.ResponseData` of the refit (items absent from it count 0).
     items
         The items to decide (the candidate ids); default every item in the posterior.
     tau, min_discrimination, discrimination_prob, min_responses, ci_prob
@@ -474,7 +474,7 @@ def decide_all(
     Examples
     --------
     >>> import xarray as xr
-    >>> from irtbayes.benchfill import decide_all
+    >>> from irtbayes.benchfill.acceptance import decide_all
     >>> rng = np.random.default_rng(0)
     >>> b = np.stack([rng.normal(0.5, 0.1, (2, 500)), rng.normal(-1.5, 0.1, (2, 500))], axis=-1)  # (chain, draw, item)
     >>> slope = rng.normal(1.0, 0.1, (2, 500, 2))

@@ -59,7 +59,7 @@ Fixed-bank calibration (:func:`calibrate_fixed`)
 
     The approximation ignores what the new item tells about the abilities and hyperparameters (little for
     one item among many) and the correlation between subjects' abilities in one draw (they are
-    standardised per draw). ``tests/test_benchfill_calibration.py`` checks it against the full refit on
+    standardised per draw). ``tests/benchfill/test_benchfill_calibration.py`` checks it against the full refit on
     simulated data.
 
 Both return the new items' posterior as an :class:`xarray.Dataset` with ``difficulty`` and
@@ -86,40 +86,18 @@ from typing import TYPE_CHECKING
 import pandas as pd
 import xarray as xr
 
-from irtbayes.benchfill.fixed import (
-    _data_alone_and_slope,
-    calibrate_fixed,
-    default_min_discrimination,
-    typical_discrimination,
-)
-from irtbayes.benchfill.grid import (
-    CANDIDATE_GROUP_SUFFIX,
-    MIN_DISCRIMINATION_SHARE,
-    Prior,
-    _check_prior,
-    candidate_group_label,
-)
-from irtbayes.benchfill.oc import operating_characteristic, operating_characteristic_table
-from irtbayes.benchfill.responses import _check_new_data, _counts, candidate_response_data
-from irtbayes.data import ResponseData
-from irtbayes.errors import DataError
+from irtbayes.benchfill.fixed import data_alone_and_slope
+from irtbayes.benchfill.grid import Prior, candidate_group_label, check_prior
+from irtbayes.benchfill.responses import check_new_data, response_counts
+from irtbayes.core.errors import DataError
+from irtbayes.data.responses import ResponseData
 
 if TYPE_CHECKING:
-    from irtbayes.fit import Fit
+    from irtbayes.fitting.result import Fit
 
 __all__ = [
-    "CANDIDATE_GROUP_SUFFIX",
-    "MIN_DISCRIMINATION_SHARE",
     "FullCalibration",
-    "Prior",
-    "calibrate_fixed",
     "calibrate_full",
-    "candidate_group_label",
-    "candidate_response_data",
-    "default_min_discrimination",
-    "operating_characteristic",
-    "operating_characteristic_table",
-    "typical_discrimination",
 ]
 
 log = logging.getLogger(__name__)
@@ -151,7 +129,7 @@ class FullCalibration:
     :func:`~irtbayes.benchfill.acceptance.decide_all` reads, ``refit`` the whole refit and ``data`` the bank's
     responses with the candidates'.
 
-    >>> from irtbayes.benchfill import FullCalibration
+    >>> from irtbayes.benchfill.calibration import FullCalibration
     >>> [f.name for f in __import__("dataclasses").fields(FullCalibration)][:3]
     ['posterior', 'refit', 'data']
     """
@@ -212,17 +190,17 @@ def calibrate_full(
     A full refit samples the bank and the candidates together with NUTS (minutes), so this example stops at the
     check made before sampling: a candidate may not reuse a bank item's id.
 
-    >>> from irtbayes import ResponseData
-    >>> from irtbayes.benchfill import calibrate_full
+    >>> from irtbayes.data.responses import ResponseData
+    >>> from irtbayes.benchfill.calibration import calibrate_full
     >>> from irtbayes.examples import simulated_fit
     >>> fit, data = simulated_fit(30, 20, missing=0.0, draws=50)
     >>> new = ResponseData.from_long(pd.DataFrame({"subject": data.subject_ids, "item": "item00003", "response": 1.0}))
     >>> calibrate_full(fit, data, new)
     Traceback (most recent call last):
         ...
-    irtbayes.errors.DataError: <data frame>: item(s) ['item00003'] are already items of the fitted bank
+    irtbayes.core.errors.DataError: <data frame>: item(s) ['item00003'] are already items of the fitted bank
     """
-    from irtbayes.fit import fit as fit_model
+    from irtbayes.fitting.fit import fit as fit_model
 
     _check_full(fit, data, new_data, prior)
     labelled = ResponseData.combine([data, new_data], source=f"{data.source} + {new_data.source}")
@@ -251,8 +229,8 @@ def _check_full(fit: Fit, data: ResponseData, new_data: ResponseData, prior: str
     if not isinstance(data, ResponseData):
         raise DataError(f"calibrate_full: expected the bank's data as ResponseData, got {type(data).__name__}")
     fit.check_data(data, where="calibrate_full")
-    _check_new_data(fit, new_data)
-    _check_prior(prior)
+    check_new_data(fit, new_data)
+    check_prior(prior)
 
 
 def _in_candidate_groups(new_data: ResponseData) -> ResponseData:
@@ -267,8 +245,8 @@ def _new_item_posterior(refit: Fit, new_data: ResponseData, *, seed: int, prior:
     new_ids = [str(i) for i in new_data.item_ids]
     names = [n for n in ("difficulty", "discrimination", "guessing") if n in refit.posterior]
     posterior = refit.posterior[names].sel(item=new_ids)
-    posterior = posterior.assign(n_responses=("item", _counts(new_data)))
-    b_data, slope = _data_alone_and_slope(refit.posterior, refit.spec, refit.subject_ids, new_data, seed=seed)
+    posterior = posterior.assign(n_responses=("item", response_counts(new_data)))
+    b_data, slope = data_alone_and_slope(refit.posterior, refit.spec, refit.subject_ids, new_data, seed=seed)
     shape = (refit.posterior.sizes["chain"], refit.posterior.sizes["draw"], len(new_ids))
     sample = ("chain", "draw", "item")
     posterior = posterior.assign(difficulty_data=(sample, b_data.reshape(shape)), slope=(sample, slope.reshape(shape)))

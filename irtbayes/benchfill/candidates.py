@@ -25,8 +25,8 @@ from typing import Any
 
 import pandas as pd
 
-from irtbayes.errors import DataError
-from irtbayes.files import read_json_lines
+from irtbayes.core.errors import DataError
+from irtbayes.core.files import read_json_lines
 
 __all__ = [
     "CANDIDATE_COLUMNS",
@@ -54,7 +54,7 @@ def candidate_id_for(text: str, answer: str) -> str:
     --------
     The same question and answer always get the same id:
 
-    >>> from irtbayes.benchfill import candidate_id_for
+    >>> from irtbayes.benchfill.candidates import candidate_id_for
     >>> candidate_id_for("2 + 2 = ?", "4") == candidate_id_for("2 + 2 = ?", "4"), candidate_id_for("2 + 2 = ?", "4")[:3]
     (True, 'bf-')
     """
@@ -87,7 +87,7 @@ class Candidate:
 
     Examples
     --------
-    >>> from irtbayes.benchfill import Candidate
+    >>> from irtbayes.benchfill.candidates import Candidate
     >>> item = Candidate(candidate_id="bf-1", text="2 + 2 = ?", answer="4", benchmark="arith", choices=("3", "4", "5"))
     >>> item.to_dict()["choices"], item.benchmark
     (['3', '4', '5'], 'arith')
@@ -144,7 +144,7 @@ def _scalar_text(value: Any) -> str:
     return str(value)
 
 
-def _parse_choices(value: Any, *, where: str) -> tuple[str, ...] | None:
+def parse_choices(value: Any, *, where: str) -> tuple[str, ...] | None:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return None
     if isinstance(value, str):
@@ -234,7 +234,7 @@ def candidate_from_record(
 
     Examples
     --------
-    >>> from irtbayes.benchfill import candidate_from_record
+    >>> from irtbayes.benchfill.candidates import candidate_from_record
     >>> record = {"text": "Name the capital of France.", "answer": "Paris", "benchmark": "geo"}
     >>> item = candidate_from_record(record, where="my list, item 1", source="file:my_list")
     >>> item.candidate_id.startswith("bf-"), item.benchmark, item.source
@@ -242,7 +242,7 @@ def candidate_from_record(
     >>> candidate_from_record({"text": "No answer"}, where="my list, item 2", source="file:my_list")
     Traceback (most recent call last):
         ...
-    irtbayes.errors.DataError: my list, item 2: the candidate has no answer
+    irtbayes.core.errors.DataError: my list, item 2: the candidate has no answer
     """
     if isinstance(record, Candidate):
         record = record.to_dict()
@@ -252,7 +252,7 @@ def candidate_from_record(
     text = _optional_text(record.get("text"), key="text", where=where)
     if text is None:
         raise DataError(f"{where}: the candidate has no text")
-    choices = _parse_choices(record.get("choices"), where=where)
+    choices = parse_choices(record.get("choices"), where=where)
     answer = _resolve_answer(record.get("answer"), choices, where=where)
     raw_id = record.get("candidate_id")
     if raw_id is None or (isinstance(raw_id, float) and math.isnan(raw_id)) or str(raw_id).strip() == "":
@@ -321,12 +321,12 @@ def distinct_candidates(placed: Iterable[tuple[str, Candidate]], *, where: str) 
 
     Examples
     --------
-    >>> from irtbayes.benchfill import Candidate
+    >>> from irtbayes.benchfill.candidates import Candidate
     >>> same = Candidate(candidate_id="c1", text="Q", answer="A")
     >>> distinct_candidates([("line 2", same), ("line 4", same)], where="bank.csv")
     Traceback (most recent call last):
         ...
-    irtbayes.errors.DataError: bank.csv: candidate_id 'c1' appears twice (line 2 and line 4)
+    irtbayes.core.errors.DataError: bank.csv: candidate_id 'c1' appears twice (line 2 and line 4)
     """
     out: list[Candidate] = []
     seen: dict[str, str] = {}
@@ -361,7 +361,7 @@ def load_candidates(path: str | Path) -> list[Candidate]:
     --------
     >>> import tempfile
     >>> from pathlib import Path
-    >>> from irtbayes.benchfill import load_candidates
+    >>> from irtbayes.benchfill.candidates import load_candidates
     >>> path = Path(tempfile.mkdtemp()) / "candidates.csv"
     >>> _ = path.write_text("candidate_id,text,answer,benchmark\\nc1,What is 7 x 6?,42,arith\\nc2,What is 9 - 4?,5,arith\\n")
     >>> [(c.candidate_id, c.answer) for c in load_candidates(path)]
@@ -402,7 +402,7 @@ def items_table(candidates: Sequence[Candidate]) -> pd.DataFrame:
 
     Examples
     --------
-    >>> from irtbayes.benchfill import Candidate, items_table
+    >>> from irtbayes.benchfill.candidates import Candidate, items_table
     >>> items_table([Candidate(candidate_id="c1", text="q", answer="a", benchmark="arith")])[["benchmark", "text", "answer"]]
          benchmark text answer
     item

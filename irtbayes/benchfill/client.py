@@ -34,8 +34,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from irtbayes.errors import IrtbayesError, SpecError
-from irtbayes.files import atomic_write_text
+from irtbayes.core.errors import IrtbayesError, SpecError
+from irtbayes.core.files import atomic_write_text
 
 __all__ = ["ChatAPIError", "ChatClient"]
 
@@ -56,7 +56,7 @@ class ChatAPIError(IrtbayesError):
 
     Examples
     --------
-    >>> from irtbayes.benchfill import ChatAPIError
+    >>> from irtbayes.benchfill.client import ChatAPIError
     >>> err = ChatAPIError("HTTP 401: invalid key", status=401)
     >>> err.status, isinstance(err, Exception)
     (401, True)
@@ -131,7 +131,7 @@ class ChatClient:
     --------
     Nothing is sent until a request is made; a loopback server needs no key:
 
-    >>> from irtbayes.benchfill import ChatClient
+    >>> from irtbayes.benchfill.client import ChatClient
     >>> client = ChatClient("http://127.0.0.1:8000/v1", "my-local-model", api_key_env=None)
     >>> client
     ChatClient('http://127.0.0.1:8000/v1', 'my-local-model', api_key_env=None)

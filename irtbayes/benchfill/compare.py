@@ -20,15 +20,18 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from irtbayes.audit import AuditResult, Target, audit, bin_codes, count_items
+from irtbayes.auditing.coverage import bin_codes, count_items
+from irtbayes.auditing.result import AuditResult
+from irtbayes.auditing.run import audit
+from irtbayes.auditing.targets import Target
 from irtbayes.benchfill.grid import candidate_group_label
 from irtbayes.benchfill.target import AUDIT_INFORMATION_DRAWS, AUDIT_MAX_DRAWS
-from irtbayes.data import ResponseData
-from irtbayes.errors import DataError, FitError, listed
-from irtbayes.summaries import format_interval, summarize
+from irtbayes.core.errors import DataError, FitError, listed
+from irtbayes.core.summaries import format_interval, summarize
+from irtbayes.data.responses import ResponseData
 
 if TYPE_CHECKING:
-    from irtbayes.fit import Fit
+    from irtbayes.fitting.result import Fit
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +47,7 @@ def _draws(var: xr.DataArray, items: Sequence[str]) -> np.ndarray:
 HYPER_VARS = ("difficulty_sd", "difficulty_mu", "difficulty_benchmark")
 
 
-def _append_draws(base: xr.Dataset, new: xr.Dataset, items: Sequence[str], *, kind: str) -> xr.Dataset:
+def append_draws(base: xr.Dataset, new: xr.Dataset, items: Sequence[str], *, kind: str) -> xr.Dataset:
     """The bank's posterior with the new items' draws appended, draw s of a new item beside draw s of the bank."""
     n_chain, n_draw = int(base.sizes["chain"]), int(base.sizes["draw"])
     n_total = n_chain * n_draw
@@ -237,7 +240,8 @@ def before_after(
 
     >>> from irtbayes.examples import simulated_fit
     >>> fit, data = simulated_fit(100, 40, missing=0.0)
-    >>> from irtbayes.benchfill import before_after, choose_target
+    >>> from irtbayes.benchfill.compare import before_after
+    >>> from irtbayes.benchfill.target import choose_target
     >>> choice, _ = choose_target(fit, data, interval=(0.0, 1.0))
     >>> tables = before_after(fit, data, fit.posterior, data, added=[], target=choice.target)
     >>> {"bins", "comparison", "subjects"} <= set(tables)

@@ -31,11 +31,11 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from irtbayes.benchfill.grid import SAMPLE_DIMS, SLOPE_GRID_POINTS, _flat, _slope_draws
-from irtbayes.data import ResponseData
-from irtbayes.errors import DataError
-from irtbayes.irt import probability
-from irtbayes.summaries import spaced
+from irtbayes.benchfill.grid import SAMPLE_DIMS, SLOPE_GRID_POINTS, flatten_samples, grid_slope_draws
+from irtbayes.core.errors import DataError
+from irtbayes.core.irt import probability
+from irtbayes.core.summaries import spaced
+from irtbayes.data.responses import ResponseData
 
 __all__ = [
     "CONSTRUCT_PROB",
@@ -97,14 +97,14 @@ def item_fit(
         ``item_fit_groups``, ``item_fit_discrepancy`` (mean of ``D(y, s)`` over the draws).
     """
     rng = np.random.default_rng(seed)
-    theta_all = _flat(ability, "subject")  # (S, subject)
+    theta_all = flatten_samples(ability, "subject")  # (S, subject)
     n_total = theta_all.shape[0]
     rows = spaced(n_total, max_draws)
     subject_pos = _subject_positions(ability, new_data)
     out = []
     for i, item in enumerate(new_data.item_ids):
         params = {
-            name: _flat(items[name].sel(item=item))
+            name: flatten_samples(items[name].sel(item=item))
             for name in ("difficulty", "discrimination", "guessing")
             if name in items
         }
@@ -169,7 +169,7 @@ def dimension_check(
     rng = np.random.default_rng(seed)
     dims = [str(d) for d in ability["dim"].values]
     probs = (np.arange(ability_points) + 0.5) / ability_points
-    quant = np.quantile(_flat(ability, "subject", "dim"), probs, axis=0)  # (Q, subject, dim)
+    quant = np.quantile(flatten_samples(ability, "subject", "dim"), probs, axis=0)  # (Q, subject, dim)
     subject_pos = _subject_positions(ability, new_data)
     domains = new_data.items["domain"] if "domain" in new_data.items.columns else pd.Series(dtype=object)
     out = []
@@ -183,7 +183,7 @@ def dimension_check(
             )
         who, y = _responses(new_data, i, subject_pos)
         slopes = {
-            d: _slope_draws(quant[:, who, k].T, y, None, n_draws=n_draws, grid_points=SLOPE_GRID_POINTS, rng=rng)
+            d: grid_slope_draws(quant[:, who, k].T, y, None, n_draws=n_draws, grid_points=SLOPE_GRID_POINTS, rng=rng)
             for k, d in enumerate(dims)
         }
         mine = slopes[own]

@@ -62,7 +62,8 @@ def combine_screens(decisions: pd.DataFrame, novelty: pd.DataFrame, construct: p
     --------
     A candidate the acceptance rule accepted is still rejected when it copies a bank item:
 
-    >>> from irtbayes.benchfill import combine_screens, screen_novelty
+    >>> from irtbayes.benchfill.editorial import combine_screens
+    >>> from irtbayes.benchfill.novelty import screen_novelty
     >>> ids = pd.Index(["c1", "c2"], name="candidate_id")
     >>> decisions = pd.DataFrame({"decision": "accepted", "reason": "in target", "detail": "", "failed": ""}, index=ids)
     >>> novelty = screen_novelty(pd.DataFrame({"text": ["What is the capital of France?", "Which river flows through Cairo?"]}, index=ids), {"q1": "What is the capital of France?"})

@@ -10,7 +10,7 @@ back to its candidate, and ``doc_id`` (the 0-based row of the JSONL file) does t
     lm_eval run --model ... --tasks irtbayes_benchfill --include_path <out_dir> --log_samples --output_path <dir>
 
 :func:`export_csv_template` writes a long ``subject,item,response`` table with the response left blank, for
-systems evaluated by other means; load it back with :func:`irtbayes.io.load_long` once filled in.
+systems evaluated by other means; load it back with :func:`irtbayes.data.io.tabular.load_long` once filled in.
 
 Every file is written atomically (a temporary file in the same folder, then ``os.replace``).
 """
@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from irtbayes.errors import DataError, SpecError
-from irtbayes.files import atomic_write_text
+from irtbayes.core.errors import DataError, SpecError
+from irtbayes.core.files import atomic_write_text
 
 if TYPE_CHECKING:
     from irtbayes.benchfill.candidates import Candidate
@@ -45,7 +45,8 @@ class LmEvalExport:
     Examples
     --------
     >>> import tempfile
-    >>> from irtbayes.benchfill import Candidate, export_lm_eval
+    >>> from irtbayes.benchfill.candidates import Candidate
+    >>> from irtbayes.benchfill.export import export_lm_eval
     >>> export = export_lm_eval([Candidate(candidate_id="c1", text="q", answer="a", choices=("a", "b"))], tempfile.mkdtemp())
     >>> export.data_path.name, export.doc_ids["c1"]
     ('irtbayes_benchfill.jsonl', 0)
@@ -149,7 +150,8 @@ def export_lm_eval(
     Examples
     --------
     >>> import tempfile
-    >>> from irtbayes.benchfill import Candidate, export_lm_eval
+    >>> from irtbayes.benchfill.candidates import Candidate
+    >>> from irtbayes.benchfill.export import export_lm_eval
     >>> items = [Candidate(candidate_id="c1", text="7 x 6 = ?", answer="42", choices=("41", "42", "43"))]
     >>> export = export_lm_eval(items, tempfile.mkdtemp())
     >>> export.task_name, export.yaml_path.name, export.doc_ids
@@ -211,7 +213,8 @@ def export_csv_template(candidates: Sequence[Candidate], subjects: Sequence[str]
     --------
     >>> import tempfile
     >>> from pathlib import Path
-    >>> from irtbayes.benchfill import Candidate, export_csv_template
+    >>> from irtbayes.benchfill.candidates import Candidate
+    >>> from irtbayes.benchfill.export import export_csv_template
     >>> items = [Candidate(candidate_id="c1", text="q", answer="a"), Candidate(candidate_id="c2", text="q", answer="b")]
     >>> path = export_csv_template(items, ["m1", "m2"], Path(tempfile.mkdtemp()) / "answers.csv")
     >>> print(path.read_text())

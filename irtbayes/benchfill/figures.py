@@ -41,7 +41,7 @@ def plot_candidate_intervals(
 
     Examples
     --------
-    >>> from irtbayes.benchfill import plot_candidate_intervals
+    >>> from irtbayes.benchfill.figures import plot_candidate_intervals
     >>> decisions = pd.DataFrame(
     ...     {"difficulty_mean": [0.4, 2.1], "difficulty_ci_low": [0.1, 1.6], "difficulty_ci_high": [0.7, 2.6],
     ...      "decision": ["accepted", "rejected"]},
@@ -106,7 +106,7 @@ def plot_coverage_before_after(
 
     Examples
     --------
-    >>> from irtbayes.benchfill import plot_coverage_before_after
+    >>> from irtbayes.benchfill.figures import plot_coverage_before_after
     >>> bins = pd.DataFrame(
     ...     {"lo": [-1.0, 0.0], "hi": [0.0, 1.0], "count_before_mean": [5.0, 0.2], "count_before_ci_low": [4.0, 0.0],
     ...      "count_before_ci_high": [6.0, 1.0], "count_original_after_mean": [5.0, 0.2], "count_added_mean": [0.0, 2.9],

@@ -25,26 +25,26 @@ from irtbayes.benchfill.grid import (
     SLOPE_GRID_POINTS,
     SLOPE_PRIOR_SD,
     Prior,
-    _check_prior,
-    _data_alone_draws,
-    _flat,
-    _group_mean_prior,
-    _guessing_prior,
-    _level_prior,
-    _log_normal_mixture,
-    _loglik_grid,
-    _pooled_priors,
-    _slope_draws,
-    _two_pass,
     candidate_group_label,
+    check_prior,
+    data_alone_draws,
+    flatten_samples,
+    grid_slope_draws,
+    group_mean_prior,
+    guessing_prior,
+    level_prior,
+    log_normal_mixture,
+    loglik_grid,
+    pooled_priors,
+    two_pass,
 )
-from irtbayes.benchfill.responses import _check_new_data, _counts
-from irtbayes.data import ResponseData
-from irtbayes.errors import DataError, FitError, SpecError
-from irtbayes.summaries import spaced
+from irtbayes.benchfill.responses import check_new_data, response_counts
+from irtbayes.core.errors import DataError, FitError, SpecError
+from irtbayes.core.summaries import spaced
+from irtbayes.data.responses import ResponseData
 
 if TYPE_CHECKING:
-    from irtbayes.fit import Fit
+    from irtbayes.fitting.result import Fit
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +58,7 @@ def typical_discrimination(fit: Fit) -> float:
     if "discrimination" in post:
         means = post["discrimination"].mean(SAMPLE_DIMS).to_numpy().ravel()
     else:
-        means = np.array([float(np.exp(_flat(post["log_discrimination_mu"])).mean())])
+        means = np.array([float(np.exp(flatten_samples(post["log_discrimination_mu"])).mean())])
     means = means[np.isfinite(means)]
     if means.size == 0:
         raise FitError("the fit's discriminations are missing or not finite")
@@ -94,10 +94,10 @@ def _candidate_inputs(
     probs = (np.arange(ability_points) + 0.5) / ability_points
     if multi:
         dims = [str(d) for d in ability["dim"].values]
-        flat = _flat(ability, "subject", "dim")  # (S, subject, dim)
+        flat = flatten_samples(ability, "subject", "dim")  # (S, subject, dim)
     else:
         dims = []
-        flat = _flat(ability, "subject")[:, :, None]
+        flat = flatten_samples(ability, "subject")[:, :, None]
     quant = np.quantile(flat, probs, axis=0)  # (Q, subject, dim)
     subject_pos = subject_ids.get_indexer(new_data.subject_ids)
     items = new_data.items
@@ -123,7 +123,7 @@ def _candidate_inputs(
         guessing = None
         if spec.kind == "3pl":
             n_opt = items["n_options"].iloc[i] if "n_options" in items.columns else None
-            guessing = _guessing_prior(spec, n_opt, points=guessing_points)
+            guessing = guessing_prior(spec, n_opt, points=guessing_points)
         per_item.append(
             {
                 "bench": bench,
@@ -133,7 +133,7 @@ def _candidate_inputs(
                 "guessing": guessing,
                 "prior_la": None
                 if spec.kind == "1pl"
-                else _level_prior(
+                else level_prior(
                     post,
                     spec.hierarchy,
                     "log_discrimination",
@@ -147,7 +147,7 @@ def _candidate_inputs(
     return per_item
 
 
-def _data_alone_and_slope(
+def data_alone_and_slope(
     post: xr.Dataset,
     spec: Any,
     subject_ids: pd.Index,
@@ -190,7 +190,7 @@ def _data_alone_and_slope(
     nb, na = (int(g) for g in grid_points)
     for i, info in enumerate(per_item):
         theta, y, guessing = info["theta"], info["y"], info["guessing"]
-        b_data[:, i] = _data_alone_draws(
+        b_data[:, i] = data_alone_draws(
             theta,
             y,
             info["prior_la"],
@@ -202,7 +202,7 @@ def _data_alone_and_slope(
             n_draws=n_total,
             rng=rng,
         )
-        slope[:, i] = _slope_draws(theta, y, guessing, n_draws=n_total, grid_points=SLOPE_GRID_POINTS, rng=rng)
+        slope[:, i] = grid_slope_draws(theta, y, guessing, n_draws=n_total, grid_points=SLOPE_GRID_POINTS, rng=rng)
     return b_data, slope
 
 
@@ -288,7 +288,8 @@ def calibrate_fixed(
 
     >>> from irtbayes.examples import simulated_candidates
     >>> fit, data, candidates, answers = simulated_candidates()
-    >>> from irtbayes.benchfill import calibrate_fixed, candidate_response_data
+    >>> from irtbayes.benchfill.fixed import calibrate_fixed
+    >>> from irtbayes.benchfill.responses import candidate_response_data
     >>> post = calibrate_fixed(fit, candidate_response_data(answers, candidates, fit=fit), n_draws=400, seed=1)
     >>> (post["slope"] > 0).mean(("chain", "draw")).round(2).to_series().to_dict()  # P(slope > 0); true slopes 1.5, -1.5
     {'good': 1.0, 'mis-keyed': 0.0}
@@ -329,7 +330,7 @@ def _shared_discrimination(post: xr.Dataset, kind: str) -> tuple[np.ndarray | No
     """1PL: the bank's shared discrimination draws and their mean; otherwise ``(None, None)``."""
     if kind != "1pl":
         return None, None
-    a_draws = np.exp(_flat(post["log_discrimination_mu"]))
+    a_draws = np.exp(flatten_samples(post["log_discrimination_mu"]))
     return a_draws, float(a_draws.mean())
 
 
@@ -345,8 +346,8 @@ def _check_fixed(
     guessing_points: int,
 ) -> tuple[int, int, int]:
     """Check :func:`calibrate_fixed`'s inputs; return the grid's points (b, log a) and the draws per item."""
-    _check_new_data(fit, new_data)
-    _check_prior(prior)
+    check_new_data(fit, new_data)
+    check_prior(prior)
     nb, na = _check_grid(grid_points, b_range, ability_points, prior_draws, guessing_points)
     n_total = _n_samples(fit.posterior)
     n_draws = n_total if n_draws is None else int(n_draws)
@@ -400,7 +401,7 @@ def _inputs_with_priors(
         _pool_difficulty_priors(post, spec.hierarchy, per_item, rows=rows, b_range=b_range, a_fixed=a_fixed, rng=rng)
     else:
         for info in per_item:
-            info["prior_b"] = _level_prior(post, spec.hierarchy, "difficulty", rows, info["bench"], info["dom"])
+            info["prior_b"] = level_prior(post, spec.hierarchy, "difficulty", rows, info["bench"], info["dom"])
     return per_item
 
 
@@ -428,14 +429,14 @@ def _pool_difficulty_priors(
             else:
                 half = max(4 * info["prior_la"].total_sd, LOG_A_MIN_HALF_WIDTH)
                 la_grid = np.linspace(info["prior_la"].mean - half, info["prior_la"].mean + half, POOL_GRID_POINTS[1])
-                log_w = _log_normal_mixture(la_grid, info["prior_la"])
-            cube = _loglik_grid(info["theta"], info["y"], b_grid, np.exp(la_grid), info["guessing"])
+                log_w = log_normal_mixture(la_grid, info["prior_la"])
+            cube = loglik_grid(info["theta"], info["y"], b_grid, np.exp(la_grid), info["guessing"])
             grid = (cube + log_w[None, :, None]).reshape(len(b_grid), -1) - math.log(cube.shape[2])
             top = grid.max(axis=1, keepdims=True)
             loglik[r] = top[:, 0] + np.log(np.exp(grid - top).sum(axis=1))
-        centre, group_sd, item_sd = _group_mean_prior(post, hierarchy, rows, dom)
+        centre, group_sd, item_sd = group_mean_prior(post, hierarchy, rows, dom)
         name = f"benchmark '{candidate_group_label(bench)}' ({len(members)} candidate(s) pooled)"
-        priors_b = _pooled_priors(loglik, b_grid, centre, group_sd, item_sd, name=name, rng=rng)
+        priors_b = pooled_priors(loglik, b_grid, centre, group_sd, item_sd, name=name, rng=rng)
         for i, p_b in zip(members, priors_b, strict=True):
             per_item[i]["prior_b"] = p_b
 
@@ -456,10 +457,10 @@ def _item_posterior(
     a_fixed = grids["a_fixed"]
     out: dict[str, Any] = {"group": prior_b.group, "prior_mean": prior_b.mean, "prior_sd": prior_b.total_sd}
     # the same likelihood under a flat prior on b: what the data alone say (see acceptance)
-    out["difficulty_data"] = _data_alone_draws(theta, y, prior_la, **grids, n_draws=n_draws, rng=rng)
+    out["difficulty_data"] = data_alone_draws(theta, y, prior_la, **grids, n_draws=n_draws, rng=rng)
     # the slope with a free sign: does the candidate relate to ability at all, and which way?
-    out["slope"] = _slope_draws(theta, y, guessing, n_draws=n_draws, grid_points=SLOPE_GRID_POINTS, rng=rng)
-    prob, b_grid, la_grid = _two_pass(theta, y, prior_b, prior_la, **grids)
+    out["slope"] = grid_slope_draws(theta, y, guessing, n_draws=n_draws, grid_points=SLOPE_GRID_POINTS, rng=rng)
+    prob, b_grid, la_grid = two_pass(theta, y, prior_b, prior_la, **grids)
     marg_b = prob.sum(axis=(1, 2))
     edge_b = float(marg_b[0] + marg_b[-1])
     edge_a = 0.0
@@ -519,7 +520,7 @@ def _fixed_dataset(columns: list[dict[str, Any]], new_data: ResponseData, *, kin
     names = ["difficulty", "difficulty_data", "slope", "discrimination"] + (["guessing"] if kind == "3pl" else [])
     data_vars: dict[str, Any] = {name: (sample, stack(name)) for name in names}
     data_vars |= {
-        "n_responses": ("item", _counts(new_data)),
+        "n_responses": ("item", response_counts(new_data)),
         "prior_group": ("item", np.array([c["group"] for c in columns], dtype=object).astype(str)),
         "prior_difficulty_mean": ("item", np.array([c["prior_mean"] for c in columns], dtype=float)),
         "prior_difficulty_sd": ("item", np.array([c["prior_sd"] for c in columns], dtype=float)),

@@ -16,7 +16,7 @@ import pandas as pd
 import xarray as xr
 from scipy.stats import beta as beta_dist
 
-from irtbayes.errors import SpecError
+from irtbayes.core.errors import SpecError
 
 log = logging.getLogger(__name__)
 
@@ -47,12 +47,12 @@ SLOPE_GRID_POINTS = 41
 MIN_DISCRIMINATION_SHARE = 0.25
 
 
-def _check_prior(prior: str) -> None:
+def check_prior(prior: str) -> None:
     if prior not in ("candidates", "bank"):
         raise SpecError(f"prior must be 'candidates' or 'bank', got {prior!r}")
 
 
-def _flat(var: xr.DataArray, *rest: str) -> np.ndarray:
+def flatten_samples(var: xr.DataArray, *rest: str) -> np.ndarray:
     arr = var.transpose(*SAMPLE_DIMS, *rest).values.astype("float64")
     return arr.reshape(-1, *arr.shape[2:])
 
@@ -85,10 +85,10 @@ def _between_benchmarks_sd(post: xr.Dataset, prefix: str, rows: np.ndarray) -> n
     approximate fit (which estimates benchmark means without pooling and has no such variable), the spread of its
     benchmark means in that draw (0 with one benchmark)."""
     if f"{prefix}_benchmark_sd" in post:
-        return _flat(post[f"{prefix}_benchmark_sd"])[rows]
+        return flatten_samples(post[f"{prefix}_benchmark_sd"])[rows]
     means = post[f"{prefix}_benchmark"]
     spread = means.std("benchmark", ddof=1) if means.sizes["benchmark"] > 1 else xr.zeros_like(means.isel(benchmark=0))
-    return _flat(spread)[rows]
+    return flatten_samples(spread)[rows]
 
 
 def _domain_level(post: xr.Dataset, prefix: str, hierarchy: str) -> bool:
@@ -96,7 +96,7 @@ def _domain_level(post: xr.Dataset, prefix: str, hierarchy: str) -> bool:
     return hierarchy == "benchmark+domain" and f"{prefix}_domain" in post
 
 
-def _level_prior(
+def level_prior(
     post: xr.Dataset,
     hierarchy: str,
     prefix: str,
@@ -111,28 +111,28 @@ def _level_prior(
     ``fixed_sd`` is the item-level sd where the model fixes it instead of sampling it (small banks:
     ``ModelSpec.discrimination_sd="fixed"``), used when the posterior has no ``{prefix}_sd``.
     """
-    from irtbayes.model import UNLABELLED
+    from irtbayes.model.spec import UNLABELLED
 
     if f"{prefix}_sd" in post or fixed_sd is None:
-        item_sd = _flat(post[f"{prefix}_sd"])[rows]
+        item_sd = flatten_samples(post[f"{prefix}_sd"])[rows]
     else:
         item_sd = np.full(len(rows), float(fixed_sd))
-    mu = _flat(post[f"{prefix}_mu"])[rows]
+    mu = flatten_samples(post[f"{prefix}_mu"])[rows]
     if hierarchy == "none":
         return _Prior(mu, item_sd, "population")
     bench = benchmark if benchmark is not None else UNLABELLED
     benches = [str(b) for b in post[f"{prefix}_benchmark"]["benchmark"].values]
     if bench in benches:
-        centre = _flat(post[f"{prefix}_benchmark"].sel(benchmark=bench))[rows]
+        centre = flatten_samples(post[f"{prefix}_benchmark"].sel(benchmark=bench))[rows]
         return _Prior(centre, item_sd, f"benchmark '{bench}'")
     var = item_sd**2 + _between_benchmarks_sd(post, prefix, rows) ** 2
     if _domain_level(post, prefix, hierarchy):
         dom = domain if domain is not None else UNLABELLED
         domains = [str(d) for d in post[f"{prefix}_domain"]["domain"].values]
         if dom in domains:
-            centre = _flat(post[f"{prefix}_domain"].sel(domain=dom))[rows]
+            centre = flatten_samples(post[f"{prefix}_domain"].sel(domain=dom))[rows]
             return _Prior(centre, np.sqrt(var), f"a new benchmark in domain '{dom}'")
-        var = var + _flat(post[f"{prefix}_domain_sd"])[rows] ** 2
+        var = var + flatten_samples(post[f"{prefix}_domain_sd"])[rows] ** 2
         return _Prior(mu, np.sqrt(var), "a new benchmark in a new domain")
     return _Prior(mu, np.sqrt(var), "a new benchmark")
 
@@ -145,29 +145,29 @@ POOL_GRID_POINTS = (161, 11)
 
 def candidate_group_label(benchmark: str | None) -> str:
     """The benchmark label candidates of ``benchmark`` get in the hierarchy with ``prior="candidates"``."""
-    from irtbayes.model import UNLABELLED
+    from irtbayes.model.spec import UNLABELLED
 
     return f"{benchmark if benchmark is not None else UNLABELLED} {CANDIDATE_GROUP_SUFFIX}"
 
 
-def _group_mean_prior(
+def group_mean_prior(
     post: xr.Dataset, hierarchy: str, rows: np.ndarray, domain: str | None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(centre, sd) of a new benchmark's mean difficulty and the item-level sd, per hyperparameter draw."""
-    from irtbayes.model import UNLABELLED
+    from irtbayes.model.spec import UNLABELLED
 
-    item_sd = _flat(post["difficulty_sd"])[rows]
-    mu = _flat(post["difficulty_mu"])[rows]
+    item_sd = flatten_samples(post["difficulty_sd"])[rows]
+    mu = flatten_samples(post["difficulty_mu"])[rows]
     var = _between_benchmarks_sd(post, "difficulty", rows) ** 2
     if _domain_level(post, "difficulty", hierarchy):
         dom = domain if domain is not None else UNLABELLED
         if dom in [str(d) for d in post["difficulty_domain"]["domain"].values]:
-            return _flat(post["difficulty_domain"].sel(domain=dom))[rows], np.sqrt(var), item_sd
-        var = var + _flat(post["difficulty_domain_sd"])[rows] ** 2
+            return flatten_samples(post["difficulty_domain"].sel(domain=dom))[rows], np.sqrt(var), item_sd
+        var = var + flatten_samples(post["difficulty_domain_sd"])[rows] ** 2
     return mu, np.sqrt(var), item_sd
 
 
-def _pooled_priors(
+def pooled_priors(
     loglik: np.ndarray,
     b_grid: np.ndarray,
     centre: np.ndarray,
@@ -204,7 +204,7 @@ def _pooled_priors(
     return [_Prior(mus, item_sd, name, weights=w[:, i]) for i in range(len(lik))]
 
 
-def _log_normal_mixture(x: np.ndarray, prior: _Prior) -> np.ndarray:
+def log_normal_mixture(x: np.ndarray, prior: _Prior) -> np.ndarray:
     """log of sum_s w_s Normal(x; centre_s, sd_s), for each x (any shape)."""
     z = (x.reshape(-1, 1) - prior.centre[None, :]) / prior.sd[None, :]
     terms = -0.5 * z**2 - np.log(prior.sd)[None, :] - 0.5 * math.log(2 * math.pi)
@@ -221,7 +221,7 @@ class _Guessing:
     midpoint rule on the prior's probability scale); a draw in stratum k is the prior's quantile at
     (k + u) / K with u uniform, so the draws follow the posterior of the strata and the prior within each.
     With the default 11 strata, on 30 responses that move c from 0.25 to 0.30, the draws' mean is within
-    0.005 and their sd within 6% of exact quadrature (``tests/test_benchfill_calibration.py``).
+    0.005 and their sd within 6% of exact quadrature (``tests/benchfill/test_benchfill_calibration.py``).
     """
 
     alpha: float
@@ -242,7 +242,7 @@ class _Guessing:
         return np.asarray(beta_dist.ppf(np.clip(u, 1e-12, 1 - 1e-12), self.alpha, self.beta))
 
 
-def _loglik_grid(
+def loglik_grid(
     theta: np.ndarray,
     y: np.ndarray,
     b_grid: np.ndarray,
@@ -274,7 +274,7 @@ def _loglik_grid(
 def _loglik_kernel(
     theta: np.ndarray, y: np.ndarray, b_grid: np.ndarray, a_grid: np.ndarray, nodes: np.ndarray, intercept: bool
 ) -> np.ndarray:  # pragma: no cover
-    """See :func:`_loglik_grid`. P and 1 - P are each summed from their own sigmoid (no cancellation in
+    """See :func:`loglik_grid`. P and 1 - P are each summed from their own sigmoid (no cancellation in
     1 - P near 1). ``exp(-eta)`` factorises as ``exp(-a theta) exp(a b)`` (``exp(-s theta) exp(-d)``): one
     exponential per grid value and per quantile point rather than per pair, where no factor can overflow."""
     n, points = theta.shape
@@ -335,17 +335,17 @@ def _grid_posterior(
         a_grid = la_grid
     else:
         a_grid = np.array([a_fixed]) if a_fixed is not None else np.exp(la_grid)
-    logp = _loglik_grid(theta, y, b_grid, a_grid, guessing, intercept=slope)
+    logp = loglik_grid(theta, y, b_grid, a_grid, guessing, intercept=slope)
     if prior_b is not None:
-        logp = logp + _log_normal_mixture(b_grid, prior_b)[:, None, None]
+        logp = logp + log_normal_mixture(b_grid, prior_b)[:, None, None]
     if prior_la is not None and (slope or a_fixed is None):
-        logp = logp + _log_normal_mixture(la_grid, prior_la)[None, :, None]
+        logp = logp + log_normal_mixture(la_grid, prior_la)[None, :, None]
     logp -= logp.max()
     prob = np.exp(logp)
     return prob / prob.sum()
 
 
-def _two_pass(
+def two_pass(
     theta: np.ndarray,
     y: np.ndarray,
     prior_b: _Prior | None,
@@ -402,7 +402,7 @@ def _narrowed(grid: np.ndarray, marginal: np.ndarray, *, lo: float, hi: float) -
     return new_lo, new_hi
 
 
-def _guessing_prior(spec: Any, n_options: Any, *, points: int) -> _Guessing:
+def guessing_prior(spec: Any, n_options: Any, *, points: int) -> _Guessing:
     """The model's guessing prior for one item (centred on chance when the item gives its options)."""
     priors = spec.priors
     mean = float(priors.guessing_mean)
@@ -412,7 +412,7 @@ def _guessing_prior(spec: Any, n_options: Any, *, points: int) -> _Guessing:
     return _Guessing(mean * kappa, (1.0 - mean) * kappa, int(points))
 
 
-def _slope_draws(
+def grid_slope_draws(
     theta: np.ndarray,
     y: np.ndarray,
     guessing: _Guessing | None,
@@ -424,7 +424,7 @@ def _slope_draws(
     """Draws of the sign-free slope s of ``P = c + (1 - c) sigmoid(s theta + d)`` (see the module notes)."""
     prior_s = _Prior(np.zeros(1), np.array([SLOPE_PRIOR_SD]), "slope")
     prior_d = _Prior(np.zeros(1), np.array([INTERCEPT_PRIOR_SD]), "intercept")
-    prob, _, s_grid = _two_pass(
+    prob, _, s_grid = two_pass(
         theta,
         y,
         prior_d,
@@ -441,7 +441,7 @@ def _slope_draws(
     return s_grid[cells] + (rng.random(n_draws) - 0.5) * (s_grid[1] - s_grid[0])
 
 
-def _data_alone_draws(
+def data_alone_draws(
     theta: np.ndarray,
     y: np.ndarray,
     prior_la: _Prior | None,
@@ -455,7 +455,7 @@ def _data_alone_draws(
     rng: np.random.Generator,
 ) -> np.ndarray:
     """Draws of b under a flat prior on b (the same likelihood, log a and c with their priors)."""
-    flat, flat_grid, _ = _two_pass(
+    flat, flat_grid, _ = two_pass(
         theta, y, None, prior_la, b_range=b_range, nb=nb, na=na, a_fixed=a_fixed, guessing=guessing
     )
     marg = flat.sum(axis=(1, 2))

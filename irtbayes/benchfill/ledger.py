@@ -34,8 +34,8 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from irtbayes.errors import DataError
-from irtbayes.files import atomic_write_text, json_ready, read_json_lines
+from irtbayes.core.errors import DataError
+from irtbayes.core.files import atomic_write_text, json_ready, read_json_lines
 
 if TYPE_CHECKING:
     from irtbayes.benchfill.candidates import Candidate
@@ -127,7 +127,7 @@ class Ledger:
     --------
     >>> import tempfile
     >>> from pathlib import Path
-    >>> from irtbayes.benchfill import Ledger
+    >>> from irtbayes.benchfill.ledger import Ledger
     >>> ledger = Ledger(Path(tempfile.mkdtemp()) / "ledger.jsonl", run_id="round-1")
     >>> ledger.append([{"candidate_id": "c1", "decision": "accepted", "reason": "in target", "target_bin": 5}])
     1
@@ -305,7 +305,8 @@ def decision_records(
     Examples
     --------
     >>> import xarray as xr
-    >>> from irtbayes.benchfill import decide_all, decision_records
+    >>> from irtbayes.benchfill.acceptance import decide_all
+    >>> from irtbayes.benchfill.ledger import decision_records
     >>> rng = np.random.default_rng(0)
     >>> b = rng.normal(0.5, 0.1, (2, 500, 1))
     >>> posterior = xr.Dataset(

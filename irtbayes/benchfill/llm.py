@@ -9,7 +9,7 @@ from irtbayes.benchfill import prompts
 from irtbayes.benchfill.candidates import Candidate, candidate_from_record
 from irtbayes.benchfill.client import ChatClient
 from irtbayes.benchfill.sources import Proposal, ProposalRequest, Rejection
-from irtbayes.errors import DataError, SpecError
+from irtbayes.core.errors import DataError, SpecError
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +40,8 @@ class LLMSource:
 
     Examples
     --------
-    >>> from irtbayes.benchfill import ChatClient, LLMSource
+    >>> from irtbayes.benchfill.client import ChatClient
+    >>> from irtbayes.benchfill.llm import LLMSource
     >>> source = LLMSource(ChatClient("http://127.0.0.1:8000/v1", "my-local-model", api_key_env=None), n_per_call=5)
     >>> source.n_per_call, source.rejections
     (5, [])

@@ -47,7 +47,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from irtbayes.errors import SpecError
+from irtbayes.core.errors import SpecError
 
 __all__ = [
     "NEAR_DUPLICATE_EDITS",
@@ -178,7 +178,7 @@ def classify_pair(a: str, b: str) -> str:
 
     Examples
     --------
-    >>> from irtbayes.benchfill import classify_pair
+    >>> from irtbayes.benchfill.novelty import classify_pair
     >>> classify_pair("What is the capital of France?", "What is the capital of France?")
     'near-duplicate'
     >>> classify_pair("What is the capital of France?", "Which river flows through Cairo?")
@@ -234,7 +234,7 @@ def screen_novelty(
 
     Examples
     --------
-    >>> from irtbayes.benchfill import screen_novelty
+    >>> from irtbayes.benchfill.novelty import screen_novelty
     >>> candidates = pd.DataFrame(
     ...     {"text": ["What is the capital of France?", "Which river flows through Cairo?"]},
     ...     index=pd.Index(["c1", "c2"], name="candidate_id"),

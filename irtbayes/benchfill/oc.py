@@ -12,13 +12,13 @@ import pandas as pd
 
 from irtbayes.benchfill.acceptance import decide_all
 from irtbayes.benchfill.fixed import calibrate_fixed, default_min_discrimination
-from irtbayes.benchfill.grid import SAMPLE_DIMS, Prior, _flat, _level_prior
-from irtbayes.data import ResponseData
-from irtbayes.errors import SpecError
-from irtbayes.irt import probability
+from irtbayes.benchfill.grid import SAMPLE_DIMS, Prior, flatten_samples, level_prior
+from irtbayes.core.errors import SpecError
+from irtbayes.core.irt import probability
+from irtbayes.data.responses import ResponseData
 
 if TYPE_CHECKING:
-    from irtbayes.fit import Fit
+    from irtbayes.fitting.result import Fit
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +99,7 @@ def operating_characteristic(
 
     >>> from irtbayes.examples import simulated_fit
     >>> fit, data = simulated_fit(100, 40, missing=0.0)
-    >>> from irtbayes.benchfill import operating_characteristic, operating_characteristic_table
+    >>> from irtbayes.benchfill.oc import operating_characteristic, operating_characteristic_table
     >>> frame = operating_characteristic(fit, target_lo=0.0, target_hi=1.0, n_systems=[60], n_candidates=6, n_draws=50, seed=1)
     >>> frame.shape[0], bool(frame.loc[frame["decision"] == "accepted", "p_in_target"].ge(0.8).all())
     (6, True)
@@ -213,11 +213,11 @@ def _bank_like(fit: Fit, benchmark: str | None, n: int, rng: np.random.Generator
     post = fit.posterior
     n_total = int(post.sizes["chain"] * post.sizes["draw"])
     rows = rng.integers(0, n_total, n)
-    prior_b = _level_prior(post, fit.spec.hierarchy, "difficulty", rows, benchmark, None)
+    prior_b = level_prior(post, fit.spec.hierarchy, "difficulty", rows, benchmark, None)
     b = rng.normal(prior_b.centre, prior_b.sd)
     if fit.spec.kind == "1pl":
-        return b, np.exp(_flat(post["log_discrimination_mu"])[rows])
-    prior_la = _level_prior(
+        return b, np.exp(flatten_samples(post["log_discrimination_mu"])[rows])
+    prior_la = level_prior(
         post,
         fit.spec.hierarchy,
         "log_discrimination",
@@ -250,7 +250,7 @@ def operating_characteristic_table(frame: pd.DataFrame) -> pd.DataFrame:
     --------
     Precision and recall from a table of decisions on candidates whose truth is known:
 
-    >>> from irtbayes.benchfill import operating_characteristic_table
+    >>> from irtbayes.benchfill.oc import operating_characteristic_table
     >>> frame = pd.DataFrame(
     ...     {"n_systems": 50, "decision": ["accepted", "accepted", "rejected", "rejected"], "in_bin": [True, False, True, False],
     ...      "p_in_target": [0.9, 0.85, 0.4, 0.1]}

@@ -24,7 +24,7 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from irtbayes.errors import IrtbayesError
+from irtbayes.core.errors import IrtbayesError
 
 if TYPE_CHECKING:
     from irtbayes.benchfill.sources import ProposalRequest, SeedItem
@@ -61,7 +61,7 @@ class ReplyError(IrtbayesError, ValueError):
 
     Examples
     --------
-    >>> from irtbayes.benchfill import ReplyError, parse_reply
+    >>> from irtbayes.benchfill.prompts import ReplyError, parse_reply
     >>> try:
     ...     parse_reply('{"answer": 42}')
     ... except ReplyError as err:
@@ -135,7 +135,8 @@ def build_messages(
 
     Examples
     --------
-    >>> from irtbayes.benchfill import ProposalRequest, build_messages
+    >>> from irtbayes.benchfill.sources import ProposalRequest
+    >>> from irtbayes.benchfill.prompts import build_messages
     >>> messages = build_messages(ProposalRequest(target_lo=0.0, target_hi=1.0, target_bin=5, n=3))
     >>> [m["role"] for m in messages]
     ['system', 'user']
@@ -210,7 +211,7 @@ def prompt_hash(messages: Sequence[dict[str, Any]]) -> str:
 
     Examples
     --------
-    >>> from irtbayes.benchfill import prompt_hash
+    >>> from irtbayes.benchfill.prompts import prompt_hash
     >>> h = prompt_hash([{"role": "user", "content": "Write 3 items."}])
     >>> len(h), h == prompt_hash([{"content": "Write 3 items.", "role": "user"}])  # key order does not matter
     (64, True)
@@ -253,7 +254,7 @@ def parse_reply(content: str | None) -> list[Any]:
 
     Examples
     --------
-    >>> from irtbayes.benchfill import parse_reply
+    >>> from irtbayes.benchfill.prompts import parse_reply
     >>> parse_reply('{"items": [{"text": "What is 7 x 6?", "answer": "42"}]}')
     [{'text': 'What is 7 x 6?', 'answer': '42'}]
     >>> parse_reply("not json")

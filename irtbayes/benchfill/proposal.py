@@ -16,12 +16,12 @@ from irtbayes.benchfill.export import export_csv_template, export_lm_eval
 from irtbayes.benchfill.llm import LLMSource
 from irtbayes.benchfill.sources import CandidateSource, FileSource, Proposal, ProposalRequest, Rejection, select_seeds
 from irtbayes.benchfill.target import TargetChoice
-from irtbayes.data import ResponseData
-from irtbayes.errors import DataError, SpecError
-from irtbayes.files import atomic_write_text, json_ready, read_json
+from irtbayes.core.errors import DataError, SpecError
+from irtbayes.core.files import atomic_write_text, json_ready, read_json
+from irtbayes.data.responses import ResponseData
 
 if TYPE_CHECKING:
-    from irtbayes.fit import Fit
+    from irtbayes.fitting.result import Fit
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +75,9 @@ def propose(
     --------
     >>> from irtbayes.examples import simulated_fit
     >>> fit, data = simulated_fit(100, 40, missing=0.0)
-    >>> from irtbayes.benchfill import CallableSource, choose_target, propose
+    >>> from irtbayes.benchfill.sources import CallableSource
+    >>> from irtbayes.benchfill.target import choose_target
+    >>> from irtbayes.benchfill.proposal import propose
     >>> choice, _ = choose_target(fit, data, interval=(0.0, 1.0))
     >>> source = CallableSource(lambda request: [{"text": f"new item {k}", "answer": "a"} for k in range(request.n)], name="demo")
     >>> proposal = propose(fit, data, choice, source, n=3)
@@ -146,7 +148,9 @@ def write_proposal(
     >>> from irtbayes.examples import simulated_fit
     >>> fit, data = simulated_fit(100, 40, missing=0.0)
     >>> import tempfile
-    >>> from irtbayes.benchfill import CallableSource, choose_target, propose, read_proposal, write_proposal
+    >>> from irtbayes.benchfill.sources import CallableSource
+    >>> from irtbayes.benchfill.target import choose_target
+    >>> from irtbayes.benchfill.proposal import propose, read_proposal, write_proposal
     >>> choice, _ = choose_target(fit, data, interval=(0.0, 1.0))
     >>> proposal = propose(fit, data, choice, CallableSource(lambda r: [{"text": "q", "answer": "a"}], name="demo"), n=1)
     >>> folder = tempfile.mkdtemp()
@@ -160,7 +164,7 @@ def write_proposal(
     >>> candidates, again, _ = read_proposal(folder)
     >>> [c.text for c in candidates], (again.lo, again.hi)
     (['q'], (0.0, 1.0))
-    >>> from irtbayes.benchfill import export_proposal
+    >>> from irtbayes.benchfill.proposal import export_proposal
     >>> [p.name for p in export_proposal(folder, "csv", fit=fit)]
     ['responses_template.csv']
     """
@@ -241,7 +245,7 @@ def export_proposal(
         Candidates that mix multiple-choice and free-response items (export them separately), or a
         missing fit for the CSV template.
     """
-    from irtbayes.fit import load_fit
+    from irtbayes.fitting.storage import load_fit
 
     candidates, _, meta = read_proposal(folder)
     out = Path(folder) / "export"

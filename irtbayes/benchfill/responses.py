@@ -12,11 +12,11 @@ import numpy as np
 import pandas as pd
 
 from irtbayes.benchfill.candidates import Candidate, items_table
-from irtbayes.data import ResponseData
-from irtbayes.errors import DataError, listed
+from irtbayes.core.errors import DataError, listed
+from irtbayes.data.responses import ResponseData
 
 if TYPE_CHECKING:
-    from irtbayes.fit import Fit
+    from irtbayes.fitting.result import Fit
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +86,7 @@ def candidate_response_data(
     Parameters
     ----------
     responses
-        The candidates' responses: a :class:`~irtbayes.data.ResponseData` (any loader) or a long frame with
+        The candidates' responses: a :class:`~irtbayes.data.responses.ResponseData` (any loader) or a long frame with
         ``subject``, ``item`` (the candidate id) and ``response`` columns.
     candidates
         The candidates (their ids, labels and choices become the item metadata).
@@ -113,14 +113,14 @@ def candidate_response_data(
     --------
     >>> from irtbayes.examples import simulated_candidates
     >>> fit, data, candidates, answers = simulated_candidates()
-    >>> from irtbayes.benchfill import candidate_response_data
+    >>> from irtbayes.benchfill.responses import candidate_response_data
     >>> new = candidate_response_data(answers, candidates, fit=fit)
     >>> new.n_subjects, list(new.item_ids)
     (100, ['good', 'mis-keyed'])
     >>> candidate_response_data(answers.assign(subject="stranger"), candidates, fit=fit)
     Traceback (most recent call last):
         ...
-    irtbayes.errors.DataError: <responses>: 1 subject(s) are not among the fit's 100 subjects: stranger. Candidates are calibrated against the systems the bank was fitted to; evaluate them with those systems (check the spelling of the names), or fit the bank again with the new systems first
+    irtbayes.core.errors.DataError: <responses>: 1 subject(s) are not among the fit's 100 subjects: stranger. Candidates are calibrated against the systems the bank was fitted to; evaluate them with those systems (check the spelling of the names), or fit the bank again with the new systems first
     """
     frame, name = _response_frame(responses, source)
     frame = frame[["subject", "item", "response"]].copy()
@@ -155,7 +155,7 @@ def candidate_response_data(
     return ResponseData.from_long(frame, items=meta.reset_index(), source=name)
 
 
-def _check_new_data(fit: Fit, new_data: ResponseData) -> None:
+def check_new_data(fit: Fit, new_data: ResponseData) -> None:
     if not isinstance(new_data, ResponseData):
         raise DataError(f"expected the candidates' responses as ResponseData, got {type(new_data).__name__}")
     unknown = new_data.subject_ids.difference(fit.subject_ids)
@@ -168,7 +168,7 @@ def _check_new_data(fit: Fit, new_data: ResponseData) -> None:
         raise DataError(f"{new_data.source}: item(s) {list(clash[:10])} are already items of the fitted bank")
 
 
-def _counts(new_data: ResponseData) -> np.ndarray:
+def response_counts(new_data: ResponseData) -> np.ndarray:
     return np.bincount(new_data.item_codes, minlength=new_data.n_items).astype("int64")
 
 
@@ -177,12 +177,12 @@ def _lm_eval_candidate_responses(
 ) -> pd.DataFrame:
     """Responses of lm-eval logs of the exported task, each item mapped to the candidate whose text it asks.
 
-    The logs are read by :func:`irtbayes.io.lm_eval.load_lm_eval` (its item ids, documents and checks). A
+    The logs are read by :func:`irtbayes.data.io.lm_eval.load_lm_eval` (its item ids, documents and checks). A
     logged document's question is the candidate's text (:func:`~irtbayes.benchfill.export.export_lm_eval`);
     where several candidates share a text, the document's position in the task (``doc_id``) names the one
     exported there.
     """
-    from irtbayes.io.lm_eval import load_lm_eval
+    from irtbayes.data.io.lm_eval import load_lm_eval
 
     loaded = load_lm_eval(root, metric=metric, filter=lm_filter)
     by_text: dict[str, list[int]] = {}
@@ -241,16 +241,16 @@ def load_candidate_responses(
     path
         A long CSV/Parquet file ``subject,item,response`` (item = candidate id; blank responses are missing
         cells), or lm-evaluation-harness ``--log_samples`` output of the exported task, read by
-        :func:`irtbayes.io.lm_eval.load_lm_eval`: each logged document's question names its candidate, the
+        :func:`irtbayes.data.io.lm_eval.load_lm_eval`: each logged document's question names its candidate, the
         subject is the run's model name. Other tasks in the folder are read too (give ``lm_filter`` or
         ``metric`` where they need one) and left out.
     metric, lm_filter
-        lm-eval: the per-sample metric and filter to read (see :func:`irtbayes.io.lm_eval.load_lm_eval`).
+        lm-eval: the per-sample metric and filter to read (see :func:`irtbayes.data.io.lm_eval.load_lm_eval`).
 
     Returns
     -------
     ResponseData
-        See :func:`~irtbayes.benchfill.calibration.candidate_response_data`.
+        See :func:`~irtbayes.benchfill.responses.candidate_response_data`.
 
     Raises
     ------
@@ -264,14 +264,14 @@ def load_candidate_responses(
     >>> fit, data, candidates, answers = simulated_candidates()
     >>> import tempfile
     >>> from pathlib import Path
-    >>> from irtbayes.benchfill import load_candidate_responses
+    >>> from irtbayes.benchfill.responses import load_candidate_responses
     >>> path = Path(tempfile.mkdtemp()) / "answers.csv"
     >>> answers.to_csv(path, index=False)
     >>> load_candidate_responses(path, candidates, fit=fit).n_responses
     200
     """
-    from irtbayes.io import load_long
-    from irtbayes.io.lm_eval import is_lm_eval_folder
+    from irtbayes.data.io.lm_eval import is_lm_eval_folder
+    from irtbayes.data.io.tabular import load_long
 
     path = Path(path)
     if not path.exists():

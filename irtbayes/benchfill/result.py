@@ -17,9 +17,9 @@ from irtbayes.benchfill.candidates import Candidate
 from irtbayes.benchfill.figures import plot_candidate_intervals, plot_coverage_before_after
 from irtbayes.benchfill.ledger import Ledger, decision_records
 from irtbayes.benchfill.target import TargetChoice
-from irtbayes.errors import DataError
-from irtbayes.files import atomic_write_text, json_ready, read_json
-from irtbayes.summaries import format_interval
+from irtbayes.core.errors import DataError
+from irtbayes.core.files import atomic_write_text, json_ready, read_json
+from irtbayes.core.summaries import format_interval
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -52,7 +52,7 @@ class BenchfillResult:
     :meth:`summary` runs a whole round on a hand-built bank; the tables of a round are:
 
     >>> import dataclasses
-    >>> from irtbayes.benchfill import BenchfillResult
+    >>> from irtbayes.benchfill.result import BenchfillResult
     >>> [f.name for f in dataclasses.fields(BenchfillResult)][:4]
     ['decisions', 'comparison', 'bins', 'subjects']
     """
@@ -90,9 +90,12 @@ class BenchfillResult:
         A bank of 100 simulated systems, two candidates aimed at the target bin, one of them mis-keyed
         (responses fall with ability), answered by every system and calibrated with the bank held fixed:
 
-        >>> from irtbayes.benchfill import Candidate, calibrate_candidates, candidate_response_data, choose_target
-        >>> from irtbayes.fit import Fit
-        >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
+        >>> from irtbayes.benchfill.candidates import Candidate
+        >>> from irtbayes.benchfill.run import calibrate_candidates
+        >>> from irtbayes.benchfill.responses import candidate_response_data
+        >>> from irtbayes.benchfill.target import choose_target
+        >>> from irtbayes.fitting.result import Fit
+        >>> from irtbayes.data.simulate import posterior_near_truth, simulate_responses
         >>> data, truth = simulate_responses(100, 40, missing=0.0, seed=1)
         >>> fit = Fit.from_posterior(posterior_near_truth(data, truth, chains=2, draws=100, seed=2), data)
         >>> choice, _ = choose_target(fit, data, bins=4, target_bin=0)  # the bin of the true widest gap
@@ -223,7 +226,7 @@ class BenchfillResult:
         Parameters
         ----------
         doc
-            An :class:`irtbayes.reporting.Document` (``heading``, ``paragraph``, ``bullets``, ``table``).
+            An :class:`irtbayes.reporting.document.Document` (``heading``, ``paragraph``, ``bullets``, ``table``).
         figure
             ``figure(name, ax, caption)`` embeds a matplotlib Axes.
         """
@@ -391,11 +394,11 @@ def load_benchfill_result(folder: str | os.PathLike[str]) -> BenchfillResult:
     :func:`write_benchfill` has a round written and read back; a folder without one is named:
 
     >>> import tempfile
-    >>> from irtbayes.benchfill import load_benchfill_result
+    >>> from irtbayes.benchfill.result import load_benchfill_result
     >>> load_benchfill_result(tempfile.mkdtemp())
     Traceback (most recent call last):
         ...
-    irtbayes.errors.DataError: ...before_after.json: missing; is ... a folder written by `benchfill calibrate`?
+    irtbayes.core.errors.DataError: ...before_after.json: missing; is ... a folder written by `benchfill calibrate`?
     """
     folder = Path(folder)
     path = folder / "before_after.json"
@@ -433,7 +436,7 @@ def editorial_section(result: BenchfillResult, doc: Any) -> None:
     """The editorial part of the BenchFill report section: every decision with each screen's verdict, each
     accepted item beside its closest bank item, and which conclusions changed by composition alone.
 
-    Texts go to ``doc`` as plain strings; :class:`irtbayes.reporting.Document` escapes them (HTML and
+    Texts go to ``doc`` as plain strings; :class:`irtbayes.reporting.document.Document` escapes them (HTML and
     Markdown), so an item's text cannot inject markup.
     """
     d = result.decisions

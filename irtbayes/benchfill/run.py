@@ -32,39 +32,22 @@ import xarray as xr
 from irtbayes.benchfill.acceptance import decide_all
 from irtbayes.benchfill.calibration import calibrate_full
 from irtbayes.benchfill.candidates import Candidate
-from irtbayes.benchfill.compare import HYPER_VARS, _append_draws, before_after
+from irtbayes.benchfill.compare import HYPER_VARS, append_draws, before_after
 from irtbayes.benchfill.construct import CONSTRUCT_PROB, ITEM_FIT_PPP, screen_construct
 from irtbayes.benchfill.editorial import combine_screens
-from irtbayes.benchfill.figures import plot_candidate_intervals, plot_coverage_before_after
 from irtbayes.benchfill.fixed import calibrate_fixed, typical_discrimination
 from irtbayes.benchfill.grid import MIN_DISCRIMINATION_SHARE, Prior
 from irtbayes.benchfill.novelty import screen_novelty
-from irtbayes.benchfill.proposal import export_proposal, propose, read_proposal, write_proposal
-from irtbayes.benchfill.responses import load_candidate_responses
-from irtbayes.benchfill.result import BenchfillResult, load_benchfill_result, write_benchfill
-from irtbayes.benchfill.target import TargetChoice, choose_target, load_fit_data
-from irtbayes.data import ResponseData
-from irtbayes.errors import DataError, SpecError
+from irtbayes.benchfill.result import BenchfillResult
+from irtbayes.benchfill.target import TargetChoice
+from irtbayes.core.errors import DataError, SpecError
+from irtbayes.data.responses import ResponseData
 
 if TYPE_CHECKING:
-    from irtbayes.fit import Fit
+    from irtbayes.fitting.result import Fit
 
 __all__ = [
-    "BenchfillResult",
-    "TargetChoice",
-    "before_after",
     "calibrate_candidates",
-    "choose_target",
-    "export_proposal",
-    "load_benchfill_result",
-    "load_candidate_responses",
-    "load_fit_data",
-    "plot_candidate_intervals",
-    "plot_coverage_before_after",
-    "propose",
-    "read_proposal",
-    "write_benchfill",
-    "write_proposal",
 ]
 
 log = logging.getLogger(__name__)
@@ -125,14 +108,14 @@ def calibrate_candidates(
         The target.
     mode
         ``"full"`` refits the bank with the candidates (:func:`~irtbayes.benchfill.calibration.calibrate_full`);
-        ``"fixed"`` holds the bank at its posterior (:func:`~irtbayes.benchfill.calibration.calibrate_fixed`).
+        ``"fixed"`` holds the bank at its posterior (:func:`~irtbayes.benchfill.fixed.calibrate_fixed`).
     prior
         ``"candidates"`` (default): the candidates of a benchmark form their own group in the hierarchy;
         ``"bank"``: each gets the prior of a new item of its benchmark.
     tau, min_responses, discrimination_prob, min_discrimination, ci_prob
         The acceptance rule (:func:`~irtbayes.benchfill.acceptance.decide_all`). ``min_discrimination=None``
-        (the default): :data:`~irtbayes.benchfill.calibration.MIN_DISCRIMINATION_SHARE` of the bank's typical
-        discrimination (:func:`~irtbayes.benchfill.calibration.typical_discrimination`), recorded in the
+        (the default): :data:`~irtbayes.benchfill.grid.MIN_DISCRIMINATION_SHARE` of the bank's typical
+        discrimination (:func:`~irtbayes.benchfill.fixed.typical_discrimination`), recorded in the
         settings as ``min_discrimination`` with ``min_discrimination_rule``.
     chains, draws, tune, seed, progress
         Sampler settings of the refit (default: the fit's own); ``seed`` also seeds the fixed-bank draws.
@@ -148,7 +131,9 @@ def calibrate_candidates(
     --------
     >>> from irtbayes.examples import simulated_candidates
     >>> fit, data, candidates, answers = simulated_candidates()
-    >>> from irtbayes.benchfill import calibrate_candidates, candidate_response_data, choose_target
+    >>> from irtbayes.benchfill.run import calibrate_candidates
+    >>> from irtbayes.benchfill.responses import candidate_response_data
+    >>> from irtbayes.benchfill.target import choose_target
     >>> choice, _ = choose_target(fit, data, interval=(0.0, 1.0))
     >>> new = candidate_response_data(answers, candidates, fit=fit)
     >>> result = calibrate_candidates(fit, data, candidates, new, choice, mode="fixed", seed=4)
@@ -357,6 +342,6 @@ def _extended_bank(
         extended = refit.posterior[names].sel(item=keep)
         extended.attrs = {}
     else:
-        extended = _append_draws(fit.posterior, posterior, accepted, kind=fit.spec.kind)
+        extended = append_draws(fit.posterior, posterior, accepted, kind=fit.spec.kind)
     extended_data = ResponseData.combine([data, new_data.subset(items=accepted)]) if accepted else data
     return extended, extended_data

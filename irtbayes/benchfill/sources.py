@@ -13,12 +13,12 @@ import pandas as pd
 
 from irtbayes.benchfill.candidates import (
     Candidate,
-    _parse_choices,
     candidate_from_record,
     distinct_candidates,
     load_candidates,
+    parse_choices,
 )
-from irtbayes.errors import DataError, SpecError
+from irtbayes.core.errors import DataError, SpecError
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +33,7 @@ class SeedItem:
 
     Examples
     --------
-    >>> from irtbayes.benchfill import SeedItem
+    >>> from irtbayes.benchfill.sources import SeedItem
     >>> seed = SeedItem(item="q7", text="What is 7 x 6?", difficulty_mean=0.4, difficulty_ci_low=0.1, difficulty_ci_high=0.7, answer="42")
     >>> seed.item, seed.difficulty_mean
     ('q7', 0.4)
@@ -75,7 +75,7 @@ class ProposalRequest:
 
     Examples
     --------
-    >>> from irtbayes.benchfill import ProposalRequest
+    >>> from irtbayes.benchfill.sources import ProposalRequest
     >>> request = ProposalRequest(target_lo=0.0, target_hi=1.0, target_bin=5, n=3, benchmark="arith")
     >>> request.n, (request.target_lo, request.target_hi)
     (3, (0.0, 1.0))
@@ -142,7 +142,7 @@ def select_seeds(
 
     Examples
     --------
-    >>> from irtbayes.benchfill import select_seeds
+    >>> from irtbayes.benchfill.sources import select_seeds
     >>> table = pd.DataFrame(
     ...     {"item": ["q1", "q2", "q3", "q4", "q5"], "text": ["t1", "t2", "t3", "t4", "t5"], "difficulty_mean": [-1.0, -0.3, 0.4, 0.6, 2.0]}
     ... ).assign(difficulty_ci_low=lambda t: t.difficulty_mean - 0.3, difficulty_ci_high=lambda t: t.difficulty_mean + 0.3)
@@ -204,7 +204,7 @@ def select_seeds(
                 difficulty_ci_low=float(row["ci_low"]),
                 difficulty_ci_high=float(row["ci_high"]),
                 answer=None if answer is None or pd.isna(answer) else str(answer),
-                choices=_parse_choices(choices, where=f"select_seeds item '{item}'") if choices is not None else None,
+                choices=parse_choices(choices, where=f"select_seeds item '{item}'") if choices is not None else None,
             )
         )
     return tuple(seeds)
@@ -217,7 +217,7 @@ class Rejection:
 
     Examples
     --------
-    >>> from irtbayes.benchfill import Rejection
+    >>> from irtbayes.benchfill.sources import Rejection
     >>> rejection = Rejection(reason="duplicate of an existing item", source="file:list.csv", target_bin=3)
     >>> rejection.reason, rejection.target_bin
     ('duplicate of an existing item', 3)
@@ -236,7 +236,8 @@ class Proposal:
 
     Examples
     --------
-    >>> from irtbayes.benchfill import Candidate, Proposal, Rejection
+    >>> from irtbayes.benchfill.candidates import Candidate
+    >>> from irtbayes.benchfill.sources import Proposal, Rejection
     >>> proposal = Proposal([Candidate(candidate_id="c1", text="q", answer="a")], [Rejection(reason="no answer", source="llm:m", target_bin=5)])
     >>> len(proposal.candidates), proposal.rejections[0].reason
     (1, 'no answer')
@@ -254,7 +255,8 @@ class CandidateSource(Protocol):
     --------
     Any object with a ``propose(request)`` method is a source:
 
-    >>> from irtbayes.benchfill import Candidate, CandidateSource, ProposalRequest
+    >>> from irtbayes.benchfill.candidates import Candidate
+    >>> from irtbayes.benchfill.sources import CandidateSource, ProposalRequest
     >>> class Fixed:
     ...     def propose(self, request):
     ...         return [Candidate(candidate_id=f"c{k}", text="q", answer="a") for k in range(request.n)]
@@ -288,7 +290,7 @@ class FileSource:
     --------
     >>> import tempfile
     >>> from pathlib import Path
-    >>> from irtbayes.benchfill import FileSource, ProposalRequest
+    >>> from irtbayes.benchfill.sources import FileSource, ProposalRequest
     >>> path = Path(tempfile.mkdtemp()) / "candidates.csv"
     >>> _ = path.write_text("candidate_id,text,answer\\nc1,q1,a\\nc2,q2,b\\nc3,q3,c\\n")
     >>> source = FileSource(path)
@@ -333,7 +335,7 @@ class CallableSource:
 
     Examples
     --------
-    >>> from irtbayes.benchfill import CallableSource, ProposalRequest
+    >>> from irtbayes.benchfill.sources import CallableSource, ProposalRequest
     >>> def write_items(request):
     ...     return [{"text": f"Question {k} near {request.target_lo:g}", "answer": "a"} for k in range(request.n)]
     >>> source = CallableSource(write_items, name="mine")

@@ -21,13 +21,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from irtbayes.audit import AuditResult, Target, audit
-from irtbayes.data import ResponseData
-from irtbayes.errors import DataError, FitError, SpecError
-from irtbayes.files import json_ready
+from irtbayes.auditing.result import AuditResult
+from irtbayes.auditing.run import audit
+from irtbayes.auditing.targets import Target
+from irtbayes.core.errors import DataError, FitError, SpecError
+from irtbayes.core.files import json_ready
+from irtbayes.data.responses import ResponseData
 
 if TYPE_CHECKING:
-    from irtbayes.fit import Fit
+    from irtbayes.fitting.result import Fit
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +41,7 @@ AUDIT_INFORMATION_DRAWS = 50
 def load_fit_data(fit: Fit, data: str | os.PathLike[str] | ResponseData | None = None) -> ResponseData:
     """The responses ``fit`` was made from: ``data`` when given, else the source its card records.
 
-    ``data`` may be a :class:`~irtbayes.data.ResponseData`, a path any :func:`irtbayes.io.load` reads, or a
+    ``data`` may be a :class:`~irtbayes.data.responses.ResponseData`, a path any :func:`irtbayes.data.io.load` reads, or a
     registered data set name. Its checksum must equal the fit's.
 
     Raises
@@ -50,18 +52,19 @@ def load_fit_data(fit: Fit, data: str | os.PathLike[str] | ResponseData | None =
     Examples
     --------
     >>> from irtbayes.examples import simulated_fit
-    >>> from irtbayes.simulate import simulate_responses
+    >>> from irtbayes.data.simulate import simulate_responses
     >>> fit, data = simulated_fit(100, 40, missing=0.0)
-    >>> from irtbayes.benchfill import load_fit_data
+    >>> from irtbayes.benchfill.target import load_fit_data
     >>> load_fit_data(fit, data) is data  # the data's checksum is the fit's
     True
     >>> other, _ = simulate_responses(100, 40, missing=0.0, seed=9)
     >>> load_fit_data(fit, other)
     Traceback (most recent call last):
         ...
-    irtbayes.errors.FitError: simulated 2pl (100 subjects x 40 items): these are not the data the fit was made from (checksum 3c9577f08d85, the fit's 868eb8ba7ce5); give the fit's own data with --data
+    irtbayes.core.errors.FitError: simulated 2pl (100 subjects x 40 items): these are not the data the fit was made from (checksum 3c9577f08d85, the fit's 868eb8ba7ce5); give the fit's own data with --data
     """
-    from irtbayes import datasets, io
+    from irtbayes.data import io
+    from irtbayes.data import registry as datasets
 
     if isinstance(data, ResponseData):
         loaded = data
@@ -106,7 +109,7 @@ class TargetChoice:
     --------
     >>> from irtbayes.examples import simulated_fit
     >>> fit, data = simulated_fit(100, 40, missing=0.0)
-    >>> from irtbayes.benchfill import choose_target
+    >>> from irtbayes.benchfill.target import choose_target
     >>> choice, _ = choose_target(fit, data, interval=(0.0, 1.0))
     >>> (choice.lo, choice.hi), choice.how
     ((0.0, 1.0), 'the interval [0, 1) given by the user')
@@ -257,7 +260,7 @@ def choose_target(
     interval
         Use ``[L, U)`` instead.
     bins, range
-        The audit's number of bins and range (defaults as in :func:`irtbayes.audit.audit`).
+        The audit's number of bins and range (defaults as in :func:`irtbayes.auditing.run.audit`).
     gap_interval
         Use the widest gap's interval ``[gap_lo, gap_hi]`` rather than its bin.
     audit_result
@@ -280,7 +283,7 @@ def choose_target(
 
     >>> from irtbayes.examples import simulated_fit
     >>> fit, data = simulated_fit(100, 40, missing=0.0)
-    >>> from irtbayes.benchfill import choose_target
+    >>> from irtbayes.benchfill.target import choose_target
     >>> choice, bank_audit = choose_target(fit, data, bins=4)
     >>> choice.bin, choice.label
     (0, '[-2.70, -1.38) (bin 0, all items)')

@@ -14,8 +14,8 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 
-from irtbayes.data import ResponseData
-from irtbayes.errors import DataError, SpecError
+from irtbayes.core.errors import DataError, SpecError
+from irtbayes.data.responses import ResponseData
 
 __all__ = ["EFFECT_PRIORS", "SLAB_DF", "SLAB_SCALE", "UNPERTURBED", "build_condition_model"]
 
@@ -66,7 +66,8 @@ def build_condition_model(
 
     Examples
     --------
-    >>> from irtbayes.robustness import build_condition_model, simulate_condition_responses
+    >>> from irtbayes.robustness.condition_model import build_condition_model
+    >>> from irtbayes.robustness.simulation import simulate_condition_responses
     >>> data, _, _ = simulate_condition_responses(20, 30, n_sensitive_items=3, n_sensitive_subjects=2, seed=1)
     >>> model = build_condition_model(data, reference="original")
     >>> sorted(model.coords)

@@ -54,18 +54,17 @@ import pandas as pd
 import xarray as xr
 from scipy import stats
 
-from irtbayes.data import ResponseData
-from irtbayes.errors import SpecError
-from irtbayes.files import atomic_write_text, json_ready
+from irtbayes.checks.sampler import check_convergence
+from irtbayes.core.errors import SpecError
+from irtbayes.core.files import atomic_write_text, json_ready
+from irtbayes.core.summaries import check_ci_prob, summarize
+from irtbayes.data.responses import ResponseData
 from irtbayes.robustness.condition_model import build_condition_model
-from irtbayes.sampler_checks import check_convergence
-from irtbayes.summaries import check_ci_prob, summarize
 
 __all__ = [
     "ConditionEffects",
     "ConditionFit",
     "bayes_fdr_flags",
-    "build_condition_model",
     "condition_effects",
     "fit_conditions",
     "local_false_sign_rate",
@@ -140,7 +139,7 @@ def fit_conditions(
     -------
     ConditionFit
         With ``sampler["divergences"]`` counted and the convergence checks of
-        :func:`~irtbayes.sampler_checks.check_convergence` over every reported variable (``converged``,
+        :func:`~irtbayes.checks.sampler.check_convergence` over every reported variable (``converged``,
         ``max_rhat``, ``min_ess_bulk``, ``min_ess_tail``, ``convergence_problems``).
 
     Examples
@@ -148,17 +147,17 @@ def fit_conditions(
     Sampling takes minutes, so this example stops at the check made first: the responses need a ``condition``
     column with two conditions at least (:func:`simulate_condition_responses` makes such data).
 
-    >>> from irtbayes.robustness import fit_conditions
-    >>> from irtbayes.simulate import simulate_responses
+    >>> from irtbayes.robustness.conditions import fit_conditions
+    >>> from irtbayes.data.simulate import simulate_responses
     >>> data, _ = simulate_responses(20, 30, seed=1)
     >>> fit_conditions(data)
     Traceback (most recent call last):
         ...
-    irtbayes.errors.DataError: simulated 2pl (20 subjects x 30 items): condition effects need responses under at least two conditions (a 'condition' column); found none
+    irtbayes.core.errors.DataError: simulated 2pl (20 subjects x 30 items): condition effects need responses under at least two conditions (a 'condition' column); found none
     """
     if sampler not in ("nutpie", "pymc"):
         raise SpecError(f"sampler must be 'nutpie' or 'pymc', got {sampler!r}")
-    from irtbayes.sampling import run_sampler
+    from irtbayes.fitting.sampling import run_sampler
 
     model = build_condition_model(data, reference=reference, kind=kind, effects=effects)
     run: dict[str, Any] = {"chains": chains, "draws": draws, "tune": tune, "seed": seed, "target_accept": target_accept}
@@ -216,7 +215,7 @@ def local_false_sign_rate(draws: np.ndarray, *, min_effect: float = 0.0, axis: i
 
     Examples
     --------
-    >>> from irtbayes.robustness import local_false_sign_rate
+    >>> from irtbayes.robustness.conditions import local_false_sign_rate
     >>> draws = np.random.default_rng(0).normal([2.0, 0.1], 0.5, size=(4000, 2))  # (draw, effect)
     >>> local_false_sign_rate(draws).round(2)  # the first effect's sign is sure, the second's is not
     array([0.  , 0.43])
@@ -252,7 +251,7 @@ def bayes_fdr_flags(lfsr: np.ndarray, *, fdr: float = 0.05, rule: str = "each") 
 
     Examples
     --------
-    >>> from irtbayes.robustness import bayes_fdr_flags
+    >>> from irtbayes.robustness.conditions import bayes_fdr_flags
     >>> bayes_fdr_flags(np.array([0.001, 0.02, 0.3, 0.6]), fdr=0.05)
     array([ True,  True, False, False])
     """
@@ -309,7 +308,7 @@ def rank_agreement(abilities: dict[str, np.ndarray], *, ci_prob: float = 0.9) ->
     --------
     The same abilities under two prompt formats, the second with two systems swapped:
 
-    >>> from irtbayes.robustness import rank_agreement
+    >>> from irtbayes.robustness.conditions import rank_agreement
     >>> a = np.tile(np.arange(5.0), (100, 1))  # (draw, subject)
     >>> b = a[:, [1, 0, 2, 3, 4]]
     >>> rank_agreement({"original": a, "reworded": b})[["condition_a", "condition_b", "kendall_tau_mean", "max_rank_displacement_mean"]]

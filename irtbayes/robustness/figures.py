@@ -30,7 +30,7 @@ def plot_rank_shifts(subjects: pd.DataFrame, *, reference: str, condition: str, 
     Parameters
     ----------
     subjects
-        :attr:`~irtbayes.robustness.ConditionEffects.subjects` (``rank_{c}_mean``, ``rank_{c}_ci_low``,
+        :attr:`~irtbayes.robustness.conditions.ConditionEffects.subjects` (``rank_{c}_mean``, ``rank_{c}_ci_low``,
         ``rank_{c}_ci_high``, ``flagged``).
 
     Examples
@@ -78,7 +78,7 @@ def plot_condition_effects(
     Parameters
     ----------
     items
-        :attr:`~irtbayes.robustness.ConditionEffects.items` (``{c}_median``, ``{c}_ci_low``, ``{c}_ci_high``,
+        :attr:`~irtbayes.robustness.conditions.ConditionEffects.items` (``{c}_median``, ``{c}_ci_low``, ``{c}_ci_high``,
         ``{c}_flagged``); the point is the posterior median.
     shift
         The condition's common shift, drawn as a dashed line (items are flagged against it by default).
@@ -126,7 +126,7 @@ def plot_gap_locations(refits: pd.DataFrame, *, reference: tuple[float, float], 
     Parameters
     ----------
     refits
-        :attr:`~irtbayes.robustness.PopulationStability.refits`.
+        :attr:`~irtbayes.robustness.population.PopulationStability.refits`.
     reference
         The reference gap interval.
 

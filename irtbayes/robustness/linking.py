@@ -22,8 +22,8 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from irtbayes.audit.draws import posterior_dataset
-from irtbayes.errors import FitError, SpecError
+from irtbayes.auditing.draws import posterior_dataset
+from irtbayes.core.errors import FitError, SpecError
 
 __all__ = ["Linking", "link_mean_sigma"]
 
@@ -137,7 +137,7 @@ def link_mean_sigma(
     --------
     Two calibrations of the same items, the second on a scale stretched by 2 and shifted by 1:
 
-    >>> from irtbayes.robustness import link_mean_sigma
+    >>> from irtbayes.robustness.linking import link_mean_sigma
     >>> rng = np.random.default_rng(0)
     >>> b = rng.normal(size=20)
     >>> reference = xr.Dataset({"difficulty": (("chain", "draw", "item"), b + 0.01 * rng.standard_normal((2, 200, 20)))}, coords={"item": [f"q{i}" for i in range(20)]})

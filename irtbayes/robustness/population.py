@@ -5,10 +5,10 @@ fitted, so the target range, each benchmark's DDM, its Maximum Gap and the re-we
 systems change. :func:`population_samples` builds other populations from the data: a bootstrap of systems
 (drawn with replacement; a system drawn twice enters as two systems, its copy renamed ``id~2``), and one
 population per family left out when systems carry a family or organisation label. A user-given second
-population is any other :class:`~irtbayes.data.ResponseData` wrapped in a :class:`Population`.
+population is any other :class:`~irtbayes.data.responses.ResponseData` wrapped in a :class:`Population`.
 
-:func:`refit_populations` fits and audits each population with :func:`irtbayes.fit.fit` and
-:func:`irtbayes.audit.audit`, in parallel processes by default (:mod:`concurrent.futures`), or through Dask
+:func:`refit_populations` fits and audits each population with :func:`irtbayes.fitting.fit.fit` and
+:func:`irtbayes.auditing.run.audit`, in parallel processes by default (:mod:`concurrent.futures`), or through Dask
 (``engine="dask"``; a running ``dask.distributed`` scheduler when ``dask_address`` is given).
 
 :func:`population_stability` compares every refit with the reference audit and labels each conclusion
@@ -42,8 +42,8 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from irtbayes.data import ResponseData
-from irtbayes.errors import DataError, SpecError
+from irtbayes.core.errors import DataError, SpecError
+from irtbayes.data.responses import ResponseData
 
 __all__ = [
     "ENGINES",
@@ -72,8 +72,8 @@ class Population:
 
     Examples
     --------
-    >>> from irtbayes.robustness import Population
-    >>> from irtbayes.simulate import simulate_responses
+    >>> from irtbayes.robustness.population import Population
+    >>> from irtbayes.data.simulate import simulate_responses
     >>> data, _ = simulate_responses(20, 30, seed=1)
     >>> population = Population("first ten", "population", data.subset(subjects=list(data.subject_ids[:10])))
     >>> population.name, population.data.n_subjects
@@ -156,8 +156,8 @@ def population_samples(
 
     Examples
     --------
-    >>> from irtbayes.robustness import population_samples
-    >>> from irtbayes.simulate import simulate_responses
+    >>> from irtbayes.robustness.population import population_samples
+    >>> from irtbayes.data.simulate import simulate_responses
     >>> data, _ = simulate_responses(20, 30, seed=1)
     >>> samples = population_samples(data, bootstrap=2, seed=0)
     >>> [(p.name, p.kind) for p in samples]
@@ -196,7 +196,7 @@ class RefitOutcome:
     n_subjects
         Systems in the population.
     benchmarks, ranking
-        :class:`~irtbayes.audit.AuditResult` tables.
+        :class:`~irtbayes.auditing.result.AuditResult` tables.
     lo, hi, n_bins
         The audit's target range and number of bins.
     difficulty
@@ -246,13 +246,13 @@ def outcome_from_audit(
     convergence: str = "",
     approximate: bool = False,
 ) -> RefitOutcome:
-    """A :class:`RefitOutcome` from an :class:`~irtbayes.audit.AuditResult` and its posterior.
+    """A :class:`RefitOutcome` from an :class:`~irtbayes.auditing.result.AuditResult` and its posterior.
 
     Examples
     --------
-    >>> from irtbayes.audit import audit
-    >>> from irtbayes.robustness import outcome_from_audit
-    >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
+    >>> from irtbayes.auditing.run import audit
+    >>> from irtbayes.robustness.population import outcome_from_audit
+    >>> from irtbayes.data.simulate import posterior_near_truth, simulate_responses
     >>> data, truth = simulate_responses(30, 60, n_benchmarks=2, seed=1)
     >>> posterior = posterior_near_truth(data, truth, chains=2, draws=50, seed=2)
     >>> outcome = outcome_from_audit("bootstrap1", "bootstrap", audit(posterior, data, bins=5), posterior, n_subjects=30)
@@ -281,8 +281,8 @@ def _refit_one(task: tuple[Population, Any, dict[str, Any], dict[str, Any]]) -> 
     """Fit and audit one population (runs in a worker process)."""
     import warnings
 
-    from irtbayes.audit import audit
-    from irtbayes.fit import fit
+    from irtbayes.auditing.run import audit
+    from irtbayes.fitting.fit import fit
 
     population, spec, fit_kwargs, audit_kwargs = task
     with warnings.catch_warnings():
@@ -330,12 +330,12 @@ def refit_populations(
     populations
         From :func:`population_samples`, plus any user-given :class:`Population`.
     spec
-        :class:`~irtbayes.model.ModelSpec` of every refit (default: :func:`irtbayes.fit.fit`'s).
+        :class:`~irtbayes.model.spec.ModelSpec` of every refit (default: :func:`irtbayes.fitting.fit.fit`'s).
     fit_kwargs
-        Keyword arguments of :func:`irtbayes.fit.fit` (default: 2 chains of 500 draws after 500 tuning,
+        Keyword arguments of :func:`irtbayes.fitting.fit.fit` (default: 2 chains of 500 draws after 500 tuning,
         one core each, no progress bar, seed 0).
     audit_kwargs
-        Keyword arguments of :func:`irtbayes.audit.audit` (give the reference's ``range`` and ``bins`` to
+        Keyword arguments of :func:`irtbayes.auditing.run.audit` (give the reference's ``range`` and ``bins`` to
         audit every population against the same target; default: each population's own range).
     engine
         ``"process"`` (default: a :class:`concurrent.futures.ProcessPoolExecutor` of ``workers`` processes),
@@ -362,7 +362,7 @@ def refit_populations(
     --------
     Each population is fitted with NUTS (minutes); with none there is nothing to do:
 
-    >>> from irtbayes.robustness import refit_populations
+    >>> from irtbayes.robustness.population import refit_populations
     >>> refit_populations([])
     []
     """
@@ -432,7 +432,7 @@ class PopulationStability:
     Examples
     --------
     >>> import dataclasses
-    >>> from irtbayes.robustness import PopulationStability
+    >>> from irtbayes.robustness.population import PopulationStability
     >>> [f.name for f in dataclasses.fields(PopulationStability)]
     ['conclusions', 'refits', 'ranks', 'agreement']
     """
@@ -489,7 +489,7 @@ def population_stability(
     Parameters
     ----------
     reference
-        The reference :class:`~irtbayes.audit.AuditResult`.
+        The reference :class:`~irtbayes.auditing.result.AuditResult`.
     reference_posterior
         The reference fit (or its posterior), for linking.
     refits
@@ -507,9 +507,9 @@ def population_stability(
     and ranks; where the widest gap lies is a near-tie between two regions here (the modal bin holds it in
     about half of the draws), and the refit settles it the other way for the whole set:
 
-    >>> from irtbayes.audit import audit
-    >>> from irtbayes.robustness import outcome_from_audit, population_stability
-    >>> from irtbayes.simulate import posterior_near_truth, simulate_responses
+    >>> from irtbayes.auditing.run import audit
+    >>> from irtbayes.robustness.population import outcome_from_audit, population_stability
+    >>> from irtbayes.data.simulate import posterior_near_truth, simulate_responses
     >>> data, truth = simulate_responses(30, 60, n_benchmarks=2, seed=1)
     >>> reference_posterior = posterior_near_truth(data, truth, chains=2, draws=50, seed=2)
     >>> reference = audit(reference_posterior, data, bins=5)

@@ -2,7 +2,7 @@
 
 The two versions are fitted together (concurrent calibration: one model, one ability per system, each version
 a benchmark), so their items lie on one scale; :func:`revision_data` builds such data from two separate sets of
-responses. :func:`compare_revision` then reads one :func:`irtbayes.audit.audit` of that fit and says what the
+responses. :func:`compare_revision` then reads one :func:`irtbayes.auditing.run.audit` of that fit and says what the
 revision changed:
 
 - **gaps filled**: the original's widest gap ``[gap_lo, gap_hi]`` is *filled* when the revised version holds at
@@ -22,8 +22,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from irtbayes.data import ResponseData
-from irtbayes.errors import DataError, SpecError
+from irtbayes.core.errors import DataError, SpecError
+from irtbayes.data.responses import ResponseData
 
 __all__ = ["RevisionComparison", "compare_revision", "revision_data"]
 
@@ -46,8 +46,8 @@ def revision_data(
 
     Examples
     --------
-    >>> from irtbayes import ResponseData
-    >>> from irtbayes.robustness import revision_data
+    >>> from irtbayes.data.responses import ResponseData
+    >>> from irtbayes.robustness.revision import revision_data
     >>> old = ResponseData.from_long(pd.DataFrame({"subject": list("abcd"), "item": "q1", "response": [1, 0, 1, 1]}))
     >>> new = ResponseData.from_long(pd.DataFrame({"subject": list("abcde"), "item": "q1", "response": [1, 0, 0, 1, 1]}))
     >>> both = revision_data(old, new)
@@ -117,7 +117,7 @@ def compare_revision(result: Any, *, original: str, revised: str, min_items: int
     Parameters
     ----------
     result
-        An :class:`~irtbayes.audit.AuditResult` whose scopes include both benchmarks.
+        An :class:`~irtbayes.auditing.result.AuditResult` whose scopes include both benchmarks.
     original, revised
         The two benchmarks' names.
     min_items
@@ -133,7 +133,7 @@ def compare_revision(result: Any, *, original: str, revised: str, min_items: int
     benchmarks stand in for them):
 
     >>> from irtbayes.examples import simulated_audit
-    >>> from irtbayes.robustness import compare_revision
+    >>> from irtbayes.robustness.revision import compare_revision
     >>> result, data = simulated_audit(30, 60, bins=5)
     >>> comparison = compare_revision(result, original="bench00", revised="bench01")
     >>> comparison.versions["version"].tolist()
@@ -143,7 +143,7 @@ def compare_revision(result: Any, *, original: str, revised: str, min_items: int
     >>> compare_revision(result, original="bench00", revised="bench07")
     Traceback (most recent call last):
         ...
-    irtbayes.errors.DataError: benchmark 'bench07' is not in the audit; its scopes are ['all', 'bench00', 'bench01']
+    irtbayes.core.errors.DataError: benchmark 'bench07' is not in the audit; its scopes are ['all', 'bench00', 'bench01']
     """
     bench = result.benchmarks.set_index("scope")
     for name in (original, revised):

@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from irtbayes.data import ResponseData
-from irtbayes.errors import DataError, SpecError
-from irtbayes.files import atomic_write_bytes, atomic_write_json, atomic_write_text, json_ready
+from irtbayes.core.errors import DataError, SpecError
+from irtbayes.core.files import atomic_write_bytes, atomic_write_json, atomic_write_text, json_ready
+from irtbayes.data.responses import ResponseData
 from irtbayes.robustness.conditions import ConditionEffects, condition_effects, fit_conditions, write_conditions
 from irtbayes.robustness.population import (
     Population,
@@ -47,7 +47,7 @@ class RobustnessResult:
 
     Examples
     --------
-    >>> from irtbayes.robustness import RobustnessResult
+    >>> from irtbayes.robustness.run import RobustnessResult
     >>> empty = RobustnessResult()
     >>> empty.conditions is None and empty.refits == []
     True
@@ -174,7 +174,7 @@ def robustness(
     out
         Output folder (created; files listed in the module notes).
     fit
-        The reference :class:`~irtbayes.fit.Fit` of ``data`` (its reference condition); fitted when needed and
+        The reference :class:`~irtbayes.fitting.result.Fit` of ``data`` (its reference condition); fitted when needed and
         not given.
     reference_condition
         The condition the others are compared with (default ``"original"`` when present, else the first).
@@ -185,11 +185,11 @@ def robustness(
         ``(original, revised)`` benchmark names in ``data`` to compare (see
         :mod:`~irtbayes.robustness.revision`).
     fit_kwargs
-        Settings of the reference fit and of each refit (:func:`irtbayes.fit.fit`).
+        Settings of the reference fit and of each refit (:func:`irtbayes.fitting.fit.fit`).
     condition_kwargs
         Settings of :func:`~irtbayes.robustness.conditions.fit_conditions` (``chains``, ``draws``, ...).
     audit_kwargs
-        Settings of every :func:`irtbayes.audit.audit`.
+        Settings of every :func:`irtbayes.auditing.run.audit`.
     engine, workers, dask_address
         Where refits run (see :func:`~irtbayes.robustness.population.refit_populations`).
     ci_prob, fdr, min_effect, against, fdr_rule
@@ -211,8 +211,8 @@ def robustness(
     nothing is refitted; the result and the files say what was done:
 
     >>> import tempfile
-    >>> from irtbayes.robustness import robustness
-    >>> from irtbayes.simulate import simulate_responses
+    >>> from irtbayes.robustness.run import robustness
+    >>> from irtbayes.data.simulate import simulate_responses
     >>> data, _ = simulate_responses(20, 30, seed=1)
     >>> result = robustness(data, out=tempfile.mkdtemp())
     >>> result.conditions, result.population, sorted(result.files)
@@ -265,8 +265,8 @@ def _reference_audit(
     base: ResponseData, fit: Any, settings: dict[str, Any], audit_kwargs: Mapping[str, Any] | None, *, ci_prob: float
 ) -> tuple[Any, Any]:
     """The reference fit (fitted when not given) and its audit."""
-    from irtbayes.audit import audit
-    from irtbayes.fit import fit as fit_model
+    from irtbayes.auditing.run import audit
+    from irtbayes.fitting.fit import fit as fit_model
 
     if fit is None:
         fit = fit_model(base, **settings)
@@ -338,7 +338,7 @@ def write_report(result: RobustnessResult, out: str | os.PathLike[str], *, top_k
     Examples
     --------
     >>> import tempfile
-    >>> from irtbayes.robustness import RobustnessResult, write_report
+    >>> from irtbayes.robustness.run import RobustnessResult, write_report
     >>> sorted(write_report(RobustnessResult(), tempfile.mkdtemp()))
     ['report_html', 'report_md']
     """
@@ -347,7 +347,7 @@ def write_report(result: RobustnessResult, out: str | os.PathLike[str], *, top_k
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from irtbayes.reporting import Document
+    from irtbayes.reporting.document import Document
     from irtbayes.robustness.figures import plot_condition_effects, plot_gap_locations, plot_rank_shifts
 
     folder = Path(out)

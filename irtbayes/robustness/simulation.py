@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from irtbayes.data import ResponseData
-from irtbayes.errors import SpecError
+from irtbayes.core.errors import SpecError
+from irtbayes.data.responses import ResponseData
 
 __all__ = ["simulate_condition_responses"]
 
@@ -35,7 +35,7 @@ def simulate_condition_responses(
 
     Examples
     --------
-    >>> from irtbayes.robustness import simulate_condition_responses
+    >>> from irtbayes.robustness.simulation import simulate_condition_responses
     >>> data, items, subjects = simulate_condition_responses(20, 30, n_sensitive_items=3, n_sensitive_subjects=2, seed=1)
     >>> list(data.conditions), data.n_responses, len(items), len(subjects)
     (['original', 'reformatted'], 1200, 3, 2)

@@ -1,0 +1,5 @@
+"""``python -m irtbayes``: the ``irtbayes`` command."""
+
+from irtbayes.cli.main import main
+
+raise SystemExit(main())

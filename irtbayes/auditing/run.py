@@ -1,0 +1,478 @@
+"""The whole audit: every measure, per posterior draw, per benchmark, per domain and overall; tidy tables.
+
+:func:`audit` takes a posterior (a DataTree with a ``posterior`` group, or that group as a Dataset) and the
+:class:`~irtbayes.data.responses.ResponseData` it was fitted to, with its settings as one
+:class:`~irtbayes.auditing.settings.AuditSettings` (or its fields as keywords), and returns an
+:class:`~irtbayes.auditing.result.AuditResult`; :func:`~irtbayes.auditing.folder.write_audit` writes it to a folder
+and :func:`~irtbayes.auditing.folder.load_audit` reads it back. The steps: :mod:`irtbayes.auditing.draws` reads
+the draws, :mod:`irtbayes.auditing.scopes` builds the scopes, three passes over the draws here fill them, and
+:mod:`irtbayes.auditing.tables` turns each scope into table rows.
+
+Scopes
+------
+Each benchmark (``scope_kind="benchmark"``), each domain (``"domain"``) and all items together
+(``"all"``, scope name ``"all"``) is audited as one benchmark: its own bins, DDM, gaps, information and
+leaderboard. Items without a benchmark (domain) label belong to no benchmark (domain) scope, only to
+``"all"``. A scope's subjects are those with at least one response to its items.
+
+Draws
+-----
+Coverage, DDM and gaps use every posterior draw (for W1 and the gap, each benchmark's difficulties are
+sorted in single precision, which moves them by less than 1e-6 logits and halves the sorting time). The
+leaderboard costs (draws x items x subjects) and uses at most ``max_draws`` draws (default 1,000); the
+information curves cost (draws x items x grid points) and use at most ``information_draws`` (default 200).
+Both are taken evenly spaced over the stacked (chain, draw) sequence. Work is done in chunks of draws
+(about 2 million array elements each), so memory stays bounded whatever the number of draws.
+
+Locations
+---------
+Coverage, DDM and the Maximum Gap describe the whole set of a benchmark's difficulties. By default they
+use *deconvolved* locations (:mod:`irtbayes.auditing.deconvolve`): per draw, each item's location is drawn
+under its benchmark's estimated difficulty distribution instead of the model's normal prior, which would
+otherwise fill gaps with the scatter of neighbouring items. Each item's own difficulty (the items table),
+the leaderboard and the information curves use the fit's draws. ``ensemble="draws"`` uses the fit's draws
+everywhere; a posterior without the hierarchy's hyperparameters (a hand-built one) always does.
+
+Ability
+-------
+One-dimensional fits: the ``ability`` variable. Multidimensional fits (``ability`` with a ``dim`` axis,
+one dimension per domain, each item loading on its domain's dimension): a domain scope uses its own
+dimension, a benchmark scope the dimension of its domain when all its items share one, and the ``"all"``
+scope (or a benchmark spread over several domains) the mean over dimensions; ``ability_dim`` forces one
+dimension everywhere. The default range pools every dimension (each is standardised to mean 0, sd 1).
+Top subjects for saturation are chosen by the scope's ability.
+
+Responses under several conditions are averaged per (subject, item) for raw and re-weighted accuracy.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+from tqdm.auto import tqdm
+
+from irtbayes.auditing.coverage import CoverageDraws, bin_codes, count_items, coverage_table
+from irtbayes.auditing.deconvolve import deconvolved_locations, prior_draws
+from irtbayes.auditing.draws import (
+    PosteriorDraws,
+    draws_identity,
+    extract_draws,
+    fit_created,
+    posterior_dataset,
+    recorded_checksum,
+)
+from irtbayes.auditing.gaps import GapDraws, edge_gaps, gap_location, gap_parts
+from irtbayes.auditing.information import curves_by_blocks, item_blocks, theta_grid
+from irtbayes.auditing.mismatch import ddm_shape_w1
+from irtbayes.auditing.ranking import MAX_AHEAD_SUBJECTS, draw_ranks, reweighted_accuracy
+from irtbayes.auditing.result import DDM_DEFINITIONS, AuditResult
+from irtbayes.auditing.scopes import Scope, build_scopes, response_matrix
+from irtbayes.auditing.settings import ENSEMBLES, AuditSettings, resolve_target
+from irtbayes.auditing.tables import ahead_table, benchmark_row, items_table, ranking_table
+from irtbayes.auditing.targets import RANGE_WIDEN, Target, check_range_holds_subjects
+from irtbayes.core.errors import FitError, SpecError
+from irtbayes.core.summaries import spaced, summarize
+from irtbayes.data.responses import ResponseData
+from irtbayes.model.spec import UNLABELLED
+
+__all__ = [
+    "audit",
+]
+
+log = logging.getLogger(__name__)
+
+#: About this many array elements per chunk of draws.
+CHUNK_ELEMENTS = 1 << 21
+#: Edge gaps are also reported for [L + margin, U - margin]: the default range's widening on each side.
+EDGE_GAP_MARGIN = RANGE_WIDEN
+#: How the edge gaps move with the range (derivation in irtbayes.auditing.gaps).
+EDGE_GAP_RULE = (
+    "moving L down (U up) by d adds exactly d to the low (high) edge gap in every draw with no item in the added "
+    "stretch: derivative 1 per unit of widening; the *_inner columns are the edge gaps of "
+    f"[L + {EDGE_GAP_MARGIN:g}, U - {EDGE_GAP_MARGIN:g}]"
+)
+
+
+# ============================================================================================ helpers
+def _chunks(n_draws: int, per_draw: int) -> Iterator[slice]:
+    size = max(1, CHUNK_ELEMENTS // max(per_draw, 1))
+    for start in range(0, n_draws, size):
+        yield slice(start, min(start + size, n_draws))
+
+
+def _thin(n_samples: int, max_draws: int | None) -> np.ndarray:
+    if max_draws is None or n_samples <= max_draws:
+        return np.arange(n_samples)
+    return spaced(n_samples, max_draws)
+
+
+# ============================================================================================ audit
+def audit(
+    posterior: Any,
+    data: ResponseData,
+    *,
+    settings: AuditSettings | None = None,
+    **options: Any,
+) -> AuditResult:
+    """Audit benchmarks against a target: coverage, DDM, Maximum Gap, information, re-weighted leaderboard.
+
+    Parameters
+    ----------
+    posterior
+        The fit's DataTree (its ``posterior`` group is used), the posterior Dataset, or an object with a
+        ``posterior`` attribute. Needs ``difficulty`` (chain, draw, item) and ``ability`` (chain, draw,
+        subject[, dim]); ``discrimination`` (absent: 1) and ``guessing`` (absent: 0) are optional.
+    data
+        The responses the posterior was fitted to (item and subject ids must match the coords).
+    settings
+        The audit's settings (default: :class:`~irtbayes.auditing.settings.AuditSettings` with its defaults).
+    **options
+        Fields of :class:`~irtbayes.auditing.settings.AuditSettings` given one by one (``target``, ``bins``,
+        ``range``, ``group``, ``ci_prob``, ``min_items``, ``max_draws``, ``information_draws``,
+        ``resample_items``, ``top_k``, ``group_threshold``, ``grid_points``, ``ability_dim``, ``seed``,
+        ``progress``, ``ensemble``, ``fixed_items``); they override ``settings``.
+
+    Returns
+    -------
+    AuditResult
+        The tables ``bins``, ``benchmarks``, ``ranking``, ``ahead``, ``information`` and ``items`` (their
+        columns are listed in :class:`~irtbayes.auditing.result.AuditResult`), the target and the settings.
+
+    Raises
+    ------
+    FitError
+        The posterior lacks variables, holds non-finite draws, or its ids do not match ``data``.
+    SpecError
+        Invalid settings: K < 1, L >= U, a range holding no subject, bad weights, unknown group subjects.
+
+    Examples
+    --------
+    A hand-built posterior near the truth of a simulated benchmark whose items leave a known stretch empty:
+
+    >>> import xarray as xr
+    >>> from irtbayes.auditing.run import audit
+    >>> from irtbayes.data.simulate import PLANTED_GAP, planted_gap_responses
+    >>> data, difficulty = planted_gap_responses(200, seed=1)
+    >>> PLANTED_GAP
+    (-0.3, 1.2)
+    >>> rng = np.random.default_rng(2)
+    >>> posterior = xr.Dataset(
+    ...     {"ability": (("chain", "draw", "subject"), rng.normal(0, 1, (2, 100, 200))),
+    ...      "difficulty": (("chain", "draw", "item"), difficulty + 0.05 * rng.standard_normal((2, 100, 60)))},
+    ...     coords={"subject": data.subject_ids.to_numpy(), "item": data.item_ids.to_numpy()},
+    ... )
+    >>> result = audit(posterior, data, range=(-2.5, 2.5), bins=5, ensemble="draws")
+    >>> row = result.benchmarks.set_index("scope").loc["planted"]
+    >>> round(float(row["interior_gap_mean"]), 1), row["gap_kind"]  # the planted gap is 1.5 wide
+    (1.5, 'interior')
+    """
+    started = time.perf_counter()
+    if not isinstance(data, ResponseData):
+        raise SpecError(f"data must be a ResponseData, got {type(data).__name__}")
+    s = (settings or AuditSettings()).replace(**options).checked()
+    run = _prepare(posterior, data, s)
+    timer = {"ensemble": time.perf_counter() - started}
+    item_codes = _coverage_pass(run, s)
+    timer["coverage"] = time.perf_counter() - started
+    keep = _leaderboard_pass(run, s)
+    timer["ranking"] = time.perf_counter() - started - timer["coverage"]
+    theta = theta_grid(run.target.lo, run.target.hi, points=s.grid_points)
+    curve_draws = _information_pass(run, s, theta)
+    timer["information"] = time.perf_counter() - started - timer["coverage"] - timer["ranking"]
+    tables = _scope_tables(run, data, s, theta, curve_draws)
+    saturation_by_scope = tables.pop("saturation")
+    tables["items"] = items_table(data, run.draws.difficulty, item_codes, run.n_samples, saturation_by_scope, s.ci_prob)
+    recorded = _recorded_settings(posterior, data, s, run, n_ranking=len(keep), n_information=len(curve_draws["info"]))
+    for frame in tables.values():
+        frame.attrs.update(ci_prob=s.ci_prob, target=run.target.to_dict())
+    log.info(
+        "audit of %d items x %d subjects, %d draws (%d for the leaderboard), %d scopes: %.1fs "
+        "(%s locations %.1fs, coverage/DDM/gaps %.1fs, leaderboard %.1fs, information %.1fs)",
+        data.n_items,
+        data.n_subjects,
+        run.n_samples,
+        len(keep),
+        len(run.scopes),
+        time.perf_counter() - started,
+        run.ensemble,
+        timer["ensemble"],
+        timer["coverage"] - timer["ensemble"],
+        timer["ranking"],
+        timer["information"],
+    )
+    return AuditResult(target=run.target, ci_prob=s.ci_prob, settings=recorded, **tables)
+
+
+@dataclass
+class _Run:
+    """What the audit's passes share: the draws, the scopes, the target and the ensemble locations."""
+
+    post: xr.Dataset
+    draws: PosteriorDraws
+    scopes: list[Scope]
+    target: Target
+    range_rule: str
+    inner_range: tuple[float, float] | None
+    chunks: list[slice]
+    locations: np.ndarray
+    ensemble: str
+    smoothing: dict[str, float]
+
+    @property
+    def n_samples(self) -> int:
+        return int(self.draws.difficulty.shape[0])
+
+    @property
+    def n_items(self) -> int:
+        return int(self.draws.difficulty.shape[1])
+
+
+def _prepare(posterior: Any, data: ResponseData, s: AuditSettings) -> _Run:
+    """Check the posterior against the data, extract its draws, build the scopes, resolve the target."""
+    post = posterior_dataset(posterior)
+    recorded = recorded_checksum(posterior, post)
+    if recorded is not None and recorded != data.checksum():
+        raise FitError(
+            f"the posterior records data checksum {recorded[:12]}... but {data.source} has {data.checksum()[:12]}...; "
+            "this looks like a fit from a different data set"
+        )
+    draws = extract_draws(post, data)
+    if s.ability_dim is not None and s.ability_dim not in draws.dims:
+        raise SpecError(
+            f"ability_dim={s.ability_dim!r} is not an ability dimension of the fit ({draws.dims or 'one-dimensional'})"
+        )
+    scopes = build_scopes(data, draws, response_matrix(data), s.ability_dim)
+    overall_ability = scopes[0].ability  # the "all" scope's ability (see the module docstring)
+    range_ability = draws.ability if s.ability_dim is None else overall_ability
+    tgt, range_rule = resolve_target(
+        s.target, bins=s.bins, target_range=s.range, group=s.group, ability=range_ability, data=data
+    )
+    check_range_holds_subjects(tgt, overall_ability.mean(axis=0), list(data.subject_ids))
+    n_samples, n_items = draws.difficulty.shape
+    # edge gaps are reported again for the range without the default's margin (see irtbayes.auditing.gaps)
+    inner_range = (
+        (tgt.lo + EDGE_GAP_MARGIN, tgt.hi - EDGE_GAP_MARGIN) if tgt.hi - tgt.lo > 2 * EDGE_GAP_MARGIN else None
+    )
+    chunks = list(_chunks(n_samples, n_items))
+    locations, ensemble_used, smoothing = _ensemble_locations(
+        post, data, draws.difficulty, ensemble=s.ensemble, fixed_items=s.fixed_items, chunks=chunks, seed=s.seed
+    )
+    return _Run(post, draws, scopes, tgt, range_rule, inner_range, chunks, locations, ensemble_used, smoothing)
+
+
+def _coverage_pass(run: _Run, s: AuditSettings) -> np.ndarray:
+    """Coverage, DDM and gaps over every draw, appended to each scope; returns each item's bin counts."""
+    draws, locations, tgt = run.draws, run.locations, run.target
+    edges, weights, n_bins = tgt.edges_array, tgt.weights_array, tgt.n_bins
+    n_items = run.n_items
+    item_codes = np.zeros((n_items, n_bins + 2), dtype=np.int64)
+    for sl in tqdm(run.chunks, desc="audit: coverage and gaps", disable=not s.progress):
+        own = bin_codes(draws.difficulty[sl], edges)  # each item's own difficulty: the fit's draws
+        flat = (np.arange(n_items, dtype=np.int64)[None, :] * (n_bins + 2) + own).ravel()
+        item_codes += np.bincount(flat, minlength=n_items * (n_bins + 2)).reshape(n_items, n_bins + 2)
+        block = locations[sl]
+        codes = own if locations is draws.difficulty else bin_codes(block, edges)
+        for scope in run.scopes:
+            # single-precision sort (twice as fast); W1 and the gap move by < 1e-6 logits
+            x = np.sort(block[:, scope.items].astype(np.float32), axis=1)
+            scope.counts.append(count_items(codes[:, scope.items], n_bins))
+            scope.shape_w1.append(ddm_shape_w1(x, edges, weights, presorted=True))
+            parts = gap_parts(x, tgt.lo, tgt.hi, presorted=True)
+            scope.gap_width.append(parts.widest.width)
+            scope.gap_lo.append(parts.widest.lo)
+            scope.gap_hi.append(parts.widest.hi)
+            scope.gap_edge.append(parts.widest.edge)
+            scope.interior_gap.append(parts.interior)
+            scope.edge_gap_low.append(parts.edge_low)
+            scope.edge_gap_high.append(parts.edge_high)
+            if run.inner_range is not None:
+                low, high = edge_gaps(x, *run.inner_range, presorted=True)
+                scope.edge_gap_low_inner.append(low)
+                scope.edge_gap_high_inner.append(high)
+    return item_codes
+
+
+def _leaderboard_pass(run: _Run, s: AuditSettings) -> np.ndarray:
+    """Re-weighted accuracy and ranks over the thinned draws, appended to each scope; returns the draws used."""
+    keep = _thin(run.n_samples, s.max_draws)
+    rng = np.random.default_rng(s.seed)
+    edges, weights = run.target.edges_array, run.target.weights_array
+    for sl in tqdm(list(_chunks(len(keep), run.n_items)), desc="audit: leaderboard", disable=not s.progress):
+        rows = keep[sl]
+        codes = bin_codes(run.draws.difficulty[rows], edges)
+        g = rng.standard_exponential(codes.shape) if s.resample_items else None
+        for scope in run.scopes:
+            racc = reweighted_accuracy(
+                codes[:, scope.items],
+                scope.responses,
+                weights,
+                item_weights=None if g is None else g[:, scope.items],
+            )
+            scope.racc.append(racc)
+            scope.ranks.append(draw_ranks(racc, tiebreak=scope.ability[rows][:, scope.subjects]))
+            scope.ability_ranks.append(draw_ranks(scope.ability[rows][:, scope.subjects]))
+    return keep
+
+
+def _information_pass(run: _Run, s: AuditSettings, theta: np.ndarray) -> dict[str, np.ndarray]:
+    """Information, standard error, expected score and its slope per scope: (sample, grid, scope) draws."""
+    draws = run.draws
+    membership = np.zeros((run.n_items, len(run.scopes)))
+    for j, scope in enumerate(run.scopes):
+        membership[scope.items, j] = 1.0
+    curves: dict[str, list[np.ndarray]] = {"info": [], "se": [], "score": [], "slope": []}
+    keep_info = _thin(run.n_samples, s.information_draws)
+    blocks = item_blocks(membership)
+    chunks = list(_chunks(len(keep_info), run.n_items * s.grid_points))
+    for sl in tqdm(chunks, desc="audit: information", disable=not s.progress):
+        rows = keep_info[sl]
+        out = curves_by_blocks(
+            theta,
+            draws.difficulty[rows],
+            None if draws.discrimination is None else draws.discrimination[rows],
+            None if draws.guessing is None else draws.guessing[rows],
+            blocks=blocks,
+        )
+        for key in curves:
+            curves[key].append(out[key])
+    return {k: np.concatenate(v, axis=0) for k, v in curves.items()}
+
+
+def _scope_tables(
+    run: _Run, data: ResponseData, s: AuditSettings, theta: np.ndarray, curve_draws: dict[str, np.ndarray]
+) -> dict[str, Any]:
+    """The ``bins``, ``benchmarks``, ``ranking``, ``ahead`` and ``information`` tables, and each scope's
+    saturation (under ``"saturation"``) for the items table."""
+    bins_rows, bench_rows, rank_rows, info_rows = [], [], [], []
+    saturation_by_scope: dict[tuple[str, str], dict[str, np.ndarray]] = {}
+    ahead_frame = pd.DataFrame()
+    for j, scope in enumerate(run.scopes):
+        cov = CoverageDraws.from_counts(np.concatenate(scope.counts, axis=0), len(scope.items))
+        gaps = GapDraws(
+            width=np.concatenate(scope.gap_width),
+            lo=np.concatenate(scope.gap_lo),
+            hi=np.concatenate(scope.gap_hi),
+            edge=np.concatenate(scope.gap_edge),
+        )
+        where = gap_location(gaps, run.target.edges_array)
+        table = coverage_table(
+            cov,
+            edges=run.target.edges_array,
+            target_weights=run.target.weights_array,
+            ci_prob=s.ci_prob,
+            min_items=s.min_items,
+        )
+        table.insert(0, "scope", scope.name)
+        table.insert(0, "scope_kind", scope.kind)
+        table["p_widest_gap_here"] = where.p_bins
+        bins_rows.append(table)
+        rk, sat, n_top = ranking_table(scope, data, s)
+        saturation_by_scope[(scope.kind, scope.name)] = dict(sat) | {"items": scope.items}
+        rank_rows.append(rk.sort_values("rank_mean", kind="stable"))
+        if scope.kind == "all":
+            ahead_frame = ahead_table(scope, data)
+        info = pd.DataFrame({"scope_kind": scope.kind, "scope": scope.name, "theta": theta})
+        for key in ("info", "se", "score", "slope"):
+            for k, v in summarize(curve_draws[key][:, :, j], ci_prob=s.ci_prob).items():
+                info[f"{key}_{k}"] = v
+        info_rows.append(info)
+        bench_rows.append(benchmark_row(scope, run.target, cov, gaps, where, sat, n_top, info, s.ci_prob))
+    return {
+        "bins": pd.concat(bins_rows, ignore_index=True),
+        "benchmarks": pd.DataFrame(bench_rows),
+        "ranking": pd.concat(rank_rows, ignore_index=True),
+        "ahead": ahead_frame,
+        "information": pd.concat(info_rows, ignore_index=True),
+        "saturation": saturation_by_scope,
+    }
+
+
+def _recorded_settings(
+    posterior: Any, data: ResponseData, s: AuditSettings, run: _Run, *, n_ranking: int, n_information: int
+) -> dict[str, Any]:
+    """``AuditResult.settings``: what the audit was made from and with (``summary.json``'s ``settings``)."""
+    draws = run.draws
+    return {
+        "source": data.source,
+        # what the audit was made from, checked when a saved audit is read back with its fit (load_audit)
+        "data_checksum": data.checksum(),
+        "fit_identity": draws_identity(draws, data),
+        "fit_created": fit_created(posterior),
+        "partial": bool(getattr(posterior, "partial", False) or getattr(posterior, "attrs", {}).get("partial", 0)),
+        # None when the draws come without a fit's checks (a bare posterior): never read as a pass
+        "converged": getattr(getattr(posterior, "diagnostics", None), "ok", None),
+        "approximate": bool(getattr(posterior, "approximate", False)),
+        "n_chains": draws.n_chains,
+        "n_draws": draws.n_draws,
+        "n_samples": run.n_samples,
+        "n_samples_ranking": n_ranking,
+        "n_samples_information": n_information,
+        "max_draws": s.max_draws,
+        "information_draws": s.information_draws,
+        "resample_items": bool(s.resample_items),
+        "seed": int(s.seed),
+        "group": s.group_names(),
+        "n_fixed_items": 0 if s.fixed_items is None else len(s.fixed_items),
+        "min_items": s.min_items,
+        "top_k": s.top_k,
+        "group_threshold": float(s.group_threshold),
+        "ahead_max_subjects": MAX_AHEAD_SUBJECTS,
+        "grid_points": s.grid_points,
+        "ability_dims": draws.dims,
+        "ability_dim": s.ability_dim,
+        "range_rule": run.range_rule,
+        "ensemble": run.ensemble,
+        "deconvolution_smoothing": run.smoothing,
+        "interval": "equal-tailed",
+        "ddm_default": DDM_DEFINITIONS["ddm_w1"],
+        "ddm_definitions": DDM_DEFINITIONS,
+        "edge_gap_inner_range": None if run.inner_range is None else list(run.inner_range),
+        "edge_gap_rule": EDGE_GAP_RULE,
+    }
+
+
+def _ensemble_locations(
+    post: xr.Dataset,
+    data: ResponseData,
+    difficulty: np.ndarray,
+    *,
+    ensemble: str,
+    fixed_items: Sequence[str] | None,
+    chunks: list[slice],
+    seed: int,
+) -> tuple[np.ndarray, str, dict[str, float]]:
+    """The item locations the ensemble measures use, the mode used, and the smoothing chosen per benchmark."""
+    if ensemble not in ENSEMBLES:
+        raise SpecError(f"ensemble must be one of {ENSEMBLES}, got {ensemble!r}")
+    if ensemble == "draws":
+        return difficulty, "draws", {}
+    labels = [UNLABELLED if pd.isna(b) else str(b) for b in data.items["benchmark"]]
+    prior = prior_draws(post, labels)
+    if prior is None:
+        if ensemble == "deconvolved":
+            raise SpecError(
+                "ensemble='deconvolved' needs the fit's difficulty prior (posterior variables 'difficulty_sd' and "
+                "'difficulty_benchmark' or 'difficulty_mu'), which this posterior lacks; use ensemble='draws'"
+            )
+        log.info("the posterior has no difficulty hyperparameters: ensemble measures use the fit's draws")
+        return difficulty, "draws", {}
+    fixed = set() if fixed_items is None else {str(i) for i in fixed_items}
+    unknown = sorted(fixed - set(map(str, data.item_ids)))
+    if unknown:
+        raise SpecError(f"fixed_items: {len(unknown)} item(s) are not in the data: {unknown[:10]}")
+    keep = ~np.isin(data.item_ids.astype(str), list(fixed))
+    names = sorted(set(labels))
+    groups = [np.flatnonzero(keep & (np.asarray(labels) == name)) for name in names]
+    locations, populations = deconvolved_locations(difficulty, prior, groups, chunks=chunks, seed=seed)
+    if not populations:  # every benchmark too small (or held as it is): nothing was deconvolved
+        log.info("no benchmark has enough items to deconvolve: ensemble measures use the fit's draws")
+        return difficulty, "draws", {}
+    smoothing = {names[g]: float(pop.smoothing) for g, pop in populations.items()}
+    return locations, "deconvolved", smoothing

@@ -1,0 +1,225 @@
+"""The settings of an audit: :class:`AuditSettings`, one object for every choice :func:`~irtbayes.auditing.run.audit`
+takes, checked in one place, and the resolution of the target they describe.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from irtbayes.auditing.coverage import DEFAULT_MIN_ITEMS
+from irtbayes.auditing.information import DEFAULT_GRID_POINTS
+from irtbayes.auditing.ranking import DEFAULT_GROUP_THRESHOLD, DEFAULT_TOP_K
+from irtbayes.auditing.targets import (
+    DEFAULT_BINS,
+    RANGE_PROBS,
+    RANGE_ROUND,
+    RANGE_WIDEN,
+    Target,
+    default_range,
+    group_target,
+    read_target,
+    uniform_target,
+    weights_target,
+)
+from irtbayes.core.errors import SpecError
+from irtbayes.core.summaries import check_ci_prob
+from irtbayes.data.responses import ResponseData
+
+__all__ = ["DEFAULT_INFORMATION_DRAWS", "DEFAULT_MAX_DRAWS", "ENSEMBLES", "AuditSettings", "resolve_target"]
+
+#: Default cap on the draws used for the leaderboard.
+DEFAULT_MAX_DRAWS = 1000
+#: Default cap on the draws used for the information curves.
+DEFAULT_INFORMATION_DRAWS = 200
+#: The item locations the ensemble measures can use (see ``AuditSettings.ensemble``).
+ENSEMBLES = ("auto", "deconvolved", "draws")
+
+
+@dataclass(frozen=True)
+class AuditSettings:
+    """Every setting of an audit, with its default.
+
+    Pass one to :func:`~irtbayes.auditing.run.audit` as ``settings=``, or give the fields as keyword arguments
+    (``audit(fit, data, bins=8, seed=1)``); :meth:`checked` validates them.
+
+    Attributes
+    ----------
+    target
+        None or ``"uniform"`` (default), a :class:`~irtbayes.auditing.targets.Target`, a CSV path
+        (:func:`~irtbayes.auditing.targets.read_target`), or a list of weights per bin.
+    bins
+        Number of bins K (default 10) or explicit edges.
+    range
+        (L, U); default from the subjects' abilities (see :mod:`irtbayes.auditing.targets`).
+    group
+        Subject ids whose pooled ability distribution is the target (instead of ``target``).
+    ci_prob
+        Probability of the equal-tailed credible intervals.
+    min_items
+        m in P(bin holds fewer than m items).
+    max_draws
+        At most this many draws (evenly spaced) for the leaderboard; None: all.
+    information_draws
+        At most this many draws (evenly spaced) for the information curves; None: all.
+    resample_items
+        Bayesian bootstrap over items in the re-weighted accuracy (see :mod:`irtbayes.auditing.ranking`).
+    top_k, group_threshold
+        Saturation's top subjects; P(ahead) that separates leaderboard groups.
+    grid_points
+        Points of the information grid over [L, U].
+    ability_dim
+        Multidimensional fits: use this ability dimension everywhere.
+    seed
+        Seed of the Bayesian bootstrap and of the deconvolved locations.
+    progress
+        Show a progress bar over chunks of draws.
+    ensemble
+        Item locations for the measures of the whole set of difficulties (coverage, DDM, Maximum Gap):
+        ``"deconvolved"`` draws them under each benchmark's estimated difficulty distribution
+        (:mod:`irtbayes.auditing.deconvolve`), which removes the normal prior's pull toward "no gaps";
+        ``"draws"`` uses the fit's difficulty draws as they are; ``"auto"`` (default) deconvolves when the
+        posterior holds the hierarchy's hyperparameters (``difficulty_sd`` and the item's prior mean), else
+        uses the draws. ``settings["ensemble"]`` records the choice.
+    fixed_items
+        Items whose draws enter the ensemble measures as they are, even when deconvolving (items whose
+        prior is not the bank's, such as BenchFill's added candidates).
+
+    Examples
+    --------
+    >>> from irtbayes.auditing.settings import AuditSettings
+    >>> settings = AuditSettings(bins=8, ci_prob=0.8, seed=1)
+    >>> settings.bins, settings.ci_prob, settings.top_k
+    (8, 0.8, 5)
+    """
+
+    target: Target | str | os.PathLike[str] | Sequence[float] | None = None
+    bins: int | Sequence[float] | None = None
+    range: Sequence[float] | None = None
+    group: Sequence[str] | None = None
+    ci_prob: float = 0.9
+    min_items: int = DEFAULT_MIN_ITEMS
+    max_draws: int | None = DEFAULT_MAX_DRAWS
+    information_draws: int | None = DEFAULT_INFORMATION_DRAWS
+    resample_items: bool = True
+    top_k: int = DEFAULT_TOP_K
+    group_threshold: float = DEFAULT_GROUP_THRESHOLD
+    grid_points: int = DEFAULT_GRID_POINTS
+    ability_dim: str | None = None
+    seed: int = 0
+    progress: bool = False
+    ensemble: str = "auto"
+    fixed_items: Sequence[str] | None = None
+
+    def replace(self, **changes: Any) -> AuditSettings:
+        """A copy with ``changes`` (field names as keywords)."""
+        return dataclasses.replace(self, **changes)
+
+    def checked(self) -> AuditSettings:
+        """A copy with numbers as plain ints and floats; :class:`SpecError` for a setting out of range.
+
+        Raises
+        ------
+        SpecError
+            ``ci_prob`` not in (0, 1), ``min_items``/``top_k`` < 1, ``grid_points`` < 2, ``max_draws`` or
+            ``information_draws`` < 1, ``group_threshold`` not in (0.5, 1], or fewer than one bin.
+        """
+        ci_prob = check_ci_prob(self.ci_prob)
+        min_items = _check_int(self.min_items, "min_items", 1)
+        top_k = _check_int(self.top_k, "top_k", 1)
+        grid_points = _check_int(self.grid_points, "grid_points", 2)
+        max_draws = None if self.max_draws is None else _check_int(self.max_draws, "max_draws", 1)
+        information_draws = self.information_draws
+        if information_draws is not None:
+            information_draws = _check_int(information_draws, "information_draws", 1)
+        if not 0.5 < float(self.group_threshold) <= 1:
+            raise SpecError(f"group_threshold must be in (0.5, 1], got {self.group_threshold!r}")
+        bins = self.bins
+        if isinstance(bins, (int, np.integer)) and not isinstance(bins, bool) and bins < 1:
+            raise SpecError(f"the number of bins must be at least 1, got {bins}")
+        return self.replace(
+            ci_prob=ci_prob,
+            min_items=min_items,
+            top_k=top_k,
+            grid_points=grid_points,
+            max_draws=max_draws,
+            information_draws=information_draws,
+        )
+
+    def group_names(self) -> list[str] | None:
+        """``group`` as a list of subject ids (a single id given as a string is one name)."""
+        if self.group is None:
+            return None
+        return [str(self.group)] if isinstance(self.group, str) else [str(g) for g in self.group]
+
+
+def _check_int(value: Any, name: str, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise SpecError(f"{name} must be a whole number >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def resolve_target(
+    target: Any,
+    *,
+    bins: int | Sequence[float] | None,
+    target_range: Sequence[float] | None,
+    group: Sequence[str] | None,
+    ability: np.ndarray,
+    data: ResponseData,
+) -> tuple[Target, str]:
+    """The target, and a sentence saying how its range was chosen."""
+    if target_range is not None:
+        if isinstance(target_range, (str, bytes)) or len(target_range) != 2:
+            raise SpecError(f"range must be two numbers (L, U), got {target_range!r}")
+        lo, hi = float(target_range[0]), float(target_range[1])
+        if not (math.isfinite(lo) and math.isfinite(hi)) or lo >= hi:
+            raise SpecError(f"the target range needs finite L < U, got L = {lo:g} and U = {hi:g}")
+        range_rule = f"given: [{lo:g}, {hi:g}]"
+    elif bins is not None and not isinstance(bins, (int, np.integer)):
+        edges = np.asarray(bins, dtype="float64")
+        lo, hi = float(edges[0]), float(edges[-1])
+        range_rule = f"the given bin edges: [{lo:g}, {hi:g}]"
+    else:
+        lo, hi = default_range(ability)
+        range_rule = (
+            f"default: the pooled posterior {RANGE_PROBS[0]:.1%}-{RANGE_PROBS[1]:.1%} quantiles of the subjects' "
+            f"abilities, widened by {RANGE_WIDEN:g} on each side and rounded outward to {RANGE_ROUND:g}: [{lo:g}, {hi:g}]"
+        )
+
+    if group is not None:
+        if target is not None:
+            raise SpecError("give either target= or group=, not both")
+        names = [group] if isinstance(group, str) else [str(g) for g in group]
+        if not names:
+            raise SpecError("group= names no subject")
+        unknown = [g for g in names if g not in set(data.subject_ids)]
+        if unknown:
+            raise SpecError(f"group= names unknown subject(s) {unknown[:5]}; known: {list(data.subject_ids[:10])}")
+        positions = data.subject_ids.get_indexer(names)
+        return group_target(
+            ability[:, positions], lo=lo, hi=hi, bins=DEFAULT_BINS if bins is None else bins, names=names
+        ), range_rule
+
+    if isinstance(target, Target):
+        if target_range is not None or bins is not None:
+            raise SpecError("a Target carries its own range and bins; do not also give range= or bins=")
+        return target, f"from the target: [{target.lo:g}, {target.hi:g}]"
+    if target is None or (isinstance(target, str) and target.strip().lower() == "uniform"):
+        return uniform_target(lo, hi, bins=DEFAULT_BINS if bins is None else bins), range_rule
+    if isinstance(target, (str, os.PathLike)):
+        if target_range is not None or bins is not None:
+            raise SpecError("a target file carries its own range and bins; do not also give range= or bins=")
+        loaded = read_target(target)
+        return loaded, f"from the target file: [{loaded.lo:g}, {loaded.hi:g}]"
+    if isinstance(target, (Sequence, np.ndarray)):
+        return weights_target(list(target), lo=lo, hi=hi, bins=bins), range_rule
+    raise SpecError(
+        f"target must be None, 'uniform', a Target, a CSV path or a list of weights, got {type(target).__name__}"
+    )

@@ -1,0 +1,468 @@
+"""The ``irtbayes`` command: thin wrappers over the library's verbs.
+
+Errors a user can cause (bad files, bad settings, mismatched fits) print one line to stderr and exit 2;
+nothing prints a traceback unless ``--debug`` is given. Ctrl-C prints one line saying what was lost and
+exits 130; an interrupted fit saves nothing unless ``--keep-partial`` is given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from irtbayes.cli import parser as cli_parser
+from irtbayes.core.errors import FitInterrupted, IrtbayesError
+
+log = logging.getLogger("irtbayes")
+
+
+def load_data_argument(args: argparse.Namespace) -> object:
+    """Read the data that ``args`` name (see :func:`irtbayes.cli.parser.add_data_arguments`)."""
+    from irtbayes.data import io
+    from irtbayes.data import registry as datasets
+    from irtbayes.data.io import helm, leaderboard, lm_eval
+
+    scoring: Literal["binary", "auto"] = "binary" if args.binary else "auto"
+    source = args.data
+    if source is None:
+        return datasets.load_folder(datasets.default_data_path())
+    path = Path(source)
+    if not path.exists() and args.format in ("auto", "dataset") and source in datasets.list_datasets().index:
+        return datasets.load_dataset(source)
+    fmt = args.format if args.format != "auto" else _detect_format(path, args)
+    loaders: dict[str, Callable[[], object]] = {
+        "long": lambda: io.load_long(
+            path,
+            subject=args.subject_col,
+            item=args.item_col,
+            response=args.response_col,
+            items=args.items,
+            scoring=scoring,
+        ),
+        "wide": lambda: io.load_wide(path, rows=args.rows, items=args.items, scoring=scoring),
+        "pyirt": lambda: io.load_pyirt(path, scoring=scoring),
+        "lm-eval": lambda: lm_eval.load_lm_eval(path, metric=args.metric, filter=args.lm_filter, scoring=scoring),
+        "helm": lambda: helm.load_helm(path, scoring=scoring, **_helm_options(args)),
+        "leaderboard": lambda: leaderboard.load_leaderboard(
+            path, metric=args.metric, filter=args.lm_filter, scoring=scoring
+        ),
+        "dataset": lambda: datasets.load_folder(path),
+    }
+    return loaders[fmt]() if fmt in loaders else io.load(path)
+
+
+def _detect_format(path: Path, args: argparse.Namespace) -> str:
+    """The format of ``--format auto`` (:func:`irtbayes.data.io.detect_format`, with the long table's column options)."""
+    from irtbayes.data import io
+
+    return io.detect_format(path, long_columns={args.subject_col, args.item_col, args.response_col})
+
+
+def _helm_options(args: argparse.Namespace) -> dict[str, Any]:
+    options: dict[str, Any] = {"metric": args.metric} if args.metric else {}
+    if getattr(args, "suite", None):
+        options["suite"] = [s.strip() for s in args.suite.split(",") if s.strip()]
+    return options
+
+
+# ---------------------------------------------------------------------------------------------- verbs
+def cmd_data_summary(args: argparse.Namespace) -> int:
+    from irtbayes.data import io
+    from irtbayes.data.io import leaderboard, lm_eval
+
+    choices = None
+    choices_key = "lm_eval_choices"
+    choices_title = "Tasks, filters and metrics logged (--filter and --metric choose among them):"
+    source = Path(args.data) if args.data is not None else None
+    if source is not None and (
+        args.format == "lm-eval" or (args.format == "auto" and lm_eval.is_lm_eval_folder(source))
+    ):
+        # every filter is summarised, each as a condition; fit and audit ask for one where a task logs several
+        choices = lm_eval.list_choices(source)
+        if args.lm_filter is None:
+            args.format, args.lm_filter = "lm-eval", lm_eval.ALL_FILTERS
+    elif source is not None and (
+        args.format == "leaderboard" or (args.format == "auto" and io.detect_format(source) == "leaderboard")
+    ):
+        # every metric is summarised, each as a condition; fit and audit ask for one where a task logs several
+        # and has no default
+        choices = leaderboard.list_choices(source)
+        choices_key, choices_title = "leaderboard_choices", "Tasks and metrics logged (--metric chooses among them):"
+        if args.metric is None:
+            args.format, args.metric = "leaderboard", leaderboard.ALL
+    data = load_data_argument(args)
+    summary = data.summary()  # type: ignore[attr-defined]
+    if args.json:
+        payload = summary.to_dict()
+        if choices is not None:
+            payload[choices_key] = choices.to_dict(orient="records")
+        print(json.dumps(payload, indent=2))
+        return 0
+    if choices is not None:
+        import pandas as pd
+
+        with pd.option_context("display.width", 160, "display.max_rows", args.max_rows):
+            print(choices_title)
+            print(choices.to_string(index=False) + "\n")
+    print(summary.to_text(max_rows=args.max_rows))
+    return 0
+
+
+def cmd_data_list(args: argparse.Namespace) -> int:
+    from irtbayes.data import registry as datasets
+
+    table = datasets.list_datasets()
+    if args.json:
+        print(table.reset_index().to_json(orient="records", indent=2))
+    else:
+        import pandas as pd
+
+        shown = table[["n_subjects", "n_items", "domains", "licence", "storage", "available"]]
+        with pd.option_context("display.max_colwidth", 50, "display.width", 160):
+            print(shown.to_string())
+        print(
+            f"\nExternal data sets are read from ${datasets.DATA_DIR_ENV} (see `irtbayes data list --json` for origins)."
+        )
+    return 0
+
+
+def _fit_from_args(data: object, args: argparse.Namespace) -> object:
+    from irtbayes.fitting.fit import fit
+    from irtbayes.model.spec import ModelSpec
+
+    spec = ModelSpec(kind=args.model, hierarchy=args.hierarchy, dims=args.dims)  # other settings: the defaults
+    log.info("fitting a %s model (%s, %d chains)", args.model.upper(), args.sampler, args.chains)
+    return fit(
+        data,  # type: ignore[arg-type]
+        spec,
+        **cli_parser.picked(args, "sampler", "chains", "draws", "tune", "target_accept", "seed"),
+        progress=not args.no_progress,
+        keep_partial=bool(getattr(args, "keep_partial", False)),
+        budget_s=60.0 * float(getattr(args, "budget", 15.0)),
+        until_converged=getattr(args, "until_converged", None),
+        warm_start=False if getattr(args, "no_warm_start", False) else None,
+        sampler_kwargs=_sampler_kwargs(args),
+    )
+
+
+def _sampler_kwargs(args: argparse.Namespace) -> dict[str, Any] | None:
+    """``--devices`` for the numpyro sampler; a SpecError (exit 2, one line) with any other sampler."""
+    from irtbayes.core.errors import SpecError
+
+    if getattr(args, "devices", None) is None:
+        return None
+    if args.sampler != "numpyro":
+        raise SpecError(f"--devices is for --sampler numpyro, not --sampler {args.sampler}")
+    return {"devices": args.devices}
+
+
+def _fit_interrupted(err: FitInterrupted, args: argparse.Namespace, *, inside_audit: bool) -> int:
+    """Say in one line on stderr what an interrupted fit lost; with ``--keep-partial``, save the draws so far.
+
+    The partial fit goes where the complete one would have: ``--out`` for ``fit``, ``OUT/fit`` for ``audit``
+    (no audit is run on it). Returns 130, the exit code of a Ctrl-C.
+    """
+    from irtbayes.core.files import atomic_dir
+    from irtbayes.fitting.storage import save_fit
+
+    if err.partial is None or not getattr(args, "keep_partial", False):
+        if getattr(args, "keep_partial", False):
+            lost = "no draws to keep, nothing saved"
+        elif err.draws_done > 0 or err.phase == "optimisation":
+            lost = "nothing saved; rerun, or use --keep-partial to keep the draws so far"
+        else:
+            lost = "nothing saved; rerun"
+        print(f"irtbayes: {err}: {lost}", file=sys.stderr)
+        return 130
+    try:
+        if inside_audit:
+            with atomic_dir(args.out) as tmp:
+                save_fit(err.partial, tmp / "fit")
+            path = Path(args.out) / "fit"
+        else:
+            path = save_fit(err.partial, args.out, overwrite=args.overwrite)
+    except IrtbayesError as save_error:
+        print(f"irtbayes: {err}: the draws so far were not saved ({save_error})", file=sys.stderr)
+        return 130
+    print(err.partial.to_text())
+    after = f"; no audit was run (`irtbayes audit --fit {path}` audits it)" if inside_audit else ""
+    print(
+        f"irtbayes: {err}: saved the draws so far to {path} as a PARTIAL fit (its convergence checks fail){after}",
+        file=sys.stderr,
+    )
+    return 130
+
+
+def cmd_fit(args: argparse.Namespace) -> int:
+    from irtbayes.fitting.storage import save_fit
+
+    data = load_data_argument(args)
+    try:
+        result = _fit_from_args(data, args)
+    except FitInterrupted as err:
+        return _fit_interrupted(err, args, inside_audit=False)
+    path = save_fit(result, args.out, overwrite=args.overwrite)  # type: ignore[arg-type]
+    print(result.to_text())  # type: ignore[attr-defined]
+    print(f"\nSaved the fit to {path}")
+    ok = result.diagnostics.ok  # type: ignore[attr-defined]
+    return 1 if args.strict and not ok else 0
+
+
+def _load_fit_and_data(args: argparse.Namespace, fit_dir: str) -> tuple[object, object]:
+    """A saved fit and the data it was made from: DATA when given, else the source its card records.
+
+    The data's checksum must equal the one the fit recorded.
+    """
+    from irtbayes.core.errors import FitError
+    from irtbayes.data import registry as datasets
+    from irtbayes.fitting.storage import load_fit
+
+    fit_result = load_fit(fit_dir)
+    if args.data is None:
+        source = str(fit_result.info.get("source") or "")
+        if source and Path(source).exists():
+            args.data = source
+        elif source in datasets.list_datasets().index:
+            args.data = source
+        else:
+            raise FitError(
+                f"{fit_dir}: the data it was fitted to ({source or 'not recorded'}) is not here; "
+                "give the data as an argument"
+            )
+    data = load_data_argument(args)
+    fit_result.check_data(data, where=str(fit_dir))  # type: ignore[arg-type]
+    return fit_result, data
+
+
+def _audit_from_args(fit_result: object, data: object, args: argparse.Namespace) -> object:
+    from irtbayes.auditing.run import audit
+
+    target: str | list[float] = args.target
+    if isinstance(target, str) and "," in target and not Path(target).exists():
+        try:
+            target = [float(w) for w in target.split(",")]
+        except ValueError:
+            from irtbayes.core.errors import SpecError
+
+            raise SpecError(f"--target: '{args.target}' is neither a file, 'uniform', nor numbers") from None
+    return audit(
+        fit_result,
+        data,  # type: ignore[arg-type]
+        target=target if args.group is None else None,
+        bins=args.bins,
+        range=args.range,
+        group=args.group.split(",") if args.group else None,
+        ci_prob=args.ci,
+        ensemble=getattr(args, "ensemble", "auto"),
+        progress=not getattr(args, "no_progress", False),
+    )
+
+
+def cmd_audit(args: argparse.Namespace) -> int:
+    from irtbayes.auditing.folder import write_audit
+    from irtbayes.core.files import atomic_dir
+    from irtbayes.fitting.storage import save_fit
+    from irtbayes.reporting.report import build_report, write_report_files
+
+    if args.fit:
+        fit_result, data = _load_fit_and_data(args, args.fit)
+    else:
+        data = load_data_argument(args)
+        try:
+            fit_result = _fit_from_args(data, args)
+        except FitInterrupted as err:
+            return _fit_interrupted(err, args, inside_audit=True)
+    result = _audit_from_args(fit_result, data, args)
+    with atomic_dir(args.out) as tmp:
+        write_audit(result, tmp)  # type: ignore[arg-type]
+        if not args.fit:
+            save_fit(fit_result, tmp / "fit")  # type: ignore[arg-type]
+        if not args.no_report:
+            log.info("writing the report")
+            doc = build_report(fit_result, data, audit=result)  # type: ignore[arg-type]
+            write_report_files(doc, fit_result, tmp / "report", audit=result)  # type: ignore[arg-type]
+    print(fit_result.to_text())  # type: ignore[attr-defined]
+    print()
+    print(result.to_text())  # type: ignore[attr-defined]
+    print(f"\nWrote {Path(args.out) / 'summary.json'}, bins.csv, ranking.csv and the other tables")
+    if not args.fit:
+        print(f"Saved the fit to {Path(args.out) / 'fit'} (reuse it with --fit)")
+    if not args.no_report:
+        print(f"Report: {Path(args.out) / 'report' / 'report.html'}")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from irtbayes.auditing.folder import load_audit
+    from irtbayes.reporting.report import write_report
+
+    fit_result, data = _load_fit_and_data(args, args.fit)
+    # a saved audit is read as it was written (its own target, seed, draws, top-k, group and intervals) and
+    # must have been made from this fit; it is never rerun
+    result = None if not args.audit else load_audit(args.audit, fit=fit_result, data=data)  # type: ignore[arg-type]
+    benchfill = None
+    if args.benchfill:
+        from irtbayes.benchfill.result import load_benchfill_result
+
+        benchfill = load_benchfill_result(args.benchfill)
+    path = write_report(fit_result, data, args.out, audit=result, benchfill=benchfill)  # type: ignore[arg-type]
+    if fit_result.partial:  # type: ignore[attr-defined]
+        print(fit_result.partial_text())  # type: ignore[attr-defined]
+    print(f"Report: {path}")
+    return 0
+
+
+def cmd_score(args: argparse.Namespace) -> int:
+    from irtbayes.data import io
+    from irtbayes.fitting.scoring import score
+    from irtbayes.fitting.storage import load_fit
+
+    fit_result = load_fit(args.fit)
+    responses = io.load(Path(args.responses))
+    scores = score(fit_result, responses, seed=args.seed)
+    import pandas as pd
+
+    with pd.option_context("display.width", 160, "display.max_rows", 200, "display.precision", 3):
+        print(scores.table(ci_prob=args.ci).to_string(index=False))
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    """Write a saved fit for other tools: mirt tables, a tinyBenchmarks anchor set, or py-irt JSON Lines."""
+    from irtbayes.core.errors import DataError, FitError
+    from irtbayes.data import io
+    from irtbayes.fitting.storage import load_fit
+    from irtbayes.reporting import interchange
+
+    fit_result = load_fit(args.fit)
+    out = Path(args.out)
+    data = None
+    if args.format == "pyirt":
+        source = args.data or str(fit_result.info.get("source") or "")
+        if not source or not Path(source).exists():
+            raise FitError(
+                f"{args.fit}: the data it was fitted to ({source or 'not recorded'}) is not here; give it with --data"
+            )
+        data = io.load(source)
+        fit_result.check_data(data, where=str(args.fit))
+    try:
+        if data is not None:
+            print(f"py-irt JSON Lines: {interchange.write_pyirt(data, out, condition=args.condition)}")
+        elif args.format in ("mirt", "mirt-si"):
+            paths = interchange.write_mirt(fit_result, out, layout="irt" if args.format == "mirt" else "si")
+            print(f"mirt tables in {out}: " + ", ".join(p.name for p in paths.values()))
+        else:
+            written = interchange.write_tinybenchmarks(fit_result, out, n_anchors=args.anchors, seed=args.seed)
+            print(f"tinyBenchmarks anchor set: {written}")
+    except OSError as err:
+        raise DataError(f"{out}: cannot be written ({err.strerror or err})") from None
+    if fit_result.approximate:
+        print("note: the fit is APPROXIMATE (the approximate tier, ADVI or Pathfinder); so are the exported values")
+    if fit_result.partial:
+        print(fit_result.partial_text())
+    return 0
+
+
+def cmd_robustness(args: argparse.Namespace) -> int:
+    """Condition sensitivity, population dependence and revisions of a data set's audit."""
+    import pandas as pd
+
+    from irtbayes.core.errors import DataError, SpecError
+    from irtbayes.data import io
+    from irtbayes.fitting.storage import load_fit
+    from irtbayes.robustness.population import Population
+    from irtbayes.robustness.run import robustness
+
+    data = load_data_argument(args)
+    family: object = args.family_col
+    if args.families:
+        table = pd.read_csv(args.families, dtype=str)
+        if not {"subject", "family"} <= set(table.columns):
+            raise DataError(f"{args.families}: needs columns 'subject' and 'family', has {list(table.columns)}")
+        family = dict(zip(table["subject"], table["family"], strict=True))
+    populations = [Population(Path(p).stem, "population", io.load(Path(p))) for p in (args.population or [])]
+    revision = None
+    if args.revision:
+        if args.revision.count(":") != 1:
+            raise SpecError(f"--revision takes ORIGINAL:REVISED benchmark names, got {args.revision!r}")
+        original, revised = args.revision.split(":")
+        revision = (original, revised)
+    fit_kwargs = {"chains": args.chains, "seed": args.seed, "progress": False}
+    chosen = (("draws", args.draws), ("tune", args.tune), ("target_accept", args.target_accept))
+    fit_kwargs.update({k: v for k, v in chosen if v is not None})
+    condition_kwargs = {k: v for k, v in fit_kwargs.items() if k != "progress"}
+    result = robustness(
+        data,  # type: ignore[arg-type]
+        fit=load_fit(args.fit) if args.fit else None,
+        family=family,  # type: ignore[arg-type]
+        populations=populations,
+        revision=revision,
+        fit_kwargs=fit_kwargs,
+        condition_kwargs=condition_kwargs,
+        **cli_parser.picked(args, "out", "reference_condition", "bootstrap", "engine", "workers", "dask_address"),
+        **cli_parser.picked(args, "fdr", "min_effect", "against", "agreement", "seed"),
+        ci_prob=args.ci,
+        report=not args.no_report,
+    )
+    print(result.to_text())
+    print(f"\nWrote {', '.join(sorted(p.name for p in result.files.values()))} to {args.out}")
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------- parser
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="irtbayes",
+        description="Bayesian IRT audits of AI benchmarks: coverage, difficulty mismatch and gaps with credible "
+        "intervals.",
+    )
+    parser.add_argument("--debug", action="store_true", help="show tracebacks and debug logging")
+    parser.add_argument("--quiet", action="store_true", help="only warnings and errors")
+    verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
+    cli_parser.add_data_verb(verbs, summary_command=cmd_data_summary, list_command=cmd_data_list)
+    cli_parser.add_fit_verb(verbs, cmd_fit)
+    cli_parser.add_audit_verb(verbs, cmd_audit)
+    cli_parser.add_report_verb(verbs, cmd_report)
+    cli_parser.add_score_verb(verbs, cmd_score)
+    cli_parser.add_export_verb(verbs, cmd_export)
+    cli_parser.add_robustness_verb(verbs, cmd_robustness)
+
+    from irtbayes.cli import benchfill as benchfill_commands
+
+    benchfill_commands.add_parser(verbs)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit code (0 ok, 2 user error, 130 interrupted)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    level = logging.DEBUG if args.debug else logging.WARNING if args.quiet else logging.INFO
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    log.setLevel(level)
+    try:
+        return int(args.func(args))
+    except IrtbayesError as err:
+        if args.debug:
+            raise
+        print(f"irtbayes: error: {err}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # output piped into `head` and the like
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except FitInterrupted as err:  # from a fit outside `fit` and `audit` (which say more)
+        print(f"irtbayes: {err}: nothing saved", file=sys.stderr)
+        return 130
+    except KeyboardInterrupt:
+        print("irtbayes: interrupted; nothing half-written was left behind", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,269 @@
+"""The arguments of the ``irtbayes`` command: one function per verb, given the command the verb runs.
+
+:func:`irtbayes.cli.main.build_parser` adds each verb with its command; this module only says what the verbs
+accept, and imports nothing from :mod:`irtbayes.cli.main`.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import Any
+
+__all__ = [
+    "FORMATS",
+    "Command",
+    "add_audit_verb",
+    "add_data_arguments",
+    "add_data_verb",
+    "add_export_verb",
+    "add_fit_options",
+    "add_fit_verb",
+    "add_report_verb",
+    "add_robustness_verb",
+    "add_score_verb",
+    "add_target_arguments",
+    "picked",
+]
+
+#: What a verb runs: the parsed arguments in, the exit code out.
+Command = Callable[[argparse.Namespace], int]
+
+FORMATS = ("auto", "long", "wide", "lm-eval", "helm", "leaderboard", "dataset")
+
+
+def picked(args: argparse.Namespace, *names: str) -> dict[str, Any]:
+    """``{name: args.name}`` for each of ``names``: the options a verb hands on as they were parsed."""
+    return {name: getattr(args, name) for name in names}
+
+
+def add_data_arguments(parser: argparse.ArgumentParser, *, required: bool = True) -> None:
+    """Arguments that say how to read a data source; shared by every verb that reads responses."""
+    parser.add_argument(
+        "data",
+        nargs=None if required else "?",
+        help="a CSV/Parquet file, an lm-eval, HELM or Open LLM Leaderboard details folder, a data set folder, "
+        "or a registered data set name (see `irtbayes data list`)"
+        + ("" if required else "; default: the embedded data"),
+    )
+    group = parser.add_argument_group("reading the data")
+    group.add_argument("--format", choices=FORMATS, default="auto", help="how to read DATA (default: guess)")
+    group.add_argument("--rows", choices=("subjects", "items"), default="subjects", help="wide tables: what a row is")
+    group.add_argument("--subject-col", default="subject", help="long tables: the subject column")
+    group.add_argument("--item-col", default="item", help="long tables: the item column")
+    group.add_argument("--response-col", default="response", help="long tables: the response column")
+    group.add_argument("--items", help="a CSV/Parquet file of item metadata (item, benchmark, domain, text, ...)")
+    group.add_argument(
+        "--metric",
+        help="lm-eval/HELM/leaderboard: the metric to read (e.g. acc, acc_norm, exact_match); leaderboard: also "
+        "TASK=METRIC,... for some tasks",
+    )
+    group.add_argument("--filter", dest="lm_filter", help="lm-eval: the filter, when a task logs several")
+    group.add_argument("--suite", help="HELM: the suite(s) to read from a runs/ tree, comma-separated (default: all)")
+    group.add_argument("--binary", action="store_true", help="refuse responses other than 0/1")
+
+
+def add_fit_options(parser: argparse.ArgumentParser) -> None:
+    """Options of the model and the sampler; shared by ``fit`` and ``audit``."""
+    group = parser.add_argument_group("the model and the sampler")
+    group.add_argument("--model", choices=("1pl", "2pl", "3pl"), default="2pl", help="IRT model (default 2pl)")
+    group.add_argument(
+        "--hierarchy",
+        choices=("auto", "none", "benchmark", "benchmark+domain"),
+        default="auto",
+        help="pool item parameters within benchmark and domain (default: as deep as the labels allow)",
+    )
+    group.add_argument("--dims", choices=("one", "domain"), default="one", help="one ability, or one per domain")
+    group.add_argument(
+        "--sampler",
+        choices=("auto", "nutpie", "pymc", "numpyro", "approx", "advi", "pathfinder"),
+        default="auto",
+        help="auto (default): NUTS via nutpie when its estimated time fits --budget, else the approximate tier "
+        "'approx' (empirical Bayes with grid posteriors, labelled approximate in every output); nutpie, pymc or "
+        "numpyro force NUTS; advi/pathfinder are approximate quick looks",
+    )
+    group.add_argument(
+        "--budget",
+        type=float,
+        default=15.0,
+        metavar="MINUTES",
+        help="time budget of --sampler auto and of --until-converged in minutes (default 15)",
+    )
+    group.add_argument(
+        "--until-converged",
+        action="store_true",
+        default=None,
+        help="NUTS (nutpie): --draws is the most per chain; stop as soon as r-hat, ESS and the other checks pass, "
+        "or when --budget has passed. Without --draws this is the default (at most 4x the usual draws)",
+    )
+    group.add_argument("--chains", type=int, default=4, help="chains (default 4)")
+    group.add_argument(
+        "--draws",
+        type=int,
+        help="draws per chain after tuning, fixed (default with nutpie: until converged, see --until-converged; otherwise 1000, 1250 for models with more than 5,000 parameters)",
+    )
+    group.add_argument(
+        "--tune",
+        type=int,
+        default=None,
+        help="tuning steps per chain (default: the sampler's own; nutpie 200 when warm-started, else 500)",
+    )
+    group.add_argument(
+        "--no-warm-start",
+        action="store_true",
+        help="nutpie: start the chains where PyMC starts them (the prior's centre), not at draws around the "
+        "empirical-Bayes modes (the default for 1PL and 2PL models with one ability dimension)",
+    )
+    group.add_argument(
+        "--target-accept",
+        type=float,
+        help="NUTS target acceptance (default 0.8; 0.7 above 5,000 parameters, 0.95 below 30 items); raise it "
+        "when a fit reports divergences",
+    )
+    group.add_argument("--devices", type=int, help="numpyro: JAX devices to split the responses over (default all)")
+    group.add_argument("--seed", type=int, default=20260101, help="random seed (default 20260101)")
+    group.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    group.add_argument(
+        "--keep-partial",
+        action="store_true",
+        help="on Ctrl-C during sampling, save the draws so far as a fit marked PARTIAL (never converged); "
+        "default: an interrupted fit saves nothing",
+    )
+
+
+def add_target_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of the audit's target (range, bins, weights) and its item locations."""
+    group = parser.add_argument_group("the audit's target")
+    group.add_argument(
+        "--target",
+        default="uniform",
+        help="'uniform' (default), a CSV file of bins and weights, or comma-separated weights per bin",
+    )
+    group.add_argument("--group", help="comma-separated subjects whose ability distribution is the target")
+    group.add_argument("--range", nargs=2, type=float, metavar=("L", "U"), help="target range on the ability scale")
+    group.add_argument("--bins", type=int, help="number of bins (default 10)")
+    group.add_argument("--ci", type=float, default=0.9, help="credible interval probability (default 0.9)")
+    group.add_argument(
+        "--ensemble",
+        choices=("auto", "deconvolved", "draws"),
+        default="auto",
+        help="item locations for coverage, DDM and Maximum Gap: deconvolved under each benchmark's estimated "
+        "difficulty distribution (auto: when the fit allows) or the fit's draws",
+    )
+
+
+def add_data_verb(verbs: Any, *, summary_command: Command, list_command: Command) -> None:
+    """The ``data`` verb and its actions ``summary`` and ``list``."""
+    data = verbs.add_parser("data", help="inspect response data")
+    data_verbs = data.add_subparsers(dest="data_verb", required=True, metavar="ACTION")
+    summary = data_verbs.add_parser("summary", help="counts, missingness, accuracy, uninformative items")
+    add_data_arguments(summary, required=False)
+    summary.add_argument("--json", action="store_true", help="print JSON for machines")
+    summary.add_argument("--max-rows", type=int, default=60, help="rows shown per table (default 60)")
+    summary.set_defaults(func=summary_command)
+    listing = data_verbs.add_parser("list", help="the data sets irtbayes knows")
+    listing.add_argument("--json", action="store_true")
+    listing.set_defaults(func=list_command)
+
+
+def add_fit_verb(verbs: Any, command: Command) -> None:
+    """The ``fit`` verb."""
+    fit_p = verbs.add_parser("fit", help="fit a Bayesian IRT model and save it")
+    add_data_arguments(fit_p)
+    add_fit_options(fit_p)
+    fit_p.add_argument("--out", required=True, help="folder to write the fit to (posterior.nc, card.json, tables)")
+    fit_p.add_argument("--overwrite", action="store_true", help="replace an existing fit folder")
+    fit_p.add_argument("--strict", action="store_true", help="exit 1 when the convergence checks fail")
+    fit_p.set_defaults(func=command)
+
+
+def add_audit_verb(verbs: Any, command: Command) -> None:
+    """The ``audit`` verb."""
+    audit_p = verbs.add_parser("audit", help="fit (or reuse a fit) and audit coverage, mismatch and gaps")
+    add_data_arguments(audit_p, required=False)
+    audit_p.add_argument("--fit", help="a saved fit folder to audit instead of fitting")
+    add_fit_options(audit_p)
+    add_target_arguments(audit_p)
+    audit_p.add_argument("--out", default="out/audit", help="output folder (default out/audit)")
+    audit_p.add_argument("--no-report", action="store_true", help="skip the HTML/Markdown report")
+    audit_p.set_defaults(func=command)
+
+
+def add_report_verb(verbs: Any, command: Command) -> None:
+    """The ``report`` verb."""
+    report_p = verbs.add_parser("report", help="write the research report of a saved fit (and audit)")
+    report_p.add_argument("--fit", required=True, help="a saved fit folder")
+    report_p.add_argument(
+        "--audit", help="an `irtbayes audit` output folder made from this fit: reported as saved, not rerun"
+    )
+    report_p.add_argument("--benchfill", help="a `benchfill calibrate` output folder to report on")
+    report_p.add_argument("--out", required=True, help="folder for report.html, report.md, figures and tables")
+    add_data_arguments(report_p, required=False)
+    report_p.set_defaults(func=command)
+
+
+def add_score_verb(verbs: Any, command: Command) -> None:
+    """The ``score`` verb."""
+    score_p = verbs.add_parser("score", help="abilities of new subjects against a fitted item bank")
+    score_p.add_argument("--fit", required=True, help="a saved fit folder")
+    score_p.add_argument("responses", help="responses of the new subjects (any format `data summary` reads)")
+    score_p.add_argument("--ci", type=float, default=0.9)
+    score_p.add_argument("--seed", type=int, default=0)
+    score_p.set_defaults(func=command)
+
+
+def add_export_verb(verbs: Any, command: Command) -> None:
+    """The ``export`` verb."""
+    export_p = verbs.add_parser("export", help="write a saved fit for mirt, tinyBenchmarks or py-irt")
+    export_p.add_argument("--fit", required=True, help="a saved fit folder")
+    export_p.add_argument(
+        "--format",
+        required=True,
+        choices=("mirt", "mirt-si", "pyirt", "tinybenchmarks"),
+        help="mirt: items.csv (a, b, g, u), items_sd.csv, subjects.csv (F1, SE_F1); mirt-si: the same with "
+        "a1, d, g, u; tinybenchmarks: anchor set (.json or .csv); pyirt: the responses as JSON Lines",
+    )
+    export_p.add_argument("--out", required=True, help="a folder (mirt, mirt-si) or a file (pyirt, tinybenchmarks)")
+    export_p.add_argument("--data", help="pyirt: the data the fit was made from (default: the source it records)")
+    export_p.add_argument("--condition", help="pyirt: the condition to write, when the data has several")
+    export_p.add_argument("--anchors", type=int, default=100, help="tinybenchmarks: anchor items per benchmark")
+    export_p.add_argument("--seed", type=int, default=0, help="tinybenchmarks: seed of the anchor choice")
+    export_p.set_defaults(func=command)
+
+
+def add_robustness_verb(verbs: Any, command: Command) -> None:
+    """The ``robustness`` verb."""
+    rob = verbs.add_parser(
+        "robustness", help="condition sensitivity, population dependence and revisions of the audit's conclusions"
+    )
+    add_data_arguments(rob)
+    rob.add_argument("--fit", help="a saved fit of DATA (its reference condition) to start from")
+    rob.add_argument("--out", required=True, help="output folder (tables, robustness.json, report)")
+    rob.add_argument("--reference-condition", help="the condition others are compared with (default: original/first)")
+    rob.add_argument("--bootstrap", type=int, default=0, help="bootstrap refits over systems (default 0)")
+    rob.add_argument("--family-col", help="subject column naming each system's family: leave one family out per refit")
+    rob.add_argument("--families", help="a CSV with columns subject, family (instead of --family-col)")
+    rob.add_argument("--population", action="append", help="a second population's responses (repeatable)")
+    rob.add_argument("--revision", help="ORIGINAL:REVISED benchmark names in DATA to compare on one scale")
+    rob.add_argument("--engine", choices=("process", "serial", "dask"), default="process", help="where refits run")
+    rob.add_argument("--workers", type=int, help="parallel refit processes (default: the CPU count)")
+    rob.add_argument("--dask-address", help="a dask.distributed scheduler to run refits on (with --engine dask)")
+    rob.add_argument("--chains", type=int, default=4, help="chains per fit (default 4)")
+    rob.add_argument("--draws", type=int, help="draws per chain (default: 1000 for condition fits, fit's own else)")
+    rob.add_argument("--tune", type=int, help="tuning steps per chain")
+    rob.add_argument(
+        "--target-accept", type=float, help="NUTS target acceptance of every fit (default: each fit's own)"
+    )
+    rob.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    rob.add_argument("--ci", type=float, default=0.9, help="credible interval probability (default 0.9)")
+    rob.add_argument("--fdr", type=float, default=0.05, help="Bayesian false discovery rate of flags (default 0.05)")
+    rob.add_argument("--min-effect", type=float, default=0.0, help="flag only effects beyond this many logits")
+    rob.add_argument(
+        "--against",
+        choices=("shift", "zero"),
+        default="shift",
+        help="flag items whose effect differs from the condition's common shift (default) or from zero",
+    )
+    rob.add_argument("--agreement", type=float, default=0.8, help="share of refits a stable conclusion needs")
+    rob.add_argument("--no-report", action="store_true", help="skip report.html / report.md")
+    rob.set_defaults(func=command)

@@ -1,0 +1,2 @@
+"""Shared by every stage, importing none: errors, atomic files, IRT numerics, posterior summaries, generic
+tables and figures, progress reporting."""

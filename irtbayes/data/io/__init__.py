@@ -1,0 +1,86 @@
+"""Loaders: one small module per source format, each returning a :class:`~irtbayes.data.responses.ResponseData`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from irtbayes.core.errors import DataError
+from irtbayes.data.io.leaderboard import load_leaderboard
+from irtbayes.data.io.pyirt import PYIRT_SUFFIXES, load_pyirt
+from irtbayes.data.io.tabular import load_long, load_wide, read_columns
+from irtbayes.data.responses import ResponseData
+
+__all__ = [
+    "detect_format",
+    "load",
+]
+
+LONG_COLUMNS = {"subject", "item", "response"}
+
+
+def load(path: str | Path, **options: Any) -> ResponseData:
+    """Load responses from a path, choosing the loader from what the path holds.
+
+    - a CSV/Parquet file with ``subject``, ``item`` and ``response`` columns: :func:`load_long`;
+    - any other CSV/Parquet file: :func:`load_wide` (rows are subjects, first column their ids);
+    - a ``.jsonl``/``.jsonlines`` file: py-irt's JSON Lines (:func:`load_pyirt`);
+    - a folder: lm-evaluation-harness ``--log_samples`` output, a HELM run folder or ``runs/`` tree, Open LLM
+      Leaderboard details (per-sample Parquet, :func:`~irtbayes.data.io.leaderboard.load_leaderboard`), or a data
+      set folder known to :mod:`irtbayes.data.registry`.
+
+    ``options`` are passed to the chosen loader.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from irtbayes.data import io
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> _ = (folder / "long.csv").write_text("subject,item,response\\na,q1,1\\na,q2,0\\nb,q1,1\\nb,q2,1\\n")
+    >>> _ = (folder / "wide.csv").write_text("q1,q2,q3\\n1,0,1\\n0,0,1\\n1,1,1\\n")  # no id column, as LSAT7 ships
+    >>> io.load(folder / "long.csv").n_responses
+    4
+    >>> wide = io.load(folder / "wide.csv")
+    >>> list(wide.subject_ids), wide.notes
+    (['1', '2', '3'], ('no id column: the subjects are numbered by their row, 1 to 3, in file order',))
+    """
+    from irtbayes.data import registry as datasets
+    from irtbayes.data.io import helm, lm_eval
+
+    path = Path(path)
+    if not path.exists():
+        raise DataError(f"{path}: no such file or folder")
+    loaders = {"pyirt": load_pyirt, "long": load_long, "wide": load_wide, "dataset": datasets.load_folder}
+    loaders.update({"lm-eval": lm_eval.load_lm_eval, "helm": helm.load_helm, "leaderboard": load_leaderboard})
+    fmt = detect_format(path)
+    if not fmt:
+        raise DataError(
+            f"{path}: a folder with no evaluation logs irtbayes knows (no lm-evaluation-harness samples_*.jsonl, "
+            "no HELM per_instance_stats.json, no Open LLM Leaderboard details Parquet, no data set manifest)"
+        )
+    return loaders[fmt](path, **options)
+
+
+def detect_format(path: str | Path, *, long_columns: set[str] = LONG_COLUMNS) -> str:
+    """What ``path`` holds: ``"pyirt"``, ``"long"`` (a table with ``long_columns``) or ``"wide"`` for a file;
+    ``"dataset"``, ``"lm-eval"``, ``"helm"`` or ``"leaderboard"`` for a folder (the first that fits); else ``""``.
+
+    >>> detect_format("no/such/path")
+    ''
+    """
+    from irtbayes.data import registry as datasets
+    from irtbayes.data.io import helm, leaderboard, lm_eval
+
+    path = Path(path)
+    if path.is_file():
+        if path.suffix.lower() in PYIRT_SUFFIXES:
+            return "pyirt"
+        return "long" if long_columns <= set(read_columns(path)) else "wide"
+    folders = {
+        "dataset": datasets.is_dataset_folder,
+        "lm-eval": lm_eval.is_lm_eval_folder,
+        "helm": helm.is_helm_folder,
+        "leaderboard": leaderboard.is_leaderboard_folder,
+    }
+    return next((fmt for fmt, holds in folders.items() if path.is_dir() and holds(path)), "")

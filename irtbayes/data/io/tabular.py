@@ -1,0 +1,315 @@
+"""Long and wide tables in CSV or Parquet."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import pandas as pd
+
+from irtbayes.core.errors import DataError
+from irtbayes.data.columns import Scoring
+from irtbayes.data.responses import ResponseData
+
+__all__ = [
+    "checked_folder",
+    "checked_score",
+    "harness_responses",
+    "load_long",
+    "load_wide",
+    "read_columns",
+    "read_table",
+]
+
+
+def checked_score(
+    value: Any, *, where: str, scoring: Scoring, holds: str = "holds", note: str = "", bools: bool = True
+) -> float:
+    """One logged score as a float in [0, 1] (``True``/``False`` as 1/0 unless ``bools`` is False), else a
+    DataError opening with ``where`` (file, line or row, key); 0/1 only with ``scoring="binary"``."""
+    if bools and isinstance(value, bool):
+        return float(value)
+    if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value) or not 0 <= value <= 1:
+        raise DataError(f"{where} {holds} {value!r}, which is not a score in [0, 1]{note}")
+    if scoring == "binary" and value not in (0, 1):
+        raise DataError(
+            f"{where} {holds} {value!r}, but binary (0/1) responses were required; pass scoring='fraction' to keep "
+            "partial-credit scores"
+        )
+    return float(value)
+
+
+def checked_folder(path: str | Path, expected: str) -> Path:
+    """``path`` as a Path; an error when it does not exist or is a file (``expected`` says what it should be)."""
+    root = Path(path)
+    if not root.exists():
+        raise DataError(f"{root}: no such folder")
+    if not root.is_dir():
+        raise DataError(f"{root}: is a file; expected {expected}")
+    return root
+
+
+def harness_responses(
+    rows: dict[str, list[Any]] | list[dict[str, Any]],
+    items: list[dict[str, Any]],
+    *,
+    with_condition: bool,
+    text_columns: Sequence[str],
+    scoring: Scoring,
+    source: str,
+    subjects: pd.DataFrame | None = None,
+) -> ResponseData:
+    """The responses read from an evaluation harness's logs, with their item table: ``text_columns`` as
+    strings, ``n_options`` as nullable integers, and a ``condition`` column only ``with_condition``."""
+    frame = pd.DataFrame(rows)
+    if not with_condition:
+        frame = frame.drop(columns="condition")
+    item_table = pd.DataFrame(items)
+    for column in text_columns:
+        item_table[column] = item_table[column].astype("string")
+    item_table["n_options"] = item_table["n_options"].astype("Int64")
+    return ResponseData.from_long(
+        frame,
+        condition="condition" if with_condition else None,
+        items=item_table,
+        subjects=subjects,
+        scoring=scoring,
+        source=source,
+    )
+
+
+def read_table(path: str | Path) -> pd.DataFrame:
+    """Read a CSV or Parquet file, with a clear error for a missing, empty or unreadable file.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from irtbayes.data.io.tabular import read_table
+    >>> path = Path(tempfile.mkdtemp()) / "results.csv"
+    >>> _ = path.write_text("subject,item,response\\na,q1,1\\n")
+    >>> read_table(path)
+      subject item  response
+    0       a   q1         1
+    >>> read_table(path.with_name("missing.csv"))
+    Traceback (most recent call last):
+        ...
+    irtbayes.core.errors.DataError: ...missing.csv: no such file
+    """
+    path = Path(path)
+    if not path.exists():
+        raise DataError(f"{path}: no such file")
+    if path.is_dir():
+        raise DataError(f"{path}: is a folder, expected a CSV or Parquet file")
+    if path.stat().st_size == 0:
+        raise DataError(f"{path}: the file is empty")
+    suffix = path.suffix.lower()
+    try:
+        if suffix in {".parquet", ".pq"}:
+            frame = pd.read_parquet(path)
+        elif suffix in {".csv", ".tsv", ".txt", ".gz"}:
+            frame = pd.read_csv(
+                path,
+                sep="\t" if ".tsv" in path.suffixes else ",",
+                keep_default_na=True,
+                na_values=[""],
+                low_memory=False,
+            )
+        else:
+            raise DataError(f"{path}: unknown file type '{suffix}' (expected .csv, .tsv or .parquet)")
+    except pd.errors.EmptyDataError:
+        raise DataError(f"{path}: the file is empty") from None
+    except pd.errors.ParserError as err:
+        raise DataError(f"{path}: not a valid CSV file ({_parser_message(err)})") from None
+    except (OSError, ValueError) as err:
+        if isinstance(err, DataError):
+            raise
+        raise DataError(f"{path}: could not read the file ({err})") from None
+    if frame.shape[0] == 0:
+        raise DataError(f"{path}: the file has a header but no rows")
+    return frame
+
+
+def _parser_message(err: pd.errors.ParserError) -> str:
+    """pandas' CSV error in file lines (the header is line 1): it counts some positions in rows from 0."""
+    text = str(err).strip().replace("Error tokenizing data. C error: ", "")
+    return re.sub(r"starting at row (\d+)", lambda m: f"starting at line {int(m.group(1)) + 1}", text)
+
+
+def read_columns(path: str | Path) -> list[str]:
+    """The column names of a CSV or Parquet file, reading only its header (or Parquet schema).
+
+    A file that can't be read that way is read in full, so the error names the problem as :func:`read_table` does.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from irtbayes.data.io.tabular import read_columns
+    >>> path = Path(tempfile.mkdtemp()) / "scores.csv"
+    >>> _ = path.write_text("model,question,score\\nm1,q1,1\\n")
+    >>> read_columns(path)
+    ['model', 'question', 'score']
+    """
+    path = Path(path)
+    suffix = path.suffix.lower()
+    try:
+        if suffix in {".parquet", ".pq"} and path.is_file():
+            import pyarrow.parquet as pq
+
+            return [str(c) for c in pq.read_schema(path).names]
+        if suffix in {".csv", ".tsv", ".txt", ".gz"} and path.is_file() and path.stat().st_size:
+            head = pd.read_csv(path, sep="\t" if ".tsv" in path.suffixes else ",", nrows=0)
+            return [str(c) for c in head.columns]
+    except (pd.errors.EmptyDataError, pd.errors.ParserError, OSError, ValueError):
+        pass
+    return [str(c) for c in read_table(path).columns]
+
+
+def _first_line(path: Path) -> int | None:
+    """CSV rows are named by file line (the header is line 1); Parquet rows by index."""
+    return 2 if path.suffix.lower() in {".csv", ".tsv", ".txt"} else None
+
+
+def _items_table(items: str | Path | pd.DataFrame | None, *, item_id: str = "item") -> pd.DataFrame | None:
+    if items is None or isinstance(items, pd.DataFrame):
+        return items
+    table = read_table(items)
+    if item_id not in table.columns:
+        raise DataError(f"{items}: no column '{item_id}' to match items by; the columns are {list(table.columns)}")
+    return table.rename(columns={item_id: "item"})
+
+
+def load_long(
+    path: str | Path,
+    *,
+    subject: str = "subject",
+    item: str = "item",
+    response: str = "response",
+    condition: str | None = None,
+    items: str | Path | pd.DataFrame | None = None,
+    item_id: str = "item",
+    scoring: Scoring = "auto",
+    require_benchmark: bool = False,
+) -> ResponseData:
+    """Load a long table: one row per (subject, item[, condition]) with a response column.
+
+    Columns are mapped with ``subject``, ``item``, ``response`` and ``condition``. Item metadata
+    (``benchmark``, ``domain``, ``text``, ...) may sit on the rows themselves or come from ``items``
+    (a file or frame whose ``item_id`` column holds the item ids).
+
+    Examples
+    --------
+    Columns with other names are mapped; item labels may sit on the rows:
+
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from irtbayes.data.io.tabular import load_long
+    >>> path = Path(tempfile.mkdtemp()) / "scores.csv"
+    >>> _ = path.write_text("model,question,score,benchmark\\nm1,q1,1,arc\\nm1,q2,0.5,gsm8k\\nm2,q1,0,arc\\n")
+    >>> data = load_long(path, subject="model", item="question", response="score")
+    >>> data.n_subjects, data.n_items, list(data.benchmarks)
+    (2, 2, ['arc', 'gsm8k'])
+    >>> data.long_frame()[["subject", "item", "response"]]
+      subject item  response
+    0      m1   q1       1.0
+    1      m1   q2       0.5
+    2      m2   q1       0.0
+    """
+    path = Path(path)
+    frame = read_table(path)
+    if condition is None and "condition" in frame.columns:
+        condition = "condition"
+    return ResponseData.from_long(
+        frame,
+        subject=subject,
+        item=item,
+        response=response,
+        condition=condition,
+        items=_items_table(items, item_id=item_id),
+        scoring=scoring,
+        require_benchmark=require_benchmark,
+        source=str(path),
+        first_line=_first_line(path),
+    )
+
+
+def load_wide(
+    path: str | Path,
+    *,
+    rows: Literal["subjects", "items"] = "subjects",
+    id_column: str | None = None,
+    items: str | Path | pd.DataFrame | None = None,
+    item_id: str = "item",
+    scoring: Scoring = "auto",
+    require_benchmark: bool = False,
+) -> ResponseData:
+    """Load a matrix: one row per subject (or per item with ``rows="items"``), blank cells missing.
+
+    ``id_column`` names the column with the row ids. By default the first column holds them, unless it
+    cannot: when it holds only responses (0/1, or scores in [0, 1], or blanks) and repeats a value, the
+    table is a bare response matrix (as LSAT7 ships with mirt and ltm) and its rows are numbered 1, 2, ...
+    in file order, which :attr:`ResponseData.notes` and the data summary say.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from irtbayes.data.io.tabular import load_wide
+    >>> path = Path(tempfile.mkdtemp()) / "matrix.csv"
+    >>> _ = path.write_text("system,q1,q2,q3\\nm1,1,0,\\nm2,1,1,0\\n")  # a blank cell is missing
+    >>> data = load_wide(path)
+    >>> data.to_matrix()
+    array([[ 1.,  0., nan],
+           [ 1.,  1.,  0.]])
+    """
+    path = Path(path)
+    frame = read_table(path)
+    kind = "subject" if rows == "subjects" else "item"
+    notes: tuple[str, ...] = ()
+    if id_column is None and _bare_matrix(frame):
+        frame = frame.set_axis(pd.Index([str(i) for i in range(1, len(frame) + 1)], name=kind), axis=0)
+        notes = (f"no id column: the {kind}s are numbered by their row, 1 to {len(frame)}, in file order",)
+    else:
+        id_column = id_column or str(frame.columns[0])
+        _check_row_ids(frame, id_column, path=path, kind=kind)
+    data = ResponseData.from_wide(
+        frame,
+        id_column=id_column,
+        rows=rows,
+        items=_items_table(items, item_id=item_id),
+        scoring=scoring,
+        require_benchmark=require_benchmark,
+        source=str(path),
+        first_line=_first_line(path),
+    )
+    return data.with_notes(*notes)
+
+
+def _bare_matrix(frame: pd.DataFrame) -> bool:
+    """Whether the first column holds responses rather than ids: only numbers in [0, 1] or blanks, repeated."""
+    first = frame.iloc[:, 0]
+    if pd.api.types.is_bool_dtype(first) or not pd.api.types.is_numeric_dtype(first):
+        return False
+    values = first.dropna()
+    return bool(len(values) > 0 and values.between(0, 1).all() and values.duplicated().any())
+
+
+def _check_row_ids(frame: pd.DataFrame, id_column: str, *, path: Path, kind: str) -> None:
+    """A repeated row id: say how the table was read and how to read it as a long table instead."""
+    if id_column not in frame.columns:
+        return  # from_wide names the missing column
+    ids = frame[id_column].astype(str).str.strip()
+    repeated = ids[ids.duplicated()]
+    if repeated.empty:
+        return
+    columns = [str(c) for c in frame.columns]
+    raise DataError(
+        f"{path}: read as a wide matrix with the ids in column '{id_column}', but {kind} '{repeated.iloc[0]}' has "
+        f"more than one row. The columns are {columns[:12]}{' ...' if len(columns) > 12 else ''}. If the table "
+        "has one row per response (a long table), name its columns: --subject-col, --item-col and "
+        "--response-col on the command line, or load_long(path, subject=..., item=..., response=...)"
+    )

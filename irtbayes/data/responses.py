@@ -1,0 +1,666 @@
+"""Response data: one long table of (subject, item, response) plus item and subject metadata.
+
+:class:`ResponseData` is what every later stage consumes. A *subject* is the AI system (or person) under
+test, an *item* is one benchmark question. Responses are 1/0, or a fractional score in [0, 1] that is kept
+as such. Missing cells are simply absent rows (long format), so sparse benchmark matrices cost nothing.
+
+Ids are strings. Integer codes are positions in :attr:`ResponseData.subject_ids` and
+:attr:`ResponseData.item_ids`, which keep the order in which ids first appear (item metadata first, when
+given), so the same file always gives the same codes.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from irtbayes.core.errors import DataError
+from irtbayes.core.files import json_ready  # re-exported: older code imports it from here
+from irtbayes.data.columns import (
+    Scoring,
+    clean_ids,
+    clean_items,
+    clean_scores,
+    clean_subjects,
+    frame_checksum,
+    items_from_rows,
+    row_namer,
+)
+
+__all__ = [
+    "ITEM_COLUMNS",
+    "DataSummary",
+    "ResponseData",
+]
+
+log = logging.getLogger(__name__)
+
+#: Item metadata columns that irtbayes knows by name (others are kept as free columns).
+ITEM_COLUMNS: tuple[str, ...] = ("benchmark", "domain", "text", "answer", "source", "n_options")
+
+
+@dataclass(frozen=True, eq=False)
+class ResponseData:
+    """Item-level responses in long form, with item and subject metadata.
+
+    Build one with :meth:`from_long`, :meth:`from_wide` or a loader in :mod:`irtbayes.data.io`; the constructor
+    itself assumes already validated frames.
+
+    Attributes
+    ----------
+    responses
+        One row per response: ``subject`` (str), ``item`` (str), ``response`` (float64 in [0, 1]) and,
+        when present, ``condition`` (str: prompt format, perturbation, run).
+    items
+        Indexed by item id (index name ``item``), in code order. Columns ``benchmark`` and ``domain``
+        (may be missing values), optional ``text``, ``answer``, ``source``, ``n_options`` and free columns.
+    subjects
+        Indexed by subject id (index name ``subject``), in code order; free columns.
+    source
+        Where the data came from (a path or a description), used in messages and reports.
+    notes
+        Sentences on how the data were read that a reader should know (e.g. ids made from row numbers);
+        shown by :meth:`summary`.
+
+    Examples
+    --------
+    >>> from irtbayes.data.responses import ResponseData
+    >>> frame = pd.DataFrame(
+    ...     {"subject": ["m1", "m1", "m2", "m2"], "item": ["q1", "q2", "q1", "q2"], "response": [1, 0, 1, 1]}
+    ... )
+    >>> data = ResponseData.from_long(frame, items=pd.DataFrame({"item": ["q1", "q2"], "benchmark": ["arc", "gsm8k"]}))
+    >>> data.n_subjects, data.n_items, data.n_responses, data.is_binary
+    (2, 2, 4, True)
+    >>> data.to_matrix()  # (subject, item), NaN where missing
+    array([[1., 0.],
+           [1., 1.]])
+    >>> data.items["benchmark"].tolist()
+    ['arc', 'gsm8k']
+    """
+
+    responses: pd.DataFrame
+    items: pd.DataFrame
+    subjects: pd.DataFrame
+    source: str = "<data>"
+    notes: tuple[str, ...] = ()
+    _cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def from_long(
+        cls,
+        frame: pd.DataFrame,
+        *,
+        subject: str = "subject",
+        item: str = "item",
+        response: str = "response",
+        condition: str | None = None,
+        items: pd.DataFrame | None = None,
+        subjects: pd.DataFrame | None = None,
+        scoring: Scoring = "auto",
+        require_benchmark: bool = False,
+        source: str = "<data frame>",
+        first_line: int | None = None,
+    ) -> ResponseData:
+        """Validate a long table and build a :class:`ResponseData`.
+
+        Parameters
+        ----------
+        frame
+            One row per response.
+        subject, item, response, condition
+            Column names in ``frame`` (``condition`` optional).
+        items
+            Item metadata with an ``item`` column (or index) and any of :data:`ITEM_COLUMNS`; every item
+            in ``frame`` must appear here. Item columns found in ``frame`` itself (e.g. ``benchmark``) are
+            used when ``items`` is not given.
+        subjects
+            Subject metadata with a ``subject`` column (or index).
+        scoring
+            ``"binary"`` refuses anything but 0/1; ``"fraction"`` and ``"auto"`` keep scores in [0, 1].
+        require_benchmark
+            Refuse items without a ``benchmark`` label.
+        source
+            Name of the file or object, used in error messages.
+        first_line
+            File line number of ``frame``'s first row, so errors can name lines (2 for a CSV with a header).
+
+        Raises
+        ------
+        DataError
+            Empty input, unknown columns, missing ids, non-numeric or out-of-range responses, duplicate
+            (subject, item[, condition]) rows, or items missing from ``items``.
+        """
+        row = row_namer(first_line)
+        if not isinstance(frame, pd.DataFrame):
+            raise DataError(f"{source}: expected a pandas DataFrame, got {type(frame).__name__}")
+        if len(frame) == 0:
+            raise DataError(f"{source}: no responses (the table is empty)")
+        wanted = [subject, item, response] + ([condition] if condition else [])
+        missing_cols = [c for c in wanted if c not in frame.columns]
+        if missing_cols:
+            raise DataError(
+                f"{source}: missing column(s) {missing_cols}; the columns are {list(map(str, frame.columns))}"
+            )
+        frame = frame.reset_index(drop=True)
+        long = pd.DataFrame(
+            {
+                "subject": clean_ids(frame[subject], column=subject, source=source, row=row),
+                "item": clean_ids(frame[item], column=item, source=source, row=row),
+                "response": clean_scores(frame[response], column=response, source=source, row=row, scoring=scoring),
+            }
+        )
+        if condition:
+            long["condition"] = frame[condition].astype("string").fillna("").astype(str)
+
+        keys = ["subject", "item"] + (["condition"] if condition else [])
+        dup = long.duplicated(keys, keep=False).to_numpy()
+        if dup.any():
+            rows = np.flatnonzero(dup)
+            first = long.iloc[rows[0]]
+            same = long.iloc[rows].loc[(long.iloc[rows][keys] == first[keys]).all(axis=1)]
+            values = sorted(set(same["response"].tolist()), key=str)
+            differ = "different values" if len(values) > 1 else "the same value"
+            where = ", ".join(row(int(i)) for i in same.index[:3])
+            raise DataError(
+                f"{source}: subject '{first['subject']}' and item '{first['item']}' appear "
+                f"{len(same)} times ({where}) with {differ} {values}; each (subject, item"
+                f"{', condition' if condition else ''}) pair must appear once"
+                + ("" if condition else " (name a condition column if these are different runs or prompts)")
+            )
+
+        row_items = long["item"]
+        n_missing = int(long["response"].isna().sum())
+        if n_missing:
+            log.info("%s: %d rows with an empty response are treated as missing cells", source, n_missing)
+            long = long.loc[long["response"].notna()].reset_index(drop=True)
+            if len(long) == 0:
+                raise DataError(f"{source}: every response is empty")
+
+        if items is None:
+            present = [c for c in frame.columns if c in ITEM_COLUMNS and c not in wanted]
+            items = items_from_rows(frame[present], row_items=row_items, source=source)
+        item_table = clean_items(items, long["item"], source=source, require_benchmark=require_benchmark)
+        subject_table = clean_subjects(subjects, long["subject"], source=source)
+        long["subject"] = pd.Categorical(long["subject"], categories=subject_table.index)
+        long["item"] = pd.Categorical(long["item"], categories=item_table.index)
+        if condition:
+            long["condition"] = long["condition"].astype("category")
+        return cls(responses=long, items=item_table, subjects=subject_table, source=source)
+
+    @classmethod
+    def from_wide(
+        cls,
+        frame: pd.DataFrame,
+        *,
+        id_column: str | None = None,
+        rows: Literal["subjects", "items"] = "subjects",
+        items: pd.DataFrame | None = None,
+        subjects: pd.DataFrame | None = None,
+        scoring: Scoring = "auto",
+        require_benchmark: bool = False,
+        source: str = "<data frame>",
+        first_line: int | None = None,
+    ) -> ResponseData:
+        """Build from a matrix: rows are subjects (or items, with ``rows="items"``); blank cells are missing.
+
+        ``id_column`` names the column holding the row ids (default: the index).
+        """
+        if not isinstance(frame, pd.DataFrame):
+            raise DataError(f"{source}: expected a pandas DataFrame, got {type(frame).__name__}")
+        if frame.shape[0] == 0 or frame.shape[1] == 0:
+            raise DataError(f"{source}: the table is empty")
+        if id_column is not None:
+            if id_column not in frame.columns:
+                raise DataError(
+                    f"{source}: no id column '{id_column}'; the columns are {list(map(str, frame.columns))}"
+                )
+            frame = frame.set_index(id_column)
+        row_kind, col_kind = ("subject", "item") if rows == "subjects" else ("item", "subject")
+        row_ids = clean_ids(
+            frame.index.to_series(), column=id_column or "index", source=source, row=row_namer(first_line)
+        )
+        if row_ids.duplicated().any():
+            dup = row_ids[row_ids.duplicated()].iloc[0]
+            raise DataError(f"{source}: {row_kind} '{dup}' has more than one row")
+        col_ids = pd.Index([str(c).strip() for c in frame.columns])
+        if col_ids.duplicated().any():
+            raise DataError(f"{source}: {col_kind} column '{col_ids[col_ids.duplicated()][0]}' appears twice")
+        body = frame.copy()
+        body.index = pd.Index(row_ids.to_numpy())
+        body.columns = col_ids
+        numeric = body.apply(pd.api.types.is_numeric_dtype).all() and not body.apply(pd.api.types.is_bool_dtype).any()
+        checked = body.to_numpy(dtype="float64") if numeric else None
+        if checked is None or np.any(
+            ~np.isnan(checked)
+            & ((checked < 0) | (checked > 1) | ((checked != 0) & (checked != 1) & (scoring == "binary")))
+        ):
+            # slow path: validate column by column so the message names the cell
+            for j, col in enumerate(body.columns):
+                try:
+                    body[col] = clean_scores(
+                        body[col], column=str(col), source=source, row=row_namer(first_line), scoring=scoring
+                    )
+                except DataError as err:
+                    raise DataError(f"{err} ({col_kind} column {j + 1 + (id_column is not None)})") from None
+        stacked = body.stack(future_stack=True).rename("response").reset_index()
+        stacked.columns = [row_kind, col_kind, "response"]
+        stacked = stacked.loc[stacked["response"].notna()]
+        if len(stacked) == 0:
+            raise DataError(f"{source}: every cell is empty")
+        if rows == "items":
+            stacked = stacked.sort_values(["subject"], kind="stable")
+            if items is None:
+                items = pd.DataFrame({"item": row_ids.to_numpy()})
+        elif items is None:
+            items = pd.DataFrame({"item": col_ids})
+        return cls.from_long(
+            stacked[["subject", "item", "response"]],
+            items=items,
+            subjects=subjects,
+            scoring=scoring,
+            require_benchmark=require_benchmark,
+            source=source,
+        )
+
+    @classmethod
+    def combine(cls, parts: Sequence[ResponseData], *, source: str | None = None) -> ResponseData:
+        """Stack data sets over shared subject ids; item ids must not collide (prefix them by benchmark)."""
+        if not parts:
+            raise DataError("combine: nothing to combine")
+        seen: dict[str, str] = {}
+        for part in parts:
+            for item_id in part.item_ids:
+                if item_id in seen:
+                    raise DataError(
+                        f"combine: item '{item_id}' is in both {seen[item_id]} and {part.source}; "
+                        "give items unique ids (e.g. prefixed by benchmark)"
+                    )
+                seen[item_id] = part.source
+        responses = pd.concat([p.long_frame() for p in parts], ignore_index=True)
+        items = pd.concat([p.items for p in parts])
+        subject_frames = [p.subjects for p in parts if p.subjects.shape[1]]
+        subjects = None
+        if subject_frames:
+            merged = pd.concat(subject_frames)
+            subjects = merged.loc[~merged.index.duplicated()]
+            all_ids = pd.Index(pd.unique(responses["subject"].to_numpy()))
+            subjects = subjects.reindex(all_ids)
+            subjects.index.name = "subject"
+        has_condition = "condition" in responses.columns
+        return cls.from_long(
+            responses,
+            condition="condition" if has_condition else None,
+            items=items.reset_index(),
+            subjects=subjects.reset_index() if subjects is not None else None,
+            source=source or " + ".join(p.source for p in parts),
+        )
+
+    # ------------------------------------------------------------------ basic views
+    @property
+    def subject_ids(self) -> pd.Index:
+        """Subject ids in code order."""
+        return self.subjects.index
+
+    @property
+    def item_ids(self) -> pd.Index:
+        """Item ids in code order."""
+        return self.items.index
+
+    @property
+    def n_subjects(self) -> int:
+        return len(self.subjects)
+
+    @property
+    def n_items(self) -> int:
+        return len(self.items)
+
+    @property
+    def n_responses(self) -> int:
+        return len(self.responses)
+
+    @property
+    def subject_codes(self) -> np.ndarray:
+        """Integer code of each response's subject (int32, one per row of :attr:`responses`)."""
+        return self.responses["subject"].cat.codes.to_numpy().astype("int32")
+
+    @property
+    def item_codes(self) -> np.ndarray:
+        """Integer code of each response's item (int32, one per row of :attr:`responses`)."""
+        return self.responses["item"].cat.codes.to_numpy().astype("int32")
+
+    @property
+    def values(self) -> np.ndarray:
+        """The responses as float64 in [0, 1]."""
+        return self.responses["response"].to_numpy(dtype="float64")
+
+    @property
+    def is_binary(self) -> bool:
+        """True when every response is exactly 0 or 1."""
+        v = self.values
+        return bool(np.all((v == 0) | (v == 1)))
+
+    @property
+    def conditions(self) -> pd.Index:
+        """Distinct conditions (empty when the data has none)."""
+        if "condition" not in self.responses.columns:
+            return pd.Index([], name="condition")
+        return pd.Index(self.responses["condition"].cat.categories, name="condition")
+
+    @property
+    def benchmarks(self) -> pd.Index:
+        """Distinct benchmark labels in item order (missing labels left out)."""
+        return pd.Index(pd.unique(self.items["benchmark"].dropna().to_numpy()), name="benchmark")
+
+    @property
+    def domains(self) -> pd.Index:
+        """Distinct domain labels in item order (missing labels left out)."""
+        return pd.Index(pd.unique(self.items["domain"].dropna().to_numpy()), name="domain")
+
+    def long_frame(self) -> pd.DataFrame:
+        """The responses as a plain long table with string ids and the item's benchmark and domain."""
+        out = self.responses.copy()
+        for col in ("subject", "item", "condition"):
+            if col in out.columns:
+                out[col] = out[col].astype(str)
+        return out
+
+    def checksum(self) -> str:
+        """SHA-256 of the responses and the item labels; a saved fit records it to detect other data."""
+        if "checksum" not in self._cache:
+            frame = self.long_frame().sort_values(["subject", "item"], kind="stable").reset_index(drop=True)
+            labels = self.items[["benchmark", "domain"]].astype(str)
+            self._cache["checksum"] = frame_checksum(frame, labels)
+        return str(self._cache["checksum"])
+
+    # ------------------------------------------------------------------ conversions
+    def _single_condition_frame(self, condition: str | None) -> pd.DataFrame:
+        frame = self.responses
+        if "condition" in frame.columns:
+            if condition is not None:
+                if condition not in self.conditions:
+                    raise DataError(f"{self.source}: unknown condition '{condition}'; known: {list(self.conditions)}")
+                frame = frame.loc[frame["condition"] == condition]
+            elif frame.duplicated(["subject", "item"]).any():
+                raise DataError(
+                    f"{self.source}: several conditions give more than one response per (subject, item); "
+                    f"choose one of {list(self.conditions)}"
+                )
+        elif condition is not None:
+            raise DataError(f"{self.source}: the data has no conditions, so condition='{condition}' cannot apply")
+        return frame
+
+    def to_matrix(self, *, condition: str | None = None) -> np.ndarray:
+        """Dense (subject, item) float64 matrix; missing cells are NaN."""
+        frame = self._single_condition_frame(condition)
+        matrix = np.full((self.n_subjects, self.n_items), np.nan)
+        matrix[frame["subject"].cat.codes.to_numpy(), frame["item"].cat.codes.to_numpy()] = frame["response"].to_numpy()
+        return matrix
+
+    def to_dataset(self, *, condition: str | None = None) -> xr.Dataset:
+        """The responses as an :class:`xarray.Dataset`.
+
+        Returns
+        -------
+        xarray.Dataset
+            ``response`` with dims (``subject``, ``item``), NaN where missing; the item metadata columns
+            ``benchmark`` and ``domain`` as coordinates on ``item``.
+        """
+        matrix = self.to_matrix(condition=condition)
+        return xr.Dataset(
+            {"response": (("subject", "item"), matrix)},
+            coords={
+                "subject": self.subject_ids.to_numpy(dtype=str),
+                "item": self.item_ids.to_numpy(dtype=str),
+                "benchmark": ("item", self.items["benchmark"].astype(object).fillna("").to_numpy(dtype=str)),
+                "domain": ("item", self.items["domain"].astype(object).fillna("").to_numpy(dtype=str)),
+            },
+            attrs={"source": self.source},
+        )
+
+    def subset(
+        self,
+        *,
+        benchmarks: Iterable[str] | None = None,
+        domains: Iterable[str] | None = None,
+        subjects: Iterable[str] | None = None,
+        items: Iterable[str] | None = None,
+        conditions: Iterable[str] | None = None,
+    ) -> ResponseData:
+        """Keep only the named benchmarks, domains, subjects, items and conditions.
+
+        Unknown names raise :class:`DataError` listing them; codes are renumbered in the original order.
+        """
+        keep_items = np.ones(self.n_items, dtype=bool)
+        for column, wanted in (("benchmark", benchmarks), ("domain", domains)):
+            if wanted is None:
+                continue
+            wanted = [wanted] if isinstance(wanted, str) else list(wanted)
+            known = set(self.items[column].dropna())
+            unknown = [w for w in wanted if w not in known]
+            if unknown:
+                raise DataError(f"{self.source}: unknown {column}(s) {unknown}; known: {sorted(known)}")
+            keep_items &= self.items[column].isin(wanted).fillna(False).to_numpy(dtype=bool)
+        if items is not None:
+            wanted_items = pd.Index([items] if isinstance(items, str) else list(items)).astype(str)
+            unknown_items = wanted_items.difference(self.item_ids)
+            if len(unknown_items):
+                raise DataError(f"{self.source}: unknown item(s) {list(unknown_items[:10])}")
+            keep_items &= self.item_ids.isin(wanted_items)
+        keep_subjects = self.subject_ids
+        if subjects is not None:
+            wanted_subjects = pd.Index([subjects] if isinstance(subjects, str) else list(subjects)).astype(str)
+            unknown_subjects = wanted_subjects.difference(self.subject_ids)
+            if len(unknown_subjects):
+                raise DataError(f"{self.source}: unknown subject(s) {list(unknown_subjects[:10])}")
+            keep_subjects = self.subject_ids[self.subject_ids.isin(wanted_subjects)]
+        frame = self.responses
+        mask = frame["item"].isin(self.item_ids[keep_items]) & frame["subject"].isin(keep_subjects)
+        if conditions is not None:
+            wanted_conditions = [conditions] if isinstance(conditions, str) else list(conditions)
+            unknown_conditions = [c for c in wanted_conditions if c not in self.conditions]
+            if unknown_conditions:
+                raise DataError(
+                    f"{self.source}: unknown condition(s) {unknown_conditions}; known: {list(self.conditions)}"
+                )
+            mask &= frame["condition"].isin(wanted_conditions)
+        kept = frame.loc[mask.to_numpy()]
+        if len(kept) == 0:
+            raise DataError(f"{self.source}: the subset holds no responses")
+        item_table = self.items.loc[self.items.index.isin(kept["item"].astype(str).unique())]
+        subject_table = self.subjects.loc[self.subjects.index.isin(kept["subject"].astype(str).unique())]
+        out = kept.copy()
+        out["subject"] = pd.Categorical(out["subject"].astype(str), categories=subject_table.index)
+        out["item"] = pd.Categorical(out["item"].astype(str), categories=item_table.index)
+        if "condition" in out.columns:
+            out["condition"] = out["condition"].astype(str).astype("category")
+        return ResponseData(
+            responses=out.reset_index(drop=True), items=item_table, subjects=subject_table, source=self.source
+        )
+
+    # ------------------------------------------------------------------ summary
+    def uninformative_items(self) -> pd.DataFrame:
+        """Items answered identically by every subject who saw them (all 1, all 0, or one constant score).
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per such item (index ``item``): ``benchmark``, ``n_responses``, ``value`` (the shared
+            response) and ``kind`` (``all_correct``, ``all_wrong`` or ``constant``).
+        """
+        grouped = self.responses.groupby("item", observed=True)["response"]
+        stats = grouped.agg(["min", "max", "size"])
+        constant = stats.loc[stats["min"] == stats["max"]]
+        kind = np.where(constant["min"] == 1, "all_correct", np.where(constant["min"] == 0, "all_wrong", "constant"))
+        out = pd.DataFrame(
+            {
+                "benchmark": self.items.loc[constant.index.astype(str), "benchmark"].to_numpy(),
+                "n_responses": constant["size"].to_numpy(),
+                "value": constant["min"].to_numpy(),
+                "kind": kind,
+            },
+            index=pd.Index(constant.index.astype(str), name="item"),
+        )
+        return out
+
+    def summary(self) -> DataSummary:
+        """Counts, missingness, accuracy per subject and benchmark, and uninformative items."""
+        return DataSummary.of(self)
+
+    def with_notes(self, *notes: str) -> ResponseData:
+        """The same data with ``notes`` added (see :attr:`notes`)."""
+        if not notes:
+            return self
+        return ResponseData(
+            responses=self.responses,
+            items=self.items,
+            subjects=self.subjects,
+            source=self.source,
+            notes=(*self.notes, *notes),
+        )
+
+
+@dataclass(frozen=True)
+class DataSummary:
+    """What a data set holds: a few tables and a sentence of prose (see :meth:`to_text`).
+
+    Examples
+    --------
+    >>> from irtbayes.data.simulate import simulate_responses
+    >>> data, _ = simulate_responses(20, 30, n_benchmarks=2, missing=0.1, seed=1)
+    >>> summary = data.summary()
+    >>> summary.n_subjects, summary.n_items, summary.binary
+    (20, 30, True)
+    >>> summary.benchmarks[["items", "subjects"]]
+               items  subjects
+    benchmark
+    bench00       15        20
+    bench01       15        20
+    """
+
+    source: str
+    n_subjects: int
+    n_items: int
+    n_responses: int
+    missing_share: float
+    binary: bool
+    conditions: list[str]
+    checksum: str
+    benchmarks: pd.DataFrame  #: one row per benchmark: domain, items, subjects, responses, missing_share, accuracy
+    domains: pd.DataFrame  #: one row per domain: benchmarks, items, responses, accuracy
+    subjects: pd.DataFrame  #: one row per subject: responses, accuracy
+    uninformative: pd.DataFrame  #: see :meth:`ResponseData.uninformative_items`
+    notes: tuple[str, ...] = ()  #: see :attr:`ResponseData.notes`
+    #: one row per (benchmark, condition) when there are conditions: items, responses, accuracy
+    by_condition: pd.DataFrame | None = None
+
+    @classmethod
+    def of(cls, data: ResponseData) -> DataSummary:
+        frame = data.long_frame()
+        labels = data.items[["benchmark", "domain"]].astype(object).fillna("(none)")
+        frame = frame.join(labels, on="item")
+        n_cells = data.n_subjects * data.n_items
+        distinct_cells = len(frame.drop_duplicates(["subject", "item"]))
+        per_bench = frame.groupby("benchmark", sort=False).agg(
+            domain=("domain", "first"),
+            items=("item", "nunique"),
+            subjects=("subject", "nunique"),
+            responses=("response", "size"),
+            accuracy=("response", "mean"),
+        )
+        cells = frame.drop_duplicates(["subject", "item"]).groupby("benchmark", sort=False).size()
+        per_bench.insert(4, "missing_share", 1 - cells / (per_bench["items"] * data.n_subjects))
+        per_domain = frame.groupby("domain", sort=False).agg(
+            benchmarks=("benchmark", "nunique"),
+            items=("item", "nunique"),
+            responses=("response", "size"),
+            accuracy=("response", "mean"),
+        )
+        per_subject = frame.groupby("subject", sort=False).agg(
+            responses=("response", "size"), accuracy=("response", "mean")
+        )
+        return cls(
+            source=data.source,
+            n_subjects=data.n_subjects,
+            n_items=data.n_items,
+            n_responses=data.n_responses,
+            missing_share=1 - distinct_cells / n_cells,
+            binary=data.is_binary,
+            conditions=[str(c) for c in data.conditions],
+            checksum=data.checksum(),
+            benchmarks=per_bench,
+            domains=per_domain,
+            subjects=per_subject,
+            uninformative=data.uninformative_items(),
+            notes=data.notes,
+            by_condition=(
+                frame.groupby(["benchmark", "condition"], sort=False).agg(
+                    items=("item", "nunique"), responses=("response", "size"), accuracy=("response", "mean")
+                )
+                if "condition" in frame.columns
+                else None
+            ),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dictionary."""
+
+        def records(table: pd.DataFrame, key: str) -> list[dict[str, Any]]:
+            out = table.reset_index().rename(columns={table.index.name or "index": key})
+            return json_ready(out.to_dict(orient="records"))
+
+        return {
+            "source": self.source,
+            "n_subjects": self.n_subjects,
+            "n_items": self.n_items,
+            "n_responses": self.n_responses,
+            "missing_share": self.missing_share,
+            "binary": self.binary,
+            "conditions": self.conditions,
+            "checksum": self.checksum,
+            "benchmarks": records(self.benchmarks, "benchmark"),
+            "domains": records(self.domains, "domain"),
+            "subjects": records(self.subjects, "subject"),
+            "uninformative_items": records(self.uninformative, "item"),
+            "notes": list(self.notes),
+            "by_condition": None
+            if self.by_condition is None
+            else json_ready(self.by_condition.reset_index().to_dict(orient="records")),
+        }
+
+    def to_text(self, *, max_rows: int = 40) -> str:
+        """A human-readable summary."""
+        lines = [
+            f"{self.source}",
+            f"{self.n_subjects} subjects x {self.n_items} items, {self.n_responses} responses "
+            f"({self.missing_share:.1%} of cells missing; {'binary' if self.binary else 'fractional scores'})",
+        ]
+        lines += [f"note: {note}" for note in self.notes]
+        if self.conditions:
+            lines.append(f"conditions: {', '.join(self.conditions)}")
+        lines.append(f"checksum: {self.checksum[:16]}")
+        with pd.option_context("display.max_rows", max_rows, "display.width", 120, "display.precision", 3):
+            lines += ["", "Benchmarks:", self.benchmarks.to_string()]
+            if self.by_condition is not None:
+                lines += ["", "Benchmarks by condition:", self.by_condition.to_string()]
+            if len(self.domains) > 1 or self.domains.index[0] != "(none)":
+                lines += ["", "Domains:", self.domains.to_string()]
+            lines += ["", "Subjects:", self.subjects.sort_values("accuracy", ascending=False).to_string()]
+        n_u = len(self.uninformative)
+        if n_u:
+            kinds = self.uninformative["kind"].value_counts().to_dict()
+            shown = ", ".join(self.uninformative.index[:10])
+            lines += [
+                "",
+                f"Uninformative items (same response from every subject): {n_u} {kinds}: {shown}"
+                + (" ..." if n_u > 10 else ""),
+            ]
+        else:
+            lines += ["", "Uninformative items: none"]
+        return "\n".join(lines)

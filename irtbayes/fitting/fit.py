@@ -1,0 +1,567 @@
+"""Fitting: ``fit(data, spec) -> Fit``.
+
+:func:`fit` builds the model (:mod:`irtbayes.model.build`), runs the sampler (:mod:`irtbayes.fitting.sampling`), and
+assembles a :class:`~irtbayes.fitting.result.Fit` with its convergence checks (:mod:`irtbayes.diagnostics`).
+This module also re-exports what belongs with a fit: :class:`Fit`, ``save_fit`` / ``load_fit``
+(:mod:`irtbayes.fitting.storage`) and ``score`` / ``Scores`` (:mod:`irtbayes.fitting.scoring`).
+
+Example
+-------
+>>> import warnings
+>>> from irtbayes.data.simulate import simulate_responses
+>>> data, truth = simulate_responses(40, 60, seed=1)
+>>> with warnings.catch_warnings():
+...     warnings.simplefilter("ignore")  # an approximate fit warns that MCMC checks do not apply
+...     result = fit(data, sampler="approx", seed=1, progress=False)
+>>> result.approximate, dict(result.posterior["difficulty"].sizes)
+(True, {'chain': 4, 'draw': 250, 'item': 60})
+>>> difficulty = result.posterior["difficulty"].mean(("chain", "draw"))
+>>> bool(np.corrcoef(difficulty, truth["difficulty"])[0, 1] > 0.85)
+True
+>>> result.items_table()[["item", "difficulty_mean", "difficulty_ci_low"]].shape
+(60, 3)
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import functools
+import logging
+import os
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any, cast
+
+import numpy as np
+import pymc as pm
+import xarray as xr
+
+from irtbayes.checks.sampler import check_convergence
+from irtbayes.checks.verdict import Diagnostics
+from irtbayes.core.errors import FitInterrupted, SpecError, describe_interrupt
+from irtbayes.core.files import json_ready
+from irtbayes.data.responses import ResponseData
+from irtbayes.fitting import warmstart
+from irtbayes.fitting.approx import approx_posterior
+from irtbayes.fitting.auto import DEFAULT_BUDGET_S, Choice, choose_sampler
+from irtbayes.fitting.result import Fit, fit_constant_data, installed_version, software_versions
+from irtbayes.fitting.sampling import APPROXIMATE_SAMPLERS, SAMPLERS, InterruptWatch, RunState, Sampler, run_sampler
+from irtbayes.fitting.trace import choose_chains, complete_part, completed_draws
+from irtbayes.fitting.until_converged import StopRule
+from irtbayes.model.build import add_derived, build_model
+from irtbayes.model.inputs import model_inputs
+from irtbayes.model.spec import SMALL_BANK_ITEMS, ModelSpec
+
+__all__ = [
+    "fit",
+]
+
+log = logging.getLogger(__name__)
+
+#: Models with more free parameters than this get a default NUTS target acceptance of 0.7 (see :func:`fit`).
+LARGE_MODEL = 5000
+#: Default draws per chain for models with more than :data:`LARGE_MODEL` free parameters.
+LARGE_MODEL_DRAWS = 1250
+#: Item banks with fewer items than this get a default NUTS target acceptance of 0.95: the hierarchy's item
+#: sds are then prior-dominated and their funnel needs small steps (LSAT7, 5 items: 4 divergences at 0.8).
+SMALL_BANK = 30
+#: Default draws per chain for a single group of fewer than :data:`~irtbayes.model.spec.SMALL_BANK_ITEMS` items
+#: (hierarchy ``"none"``): their few discriminations are barely informed, so the draws are more correlated.
+SMALL_BANK_DRAWS = 2000
+
+
+# ---------------------------------------------------------------------------------------------- fitting
+def _kept_draws(tree: xr.DataTree, spec: ModelSpec, *, approximate: bool) -> xr.DataTree:
+    """What a fit keeps of a sampler's trace: the clean posterior and (MCMC) the sampler statistics."""
+    groups = {"posterior": _clean_posterior(tree["posterior"].to_dataset(), spec)}
+    if "sample_stats" in tree.children and not approximate:
+        groups["sample_stats"] = tree["sample_stats"].to_dataset()
+    return xr.DataTree.from_dict(groups)
+
+
+def _clean_posterior(posterior: xr.Dataset, spec: ModelSpec) -> xr.Dataset:
+    """Drop sampler-only variables (raw standard normals, Cholesky factors); string coords."""
+    drop = [n for n in posterior.data_vars if str(n).endswith(("_z", "_chol"))]
+    out = posterior.drop_vars(drop)
+    for dim in ("subject", "item", "benchmark", "domain", "dim", "dim2"):
+        if dim in out.coords:
+            out = out.assign_coords({dim: out[dim].values.astype(str)})
+    keep_dims = {d for v in out.data_vars.values() for d in v.dims}
+    out = out.drop_vars([c for c in out.coords if c not in keep_dims and c in out.dims])
+    return add_derived(out, spec)
+
+
+def _default_settings(
+    spec: ModelSpec, *, n_items: int, n_free: int, draws: int | None, target_accept: float | None
+) -> tuple[int, float]:
+    """Draws per chain and target acceptance where :func:`fit` was given ``None``.
+
+    ``draws=None`` gives 1000; :data:`LARGE_MODEL_DRAWS` for models with more than :data:`LARGE_MODEL` free
+    parameters (the largest r-hat over tens of thousands of parameters is noisier, and on MMLU-Pro 4 x 1000
+    draws left two of 24,064 parameters at r-hat 1.0104); :data:`SMALL_BANK_DRAWS` (2000) for one group of
+    fewer than :data:`~irtbayes.model.spec.SMALL_BANK_ITEMS` items (LSAT6, 1,000 examinees x 5 items, missed at
+    1000 draws with r-hat 1.009-1.014 at seeds 1-3; each such fit takes seconds).
+
+    ``target_accept=None`` gives 0.95 for banks of fewer than :data:`SMALL_BANK` items, 0.7 for models with
+    more than :data:`LARGE_MODEL` free parameters, else 0.8. In high dimension most directions of an IRT
+    posterior are close to Gaussian, where the optimal acceptance rate of HMC tends to 0.65 (Beskos et al.
+    2013); on MMLU-Pro (24,000 parameters) 0.7 halves the leapfrog steps per draw (31 instead of 58) at the
+    same ESS per gradient evaluation.
+    """
+    if draws is None:
+        draws = LARGE_MODEL_DRAWS if n_free > LARGE_MODEL else 1000
+        if spec.hierarchy == "none" and n_items < SMALL_BANK_ITEMS:
+            draws = max(draws, SMALL_BANK_DRAWS)
+    if target_accept is None:
+        if n_items < SMALL_BANK:
+            target_accept = 0.95
+        else:
+            target_accept = 0.7 if n_free > LARGE_MODEL else 0.8
+    return int(draws), float(target_accept)
+
+
+def _random_seed() -> int:
+    return int(np.random.default_rng().integers(1, 2**31 - 1))
+
+
+def fit(
+    data: ResponseData,
+    spec: ModelSpec | None = None,
+    *,
+    sampler: Sampler = "auto",
+    chains: int = 4,
+    draws: int | None = None,
+    tune: int | None = None,
+    seed: int | None = None,
+    progress: bool = True,
+    cores: int | None = None,
+    target_accept: float | None = None,
+    rhat_max: float = 1.01,
+    ess_min: float = 400.0,
+    sampler_kwargs: dict[str, Any] | None = None,
+    keep_partial: bool = False,
+    budget_s: float = DEFAULT_BUDGET_S,
+    until_converged: bool | None = None,
+    warm_start: bool | None = None,
+) -> Fit:
+    """Fit an IRT model to ``data`` (an example opens this module's docstring).
+
+    Parameters
+    ----------
+    data, spec
+        Responses; the model (default: 2PL, deepest hierarchy the labels allow, standardised abilities).
+    sampler
+        ``"auto"`` (default): ``"nutpie"`` when NUTS's estimated time fits ``budget_s``, else ``"approx"``
+        (:mod:`irtbayes.fitting.auto`; logged first, recorded in ``fit.sampler["auto"]``). NUTS: ``"nutpie"``,
+        ``"pymc"``, ``"numpyro"`` (JAX). Approximate, labelled so in every output: ``"approx"``
+        (:mod:`irtbayes.fitting.approx`, 1PL/2PL, ``draws`` defaults to 250 per chain), ``"advi"`` (``tune`` x 10
+        steps) and ``"pathfinder"`` (pymc-extras).
+    chains, draws, tune
+        Chains, kept draws per chain, warm-up draws per chain. ``draws=None`` gives 1000, more for large
+        models and small item banks (see :func:`_default_settings`). ``tune=None``: nutpie 200 when
+        warm-started, else 500 (:mod:`irtbayes.fitting.warmstart`); 1000 for the other samplers.
+    seed
+        Random seed; ``None`` draws one, which is recorded in ``fit.sampler["seed"]``.
+    progress, cores
+        Show the sampler's progress bar; chains run in parallel (default: min(chains, CPU count)).
+    target_accept
+        NUTS target acceptance rate. ``None``: 0.95 below :data:`SMALL_BANK` items, 0.7 above :data:`LARGE_MODEL`
+        free parameters, else 0.8 (:func:`_default_settings`). Raise it (0.9) if a fit reports divergences.
+    rhat_max, ess_min
+        Thresholds of the convergence check (:func:`~irtbayes.checks.sampler.check_convergence`).
+    sampler_kwargs
+        Extra keyword arguments for the sampler (e.g. ``{"adaptation": "low_rank"}`` for nutpie; ``{"devices": 2}``
+        for numpyro: the JAX devices the responses are split over, :mod:`irtbayes.fitting.jaxnuts`).
+    budget_s
+        Time budget in seconds (default 15 minutes) of ``sampler="auto"`` and of ``until_converged``.
+    until_converged
+        nutpie: sample until the convergence checks pass, with ``draws`` (default 4x the usual) the most per
+        chain, or until ``budget_s`` has passed (:mod:`irtbayes.fitting.until_converged`; ``fit.sampler["until_converged"]``).
+        ``None`` (default): yes when ``draws`` is not given; give ``draws`` (or ``False``) for a fixed number.
+    warm_start
+        nutpie: start each chain at its own draw around the empirical-Bayes modes (``None``, the default: yes
+        for the 1PL and 2PL with one ability dimension; recorded in ``fit.sampler["warm_start"]``).
+    keep_partial
+        On Ctrl-C after some draws, attach them to the :class:`FitInterrupted` raised, as a :class:`Fit` marked
+        partial (``fit.partial``) whose convergence checks fail, saying why. Default: they are discarded.
+
+    Returns
+    -------
+    Fit
+        Posterior ``ability`` (chain, draw, subject[, dim]), ``difficulty``, ``discrimination``, ``intercept``
+        [, ``guessing``] (chain, draw, item), hyperparameters; checked (a failed check warns, the fit is returned).
+
+    Raises
+    ------
+    SpecError
+        Unknown sampler, bad settings, or a spec the data cannot support.
+    FitInterrupted
+        Ctrl-C while building, compiling, tuning or sampling, or a sampler that returned fewer chains or draws
+        than asked for. It says the phase and the draws done, and carries the partial fit with ``keep_partial``.
+    """
+    choice = _choose(data, spec, sampler, chains=chains, draws=draws, tune=tune, cores=cores, budget_s=budget_s)
+    sampler = cast(Sampler, choice.sampler) if choice is not None else sampler
+    warm, tune_given = _use_warm_start(warm_start, sampler, spec), tune is not None
+    spec, seed, tune = _check_arguments(
+        spec, sampler=sampler, chains=chains, draws=draws, tune=tune, seed=seed, target_accept=target_accept, warm=warm
+    )
+    request: dict[str, Any] = {"sampler": sampler, "chains": int(chains), "draws": draws, "tune": tune, "seed": seed}
+    request.update(cores=cores, target_accept=target_accept, progress=progress, extra=dict(sampler_kwargs or {}))
+    thresholds = {"rhat_max": rhat_max, "ess_min": ess_min}
+    stop = _stop_rule(until_converged, sampler, spec, draws=draws, **thresholds, budget_s=budget_s)
+    if sampler == "approx":
+        tree, spec, settings, seen = _approximate(data, spec, **request)
+    else:
+        tree, spec, settings, seen = _build_and_sample(data, spec, request, stop=stop, warm=warm, tune_given=tune_given)
+    checked = _record_stop(stop, settings)
+    if choice is not None:
+        settings["auto"] = choice.to_dict()
+    assemble: dict[str, Any] = {"data": data, "spec": spec, "settings": settings, **thresholds}
+    _raise_if_cut_short(tree, assemble, seen=seen, keep_partial=keep_partial)
+    result = _assemble(tree, **assemble, checked=checked)
+    _note_unsettled_modes(result)
+    _warn_if_not_checked(result, sampler)
+    return result
+
+
+def _choose(
+    data: ResponseData,
+    spec: ModelSpec | None,
+    sampler: str,
+    *,
+    chains: int,
+    draws: int | None,
+    tune: int | None,
+    cores: int | None,
+    budget_s: float,
+) -> Choice | None:
+    """``sampler="auto"``: the sampler that fits the budget (:func:`irtbayes.fitting.auto.choose_sampler`); else None."""
+    if sampler != "auto":
+        return None
+    if not isinstance(data, ResponseData):
+        raise SpecError(f"fit: expected ResponseData, got {type(data).__name__}")
+    spec = spec or ModelSpec()
+    return choose_sampler(data, spec, chains=chains, draws=draws, tune=tune, cores=cores, budget_s=budget_s)
+
+
+def _use_warm_start(warm_start: bool | None, sampler: str, spec: ModelSpec | None) -> bool:
+    """Whether to warm-start (:mod:`irtbayes.fitting.warmstart`): nutpie, a supported model, not switched off."""
+    if warm_start is not None and not isinstance(warm_start, bool):
+        raise SpecError(f"fit: warm_start must be True, False or None, got {warm_start!r}")
+    supported = sampler == "nutpie" and warmstart.supports(spec or ModelSpec())
+    if warm_start and not supported and sampler not in APPROXIMATE_SAMPLERS:  # an approximation has no start
+        raise SpecError(
+            "fit: warm_start needs sampler='nutpie' (or 'auto') and a 1PL or 2PL model with one ability dimension"
+        )
+    return supported and warm_start is not False
+
+
+def _stop_rule(
+    until_converged: bool | None,
+    sampler: str,
+    spec: ModelSpec,
+    *,
+    draws: int | None,
+    rhat_max: float,
+    ess_min: float,
+    budget_s: float,
+) -> StopRule | None:
+    """The stop rule of ``until_converged`` (NUTS with nutpie; the approximate tier has nothing to stop).
+    ``None`` means yes for nutpie when ``draws`` is not given."""
+    if until_converged is None:
+        until_converged = sampler == "nutpie" and draws is None
+    if not until_converged or sampler == "approx":
+        return None
+    if sampler != "nutpie":
+        raise SpecError(f"fit: until_converged needs sampler='nutpie' (or 'auto'), got {sampler!r}")
+    standardised = spec.identification == "standardise"
+    return StopRule(rhat_max=rhat_max, ess_min=ess_min, budget_s=budget_s, standardised=standardised)
+
+
+def _record_stop(stop: StopRule | None, settings: dict[str, Any]) -> Diagnostics | None:
+    """Record a run until converged in ``settings``; the diagnostics of its passing check, if it passed."""
+    if stop is None or stop.outcome == "interrupted":
+        return None
+    settings.update(draws_max=settings["draws"], draws=stop.draws_done, until_converged=stop.record())
+    return stop.passed if stop.outcome == "converged" else None
+
+
+def _note_unsettled_modes(result: Fit) -> None:
+    """An approximate-tier fit whose empirical-Bayes modes did not settle says so in its diagnostics' notes."""
+    info = result.sampler.get("options") or {}
+    if not result.approximate or info.get("modes_converged", True):
+        return
+    result.diagnostics.notes.append(
+        f"the approximate tier's empirical-Bayes modes did not settle ({info.get('items_still_moving')} item(s) "
+        f"still moving after {info.get('rounds')} rounds): those items' estimates are unreliable; fit with NUTS "
+        "(sampler='nutpie')"
+    )
+
+
+def _warn_if_not_checked(result: Fit, sampler: str) -> None:
+    """A warning for an approximate fit, or for one that failed its convergence checks."""
+    if result.approximate:
+        message = f"{sampler} is an approximate method: intervals are approximate and MCMC diagnostics do not apply"
+        message += "".join(f"; {note}" for note in result.diagnostics.notes if "did not settle" in note)
+        warnings.warn(message, UserWarning, stacklevel=3)
+    elif not result.diagnostics.ok:
+        message = "the fit did not pass the convergence checks:\n" + result.diagnostics.to_text()
+        warnings.warn(message, UserWarning, stacklevel=3)
+
+
+def _approximate(
+    data: ResponseData, spec: ModelSpec, *, sampler: str, chains: int, draws: int | None, seed: int, **_: Any
+) -> tuple[xr.DataTree, ModelSpec, dict[str, Any], bool]:
+    """Run the approximate tier (:func:`irtbayes.fitting.approx.approx_posterior`); same returns as :func:`_build_and_sample`."""
+    draws = 250 if draws is None else int(draws)
+    log.info(
+        "fitting %s to %s with the approximate tier (%d x %d draws, seed %d)",
+        spec.kind,
+        data.source,
+        chains,
+        draws,
+        seed,
+    )
+    start = time.perf_counter()
+    try:
+        tree, spec, info = approx_posterior(data, spec, chains=chains, draws=draws, seed=seed)
+    except KeyboardInterrupt:
+        raise FitInterrupted("running", draws_requested=draws, chains_requested=chains) from None
+    settings: dict[str, Any] = {"name": sampler, "chains": chains, "draws": draws, "tune": 0, "seed": seed}
+    settings.update(cores=1, target_accept=None, approximate=True, options=json_ready(info))
+    settings["wall_time_s"] = round(time.perf_counter() - start, 3)
+    return tree, spec, settings, False
+
+
+def _check_arguments(
+    spec: ModelSpec | None,
+    *,
+    sampler: str,
+    chains: int,
+    draws: int | None,
+    tune: int | None,
+    seed: int | None,
+    target_accept: float | None,
+    warm: bool = False,
+) -> tuple[ModelSpec, int, int]:
+    """The spec (default :class:`ModelSpec`), seed and warm-up :func:`fit` runs with; SpecError for bad settings."""
+    if sampler not in SAMPLERS:
+        raise SpecError(f"unknown sampler {sampler!r}; choose one of {list(SAMPLERS)}")
+    if tune is None:
+        tune = (warmstart.WARM_TUNE if warm else warmstart.COLD_TUNE) if sampler == "nutpie" else 1000
+    for name, value, low in (("chains", chains, 1), ("draws", 1 if draws is None else draws, 1), ("tune", tune, 0)):
+        if not isinstance(value, (int, np.integer)) or value < low:
+            raise SpecError(f"fit: {name} must be an integer >= {low}, got {value!r}")
+    if target_accept is not None and not 0 < target_accept < 1:
+        raise SpecError(f"fit: target_accept must be in (0, 1), got {target_accept}")
+    spec = spec or ModelSpec()
+    if not isinstance(spec, ModelSpec):
+        raise SpecError(f"fit: spec must be a ModelSpec, got {type(spec).__name__}")
+    return spec, _random_seed() if seed is None else int(seed), int(tune)
+
+
+def _build_and_sample(
+    data: ResponseData,
+    spec: ModelSpec,
+    request: dict[str, Any],
+    *,
+    stop: StopRule | None = None,
+    warm: bool = False,
+    tune_given: bool = True,
+) -> tuple[xr.DataTree, ModelSpec, dict[str, Any], bool]:
+    """Build the model, find the chains' starts (``warm``) and run the sampler, watching for Ctrl-C.
+
+    A warm start that cannot be made (modes that are not finite) is logged and recorded, and the chains start
+    where PyMC starts them, with the warm-up of a cold start unless ``tune`` was given.
+
+    Returns the sampler's trace, the resolved spec, the sampler settings (with ``wall_time_s``) and whether
+    an interrupt was seen (the sampler may have returned the draws so far). ``request`` holds :func:`fit`'s
+    sampler, chains, draws, tune, seed, cores, target_accept, progress and extra (the sampler's options).
+    """
+    sampler, chains, draws = request["sampler"], request["chains"], request["draws"]
+    state = RunState()
+    settings: dict[str, Any] = {"draws": draws or 0}
+    with InterruptWatch() as watch:
+        try:
+            if sampler == "numpyro" and spec.layout in ("auto", "fused"):
+                resolved = model_inputs(data, spec).spec.layout
+                if resolved == "fused":  # the fused Op has no JAX implementation
+                    spec = spec.replace(layout="dense")
+            model = build_model(data, spec)
+            spec = model.irtbayes_spec  # resolved
+            settings = _sampler_settings(model, data, spec, request)
+            if stop is not None:
+                # every chain at once (threads share the CPUs): nutpie otherwise runs the chains in groups of
+                # `cores`, and the checks would wait for the first group to reach the most draws
+                settings["cores"] = max(settings["cores"], chains)
+                stop.planned = settings["draws"]
+                stop.prepare = functools.partial(_kept_draws, spec=spec, approximate=False)
+                if draws is None:
+                    settings["draws"] *= 4  # the most draws; sampling stops when the checks pass
+            start_at = _warm_start(model, data, settings, tune_given=tune_given) if warm else None
+            log.info(
+                "fitting %s to %s with %s (%d chains x %d draws, tune %d, seed %d)",
+                spec.kind,
+                data.source,
+                sampler,
+                chains,
+                settings["draws"],
+                settings["tune"],
+                settings["seed"],
+            )
+            start = time.perf_counter()
+            run = {k: settings[k] for k in ("chains", "draws", "tune", "seed", "cores", "target_accept")}
+            tree = run_sampler(
+                model,
+                sampler=sampler,
+                **run,
+                progress=request["progress"],
+                extra=request["extra"],
+                state=state,
+                watch=watch,
+                stop=stop,
+                start_at=start_at,
+            )
+        except KeyboardInterrupt:
+            raise FitInterrupted(state.phase, draws_requested=settings["draws"], chains_requested=chains) from None
+        except Exception:
+            # PyMC, interrupted while tuning, raises "Not enough samples to build a trace"
+            if watch.seen:
+                raise FitInterrupted(state.phase, draws_requested=settings["draws"], chains_requested=chains) from None
+            raise
+    settings["wall_time_s"] = round(time.perf_counter() - start, 3)
+    if sampler == "numpyro":  # where the likelihood ran (irtbayes.fitting.jaxnuts)
+        attrs = tree["posterior"].attrs
+        settings.update({k: attrs[k] for k in ("devices", "device_kind", "sharded_axis") if k in attrs})
+    return tree, spec, settings, watch.seen
+
+
+def _warm_start(
+    model: pm.Model, data: ResponseData, settings: dict[str, Any], *, tune_given: bool
+) -> Callable[[int], np.ndarray] | None:
+    """The chains' starts around the empirical-Bayes modes, recorded in ``settings``; None where they fail."""
+    try:
+        started = warmstart.warm_start(model, data)
+    except (ArithmeticError, ValueError, np.linalg.LinAlgError) as err:
+        log.warning("no warm start (%s): the chains start where PyMC starts them", err)
+        settings["warm_start"] = {"skipped": str(err)}
+        if not tune_given:
+            settings["tune"] = warmstart.COLD_TUNE
+        return None
+    settings["warm_start"] = started.info
+    log.info("warm start: empirical-Bayes modes in %.1f s (%d rounds)", started.info["seconds"], started.info["rounds"])
+    return started.point
+
+
+def _sampler_settings(model: pm.Model, data: ResponseData, spec: ModelSpec, request: dict[str, Any]) -> dict[str, Any]:
+    """The sampler settings recorded in ``Fit.sampler``, with the defaults resolved for ``model``."""
+    dims = model.named_vars_to_dims
+    n_free = sum(int(np.prod([len(model.coords[d]) for d in dims.get(rv.name, ())])) for rv in model.free_RVs)
+    draws, target_accept = _default_settings(
+        spec, n_items=data.n_items, n_free=n_free, draws=request["draws"], target_accept=request["target_accept"]
+    )
+    sampler, chains = request["sampler"], request["chains"]
+    return {
+        "name": sampler,
+        "chains": chains,
+        "draws": int(draws),
+        "tune": request["tune"],
+        "seed": request["seed"],
+        "cores": int(request["cores"] or min(chains, os.cpu_count() or 1)),
+        "target_accept": float(target_accept),
+        "approximate": sampler in APPROXIMATE_SAMPLERS,
+        "options": json_ready(request["extra"]),
+    }
+
+
+def _raise_if_cut_short(tree: xr.DataTree, assemble: dict[str, Any], *, seen: bool, keep_partial: bool) -> None:
+    """Raise :class:`FitInterrupted` for a run interrupted or cut short, with the partial fit if asked for.
+
+    ``assemble`` holds the keyword arguments of :func:`_assemble`. An approximate run seen interrupted
+    stopped in its optimisation; an MCMC run is cut short when a chain has fewer draws than asked for.
+    """
+    settings = assemble["settings"]
+    draws, chains = int(settings["draws"]), int(settings["chains"])
+    if settings["approximate"]:
+        if not seen:
+            return
+        n_chains, n_draws = (int(tree["posterior"].to_dataset().sizes.get(d, 0)) for d in ("chain", "draw"))
+        done = {"draws_done": n_draws, "draws_requested": draws, "chains_done": n_chains}
+        interrupted = {"phase": "optimisation", **done, "chains_requested": chains}
+        partial = _assemble(tree, **assemble, interrupted=interrupted) if keep_partial else None
+        raise FitInterrupted("optimisation", **done, chains_requested=chains, partial=partial)
+    done_per_chain = completed_draws(tree["posterior"].to_dataset(), draws=draws)
+    if not (seen or len(done_per_chain) < chains or int(done_per_chain.min(initial=draws)) < draws):
+        return
+    keep, length = choose_chains(done_per_chain)
+    phase = "sampling" if length > 0 else "tuning"
+    done = {"draws_done": length, "draws_requested": draws, "chains_done": len(keep)}
+    partial = None
+    if keep_partial and length > 0:
+        kept = complete_part(tree, length, keep)
+        partial = _assemble(kept, **assemble, interrupted={"phase": phase, **done, "chains_requested": chains})
+    raise FitInterrupted(phase, **done, chains_requested=chains, partial=partial)
+
+
+def _assemble(
+    tree: xr.DataTree,
+    *,
+    data: ResponseData,
+    spec: ModelSpec,
+    settings: dict[str, Any],
+    rhat_max: float,
+    ess_min: float,
+    interrupted: dict[str, Any] | None = None,
+    checked: Diagnostics | None = None,
+) -> Fit:
+    """The :class:`Fit` of a sampler's trace: clean posterior, counts, diagnostics, card information.
+
+    With ``interrupted`` (phase and draws done) the fit is marked partial and its diagnostics fail.
+    ``checked``: the diagnostics of a check already made on exactly these draws, as :func:`_kept_draws` keeps
+    them (the passing check of a run until converged), which are not computed again.
+    """
+    kept = _kept_draws(tree, spec, approximate=settings["approximate"])
+    idata = xr.DataTree.from_dict(
+        {**{k: kept[k].to_dataset() for k in kept.children}, "constant_data": fit_constant_data(data)}
+    )
+    idata.attrs.update(
+        {
+            "irtbayes_version": installed_version(),
+            "sampler": settings["name"],
+            "approximate": int(settings["approximate"]),
+            "data_checksum": data.checksum(),
+        }
+    )
+    info: dict[str, Any] = {
+        "source": data.source,
+        "n_subjects": data.n_subjects,
+        "n_items": data.n_items,
+        "n_responses": data.n_responses,
+        "binary": data.is_binary,
+        "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        "package_versions": software_versions(),
+    }
+    check = {
+        "rhat_max": rhat_max,
+        "ess_min": ess_min,
+        "approximate": settings["approximate"],
+        "standardised": spec.identification == "standardise",
+    }
+    if checked is None or interrupted is not None:
+        checked = check_convergence(idata, **check)
+    diagnostics = checked
+    if interrupted is not None:
+        idata.attrs["partial"] = 1
+        info.update(partial=True, interrupted=dict(interrupted))
+        reason = f"partial run: {describe_interrupt(**interrupted)}; a partial fit never passes the convergence checks"
+        diagnostics = replace(diagnostics, ok=False, problems=[reason, *diagnostics.problems])
+    return Fit(
+        idata=idata,
+        spec=spec,
+        sampler=settings,
+        data_checksum=data.checksum(),
+        diagnostics=diagnostics,
+        info=info,
+    )

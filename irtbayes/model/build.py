@@ -1,0 +1,576 @@
+"""Hierarchical Bayesian IRT models: ``build_model(data, spec) -> pm.Model``.
+
+Models
+------
+For subject j and item i, with ability theta_j, difficulty b_i and discrimination a_i > 0:
+
+- ``"2pl"``: logit P(correct) = a_i (theta_j - b_i);
+- ``"1pl"`` (Rasch): one discrimination shared by every item (``discrimination`` still has dim ``item``);
+- ``"3pl"``: P = c_i + (1 - c_i) sigmoid(a_i (theta_j - b_i)) with a lower asymptote (``guessing``) c_i.
+
+The slope-intercept form of mirt, d_i = -a_i b_i, is ``intercept``; it is computed after sampling (it
+costs nothing there, while a Deterministic would be stored for every draw), see :func:`add_derived`.
+
+Identification
+--------------
+Abilities define the scale. With ``identification="standardise"`` (the default) the model samples
+unconstrained standard-normal ``ability_z`` and sets, in every draw, ``ability = (z - mean(z)) / sd(z)``
+(sd over subjects, ddof 0, per dimension). So the evaluated subjects have mean ability 0 and sd 1
+*exactly*, in every draw and every chain; difficulties and discriminations have no location/scale ridge
+left with the abilities (the main sampling problem of IRT models), and discriminations are positive
+(log-normal), so no reflection or label switching can occur between chains. The implied prior on the
+abilities is uniform on the sphere {sum theta = 0, sum theta^2 = n}: for many subjects this is mirt's
+N(0, 1) population; for a handful of subjects the scale is "the evaluated subjects", which is what an
+audit of benchmarks compares against. The mean and sd of ``z`` are held near 0 and 1 by a factor that
+does not change the model (see :func:`_pin_scale`). ``identification="prior"`` instead gives abilities
+an N(0, 1) population prior (soft identification, as mirt does); it samples more slowly because of the
+ridge. ``"standardise"`` needs at least 3 subjects.
+
+Multi-dimensional abilities (``dims="domain"``): one dimension per domain, with an LKJ correlation
+(``ability_corr``); each item loads on its own domain's dimension only, so dimensions are labelled by
+domains and cannot rotate or switch. Each dimension is standardised as above.
+
+Hierarchy and parameterisation
+------------------------------
+``hierarchy="benchmark+domain"``: ``difficulty ~ Normal(difficulty_benchmark[k(i)], difficulty_sd)``,
+``difficulty_benchmark ~ Normal(difficulty_domain[d(k)], difficulty_benchmark_sd)``,
+``difficulty_domain ~ Normal(difficulty_mu, difficulty_domain_sd)``; log-discriminations likewise
+(``log_discrimination_*``; ``discrimination = exp(.)``). ``"benchmark"`` drops the domain level,
+``"none"`` pools every item around ``difficulty_mu``. The default (``"auto"``) is the deepest level the
+labels allow: benchmark labels (missing ones put in a group ``"(unlabelled)"``) and, above them, domain
+labels when there are at least three domains (with two, the spread between domains is not identified by
+the data and only slows sampling; ask for ``"benchmark+domain"`` explicitly to have it anyway).
+
+Small banks. The spread of item log-discriminations, ``log_discrimination_sd``, is estimated from the
+items' discriminations, so a bank of a few items pins it poorly: with one group of items (hierarchy
+``"none"``: one benchmark, or none labelled) of fewer than :data:`SMALL_BANK_ITEMS` items, the default
+(``discrimination_sd="auto"``) fixes it at ``Priors.log_discrimination_sd_scale`` (0.5: a discrimination
+within a factor of e of the bank's typical one with 95% probability) and draws log-discriminations centred
+around the sampled ``log_discrimination_mu``; ``discrimination_sd="sampled"`` keeps the hyper-sd. The bound is
+set so that SAT12's 32 items fall under it (the sampled form mixed too slowly there as well); with 100 items
+or more the data pin the hyper-sd (its relative posterior sd is about 1 / sqrt(2 n), under 7%). Difficulties
+keep their sampled ``difficulty_sd`` (the audit's deconvolved locations need it). Measured with the default
+fit (4 chains x 1000 draws, seeds 1-3): LSAT7 (1,000 examinees x 5 items) max r-hat 1.008, min bulk ESS
+636-686, min tail ESS >= 639, no divergences, where the sampled hyper-sd gave r-hat up to 1.016 and bulk ESS
+138-394 at ``log_discrimination_sd``; SAT12 (600 x 32) r-hat <= 1.007 and ESS >= 529 (sampled: ESS 251-300
+at ``log_discrimination_mu``, r-hat up to 1.017); each fit 13-16 s on 2 cores. Centring the items under a
+sampled hyper-sd gave hundreds of divergences on LSAT (its posterior reaches near 0: a funnel). LSAT6, whose
+five discriminations the data barely inform, still misses by a little at 1000 draws (r-hat 1.009-1.014, bulk
+ESS 346-470) and passes at 2000 (r-hat <= 1.007, ESS >= 818, about 20 s), so :func:`irtbayes.fitting.fit.fit`
+draws 2000 per chain for one group of fewer than :data:`SMALL_BANK_ITEMS` items by default. With those
+defaults (4 chains x 2000 draws after 500, seeds 1-3, 2 cores shared with other work): LSAT6 max r-hat
+1.005-1.007, min bulk ESS 818-1023, min tail ESS >= 877; LSAT7 r-hat 1.004-1.005, bulk ESS >= 1055, tail
+ESS >= 1621; SAT12 (omitted answers scored wrong) r-hat 1.003, bulk ESS >= 1738, tail ESS >= 1442; no
+divergences, every check passed, 23-49 s per fit.
+
+Centred or non-centred is chosen per level from the data (``centring`` and ``item_centring`` override),
+by measured ESS per second: a level is centred when the data pin each group's value more tightly than
+the hierarchy does, otherwise non-centred (which removes the funnel between a group sd and its members).
+Domain level: non-centred. Benchmark level: difficulties centred when every benchmark has at least 30
+items, log-discriminations at least 100. Item level: difficulties centred when the median item has at
+least 20 responses; discriminations (weakly informed by each item's responses) non-centred. On MMLU-Pro
+(29 subjects x 12,032 items) the centred benchmark level raised the minimum ESS of ``difficulty_mu`` from
+19 to over 700 per 600 draws, and the non-centred discriminations the minimum ESS of their hyper-sd
+threefold; on a 60 x 40 data set with 4 benchmarks the non-centred benchmark level removed all
+divergences.
+
+Non-centred levels: one centre and zero-sum effects. A non-centred level writes each group's mean as its
+parent plus ``sd * e``; with a handful of groups the mean of the ``e`` is barely fixed by the data, so
+``*_mu`` and the group sd trade against it along a ridge that narrows into a funnel where the sd is large.
+The same model is therefore sampled in other coordinates: the effects of a level of K groups are split
+into their mean, ``*_{level}_mean_z / sqrt(K)``, and the rest, zero-sum normal ``*_{level}_z``
+(``pm.ZeroSumNormal``); the data see only ``*_centre`` (the mean that the groups' values sit around) plus
+``sd`` times the zero-sum effects, and ``*_centre`` is drawn given the means of the effects so that
+``*_mu = *_centre - sum(sd * mean(e))`` keeps its Normal prior exactly. ``*_mu``, ``*_domain`` and
+``*_benchmark`` are the same quantities, with the same prior, as with independent effects (so a new
+group's predictive, Normal(parent, sd), is exact); only the sampler's coordinates changed. A centred level
+is unchanged. Measured on the test fixture's data (60 x 42 with one all-correct and one all-wrong item, 4
+benchmarks of 10-11 items, 2 domains so hierarchy ``"benchmark"``; 2 chains x 500 draws after 500, target
+acceptance 0.9, seeds 1-5): independent effects in the old coordinates gave a divergence at seed 1 (at
+``log_discrimination_benchmark_sd`` 0.46, posterior mean 0.14, ``difficulty_mu`` 1.09 against 0.18) and
+min bulk ESS 40-174; these coordinates gave no divergence at any seed (max r-hat 1.011-1.062, min bulk ESS
+27-234, the least at the item-level ``log_discrimination_sd``). With ``dims="domain"`` (80 x 40, seeds
+1-5) neither diverged; max r-hat 1.015-1.026 against 1.021-1.113. Zero-sum effects alone, with ``*_mu``
+sampled as the centre, also removed the divergences but changed the model (each effect's prior variance
+became (K - 1) / K), enough to move BenchFill's full refit away from its fixed-bank path. A domain level
+over two domains, asked for explicitly (``hierarchy="benchmark+domain"`` on the same data), still diverges
+now and then (1 and 4 divergences at seeds 3 and 5; old coordinates: 1 at seeds 1 and 5): its sd rests on
+two values, which is why ``"auto"`` leaves it out. At 100 x 1,000 (``scripts/benchmark_fit.py --sizes
+100x1000 --chains 4 --draws 1000 --tune 1000 --models default --seed S``: 25 benchmarks of 40 items in 7
+domains, so non-centred domain levels and log-discrimination benchmark level), seeds 1-5: no divergences,
+max r-hat 1.007-1.009, min bulk ESS 408-1047 (the least at ``log_discrimination_domain_sd`` or
+``log_discrimination_benchmark_sd``), 162-260 s each on 2 cores shared with other work; zero-sum effects
+alone had 1 divergence at seed 5.
+
+Likelihood
+----------
+Binary responses: Bernoulli with logit link, ``y * eta - softplus(eta)``. Fractional responses y in
+[0, 1] (partial credit): the same expression, the fractional-logit quasi-likelihood of Papke and
+Wooldridge (1996), which has the right mean (E[y] = P) and is the Bernoulli likelihood when y is 0/1; its
+posterior is a quasi-posterior (intervals are approximate when responses are strongly over- or
+under-dispersed). Set ``fractional="error"`` to refuse fractional data instead. Missing cells are
+absent rows. The 3PL uses ``y log P + (1 - y) log(1 - P)`` in log-sum-exp form.
+
+Cost per gradient (``layout``): when at least half of the (subject, item) cells are observed, 1PL/2PL use
+``"fused"``, a PyTensor Op whose numba kernel computes the log-likelihood and its gradient in one pass
+over the dense matrix with one ``exp`` per cell (the logs of ``1 + exp(-|eta|)`` are summed as the log of
+running products); 3PL uses ``"dense"`` (the same matrix, plain PyTensor); sparse data use ``"long"``
+(one row per response, integer indexing). Measured per gradient: MMLU-Pro 3.0 ms fused vs 7.7 ms dense
+and 7.3 ms long; 100 x 1,000 (90k responses) 1.1 ms vs 2.1 ms. The kernel has since been vectorised
+(:mod:`irtbayes.model.likelihood`): 1.0 ms at MMLU-Pro's shape and 0.36 ms at 100 x 1,000, one core; the sampling
+times quoted below were measured with the scalar kernel. The fused Op has no JAX form: the
+``numpyro`` sampler uses ``"dense"``.
+
+Measured (nutpie, shared 2-core machine, so CPU seconds are quoted where other work competed):
+the default 2PL on MMLU-Pro, 4 chains x 1000 draws (500 warm-up), target acceptance 0.7: 31 leapfrog steps
+per draw, max r-hat 1.009, no divergences, min bulk ESS 657 (difficulties >= 1017, abilities >= 2936),
+890 CPU seconds (about 450 s on 2 idle cores). With target acceptance 0.8 it took 58 steps per draw and
+1344 CPU seconds for the same ESS per gradient. On simulated 100 x 1,000 data (4 chains x 1000 draws,
+``scripts/benchmark_fit.py``, both models in one run on an idle machine): default 116 s, min bulk ESS 565
+over all parameters (4174 over abilities and difficulties), max r-hat 1.007, 31 steps per draw; the
+straightforward non-centred long-format PyMC 2PL 572 s, min ESS 35 (42), max r-hat 1.095: 79 times the ESS
+per second over all parameters, 492 times over abilities and difficulties. On 400 x 5,000 the default at
+its own settings (4 x 1250 draws, 500 warm-up) took 2093 s: max r-hat 1.008, min bulk ESS 1006 (abilities
+7868, difficulties 2580, discriminations 2601); README has the whole table.
+
+Priors
+------
+See :class:`Priors`: weakly informative on the ability scale, overridable, saved with every fit.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pymc as pm
+import pytensor.tensor as pt
+import xarray as xr
+from scipy.special import ndtri
+
+from irtbayes.core.errors import SpecError
+from irtbayes.data.responses import ResponseData
+from irtbayes.model.inputs import ModelInputs, model_inputs
+from irtbayes.model.likelihood import response_loglik
+from irtbayes.model.spec import ModelSpec
+
+__all__ = [
+    "add_derived",
+    "build_model",
+    "start_values",
+]
+
+log = logging.getLogger(__name__)
+
+
+def _item_location(
+    prefix: str,
+    inputs: ModelInputs,
+    *,
+    mu_mean: float,
+    mu_sd: float,
+    group_sd_scale: float,
+    min_items_centred: int,
+) -> pt.TensorVariable:
+    """Mean of each item's parameter under the hierarchy (benchmark means around domain means).
+
+    The domain level is non-centred (``{prefix}_domain`` is a Deterministic of ``{prefix}_domain_z``); the
+    benchmark level is centred when every benchmark has at least ``min_items_centred`` items (its mean is
+    then pinned by the data and the non-centred form would leave a ridge between ``{prefix}_mu`` and the
+    raw effects), and non-centred otherwise. A non-centred level is sampled as the mean of its groups and
+    zero-sum effects around it (see the module docstring), the same model in other coordinates: with
+    ``K`` groups, independent standard-normal effects ``e`` are ``mean(e) + (e - mean(e))``, where
+    ``e - mean(e)`` is zero-sum normal (``{prefix}_{level}_z``) and ``mean(e)`` is ``{prefix}_{level}_mean_z /
+    sqrt(K)``; ``{prefix}_centre``, the mean that the groups' values sit around, is drawn given those means
+    so that ``{prefix}_mu`` (a Deterministic) keeps its ``Normal(mu_mean, mu_sd)`` prior exactly. Returns
+    one value per item.
+    """
+    hierarchy = inputs.spec.hierarchy
+    if hierarchy == "none":
+        mu = pm.Normal(f"{prefix}_mu", mu_mean, mu_sd)
+        return mu * pt.ones(len(inputs.coords["item"]))
+    levels = []  # (name, sd) of the non-centred levels, top down
+    if hierarchy == "benchmark+domain":
+        levels.append(("domain", pm.HalfNormal(f"{prefix}_domain_sd", group_sd_scale)))
+    bench_sd = pm.HalfNormal(f"{prefix}_benchmark_sd", group_sd_scale)
+    centred_bench = _centred_benchmarks(inputs, min_items_centred)
+    if not centred_bench:
+        levels.append(("benchmark", bench_sd))
+    if not levels:
+        mu = pm.Normal(f"{prefix}_mu", mu_mean, mu_sd)
+        return pm.Normal(f"{prefix}_benchmark", mu, bench_sd, dims="benchmark")[inputs.item_benchmark]
+    effects = {}  # level -> standard-normal effects e = mean(e) + zero-sum part
+    shift: Any = 0.0  # centre - mu = sum over levels of sd * mean(e)
+    for level, sd in levels:
+        mean_e = pm.Normal(f"{prefix}_{level}_mean_z", 0.0, 1.0) / np.sqrt(len(inputs.coords[level]))
+        effects[level] = mean_e + pm.ZeroSumNormal(f"{prefix}_{level}_z", 1.0, dims=level)
+        shift = shift + sd * mean_e
+    centre = pm.Normal(f"{prefix}_centre", mu_mean + shift, mu_sd)
+    mu = pm.Deterministic(f"{prefix}_mu", centre - shift)
+    if hierarchy == "benchmark+domain":
+        dom = pm.Deterministic(f"{prefix}_domain", mu + levels[0][1] * effects["domain"], dims="domain")
+        parent = dom[inputs.benchmark_domain]
+    else:
+        parent = mu
+    if centred_bench:
+        bench = pm.Normal(f"{prefix}_benchmark", parent, bench_sd, dims="benchmark")
+    else:
+        bench = pm.Deterministic(f"{prefix}_benchmark", parent + bench_sd * effects["benchmark"], dims="benchmark")
+    return bench[inputs.item_benchmark]
+
+
+#: The benchmark level of difficulties is centred when every benchmark has at least this many items; that of
+#: log-discriminations (each item's discrimination is known far less well) when every one has at least
+#: :data:`CENTRED_MIN_ITEMS_DISCRIMINATION`.
+CENTRED_MIN_ITEMS = 30
+CENTRED_MIN_ITEMS_DISCRIMINATION = 100
+
+
+def _item_centring(inputs: ModelInputs) -> tuple[bool, bool]:
+    """(difficulty centred, discrimination centred) at the item level."""
+    choice = inputs.spec.item_centring
+    if choice == "centred":
+        return True, True
+    if choice == "noncentred":
+        return False, False
+    n_items = len(inputs.coords["item"])
+    per_item = np.median(np.bincount(inputs.item_code, minlength=n_items))
+    return bool(per_item >= CENTRED_MIN_RESPONSES), False
+
+
+#: Item difficulties are centred when the median item has at least this many responses (its data then
+#: inform its difficulty more than the hierarchy does); otherwise non-centred.
+CENTRED_MIN_RESPONSES = 20
+
+
+def _centred_benchmarks(inputs: ModelInputs, min_items: int) -> bool:
+    if inputs.spec.centring != "auto":
+        return inputs.spec.centring == "centred"
+    if inputs.item_benchmark is None:
+        raise SpecError("a benchmark level needs each item's benchmark; build the inputs with model_inputs")
+    counts = np.bincount(inputs.item_benchmark, minlength=len(inputs.coords["benchmark"]))
+    return bool(counts.min() >= min_items)
+
+
+def _initial_abilities(inputs: ModelInputs) -> np.ndarray:
+    """Normal scores of the subjects' mean responses: a starting point with spread (sd 0 cannot be standardised)."""
+    n = len(inputs.coords["subject"])
+    totals = np.bincount(inputs.subject_code, weights=inputs.response, minlength=n)
+    counts = np.maximum(np.bincount(inputs.subject_code, minlength=n), 1)
+    ranks = pd.Series(totals / counts).rank(method="first").to_numpy()
+    return np.asarray(ndtri(ranks / (n + 1)), dtype="float64")
+
+
+def _pin_scale(z: Any, tau: float, *, name: str) -> None:
+    """Keep the mean and sd of the raw abilities near 0 and 1 (width ``tau``) without changing the model.
+
+    Standardised abilities do not depend on the mean and sd of ``z``, and for iid normal ``z`` those two are
+    independent of the standardised vector; a factor that depends on them only therefore leaves the prior
+    of the abilities (uniform on the sphere) and the posterior unchanged. It does change the geometry:
+    without it, ``z`` spreads along the two directions that standardisation removes (scale 1) while it is
+    pinned to within the ability's posterior sd (0.02 with 10,000 responses per subject) in every other
+    direction, a sheet that a diagonal mass matrix cannot follow. ``tau`` is set near the abilities'
+    posterior sd, so that every direction has a similar scale.
+    """
+    n = z.shape[0]
+    mean = z.mean(axis=0)
+    sd = z.std(axis=0)
+    pm.Potential(name, -0.5 * (((mean * pt.sqrt(n)) / tau) ** 2 + (((sd - 1.0) * pt.sqrt(n)) / tau) ** 2).sum())
+
+
+def _pin_width(inputs: ModelInputs) -> float:
+    """About the posterior sd of an ability: 1 / sqrt(Fisher information), 0.15 per response."""
+    n = len(inputs.coords["subject"])
+    per_subject = np.bincount(inputs.subject_code, minlength=n).astype("float64")
+    if inputs.spec.dims == "domain":
+        per_subject = per_subject / len(inputs.coords["dim"])
+    return float(np.clip(1.0 / np.sqrt(1.0 + 0.15 * np.median(per_subject)), 0.01, 1.0))
+
+
+def _abilities(inputs: ModelInputs) -> pt.TensorVariable:
+    spec = inputs.spec
+    priors = spec.priors
+    start = _initial_abilities(inputs)
+    standardise = spec.identification == "standardise"
+    if spec.dims == "one":
+        if not standardise:
+            return pm.Normal("ability", 0.0, 1.0, dims="subject", initval=start)
+        z = pm.Normal("ability_z", 0.0, 1.0, dims="subject", initval=start)
+        _pin_scale(z[:, None], _pin_width(inputs), name="ability_z_scale")
+        return pm.Deterministic("ability", (z - z.mean()) / z.std(), dims="subject")
+    n_dim = len(inputs.coords["dim"])
+    chol = pm.LKJCorr("ability_corr_chol", n=n_dim, eta=priors.ability_corr_eta)
+    pm.Deterministic("ability_corr", chol @ chol.T, dims=("dim", "dim2"))
+    z = pm.Normal("ability_z", 0.0, 1.0, dims=("subject", "dim"), initval=np.repeat(start[:, None], n_dim, axis=1))
+    raw = z @ chol.T
+    if not standardise:
+        return pm.Deterministic("ability", raw, dims=("subject", "dim"))
+    _pin_scale(raw, _pin_width(inputs), name="ability_z_scale")
+    return pm.Deterministic("ability", (raw - raw.mean(axis=0)) / raw.std(axis=0), dims=("subject", "dim"))
+
+
+def _difficulties(inputs: ModelInputs, *, centred: bool) -> pt.TensorVariable:
+    """The items' difficulties around their location (benchmark, domain or overall mean), centred or not."""
+    priors = inputs.spec.priors
+    b_loc = _item_location(
+        "difficulty",
+        inputs,
+        mu_mean=0.0,
+        mu_sd=priors.difficulty_mu_sd,
+        group_sd_scale=priors.difficulty_group_sd_scale,
+        min_items_centred=CENTRED_MIN_ITEMS,
+    )
+    b_sd = pm.HalfNormal("difficulty_sd", priors.difficulty_sd_scale)
+    if centred:
+        return pm.Normal("difficulty", b_loc, b_sd, dims="item")
+    b_z = pm.Normal("difficulty_z", 0.0, 1.0, dims="item")
+    return pm.Deterministic("difficulty", b_loc + b_sd * b_z, dims="item")
+
+
+def _discriminations(inputs: ModelInputs, *, centred: bool) -> pt.TensorVariable:
+    """The items' discriminations: one shared value (1PL) or log-normal around their location (2PL, 3PL)."""
+    spec = inputs.spec
+    priors = spec.priors
+    n_items = len(inputs.coords["item"])
+    if spec.kind == "1pl":
+        la = pm.Normal("log_discrimination_mu", priors.log_discrimination_mu_mean, priors.log_discrimination_mu_sd)
+        return pt.exp(la) * pt.ones(n_items)
+    la_loc = _item_location(
+        "log_discrimination",
+        inputs,
+        mu_mean=priors.log_discrimination_mu_mean,
+        mu_sd=priors.log_discrimination_mu_sd,
+        group_sd_scale=priors.log_discrimination_group_sd_scale,
+        min_items_centred=CENTRED_MIN_ITEMS_DISCRIMINATION,
+    )
+    if spec.discrimination_sd == "fixed":
+        la_sd = priors.log_discrimination_sd_scale
+        # no hyper-sd, so no funnel: the centred form leaves no ridge between the mean and the items
+        centred = spec.item_centring != "noncentred"
+    else:
+        la_sd = pm.HalfNormal("log_discrimination_sd", priors.log_discrimination_sd_scale)
+    if centred:
+        return pm.LogNormal("discrimination", la_loc, la_sd, dims="item")
+    a_z = pm.Normal("discrimination_z", 0.0, 1.0, dims="item")
+    return pm.Deterministic("discrimination", pt.exp(la_loc + la_sd * a_z), dims="item")
+
+
+def _guessing(inputs: ModelInputs) -> pt.TensorVariable:
+    """The 3PL's guessing parameters: Beta around the items' chance level (or the prior mean)."""
+    priors = inputs.spec.priors
+    mean = np.full(len(inputs.coords["item"]), priors.guessing_mean)
+    if priors.guessing_chance:
+        mean = np.where(np.isnan(inputs.chance), mean, inputs.chance)
+    kappa = priors.guessing_concentration
+    return pm.Beta("guessing", mean * kappa, (1 - mean) * kappa, dims="item")
+
+
+def build_model(data: ResponseData, spec: ModelSpec | None = None) -> pm.Model:
+    """Build the PyMC model for ``data`` under ``spec`` (see the module docstring for the maths).
+
+    Parameters
+    ----------
+    data
+        Responses (long format; missing cells absent).
+    spec
+        Model settings; ``None`` gives the default 2PL. ``"auto"`` settings are resolved against the data
+        (the resolved spec is in ``model.irtbayes_spec``).
+
+    Returns
+    -------
+    pymc.Model
+        Free variables include ``ability_z`` (subject[, dim]; or ``ability`` with ``identification="prior"``),
+        ``difficulty`` (item), ``discrimination`` (item; 2PL/3PL), ``guessing`` (item; 3PL) and the
+        hyperparameters ``difficulty_mu``, ``difficulty_sd``, ``difficulty_benchmark[_sd]``,
+        ``difficulty_domain[_sd]``, ``log_discrimination_*`` (with a non-centred group level, ``*_mu`` is a
+        Deterministic of ``*_centre``); Deterministic ``ability`` (subject[, dim]).
+        The response log-likelihood is the Potential ``response_loglik``.
+
+    Raises
+    ------
+    SpecError
+        The data cannot support the spec.
+
+    Examples
+    --------
+    >>> from irtbayes.data.simulate import simulate_responses
+    >>> data, _ = simulate_responses(40, 60, seed=1)
+    >>> model = build_model(data, ModelSpec(kind="2pl"))
+    >>> model.irtbayes_spec.hierarchy  # "auto" with no benchmark labels
+    'none'
+    >>> sorted(v.name for v in model.free_RVs)
+    ['ability_z', 'difficulty', 'difficulty_mu', 'difficulty_sd', 'discrimination', 'log_discrimination_mu']
+    >>> len(model.coords["subject"]), len(model.coords["item"]), "response_loglik" in model.named_vars
+    (40, 60, True)
+    """
+    spec = spec or ModelSpec()
+    inputs = model_inputs(data, spec)
+    spec = inputs.spec
+    n_subjects = len(inputs.coords["subject"])
+    coords = dict(inputs.coords)
+    if "dim" in coords:
+        coords["dim2"] = list(coords["dim"])
+
+    with pm.Model(coords=coords) as model:
+        ability = _abilities(inputs)
+
+        centred_b, centred_a = _item_centring(inputs)
+        difficulty = _difficulties(inputs, centred=centred_b)
+        discrimination = _discriminations(inputs, centred=centred_a)
+        guessing = _guessing(inputs) if spec.kind == "3pl" else None
+
+        loglik = response_loglik(inputs, ability, difficulty, discrimination, guessing, n_subjects=n_subjects)
+        pm.Potential("response_loglik", loglik)
+    model.irtbayes_spec = spec
+    model.irtbayes_inputs = inputs
+    return model
+
+
+#: Least value given to a hierarchy sd in a start (a HalfNormal sd at 0 is outside its support).
+START_SD_FLOOR = 0.05
+
+
+def _location_start(
+    prefix: str, inputs: ModelInputs, values: np.ndarray, *, min_items_centred: int
+) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """The free variables of :func:`_item_location` for items whose parameter is ``values``, and each item's
+    location: benchmark means are the means of their items, domain means those of their benchmarks, and each
+    level's sd the spread of its groups around their parent (at least :data:`START_SD_FLOOR`)."""
+    out: dict[str, np.ndarray] = {}
+    hierarchy = inputs.spec.hierarchy
+    if hierarchy == "none":
+        out[f"{prefix}_mu"] = np.asarray(values.mean())
+        return out, np.full(len(values), values.mean())
+    assert inputs.item_benchmark is not None
+    n_bench = len(inputs.coords["benchmark"])
+    bench = np.bincount(inputs.item_benchmark, weights=values, minlength=n_bench)
+    bench = bench / np.maximum(np.bincount(inputs.item_benchmark, minlength=n_bench), 1)
+    levels = []  # (name, values, parent, sd) of the non-centred levels, top down
+    if hierarchy == "benchmark+domain":
+        assert inputs.benchmark_domain is not None
+        n_dom = len(inputs.coords["domain"])
+        dom = np.bincount(inputs.benchmark_domain, weights=bench, minlength=n_dom)
+        dom = dom / np.maximum(np.bincount(inputs.benchmark_domain, minlength=n_dom), 1)
+        mu = float(dom.mean())
+        parent = dom[inputs.benchmark_domain]
+        dom_sd = max(float(np.sqrt(np.mean((dom - mu) ** 2))), START_SD_FLOOR)
+        out[f"{prefix}_domain_sd"] = np.asarray(dom_sd)
+        levels.append(("domain", dom, np.full(n_dom, mu), dom_sd))
+    else:
+        mu = float(bench.mean())
+        parent = np.full(n_bench, mu)
+    bench_sd = max(float(np.sqrt(np.mean((bench - parent) ** 2))), START_SD_FLOOR)
+    out[f"{prefix}_benchmark_sd"] = np.asarray(bench_sd)
+    if _centred_benchmarks(inputs, min_items_centred):
+        out[f"{prefix}_benchmark"] = bench
+    else:
+        levels.append(("benchmark", bench, parent, bench_sd))
+    if not levels:
+        out[f"{prefix}_mu"] = np.asarray(mu)
+        return out, bench[inputs.item_benchmark]
+    # each parent is the mean of its groups, so a level's effects sum to zero: their mean (``*_mean_z``) is 0
+    # and the centre is the mean itself
+    for level, group_values, group_parent, sd in levels:
+        out[f"{prefix}_{level}_mean_z"] = np.asarray(0.0)
+        effects = (group_values - group_parent) / sd
+        out[f"{prefix}_{level}_z"] = effects - effects.mean()  # removes rounding only
+    out[f"{prefix}_centre"] = np.asarray(mu)
+    return out, bench[inputs.item_benchmark]
+
+
+def start_values(
+    inputs: ModelInputs, *, ability: np.ndarray, difficulty: np.ndarray, log_discrimination: np.ndarray
+) -> dict[str, np.ndarray]:
+    """Values of the free variables of :func:`build_model` at which the model's abilities, difficulties and
+    discriminations are the given ones: a start for NUTS from a quick estimate (:mod:`irtbayes.fitting.warmstart`).
+
+    ``ability`` (subjects; one dimension) is standardised where the model standardises it; the hierarchy's
+    means are the means of their members, its sds their spreads (at least :data:`START_SD_FLOOR`). A 1PL
+    takes the mean log-discrimination. 3PL and abilities by domain are not supported (:class:`SpecError`).
+    Returns constrained values keyed by variable name.
+
+    Examples
+    --------
+    >>> from irtbayes.data.simulate import simulate_responses
+    >>> data, truth = simulate_responses(30, 40, seed=1)
+    >>> inputs = model_inputs(data, ModelSpec())
+    >>> values = start_values(
+    ...     inputs, ability=truth["ability"].values, difficulty=truth["difficulty"].values,
+    ...     log_discrimination=np.log(truth["discrimination"].values),
+    ... )
+    >>> sorted(values) == sorted(rv.name for rv in build_model(data).free_RVs)  # one value per free variable
+    True
+    """
+    spec = inputs.spec
+    if spec.kind == "3pl" or spec.dims != "one":
+        raise SpecError(
+            f"start values are for 1PL and 2PL models with one ability dimension, not {spec.kind} by {spec.dims}"
+        )
+    ability = np.asarray(ability, dtype="float64")
+    if spec.identification == "standardise":
+        out = {"ability_z": (ability - ability.mean()) / ability.std()}
+    else:
+        out = {"ability": ability}
+    centred_b, centred_a = _item_centring(inputs)
+    b_values, b_loc = _location_start("difficulty", inputs, difficulty, min_items_centred=CENTRED_MIN_ITEMS)
+    out.update(b_values)
+    b_sd = max(float(np.sqrt(np.mean((difficulty - b_loc) ** 2))), START_SD_FLOOR)
+    out["difficulty_sd"] = np.asarray(b_sd)
+    out["difficulty" if centred_b else "difficulty_z"] = difficulty if centred_b else (difficulty - b_loc) / b_sd
+    if spec.kind == "1pl":
+        out["log_discrimination_mu"] = np.asarray(float(np.mean(log_discrimination)))
+        return out
+    a_values, a_loc = _location_start(
+        "log_discrimination", inputs, log_discrimination, min_items_centred=CENTRED_MIN_ITEMS_DISCRIMINATION
+    )
+    out.update(a_values)
+    if spec.discrimination_sd == "fixed":
+        a_sd = spec.priors.log_discrimination_sd_scale
+        centred_a = spec.item_centring != "noncentred"
+    else:
+        a_sd = max(float(np.sqrt(np.mean((log_discrimination - a_loc) ** 2))), START_SD_FLOOR)
+        out["log_discrimination_sd"] = np.asarray(a_sd)
+    if centred_a:
+        out["discrimination"] = np.exp(log_discrimination)
+    else:
+        out["discrimination_z"] = (log_discrimination - a_loc) / a_sd
+    return out
+
+
+def add_derived(posterior: xr.Dataset, spec: ModelSpec) -> xr.Dataset:
+    """Add the variables computed after sampling: ``discrimination`` for 1PL and ``intercept`` (d = -a b).
+
+    Parameters
+    ----------
+    posterior
+        Posterior draws with ``difficulty`` (chain, draw, item) and ``discrimination`` or, for 1PL,
+        ``log_discrimination_mu``.
+
+    Returns
+    -------
+    xarray.Dataset
+        ``posterior`` with ``discrimination`` and ``intercept`` (chain, draw, item).
+
+    Examples
+    --------
+    >>> posterior = xr.Dataset(
+    ...     {
+    ...         "difficulty": (("chain", "draw", "item"), [[[-1.0, 0.5]]]),
+    ...         "log_discrimination_mu": (("chain", "draw"), [[np.log(2.0)]]),
+    ...     }
+    ... )
+    >>> out = add_derived(posterior, ModelSpec(kind="1pl"))
+    >>> out["discrimination"].values.round(6).tolist()  # the 1PL's shared discrimination, per item
+    [[[2.0, 2.0]]]
+    >>> out["intercept"].values.round(6).tolist()  # d = -a b
+    [[[2.0, -1.0]]]
+    """
+    out = posterior
+    if "discrimination" not in out:
+        shared = np.exp(out["log_discrimination_mu"])
+        out = out.assign(discrimination=shared * xr.ones_like(out["difficulty"]))
+    if "intercept" not in out:
+        out = out.assign(intercept=-out["discrimination"] * out["difficulty"])
+    return out

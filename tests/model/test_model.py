@@ -1,0 +1,275 @@
+"""Model structure without sampling: coords, dims, finite log-density and gradient, identification."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pymc as pm
+import pytensor
+import pytest
+
+from irtbayes.core.errors import SpecError
+from irtbayes.data.responses import ResponseData
+from irtbayes.data.simulate import simulate_responses
+from irtbayes.model.build import build_model
+from irtbayes.model.inputs import model_inputs
+from irtbayes.model.spec import ModelSpec, Priors
+
+
+@pytest.fixture(scope="module")
+def labelled():
+    data, _ = simulate_responses(12, 21, n_benchmarks=6, n_domains=3, missing=0.2, seed=3)
+    return data
+
+
+@pytest.fixture(scope="module")
+def unlabelled():
+    data, _ = simulate_responses(12, 20, missing=0.2, seed=4)
+    return data
+
+
+def _dims(model: pm.Model) -> dict[str, tuple]:
+    return {name: tuple(d) for name, d in model.named_vars_to_dims.items()}
+
+
+#: Python implementations, no C compilation: these models are tiny, and compiling them costs far more
+FAST = "FAST_COMPILE"
+
+
+@pytest.fixture(autouse=True)
+def _python_mode():
+    """PyMC helpers without a mode argument (initial points) compile in the same fast mode."""
+    with pytensor.config.change_flags(mode=FAST):
+        yield
+
+
+def _finite_logp_and_grad(model: pm.Model, point: dict | None = None) -> tuple[float, np.ndarray]:
+    point = point or model.initial_point()
+    logp = float(model.compile_logp(mode=FAST)(point))
+    grad = np.asarray(model.compile_dlogp(mode=FAST)(point))
+    return logp, grad
+
+
+@pytest.mark.parametrize("kind", ["1pl", "2pl", "3pl"])
+@pytest.mark.parametrize("layout", ["dense", "long"])
+def test_each_kind_has_real_coords_and_finite_logp(labelled, kind, layout):
+    model = build_model(labelled, ModelSpec(kind=kind, layout=layout))
+    assert list(model.coords["subject"]) == list(labelled.subject_ids)
+    assert list(model.coords["item"]) == list(labelled.item_ids)
+    assert list(model.coords["benchmark"]) == list(labelled.benchmarks)
+    assert list(model.coords["domain"]) == list(labelled.domains)
+    dims = _dims(model)
+    assert dims["ability"] == ("subject",)
+    assert dims["difficulty"] == ("item",)
+    assert dims["difficulty_benchmark"] == ("benchmark",)
+    assert dims["difficulty_domain"] == ("domain",)
+    if kind == "1pl":
+        assert "discrimination" not in model.named_vars and "log_discrimination_mu" in model.named_vars
+    else:
+        assert dims["discrimination"] == ("item",)
+        assert dims["log_discrimination_benchmark"] == ("benchmark",)
+    assert ("guessing" in model.named_vars) == (kind == "3pl")
+    logp, grad = _finite_logp_and_grad(model)
+    assert np.isfinite(logp), f"log-density {logp} at the initial point"
+    assert np.all(np.isfinite(grad)), f"non-finite gradient entries: {np.flatnonzero(~np.isfinite(grad))}"
+
+
+def test_dense_and_long_layouts_give_the_same_log_density(labelled):
+    for kind in ("2pl", "3pl"):
+        dense = build_model(labelled, ModelSpec(kind=kind, layout="dense"))
+        long = build_model(labelled, ModelSpec(kind=kind, layout="long"))
+        rng = np.random.default_rng(0)
+        point = {k: v + rng.normal(0, 0.3, np.shape(v)) for k, v in dense.initial_point().items()}
+        a, b = float(dense.compile_logp(mode=FAST)(point)), float(long.compile_logp(mode=FAST)(point))
+        assert a == pytest.approx(b, rel=1e-10), f"{kind}: dense {a} vs long {b}"
+
+
+def test_hierarchy_resolves_to_the_deepest_the_labels_allow(labelled, unlabelled):
+    assert model_inputs(labelled, ModelSpec()).spec.hierarchy == "benchmark+domain"
+    assert model_inputs(unlabelled, ModelSpec()).spec.hierarchy == "none"
+    bench_only, _ = simulate_responses(12, 20, n_benchmarks=3, seed=5)
+    assert model_inputs(bench_only, ModelSpec()).spec.hierarchy == "benchmark"
+    flat = build_model(unlabelled)
+    assert "benchmark" not in flat.coords and "difficulty_benchmark" not in flat.named_vars
+    two = build_model(labelled, ModelSpec(hierarchy="benchmark"))
+    assert "difficulty_benchmark" in two.named_vars and "difficulty_domain" not in two.named_vars
+
+
+def test_hierarchy_without_labels_is_a_spec_error(unlabelled):
+    with pytest.raises(SpecError, match="at least 2 benchmarks"):
+        build_model(unlabelled, ModelSpec(hierarchy="benchmark"))
+    with pytest.raises(SpecError, match="dims='domain' needs"):
+        build_model(unlabelled, ModelSpec(dims="domain"))
+
+
+def test_benchmark_in_two_domains_is_refused():
+    frame = pd.DataFrame(
+        {"subject": ["s1", "s2", "s3"] * 2, "item": ["i1"] * 3 + ["i2"] * 3, "response": [1, 0, 1, 0, 1, 1]}
+    )
+    items = pd.DataFrame({"item": ["i1", "i2"], "benchmark": ["B", "B"], "domain": ["X", "Y"]})
+    data = ResponseData.from_long(frame, items=items)
+    with pytest.raises(SpecError, match="benchmark 'B' has items in several domains"):
+        build_model(data)
+
+
+def test_multidimensional_abilities_load_each_item_on_its_domain(labelled):
+    model = build_model(labelled, ModelSpec(dims="domain"))
+    assert list(model.coords["dim"]) == list(labelled.domains)
+    assert _dims(model)["ability"] == ("subject", "dim")
+    assert _dims(model)["ability_corr"] == ("dim", "dim2")
+    logp, grad = _finite_logp_and_grad(model)
+    assert np.isfinite(logp) and np.all(np.isfinite(grad))
+    # an item's likelihood must not change when another domain's ability changes
+    inputs = model_inputs(labelled, ModelSpec(dims="domain", layout="long"))
+    assert set(np.unique(inputs.item_domain)) == set(range(len(labelled.domains)))
+
+
+def test_standardised_abilities_have_mean_zero_and_sd_one_in_any_draw(labelled):
+    for dims in ("one", "domain"):
+        model = build_model(labelled, ModelSpec(dims=dims))
+        draws = pm.draw(model["ability"], draws=20, random_seed=1, mode=FAST)
+        means = draws.mean(axis=1)
+        sds = draws.std(axis=1)
+        assert np.allclose(means, 0, atol=1e-10), f"{dims}: ability means {means.ravel()[:5]}"
+        assert np.allclose(sds, 1, atol=1e-10), f"{dims}: ability sds {sds.ravel()[:5]}"
+
+
+def test_noncentred_levels_are_zero_sum_around_one_centre_with_the_prior_unchanged(labelled):
+    # six benchmarks of 3-4 items in three domains: both group levels are non-centred
+    model = build_model(labelled, ModelSpec(kind="2pl"))
+    inputs, priors = model.irtbayes_inputs, model.irtbayes_spec.priors
+    for prefix, mu_sd in (
+        ("difficulty", priors.difficulty_mu_sd),
+        ("log_discrimination", priors.log_discrimination_mu_sd),
+    ):
+        names = ["mu", "centre", "domain", "benchmark", "domain_sd", "benchmark_sd", "domain_z", "benchmark_z"]
+        mu, centre, dom, bench, dom_sd, bench_sd, dom_z, bench_z = pm.draw(
+            [model[f"{prefix}_{n}"] for n in names], draws=4000, random_seed=4, mode=FAST
+        )
+        # what the likelihood sees: one centre plus zero-sum effects, no ridge between the centre and their mean
+        assert np.allclose(dom_z.sum(axis=1), 0, atol=1e-10) and np.allclose(bench_z.sum(axis=1), 0, atol=1e-10)
+        seen = centre[:, None] + dom_sd[:, None] * dom_z[:, inputs.benchmark_domain] + bench_sd[:, None] * bench_z
+        assert np.allclose(bench, seen, atol=1e-10), f"{prefix}: benchmark means are not centre + zero-sum effects"
+        # the model is unchanged: independent standard-normal effects at each level, mu ~ Normal(., mu_sd)
+        e_dom = (dom - mu[:, None]) / dom_sd[:, None]
+        e_bench = (bench - dom[:, inputs.benchmark_domain]) / bench_sd[:, None]
+        for what, e in (("domain", e_dom), ("benchmark", e_bench)):
+            assert abs(e.std() - 1) < 0.03 and abs(e.mean()) < 0.03, f"{prefix} {what}: sd {e.std():.3f}"
+            assert abs(np.corrcoef(e[:, 0], e[:, 1])[0, 1]) < 0.05, f"{prefix} {what}: correlated effects"
+        assert abs(mu.std() / mu_sd - 1) < 0.05, f"{prefix}_mu: prior sd {mu.std():.3f}, expected {mu_sd}"
+
+
+def test_discriminations_are_positive_by_construction(labelled):
+    model = build_model(labelled, ModelSpec(kind="2pl"))
+    draws = pm.draw(model["discrimination"], draws=50, random_seed=2, mode=FAST)
+    assert draws.min() > 0, f"smallest discrimination {draws.min()}"
+
+
+def test_prior_identification_samples_abilities_directly(labelled):
+    model = build_model(labelled, ModelSpec(identification="prior"))
+    assert "ability" in [v.name for v in model.free_RVs]
+    assert "ability_z" not in model.named_vars
+
+
+def test_too_few_subjects_to_standardise():
+    frame = pd.DataFrame({"subject": ["a", "a", "b", "b"], "item": ["i", "j", "i", "j"], "response": [1, 0, 0, 0]})
+    data = ResponseData.from_long(frame)
+    with pytest.raises(SpecError, match="at least 3"):
+        build_model(data)
+    assert np.isfinite(_finite_logp_and_grad(build_model(data, ModelSpec(identification="prior")))[0])
+
+
+def test_guessing_prior_centred_on_chance_from_n_options():
+    data, _ = simulate_responses(10, 200, kind="3pl", n_options=4, seed=6)
+    model = build_model(data, ModelSpec(kind="3pl"))
+    draws = pm.draw(model["guessing"], draws=400, random_seed=3, mode=FAST)
+    assert draws.mean() == pytest.approx(0.25, abs=0.01), f"prior mean of guessing {draws.mean():.3f}, chance 0.25"
+    off = build_model(data, ModelSpec(kind="3pl", priors=Priors(guessing_chance=False, guessing_mean=0.1)))
+    draws = pm.draw(off["guessing"], draws=400, random_seed=3, mode=FAST)
+    assert draws.mean() == pytest.approx(0.1, abs=0.01), f"prior mean {draws.mean():.3f}, set to 0.1"
+
+
+def test_fractional_responses_use_the_quasi_likelihood_or_are_refused():
+    data, _ = simulate_responses(12, 20, n_trials=4, seed=7)
+    assert not data.is_binary
+    model = build_model(data)
+    assert np.isfinite(_finite_logp_and_grad(model)[0])
+    with pytest.raises(SpecError, match="fractional"):
+        build_model(data, ModelSpec(fractional="error"))
+
+
+def test_spec_round_trips_through_json_and_rejects_unknown_keys():
+    spec = ModelSpec(kind="3pl", hierarchy="benchmark", dims="domain", priors=Priors(difficulty_sd_scale=3.0))
+    again = ModelSpec.from_dict(json.loads(spec.to_json()))
+    assert again == spec
+    with pytest.raises(SpecError, match="unknown model spec key"):
+        ModelSpec.from_dict({"kind": "2pl", "levels": 3})
+    with pytest.raises(SpecError, match="kind must be one of"):
+        ModelSpec(kind="4pl")
+    with pytest.raises(SpecError, match="must be positive"):
+        Priors(difficulty_sd_scale=-1.0)
+    with pytest.raises(SpecError, match="unknown prior setting"):
+        Priors.from_dict({"difficulty_scale": 1.0})
+
+
+@pytest.mark.parametrize(
+    "kind, dims, modes", [("2pl", "one", ("NUMBA", FAST)), ("1pl", "one", (FAST,)), ("2pl", "domain", (FAST,))]
+)
+def test_fused_likelihood_matches_the_plain_graph(labelled, kind, dims, modes):
+    """The fused Op's value and gradient (numba kernel; Python ``perform``) equal the plain PyTensor graph's."""
+    fused = build_model(labelled, ModelSpec(kind=kind, dims=dims, layout="fused"))
+    plain = build_model(labelled, ModelSpec(kind=kind, dims=dims, layout="long"))
+    rng = np.random.default_rng(1)
+    point = {k: v + rng.normal(0, 0.4, np.shape(v)) for k, v in fused.initial_point().items()}
+    for mode in modes:
+        lf, lp = float(fused.compile_logp(mode=mode)(point)), float(plain.compile_logp(mode=mode)(point))
+        gf, gp = np.asarray(fused.compile_dlogp(mode=mode)(point)), np.asarray(plain.compile_dlogp(mode=mode)(point))
+        assert lf == pytest.approx(lp, rel=1e-12), f"{mode}: fused {lf} vs plain {lp}"
+        assert np.allclose(gf, gp, rtol=1e-9, atol=1e-10), f"{mode}: max gradient difference {np.abs(gf - gp).max()}"
+
+
+def test_fused_layout_is_the_default_for_dense_2pl_and_refused_for_3pl(labelled):
+    assert model_inputs(labelled, ModelSpec()).spec.layout == "fused"
+    assert model_inputs(labelled, ModelSpec(kind="3pl")).spec.layout == "dense"
+    with pytest.raises(SpecError, match="fused"):
+        model_inputs(labelled, ModelSpec(kind="3pl", layout="fused"))
+
+
+def test_fused_kernel_exp_and_extreme_linear_predictors():
+    """The kernel's own exp matches NumPy's to 2 ulp, and cells with |eta| up to 2,000 (where exp underflows),
+    fractional scores, unobserved cells, more than 512 subjects and several dimensions all give NumPy's
+    value and gradient; a NaN parameter gives a NaN log-likelihood instead of a finite one."""
+    from irtbayes.core import irt
+    from irtbayes.model.likelihood import _exp_nonpositive, _fused_kernel
+
+    x = -np.concatenate([np.geomspace(1e-300, 700.0, 4000), np.linspace(0.0, 1.0, 1001)])
+    assert np.max(np.abs(np.array([_exp_nonpositive(v) for v in x]) / np.exp(x) - 1)) <= 4.5e-16
+    assert 0.0 < _exp_nonpositive(-1e4) < 1e-307  # held at exp(-708): no underflow to a NaN-making 0/0
+
+    rng = np.random.default_rng(3)
+    n, m, d = 1100, 23, 2
+    theta = rng.normal(0, 1, (n, d))
+    a = np.exp(rng.normal(0, 0.6, m))
+    a[:3] = [400.0, 1000.0, 1e-3]  # |eta| in the hundreds and thousands, and nearly 0
+    b = rng.normal(0, 2, m)
+    item_dim = rng.integers(0, d, m).astype("int64")
+    y = rng.uniform(size=(n, m))
+    y[:, ::2] = (y[:, ::2] < 0.5).astype(float)
+    w = (rng.uniform(size=(n, m)) < 0.85).astype(float)
+    y *= w
+    value, d_theta, d_a, d_b = _fused_kernel(theta, a, b, item_dim, y, w)
+
+    diff = theta[:, item_dim] - b
+    eta = a * diff
+    assert value == pytest.approx((w * irt.log_likelihood(y, eta)).sum(), rel=1e-12)
+    r = w * (y - 0.5 * (1.0 + np.tanh(eta / 2)))  # the logistic function, without overflow
+    expected_theta = np.zeros_like(theta)
+    np.add.at(expected_theta.T, item_dim, (r * a).T)
+    np.testing.assert_allclose(d_theta, expected_theta, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(d_a, (r * diff).sum(axis=0), rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(d_b, -(r * a).sum(axis=0), rtol=1e-10, atol=1e-10)
+
+    theta[5, 0] = np.nan
+    assert np.isnan(_fused_kernel(theta, a, b, item_dim, y, w)[0])
