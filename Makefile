@@ -1,6 +1,11 @@
 # Two commands for a new machine:
 #   make run    set up .venv (once) and audit the embedded default data
 #   make test   set up .venv (once) and run the test suite
+# The tests come in two tiers; CI (.ci/run) runs both:
+#   make test       the default suite: every test not marked slow, and the doctests of irtbayes/
+#                   (pytest -m "not slow"; a few minutes on 2 cores); exit 5 (no tests collected) fails
+#   make test-slow  the slow statistical checks (pytest -m slow): long recoveries, published-estimate
+#                   comparisons, subprocess fault injection, the notebooks that fit real data
 # The Python interpreter (>= 3.12) is found by scripts/find-python; set IRTBAYES_PYTHON to choose one.
 
 VENV := .venv
@@ -8,7 +13,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 OUT ?= out/audit
 
-.PHONY: run test test-slow lint benchmark docs clean
+.PHONY: run test test-slow lint benchmark docs dist clean
 
 $(STAMP): pyproject.toml
 	@py=$$(scripts/find-python) || exit 1; \
@@ -26,7 +31,8 @@ test: $(STAMP)
 	 [ $$rc -ne 5 ] || echo "pytest collected no tests: that counts as a failure" >&2; exit $$rc
 
 test-slow: $(STAMP)
-	$(BIN)/python -m pytest -m slow
+	@$(BIN)/python -m pytest -m slow; rc=$$?; \
+	 [ $$rc -ne 5 ] || echo "pytest collected no tests: that counts as a failure" >&2; exit $$rc
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -41,6 +47,11 @@ docs: $(STAMP)
 	@$(BIN)/python -c "import mkdocs, mkdocstrings_handlers.python, mkdocs_jupyter, material" 2>/dev/null || \
 	 $(BIN)/python -m pip install --quiet -e ".[docs]"
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --clean
+
+# The sdist, then the wheel built from it (as pip builds one from an index), into dist/.
+dist: $(STAMP)
+	@sdist=$$($(BIN)/python -c "from setuptools import build_meta as b; print(b.build_sdist('dist'))" | tail -n 1) && \
+	 $(BIN)/python -m pip wheel --no-deps --no-build-isolation --quiet -w dist "dist/$$sdist" && ls -l dist
 
 clean:
 	rm -rf $(VENV) out

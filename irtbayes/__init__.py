@@ -76,11 +76,11 @@ _PUBLIC: dict[str, str] = {
     "write_mirt": "irtbayes.reporting.interchange",
     "write_tinybenchmarks": "irtbayes.reporting.interchange",
     # BenchFill
-    "choose_target": "irtbayes.benchfill.run",
-    "propose": "irtbayes.benchfill.run",
+    "choose_target": "irtbayes.benchfill.target",
+    "propose": "irtbayes.benchfill.proposal",
     "calibrate_candidates": "irtbayes.benchfill.run",
-    "write_benchfill": "irtbayes.benchfill.run",
-    "load_benchfill_result": "irtbayes.benchfill.run",
+    "write_benchfill": "irtbayes.benchfill.result",
+    "load_benchfill_result": "irtbayes.benchfill.result",
     "BenchfillResult": "irtbayes.benchfill.result",
     "AcceptanceRule": "irtbayes.benchfill.acceptance",
     "Candidate": "irtbayes.benchfill.candidates",
@@ -181,14 +181,10 @@ if TYPE_CHECKING:  # what IDEs and mypy see; at run time the names load on first
     from irtbayes.benchfill.candidates import Candidate, load_candidates
     from irtbayes.benchfill.export import export_csv_template, export_lm_eval
     from irtbayes.benchfill.llm import LLMSource
-    from irtbayes.benchfill.result import BenchfillResult
-    from irtbayes.benchfill.run import (
-        calibrate_candidates,
-        choose_target,
-        load_benchfill_result,
-        propose,
-        write_benchfill,
-    )
+    from irtbayes.benchfill.proposal import propose
+    from irtbayes.benchfill.result import BenchfillResult, load_benchfill_result, write_benchfill
+    from irtbayes.benchfill.run import calibrate_candidates
+    from irtbayes.benchfill.target import choose_target
     from irtbayes.benchfill.sources import CallableSource, FileSource, ProposalRequest
     from irtbayes.checks.predictive import PredictiveCheck, compare_fits, log_likelihood, posterior_predictive_check
     from irtbayes.checks.verdict import Diagnostics

@@ -20,7 +20,7 @@
 # items that every subject answered the same way (they carry no information about ability), and draws the
 # distribution of item accuracies per benchmark.
 #
-# Everything below is read through `irtbayes.data.responses.registry`. The external sources are read from the folder named by
+# Everything below is read through `irtbayes.data.registry`. The external sources are read from the folder named by
 # `IRTBAYES_DATA_DIR`.
 
 # %% tags=["parameters"]
@@ -35,7 +35,7 @@ import pandas as pd
 from _common import POPULATIONS, Timer, settings, show, versions
 
 from irtbayes.core.plots import OKABE_ITO, domain_colours, shorten
-from irtbayes.data.responses import registry as datasets
+from irtbayes.data import registry as datasets
 
 S = settings()
 timer = Timer()

@@ -44,7 +44,7 @@ from _common import Timer, fit_label, settings, short_summary, show, versions
 from _common import verdict as fit_verdict
 
 from irtbayes.core.plots import OKABE_ITO
-from irtbayes.data.responses import registry as datasets
+from irtbayes.data import registry as datasets
 from irtbayes.data.simulate import simulate_responses
 from irtbayes.fitting.fit import fit
 from irtbayes.model.spec import ModelSpec

@@ -28,7 +28,7 @@
 # | `jailbreakbench` | 18 (attack, target LLM) pairs | JailbreakBench |
 # | `xstest` | 5 LLM setups | XSTest |
 #
-# **Domains.** Benchmarks are grouped by the registry's domain labels (`irtbayes.data.responses.registry`): one vocabulary
+# **Domains.** Benchmarks are grouped by the registry's domain labels (`irtbayes.data.registry`): one vocabulary
 # across sources, assigned by what a test set measures rather than by where it came from, so that, e.g., ARC
 # is "science" both on the leaderboard and among the NLU sets, and MMLU-Pro's categories keep MMLU's own four
 # groups (stem, humanities, social_science, professional). We use them unchanged so the grouping is fixed

@@ -61,7 +61,7 @@ from _common import (
 from scipy.special import expit
 
 from irtbayes.auditing.run import audit
-from irtbayes.benchfill.acceptance import decide_all
+from irtbayes.benchfill.acceptance import AcceptanceRule, decide_all
 from irtbayes.benchfill.calibration import calibrate_full
 from irtbayes.benchfill.fixed import calibrate_fixed
 from irtbayes.benchfill.ledger import Ledger, decision_records
@@ -232,7 +232,11 @@ if REFIT:
 
 def decide(post: xr.Dataset) -> pd.DataFrame:
     return decide_all(
-        post, target_lo=LO, target_hi=HI, n_responses=post["n_responses"].to_series(), tau=TAU, ci_prob=CI_PROB
+        post,
+        target_lo=LO,
+        target_hi=HI,
+        n_responses=post["n_responses"].to_series(),
+        rule=AcceptanceRule(tau=TAU, ci_prob=CI_PROB),
     )
 
 

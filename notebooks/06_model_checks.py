@@ -27,7 +27,7 @@
 #    response out) on MMLU-Pro: 10 options, so a system that guesses is right about 10% of the time and a
 #    lower asymptote (the 3PL's guessing parameter) near 0.1 is plausible. Three fits to the same seeded subset.
 # 3. **Information curves and saturation** per population: where on the ability scale each benchmark measures
-#    (test information, from the same per-draw formulas as the audit, `irtbayes.auditing.information`) beside the
+#    (test information, from the same per-draw formulas as the audit, `irtbayes.core.information`) beside the
 #    systems' abilities, and per posterior draw the share of each benchmark's items that the best system (the
 #    highest ability in that draw, among the systems that took the benchmark) answers correctly with
 #    probability >= 0.9 (**saturation**), and the share of items whose difficulty lies below the lowest such
@@ -65,10 +65,10 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
 from scipy import stats
 
-from irtbayes.auditing.information import test_information
+from irtbayes.core.information import test_information
 from irtbayes.checks.predictive import compare_fits, posterior_predictive_check
 from irtbayes.core.plots import OKABE_ITO, domain_palette, shorten
-from irtbayes.data.responses import registry as datasets
+from irtbayes.data import registry as datasets
 from irtbayes.model.spec import ModelSpec
 
 S = settings()
@@ -205,7 +205,7 @@ for pop in POPULATIONS:
             "mean_misfit": mean_out.to_numpy(),
         }
     )
-    print(check.summary().splitlines()[0])
+    print(check.to_text().splitlines()[0])
     with timer(f"{pop.name}: keep draws"):
         bench = data.items["benchmark"].astype(str).to_numpy()
         s_codes, i_codes = data.subject_codes, data.item_codes

@@ -68,7 +68,7 @@ def _worker(config: dict) -> dict:
 
     from irtbayes.auditing.folder import write_audit
     from irtbayes.auditing.run import audit
-    from irtbayes.reporting.report import write_report
+    from irtbayes.reporting.report import report
 
     warnings.simplefilter("ignore")  # the hand-built draws fail nothing, but keep the output to the numbers
     data, fitted = _hand_built_fit(
@@ -89,7 +89,7 @@ def _worker(config: dict) -> dict:
         folder = Path(tmp) / "audit"
         write_audit(result, folder)
         started = time.perf_counter()
-        write_report(fitted, data, folder / "report", audit=result)
+        report(fitted, folder / "report", data=data, audit=result)
         out["report_s"] = time.perf_counter() - started
         out["peak_report_mib"] = _peak_mib()
         files = [p for p in folder.rglob("*") if p.is_file()]

@@ -1,10 +1,21 @@
-"""The stage boundaries: one settings object for the audit, one data check for a fit, light modules stay light."""
+"""The stage boundaries: layers without cycles, one import path per name, no private imports across modules, one
+entry point; one settings object for the audit, one data check for a fit, light modules stay light.
+
+The rules themselves are in ``architecture_rules.py``; each is also run on a small bad package made here, so a
+rule that stopped finding anything would fail too."""
 
 from __future__ import annotations
 
+import ast
+import importlib
+import inspect
 import subprocess
 import sys
+import textwrap
+from importlib import metadata
+from pathlib import Path
 
+import architecture_rules as rules
 import pandas as pd
 import pytest
 
@@ -67,79 +78,114 @@ def test_light_modules_do_not_import_pymc(module: str) -> None:
     assert out.stdout.strip() == "False", f"{module} pulls in PyMC"
 
 
-def _import_graph() -> dict[str, set[str]]:
-    """Module -> the irtbayes modules it imports anywhere (top level, under TYPE_CHECKING, inside functions).
-
-    The package's face, ``irtbayes/__init__.py``, is left out: it re-exports, and modules take only
-    ``__version__`` from it.
-    """
-    import ast
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parent.parent / "irtbayes"
-    modules = {}
-    for path in root.rglob("*.py"):
-        parts = path.relative_to(root.parent).with_suffix("").parts
-        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-        modules[name] = path
-    graph: dict[str, set[str]] = {}
-    for name, path in modules.items():
-        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-        targets = set()
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Import):
-                targets |= {a.name for a in node.names}
-            elif isinstance(node, ast.ImportFrom):
-                base = node.module or ""
-                if node.level:
-                    parents = package.split(".")[: len(package.split(".")) - node.level + 1]
-                    base = ".".join([*parents, base]).strip(".")
-                targets |= {f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names}
-        graph[name] = {t for t in targets if t in modules and t != "irtbayes" and t != name}
-    graph.pop("irtbayes", None)
-    return graph
+ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_no_import_cycles_counting_type_only_and_function_level_imports() -> None:
-    graph = _import_graph()
-    assert (
-        len(graph) > 50
-        and "irtbayes.fitting.fit" in graph["irtbayes.auditing.run"] | graph["irtbayes.benchfill.target"]
+@pytest.fixture(scope="module")
+def package() -> dict[str, rules.Module]:
+    return rules.modules(ROOT)
+
+
+def test_the_folder_list_reads_as_the_pipeline() -> None:
+    stages = sorted(p.name for p in (ROOT / "irtbayes").iterdir() if p.is_dir() and not p.name.startswith("_"))
+    assert stages == sorted(
+        ["core", "data", "model", "fitting", "checks", "auditing", "reporting", "benchfill", "robustness", "cli"]
     )
-    state: dict[str, int] = {}
-    cycles = []
-
-    def visit(node: str, path: list[str]) -> None:
-        state[node] = 1
-        for nxt in sorted(graph.get(node, ())):
-            if state.get(nxt) == 1:
-                cycles.append([*path[path.index(nxt) :], nxt])
-            elif nxt not in state:
-                visit(nxt, [*path, nxt])
-        state[node] = 2
-
-    for start in sorted(graph):
-        if start not in state:
-            visit(start, [start])
-    assert not cycles, "import cycles: " + "; ".join(" -> ".join(c) for c in cycles[:5])
+    flat = sorted(p.name for p in (ROOT / "irtbayes").glob("*.py"))
+    assert flat == ["__init__.py", "__main__.py", "examples.py"]
 
 
-def _package_sources() -> dict[str, str]:
-    from pathlib import Path
+def test_no_import_cycles_counting_type_only_and_function_level_imports(package) -> None:
+    graph = rules.import_graph(package)
+    assert len(graph) > 50 and "irtbayes.fitting.fit" in graph["irtbayes.benchfill.calibration"]
+    found = rules.cycles(graph)
+    assert not found, "import cycles: " + "; ".join(" -> ".join(c) for c in found[:5])
 
-    root = Path(__file__).resolve().parent.parent / "irtbayes"
-    return {str(path.relative_to(root.parent)): path.read_text() for path in sorted(root.rglob("*.py"))}
+
+def test_every_module_imports_only_from_its_layer_or_below(package) -> None:
+    assert not rules.layer_violations(package)
 
 
-def test_no_module_over_700_lines_and_no_function_over_100() -> None:
-    import ast
+def test_one_import_path_per_name_no_facades(package) -> None:
+    others = rules.scripts(ROOT, ("tests", "scripts", "notebooks"))
+    assert not rules.facade_violations(package, others)
+    # subpackages hold only their docstring, except where the package itself defines its verbs
+    for name, module in package.items():
+        if module.path.name == "__init__.py" and name != "irtbayes":
+            body = [n for n in module.tree.body if not isinstance(n, ast.Expr)]
+            assert not body or module.defined, f"{name}/__init__.py holds statements but defines nothing"
 
-    sources = _package_sources()
-    long_modules = {name: text.count("\n") for name, text in sources.items() if text.count("\n") > 700}
-    long_functions = {
-        f"{name}:{node.lineno} {node.name}": node.end_lineno - node.lineno + 1
-        for name, text in sources.items()
-        for node in ast.walk(ast.parse(text))
+
+def test_no_private_names_imported_across_modules(package) -> None:
+    assert not rules.private_violations(package)
+
+
+def test_no_function_over_100_lines(package) -> None:
+    # modules are as long as their one concern needs (cohesion is the rule, not a line cap); functions stay readable
+    long = {
+        f"{m.name}:{node.lineno} {node.name}": node.end_lineno - node.lineno + 1
+        for m in package.values()
+        for node in ast.walk(m.tree)
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno + 1 > 100
     }
-    assert len(sources) > 50 and not long_modules and not long_functions, (long_modules, long_functions)
+    assert not long, long
+
+
+def test_the_entry_point_gives_each_public_name_from_its_defining_module() -> None:
+    import irtbayes
+
+    public = irtbayes._PUBLIC
+    assert sorted([*public, "__version__"]) == irtbayes.__all__ and 30 <= len(public) <= 80
+    for name, module in public.items():
+        value = getattr(irtbayes, name)
+        assert value is getattr(importlib.import_module(module), name)
+        if hasattr(value, "__module__") and (inspect.isclass(value) or inspect.isfunction(value)):
+            assert value.__module__ == module, f"irtbayes.{name} is defined in {value.__module__}, not {module}"
+    with pytest.raises(AttributeError, match="no attribute 'nonsense'"):
+        _ = irtbayes.nonsense
+    assert irtbayes.__version__ == metadata.version("irtbayes")
+
+
+def test_import_irtbayes_is_light() -> None:
+    code = "import sys, irtbayes; print('pymc' in sys.modules, 'pytensor' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"]
+
+
+# ---------------------------------------------------------------------------------- the rules find what they should
+
+
+def _bad_package(tmp_path: Path, files: dict[str, str]) -> dict[str, rules.Module]:
+    for rel, text in {"irtbayes/__init__.py": "", **files}.items():
+        path = tmp_path / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    return rules.modules(tmp_path)
+
+
+def test_the_rules_find_a_cycle_a_facade_a_private_import_and_an_upward_import(tmp_path: Path) -> None:
+    mods = _bad_package(
+        tmp_path,
+        {
+            "irtbayes/core/__init__.py": "",
+            "irtbayes/core/a.py": "from irtbayes.core.b import f\ndef g(): pass\n",
+            "irtbayes/core/b.py": "def f():\n    from irtbayes.core.a import g\n",
+            "irtbayes/core/facade.py": "from irtbayes.core.b import f\n__all__ = ['f']\n",
+            "irtbayes/core/user.py": "from irtbayes.core.facade import f\nimport irtbayes.core.b as b\nb._hidden\n",
+            "irtbayes/core/private.py": "from irtbayes.core.b import _hidden\n",
+            "irtbayes/data/__init__.py": "",
+            "irtbayes/data/x.py": "def h(): pass\n",
+            "irtbayes/core/up.py": "from irtbayes.data.x import h\nfrom irtbayes import h2\n",
+        },
+    )
+    assert rules.cycles(rules.import_graph(mods)) == [["irtbayes.core.a", "irtbayes.core.b", "irtbayes.core.a"]]
+    facades = rules.facade_violations(mods)
+    assert any("irtbayes.core.facade re-exports f" in v for v in facades)
+    assert any("imports f from irtbayes.core.facade, which does not define it" in v for v in facades)
+    assert any("imports h2 from the top-level package" in v for v in facades)
+    private = rules.private_violations(mods)
+    assert any("imports irtbayes.core.b._hidden" in v for v in private)
+    assert any("uses irtbayes.core.b._hidden" in v for v in private)
+    assert rules.layer_violations(mods) == [
+        "irtbayes.core.up (layer ('core',)) imports irtbayes.data.x (layer ('data',))"
+    ]

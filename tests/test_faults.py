@@ -21,14 +21,13 @@ import pandas as pd
 import pytest
 import xarray as xr
 
-import irtbayes.fitting.fit as fit_module
 import irtbayes.fitting.storage as storage_module
 from irtbayes.checks.sampler import check_convergence
 from irtbayes.core.errors import DataError, FitError
 from irtbayes.core.files import atomic_dir, atomic_write_text
 from irtbayes.data.io.tabular import load_long
 from irtbayes.data.responses import ResponseData
-from irtbayes.fitting.result import Fit
+from irtbayes.fitting.result import Fit, fit_constant_data
 from irtbayes.fitting.storage import load_fit, save_fit
 from irtbayes.model.spec import ModelSpec
 
@@ -72,7 +71,7 @@ def hand_fit(data: ResponseData, *, seed: int = 0, name: str = "hand-built") -> 
         coords={"subject": [str(s) for s in data.subject_ids], "item": [str(i) for i in data.item_ids]},
     )
     posterior = posterior.assign(intercept=-posterior["discrimination"] * posterior["difficulty"])
-    tree = xr.DataTree.from_dict({"posterior": posterior, "constant_data": fit_module._constant_data(data)})
+    tree = xr.DataTree.from_dict({"posterior": posterior, "constant_data": fit_constant_data(data)})
     tree.attrs["data_checksum"] = data.checksum()
     return Fit(
         idata=tree,
@@ -470,12 +469,12 @@ def test_hostile_ids_and_texts_survive_loading_saving_auditing_and_reporting(tmp
     assert pd.read_csv(tmp_path / "fit ⚙ 😀" / "items.csv")["item"].tolist() == list(result.item_ids)
 
     from irtbayes.auditing.run import audit
-    from irtbayes.reporting.report import write_report
+    from irtbayes.reporting.report import report
 
     audited = audit(loaded, data, seed=0)
     assert set(audited.items["item"].astype(str)) == set(HOSTILE_IDS)
     assert "bänk ⚖" in set(audited.benchmarks["scope"].astype(str))
-    html = write_report(loaded, data, tmp_path / "report", audit=audited).read_text(encoding="utf-8")
+    html = report(loaded, tmp_path / "report", data=data, audit=audited).read_text(encoding="utf-8")
     assert "<script>alert(" not in html, "an id or text reached the HTML unescaped"
     assert "&lt;script&gt;alert(" in html and "bänk ⚖" in html
     assert (tmp_path / "report" / "report.md").stat().st_size < 20_000_000

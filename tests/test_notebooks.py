@@ -2,7 +2,8 @@
 
 Each notebook is run as a script in a subprocess, in order, with ``IRTBAYES_NB_MODE=fast`` and its outputs in a
 temporary folder shared by the five (notebooks 4 and 5 reuse the fits notebook 3 saved). They need the shared
-data sets; without them the tests skip, saying so.
+data sets; without them the tests skip, saying so. Notebook 1 only reads data and runs by default; the others fit
+models on real data, end to end, and are slow checks (``pytest -m slow``, ``make test-slow``).
 """
 
 from __future__ import annotations
@@ -92,6 +93,7 @@ def test_01_data_tour(nb_out: Path) -> None:
     assert "benchmarks in" in proc.stdout
 
 
+@pytest.mark.slow
 @needs_data
 def test_02_validation(nb_out: Path) -> None:
     run_notebook("02_validation", nb_out)
@@ -109,6 +111,7 @@ def test_02_validation(nb_out: Path) -> None:
     assert (recovery.set_index("parameter").loc[["difficulty", "ability"], "correlation"] > 0.5).all(), recovery
 
 
+@pytest.mark.slow
 @needs_data
 def test_03_audit(nb_out: Path) -> None:
     proc, _ = run_notebook("03_audit", nb_out)
@@ -217,6 +220,7 @@ def test_figures_mark_every_row_that_is_not_converged() -> None:
     plt.close(fig)
 
 
+@pytest.mark.slow
 @needs_data
 def test_04_measure_mismatch(nb_out: Path) -> None:
     had_fits = (nb_out / "fits" / "mmlu_pro").is_dir()
@@ -230,6 +234,7 @@ def test_04_measure_mismatch(nb_out: Path) -> None:
         assert "reused the saved fit" in proc.stdout, "notebook 4 refitted instead of reusing notebook 3's fits"
 
 
+@pytest.mark.slow
 @needs_data
 def test_05_benchfill(nb_out: Path) -> None:
     run_notebook("05_benchfill", nb_out)
@@ -250,6 +255,7 @@ def test_05_benchfill(nb_out: Path) -> None:
     assert (nb_out / "benchfill" / "ledger.jsonl").is_file()
 
 
+@pytest.mark.slow
 @needs_data
 def test_06_model_checks(nb_out: Path) -> None:
     run_notebook("06_model_checks", nb_out)
@@ -268,6 +274,7 @@ def test_06_model_checks(nb_out: Path) -> None:
         assert (nb_out / "figures" / f"information_{population}.png").stat().st_size > 0
 
 
+@pytest.mark.slow
 @needs_data
 def test_07_robustness(nb_out: Path) -> None:
     run_notebook("07_robustness", nb_out)
@@ -283,6 +290,7 @@ def test_07_robustness(nb_out: Path) -> None:
     assert (conditions["ci_low"] <= conditions["ci_high"]).all()
 
 
+@pytest.mark.slow
 @needs_data
 def test_08_report(nb_out: Path) -> None:
     run_notebook("08_report", nb_out)

@@ -17,9 +17,9 @@ from matplotlib.axes import Axes
 
 from irtbayes.auditing.run import audit
 from irtbayes.checks.sampler import check_convergence
+from irtbayes.checks.summary import posterior_summary, summary_columns
 from irtbayes.checks.verdict import DIAGNOSTIC_COLUMNS
 from irtbayes.core.errors import SpecError
-from irtbayes.core.frames import SUMMARY_COLUMNS, posterior_summary
 from irtbayes.data.simulate import posterior_near_truth, simulate_responses
 from irtbayes.fitting.result import Fit
 from irtbayes.fitting.scoring import score
@@ -35,7 +35,7 @@ def simulated() -> tuple[object, xr.Dataset, Fit]:
 def test_fit_summary_has_one_row_per_parameter_with_arviz_columns(simulated) -> None:
     _, _, fit = simulated
     table = fit.summary()
-    assert list(table.columns) == ["variable", "index", *SUMMARY_COLUMNS]
+    assert list(table.columns) == ["variable", "index", *summary_columns(0.9)]
     n_expected = sum(
         int(np.prod([fit.posterior[v].sizes[d] for d in fit.posterior[v].dims[2:]])) for v in fit.posterior.data_vars
     )
@@ -44,8 +44,8 @@ def test_fit_summary_has_one_row_per_parameter_with_arviz_columns(simulated) -> 
     draws = fit.posterior["difficulty"].sel(item="item00007").values.ravel()
     assert row["mean"] == pytest.approx(draws.mean())
     assert row["sd"] == pytest.approx(draws.std(ddof=1))
-    assert row["ci_low"] == pytest.approx(np.quantile(draws, 0.05))
-    assert row["ci_high"] == pytest.approx(np.quantile(draws, 0.95))
+    assert row["eti90_lb"] == pytest.approx(np.quantile(draws, 0.05))
+    assert row["eti90_ub"] == pytest.approx(np.quantile(draws, 0.95))
     # independent draws around the truth: converged by every measure
     assert table["r_hat"].max() < 1.05 and table["ess_bulk"].min() > 100, table[["r_hat", "ess_bulk"]].describe()
     assert table.attrs["ci_prob"] == 0.9
@@ -100,7 +100,7 @@ def test_diagnostics_summary_is_one_row_per_variable(simulated) -> None:
     assert set(table["variable"]) >= {"ability", "difficulty", "discrimination"}
     row = table.set_index("variable").loc["difficulty"]
     assert row["size"] == 60 and row["n_checked"] == 60
-    assert row["max_rhat"] == pytest.approx(fit.summary(var_names=["difficulty"])["r_hat"].max())
+    assert row["max_r_hat"] == pytest.approx(fit.summary(var_names=["difficulty"])["r_hat"].max())
     assert table.attrs["ok"] is diag.ok and diag.ok is False  # no sampler statistics: the fit cannot pass
     per_parameter = diag.to_dataframe()
     assert list(per_parameter.columns) == ["variable", "index", "r_hat", "ess_bulk", "ess_tail"]
@@ -143,8 +143,8 @@ def test_scores_methods(simulated) -> None:
         "n_responses",
         "ability_mean",
         "ability_sd",
-        "ability_ci_low",
-        "ability_ci_high",
+        "ability_eti90_lb",
+        "ability_eti90_ub",
         "ci_prob",
     ]
     assert table["subject"].tolist() == subjects and (table["n_responses"] == 60).all()
@@ -164,7 +164,7 @@ def test_audit_summary_is_one_row_per_scope(audited) -> None:
     table = audited.summary()
     assert list(table.index) == ["all:all", "benchmark:bench00", "benchmark:bench01", "benchmark:bench02"]
     for m in ("ddm_w1", "ddm_shape_w1", "max_gap", "interior_gap", "edge_gap_low", "edge_gap_high"):
-        for s in ("mean", "ci_low", "ci_high"):
+        for s in ("mean", "eti90_lb", "eti90_ub"):
             assert f"{m}_{s}" in table.columns
     expected = audited.benchmarks.set_index("scope")["ddm_w1_mean"]
     np.testing.assert_allclose(table.set_index("scope")["ddm_w1_mean"], expected)
@@ -225,7 +225,7 @@ def test_benchfill_result_methods() -> None:
         fit, data, candidates, candidate_response_data(answers, candidates, fit=fit), choice, mode="fixed", seed=4
     )
     table = result.summary()
-    assert {"decision", "reason", "p_in_target", "difficulty_mean", "difficulty_ci_low"} <= set(table.columns)
+    assert {"decision", "reason", "p_in_target", "difficulty_mean", "difficulty_eti90_lb"} <= set(table.columns)
     assert table.loc["good", "decision"] == "accepted" and table.loc["mis-keyed", "reason"] == "mis-keyed"
     for name in ("decisions", "comparison", "bins", "subjects"):
         assert result.to_dataframe(name).equals(getattr(result, name))

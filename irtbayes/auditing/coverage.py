@@ -108,7 +108,7 @@ class CoverageDraws:
 
     Examples
     --------
-    >>> from irtbayes.auditing import coverage
+    >>> from irtbayes.auditing.coverage import coverage
     >>> draws = coverage(np.array([[-3.0, -1.0, 0.5, 1.5], [-1.0, -0.5, 0.5, 3.0]]), np.array([-2.0, 0.0, 2.0]))
     >>> draws.counts, draws.below, draws.above
     (array([[1, 2],
@@ -184,7 +184,7 @@ def coverage(difficulty: np.ndarray, edges: np.ndarray) -> CoverageDraws:
 
     Examples
     --------
-    >>> from irtbayes.auditing import coverage
+    >>> from irtbayes.auditing.coverage import coverage
     >>> difficulty = np.array([[-1.5, -0.5, 0.2, 0.4], [-1.2, 0.1, 0.3, 2.5]])  # 2 draws x 4 items
     >>> draws = coverage(difficulty, np.array([-2.0, 0.0, 2.0]))
     >>> draws.counts  # items per bin, per draw
@@ -217,7 +217,7 @@ def coverage_table(
 
     Examples
     --------
-    >>> from irtbayes.auditing import coverage
+    >>> from irtbayes.auditing.coverage import coverage
     >>> from irtbayes.auditing.coverage import coverage_table
     >>> rng = np.random.default_rng(0)
     >>> difficulty = rng.normal(0.0, 1.0, size=(200, 30))  # 200 draws x 30 items

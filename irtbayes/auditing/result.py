@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from irtbayes.auditing.targets import Target
+from irtbayes.checks.summary import arviz_names
 from irtbayes.core.errors import SpecError
 from irtbayes.core.files import json_ready
 from irtbayes.core.summaries import format_interval
@@ -123,11 +124,13 @@ class AuditResult:
         -------
         pandas.DataFrame
             Index ``scope_kind:scope`` (``all:all``, ``benchmark:law``, ...); columns ``scope_kind``, ``scope``,
-            ``n_items``, ``{m}_mean``, ``{m}_ci_low``, ``{m}_ci_high`` for m in :data:`AUDIT_SUMMARY_MEASURES`
-            (``ddm_w1``, ``ddm_shape_w1``, ``max_gap``, ``interior_gap``, ``edge_gap_low``, ``edge_gap_high``),
-            then ``gap_kind``, ``mass_below_mean``, ``mass_above_mean`` (columns missing from
-            :attr:`benchmarks` are left out). ``attrs`` record ``ci_prob`` and the target's description.
-            :meth:`to_text` says the same in prose; :attr:`benchmarks` has every column.
+            ``n_items``, ``{m}_mean``, ``{m}_eti90_lb``, ``{m}_eti90_ub`` (ArviZ's names of the interval's ends,
+            :func:`irtbayes.checks.summary.interval_columns`; :attr:`benchmarks` calls them ``{m}_ci_low`` and
+            ``{m}_ci_high``) for m in :data:`AUDIT_SUMMARY_MEASURES` (``ddm_w1``, ``ddm_shape_w1``, ``max_gap``,
+            ``interior_gap``, ``edge_gap_low``, ``edge_gap_high``), then ``gap_kind``, ``mass_below_mean``,
+            ``mass_above_mean`` (columns missing from :attr:`benchmarks` are left out). ``attrs`` record
+            ``ci_prob`` and the target's description. :meth:`to_text` says the same in prose; :attr:`benchmarks`
+            has every column.
 
         Examples
         --------
@@ -136,7 +139,7 @@ class AuditResult:
         >>> table = result.summary()
         >>> list(table.index)
         ['all:all', 'benchmark:bench00', 'benchmark:bench01']
-        >>> bool((table["ddm_w1_ci_low"] <= table["ddm_w1_mean"]).all() and (table["ddm_w1_mean"] <= 1).all())
+        >>> bool((table["ddm_w1_eti90_lb"] <= table["ddm_w1_mean"]).all() and (table["ddm_w1_mean"] <= 1).all())
         True
         """
         b = self.benchmarks
@@ -147,7 +150,7 @@ class AuditResult:
         table = b[[c for c in columns if c in b.columns]].copy()
         table.index = pd.Index([f"{k}:{s}" for k, s in zip(b["scope_kind"], b["scope"], strict=True)], name="scope_id")
         table.attrs.update(ci_prob=self.ci_prob, target=self.target.description)
-        return table
+        return arviz_names(table, self.ci_prob)
 
     def to_dataframe(self, table: str = "benchmarks") -> pd.DataFrame:
         """One of the tables by name, a copy (``attrs`` kept): ``bins``, ``benchmarks``, ``ranking``, ``ahead``, ``information``, ``items``.
@@ -334,6 +337,10 @@ class AuditResult:
             else:
                 out[key] = {str(r["scope"]): entry(r) for _, r in rows.iterrows()}
         return json_ready(out)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON values: :meth:`summary_dict`, what ``summary.json`` holds."""
+        return self.summary_dict()
 
     def to_text(self, *, max_subjects: int = 15) -> str:
         """A compact human summary: one table of the scopes, a sentence per scope, the top of the leaderboard."""

@@ -51,7 +51,7 @@ import logging
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 import numpy as np
 import pandas as pd
@@ -69,18 +69,21 @@ from irtbayes.auditing.draws import (
     recorded_checksum,
 )
 from irtbayes.auditing.gaps import GapDraws, edge_gaps, gap_location, gap_parts
-from irtbayes.auditing.information import curves_by_blocks, item_blocks, theta_grid
 from irtbayes.auditing.mismatch import ddm_shape_w1
 from irtbayes.auditing.ranking import MAX_AHEAD_SUBJECTS, draw_ranks, reweighted_accuracy
 from irtbayes.auditing.result import DDM_DEFINITIONS, AuditResult
 from irtbayes.auditing.scopes import Scope, build_scopes, response_matrix
-from irtbayes.auditing.settings import ENSEMBLES, AuditSettings, resolve_target
+from irtbayes.auditing.settings import ENSEMBLES, AuditFields, AuditSettings, resolve_target
 from irtbayes.auditing.tables import ahead_table, benchmark_row, items_table, ranking_table
 from irtbayes.auditing.targets import RANGE_WIDEN, Target, check_range_holds_subjects
 from irtbayes.core.errors import FitError, SpecError
+from irtbayes.core.information import curves_by_blocks, item_blocks, theta_grid
 from irtbayes.core.summaries import spaced, summarize
 from irtbayes.data.responses import ResponseData
 from irtbayes.model.spec import UNLABELLED
+
+if TYPE_CHECKING:
+    from irtbayes.fitting.result import Fit
 
 __all__ = [
     "audit",
@@ -115,11 +118,11 @@ def _thin(n_samples: int, max_draws: int | None) -> np.ndarray:
 
 # ============================================================================================ audit
 def audit(
-    posterior: Any,
+    posterior: Fit | xr.DataTree | xr.Dataset,
     data: ResponseData,
     *,
     settings: AuditSettings | None = None,
-    **options: Any,
+    **fields: Unpack[AuditFields],
 ) -> AuditResult:
     """Audit benchmarks against a target: coverage, DDM, Maximum Gap, information, re-weighted leaderboard.
 
@@ -133,11 +136,12 @@ def audit(
         The responses the posterior was fitted to (item and subject ids must match the coords).
     settings
         The audit's settings (default: :class:`~irtbayes.auditing.settings.AuditSettings` with its defaults).
-    **options
-        Fields of :class:`~irtbayes.auditing.settings.AuditSettings` given one by one (``target``, ``bins``,
-        ``range``, ``group``, ``ci_prob``, ``min_items``, ``max_draws``, ``information_draws``,
-        ``resample_items``, ``top_k``, ``group_threshold``, ``grid_points``, ``ability_dim``, ``seed``,
-        ``progress``, ``ensemble``, ``fixed_items``); they override ``settings``.
+    **fields
+        Fields of :class:`~irtbayes.auditing.settings.AuditSettings` given one by one, typed by
+        :class:`~irtbayes.auditing.settings.AuditFields` (``target``, ``bins``, ``range``, ``group``, ``ci_prob``,
+        ``min_items``, ``max_draws``, ``information_draws``, ``resample_items``, ``top_k``, ``group_threshold``,
+        ``grid_points``, ``ability_dim``, ``seed``, ``progress``, ``ensemble``, ``fixed_items``); they override
+        ``settings``. An unknown name is a SpecError.
 
     Returns
     -------
@@ -176,7 +180,7 @@ def audit(
     started = time.perf_counter()
     if not isinstance(data, ResponseData):
         raise SpecError(f"data must be a ResponseData, got {type(data).__name__}")
-    s = (settings or AuditSettings()).replace(**options).checked()
+    s = (settings or AuditSettings()).replace(**fields).checked()
     run = _prepare(posterior, data, s)
     timer = {"ensemble": time.perf_counter() - started}
     item_codes = _coverage_pass(run, s)

@@ -9,12 +9,11 @@ import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
 from irtbayes.auditing.coverage import DEFAULT_MIN_ITEMS
-from irtbayes.auditing.information import DEFAULT_GRID_POINTS
 from irtbayes.auditing.ranking import DEFAULT_GROUP_THRESHOLD, DEFAULT_TOP_K
 from irtbayes.auditing.targets import (
     DEFAULT_BINS,
@@ -29,10 +28,19 @@ from irtbayes.auditing.targets import (
     weights_target,
 )
 from irtbayes.core.errors import SpecError
+from irtbayes.core.information import DEFAULT_GRID_POINTS
 from irtbayes.core.summaries import check_ci_prob
 from irtbayes.data.responses import ResponseData
+from irtbayes.fitting.settings import check_field_names
 
-__all__ = ["DEFAULT_INFORMATION_DRAWS", "DEFAULT_MAX_DRAWS", "ENSEMBLES", "AuditSettings", "resolve_target"]
+__all__ = [
+    "DEFAULT_INFORMATION_DRAWS",
+    "DEFAULT_MAX_DRAWS",
+    "ENSEMBLES",
+    "AuditFields",
+    "AuditSettings",
+    "resolve_target",
+]
 
 #: Default cap on the draws used for the leaderboard.
 DEFAULT_MAX_DRAWS = 1000
@@ -118,8 +126,18 @@ class AuditSettings:
     fixed_items: Sequence[str] | None = None
 
     def replace(self, **changes: Any) -> AuditSettings:
-        """A copy with ``changes`` (field names as keywords)."""
+        """A copy with ``changes`` (field names as keywords); :class:`SpecError` for a name that is no field."""
+        check_field_names("audit", [f.name for f in dataclasses.fields(self)], changes)
         return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields as :func:`~irtbayes.auditing.run.audit`'s keyword arguments (sequences as lists)."""
+        out: dict[str, Any] = {}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            is_sequence = isinstance(value, (Sequence, np.ndarray)) and not isinstance(value, (str, bytes))
+            out[f.name] = list(value) if is_sequence else value
+        return out
 
     def checked(self) -> AuditSettings:
         """A copy with numbers as plain ints and floats; :class:`SpecError` for a setting out of range.
@@ -157,6 +175,29 @@ class AuditSettings:
         if self.group is None:
             return None
         return [str(self.group)] if isinstance(self.group, str) else [str(g) for g in self.group]
+
+
+class AuditFields(TypedDict, total=False):
+    """The fields of :class:`AuditSettings` as keyword arguments of :func:`~irtbayes.auditing.run.audit`
+    (each optional; the meaning and default of each is in :class:`AuditSettings`)."""
+
+    target: Target | str | os.PathLike[str] | Sequence[float] | None
+    bins: int | Sequence[float] | None
+    range: Sequence[float] | None
+    group: Sequence[str] | None
+    ci_prob: float
+    min_items: int
+    max_draws: int | None
+    information_draws: int | None
+    resample_items: bool
+    top_k: int
+    group_threshold: float
+    grid_points: int
+    ability_dim: str | None
+    seed: int
+    progress: bool
+    ensemble: str
+    fixed_items: Sequence[str] | None
 
 
 def _check_int(value: Any, name: str, minimum: int) -> int:

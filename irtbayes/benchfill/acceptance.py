@@ -48,6 +48,7 @@ interpolation between order statistics). ``p_discrimination_positive`` is ``P(s 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
@@ -60,7 +61,7 @@ from irtbayes.auditing.draws import posterior_dataset
 from irtbayes.core.errors import DataError, FitError, SpecError
 from irtbayes.data.responses import ResponseData
 
-__all__ = ["REASONS", "Decision", "decide", "decide_all"]
+__all__ = ["REASONS", "AcceptanceRule", "Decision", "decide", "decide_all"]
 
 #: Reasons a decision can give, in the order they are checked (``"in target"`` for an accepted candidate).
 REASONS: tuple[str, ...] = (
@@ -133,8 +134,81 @@ class Decision:
 
 
 @dataclass(frozen=True)
+class AcceptanceRule:
+    """BenchFill's acceptance rule: how sure the posterior must be that a candidate lies in the target bin and
+    discriminates (see the module notes). Pass one to :func:`decide`, :func:`decide_all` and
+    :func:`~irtbayes.benchfill.run.calibrate_candidates`.
+
+    Attributes
+    ----------
+    tau
+        Least posterior probability of the bin, under the model's prior and from the data alone, in (0, 1]
+        (default 0.8).
+    min_discrimination
+        The least sign-free slope: ``P(slope > min_discrimination)`` must reach ``discrimination_prob``, and
+        ``P(slope < -min_discrimination)`` reaching it makes a candidate "mis-keyed". A number >= 0, or None
+        (default): BenchFill's calibration uses :data:`~irtbayes.benchfill.grid.MIN_DISCRIMINATION_SHARE` of the
+        bank's typical discrimination (:meth:`resolved`); :func:`decide` and :func:`decide_all`, which see no
+        bank, use 0.
+    discrimination_prob
+        Least posterior probability of the slope condition, in (0, 1] (default 0.9).
+    min_responses
+        Least responses a candidate needs, a whole number >= 0 (default 10).
+    ci_prob
+        Probability of the reported equal-tailed intervals, in (0, 1) (default 0.9).
+
+    Examples
+    --------
+    >>> from irtbayes.benchfill.acceptance import AcceptanceRule
+    >>> rule = AcceptanceRule(tau=0.9)
+    >>> rule.to_dict()
+    {'tau': 0.9, 'min_discrimination': None, 'discrimination_prob': 0.9, 'min_responses': 10, 'ci_prob': 0.9}
+    >>> rule.resolved(0.25).min_discrimination
+    0.25
+    >>> AcceptanceRule(tau=0)
+    Traceback (most recent call last):
+        ...
+    irtbayes.core.errors.SpecError: acceptance: tau must be in (0, 1], got 0
+    """
+
+    tau: float = 0.8
+    min_discrimination: float | None = None
+    discrimination_prob: float = 0.9
+    min_responses: int = 10
+    ci_prob: float = 0.9
+
+    def __post_init__(self) -> None:
+        if not (_is_number(self.tau) and 0 < self.tau <= 1):
+            raise SpecError(f"acceptance: tau must be in (0, 1], got {self.tau!r}")
+        if not (_is_number(self.discrimination_prob) and 0 < self.discrimination_prob <= 1):
+            raise SpecError(f"acceptance: discrimination_prob must be in (0, 1], got {self.discrimination_prob!r}")
+        md = self.min_discrimination
+        if md is not None and not (_is_number(md) and np.isfinite(md) and md >= 0):
+            raise SpecError(f"acceptance: min_discrimination must be a number >= 0 or None, got {md!r}")
+        mr = self.min_responses
+        if isinstance(mr, bool) or not isinstance(mr, (int, np.integer)) or mr < 0:
+            raise SpecError(f"acceptance: min_responses must be a whole number >= 0, got {mr!r}")
+        if not (_is_number(self.ci_prob) and 0 < self.ci_prob < 1):
+            raise SpecError(f"acceptance: ci_prob must be in (0, 1), got {self.ci_prob!r}")
+
+    def resolved(self, min_discrimination: float) -> AcceptanceRule:
+        """This rule with ``min_discrimination`` where it has none (the bank's default, for instance)."""
+        if self.min_discrimination is not None:
+            return self
+        return dataclasses.replace(self, min_discrimination=float(min_discrimination))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields by name."""
+        return asdict(self)
+
+
+def _is_number(value: Any) -> bool:
+    return not isinstance(value, bool) and isinstance(value, (int, float, np.integer, np.floating))
+
+
+@dataclass(frozen=True)
 class _Rule:
-    """The settings of the rule (see :func:`decide`), checked once."""
+    """An :class:`AcceptanceRule` applied to one target bin ``[target_lo, target_hi)``."""
 
     target_lo: float
     target_hi: float
@@ -148,16 +222,15 @@ class _Rule:
         lo, hi = self.target_lo, self.target_hi
         if not (np.isfinite(lo) and np.isfinite(hi)) or lo >= hi:
             raise SpecError(f"acceptance: the target interval [{lo}, {hi}) must be finite with lo < hi")
-        if not 0 < self.tau <= 1:
-            raise SpecError(f"acceptance: tau must be in (0, 1], got {self.tau}")
-        if not 0 < self.discrimination_prob <= 1:
-            raise SpecError(f"acceptance: discrimination_prob must be in (0, 1], got {self.discrimination_prob}")
-        if not (np.isfinite(self.min_discrimination) and self.min_discrimination >= 0):
-            raise SpecError(f"acceptance: min_discrimination must be a number >= 0, got {self.min_discrimination}")
-        if self.min_responses < 0:
-            raise SpecError(f"acceptance: min_responses must be >= 0, got {self.min_responses}")
-        if not 0 < self.ci_prob < 1:
-            raise SpecError(f"acceptance: ci_prob must be in (0, 1), got {self.ci_prob}")
+
+    @classmethod
+    def of(cls, rule: AcceptanceRule | None, target_lo: float, target_hi: float) -> _Rule:
+        """``rule`` (default :class:`AcceptanceRule`) on the bin; a None ``min_discrimination`` is 0."""
+        rule = AcceptanceRule() if rule is None else rule
+        if not isinstance(rule, AcceptanceRule):
+            raise SpecError(f"acceptance: rule must be an AcceptanceRule, got {type(rule).__name__}")
+        fields = {**rule.to_dict(), "min_discrimination": float(rule.min_discrimination or 0.0)}
+        return cls(target_lo, target_hi, **fields)
 
 
 def _complete(values: np.ndarray | None, n_items: int) -> tuple[np.ndarray, np.ndarray]:
@@ -311,11 +384,7 @@ def decide(
     n_responses: int,
     slope_draws: Any | None,
     data_difficulty_draws: Any | None,
-    tau: float = 0.8,
-    min_discrimination: float = 0.0,
-    discrimination_prob: float = 0.9,
-    min_responses: int = 10,
-    ci_prob: float = 0.9,
+    rule: AcceptanceRule | None = None,
 ) -> Decision:
     """Accept or reject one candidate from posterior draws of its parameters.
 
@@ -326,20 +395,16 @@ def decide(
         ``discrimination_draws=None`` means a model that fixes ``a = 1`` (1PL). a is reported, not checked.
     target_lo, target_hi
         The target bin ``[target_lo, target_hi)`` on the ability scale.
-    n_responses, min_responses
-        Responses the candidate received, and the least accepted.
+    n_responses
+        Responses the candidate received.
     slope_draws
         Draws of the sign-free slope; ``None`` (or any NaN): missing, and the candidate is rejected.
     data_difficulty_draws
         Draws of b under a flat prior (the same likelihood); they must place b in the bin with probability
         ``tau`` too. ``None`` (or any NaN): missing, and the candidate is rejected.
-    tau
-        Least posterior probability of the bin.
-    min_discrimination, discrimination_prob
-        ``P(slope > min_discrimination)`` must reach ``discrimination_prob``; ``P(slope < -min_discrimination)``
-        reaching ``discrimination_prob`` makes the candidate "mis-keyed", anything between "flat".
-    ci_prob
-        Probability of the reported equal-tailed intervals.
+    rule
+        The :class:`AcceptanceRule` (default: its defaults): ``tau``, the least slope ``min_discrimination``
+        (None: 0) with its ``discrimination_prob``, ``min_responses``, and the intervals' ``ci_prob``.
 
     Returns
     -------
@@ -360,16 +425,16 @@ def decide(
     ...        data_difficulty_draws=b + 2.0).reason
     'too hard'
     """
-    rule = _Rule(target_lo, target_hi, tau, min_discrimination, discrimination_prob, min_responses, ci_prob)
+    bin_rule = _Rule.of(rule, target_lo, target_hi)
     b = _draws(difficulty_draws, name="difficulty")[None, :]
     a = None if discrimination_draws is None else _draws(discrimination_draws, name="discrimination")[None, :]
     if int(n_responses) != n_responses or n_responses < 0:
         raise SpecError(f"acceptance: n_responses must be a whole number >= 0, got {n_responses!r}")
     b_data = None if data_difficulty_draws is None else _draws(data_difficulty_draws, name="difficulty_data")[None, :]
     slope = None if slope_draws is None else _draws(slope_draws, name="slope")[None, :]
-    stats = _decide_arrays(b, a, np.array([int(n_responses)]), rule, b_data=b_data, slope=slope)
+    stats = _decide_arrays(b, a, np.array([int(n_responses)]), bin_rule, b_data=b_data, slope=slope)
     row = {key: value[0] for key, value in stats.items()}
-    decision, reason, detail, failed = _verdict(row, n=int(n_responses), rule=rule)
+    decision, reason, detail, failed = _verdict(row, n=int(n_responses), rule=bin_rule)
     return Decision(
         decision=decision,  # type: ignore[arg-type]
         reason=reason,
@@ -378,8 +443,8 @@ def decide(
         n_responses=int(n_responses),
         target_lo=float(target_lo),
         target_hi=float(target_hi),
-        ci_prob=float(ci_prob),
-        min_discrimination=float(min_discrimination),
+        ci_prob=float(bin_rule.ci_prob),
+        min_discrimination=float(bin_rule.min_discrimination),
         **{key: float(row[key]) for key in stats if key not in _FLAGS},
     )
 
@@ -433,11 +498,7 @@ def decide_all(
     target_hi: float,
     n_responses: int | Mapping[str, int] | pd.Series | ResponseData,
     items: Sequence[str] | None = None,
-    tau: float = 0.8,
-    min_discrimination: float = 0.0,
-    discrimination_prob: float = 0.9,
-    min_responses: int = 10,
-    ci_prob: float = 0.9,
+    rule: AcceptanceRule | None = None,
 ) -> pd.DataFrame:
     """Apply :func:`decide` to many items at once.
 
@@ -455,8 +516,8 @@ def decide_all(
         :class:`~irtbayes.data.responses.ResponseData` of the refit (items absent from it count 0).
     items
         The items to decide (the candidate ids); default every item in the posterior.
-    tau, min_discrimination, discrimination_prob, min_responses, ci_prob
-        As in :func:`decide`.
+    rule
+        The :class:`AcceptanceRule`, as in :func:`decide`.
 
     Returns
     -------
@@ -489,7 +550,7 @@ def decide_all(
     in-bin    accepted  in target
     too-easy  rejected   too easy
     """
-    rule = _Rule(target_lo, target_hi, tau, min_discrimination, discrimination_prob, min_responses, ci_prob)
+    bin_rule = _Rule.of(rule, target_lo, target_hi)
     posterior = _posterior_dataset(posterior)
     difficulty = _with_str_items(posterior["difficulty"], name="difficulty")
     chosen = _chosen_items(difficulty, items)
@@ -497,8 +558,8 @@ def decide_all(
     a = _discrimination_matrix(posterior, chosen)
     pieces = {name: _piece_matrix(posterior, name, chosen) for name in ("difficulty_data", "slope")}
     counts = _response_counts(n_responses, chosen)
-    stats = _decide_arrays(b, a, counts, rule, b_data=pieces["difficulty_data"], slope=pieces["slope"])
-    return _decision_table(stats, counts, chosen, rule)
+    stats = _decide_arrays(b, a, counts, bin_rule, b_data=pieces["difficulty_data"], slope=pieces["slope"])
+    return _decision_table(stats, counts, chosen, bin_rule)
 
 
 def _posterior_dataset(posterior: xr.Dataset | xr.DataTree) -> xr.Dataset:

@@ -40,6 +40,7 @@ from irtbayes.benchfill.grid import (
 )
 from irtbayes.benchfill.responses import check_new_data, response_counts
 from irtbayes.core.errors import DataError, FitError, SpecError
+from irtbayes.core.irt import jitter_cells, sample_cells
 from irtbayes.core.summaries import spaced
 from irtbayes.data.responses import ResponseData
 
@@ -480,13 +481,10 @@ def _item_posterior(
             la_grid[0],
             la_grid[-1],
         )
-    cell = rng.choice(prob.size, size=n_draws, p=prob.ravel())
-    ib, ia, ic = np.unravel_index(cell, prob.shape)
-    db = b_grid[1] - b_grid[0]
-    out["difficulty"] = b_grid[ib] + (rng.random(n_draws) - 0.5) * db
+    ib, ia, ic = np.unravel_index(sample_cells(prob.reshape(1, -1), n_draws, rng)[0], prob.shape)
+    out["difficulty"] = jitter_cells(b_grid[None, :], ib[None, :], rng)[0]
     if a_draws is None:
-        da = la_grid[1] - la_grid[0]
-        out["discrimination"] = np.exp(la_grid[ia] + (rng.random(n_draws) - 0.5) * da)
+        out["discrimination"] = np.exp(jitter_cells(la_grid[None, :], ia[None, :], rng)[0])
     else:
         out["discrimination"] = a_draws[rng.integers(0, len(a_draws), n_draws)]
     out["guessing"] = guessing.draws(ic, rng) if guessing is not None else np.full(n_draws, np.nan)

@@ -17,6 +17,7 @@ import xarray as xr
 from scipy.stats import beta as beta_dist
 
 from irtbayes.core.errors import SpecError
+from irtbayes.core.irt import grid_draws, grid_probabilities, jitter_cells, sample_cells
 
 log = logging.getLogger(__name__)
 
@@ -186,7 +187,6 @@ def pooled_priors(
     mixture prior with component weights proportional to ``1 / Z_is``, ``Z_is = int L_i(b) Normal(b; mu_s,
     item_sd_s) db``, so that no candidate's data count twice.
     """
-    db = float(b_grid[1] - b_grid[0])
     lik = np.exp(loglik - loglik.max(axis=1, keepdims=True))  # (n, nb)
     n_s = len(centre)
     mus = np.empty(n_s)
@@ -195,10 +195,9 @@ def pooled_priors(
         kernel = np.exp(-0.5 * ((b_grid[:, None] - b_grid[None, :]) / item_sd[s]) ** 2) / item_sd[s]
         m = np.maximum(lik @ kernel, 1e-300)  # (n, mu)
         logpost = np.log(m).sum(axis=0) - 0.5 * ((b_grid - centre[s]) / group_sd[s]) ** 2
-        p = np.exp(logpost - logpost.max())
-        k = int(rng.choice(len(b_grid), p=p / p.sum()))
-        mus[s] = b_grid[k] + (rng.random() - 0.5) * db
-        z[s] = m[:, k]
+        cell = sample_cells(grid_probabilities(logpost)[None, :], 1, rng)
+        mus[s] = jitter_cells(b_grid[None, :], cell, rng)[0, 0]
+        z[s] = m[:, cell[0, 0]]
     w = 1.0 / z
     w /= w.sum(axis=0, keepdims=True)
     return [_Prior(mus, item_sd, name, weights=w[:, i]) for i in range(len(lik))]
@@ -257,6 +256,9 @@ def loglik_grid(
     the first grid holds intercepts d and the second slopes s of any sign, P = c + (1 - c) sigmoid(s theta + d).
     The last axis runs over the guessing strata (length 1 without guessing). P and 1 - P are held at 1e-300
     or more. One compiled pass over the grid (:func:`_loglik_kernel`).
+
+    Not :func:`irtbayes.core.irt.log_likelihood` of a linear predictor: P is averaged over each subject's
+    ability quantiles before its log is taken. The grid posterior from it is :func:`irtbayes.core.irt.grid_probabilities`.
     """
     nodes = np.zeros(1) if guessing is None else np.asarray(guessing.nodes, dtype=np.float64)
     f64 = np.float64
@@ -340,9 +342,7 @@ def _grid_posterior(
         logp = logp + log_normal_mixture(b_grid, prior_b)[:, None, None]
     if prior_la is not None and (slope or a_fixed is None):
         logp = logp + log_normal_mixture(la_grid, prior_la)[None, :, None]
-    logp -= logp.max()
-    prob = np.exp(logp)
-    return prob / prob.sum()
+    return grid_probabilities(logp)
 
 
 def two_pass(
@@ -436,9 +436,7 @@ def grid_slope_draws(
         guessing=guessing,
         slope=True,
     )
-    marg = prob.sum(axis=(0, 2))
-    cells = rng.choice(len(s_grid), size=n_draws, p=marg / marg.sum())
-    return s_grid[cells] + (rng.random(n_draws) - 0.5) * (s_grid[1] - s_grid[0])
+    return marginal_draws(prob, s_grid, 1, n_draws=n_draws, rng=rng)
 
 
 def data_alone_draws(
@@ -458,6 +456,14 @@ def data_alone_draws(
     flat, flat_grid, _ = two_pass(
         theta, y, None, prior_la, b_range=b_range, nb=nb, na=na, a_fixed=a_fixed, guessing=guessing
     )
-    marg = flat.sum(axis=(1, 2))
-    cells = rng.choice(len(flat_grid), size=n_draws, p=marg / marg.sum())
-    return flat_grid[cells] + (rng.random(n_draws) - 0.5) * (flat_grid[1] - flat_grid[0])
+    return marginal_draws(flat, flat_grid, 0, n_draws=n_draws, rng=rng)
+
+
+def marginal_draws(
+    prob: np.ndarray, grid: np.ndarray, axis: int, *, n_draws: int, rng: np.random.Generator
+) -> np.ndarray:
+    """Draws of one parameter from its marginal on the (b, log a, c) grid ``prob``: ``axis`` 0 (b or the
+    intercept) or 1 (log a or the slope), on its evenly spaced ``grid``, jittered within the cell."""
+    marg = prob.sum(axis=tuple(k for k in range(prob.ndim) if k != axis))
+    (draws,) = grid_draws(marg[None, :], (grid[None, :],), n_draws, rng)
+    return draws[0]

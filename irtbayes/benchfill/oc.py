@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 import pandas as pd
 
-from irtbayes.benchfill.acceptance import decide_all
+from irtbayes.benchfill.acceptance import AcceptanceRule, decide_all
 from irtbayes.benchfill.fixed import calibrate_fixed, default_min_discrimination
 from irtbayes.benchfill.grid import SAMPLE_DIMS, Prior, flatten_samples, level_prior
 from irtbayes.core.errors import SpecError
@@ -188,8 +188,9 @@ def _oc_round(
     meta = pd.DataFrame({"item": ids, "benchmark": benchmark})
     new = ResponseData.from_long(frame, items=meta, source=f"simulated candidates (n={n}, rep {rep})")
     post = calibrate_fixed(fit, new, seed=int(rng.integers(2**31)), **calibrate)
+    counts = post["n_responses"].to_series()
     table = decide_all(
-        post, target_lo=target_lo, target_hi=target_hi, n_responses=post["n_responses"].to_series(), **rule
+        post, target_lo=target_lo, target_hi=target_hi, n_responses=counts, rule=AcceptanceRule(**rule)
     ).reindex(ids)
     in_bin = (b >= target_lo) & (b < target_hi)
     columns = ("p_in_target", "p_in_target_data", "slope_mean", "difficulty_mean", "decision", "reason", "failed")

@@ -17,6 +17,7 @@ from irtbayes.benchfill.candidates import Candidate
 from irtbayes.benchfill.figures import plot_candidate_intervals, plot_coverage_before_after
 from irtbayes.benchfill.ledger import Ledger, decision_records
 from irtbayes.benchfill.target import TargetChoice
+from irtbayes.checks.summary import arviz_names
 from irtbayes.core.errors import DataError
 from irtbayes.core.files import atomic_write_text, json_ready, read_json
 from irtbayes.core.summaries import format_interval
@@ -82,8 +83,10 @@ class BenchfillResult:
         -------
         pandas.DataFrame
             Columns ``benchmark``, ``decision``, ``reason``, ``n_responses``, ``p_in_target``,
-            ``p_in_target_data``, ``slope_{mean,ci_low,ci_high}``, ``difficulty_{mean,ci_low,ci_high}`` (those
-            present in :attr:`decisions`); ``attrs`` record ``ci_prob``, the target's label and ``run_id``.
+            ``p_in_target_data``, ``slope_{mean,eti90_lb,eti90_ub}``, ``difficulty_{mean,eti90_lb,eti90_ub}``
+            (those present in :attr:`decisions`, where the interval's ends are ``*_ci_low`` and ``*_ci_high``;
+            ArviZ's names, :func:`irtbayes.checks.summary.interval_columns`); ``attrs`` record ``ci_prob``, the
+            target's label and ``run_id``.
 
         Examples
         --------
@@ -135,7 +138,7 @@ class BenchfillResult:
         ]
         table = d[[c for c in wanted if c in d.columns]].copy()
         table.attrs.update(ci_prob=self.ci_prob, target=self.target.label, run_id=self.run_id)
-        return table
+        return arviz_names(table, self.ci_prob)
 
     def to_dataframe(self, table: str = "decisions") -> pd.DataFrame:
         """One of the round's tables by name, a copy: ``decisions``, ``comparison``, ``bins`` or ``subjects``.
@@ -186,6 +189,10 @@ class BenchfillResult:
                 "conclusions": self.conclusions.to_dict(orient="records"),
             }
         )
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON values: :meth:`summary_dict`, what ``before_after.json`` holds."""
+        return self.summary_dict()
 
     def to_text(self) -> str:
         """A few lines for the terminal: target, decisions, Maximum Gap and DDM before and after."""
@@ -331,8 +338,9 @@ def write_benchfill(
     >>> from irtbayes.examples import simulated_candidates
     >>> fit, data, candidates, answers = simulated_candidates()
     >>> import tempfile
-    >>> from irtbayes.benchfill import (Candidate, calibrate_candidates, candidate_response_data, choose_target,
-    ...                                 load_benchfill_result, write_benchfill)
+    >>> from irtbayes.benchfill.responses import candidate_response_data
+    >>> from irtbayes.benchfill.run import calibrate_candidates
+    >>> from irtbayes.benchfill.target import choose_target
     >>> choice, _ = choose_target(fit, data, interval=(0.0, 1.0))
     >>> result = calibrate_candidates(fit, data, candidates, candidate_response_data(answers, candidates, fit=fit), choice, mode="fixed", seed=4)
     >>> paths = write_benchfill(result, tempfile.mkdtemp(), candidates=candidates)

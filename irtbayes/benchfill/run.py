@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from irtbayes.benchfill.acceptance import decide_all
+from irtbayes.benchfill.acceptance import AcceptanceRule, decide_all
 from irtbayes.benchfill.calibration import calibrate_full
 from irtbayes.benchfill.candidates import Candidate
 from irtbayes.benchfill.compare import HYPER_VARS, append_draws, before_after
@@ -82,11 +82,7 @@ def calibrate_candidates(
     *,
     mode: Mode = "full",
     prior: Prior = "candidates",
-    tau: float = 0.8,
-    min_responses: int = 10,
-    discrimination_prob: float = 0.9,
-    min_discrimination: float | None = None,
-    ci_prob: float = 0.9,
+    rule: AcceptanceRule | None = None,
     chains: int | None = None,
     draws: int | None = None,
     tune: int | None = None,
@@ -112,11 +108,11 @@ def calibrate_candidates(
     prior
         ``"candidates"`` (default): the candidates of a benchmark form their own group in the hierarchy;
         ``"bank"``: each gets the prior of a new item of its benchmark.
-    tau, min_responses, discrimination_prob, min_discrimination, ci_prob
-        The acceptance rule (:func:`~irtbayes.benchfill.acceptance.decide_all`). ``min_discrimination=None``
-        (the default): :data:`~irtbayes.benchfill.grid.MIN_DISCRIMINATION_SHARE` of the bank's typical
-        discrimination (:func:`~irtbayes.benchfill.fixed.typical_discrimination`), recorded in the
-        settings as ``min_discrimination`` with ``min_discrimination_rule``.
+    rule
+        The :class:`~irtbayes.benchfill.acceptance.AcceptanceRule` (default: its defaults). A rule without
+        ``min_discrimination`` (the default) takes :data:`~irtbayes.benchfill.grid.MIN_DISCRIMINATION_SHARE` of
+        the bank's typical discrimination (:func:`~irtbayes.benchfill.fixed.typical_discrimination`), recorded
+        in the settings as ``min_discrimination`` with ``min_discrimination_rule``.
     chains, draws, tune, seed, progress
         Sampler settings of the refit (default: the fit's own); ``seed`` also seeds the fixed-bank draws.
     allow_rewrites
@@ -143,10 +139,7 @@ def calibrate_candidates(
     if mode not in ("full", "fixed"):
         raise SpecError(f"mode must be 'full' or 'fixed', got {mode!r}")
     ids = _check_round(candidates, new_data)
-    settings = _round_settings(
-        fit, mode=mode, prior=prior, tau=tau, min_responses=min_responses, discrimination_prob=discrimination_prob,
-        min_discrimination=min_discrimination, ci_prob=ci_prob,
-    )  # fmt: skip
+    settings = _round_settings(fit, mode=mode, prior=prior, rule=AcceptanceRule() if rule is None else rule)
     posterior, refit = _calibrate_round(
         fit, data, new_data, settings, chains=chains, draws=draws, tune=tune, seed=seed, progress=progress
     )
@@ -161,7 +154,7 @@ def calibrate_candidates(
     extended, extended_data = _extended_bank(fit, data, new_data, posterior, refit, accepted)
     tables = before_after(
         fit, data, extended, extended_data, added=accepted, target=choice.target, benchmark=choice.benchmark,
-        target_bin=_bin_of(choice), ci_prob=ci_prob,
+        target_bin=_bin_of(choice), ci_prob=settings["ci_prob"],
     )  # fmt: skip
     return _round_result(decisions, tables, choice, settings)
 
@@ -229,14 +222,12 @@ def _round_settings(
     *,
     mode: str,
     prior: str,
-    tau: float,
-    min_responses: int,
-    discrimination_prob: float,
-    min_discrimination: float | None,
-    ci_prob: float,
+    rule: AcceptanceRule,
 ) -> dict[str, Any]:
-    """The round's settings; ``min_discrimination=None`` becomes its default share of the bank's typical one."""
-    rule_text = "given"
+    """The round's settings; a rule without ``min_discrimination`` takes its default share of the bank's typical one."""
+    if not isinstance(rule, AcceptanceRule):
+        raise SpecError(f"rule must be an AcceptanceRule, got {type(rule).__name__}")
+    rule_text, min_discrimination = "given", rule.min_discrimination
     if min_discrimination is None:
         typical = typical_discrimination(fit)
         min_discrimination = MIN_DISCRIMINATION_SHARE * typical
@@ -246,12 +237,12 @@ def _round_settings(
     return {
         "mode": mode,
         "prior": prior,
-        "tau": tau,
-        "min_responses": min_responses,
-        "discrimination_prob": discrimination_prob,
+        "tau": rule.tau,
+        "min_responses": rule.min_responses,
+        "discrimination_prob": rule.discrimination_prob,
         "min_discrimination": min_discrimination,
         "min_discrimination_rule": rule_text,
-        "ci_prob": ci_prob,
+        "ci_prob": rule.ci_prob,
         "kind": fit.spec.kind,
         "bank_sampler": {k: fit.sampler.get(k) for k in ("name", "chains", "draws", "tune", "seed")},
     }
@@ -275,11 +266,7 @@ def _decisions(
         target_hi=choice.hi,
         n_responses=posterior["n_responses"].to_series(),
         items=answered,
-        tau=settings["tau"],
-        min_discrimination=settings["min_discrimination"],
-        discrimination_prob=settings["discrimination_prob"],
-        min_responses=min_responses,
-        ci_prob=settings["ci_prob"],
+        rule=AcceptanceRule(**{key: settings[key] for key in AcceptanceRule.__dataclass_fields__}),
     )
     silent = [i for i in ids if i not in set(answered)]
     if silent:

@@ -14,18 +14,23 @@ from __future__ import annotations
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import arviz_stats as azs
 import numpy as np
 import pandas as pd
 import xarray as xr
 
+from irtbayes.checks.summary import arviz_names, records
 from irtbayes.core import irt
 from irtbayes.core.errors import SpecError
+from irtbayes.core.files import json_ready
 from irtbayes.core.summaries import spaced, summarize
 from irtbayes.data.responses import ResponseData
 from irtbayes.fitting.result import Fit
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
 
 __all__ = ["QUASI_LIKELIHOOD_NOTE", "PredictiveCheck", "compare_fits", "log_likelihood", "posterior_predictive_check"]
 
@@ -123,8 +128,16 @@ class PredictiveCheck:
     >>> from irtbayes.examples import simulated_fit
     >>> result, data = simulated_fit(40, 60)
     >>> check = posterior_predictive_check(result, data, n_draws=100, seed=3)
-    >>> check.summary().startswith("Posterior predictive check (100 replicated data sets")
+    >>> check.to_text().startswith("Posterior predictive check (100 replicated data sets")
     True
+    >>> table = check.summary()
+    >>> table.loc[0, ["item", "observed_mean", "predicted_eti90_lb", "predicted_eti90_ub"]].tolist() == check.items.loc[
+    ...     0, ["item", "observed_mean", "predicted_ci_low", "predicted_ci_high"]
+    ... ].tolist()
+    True
+    >>> ax = check.plot_items(top=10)
+    >>> len(ax.get_yticklabels())
+    10
     """
 
     items: pd.DataFrame
@@ -135,7 +148,41 @@ class PredictiveCheck:
     quasi_likelihood: bool = False
     notes: list[str] = field(default_factory=list)
 
-    def summary(self) -> str:
+    def summary(self) -> pd.DataFrame:
+        """One row per item (:attr:`items`) with ArviZ's interval names: ``predicted_eti90_lb`` and
+        ``predicted_eti90_ub`` (for ``ci_prob=0.9``) for ``predicted_ci_low`` and ``predicted_ci_high``.
+
+        ``attrs`` record ``ci_prob``, ``alpha``, ``n_draws``, ``approximate``, ``likelihood`` and ``notes``;
+        :meth:`to_dataframe` gives the subjects' table, :meth:`to_text` the verdict in prose.
+        """
+        return arviz_names(self.items, self.ci_prob)
+
+    def to_dataframe(self, table: str = "items") -> pd.DataFrame:
+        """One of the tables by name, a copy (``attrs`` kept): ``items`` or ``subjects``."""
+        tables = {"items": self.items, "subjects": self.subjects}
+        if table not in tables:
+            raise SpecError(f"no predictive-check table {table!r}; the tables are {sorted(tables)}")
+        return tables[table].copy()
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON values: the settings, the misfit counts, ``notes`` and the rows of both tables."""
+        return json_ready(
+            {
+                "alpha": self.alpha,
+                "ci_prob": self.ci_prob,
+                "n_draws": self.n_draws,
+                "quasi_likelihood": self.quasi_likelihood,
+                "notes": list(self.notes),
+                "n_items_misfit": int(self.items["misfit"].sum()),
+                "n_subjects_misfit": int(self.subjects["misfit"].sum()),
+                "items": records(self.items),
+                "subjects": records(self.subjects),
+            }
+        )
+
+    def to_text(self) -> str:
+        """A paragraph: misfitting items and subjects against the share expected by chance, the lowest item-rest
+        p-values, and the notes."""
         n_items = int(self.items["misfit"].sum())
         n_subj = int(self.subjects["misfit"].sum())
         expected = self.alpha * 2  # two statistics per item
@@ -147,6 +194,33 @@ class PredictiveCheck:
             f"Lowest item-rest p-values: {', '.join(worst)}."
         )
         return "\n".join([text, *(f"Note: {n}." for n in self.notes)])
+
+    def plot_items(self, *, top: int = 30, ax: Axes | None = None) -> Axes:
+        """The predicted interval of each item's mean response with the observed mean (×), for the ``top`` items
+        whose p-values are furthest from 1/2 (:func:`irtbayes.core.plots.plot_forest`)."""
+        from irtbayes.core.plots import plot_forest
+
+        items = self.items
+        rows = items.loc[(items["p_value_mean"] - 0.5).abs().sort_values(ascending=False, na_position="last").index]
+        rows = rows.head(top)
+        shown = (
+            f"the {len(rows)} of {len(items)} items with the most extreme p-values"
+            if len(rows) < len(items)
+            else "every item"
+        )
+        axes: Axes = plot_forest(
+            rows,
+            mean="predicted_mean",
+            low="predicted_ci_low",
+            high="predicted_ci_high",
+            observed="observed_mean",
+            label="item",
+            colour_by="benchmark",
+            xlabel="mean response",
+            title=f"Predicted {self.ci_prob:.0%} interval and observed (×) item means: {shown}",
+            ax=ax,
+        )
+        return axes
 
 
 def _p_value(replicated: np.ndarray, observed: np.ndarray) -> np.ndarray:

@@ -24,19 +24,29 @@ if TYPE_CHECKING:
 __all__ = ["DIAGNOSTIC_COLUMNS", "Diagnostics", "VariableDiagnostics"]
 
 
-#: Columns of a per-variable convergence summary (:meth:`Diagnostics.summary`).
+#: Columns of a per-variable convergence summary (:meth:`Diagnostics.summary`), after ArviZ's ``r_hat``,
+#: ``ess_bulk`` and ``ess_tail``: the worst value of each over the variable and the parameter that has it.
 DIAGNOSTIC_COLUMNS = (
     "variable",
     "size",
     "n_checked",
-    "max_rhat",
-    "worst_rhat",
+    "max_r_hat",
+    "worst_r_hat",
     "min_ess_bulk",
     "worst_ess_bulk",
     "min_ess_tail",
     "worst_ess_tail",
     "ok",
 )
+#: :class:`VariableDiagnostics` field of each statistic column of :data:`DIAGNOSTIC_COLUMNS`.
+_FIELDS = {
+    "max_r_hat": "max_rhat",
+    "worst_r_hat": "worst_rhat",
+    "min_ess_bulk": "min_ess_bulk",
+    "worst_ess_bulk": "worst_ess_bulk",
+    "min_ess_tail": "min_ess_tail",
+    "worst_ess_tail": "worst_ess_tail",
+}
 
 
 @dataclass(frozen=True)
@@ -163,8 +173,8 @@ class Diagnostics:
         Returns
         -------
         pandas.DataFrame
-            Columns :data:`DIAGNOSTIC_COLUMNS`: ``variable``, ``size``, ``n_checked``, ``max_rhat``,
-            ``worst_rhat``, ``min_ess_bulk``, ``worst_ess_bulk``, ``min_ess_tail``, ``worst_ess_tail`` and ``ok``
+            Columns :data:`DIAGNOSTIC_COLUMNS`: ``variable``, ``size``, ``n_checked``, ``max_r_hat``,
+            ``worst_r_hat``, ``min_ess_bulk``, ``worst_ess_bulk``, ``min_ess_tail``, ``worst_ess_tail`` and ``ok``
             (the variable's worst r-hat and ESS meet the thresholds; NaN never does). Divergences, E-BFMI and
             tree depth concern the whole fit: ``attrs`` record the fit's verdict ``ok``, ``approximate``,
             ``divergences`` and the ``thresholds``. :meth:`to_text` gives the verdict as text.
@@ -173,7 +183,7 @@ class Diagnostics:
         rows = []
         for v in self.variables:
             row: dict[str, object] = {"variable": v.name, "size": v.size, "n_checked": v.n_checked}
-            row.update({k: getattr(v, k) for k in DIAGNOSTIC_COLUMNS[3:-1]})
+            row.update({column: getattr(v, name) for column, name in _FIELDS.items()})
             finite = np.isfinite([v.max_rhat, v.min_ess_bulk, v.min_ess_tail]).all()
             row["ok"] = bool(
                 finite

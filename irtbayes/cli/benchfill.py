@@ -126,6 +126,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------------------------------- calibrate
 def cmd_calibrate(args: argparse.Namespace) -> int:
     """``benchfill calibrate``: responses -> calibration -> decisions -> ledger and before/after audit."""
+    from irtbayes.benchfill.acceptance import AcceptanceRule
     from irtbayes.benchfill.candidates import load_candidates
     from irtbayes.benchfill.responses import load_candidate_responses
     from irtbayes.benchfill.result import write_benchfill
@@ -149,16 +150,19 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     min_discrimination = args.min_discrimination
     if min_discrimination is not None and not min_discrimination >= 0:
         raise SpecError(f"--min-discrimination must be a number >= 0, got {min_discrimination}")
+    rule = AcceptanceRule(
+        **picked(args, "tau", "min_responses", "discrimination_prob"),
+        min_discrimination=min_discrimination,
+        ci_prob=args.ci,
+    )
     result = calibrate_candidates(
         fit,
         data,
         candidates,
         new_data,
         choice,
-        **picked(args, "mode", "prior", "tau", "min_responses", "discrimination_prob", "chains", "draws", "tune"),
-        **picked(args, "seed", "allow_rewrites"),
-        min_discrimination=min_discrimination,
-        ci_prob=args.ci,
+        rule=rule,
+        **picked(args, "mode", "prior", "chains", "draws", "tune", "seed", "allow_rewrites"),
         progress=not args.no_progress,
     )
     paths = write_benchfill(result, args.out, candidates=candidates)

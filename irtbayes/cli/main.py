@@ -252,7 +252,7 @@ def _audit_from_args(fit_result: object, data: object, args: argparse.Namespace)
 
             raise SpecError(f"--target: '{args.target}' is neither a file, 'uniform', nor numbers") from None
     return audit(
-        fit_result,
+        fit_result,  # type: ignore[arg-type]
         data,  # type: ignore[arg-type]
         target=target if args.group is None else None,
         bins=args.bins,
@@ -300,7 +300,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     from irtbayes.auditing.folder import load_audit
-    from irtbayes.reporting.report import write_report
+    from irtbayes.reporting.report import report
 
     fit_result, data = _load_fit_and_data(args, args.fit)
     # a saved audit is read as it was written (its own target, seed, draws, top-k, group and intervals) and
@@ -311,7 +311,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         from irtbayes.benchfill.result import load_benchfill_result
 
         benchfill = load_benchfill_result(args.benchfill)
-    path = write_report(fit_result, data, args.out, audit=result, benchfill=benchfill)  # type: ignore[arg-type]
+    path = report(fit_result, args.out, data=data, audit=result, benchfill=benchfill)  # type: ignore[arg-type]
     if fit_result.partial:  # type: ignore[attr-defined]
         print(fit_result.partial_text())  # type: ignore[attr-defined]
     print(f"Report: {path}")
@@ -326,10 +326,7 @@ def cmd_score(args: argparse.Namespace) -> int:
     fit_result = load_fit(args.fit)
     responses = io.load(Path(args.responses))
     scores = score(fit_result, responses, seed=args.seed)
-    import pandas as pd
-
-    with pd.option_context("display.width", 160, "display.max_rows", 200, "display.precision", 3):
-        print(scores.table(ci_prob=args.ci).to_string(index=False))
+    print(scores.to_text(ci_prob=args.ci))
     return 0
 
 
@@ -337,6 +334,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     """Write a saved fit for other tools: mirt tables, a tinyBenchmarks anchor set, or py-irt JSON Lines."""
     from irtbayes.core.errors import DataError, FitError
     from irtbayes.data import io
+    from irtbayes.data.io.pyirt import write_pyirt
     from irtbayes.fitting.storage import load_fit
     from irtbayes.reporting import interchange
 
@@ -353,7 +351,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         fit_result.check_data(data, where=str(args.fit))
     try:
         if data is not None:
-            print(f"py-irt JSON Lines: {interchange.write_pyirt(data, out, condition=args.condition)}")
+            print(f"py-irt JSON Lines: {write_pyirt(data, out, condition=args.condition)}")
         elif args.format in ("mirt", "mirt-si"):
             paths = interchange.write_mirt(fit_result, out, layout="irt" if args.format == "mirt" else "si")
             print(f"mirt tables in {out}: " + ", ".join(p.name for p in paths.values()))
@@ -375,9 +373,10 @@ def cmd_robustness(args: argparse.Namespace) -> int:
 
     from irtbayes.core.errors import DataError, SpecError
     from irtbayes.data import io
+    from irtbayes.fitting.settings import SamplerSettings
     from irtbayes.fitting.storage import load_fit
     from irtbayes.robustness.population import Population
-    from irtbayes.robustness.run import robustness
+    from irtbayes.robustness.run import REFIT_DEFAULTS, ConditionSettings, RobustnessSettings, check_robustness
 
     data = load_data_argument(args)
     family: object = args.family_col
@@ -393,22 +392,26 @@ def cmd_robustness(args: argparse.Namespace) -> int:
             raise SpecError(f"--revision takes ORIGINAL:REVISED benchmark names, got {args.revision!r}")
         original, revised = args.revision.split(":")
         revision = (original, revised)
-    fit_kwargs = {"chains": args.chains, "seed": args.seed, "progress": False}
     chosen = (("draws", args.draws), ("tune", args.tune), ("target_accept", args.target_accept))
-    fit_kwargs.update({k: v for k, v in chosen if v is not None})
-    condition_kwargs = {k: v for k, v in fit_kwargs.items() if k != "progress"}
-    result = robustness(
-        data,  # type: ignore[arg-type]
-        fit=load_fit(args.fit) if args.fit else None,
+    given = {k: v for k, v in chosen if v is not None}
+    fits = {"chains": args.chains, "seed": args.seed, "progress": False, **given}
+    settings = RobustnessSettings(
         family=family,  # type: ignore[arg-type]
         populations=populations,
         revision=revision,
-        fit_kwargs=fit_kwargs,
-        condition_kwargs=condition_kwargs,
-        **cli_parser.picked(args, "out", "reference_condition", "bootstrap", "engine", "workers", "dask_address"),
+        fit=SamplerSettings(**fits),
+        refit=SamplerSettings(**{**REFIT_DEFAULTS, **fits}),
+        conditions=ConditionSettings(chains=args.chains, **given),
+        **cli_parser.picked(args, "reference_condition", "bootstrap", "engine", "workers", "dask_address"),
         **cli_parser.picked(args, "fdr", "min_effect", "against", "agreement", "seed"),
         ci_prob=args.ci,
         report=not args.no_report,
+    )
+    result = check_robustness(
+        data,  # type: ignore[arg-type]
+        out=args.out,
+        fit=load_fit(args.fit) if args.fit else None,
+        settings=settings,
     )
     print(result.to_text())
     print(f"\nWrote {', '.join(sorted(p.name for p in result.files.values()))} to {args.out}")

@@ -12,6 +12,13 @@ the fractional-logit quasi-log-likelihood.
 
 Every function broadcasts its arguments (numpy rules), so the same code serves one draw or many, one
 subject or a grid of abilities. The PyMC model writes the same terms in PyTensor (:mod:`irtbayes.model.likelihood`).
+
+Grid posteriors are written here once too: a caller sums its log-likelihood over the responses at each grid
+point and adds its log prior; :func:`grid_probabilities` normalises that to cell probabilities,
+:func:`sample_cells` draws cells from them and :func:`jitter_cells` spreads each draw uniformly over its cell
+(:func:`grid_draws` does both, over grids of any number of axes). Scoring (:func:`grid_posterior`,
+:func:`sample_grid`), the approximate tier's item and ability grids and BenchFill's (b, log a, c) grids all
+use them; what differs between them is the likelihood at a grid point, the prior and the grid.
 """
 
 from __future__ import annotations
@@ -20,11 +27,15 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 __all__ = [
+    "grid_draws",
     "grid_posterior",
+    "grid_probabilities",
+    "jitter_cells",
     "linear_predictor",
     "log_likelihood",
     "log_probabilities",
     "probability",
+    "sample_cells",
     "sample_grid",
     "sigmoid_mix",
 ]
@@ -126,6 +137,44 @@ def log_likelihood(y: ArrayLike, eta: ArrayLike, guessing: ArrayLike | None = No
     return y * log_p + (1 - y) * log_q
 
 
+def grid_probabilities(
+    log_post: ArrayLike, *, axis: int | tuple[int, ...] | None = None, cell_width: ArrayLike | None = None
+) -> np.ndarray:
+    """The grid posterior: probabilities of grid cells from the log posterior density at their points.
+
+    ``exp(log_post - max)``, times the cells' widths where given, normalised to sum 1 over ``axis`` (None:
+    the whole array is one grid). Every grid posterior of the package is normalised here: the ability grids
+    of :func:`grid_posterior` (scoring), the approximate tier's item and ability grids, BenchFill's
+    (b, log a, c) grids.
+
+    Parameters
+    ----------
+    log_post
+        Log posterior density (up to a constant) at each grid point; any shape.
+    axis
+        The axis or axes that span one grid; the others index separate grids.
+    cell_width
+        Widths (or areas) of the cells, broadcast against ``log_post``; None: equal cells.
+
+    Returns
+    -------
+    numpy.ndarray
+        Probabilities of the shape of ``log_post``, summing to 1 over ``axis``.
+
+    Examples
+    --------
+    >>> grid_probabilities(np.log([[1.0, 3.0], [1.0, 1.0]]), axis=1).tolist()  # one grid per row
+    [[0.25, 0.75], [0.5, 0.5]]
+    >>> float(grid_probabilities(np.array([-1000.0, -1000.0]))[0])  # no underflow far from 0
+    0.5
+    """
+    log_post = np.asarray(log_post, dtype="float64")
+    prob = np.exp(log_post - log_post.max(axis=axis, keepdims=True))
+    if cell_width is not None:
+        prob = prob * np.asarray(cell_width, dtype="float64")
+    return prob / prob.sum(axis=axis, keepdims=True)
+
+
 def grid_posterior(log_lik: np.ndarray, grid: np.ndarray, *, log_prior: np.ndarray | None = None) -> np.ndarray:
     """Posterior probabilities of the cells of an ability grid, per column of ``log_lik``.
 
@@ -141,7 +190,7 @@ def grid_posterior(log_lik: np.ndarray, grid: np.ndarray, *, log_prior: np.ndarr
     Returns
     -------
     numpy.ndarray
-        (grid, subject) probabilities, each column summing to 1.
+        (grid, subject) probabilities, each column summing to 1 (:func:`grid_probabilities`).
 
     Examples
     --------
@@ -152,10 +201,130 @@ def grid_posterior(log_lik: np.ndarray, grid: np.ndarray, *, log_prior: np.ndarr
     """
     grid = np.asarray(grid, dtype="float64")
     prior = -0.5 * grid**2 if log_prior is None else np.asarray(log_prior, dtype="float64")
-    logpost = log_lik + prior[:, None]
-    logpost = logpost - logpost.max(axis=0, keepdims=True)
-    prob = np.exp(logpost) * np.gradient(grid)[:, None]
-    return prob / prob.sum(axis=0, keepdims=True)
+    return grid_probabilities(log_lik + prior[:, None], axis=0, cell_width=np.gradient(grid)[:, None])
+
+
+#: :func:`sample_cells` compares each draw with every cell of its row (vectorised over rows, this many
+#: comparisons at once) where a row has at most :data:`_COMPARE_PER_ROW` draws times cells, and otherwise
+#: searches row by row (fewer draws than cells: comparing is faster); both give the same cells.
+_COMPARE_AT_ONCE = 1 << 20
+_COMPARE_PER_ROW = 4096
+
+
+def sample_cells(prob: ArrayLike, n_draws: int, rng: np.random.Generator) -> np.ndarray:
+    """Cells drawn from each row of ``prob`` by inverting its cumulative sum.
+
+    The same cells, from the same generator state, as ``rng.choice(G, size=n_draws, p=row / row.sum())`` row
+    after row (one uniform per draw, ``rng.random((rows, n_draws))``).
+
+    Parameters
+    ----------
+    prob
+        (rows, G) non-negative weights of the cells of each row's grid (any positive total).
+    n_draws
+        Draws per row.
+    rng
+        The generator.
+
+    Returns
+    -------
+    numpy.ndarray
+        (rows, n_draws) integer cell indices in [0, G).
+
+    Examples
+    --------
+    >>> sample_cells(np.array([[0.0, 1.0, 0.0], [3.0, 0.0, 0.0]]), 4, np.random.default_rng(0)).tolist()
+    [[1, 1, 1, 1], [0, 0, 0, 0]]
+    """
+    prob = np.asarray(prob, dtype="float64")
+    rows, n_cells = prob.shape
+    cdf = np.cumsum(prob, axis=1)
+    cdf /= cdf[:, -1:]
+    u = rng.random((rows, n_draws))
+    index = np.empty((rows, n_draws), dtype=np.int64)
+    per_row = n_draws * n_cells
+    if per_row <= _COMPARE_PER_ROW:  # the count of cdf values <= u is searchsorted(cdf, u, side="right")
+        step = max(1, _COMPARE_AT_ONCE // max(per_row, 1))
+        for r in range(0, rows, step):
+            index[r : r + step] = (cdf[r : r + step, None, :] <= u[r : r + step, :, None]).sum(axis=2)
+    else:
+        for r in range(rows):
+            index[r] = np.searchsorted(cdf[r], u[r], side="right")
+    return np.minimum(index, n_cells - 1)
+
+
+def jitter_cells(
+    points: np.ndarray, index: np.ndarray, rng: np.random.Generator, *, width: ArrayLike | None = None
+) -> np.ndarray:
+    """Values uniform within the drawn cells: ``points[cell] + (u - 1/2) * width[cell]`` along each row.
+
+    Parameters
+    ----------
+    points
+        (rows, n) grid points of each row, or (1, n) shared by every row.
+    index
+        (rows, n_draws) cells (:func:`sample_cells`).
+    rng
+        The generator; one uniform per draw, ``rng.random(index.shape)``.
+    width
+        Cell widths broadcast against ``points``; None: each row's spacing ``points[:, 1] - points[:, 0]``
+        (evenly spaced grids; 0 for a grid of one point).
+
+    Returns
+    -------
+    numpy.ndarray
+        (rows, n_draws) values.
+    """
+    if width is None:
+        width = points[:, 1:2] - points[:, 0:1] if points.shape[1] > 1 else np.zeros((points.shape[0], 1))
+    cell_width = np.broadcast_to(np.asarray(width, dtype="float64"), points.shape)
+    value = np.take_along_axis(points, index, axis=1)
+    return value + (rng.random(value.shape) - 0.5) * np.take_along_axis(cell_width, index, axis=1)
+
+
+def grid_draws(
+    prob: ArrayLike,
+    points: tuple[np.ndarray, ...],
+    n_draws: int,
+    rng: np.random.Generator,
+    *,
+    widths: tuple[ArrayLike, ...] | None = None,
+) -> tuple[np.ndarray, ...]:
+    """Draws from grid posteriors, one grid per row of ``prob``, each jittered uniformly within its cell.
+
+    Parameters
+    ----------
+    prob
+        (rows, G) cell probabilities (:func:`grid_probabilities`; any positive total per row) over a grid
+        flattened row-major from its axes, G the product of the axes' lengths.
+    points
+        Per axis, the (rows, n_axis) points of each row's grid, or (1, n_axis) shared by every row.
+    n_draws
+        Draws per row.
+    rng
+        The generator: the cells are drawn first (:func:`sample_cells`), then the jitter axis by axis.
+    widths
+        Per axis, the cell widths (:func:`jitter_cells`); None: evenly spaced axes.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        Per axis, (rows, n_draws) draws.
+
+    Examples
+    --------
+    >>> grid = np.linspace(-4, 4, 81)
+    >>> prob = grid_probabilities(-0.5 * grid**2)[None, :]  # N(0, 1) on a grid
+    >>> (draws,) = grid_draws(prob, (grid[None, :],), 5000, np.random.default_rng(0))
+    >>> draws.shape, round(float(draws.mean()), 1), round(float(draws.std()), 1)
+    ((1, 5000), 0.0, 1.0)
+    """
+    cells = sample_cells(prob, n_draws, rng)
+    index = np.unravel_index(cells, tuple(p.shape[1] for p in points))
+    return tuple(
+        jitter_cells(pts, index[axis], rng, width=None if widths is None else widths[axis])
+        for axis, pts in enumerate(points)
+    )
 
 
 def sample_grid(prob: np.ndarray, grid: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -164,7 +333,7 @@ def sample_grid(prob: np.ndarray, grid: np.ndarray, rng: np.random.Generator) ->
     Returns
     -------
     numpy.ndarray
-        (subject,) draws.
+        (subject,) draws (:func:`grid_draws`, cells of width ``numpy.gradient(grid)``).
 
     Examples
     --------
@@ -175,8 +344,5 @@ def sample_grid(prob: np.ndarray, grid: np.ndarray, rng: np.random.Generator) ->
     ((5000,), 0.0, 1.0)
     """
     grid = np.asarray(grid, dtype="float64")
-    spacing = np.gradient(grid)
-    cdf = np.cumsum(prob, axis=0)
-    u = np.asarray(rng.random(prob.shape[1]))
-    idx = np.minimum((cdf < u[None, :]).sum(axis=0), len(grid) - 1)
-    return grid[idx] + (rng.random(len(idx)) - 0.5) * spacing[idx]
+    (draws,) = grid_draws(prob.T, (grid[None, :],), 1, rng, widths=(np.gradient(grid)[None, :],))
+    return draws[:, 0]

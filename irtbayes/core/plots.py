@@ -382,12 +382,14 @@ def plot_forest(
     sort: bool = True,
     colours: Mapping[str, str] | None = None,
     markers: Mapping[str, str] | None = None,
+    observed: str | None = None,
     ax: Axes | None = None,
 ) -> Axes:
     """Forest plot: one row per benchmark (or other scope) with its posterior mean and interval.
 
     ``colours`` and ``markers`` (domain -> colour, marker) keep a domain's look the same across a report's
-    figures; by default they follow the rows' first appearance (:func:`domain_colours`).
+    figures; by default they follow the rows' first appearance (:func:`domain_colours`). ``observed`` names a
+    column drawn as a black ``×`` on each row (an observed value beside its predicted interval).
 
     Examples
     --------
@@ -416,6 +418,8 @@ def plot_forest(
             s=18,
             zorder=3,
         )
+    if observed is not None:
+        ax.scatter(rows[observed].to_numpy(dtype=float), y, marker="x", color=OKABE_ITO[-1], s=24, zorder=4)
     _row_labels(ax, "y", text_labels(rows[label]), fontsize="small")
     ax.set_xlabel(xlabel or mean)
     ax.set_title(title)

@@ -21,6 +21,7 @@ import logging
 import os
 import re
 from collections.abc import Mapping, Sequence
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -60,13 +61,19 @@ SUBSET_OPTIONS = ("benchmarks", "min_benchmarks")
 
 
 def data_root() -> Path:
-    """The repository's ``data/`` folder, which holds the manifests and the embedded data sets.
+    """The folder that holds every manifest and the embedded data sets' files.
+
+    An installed wheel carries the top-level ``data/`` folder as the package data ``irtbayes/_data/``; a source
+    checkout (also one installed in editable mode) reads the top-level ``data/`` folder itself.
 
     Examples
     --------
-    >>> data_root().name, (data_root() / "lsat7" / "dataset.json").is_file()
-    ('data', True)
+    >>> (data_root() / "lsat7" / MANIFEST).is_file(), (data_root() / "mmlu_pro" / MANIFEST).is_file()
+    (True, True)
     """
+    installed = resources.files("irtbayes").joinpath("_data")
+    if isinstance(installed, Path) and installed.is_dir():
+        return installed.resolve()
     return Path(__file__).resolve().parents[2] / "data"
 
 

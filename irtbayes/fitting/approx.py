@@ -41,7 +41,7 @@ import numpy as np
 import xarray as xr
 
 from irtbayes.core.errors import SpecError
-from irtbayes.core.irt import log_likelihood, sigmoid_mix
+from irtbayes.core.irt import grid_draws, grid_probabilities, log_likelihood, sigmoid_mix
 from irtbayes.data.responses import ResponseData
 from irtbayes.model.inputs import ModelInputs, model_inputs
 from irtbayes.model.spec import ModelSpec
@@ -303,32 +303,6 @@ def _grid(centre: np.ndarray, sd: np.ndarray, n: int, width: float) -> np.ndarra
     return centre[:, None] + sd[:, None] * offsets[None, :]
 
 
-def _sample_grid(
-    logp: np.ndarray, points: tuple[np.ndarray, ...], n_draws: int, rng: np.random.Generator
-) -> tuple[np.ndarray, ...]:
-    """Draws from grid posteriors, one grid per row; jittered uniformly within a cell.
-
-    ``logp`` is (rows, G) over a flattened grid; ``points`` holds, per axis, the (rows, n_axis) points,
-    with G the product of the axes' lengths (row-major).
-    """
-    prob = np.exp(logp - logp.max(axis=1, keepdims=True))
-    cum = np.cumsum(prob, axis=1)
-    cum /= cum[:, -1:]
-    u = rng.random((logp.shape[0], n_draws))
-    flat = np.empty((logp.shape[0], n_draws), dtype=np.int64)
-    for r in range(logp.shape[0]):
-        flat[r] = np.searchsorted(cum[r], u[r], side="right")
-    np.minimum(flat, logp.shape[1] - 1, out=flat)
-    shape = tuple(p.shape[1] for p in points)
-    index = np.unravel_index(flat, shape)
-    out = []
-    for axis, pts in enumerate(points):
-        step = pts[:, 1:2] - pts[:, 0:1] if pts.shape[1] > 1 else np.zeros((pts.shape[0], 1))
-        value = np.take_along_axis(pts, index[axis], axis=1)
-        out.append(value + (rng.random(value.shape) - 0.5) * step)
-    return tuple(out)
-
-
 def _item_draws(
     y: np.ndarray,
     mask: np.ndarray,
@@ -401,14 +375,14 @@ def _item_grids(
         aa = np.tile(als, (1, nb))
         ea = np.exp(aa)[None, :, :]
         eta = ea * (theta - bb[None, :, :]) / np.sqrt(1.0 + _PROBIT * ea**2 * var)  # (S, c, G)
+        # abilities enter through their normal moments (probit), not as quantile points: not BenchFill's kernel
         ll = np.where(mask[:, idx, None], log_likelihood(y[:, idx, None], eta), 0.0).sum(axis=0)  # (c, G)
         g = groups[idx, None]
         ll += -0.5 * ((bb - st.mu[g]) / st.sd_b) ** 2
         if twopl:
             ll += -0.5 * ((aa - st.nu[g]) / st.sd_a) ** 2
-        out[0][idx], out[1][idx] = _sample_grid(ll, (bs, als), n_draws, rng)
-        w = np.exp(ll - ll.max(axis=1, keepdims=True))
-        w /= w.sum(axis=1, keepdims=True)
+        w = grid_probabilities(ll, axis=1)
+        out[0][idx], out[1][idx] = grid_draws(w, (bs, als), n_draws, rng)
         b_mean, a_mean = (w * bb).sum(axis=1), (w * aa).sum(axis=1)
         moments["b_mean"][idx], moments["a_mean"][idx] = b_mean, a_mean
         moments["b_var"][idx] = (w * (bb - b_mean[:, None]) ** 2).sum(axis=1)
@@ -476,9 +450,8 @@ def _ability_grids(
         var = ea_mean**2 * items["b_var"] + diff**2 * ea_var
         eta = mean / np.sqrt(1.0 + _PROBIT * var)
         ll = np.where(mask[sl, None, :], log_likelihood(y[sl, None, :], eta), 0.0).sum(axis=2) - 0.5 * pts**2
-        (draws[sl],) = _sample_grid(ll, (pts,), draws.shape[1], rng)
-        w = np.exp(ll - ll.max(axis=1, keepdims=True))
-        w /= w.sum(axis=1, keepdims=True)
+        w = grid_probabilities(ll, axis=1)
+        (draws[sl],) = grid_draws(w, (pts,), draws.shape[1], rng)
         edge_mass[sl] = w[:, 0] + w[:, -1]
         means[sl] = (w * pts).sum(axis=1)
 

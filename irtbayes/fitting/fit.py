@@ -1,9 +1,9 @@
 """Fitting: ``fit(data, spec) -> Fit``.
 
 :func:`fit` builds the model (:mod:`irtbayes.model.build`), runs the sampler (:mod:`irtbayes.fitting.sampling`), and
-assembles a :class:`~irtbayes.fitting.result.Fit` with its convergence checks (:mod:`irtbayes.diagnostics`).
-This module also re-exports what belongs with a fit: :class:`Fit`, ``save_fit`` / ``load_fit``
-(:mod:`irtbayes.fitting.storage`) and ``score`` / ``Scores`` (:mod:`irtbayes.fitting.scoring`).
+assembles a :class:`~irtbayes.fitting.result.Fit` with its convergence checks (:mod:`irtbayes.checks.sampler`).
+Its sampler settings are one :class:`~irtbayes.fitting.settings.SamplerSettings`, given as ``settings=`` or as
+keywords.
 
 Example
 -------
@@ -30,7 +30,7 @@ import logging
 import os
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any, cast
 
@@ -47,7 +47,8 @@ from irtbayes.fitting import warmstart
 from irtbayes.fitting.approx import approx_posterior
 from irtbayes.fitting.auto import DEFAULT_BUDGET_S, Choice, choose_sampler
 from irtbayes.fitting.result import Fit, fit_constant_data, installed_version, software_versions
-from irtbayes.fitting.sampling import APPROXIMATE_SAMPLERS, SAMPLERS, InterruptWatch, RunState, Sampler, run_sampler
+from irtbayes.fitting.sampling import APPROXIMATE_SAMPLERS, InterruptWatch, RunState, Sampler, run_sampler
+from irtbayes.fitting.settings import SamplerSettings
 from irtbayes.fitting.trace import choose_chains, complete_part, completed_draws
 from irtbayes.fitting.until_converged import StopRule
 from irtbayes.model.build import add_derived, build_model
@@ -130,6 +131,7 @@ def fit(
     data: ResponseData,
     spec: ModelSpec | None = None,
     *,
+    settings: SamplerSettings | None = None,
     sampler: Sampler = "auto",
     chains: int = 4,
     draws: int | None = None,
@@ -140,7 +142,7 @@ def fit(
     target_accept: float | None = None,
     rhat_max: float = 1.01,
     ess_min: float = 400.0,
-    sampler_kwargs: dict[str, Any] | None = None,
+    sampler_kwargs: Mapping[str, Any] | None = None,
     keep_partial: bool = False,
     budget_s: float = DEFAULT_BUDGET_S,
     until_converged: bool | None = None,
@@ -152,6 +154,9 @@ def fit(
     ----------
     data, spec
         Responses; the model (default: 2PL, deepest hierarchy the labels allow, standardised abilities).
+    settings
+        Every sampler setting below as one :class:`~irtbayes.fitting.settings.SamplerSettings`; with it, leave
+        the other keywords at their defaults (a keyword that differs from its default as well is a SpecError).
     sampler
         ``"auto"`` (default): ``"nutpie"`` when NUTS's estimated time fits ``budget_s``, else ``"approx"``
         (:mod:`irtbayes.fitting.auto`; logged first, recorded in ``fit.sampler["auto"]``). NUTS: ``"nutpie"``,
@@ -201,55 +206,77 @@ def fit(
         Ctrl-C while building, compiling, tuning or sampling, or a sampler that returned fewer chains or draws
         than asked for. It says the phase and the draws done, and carries the partial fit with ``keep_partial``.
     """
-    choice = _choose(data, spec, sampler, chains=chains, draws=draws, tune=tune, cores=cores, budget_s=budget_s)
-    sampler = cast(Sampler, choice.sampler) if choice is not None else sampler
-    warm, tune_given = _use_warm_start(warm_start, sampler, spec), tune is not None
-    spec, seed, tune = _check_arguments(
-        spec, sampler=sampler, chains=chains, draws=draws, tune=tune, seed=seed, target_accept=target_accept, warm=warm
-    )
-    request: dict[str, Any] = {"sampler": sampler, "chains": int(chains), "draws": draws, "tune": tune, "seed": seed}
-    request.update(cores=cores, target_accept=target_accept, progress=progress, extra=dict(sampler_kwargs or {}))
-    thresholds = {"rhat_max": rhat_max, "ess_min": ess_min}
-    stop = _stop_rule(until_converged, sampler, spec, draws=draws, **thresholds, budget_s=budget_s)
+    given = {
+        "sampler": sampler,
+        "chains": chains,
+        "draws": draws,
+        "tune": tune,
+        "seed": seed,
+        "progress": progress,
+        "cores": cores,
+        "target_accept": target_accept,
+        "rhat_max": rhat_max,
+        "ess_min": ess_min,
+        "sampler_kwargs": {} if sampler_kwargs is None else sampler_kwargs,
+        "keep_partial": keep_partial,
+        "budget_s": budget_s,
+        "until_converged": until_converged,
+        "warm_start": warm_start,
+    }
+    return _fit(data, spec, _settings(settings, given))
+
+
+def _settings(settings: SamplerSettings | None, given: dict[str, Any]) -> SamplerSettings:
+    """One :class:`SamplerSettings` from ``settings=`` or from :func:`fit`'s keywords (not both)."""
+    if settings is None:
+        return SamplerSettings(**given)
+    if not isinstance(settings, SamplerSettings):
+        raise SpecError(f"fit: settings must be a SamplerSettings, got {type(settings).__name__}")
+    defaults = SamplerSettings().to_dict()
+    clash = sorted(name for name, value in given.items() if value != defaults[name])
+    if clash:
+        raise SpecError(f"fit: give settings= or the keywords {clash}, not both (they are fields of settings)")
+    return settings
+
+
+def _fit(data: ResponseData, spec: ModelSpec | None, asked: SamplerSettings) -> Fit:
+    """:func:`fit` with its settings as one object."""
+    choice = _choose(data, spec, asked)
+    sampler = cast(Sampler, choice.sampler) if choice is not None else asked.sampler
+    warm, tune_given = _use_warm_start(asked.warm_start, sampler, spec), asked.tune is not None
+    spec, seed, tune = _check_arguments(spec, sampler=sampler, tune=asked.tune, seed=asked.seed, warm=warm)
+    request = asked.replace(sampler=sampler, seed=seed, tune=tune)
+    stop = _stop_rule(request, spec)
     if sampler == "approx":
-        tree, spec, settings, seen = _approximate(data, spec, **request)
+        tree, spec, record, seen = _approximate(data, spec, request)
     else:
-        tree, spec, settings, seen = _build_and_sample(data, spec, request, stop=stop, warm=warm, tune_given=tune_given)
-    checked = _record_stop(stop, settings)
+        tree, spec, record, seen = _build_and_sample(data, spec, request, stop=stop, warm=warm, tune_given=tune_given)
+    checked = _record_stop(stop, record)
     if choice is not None:
-        settings["auto"] = choice.to_dict()
-    assemble: dict[str, Any] = {"data": data, "spec": spec, "settings": settings, **thresholds}
-    _raise_if_cut_short(tree, assemble, seen=seen, keep_partial=keep_partial)
+        record["auto"] = choice.to_dict()
+    thresholds = {"rhat_max": request.rhat_max, "ess_min": request.ess_min}
+    assemble: dict[str, Any] = {"data": data, "spec": spec, "settings": record, **thresholds}
+    _raise_if_cut_short(tree, assemble, seen=seen, keep_partial=request.keep_partial)
     result = _assemble(tree, **assemble, checked=checked)
     _note_unsettled_modes(result)
     _warn_if_not_checked(result, sampler)
     return result
 
 
-def _choose(
-    data: ResponseData,
-    spec: ModelSpec | None,
-    sampler: str,
-    *,
-    chains: int,
-    draws: int | None,
-    tune: int | None,
-    cores: int | None,
-    budget_s: float,
-) -> Choice | None:
+def _choose(data: ResponseData, spec: ModelSpec | None, asked: SamplerSettings) -> Choice | None:
     """``sampler="auto"``: the sampler that fits the budget (:func:`irtbayes.fitting.auto.choose_sampler`); else None."""
-    if sampler != "auto":
+    if asked.sampler != "auto":
         return None
     if not isinstance(data, ResponseData):
         raise SpecError(f"fit: expected ResponseData, got {type(data).__name__}")
     spec = spec or ModelSpec()
-    return choose_sampler(data, spec, chains=chains, draws=draws, tune=tune, cores=cores, budget_s=budget_s)
+    return choose_sampler(
+        data, spec, chains=asked.chains, draws=asked.draws, tune=asked.tune, cores=asked.cores, budget_s=asked.budget_s
+    )
 
 
 def _use_warm_start(warm_start: bool | None, sampler: str, spec: ModelSpec | None) -> bool:
     """Whether to warm-start (:mod:`irtbayes.fitting.warmstart`): nutpie, a supported model, not switched off."""
-    if warm_start is not None and not isinstance(warm_start, bool):
-        raise SpecError(f"fit: warm_start must be True, False or None, got {warm_start!r}")
     supported = sampler == "nutpie" and warmstart.supports(spec or ModelSpec())
     if warm_start and not supported and sampler not in APPROXIMATE_SAMPLERS:  # an approximation has no start
         raise SpecError(
@@ -258,26 +285,20 @@ def _use_warm_start(warm_start: bool | None, sampler: str, spec: ModelSpec | Non
     return supported and warm_start is not False
 
 
-def _stop_rule(
-    until_converged: bool | None,
-    sampler: str,
-    spec: ModelSpec,
-    *,
-    draws: int | None,
-    rhat_max: float,
-    ess_min: float,
-    budget_s: float,
-) -> StopRule | None:
+def _stop_rule(request: SamplerSettings, spec: ModelSpec) -> StopRule | None:
     """The stop rule of ``until_converged`` (NUTS with nutpie; the approximate tier has nothing to stop).
     ``None`` means yes for nutpie when ``draws`` is not given."""
+    sampler, until_converged = request.sampler, request.until_converged
     if until_converged is None:
-        until_converged = sampler == "nutpie" and draws is None
+        until_converged = sampler == "nutpie" and request.draws is None
     if not until_converged or sampler == "approx":
         return None
     if sampler != "nutpie":
         raise SpecError(f"fit: until_converged needs sampler='nutpie' (or 'auto'), got {sampler!r}")
     standardised = spec.identification == "standardise"
-    return StopRule(rhat_max=rhat_max, ess_min=ess_min, budget_s=budget_s, standardised=standardised)
+    return StopRule(
+        rhat_max=request.rhat_max, ess_min=request.ess_min, budget_s=request.budget_s, standardised=standardised
+    )
 
 
 def _record_stop(stop: StopRule | None, settings: dict[str, Any]) -> Diagnostics | None:
@@ -312,10 +333,11 @@ def _warn_if_not_checked(result: Fit, sampler: str) -> None:
 
 
 def _approximate(
-    data: ResponseData, spec: ModelSpec, *, sampler: str, chains: int, draws: int | None, seed: int, **_: Any
+    data: ResponseData, spec: ModelSpec, request: SamplerSettings
 ) -> tuple[xr.DataTree, ModelSpec, dict[str, Any], bool]:
     """Run the approximate tier (:func:`irtbayes.fitting.approx.approx_posterior`); same returns as :func:`_build_and_sample`."""
-    draws = 250 if draws is None else int(draws)
+    sampler, chains, seed = request.sampler, request.chains, int(cast(int, request.seed))
+    draws = 250 if request.draws is None else int(request.draws)
     log.info(
         "fitting %s to %s with the approximate tier (%d x %d draws, seed %d)",
         spec.kind,
@@ -336,26 +358,12 @@ def _approximate(
 
 
 def _check_arguments(
-    spec: ModelSpec | None,
-    *,
-    sampler: str,
-    chains: int,
-    draws: int | None,
-    tune: int | None,
-    seed: int | None,
-    target_accept: float | None,
-    warm: bool = False,
+    spec: ModelSpec | None, *, sampler: str, tune: int | None, seed: int | None, warm: bool = False
 ) -> tuple[ModelSpec, int, int]:
-    """The spec (default :class:`ModelSpec`), seed and warm-up :func:`fit` runs with; SpecError for bad settings."""
-    if sampler not in SAMPLERS:
-        raise SpecError(f"unknown sampler {sampler!r}; choose one of {list(SAMPLERS)}")
+    """The spec (default :class:`ModelSpec`), seed and warm-up :func:`fit` runs with (the sampler settings are
+    checked by :class:`SamplerSettings`); SpecError for a spec that is not a ModelSpec."""
     if tune is None:
         tune = (warmstart.WARM_TUNE if warm else warmstart.COLD_TUNE) if sampler == "nutpie" else 1000
-    for name, value, low in (("chains", chains, 1), ("draws", 1 if draws is None else draws, 1), ("tune", tune, 0)):
-        if not isinstance(value, (int, np.integer)) or value < low:
-            raise SpecError(f"fit: {name} must be an integer >= {low}, got {value!r}")
-    if target_accept is not None and not 0 < target_accept < 1:
-        raise SpecError(f"fit: target_accept must be in (0, 1), got {target_accept}")
     spec = spec or ModelSpec()
     if not isinstance(spec, ModelSpec):
         raise SpecError(f"fit: spec must be a ModelSpec, got {type(spec).__name__}")
@@ -365,7 +373,7 @@ def _check_arguments(
 def _build_and_sample(
     data: ResponseData,
     spec: ModelSpec,
-    request: dict[str, Any],
+    request: SamplerSettings,
     *,
     stop: StopRule | None = None,
     warm: bool = False,
@@ -377,10 +385,10 @@ def _build_and_sample(
     where PyMC starts them, with the warm-up of a cold start unless ``tune`` was given.
 
     Returns the sampler's trace, the resolved spec, the sampler settings (with ``wall_time_s``) and whether
-    an interrupt was seen (the sampler may have returned the draws so far). ``request`` holds :func:`fit`'s
-    sampler, chains, draws, tune, seed, cores, target_accept, progress and extra (the sampler's options).
+    an interrupt was seen (the sampler may have returned the draws so far). ``request``: :func:`fit`'s settings
+    with the sampler, seed and warm-up resolved.
     """
-    sampler, chains, draws = request["sampler"], request["chains"], request["draws"]
+    sampler, chains, draws = request.sampler, request.chains, request.draws
     state = RunState()
     settings: dict[str, Any] = {"draws": draws or 0}
     with InterruptWatch() as watch:
@@ -417,8 +425,8 @@ def _build_and_sample(
                 model,
                 sampler=sampler,
                 **run,
-                progress=request["progress"],
-                extra=request["extra"],
+                progress=request.progress,
+                extra=dict(request.sampler_kwargs),
                 state=state,
                 watch=watch,
                 stop=stop,
@@ -455,24 +463,24 @@ def _warm_start(
     return started.point
 
 
-def _sampler_settings(model: pm.Model, data: ResponseData, spec: ModelSpec, request: dict[str, Any]) -> dict[str, Any]:
+def _sampler_settings(model: pm.Model, data: ResponseData, spec: ModelSpec, request: SamplerSettings) -> dict[str, Any]:
     """The sampler settings recorded in ``Fit.sampler``, with the defaults resolved for ``model``."""
     dims = model.named_vars_to_dims
     n_free = sum(int(np.prod([len(model.coords[d]) for d in dims.get(rv.name, ())])) for rv in model.free_RVs)
     draws, target_accept = _default_settings(
-        spec, n_items=data.n_items, n_free=n_free, draws=request["draws"], target_accept=request["target_accept"]
+        spec, n_items=data.n_items, n_free=n_free, draws=request.draws, target_accept=request.target_accept
     )
-    sampler, chains = request["sampler"], request["chains"]
+    sampler, chains = request.sampler, request.chains
     return {
         "name": sampler,
         "chains": chains,
         "draws": int(draws),
-        "tune": request["tune"],
-        "seed": request["seed"],
-        "cores": int(request["cores"] or min(chains, os.cpu_count() or 1)),
+        "tune": request.tune,
+        "seed": request.seed,
+        "cores": int(request.cores or min(chains, os.cpu_count() or 1)),
         "target_accept": float(target_accept),
         "approximate": sampler in APPROXIMATE_SAMPLERS,
-        "options": json_ready(request["extra"]),
+        "options": json_ready(dict(request.sampler_kwargs)),
     }
 
 

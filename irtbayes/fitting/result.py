@@ -19,10 +19,10 @@ import pandas as pd
 import xarray as xr
 
 from irtbayes.checks.sampler import check_convergence
+from irtbayes.checks.summary import draws_frame, forest_rows, posterior_summary
 from irtbayes.checks.verdict import Diagnostics
 from irtbayes.core.errors import FitError, SpecError, describe_interrupt
 from irtbayes.core.files import json_ready
-from irtbayes.core.frames import draws_frame, forest_rows, posterior_summary
 from irtbayes.core.summaries import summarize
 from irtbayes.model.spec import ModelSpec
 
@@ -50,9 +50,11 @@ def software_versions() -> dict[str, str]:
 
 
 def installed_version() -> str:
-    from irtbayes import __version__
-
-    return __version__
+    """irtbayes' version as installed (the one in pyproject.toml), recorded in every saved fit."""
+    try:
+        return metadata.version("irtbayes")
+    except metadata.PackageNotFoundError:
+        return "0+unknown"
 
 
 @dataclass(eq=False)
@@ -353,7 +355,7 @@ class Fit:
         )
 
     def summary(self, *, var_names: Sequence[str] | None = None, ci_prob: float = 0.9) -> pd.DataFrame:
-        """One row per scalar parameter, as ``arviz.summary``: mean, sd, interval, r-hat, bulk and tail ESS.
+        """One row per scalar parameter, as ``arviz.summary``: mean, sd, interval, bulk and tail ESS, r-hat, MCSE.
 
         Parameters
         ----------
@@ -366,7 +368,8 @@ class Fit:
         -------
         pandas.DataFrame
             Indexed by ``variable[index]`` (``difficulty[item00003]``: the real ids); columns ``variable``,
-            ``index``, ``mean``, ``sd``, ``ci_low``, ``ci_high``, ``r_hat``, ``ess_bulk``, ``ess_tail``.
+            ``index``, then ArviZ's ``mean``, ``sd``, ``eti90_lb``, ``eti90_ub`` (for ``ci_prob=0.9``; see
+            :func:`irtbayes.checks.summary.interval_columns`), ``ess_bulk``, ``ess_tail``, ``r_hat``, ``mcse_mean``.
             ``attrs`` record ``ci_prob``, ``approximate``, ``sampler`` (its name) and ``kind``. :meth:`to_text` gives the verdict in
             prose; :meth:`items_table` and :meth:`subjects_table` the item and subject parameters side by side.
 
@@ -376,13 +379,17 @@ class Fit:
         >>> fit, data = simulated_fit(20, 30)
         >>> table = fit.summary(var_names=["difficulty"])
         >>> table.index[0], list(table.columns)
-        ('difficulty[item00000]', ['variable', 'index', 'mean', 'sd', 'ci_low', 'ci_high', 'r_hat', 'ess_bulk', 'ess_tail'])
-        >>> bool((table["ci_low"] < table["mean"]).all() and (table["mean"] < table["ci_high"]).all())
+        ('difficulty[item00000]', ['variable', 'index', 'mean', 'sd', 'eti90_lb', 'eti90_ub', 'ess_bulk', 'ess_tail', 'r_hat', 'mcse_mean'])
+        >>> bool((table["eti90_lb"] < table["mean"]).all() and (table["mean"] < table["eti90_ub"]).all())
         True
         """
         table = posterior_summary(self.posterior, var_names=var_names, ci_prob=ci_prob)
         table.attrs.update(approximate=self.approximate, sampler=self.sampler.get("name"), kind=self.spec.kind)
         return table
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fit's description as plain JSON values: what :meth:`card` gives and ``card.json`` holds."""
+        return self.card()
 
     def to_dataframe(self, *, var_names: Sequence[str] | None = None) -> pd.DataFrame:
         """The draws in wide form: one row per (chain, draw), one column per scalar parameter.
@@ -555,7 +562,7 @@ def _item_curves_table(fit: Fit, *, items: Sequence[str], points: int = 61, ci_p
     Returns one row per (item, theta): ``item``, ``theta``, ``p_mean``, ``p_sd``, ``p_ci_low``, ``p_ci_high``;
     ``attrs["ci_prob"]`` records the interval's probability.
     """
-    from irtbayes.auditing.information import item_curves, theta_grid
+    from irtbayes.core.information import item_curves, theta_grid
 
     post = fit.posterior
     known = set(fit.item_ids)

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 import xarray as xr
 
+from irtbayes.checks.summary import arviz_names, draws_frame, forest_rows, records
 from irtbayes.core import irt
 from irtbayes.core.errors import DataError, SpecError
-from irtbayes.core.frames import draws_frame, forest_rows
 from irtbayes.core.summaries import spaced
 from irtbayes.data.responses import ResponseData
 from irtbayes.fitting.result import Fit, check_prob, draws_table
@@ -63,7 +63,8 @@ class Scores:
         return table
 
     def summary(self, *, ci_prob: float = 0.9) -> pd.DataFrame:
-        """One row per subject (and dim): ``n_responses`` and the ability's mean, sd and interval (:meth:`table`).
+        """:meth:`table` with ArviZ's interval names: ``subject``, (``dim``,) ``n_responses``, ``ability_mean``,
+        ``ability_sd``, ``ability_eti90_lb``, ``ability_eti90_ub`` (for ``ci_prob=0.9``), ``ci_prob``.
 
         Examples
         --------
@@ -75,11 +76,26 @@ class Scores:
         >>> scores = score(fit, data.subset(subjects=["subject000", "subject001"]), n_draws=100, seed=3)
         >>> table = scores.summary()
         >>> list(table.columns)
-        ['subject', 'n_responses', 'ability_mean', 'ability_sd', 'ability_ci_low', 'ability_ci_high', 'ci_prob']
-        >>> bool((table["ability_ci_low"] < truth["ability"].values[:2]).all())
+        ['subject', 'n_responses', 'ability_mean', 'ability_sd', 'ability_eti90_lb', 'ability_eti90_ub', 'ci_prob']
+        >>> bool((table["ability_eti90_lb"] < truth["ability"].values[:2]).all())
         True
         """
-        return self.table(ci_prob)
+        return arviz_names(self.table(ci_prob), ci_prob)
+
+    def to_dict(self, *, ci_prob: float = 0.9) -> dict[str, Any]:
+        """Plain JSON values: ``approximate``, ``n_draws``, ``ci_prob`` and ``subjects`` (the rows of :meth:`table`)."""
+        return {
+            "approximate": self.approximate,
+            "n_draws": int(self.draws.sizes["chain"] * self.draws.sizes["draw"]),
+            "ci_prob": ci_prob,
+            "subjects": records(self.table(ci_prob)),
+        }
+
+    def to_text(self, *, ci_prob: float = 0.9) -> str:
+        """:meth:`table` as plain text, as the ``score`` command prints it (an approximate fit's scores say so first)."""
+        with pd.option_context("display.width", 160, "display.max_rows", 200, "display.precision", 3):
+            text = self.table(ci_prob).to_string(index=False)
+        return ("APPROXIMATE: the item parameters come from an approximate fit.\n" if self.approximate else "") + text
 
     def to_dataframe(self) -> pd.DataFrame:
         """The ability draws: index (``chain``, ``draw``), one column ``ability[subject]`` per subject (and dim).

@@ -41,38 +41,21 @@ labels allow: benchmark labels (missing ones put in a group ``"(unlabelled)"``) 
 labels when there are at least three domains (with two, the spread between domains is not identified by
 the data and only slows sampling; ask for ``"benchmark+domain"`` explicitly to have it anyway).
 
-Small banks. The spread of item log-discriminations, ``log_discrimination_sd``, is estimated from the
-items' discriminations, so a bank of a few items pins it poorly: with one group of items (hierarchy
-``"none"``: one benchmark, or none labelled) of fewer than :data:`SMALL_BANK_ITEMS` items, the default
-(``discrimination_sd="auto"``) fixes it at ``Priors.log_discrimination_sd_scale`` (0.5: a discrimination
-within a factor of e of the bank's typical one with 95% probability) and draws log-discriminations centred
-around the sampled ``log_discrimination_mu``; ``discrimination_sd="sampled"`` keeps the hyper-sd. The bound is
-set so that SAT12's 32 items fall under it (the sampled form mixed too slowly there as well); with 100 items
-or more the data pin the hyper-sd (its relative posterior sd is about 1 / sqrt(2 n), under 7%). Difficulties
-keep their sampled ``difficulty_sd`` (the audit's deconvolved locations need it). Measured with the default
-fit (4 chains x 1000 draws, seeds 1-3): LSAT7 (1,000 examinees x 5 items) max r-hat 1.008, min bulk ESS
-636-686, min tail ESS >= 639, no divergences, where the sampled hyper-sd gave r-hat up to 1.016 and bulk ESS
-138-394 at ``log_discrimination_sd``; SAT12 (600 x 32) r-hat <= 1.007 and ESS >= 529 (sampled: ESS 251-300
-at ``log_discrimination_mu``, r-hat up to 1.017); each fit 13-16 s on 2 cores. Centring the items under a
-sampled hyper-sd gave hundreds of divergences on LSAT (its posterior reaches near 0: a funnel). LSAT6, whose
-five discriminations the data barely inform, still misses by a little at 1000 draws (r-hat 1.009-1.014, bulk
-ESS 346-470) and passes at 2000 (r-hat <= 1.007, ESS >= 818, about 20 s), so :func:`irtbayes.fitting.fit.fit`
-draws 2000 per chain for one group of fewer than :data:`SMALL_BANK_ITEMS` items by default. With those
-defaults (4 chains x 2000 draws after 500, seeds 1-3, 2 cores shared with other work): LSAT6 max r-hat
-1.005-1.007, min bulk ESS 818-1023, min tail ESS >= 877; LSAT7 r-hat 1.004-1.005, bulk ESS >= 1055, tail
-ESS >= 1621; SAT12 (omitted answers scored wrong) r-hat 1.003, bulk ESS >= 1738, tail ESS >= 1442; no
-divergences, every check passed, 23-49 s per fit.
+Small banks. With one group of items (hierarchy ``"none"``: one benchmark, or none labelled) of fewer than
+:data:`SMALL_BANK_ITEMS` items, the default (``discrimination_sd="auto"``) fixes the spread of item
+log-discriminations at ``Priors.log_discrimination_sd_scale`` (0.5: a discrimination within a factor of e
+of the bank's typical one with 95% probability) and draws log-discriminations centred around the sampled
+``log_discrimination_mu``; a few items pin a sampled hyper-sd poorly, while with 100 items or more its
+relative posterior sd is about 1 / sqrt(2 n), under 7%. ``discrimination_sd="sampled"`` keeps the
+hyper-sd. Difficulties keep their sampled ``difficulty_sd`` (the audit's deconvolved locations need it),
+and :func:`irtbayes.fitting.fit.fit` draws more per chain for such banks.
 
-Centred or non-centred is chosen per level from the data (``centring`` and ``item_centring`` override),
-by measured ESS per second: a level is centred when the data pin each group's value more tightly than
-the hierarchy does, otherwise non-centred (which removes the funnel between a group sd and its members).
-Domain level: non-centred. Benchmark level: difficulties centred when every benchmark has at least 30
-items, log-discriminations at least 100. Item level: difficulties centred when the median item has at
-least 20 responses; discriminations (weakly informed by each item's responses) non-centred. On MMLU-Pro
-(29 subjects x 12,032 items) the centred benchmark level raised the minimum ESS of ``difficulty_mu`` from
-19 to over 700 per 600 draws, and the non-centred discriminations the minimum ESS of their hyper-sd
-threefold; on a 60 x 40 data set with 4 benchmarks the non-centred benchmark level removed all
-divergences.
+Centred or non-centred is chosen per level from the data (``centring`` and ``item_centring`` override):
+a level is centred when the data pin each group's value more tightly than the hierarchy does, otherwise
+non-centred (which removes the funnel between a group sd and its members). Domain level: non-centred.
+Benchmark level: difficulties centred when every benchmark has at least 30 items, log-discriminations at
+least 100. Item level: difficulties centred when the median item has at least 20 responses;
+discriminations (weakly informed by each item's responses) non-centred.
 
 Non-centred levels: one centre and zero-sum effects. A non-centred level writes each group's mean as its
 parent plus ``sd * e``; with a handful of groups the mean of the ``e`` is barely fixed by the data, so
@@ -84,23 +67,7 @@ into their mean, ``*_{level}_mean_z / sqrt(K)``, and the rest, zero-sum normal `
 ``*_mu = *_centre - sum(sd * mean(e))`` keeps its Normal prior exactly. ``*_mu``, ``*_domain`` and
 ``*_benchmark`` are the same quantities, with the same prior, as with independent effects (so a new
 group's predictive, Normal(parent, sd), is exact); only the sampler's coordinates changed. A centred level
-is unchanged. Measured on the test fixture's data (60 x 42 with one all-correct and one all-wrong item, 4
-benchmarks of 10-11 items, 2 domains so hierarchy ``"benchmark"``; 2 chains x 500 draws after 500, target
-acceptance 0.9, seeds 1-5): independent effects in the old coordinates gave a divergence at seed 1 (at
-``log_discrimination_benchmark_sd`` 0.46, posterior mean 0.14, ``difficulty_mu`` 1.09 against 0.18) and
-min bulk ESS 40-174; these coordinates gave no divergence at any seed (max r-hat 1.011-1.062, min bulk ESS
-27-234, the least at the item-level ``log_discrimination_sd``). With ``dims="domain"`` (80 x 40, seeds
-1-5) neither diverged; max r-hat 1.015-1.026 against 1.021-1.113. Zero-sum effects alone, with ``*_mu``
-sampled as the centre, also removed the divergences but changed the model (each effect's prior variance
-became (K - 1) / K), enough to move BenchFill's full refit away from its fixed-bank path. A domain level
-over two domains, asked for explicitly (``hierarchy="benchmark+domain"`` on the same data), still diverges
-now and then (1 and 4 divergences at seeds 3 and 5; old coordinates: 1 at seeds 1 and 5): its sd rests on
-two values, which is why ``"auto"`` leaves it out. At 100 x 1,000 (``scripts/benchmark_fit.py --sizes
-100x1000 --chains 4 --draws 1000 --tune 1000 --models default --seed S``: 25 benchmarks of 40 items in 7
-domains, so non-centred domain levels and log-discrimination benchmark level), seeds 1-5: no divergences,
-max r-hat 1.007-1.009, min bulk ESS 408-1047 (the least at ``log_discrimination_domain_sd`` or
-``log_discrimination_benchmark_sd``), 162-260 s each on 2 cores shared with other work; zero-sum effects
-alone had 1 divergence at seed 5.
+is unchanged.
 
 Likelihood
 ----------
@@ -111,27 +78,15 @@ posterior is a quasi-posterior (intervals are approximate when responses are str
 under-dispersed). Set ``fractional="error"`` to refuse fractional data instead. Missing cells are
 absent rows. The 3PL uses ``y log P + (1 - y) log(1 - P)`` in log-sum-exp form.
 
-Cost per gradient (``layout``): when at least half of the (subject, item) cells are observed, 1PL/2PL use
-``"fused"``, a PyTensor Op whose numba kernel computes the log-likelihood and its gradient in one pass
-over the dense matrix with one ``exp`` per cell (the logs of ``1 + exp(-|eta|)`` are summed as the log of
-running products); 3PL uses ``"dense"`` (the same matrix, plain PyTensor); sparse data use ``"long"``
-(one row per response, integer indexing). Measured per gradient: MMLU-Pro 3.0 ms fused vs 7.7 ms dense
-and 7.3 ms long; 100 x 1,000 (90k responses) 1.1 ms vs 2.1 ms. The kernel has since been vectorised
-(:mod:`irtbayes.model.likelihood`): 1.0 ms at MMLU-Pro's shape and 0.36 ms at 100 x 1,000, one core; the sampling
-times quoted below were measured with the scalar kernel. The fused Op has no JAX form: the
-``numpyro`` sampler uses ``"dense"``.
+The layout of the likelihood (``layout``, :mod:`irtbayes.model.likelihood`): when at least half of the
+(subject, item) cells are observed, 1PL/2PL use ``"fused"``, a PyTensor Op whose numba kernel computes the
+log-likelihood and its gradient in one pass over the dense matrix with one ``exp`` per cell; 3PL uses
+``"dense"`` (the same matrix, plain PyTensor); sparse data use ``"long"`` (one row per response, integer
+indexing). The fused Op has no JAX form: the ``numpyro`` sampler uses ``"dense"``.
 
-Measured (nutpie, shared 2-core machine, so CPU seconds are quoted where other work competed):
-the default 2PL on MMLU-Pro, 4 chains x 1000 draws (500 warm-up), target acceptance 0.7: 31 leapfrog steps
-per draw, max r-hat 1.009, no divergences, min bulk ESS 657 (difficulties >= 1017, abilities >= 2936),
-890 CPU seconds (about 450 s on 2 idle cores). With target acceptance 0.8 it took 58 steps per draw and
-1344 CPU seconds for the same ESS per gradient. On simulated 100 x 1,000 data (4 chains x 1000 draws,
-``scripts/benchmark_fit.py``, both models in one run on an idle machine): default 116 s, min bulk ESS 565
-over all parameters (4174 over abilities and difficulties), max r-hat 1.007, 31 steps per draw; the
-straightforward non-centred long-format PyMC 2PL 572 s, min ESS 35 (42), max r-hat 1.095: 79 times the ESS
-per second over all parameters, 492 times over abilities and difficulties. On 400 x 5,000 the default at
-its own settings (4 x 1250 draws, 500 warm-up) took 2093 s: max r-hat 1.008, min bulk ESS 1006 (abilities
-7868, difficulties 2580, discriminations 2601); README has the whole table.
+The measurements behind these choices (ESS per second of each parameterisation, the cost per gradient of
+each layout, the small-bank fits) are in the documentation's performance and validation pages
+(``docs/performance.md``, ``docs/validation.md``).
 
 Priors
 ------

@@ -9,25 +9,30 @@ from __future__ import annotations
 import base64
 import html
 import io
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-__all__ = ["Document", "format_number"]
+__all__ = ["Document", "column_format", "format_number", "format_probability", "format_share"]
 
 
 def format_number(value: object, *, digits: int = 3) -> str:
-    """Numbers as short text: ``0.123``, ``1.2e-05``, ``12,032``; other values via ``str``.
+    """Numbers as short text, never in scientific notation: ``0.123``, ``0.0000120``, ``12,032``, ``2,500,000``;
+    other values via ``str``.
+
+    Floats get ``digits`` decimals, or ``digits`` significant ones when they are smaller than that shows (at
+    most 9 decimals; a float below that is written ``0.000``), and thousands separators from a million up.
 
     Examples
     --------
     >>> format_number(0.12345), format_number(1.2e-5), format_number(12032), format_number(float("nan"))
-    ('0.123', '1.20e-05', '12,032', '–')
-    >>> format_number(True), format_number("2pl")
-    ('yes', '2pl')
+    ('0.123', '0.0000120', '12,032', '–')
+    >>> format_number(-0.00792), format_number(2.5e6), format_number(True), format_number("2pl")
+    ('-0.00792', '2,500,000', 'yes', '2pl')
     """
     if value is None or (isinstance(value, float) and np.isnan(value)):
         return "–"
@@ -37,10 +42,101 @@ def format_number(value: object, *, digits: int = 3) -> str:
         return f"{int(value):,}"
     if isinstance(value, (float, np.floating)):
         v = float(value)
-        if v != 0 and (abs(v) < 10 ** -(digits - 1) or abs(v) >= 10**6):
-            return f"{v:.{digits - 1}e}"
+        if not math.isfinite(v):
+            return str(v)
+        if abs(v) >= 10**6:
+            return f"{v:,.0f}"
+        if v != 0 and abs(v) < 10 ** -(digits - 1):
+            decimals = digits - 1 - math.floor(math.log10(abs(v)))
+            if decimals <= 9:
+                return f"{v:.{decimals}f}"
         return f"{v:.{digits}f}"
     return str(value)
+
+
+def _missing(value: object) -> bool:
+    return value is None or (isinstance(value, (float, np.floating)) and math.isnan(float(value)))
+
+
+def format_share(value: object) -> str:
+    """A share (of items, of a target's weight, of cells) as a percentage with two significant digits.
+
+    Never scientific notation; a share that is not exactly 0 or 1 never prints as ``0%`` or ``100%``.
+
+    Examples
+    --------
+    >>> format_share(0.000131), format_share(0.0131), format_share(0.456), format_share(0.0), format_share(1.0)
+    ('0.013%', '1.3%', '46%', '0%', '100%')
+    >>> format_share(0.9996), format_share(2e-9), format_share(float("nan"))
+    ('99.96%', '<0.0001%', '–')
+    """
+    if _missing(value):
+        return "–"
+    v = float(value)  # type: ignore[arg-type]
+    pct = 100 * v
+    if v == 0 or v == 1:
+        return f"{pct:.0f}%"
+    if abs(pct) < 1e-4:
+        return "<0.0001%" if pct > 0 else "-<0.0001%"
+    # two significant digits, and enough decimals that a share short of 1 does not read as 100%
+    decimals = max(0, 1 - math.floor(math.log10(abs(pct))))
+    while decimals < 6 and 0 < v < 1 and round(pct, decimals) >= 100:
+        decimals += 1
+    return f"{pct:.{decimals}f}%"
+
+
+def format_probability(value: object, *, digits: int = 2) -> str:
+    """A probability as fixed decimals: ``0.94``; ``<0.01`` and ``>0.99`` where rounding would read 0 or 1.
+
+    Examples
+    --------
+    >>> format_probability(0.9412), format_probability(0.0), format_probability(1.0)
+    ('0.94', '0.00', '1.00')
+    >>> format_probability(1.3e-4), format_probability(0.9996)
+    ('<0.01', '>0.99')
+    """
+    if _missing(value):
+        return "–"
+    v = float(value)  # type: ignore[arg-type]
+    step = 10.0**-digits
+    if 0 < v < step / 2:
+        return f"<{step:.{digits}f}"
+    if 1 - step / 2 <= v < 1:
+        return f">{1 - step:.{digits}f}"
+    return f"{v:.{digits}f}"
+
+
+def _fixed(value: object) -> str:
+    """Fixed decimals for values on a [0, 1] scale that are neither shares nor probabilities (accuracies)."""
+    if _missing(value) or not isinstance(value, (float, np.floating)):
+        return format_number(value)
+    return f"{float(value):.3f}"
+
+
+#: Column names read as shares (printed as percentages), probabilities (fixed decimals) and accuracies.
+_SHARE_MARKS = ("share", "mass_", "unrepresented", "target_weight")
+_ACCURACY_MARKS = ("accuracy", "mean_response", "reweighted_")
+
+
+def column_format(name: object) -> Callable[[object], str] | None:
+    """How a table column is printed, from its name: shares as percentages, probabilities and accuracies as
+    fixed decimals; None for every other column (:func:`format_number`).
+
+    Examples
+    --------
+    >>> column_format("mass_below_mean")(1.31e-4), column_format("p_empty")(0.9412), column_format("raw_accuracy")(0.005)
+    ('0.013%', '0.94', '0.005')
+    >>> column_format("reweighted_ci_low")(0.25), column_format("ddm_w1_mean") is None
+    ('0.250', True)
+    """
+    text = str(name).lower()
+    if any(mark in text for mark in _ACCURACY_MARKS):
+        return _fixed
+    if any(mark in text for mark in _SHARE_MARKS):
+        return format_share
+    if text.startswith("p_") or "_p_" in text or text.startswith("prob"):
+        return format_probability
+    return None
 
 
 @dataclass
@@ -97,15 +193,31 @@ class Document:
         self.html_parts.append("<ul>" + "".join(f"<li>{html.escape(i)}</li>" for i in items) + "</ul>")
         self.md_parts.append("\n".join(f"- {_md_escape(i)}" for i in items) + "\n")
 
-    def table(self, frame: pd.DataFrame, *, caption: str | None = None, digits: int = 3, max_rows: int = 60) -> None:
+    def table(
+        self,
+        frame: pd.DataFrame,
+        *,
+        caption: str | None = None,
+        digits: int = 3,
+        max_rows: int = 60,
+        formats: Mapping[str, Callable[[object], str]] | None = None,
+    ) -> None:
+        """A table; each column printed by ``formats[column]``, else by :func:`column_format` of its name, else
+        :func:`format_number` with ``digits``."""
         shown = frame.head(max_rows)
+        chosen = [
+            (formats or {}).get(str(c)) or column_format(c) or (lambda v: format_number(v, digits=digits))
+            for c in shown.columns
+        ]
         head = "".join(f"<th>{html.escape(str(c))}</th>" for c in shown.columns)
         rows = []
-        for _, row in shown.iterrows():
+        # column by column, so that each keeps its dtype (a row of a numeric frame would turn ints into floats)
+        columns = [shown.iloc[:, j].tolist() for j in range(shown.shape[1])]
+        records = list(zip(*columns, strict=True)) if columns else []
+        for row in records:
             cells = "".join(
-                f'<td class="{"num" if isinstance(v, (int, float, np.number)) else "txt"}">'
-                f"{html.escape(format_number(v, digits=digits))}</td>"
-                for v in row.tolist()
+                f'<td class="{"num" if isinstance(v, (int, float, np.number)) else "txt"}">{html.escape(show(v))}</td>'
+                for show, v in zip(chosen, row, strict=True)
             )
             rows.append(f"<tr>{cells}</tr>")
         cap = f"<caption>{html.escape(caption)}</caption>" if caption else ""
@@ -116,8 +228,7 @@ class Document:
         md_head = "| " + " | ".join(_md_cell(str(c)) for c in shown.columns) + " |"
         md_rule = "|" + "---|" * len(shown.columns)
         md_rows = [
-            "| " + " | ".join(_md_cell(format_number(v, digits=digits)) for v in row.tolist()) + " |"
-            for _, row in shown.iterrows()
+            "| " + " | ".join(_md_cell(show(v)) for show, v in zip(chosen, row, strict=True)) + " |" for row in records
         ]
         cap_md = f"*{_md_escape(caption)}*\n\n" if caption else ""
         more_md = f"\n{len(frame) - max_rows} more rows in the CSV.\n" if len(frame) > max_rows else ""

@@ -1,9 +1,12 @@
 """The research report: one folder with ``report.html`` (self-contained), ``report.md``, figures and tables.
 
 :func:`build_report` turns a fit, its data and (optionally) an audit and BenchFill results into a
-:class:`~irtbayes.reporting.document.Document`; :func:`write_report` writes it atomically. The closing section,
-"What this supports and what it does not", is generated from the numbers: which coverage gaps are
-credible, which rank differences the posterior cannot resolve, which conclusions depend on the target.
+:class:`~irtbayes.reporting.document.Document`; :func:`report` writes it atomically. The report opens with
+"What this audit found", generated from the numbers (:func:`audit_findings`): whether the fit passed its
+convergence checks (a fit that did not, or an approximate one, is said so first and every finding is marked
+provisional), which benchmarks have credible gaps and where, how far each is from the target, and what the
+target does to the leaderboard. The key figures follow, then the data, the model, the settings and the
+diagnostics; the closing section says what the data cannot decide.
 
 The report's size is bounded whatever the number of subjects, items and benchmarks: the leaderboard figure,
 the P(ahead) matrix and the leaderboard table show the top :data:`TOP_SUBJECTS` subjects by posterior mean
@@ -17,29 +20,33 @@ from __future__ import annotations
 import logging
 import platform
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pandas as pd
 
 from irtbayes.core import plots
 from irtbayes.core.files import atomic_dir
 from irtbayes.core.summaries import format_interval
 from irtbayes.data.responses import ResponseData
-from irtbayes.reporting.document import Document, format_number
+from irtbayes.reporting.document import Document, format_number, format_probability, format_share
 
 if TYPE_CHECKING:
     from irtbayes.auditing.result import AuditResult
     from irtbayes.fitting.result import Fit
 
 __all__ = [
+    "CREDIBLE_GAP",
     "MAX_SCOPES",
     "TOP_BENCHMARKS",
     "TOP_SUBJECTS",
+    "Findings",
+    "audit_findings",
     "build_report",
     "parameter_diagnostics",
-    "supported_claims",
-    "write_report",
+    "report",
 ]
 
 log = logging.getLogger(__name__)
@@ -47,6 +54,13 @@ log = logging.getLogger(__name__)
 #: P(bin empty) at or above which a gap is called credible, and the band where the data cannot decide.
 CREDIBLE_EMPTY = 0.9
 UNDECIDED_EMPTY = 0.5
+#: A gap is credible when the lower end of its Maximum Gap interval exceeds this many logits: the audit's false-gap
+#: threshold (scripts/gap_calibration.py; no simulated benchmark without a gap had its lower end above it).
+CREDIBLE_GAP = 0.5
+#: Benchmarks or systems named in one finding; the rest are counted (every one is in tables/).
+MAX_NAMED = 8
+#: Benchmarks named at each end of the DDM finding (the closest and the furthest).
+DDM_NAMED = 3
 #: Subjects shown in the leaderboard figure, the P(ahead) matrix and the leaderboard table.
 TOP_SUBJECTS = 30
 #: Benchmarks shown in the coverage and forest figures (those with the largest DDM).
@@ -88,79 +102,237 @@ def parameter_diagnostics(fit: Fit) -> pd.DataFrame:
     return parameter_table(rhat, bulk, tail, names)
 
 
-def supported_claims(fit: Fit, audit: AuditResult | None, *, ci_prob: float) -> tuple[list[str], list[str]]:
-    """Sentences for the closing section, generated from the numbers.
+@dataclass(frozen=True)
+class Findings:
+    """What the report leads with, generated from the numbers.
 
-    Returns
-    -------
-    (supported, not_supported)
-        Two lists of plain sentences.
+    Attributes
+    ----------
+    verdict
+        One sentence on the fit's convergence checks (or that the posterior is approximate or partial).
+    trusted
+        The fit passed its checks and is neither approximate nor partial. When False every sentence of
+        ``found`` opens with ``PROVISIONAL`` and the reason.
+    found
+        The findings: credible gaps and where, each benchmark's distance from the target, what the target
+        does to the leaderboard. Empty without an audit.
+    open
+        What the data cannot decide or the report does not support (the closing section).
     """
-    supported: list[str] = []
+
+    verdict: str
+    trusted: bool
+    found: list[str]
+    open: list[str]
+
+
+def audit_findings(fit: Fit, audit: AuditResult | None, *, ci_prob: float | None = None) -> Findings:
+    """The findings the report opens with and the open questions it closes with.
+
+    Parameters
+    ----------
+    fit
+        The fit; its convergence checks decide whether the findings are marked provisional.
+    audit
+        Its audit, or None (then only the verdict).
+    ci_prob
+        Probability of the intervals the sentences name (default the audit's, else 0.9).
+
+    Examples
+    --------
+    >>> from irtbayes.examples import simulated_audit, simulated_fit
+    >>> fit, data = simulated_fit(30, 60, n_benchmarks=2)
+    >>> result, _ = simulated_audit(30, 60, bins=5)
+    >>> findings = audit_findings(fit, result)
+    >>> findings.trusted, findings.verdict.startswith("The fit FAILED its convergence checks")
+    (False, True)
+    >>> all(sentence.startswith("PROVISIONAL") for sentence in findings.found)
+    True
+    """
+    verdict, reason = _verdict(fit, audit)
+    found: list[str] = []
     unsupported: list[str] = []
-    pct = f"{ci_prob:.0%}"
-    _convergence_claims(fit, supported, unsupported)
-    if audit is None:
-        return supported, unsupported
-
-    _gap_claims(audit, supported, unsupported)
-    _ddm_claims(audit, pct, supported, unsupported)
-    _ranking_claims(audit, pct, supported, unsupported)
-    target = audit.target
-    unsupported.append(
-        f"Conclusions about weighting hold for the chosen target ({target.kind}: {target.description}); "
-        "another target (the workload a decision is about) can give another DDM and another re-weighted order."
-    )
-    unsupported.append(_gap_width_caveat(fit, audit))
-    return supported, unsupported
-
-
-def _convergence_claims(fit: Fit, supported: list[str], unsupported: list[str]) -> None:
-    """Whether the sampler converged (or the posterior is approximate): one sentence in either list."""
-    if fit.approximate:
+    if audit is not None:
+        pct = f"{(ci_prob if ci_prob is not None else audit.ci_prob):.0%}"
+        found += _gap_findings(audit, pct, unsupported)
+        found += _ddm_findings(audit, pct, unsupported)
+        found += _ranking_findings(audit, pct, unsupported)
+        target = audit.target
         unsupported.append(
-            "The posterior is an approximation (variational/Pathfinder): intervals may be too narrow; "
-            "refit with NUTS before relying on any interval below."
+            f"Conclusions about weighting hold for the chosen target ({target.kind}: {target.description}); "
+            "another target (the workload a decision is about) can give another DDM and another re-weighted order."
         )
-    elif fit.diagnostics.ok:
-        supported.append(
-            f"The sampler converged by the stated thresholds (max r-hat {fit.diagnostics.max_rhat:.3f}, "
-            f"min bulk ESS {fit.diagnostics.min_ess_bulk:.0f}, {fit.diagnostics.divergences} divergences)."
+        unsupported.append(_gap_width_caveat(fit, audit))
+    mark = f"PROVISIONAL ({reason}): " if reason else ""
+    return Findings(verdict=verdict, trusted=not reason, found=[mark + s for s in found], open=unsupported)
+
+
+def _verdict(fit: Fit, audit: AuditResult | None) -> tuple[str, str]:
+    """Whether the fit passed its convergence checks, in one sentence, and why its numbers are provisional
+    (empty when they are not)."""
+    diag = fit.diagnostics
+    if fit.partial:
+        return (
+            f"{fit.partial_text()} An unfinished run has not converged: every number in this report is provisional.",
+            "partial fit",
+        )
+    if fit.approximate:
+        return (
+            f"The posterior is an approximation ({fit.sampler.get('name')}): MCMC convergence checks do not apply "
+            "and its intervals may be too narrow. Every number in this report is provisional; refit with NUTS "
+            "before relying on it.",
+            "approximate posterior",
+        )
+    if not diag.ok:
+        more = f"; {len(diag.problems) - 3} more" if len(diag.problems) > 3 else ""
+        return (
+            "The fit FAILED its convergence checks (" + "; ".join(diag.problems[:3]) + more + "): every number in "
+            "this report is provisional until a longer or better-conditioned fit passes.",
+            "failed convergence checks",
+        )
+    if audit is not None and audit.settings.get("converged") is False:
+        return ("The audit records that the draws it was made from failed their convergence checks: every "
+                "number in this report is provisional.", "failed convergence checks")  # fmt: skip
+    return (
+        f"The fit passed its convergence checks (max r-hat {diag.max_rhat:.3f}, min bulk ESS "
+        f"{diag.min_ess_bulk:.0f}, {diag.divergences} divergences).",
+        "",
+    )
+
+
+def _scope_kind(audit: AuditResult) -> str:
+    """The scopes the findings speak of: the benchmarks, or all items when the items carry no benchmark labels."""
+    return "benchmark" if (audit.benchmarks["scope_kind"] == "benchmark").any() else "all"
+
+
+def _scope_name(row: pd.Series) -> str:
+    return "all items" if row["scope_kind"] == "all" else str(row["scope"])
+
+
+def _more(n: int, what: str) -> str:
+    return f" … and {n:,} more {what} (tables/benchmarks.csv)." if n > 0 else ""
+
+
+def _gap_findings(audit: AuditResult, pct: str, unsupported: list[str]) -> list[str]:
+    """Which benchmarks have a credible gap, where, and how wide its interior and edge parts are."""
+    kind = _scope_kind(audit)
+    bench = audit.benchmarks.loc[audit.benchmarks["scope_kind"] == kind]
+    bins = audit.bins.loc[audit.bins["scope_kind"] == kind]
+    empty = bins.loc[bins["p_empty"] >= CREDIBLE_EMPTY]
+    rule = (
+        f"the lower end of the {pct} interval of the Maximum Gap above {CREDIBLE_GAP:g} logits; in the audit's "
+        "calibration no simulated benchmark without a planted gap had its lower end there"
+    )
+    credible = bench.loc[bench["max_gap_ci_low"] > CREDIBLE_GAP].sort_values("max_gap_ci_low", ascending=False)
+    found: list[str] = []
+    if credible.empty:
+        widest = bench.sort_values("max_gap_ci_low", kind="stable").iloc[-1]
+        where = f"any of the {len(bench)} benchmarks" if kind == "benchmark" and len(bench) > 1 else _scope_name(widest)
+        found.append(
+            f"No credible coverage gap ({rule}) in {where}: the highest lower end is {_scope_name(widest)}'s, "
+            f"Maximum Gap {format_interval(widest, 'max_gap')} logits."
         )
     else:
-        unsupported.append(
-            "Convergence checks failed (" + "; ".join(fit.diagnostics.problems[:3]) + "): every number below "
-            "is provisional until a longer or better-conditioned fit passes."
+        names = ", ".join(_scope_name(r) for _, r in credible.head(MAX_NAMED).iterrows())
+        found.append(
+            f"Credible coverage gap ({rule}) in {names}."
+            if len(bench) == 1
+            else f"Credible coverage gaps ({rule}) in {len(credible)} of {len(bench)} benchmarks: {names}"
+            + (_more(len(credible) - MAX_NAMED, "benchmarks") if len(credible) > MAX_NAMED else ".")
         )
-
-
-def _gap_claims(audit: AuditResult, supported: list[str], unsupported: list[str]) -> None:
-    """Credible coverage gaps (supported) and bins the data cannot call empty or not (unsupported)."""
-    bins = audit.bins.loc[audit.bins["scope_kind"] == "benchmark"]
-    credible = bins.loc[bins["p_empty"] >= CREDIBLE_EMPTY]
+        for _, row in credible.head(MAX_NAMED).iterrows():
+            found.append(_gap_sentence(audit, row, empty))
+    # bins credibly empty in benchmarks whose widest gap is not credible (bins narrower than the threshold)
+    narrow = empty.loc[~empty["scope"].isin(credible["scope"])]
+    by_scope = bench.set_index("scope")
+    for scope, rows in list(narrow.groupby("scope", sort=False))[:MAX_NAMED]:
+        row = by_scope.loc[scope]
+        found.append(
+            f"{'all items' if kind == 'all' else scope}: no item in {_spans(rows)} with P ≥ {CREDIBLE_EMPTY:g}, "
+            f"but its Maximum Gap, {format_interval(row, 'max_gap')} logits, does not clear the "
+            f"{CREDIBLE_GAP:g}-logit threshold: a narrow empty stretch, not counted as a credible gap."
+        )
     undecided = bins.loc[(bins["p_empty"] >= UNDECIDED_EMPTY) & (bins["p_empty"] < CREDIBLE_EMPTY)]
-    for scope, rows in credible.groupby("scope", sort=False):
-        spans = ", ".join(f"[{r.lo:.2f}, {r.hi:.2f})" for r in rows.itertuples())
-        supported.append(
-            f"{scope}: no items in {spans} with probability ≥ {CREDIBLE_EMPTY:g} (credible coverage gap: "
-            "progress of systems at those abilities is invisible to this benchmark's score)."
+    for scope, rows in list(undecided.groupby("scope", sort=False))[:MAX_NAMED]:
+        spans = ", ".join(
+            f"[{r.lo:.2f}, {r.hi:.2f}) (P(empty) {format_probability(r.p_empty)})" for r in rows.itertuples()
         )
-    for scope, rows in undecided.groupby("scope", sort=False):
-        spans = ", ".join(f"[{r.lo:.2f}, {r.hi:.2f}) (P(empty) {r.p_empty:.2f})" for r in rows.itertuples())
         unsupported.append(f"{scope}: whether {spans} is empty; the difficulty estimates are too uncertain to say.")
+    return found
 
 
-def _ddm_claims(audit: AuditResult, pct: str, supported: list[str], unsupported: list[str]) -> None:
-    """Whether the benchmarks' DDM intervals separate the closest from the furthest, and which overlap the best."""
-    bench = audit.benchmarks.loc[audit.benchmarks["scope_kind"] == "benchmark"]
+def _spans(rows: pd.DataFrame) -> str:
+    """The bins of ``rows`` as intervals, adjacent bins joined: ``[-0.26, 2.80)``."""
+    spans: list[list[float]] = []
+    for r in rows.sort_values("lo").itertuples():
+        if spans and abs(spans[-1][1] - float(r.lo)) < 1e-9:
+            spans[-1][1] = float(r.hi)
+        else:
+            spans.append([float(r.lo), float(r.hi)])
+    return ", ".join(f"[{lo:.2f}, {hi:.2f})" for lo, hi in spans)
+
+
+def _gap_sentence(audit: AuditResult, row: pd.Series, empty: pd.DataFrame) -> str:
+    """Where one benchmark's credible gap lies, its interior and edge parts, and the bins credibly empty."""
+    target = audit.target
+    k = int(row["gap_modal_bin"])
+    kind = str(row["gap_kind"])
+    where = {"interior": "between two items", "whole range": "no item inside the range"}.get(kind, f"at the {kind}")
+    text = (
+        f"{_scope_name(row)}: Maximum Gap {format_interval(row, 'max_gap')} logits, around "
+        f"[{row['gap_lo']:.2f}, {row['gap_hi']:.2f}] ({where}; in bin {k} {target.bin_label(k)} in "
+        f"{format_share(row['gap_p_modal_bin'])} of draws). Interior gap {format_interval(row, 'interior_gap')}; "
+        f"edge gaps {format_interval(row, 'edge_gap_low')} at L = {target.lo:.2f} and "
+        f"{format_interval(row, 'edge_gap_high')} at U = {target.hi:.2f}."
+    )
+    inner = audit.settings.get("edge_gap_inner_range")
+    side = {"low edge": "low", "high edge": "high"}.get(kind)
+    if side is not None and inner is not None and pd.notna(row.get(f"edge_gap_{side}_inner_mean")):
+        margin = float(inner[0]) - target.lo
+        text += (
+            f" Up to {margin:.2f} logits of an edge gap can be the range's margin beyond the systems' abilities; "
+            f"inside [{float(inner[0]):.2f}, {float(inner[1]):.2f}] this edge gap is "
+            f"{format_interval(row, f'edge_gap_{side}_inner')}."
+        )
+    rows = empty.loc[empty["scope"] == row["scope"]]
+    if len(rows):
+        text += f" No item in {_spans(rows)} with P ≥ {CREDIBLE_EMPTY:g}."
+    return text
+
+
+def _ddm_findings(audit: AuditResult, pct: str, unsupported: list[str]) -> list[str]:
+    """How far each benchmark is from the target (DDM with intervals), and which are credibly further."""
+    kind = _scope_kind(audit)
+    bench = audit.benchmarks.loc[audit.benchmarks["scope_kind"] == kind].sort_values("ddm_w1_mean", kind="stable")
+    target = audit.target
+    shown = bench if len(bench) <= 2 * DDM_NAMED else pd.concat([bench.head(DDM_NAMED), bench.tail(DDM_NAMED)])
+    listed = ", ".join(f"{_scope_name(r)} {format_interval(r, 'ddm_w1')}" for _, r in shown.iterrows())
+    which = (
+        f" (the {DDM_NAMED} closest and the {DDM_NAMED} furthest of {len(bench):,})" if len(shown) < len(bench) else ""
+    )
+    found = [
+        f"Distance from the target ({target.description}), DDM with {pct} intervals (0: the items follow the "
+        f"target; items outside [{target.lo:.2f}, {target.hi:.2f}] count in full){which}: {listed}."
+    ]
+    worst = bench.iloc[-1]
+    found.append(
+        f"{_scope_name(worst)}{' (the furthest)' if len(bench) > 1 else ''}: {format_share(worst['mass_below_mean'])} "
+        f"of its items lie below the range and {format_share(worst['mass_above_mean'])} above; "
+        f"{format_share(worst['unrepresented_mean'])} of the target's weight (interval "
+        f"{format_share(worst['unrepresented_ci_low'])} to {format_share(worst['unrepresented_ci_high'])}) falls in "
+        "bins where it has no item."
+    )
     if len(bench) < 2:
-        return
-    order = bench.sort_values("ddm_w1_mean")
-    best, worst = order.iloc[0], order.iloc[-1]
+        return found
+    best = bench.iloc[0]
     if worst["ddm_w1_ci_low"] > best["ddm_w1_ci_high"]:
-        supported.append(
-            f"{worst['scope']} is further from the target than {best['scope']} (DDM "
-            f"{format_interval(worst, 'ddm_w1')} vs {format_interval(best, 'ddm_w1')}, {pct} intervals)."
+        further = bench.loc[bench["ddm_w1_ci_low"] > best["ddm_w1_ci_high"], "scope"].astype(str).tolist()
+        names = ", ".join(further[:MAX_NAMED]) + (
+            f" and {len(further) - MAX_NAMED:,} more" if len(further) > MAX_NAMED else ""
+        )
+        found.append(
+            f"Credibly further from the target than the closest benchmark, {best['scope']} (DDM interval entirely "
+            f"above its): {names}."
         )
     else:
         unsupported.append(
@@ -169,41 +341,98 @@ def _ddm_claims(audit: AuditResult, pct: str, supported: list[str], unsupported:
         )
     overlaps = bench.loc[bench["ddm_w1_ci_low"] <= best["ddm_w1_ci_high"], "scope"].tolist()
     if len(overlaps) > 1:
-        unsupported.append(
-            f"An order among {', '.join(map(str, overlaps))} by DDM: their intervals overlap the best one's."
-        )
+        names = ", ".join(map(str, overlaps[:MAX_NAMED])) + (" …" if len(overlaps) > MAX_NAMED else "")
+        unsupported.append(f"An order among {names} by DDM: their intervals overlap the best one's.")
+    return found
 
 
-def _ranking_claims(audit: AuditResult, pct: str, supported: list[str], unsupported: list[str]) -> None:
-    """Groups of subjects the posterior cannot order, and whether re-weighting credibly moves anyone."""
-    ranking = audit.ranking.loc[audit.ranking["scope_kind"] == "all"]
+def _ranking_findings(audit: AuditResult, pct: str, unsupported: list[str]) -> list[str]:
+    """What re-weighting to the target does to the leaderboard: who moves, and with what P(ahead)."""
+    ranking = audit.ranking.loc[audit.ranking["scope_kind"] == "all"].sort_values("rank_mean", kind="stable")
     if not len(ranking):
-        return
+        return []
+    found: list[str] = []
+    ahead = audit.ahead
+    ahead = ahead.set_axis(ahead.index.astype(str), axis=0).set_axis(ahead.columns.astype(str), axis=1)
+    subjects = ranking["subject"].astype(str)
+    raw = pd.Series(ranking["raw_rank"].to_numpy(), index=subjects)
+    # systems tied on raw accuracy share the raw ranks from raw_rank (the best of them) to raw_last
+    raw_last = ranking["raw_accuracy"].rank(ascending=False, method="max").to_numpy()
+    up = ranking["raw_rank"].to_numpy() > ranking["rank_ci_high"].to_numpy()
+    down = raw_last < ranking["rank_ci_low"].to_numpy()
+    distance = np.where(up, ranking["raw_rank"] - ranking["rank_ci_high"], ranking["rank_ci_low"] - raw_last)
+    moved = ranking.assign(raw_last=raw_last, moved_up=up, moved_by=distance).loc[up | down]
+    moved = moved.sort_values("moved_by", ascending=False, kind="stable")
+    if len(moved):
+        parts = [
+            f"{r.subject} (raw rank {_raw_ranks(int(r.raw_rank), int(r.raw_last))}, re-weighted "
+            f"{int(r.rank_ci_low)}–{int(r.rank_ci_high)}"
+            f"{_overtakes(str(r.subject), int(r.raw_rank), up=bool(r.moved_up), raw=raw, ahead=ahead)})"
+            for r in moved.head(MAX_NAMED).itertuples()
+        ]
+        n_up = int(moved["moved_up"].sum())
+        found.append(
+            f"Re-weighting to the target moves {len(moved)} of {len(ranking)} systems outside their {pct} rank "
+            f"interval ({n_up} up, {len(moved) - n_up} down; the furthest moved first): "
+            + "; ".join(parts)
+            + (" …" if len(moved) > MAX_NAMED else "")
+            + "."
+        )
+    else:
+        found.append(
+            f"Re-weighting to the target moves no system credibly: the raw rank of each of the {len(ranking)} systems "
+            f"(for ties, one of the ranks it shares) lies inside its {pct} re-weighted rank interval."
+        )
+    if len(ranking) > 1:
+        first, second = subjects.iloc[0], subjects.iloc[1]
+        lead = ranking.iloc[0]
+        group = int((ranking["group"] == lead["group"]).sum())
+        p = ahead.at[first, second] if first in ahead.index and second in ahead.columns else float("nan")
+        found.append(
+            f"{first} leads the re-weighted leaderboard (rank interval {int(lead['rank_ci_low'])}–"
+            f"{int(lead['rank_ci_high'])}); P({first} ahead of {second}) = {format_probability(p)}"
+            + (
+                f"; the posterior cannot order the first {group} systems (P(ahead) < "
+                f"{format_probability(audit.settings.get('group_threshold', 0.9))})."
+                if group > 1
+                else "."
+            )
+        )
     groups = ranking.groupby("group")["subject"].apply(list)
     ties = [g for g in groups if len(g) > 1]
     if ties:
         shown = "; ".join(", ".join(map(str, g[:6])) + (" …" if len(g) > 6 else "") for g in ties[:4])
         unsupported.append(
-            f"Orderings within these groups of subjects under the re-weighted score ({len(ties)} group(s) the "
+            f"Orderings within these groups of systems under the re-weighted score ({len(ties)} group(s) the "
             f"posterior cannot separate at P(ahead) < {audit.settings.get('group_threshold', 0.9)}): {shown}."
         )
-    moved = ranking.loc[
-        (ranking["raw_rank"] < ranking["rank_ci_low"]) | (ranking["raw_rank"] > ranking["rank_ci_high"])
-    ]
-    if len(moved):
-        names = ", ".join(
-            f"{r.subject} (raw {int(r.raw_rank)}, re-weighted {r.rank_ci_low:.0f}–{r.rank_ci_high:.0f})"
-            for r in moved.head(8).itertuples()
-        )
-        supported.append(
-            f"Re-weighting to the target moves {len(moved)} subject(s) outside their {pct} rank interval: "
-            f"{names}. The difficulty weighting of the raw score changes their standing."
-        )
-    else:
-        supported.append(
-            "Every subject's raw rank lies inside its re-weighted rank interval: the benchmark's difficulty "
-            "weighting does not credibly change the leaderboard under this target."
-        )
+    return found
+
+
+def _raw_ranks(first: int, last: int) -> str:
+    """A raw rank, or the ranks a group tied on raw accuracy shares: ``3`` or ``1–308 (tied)``."""
+    return str(first) if first == last else f"{first}–{last} (tied)"
+
+
+def _overtakes(subject: str, raw_rank: int, *, up: bool, raw: pd.Series, ahead: pd.DataFrame) -> str:
+    """``; ahead of B, raw rank 2, with P = 0.97`` for a system moved up past another (the most probable, the best
+    raw rank among equals); ``; behind B, ...`` for one moved down; empty when none is more probably passed."""
+    if subject not in ahead.index:
+        return ""
+    others = raw.loc[(raw < raw_rank) if up else (raw > raw_rank)].index
+    others = [o for o in others if o in ahead.columns and o != subject]
+    if not others:
+        return ""
+    p = (ahead.loc[subject, others] if up else ahead.loc[others, subject]).astype(float)
+    # the most probable; among equals, the one with the best raw rank
+    order = pd.DataFrame({"p": p.to_numpy(), "raw": raw.loc[others].to_numpy()}, index=others)
+    best = str(order.sort_values(["p", "raw"], ascending=[False, True], kind="stable").index[0])
+    value = float(order.at[best, "p"])
+    if value < 0.5:
+        return ""
+    if up:
+        return f"; ahead of {best}, raw rank {int(raw[best])}, with P = {format_probability(value)}"
+    return f"; behind {best}, raw rank {int(raw[best])}, with P = {format_probability(value)}"
 
 
 def _gap_width_caveat(fit: Fit, audit: AuditResult) -> str:
@@ -326,17 +555,97 @@ def _items_section(doc: Document, fit: Fit, data: ResponseData, *, max_rows: int
     doc.table(table.head(max_rows), caption=f"Flagged items (first {min(max_rows, len(table))} of {len(table)})")
 
 
-def _audit_section(
-    doc: Document, data: ResponseData, audit: AuditResult, figure: Callable[[str, Any, str], None]
-) -> None:
-    target = audit.target
+def _palette(data: ResponseData) -> tuple[pd.Series, dict[str, str], dict[str, str]]:
+    """Each benchmark's domain, and one colour (and marker) per domain for every figure of the report."""
     labelled = data.items.dropna(subset=["benchmark"]).drop_duplicates("benchmark")
     domains = pd.Series(
         plots.text_labels(labelled["domain"]), index=plots.text_labels(labelled["benchmark"]), dtype=object
     )
-    # one colour (and marker) per domain in every figure of the report
     colours, markers = plots.domain_palette(plots.text_labels(data.items["domain"]))
+    return domains, colours, markers
+
+
+def _findings_section(doc: Document, fit: Fit, data: ResponseData, audit: AuditResult | None, found: Findings) -> None:
+    """The report's opening: the fit's verdict, what was audited, and the findings."""
+    doc.heading("What this audit found")
+    doc.paragraph(found.verdict, css="verdict-ok" if found.trusted else "verdict-bad")
+    context = (
+        f"{data.n_subjects} systems, {data.n_items} items in {max(len(data.benchmarks), 1)} benchmark(s) and "
+        f"{max(len(data.domains), 1)} domain(s); {fit.spec.kind.upper()} IRT fitted with {fit.sampler.get('name')}"
+        f"{' (approximate)' if fit.approximate else ''}."
+    )
+    if audit is None:
+        doc.paragraph(context + " No audit was run, so there are no coverage, mismatch or leaderboard findings; "
+                      "the sections below describe the data, the model and its diagnostics.")  # fmt: skip
+        return
+    t = audit.target
+    doc.paragraph(
+        f"{context} Target: {t.description} on the ability scale; intervals are {audit.ci_prob:.0%} equal-tailed "
+        "credible intervals."
+    )
+    doc.bullets(found.found)
+    doc.paragraph(
+        "What these data cannot decide is listed at the end (What this does not support); the key figures follow, "
+        "then the data, the model, the settings and the diagnostics.",
+        css="note",
+    )
+
+
+def _key_figures(
+    doc: Document, data: ResponseData, audit: AuditResult, figure: Callable[[str, Any, str], None]
+) -> None:
+    """Coverage, the Maximum Gap and DDM forests, and the leaderboard's ranks: the figures the findings rest on."""
+    domains, colours, markers = _palette(data)
+    doc.heading("Key figures")
+    _benchmark_figures(doc, audit, domains, colours, markers, figure)
+    ranking = audit.ranking.loc[audit.ranking["scope_kind"] == "all"].sort_values("rank_mean", kind="stable")
+    if not len(ranking):
+        return
+    scorings = {
+        "raw accuracy": ("raw_rank", "raw_rank", "raw_rank"),
+        "re-weighted accuracy": ("rank_mean", "rank_ci_low", "rank_ci_high"),
+    }
+    ability_columns = ("ability_rank_mean", "ability_rank_ci_low", "ability_rank_ci_high")
+    if set(ability_columns) <= set(ranking.columns):  # audits written before ability ranks were recorded lack them
+        scorings["ability"] = ability_columns
+    shown = min(TOP_SUBJECTS, len(ranking))
+    if shown < len(ranking):
+        doc.paragraph(_left_out_sentence(ranking, shown, audit.ci_prob))
+    figure(
+        "leaderboard",
+        plots.plot_leaderboard(ranking.head(shown), columns=scorings, sort_by="rank_mean"),
+        f"Ranks (1 = best) under three scorings, with {audit.ci_prob:.0%} intervals: {_board_label(shown, len(ranking))}. "
+        "Raw accuracy weights items as the benchmark happens to hold them; the re-weighted accuracy gives each "
+        "difficulty bin its target weight; ability is the IRT estimate.",
+    )
+
+
+def _board_label(shown: int, n: int) -> str:
+    return f"the top {shown} of {n:,} subjects" if shown < n else "every subject"
+
+
+def _audit_settings_section(doc: Document, audit: AuditResult) -> None:
+    """The audit's target (with its weights per bin), its item locations and its settings."""
     _audit_introduction(doc, audit)
+    t = audit.target
+    edges = list(t.edges_array)
+    doc.table(
+        pd.DataFrame(
+            {"bin": range(t.n_bins), "lo": edges[:-1], "hi": edges[1:], "target_weight": list(t.weights_array)}
+        ),
+        caption="Target: the weight of each difficulty bin",
+        digits=2,
+        max_rows=TOP_BENCHMARKS,
+    )
+
+
+def _audit_details(
+    doc: Document, data: ResponseData, audit: AuditResult, figure: Callable[[str, Any, str], None]
+) -> None:
+    """The item-person map, the information curves and the per-benchmark table."""
+    target = audit.target
+    domains, colours, _ = _palette(data)
+    doc.heading("Audit details: items, information and every benchmark")
     figure(
         "item_person_map",
         plots.plot_item_person_map(
@@ -349,13 +658,12 @@ def _audit_section(
         "Item-person map: subjects' abilities (with intervals) beside each benchmark's item difficulties; the "
         "target range is shaded and its bins ruled.",
     )
-    _benchmark_figures(doc, audit, domains, colours, markers, figure)
     _information_figure(audit, domains, figure)
     columns = [
         "scope", "n_items", "ddm_w1_mean", "ddm_w1_ci_low", "ddm_w1_ci_high", "ddm_tv_mean",
         "max_gap_mean", "max_gap_ci_low", "max_gap_ci_high", "gap_lo", "gap_hi", "gap_kind", "interior_gap_mean",
-        "edge_gap_low_mean", "edge_gap_high_mean", "mass_below_mean", "mass_above_mean", "saturated_share",
-        "ddm_shape_w1_mean",
+        "edge_gap_low_mean", "edge_gap_high_mean", "mass_below_mean", "mass_above_mean", "unrepresented_mean",
+        "saturated_share", "ddm_shape_w1_mean",
     ]  # fmt: skip
     doc.table(
         audit.benchmarks[[c for c in columns if c in audit.benchmarks.columns]],
@@ -367,7 +675,7 @@ def _audit_section(
 def _audit_introduction(doc: Document, audit: AuditResult) -> None:
     """The audit section's heading and the paragraphs on its target, item locations and settings."""
     target = audit.target
-    doc.heading("Audit: coverage, mismatch and gaps")
+    doc.heading("Audit target and settings")
     doc.paragraph(
         f"Target: {target.kind} over [{target.lo:.2f}, {target.hi:.2f}] on the ability scale, {target.n_bins} bins "
         f"({target.description}). Every number is computed per posterior draw; intervals are {audit.ci_prob:.0%} "
@@ -480,34 +788,17 @@ def _left_out_sentence(ranking: pd.DataFrame, shown: int, ci_prob: float) -> str
 
 
 def _leaderboard_section(doc: Document, audit: AuditResult, figure: Callable[[str, Any, str], None]) -> None:
-    ci = audit.ci_prob
+    """P(ahead) among the top subjects and the leaderboard table (its rank figure is among the key figures)."""
     # the audit's own ranks and rank intervals (irtbayes.auditing.tables.rank_interval): nothing is recomputed here
     ranking = audit.ranking.loc[audit.ranking["scope_kind"] == "all"].sort_values("rank_mean", kind="stable")
-    scorings = {
-        "raw accuracy": ("raw_rank", "raw_rank", "raw_rank"),
-        "re-weighted accuracy": ("rank_mean", "rank_ci_low", "rank_ci_high"),
-    }
-    ability_columns = ("ability_rank_mean", "ability_rank_ci_low", "ability_rank_ci_high")
-    if set(ability_columns) <= set(ranking.columns):  # audits written before ability ranks were recorded lack them
-        scorings["ability"] = ability_columns
     shown = min(TOP_SUBJECTS, len(ranking))
     top = ranking.head(shown)
+    label = _board_label(shown, len(ranking))
     doc.heading("Leaderboard with rank intervals")
     doc.paragraph(
-        "Raw accuracy weights items as the benchmark happens to hold them; the re-weighted accuracy gives each "
-        "difficulty bin its target weight; ability is the IRT estimate. Ranks are per posterior draw."
-    )
-    if shown < len(ranking):
-        doc.paragraph(_left_out_sentence(ranking, shown, ci))
-    label = f"the top {shown} of {len(ranking):,} subjects" if shown < len(ranking) else "every subject"
-    figure(
-        "leaderboard",
-        plots.plot_leaderboard(
-            top,
-            columns=scorings,
-            sort_by="rank_mean",
-        ),
-        f"Ranks (1 = best) under three scorings, with {ci:.0%} intervals: {label}.",
+        "Ranks are per posterior draw under the re-weighted accuracy (ability breaking ties); a group holds "
+        "subjects the posterior cannot order at P(ahead) < "
+        f"{format_probability(audit.settings.get('group_threshold', 0.9))}."
     )
     if len(audit.ahead):
         k = min(shown, len(audit.ahead))
@@ -533,6 +824,11 @@ def build_report(
 ) -> Document:
     """Compose the report (no files written).
 
+    The report opens with what the audit found (:func:`audit_findings`: the fit's verdict, credible gaps, each
+    benchmark's distance from the target, what the target does to the leaderboard), then the key figures, then
+    the data, the model, the settings and the diagnostics, then the details; it closes with what the data do not
+    support.
+
     Parameters
     ----------
     fit, data
@@ -549,7 +845,7 @@ def build_report(
     >>> fit, data = simulated_fit(20, 30, draws=50)
     >>> doc = build_report(fit, data)
     >>> re.findall(r"^## (.*)", doc.to_markdown(), flags=re.MULTILINE)[:4]
-    ['Summary', 'Data', 'Model and settings', 'Diagnostics']
+    ['What this audit found', 'Data', 'Model and settings', 'Diagnostics']
     >>> sorted(doc.figures)
     ['diagnostics']
     """
@@ -562,34 +858,29 @@ def build_report(
         doc.figure(name, ax.figure, caption=caption)
 
     with plt.rc_context({"figure.dpi": 100, "font.size": 9, "svg.fonttype": "none"}):
-        supported, unsupported = supported_claims(fit, audit, ci_prob=ci_prob)
-        doc.heading("Summary")
-        doc.paragraph(
-            f"{data.n_subjects} subjects, {data.n_items} items in {max(len(data.benchmarks), 1)} benchmark(s) and "
-            f"{max(len(data.domains), 1)} domain(s); {fit.spec.kind.upper()} IRT fitted with {fit.sampler.get('name')}"
-            f"{' (approximate)' if fit.approximate else ''}; convergence {'PASS' if fit.diagnostics.ok else 'FAIL'}."
-        )
-        if fit.partial:
-            doc.paragraph(f"Warning: {fit.partial_text()} Every number below is provisional.", css="verdict-bad")
+        found = audit_findings(fit, audit, ci_prob=ci_prob)
+        _findings_section(doc, fit, data, audit, found)
         if audit is not None:
-            doc.paragraph(audit.to_text().split("\n\n")[0])
+            _key_figures(doc, data, audit, figure)
         _data_section(doc, data)
         _model_section(doc, fit)
+        if audit is not None:
+            _audit_settings_section(doc, audit)
         _diagnostics_section(doc, fit, figure)
         _items_section(doc, fit, data)
         if audit is not None:
             # summarised once (seconds at leaderboard sizes): the audit's figures use them, write_report_files
             # writes them
             doc.data_tables.update(items=fit.items_table(ci_prob), subjects=fit.subjects_table(ci_prob))
-            _audit_section(doc, data, audit, figure)
+            _audit_details(doc, data, audit, figure)
             _leaderboard_section(doc, audit, figure)
         if benchfill is not None:
             benchfill.report_section(doc, figure)
-        doc.heading("What this supports and what it does not")
-        doc.heading("Supported by the evidence", level=3)
-        doc.bullets(supported or ["Nothing beyond the descriptive tables above."])
+        doc.heading("What this does not support")
+        if not found.trusted:
+            doc.paragraph(found.verdict, css="verdict-bad")
         doc.heading("Not supported, or not decidable from these data", level=3)
-        doc.bullets(unsupported)
+        doc.bullets(found.open or ["Nothing beyond the conditions below."])
         doc.heading("Conditions and limits", level=3)
         doc.bullets(
             [
@@ -603,21 +894,43 @@ def build_report(
     return doc
 
 
-def write_report(
+def report(
     fit: Fit,
-    data: ResponseData,
     out: str | Path,
     *,
+    data: ResponseData | None = None,
     audit: AuditResult | None = None,
     benchfill: Any = None,
     title: str | None = None,
 ) -> Path:
-    """Write ``out/report.html``, ``out/report.md``, ``out/figures/`` and ``out/tables/`` atomically.
+    """Write the report: ``out/report.html``, ``out/report.md``, ``out/figures/`` and ``out/tables/``, atomically.
+
+    Parameters
+    ----------
+    fit
+        The fit.
+    out
+        The report's folder (replaced as a whole, or left as it was if writing fails).
+    data
+        The data the fit was made from; by default read from the source the fit records (a file that is still
+        there, or a registered data set), checked against the fit's checksum.
+    audit
+        An :class:`~irtbayes.auditing.result.AuditResult` of the same fit: the findings, figures and tables of
+        the audit.
+    benchfill
+        BenchFill results (an object with a ``report_section(doc, figure)`` method), or None.
+    title
+        The report's title (default: ``irtbayes audit of <source>``).
 
     Returns
     -------
     pathlib.Path
         The path of ``report.html``.
+
+    Raises
+    ------
+    irtbayes.core.errors.FitError
+        ``data`` is not the data the fit was made from, or it was not given and the fit's source is not here.
 
     Examples
     --------
@@ -625,7 +938,7 @@ def write_report(
     >>> from pathlib import Path
     >>> from irtbayes.examples import simulated_fit
     >>> fit, data = simulated_fit(20, 30, draws=50)
-    >>> html = write_report(fit, data, Path(tempfile.mkdtemp()) / "report")
+    >>> html = report(fit, Path(tempfile.mkdtemp()) / "report", data=data)
     >>> sorted(path.name for path in html.parent.iterdir())
     ['figures', 'report.html', 'report.md', 'tables']
     >>> sorted(path.name for path in (html.parent / "tables").iterdir())
@@ -633,10 +946,26 @@ def write_report(
     >>> "<title>irtbayes audit of simulated 2pl (20 subjects x 30 items)</title>" in html.read_text()
     True
     """
+    data = _data_of(fit) if data is None else data
+    fit.check_data(data, where="report")
     doc = build_report(fit, data, audit=audit, benchfill=benchfill, title=title)
     with atomic_dir(out) as tmp:
         write_report_files(doc, fit, tmp, audit=audit)
     return Path(out) / "report.html"
+
+
+def _data_of(fit: Fit) -> ResponseData:
+    """The data a fit records as its source: a file or folder that is still there, or a registered data set."""
+    from irtbayes.core.errors import FitError
+    from irtbayes.data import io
+    from irtbayes.data.registry import list_datasets, load_dataset
+
+    source = str(fit.info.get("source") or "")
+    if source and Path(source).exists():
+        return io.load(source)
+    if source and source in list_datasets().index:
+        return load_dataset(source)
+    raise FitError(f"report: the data the fit was made from ({source or 'not recorded'}) is not here; give it as data=")
 
 
 def write_report_files(doc: Document, fit: Fit, folder: Path, *, audit: AuditResult | None = None) -> None:

@@ -1,4 +1,4 @@
-"""``robustness(data, out=...)``: condition sensitivity, population dependence and revisions, written to a folder.
+"""``check_robustness(data, out=..., settings=RobustnessSettings(...))``: condition sensitivity, population dependence and revisions, written to a folder.
 
 Files written into ``out`` (each atomically):
 
@@ -15,18 +15,36 @@ Files written into ``out`` (each atomically):
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import math
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from irtbayes.auditing.result import AuditResult
+from irtbayes.auditing.settings import AuditSettings
 from irtbayes.core.errors import DataError, SpecError
 from irtbayes.core.files import atomic_write_bytes, atomic_write_json, atomic_write_text, json_ready
+from irtbayes.core.summaries import check_ci_prob
 from irtbayes.data.responses import ResponseData
-from irtbayes.robustness.conditions import ConditionEffects, condition_effects, fit_conditions, write_conditions
+from irtbayes.fitting.result import Fit
+from irtbayes.fitting.settings import SamplerSettings, check_field_names
+from irtbayes.model.spec import ModelSpec
+from irtbayes.robustness.condition_model import EFFECT_PRIORS
+from irtbayes.robustness.conditions import (
+    FDR_RULES,
+    ConditionEffects,
+    condition_effects,
+    fit_conditions,
+    write_conditions,
+)
 from irtbayes.robustness.population import (
+    ENGINES,
     Population,
     PopulationStability,
     RefitOutcome,
@@ -36,14 +54,21 @@ from irtbayes.robustness.population import (
 )
 from irtbayes.robustness.revision import RevisionComparison, compare_revision
 
-__all__ = ["RobustnessResult", "robustness", "write_report"]
+__all__ = [
+    "REFIT_DEFAULTS",
+    "ConditionSettings",
+    "RobustnessResult",
+    "RobustnessSettings",
+    "check_robustness",
+    "write_report",
+]
 
 log = logging.getLogger(__name__)
 
 
 @dataclass
 class RobustnessResult:
-    """What :func:`robustness` found; any part not asked for (or not possible) is None.
+    """What :func:`check_robustness` found; any part not asked for (or not possible) is None.
 
     Examples
     --------
@@ -138,32 +163,239 @@ class RobustnessResult:
         return "\n".join(lines) if lines else "nothing to compare"
 
 
-def robustness(
+@dataclass(frozen=True)
+class ConditionSettings:
+    """The settings of the condition-effects fit (:func:`~irtbayes.robustness.conditions.fit_conditions`).
+
+    Attributes
+    ----------
+    kind
+        ``"2pl"`` (default) or ``"1pl"`` (see :func:`~irtbayes.robustness.condition_model.build_condition_model`).
+    effects
+        Prior of the condition effects: ``"horseshoe"`` (default) or ``"normal"``.
+    chains, draws, tune
+        NUTS chains (default 4), kept draws (1000) and warm-up draws (1000) per chain.
+    sampler
+        ``"nutpie"`` (default) or ``"pymc"``.
+    target_accept
+        NUTS target acceptance rate in (0, 1) (default 0.9).
+    progress
+        Show the sampler's progress bar (default False).
+
+    Examples
+    --------
+    >>> from irtbayes.robustness.run import ConditionSettings
+    >>> ConditionSettings(draws=500).to_dict()["draws"]
+    500
+    """
+
+    kind: str = "2pl"
+    effects: str = "horseshoe"
+    chains: int = 4
+    draws: int = 1000
+    tune: int = 1000
+    sampler: str = "nutpie"
+    target_accept: float = 0.9
+    progress: bool = False
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("1pl", "2pl"):
+            raise SpecError(f"conditions: kind must be '1pl' or '2pl', got {self.kind!r}")
+        if self.effects not in EFFECT_PRIORS:
+            raise SpecError(f"conditions: effects must be one of {list(EFFECT_PRIORS)}, got {self.effects!r}")
+        if self.sampler not in ("nutpie", "pymc"):
+            raise SpecError(f"conditions: sampler must be 'nutpie' or 'pymc', got {self.sampler!r}")
+        for name, low in (("chains", 1), ("draws", 1), ("tune", 0)):
+            _check_int(f"conditions: {name}", getattr(self, name), low)
+        if not (_is_number(self.target_accept) and 0 < self.target_accept < 1):
+            raise SpecError(f"conditions: target_accept must be in (0, 1), got {self.target_accept!r}")
+        if not isinstance(self.progress, bool):
+            raise SpecError(f"conditions: progress must be True or False, got {self.progress!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields as keyword arguments of :func:`~irtbayes.robustness.conditions.fit_conditions`."""
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class RobustnessSettings:
+    """Every setting of :func:`check_robustness`, with its default.
+
+    Attributes
+    ----------
+    reference_condition
+        The condition the others are compared with (default None: ``"original"`` when present, else the first).
+    bootstrap
+        Bootstrap refits over systems (default 0).
+    family
+        Leave-one-family-out refits: a subject column naming each system's family, or a mapping subject ->
+        family (default None: none).
+    populations
+        User-given other populations to refit (default none; see :mod:`~irtbayes.robustness.population`).
+    revision
+        ``(original, revised)`` benchmark names to compare on one scale (default None; see
+        :mod:`~irtbayes.robustness.revision`).
+    spec
+        The :class:`~irtbayes.model.spec.ModelSpec` of the reference fit when it is fitted (default None: fit's
+        default); refits use the reference fit's spec.
+    fit
+        Sampler settings of the reference fit when it is fitted (default: fit's defaults without a progress bar;
+        a None seed takes ``seed``).
+    refit
+        Sampler settings of each population's refit (default: 2 chains of 500 draws after 500 warm-up, one core
+        each, no progress bar; a None seed takes ``seed``).
+    conditions
+        Settings of the condition-effects fit (default :class:`ConditionSettings`; its seed is ``seed``).
+    audit
+        Settings of every audit (default: :class:`~irtbayes.auditing.settings.AuditSettings` with ``ci_prob``);
+        its ``ci_prob`` must be ``ci_prob``.
+    engine, workers, dask_address
+        Where refits run: ``"process"`` (default), ``"serial"`` or ``"dask"``; the processes (default None: the
+        executor's); a ``dask.distributed`` scheduler's address (default None; ``engine="dask"`` only). See
+        :func:`~irtbayes.robustness.population.refit_populations`.
+    ci_prob
+        Probability of every credible interval (default 0.9).
+    fdr, min_effect, against, fdr_rule
+        Flagging of condition effects: Bayesian false discovery rate (default 0.05), the least effect in logits
+        (0), ``"shift"`` (default: against the condition's common shift) or ``"zero"``, and ``"each"`` (default)
+        or ``"mean"`` (see :func:`~irtbayes.robustness.conditions.condition_effects`).
+    agreement
+        Share of agreeing refits a stable conclusion needs, in (0, 1] (default 0.8).
+    seed
+        Seeds the bootstrap and the fits (default 0).
+    report
+        Write ``report.html`` / ``report.md`` with figures (default True).
+
+    Examples
+    --------
+    >>> from irtbayes.robustness.run import RobustnessSettings
+    >>> settings = RobustnessSettings(bootstrap=4, seed=1)
+    >>> settings.refit.draws, settings.audit_settings().ci_prob, settings.to_dict()["bootstrap"]
+    (500, 0.9, 4)
+    >>> RobustnessSettings(agreement=0)
+    Traceback (most recent call last):
+        ...
+    irtbayes.core.errors.SpecError: robustness: agreement must be in (0, 1], got 0
+    """
+
+    reference_condition: str | None = None
+    bootstrap: int = 0
+    family: str | Mapping[str, str] | None = None
+    populations: Sequence[Population] = ()
+    revision: tuple[str, str] | None = None
+    spec: ModelSpec | None = None
+    fit: SamplerSettings = field(default_factory=lambda: SamplerSettings(progress=False))
+    refit: SamplerSettings = field(default_factory=lambda: SamplerSettings(**REFIT_DEFAULTS))
+    conditions: ConditionSettings = field(default_factory=ConditionSettings)
+    audit: AuditSettings | None = None
+    engine: str = "process"
+    workers: int | None = None
+    dask_address: str | None = None
+    ci_prob: float = 0.9
+    fdr: float = 0.05
+    min_effect: float = 0.0
+    against: str = "shift"
+    fdr_rule: str = "each"
+    agreement: float = 0.8
+    seed: int = 0
+    report: bool = True
+
+    def __post_init__(self) -> None:
+        _check_int("robustness: bootstrap", self.bootstrap, 0)
+        _check_int("robustness: seed", self.seed, 0)
+        if self.workers is not None:
+            _check_int("robustness: workers", self.workers, 1)
+        if self.engine not in ENGINES:
+            raise SpecError(f"robustness: unknown engine {self.engine!r}; choose one of {list(ENGINES)}")
+        if self.dask_address is not None and self.engine != "dask":
+            raise SpecError("robustness: dask_address needs engine='dask'")
+        ci_prob = check_ci_prob(self.ci_prob)
+        if not (_is_number(self.fdr) and 0 < self.fdr <= 1):
+            raise SpecError(f"robustness: fdr must be in (0, 1], got {self.fdr!r}")
+        if not (_is_number(self.min_effect) and math.isfinite(self.min_effect) and self.min_effect >= 0):
+            raise SpecError(f"robustness: min_effect must be a number >= 0, got {self.min_effect!r}")
+        if self.against not in ("shift", "zero"):
+            raise SpecError(f"robustness: against must be 'shift' or 'zero', got {self.against!r}")
+        if self.fdr_rule not in FDR_RULES:
+            raise SpecError(f"robustness: fdr_rule must be one of {list(FDR_RULES)}, got {self.fdr_rule!r}")
+        if not (_is_number(self.agreement) and 0 < self.agreement <= 1):
+            raise SpecError(f"robustness: agreement must be in (0, 1], got {self.agreement!r}")
+        if not isinstance(self.report, bool):
+            raise SpecError(f"robustness: report must be True or False, got {self.report!r}")
+        if self.family is not None and not isinstance(self.family, (str, Mapping)):
+            raise SpecError(f"robustness: family must be a column name or a mapping, got {type(self.family).__name__}")
+        if self.revision is not None and (
+            isinstance(self.revision, str)
+            or len(self.revision) != 2
+            or not all(isinstance(b, str) for b in self.revision)
+        ):
+            raise SpecError(f"robustness: revision must be (original, revised) benchmark names, got {self.revision!r}")
+        if any(not isinstance(p, Population) for p in self.populations):
+            raise SpecError("robustness: populations must be Population objects")
+        for name, kind in (("fit", SamplerSettings), ("refit", SamplerSettings), ("conditions", ConditionSettings)):
+            if not isinstance(getattr(self, name), kind):
+                raise SpecError(
+                    f"robustness: {name} must be a {kind.__name__}, got {type(getattr(self, name)).__name__}"
+                )
+        if self.spec is not None and not isinstance(self.spec, ModelSpec):
+            raise SpecError(f"robustness: spec must be a ModelSpec, got {type(self.spec).__name__}")
+        if self.audit is not None and not isinstance(self.audit, AuditSettings):
+            raise SpecError(f"robustness: audit must be an AuditSettings, got {type(self.audit).__name__}")
+        if self.audit is not None and self.audit.ci_prob != ci_prob:
+            raise SpecError(
+                f"robustness: audit.ci_prob ({self.audit.ci_prob}) differs from ci_prob ({ci_prob}); give one value"
+            )
+        object.__setattr__(self, "populations", tuple(self.populations))
+
+    def replace(self, **changes: Any) -> RobustnessSettings:
+        """A copy with ``changes`` (field names as keywords), checked again."""
+        check_field_names("robustness", [f.name for f in dataclasses.fields(self)], changes)
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The settings as plain values (populations by name and size; nested settings as dicts)."""
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        out["family"] = dict(self.family) if isinstance(self.family, Mapping) else self.family
+        out["populations"] = [
+            {"name": p.name, "kind": p.kind, "n_subjects": p.data.n_subjects} for p in self.populations
+        ]
+        out["revision"] = None if self.revision is None else list(self.revision)
+        out["spec"] = None if self.spec is None else self.spec.to_dict()
+        out["fit"], out["refit"] = self.fit.to_dict(), self.refit.to_dict()
+        out["conditions"] = self.conditions.to_dict()
+        out["audit"] = self.audit_settings().to_dict()
+        return out
+
+    def audit_settings(self) -> AuditSettings:
+        """The settings of every audit: ``audit``, or the defaults with ``ci_prob``."""
+        return self.audit if self.audit is not None else AuditSettings(ci_prob=self.ci_prob)
+
+    def seeded(self, settings: SamplerSettings) -> SamplerSettings:
+        """``settings`` with ``seed`` where its seed is None."""
+        return settings.replace(seed=self.seed) if settings.seed is None else settings
+
+
+#: The sampler settings of a population's refit by default (see ``RobustnessSettings.refit``).
+REFIT_DEFAULTS: dict[str, Any] = {"chains": 2, "draws": 500, "tune": 500, "cores": 1, "progress": False}
+
+
+def _check_int(name: str, value: Any, low: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+        raise SpecError(f"{name} must be an integer >= {low}, got {value!r}")
+
+
+def _is_number(value: Any) -> bool:
+    return not isinstance(value, bool) and isinstance(value, (int, float, np.integer, np.floating))
+
+
+def check_robustness(
     data: ResponseData,
     *,
     out: str | os.PathLike[str],
-    fit: Any = None,
-    reference_condition: str | None = None,
-    bootstrap: int = 0,
-    family: str | Mapping[str, str] | None = None,
-    populations: Sequence[Population] = (),
-    revision: tuple[str, str] | None = None,
-    fit_kwargs: Mapping[str, Any] | None = None,
-    condition_kwargs: Mapping[str, Any] | None = None,
-    audit_kwargs: Mapping[str, Any] | None = None,
-    engine: str = "process",
-    workers: int | None = None,
-    dask_address: str | None = None,
-    ci_prob: float = 0.9,
-    fdr: float = 0.05,
-    min_effect: float = 0.0,
-    against: str = "shift",
-    fdr_rule: str = "each",
-    agreement: float = 0.8,
-    seed: int = 0,
-    report: bool = True,
+    fit: Fit | None = None,
+    settings: RobustnessSettings | None = None,
 ) -> RobustnessResult:
-    """Run the robustness checks that ``data`` and the options allow and write them into ``out``.
+    """Run the robustness checks that ``data`` and the settings allow and write them into ``out``.
 
     Parameters
     ----------
@@ -174,32 +406,11 @@ def robustness(
     out
         Output folder (created; files listed in the module notes).
     fit
-        The reference :class:`~irtbayes.fitting.result.Fit` of ``data`` (its reference condition); fitted when needed and
-        not given.
-    reference_condition
-        The condition the others are compared with (default ``"original"`` when present, else the first).
-    bootstrap, family, populations
-        Other populations: bootstrap refits, leave-one-family-out (a subject column or a mapping), and
-        user-given ones (see :mod:`~irtbayes.robustness.population`).
-    revision
-        ``(original, revised)`` benchmark names in ``data`` to compare (see
-        :mod:`~irtbayes.robustness.revision`).
-    fit_kwargs
-        Settings of the reference fit and of each refit (:func:`irtbayes.fitting.fit.fit`).
-    condition_kwargs
-        Settings of :func:`~irtbayes.robustness.conditions.fit_conditions` (``chains``, ``draws``, ...).
-    audit_kwargs
-        Settings of every :func:`irtbayes.auditing.run.audit`.
-    engine, workers, dask_address
-        Where refits run (see :func:`~irtbayes.robustness.population.refit_populations`).
-    ci_prob, fdr, min_effect, against, fdr_rule
-        Interval probability; flagging (see :func:`~irtbayes.robustness.conditions.condition_effects`).
-    agreement
-        Share of agreeing refits a stable conclusion needs.
-    seed
-        Seeds the bootstrap and the fits.
-    report
-        Write ``report.html`` / ``report.md`` with figures.
+        The reference :class:`~irtbayes.fitting.result.Fit` of ``data`` (its reference condition); fitted when
+        needed and not given.
+    settings
+        Every other choice (default :class:`RobustnessSettings`): the other populations, the revision, the
+        settings of the fits and audits, the flagging rule, where refits run.
 
     Returns
     -------
@@ -211,89 +422,92 @@ def robustness(
     nothing is refitted; the result and the files say what was done:
 
     >>> import tempfile
-    >>> from irtbayes.robustness.run import robustness
+    >>> from irtbayes.robustness.run import check_robustness
     >>> from irtbayes.data.simulate import simulate_responses
     >>> data, _ = simulate_responses(20, 30, seed=1)
-    >>> result = robustness(data, out=tempfile.mkdtemp())
+    >>> result = check_robustness(data, out=tempfile.mkdtemp())
     >>> result.conditions, result.population, sorted(result.files)
     (None, None, ['report_html', 'report_md', 'robustness'])
     """
+    s = RobustnessSettings() if settings is None else settings
+    if not isinstance(s, RobustnessSettings):
+        raise SpecError(f"robustness: settings must be a RobustnessSettings, got {type(s).__name__}")
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
     result = RobustnessResult()
-    flagging = {"ci_prob": ci_prob, "fdr": fdr, "min_effect": min_effect, "against": against, "fdr_rule": fdr_rule}
-    base = _run_conditions(data, result, folder, reference_condition, condition_kwargs, seed=seed, flagging=flagging)
-    plans = list(population_samples(base, bootstrap=bootstrap, family=family, seed=seed)) + list(populations)
-    if plans or revision is not None:
-        settings = {"progress": False, "seed": seed, **dict(fit_kwargs or {})}
-        fit, reference_audit = _reference_audit(base, fit, settings, audit_kwargs, ci_prob=ci_prob)
+    base = _run_conditions(data, result, folder, s)
+    plans = list(population_samples(base, bootstrap=s.bootstrap, family=s.family, seed=s.seed)) + list(s.populations)
+    if plans or s.revision is not None:
+        fit, reference_audit = _reference_audit(base, fit, s)
         if plans:
-            audit_settings = {"ci_prob": ci_prob, **dict(audit_kwargs or {})}
-            parallel = {"engine": engine, "workers": workers, "dask_address": dask_address}
-            _run_populations(result, folder, plans, fit, reference_audit, settings, audit_settings, parallel, agreement)
-        if revision is not None:
-            _run_revision(result, folder, data, base, reference_audit, revision)
+            _run_populations(result, folder, plans, fit, reference_audit, s)
+        if s.revision is not None:
+            _run_revision(result, folder, data, base, reference_audit, s.revision)
     result.files["robustness"] = atomic_write_json(folder / "robustness.json", result.summary_dict())
-    if report:
+    if s.report:
         result.files.update(write_report(result, folder))
     return result
 
 
-def _run_conditions(
-    data: ResponseData,
-    result: RobustnessResult,
-    folder: Path,
-    reference_condition: str | None,
-    condition_kwargs: Mapping[str, Any] | None,
-    *,
-    seed: int,
-    flagging: dict[str, Any],
-) -> ResponseData:
+def _run_conditions(data: ResponseData, result: RobustnessResult, folder: Path, s: RobustnessSettings) -> ResponseData:
     """Fit and flag the condition effects when ``data`` has two conditions or more; the reference condition's data."""
     if len(data.conditions) >= 2:
-        settings = {"seed": seed, **dict(condition_kwargs or {})}
-        cfit = fit_conditions(data, reference=reference_condition, **settings)
-        result.conditions = condition_effects(cfit, **flagging)
+        c = s.conditions
+        cfit = fit_conditions(
+            data,
+            reference=s.reference_condition,
+            kind=c.kind,
+            effects=c.effects,
+            chains=c.chains,
+            draws=c.draws,
+            tune=c.tune,
+            seed=s.seed,
+            sampler=c.sampler,
+            target_accept=c.target_accept,
+            progress=c.progress,
+        )
+        result.conditions = condition_effects(
+            cfit, ci_prob=s.ci_prob, fdr=s.fdr, min_effect=s.min_effect, against=s.against, fdr_rule=s.fdr_rule
+        )
         result.files.update(write_conditions(result.conditions, folder))
         return data.subset(conditions=[result.conditions.reference])
-    if reference_condition is not None:
-        raise SpecError(f"reference_condition={reference_condition!r}, but {data.source} has fewer than two conditions")
+    if s.reference_condition is not None:
+        raise SpecError(
+            f"reference_condition={s.reference_condition!r}, but {data.source} has fewer than two conditions"
+        )
     return data
 
 
-def _reference_audit(
-    base: ResponseData, fit: Any, settings: dict[str, Any], audit_kwargs: Mapping[str, Any] | None, *, ci_prob: float
-) -> tuple[Any, Any]:
+def _reference_audit(base: ResponseData, fit: Fit | None, s: RobustnessSettings) -> tuple[Fit, AuditResult]:
     """The reference fit (fitted when not given) and its audit."""
     from irtbayes.auditing.run import audit
     from irtbayes.fitting.fit import fit as fit_model
 
     if fit is None:
-        fit = fit_model(base, **settings)
-    return fit, audit(fit.idata, base, ci_prob=ci_prob, **dict(audit_kwargs or {}))
+        fit = fit_model(base, s.spec, settings=s.seeded(s.fit))
+    return fit, audit(fit.idata, base, settings=s.audit_settings())
 
 
 def _run_populations(
     result: RobustnessResult,
     folder: Path,
     plans: list[Population],
-    fit: Any,
-    reference_audit: Any,
-    settings: dict[str, Any],
-    audit_settings: dict[str, Any],
-    parallel: dict[str, Any],
-    agreement: float,
+    fit: Fit,
+    reference_audit: AuditResult,
+    s: RobustnessSettings,
 ) -> None:
     """Refit every population, label the reference audit's conclusions and write their tables."""
     result.refits = refit_populations(
         plans,
         spec=fit.spec,
-        fit_kwargs={"cores": 1, **settings},
-        audit_kwargs=audit_settings,
-        **parallel,
+        fit_kwargs=s.seeded(s.refit).to_dict(),
+        audit_kwargs=s.audit_settings().to_dict(),
+        engine=s.engine,
+        workers=s.workers,
+        dask_address=s.dask_address,
         on_done=lambda r: log.info("refit %s done (%d systems)", r.name, r.n_subjects),
     )
-    result.population = population_stability(reference_audit, fit, result.refits, agreement=agreement)
+    result.population = population_stability(reference_audit, fit, result.refits, agreement=s.agreement)
     for name, table in (
         ("stability", result.population.conclusions),
         ("population_refits", result.population.refits),

@@ -7,8 +7,8 @@ import pytest
 
 from irtbayes.auditing.coverage import bin_codes, count_items, coverage, coverage_table
 from irtbayes.auditing.gaps import EDGE_HIGH, EDGE_LOW, GapDraws, edge_gaps, gap_location, gap_parts, widest_gap
-from irtbayes.auditing.information import item_curves, scope_curves, test_information, theta_grid
 from irtbayes.auditing.mismatch import ddm_shape_tv, ddm_shape_w1, ddm_tv, ddm_w1, ddm_w1_from_shape
+from irtbayes.core.information import item_curves, scope_curves, test_information, theta_grid
 
 EDGES = np.linspace(0.0, 1.0, 11)  # [0, 1] in 10 bins
 UNIFORM = np.full(10, 0.1)

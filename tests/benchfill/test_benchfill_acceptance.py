@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 import xarray as xr
 
-from irtbayes.benchfill.acceptance import REASONS, decide, decide_all
+from irtbayes.benchfill.acceptance import REASONS, AcceptanceRule, decide, decide_all
 from irtbayes.core.errors import DataError, FitError, SpecError
 from irtbayes.data.responses import ResponseData
 
@@ -20,13 +20,21 @@ def draws(below=0, inside=0, above=0, *, at_edges=False):
     return np.array([-1.0] * below + inner + ([1.0] * above if at_edges else [2.0] * above))
 
 
-def run(b, a=None, n=20, *, slope=None, data=None, **options):
-    """Decide with a clearly rising slope (1.0) and data-alone draws equal to ``b`` unless given."""
+def run(b, a=None, n=20, *, slope=None, data=None, **rule):
+    """Decide with a clearly rising slope (1.0) and data-alone draws equal to ``b`` unless given; ``rule``: the
+    fields of the AcceptanceRule."""
     a = np.ones_like(b) if a is None else a
     slope = np.ones_like(b) if slope is None else slope
     data = b if data is None else data
     return decide(
-        b, a, target_lo=LO, target_hi=HI, n_responses=n, slope_draws=slope, data_difficulty_draws=data, **options
+        b,
+        a,
+        target_lo=LO,
+        target_hi=HI,
+        n_responses=n,
+        slope_draws=slope,
+        data_difficulty_draws=data,
+        rule=AcceptanceRule(**rule),
     )
 
 
@@ -165,7 +173,7 @@ def test_summaries_are_exact():
         target_lo=0.25,
         target_hi=0.75,
         n_responses=30,
-        ci_prob=0.9,
+        rule=AcceptanceRule(ci_prob=0.9),
         slope_draws=a - 1.0,
         data_difficulty_draws=b,
     )
@@ -214,8 +222,9 @@ def test_bad_settings_and_draws(options, error, message):
         "data_difficulty_draws": draws(inside=10),
     } | options
     b, a = settings.pop("difficulty_draws"), settings.pop("discrimination_draws")
+    rule = {key: settings.pop(key) for key in list(settings) if key in AcceptanceRule.__dataclass_fields__}
     with pytest.raises(error, match=message):
-        decide(b, a, **settings)
+        decide(b, a, **settings, rule=AcceptanceRule(**rule))
 
 
 # ------------------------------------------------------------------------------------------ decide_all
@@ -249,7 +258,8 @@ def posterior(planted=PLANTED):
 
 def test_decide_all_matches_decide_item_by_item():
     counts = dict.fromkeys(PLANTED, 20)
-    table = decide_all(posterior(), target_lo=LO, target_hi=HI, n_responses=counts, min_discrimination=0.25)
+    rule = AcceptanceRule(min_discrimination=0.25)
+    table = decide_all(posterior(), target_lo=LO, target_hi=HI, n_responses=counts, rule=rule)
     assert list(table.index) == list(PLANTED) and table.index.name == "item"
     assert dict(table["reason"]) == {
         "accept": "in target",
@@ -269,7 +279,7 @@ def test_decide_all_matches_decide_item_by_item():
             n_responses=20,
             slope_draws=s,
             data_difficulty_draws=b,
-            min_discrimination=0.25,
+            rule=rule,
         )
         row = table.loc[item]
         for key in (
@@ -332,7 +342,11 @@ def test_decide_all_inputs():
         decide_all(ds, target_lo=LO, target_hi=HI, n_responses=20)
     )
     rasch = decide_all(
-        ds.drop_vars("discrimination"), target_lo=LO, target_hi=HI, n_responses=20, min_discrimination=0.25
+        ds.drop_vars("discrimination"),
+        target_lo=LO,
+        target_hi=HI,
+        n_responses=20,
+        rule=AcceptanceRule(min_discrimination=0.25),
     )
     assert rasch.loc["accept", "decision"] == "accepted" and rasch.loc["flat", "reason"] == "flat"
     assert (rasch["discrimination_mean"] == 1.0).all()
@@ -349,3 +363,32 @@ def test_decide_all_inputs():
         decide_all(ds.drop_vars("difficulty"), target_lo=LO, target_hi=HI, n_responses=20)
     with pytest.raises(FitError, match="no 'posterior' group"):
         decide_all(xr.DataTree.from_dict({"prior": ds}), target_lo=LO, target_hi=HI, n_responses=20)
+
+
+# ------------------------------------------------------------------------------------------ the rule
+def test_the_acceptance_rule_is_one_checked_value():
+    rule = AcceptanceRule(tau=0.9, min_responses=5)
+    assert rule.to_dict() == {
+        "tau": 0.9,
+        "min_discrimination": None,
+        "discrimination_prob": 0.9,
+        "min_responses": 5,
+        "ci_prob": 0.9,
+    }
+    assert rule.resolved(0.3).min_discrimination == 0.3, "a rule without a least slope takes the one given"
+    assert AcceptanceRule(min_discrimination=0.1).resolved(0.3).min_discrimination == 0.1, "a given one is kept"
+    with pytest.raises(AttributeError):
+        rule.tau = 0.5  # frozen
+    for field, bad in (("tau", "0.8"), ("min_responses", 2.5), ("min_responses", True), ("ci_prob", None)):
+        with pytest.raises(SpecError, match=field):
+            AcceptanceRule(**{field: bad})
+    with pytest.raises(SpecError, match="rule must be an AcceptanceRule"):
+        decide_all(posterior(), target_lo=LO, target_hi=HI, n_responses=20, rule={"tau": 1})  # type: ignore[arg-type]
+
+
+def test_no_least_slope_reads_as_zero_without_a_bank():
+    table = decide_all(posterior(), target_lo=LO, target_hi=HI, n_responses=20)
+    zero = decide_all(
+        posterior(), target_lo=LO, target_hi=HI, n_responses=20, rule=AcceptanceRule(min_discrimination=0)
+    )
+    assert table.equals(zero) and (table["min_discrimination"] == 0.0).all()

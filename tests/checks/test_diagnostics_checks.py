@@ -438,7 +438,7 @@ def test_predictive_check_states_the_quasi_likelihood() -> None:
         check = posterior_predictive_check(_fit(data, seed=1), data, n_draws=50, seed=1)
     assert len(record) == 1
     assert check.quasi_likelihood and len(check.notes) == 1 and check.notes[0].startswith(QUASI_LIKELIHOOD_NOTE)
-    assert "LOO/ELPD values are not comparable with fits to binary responses" in check.summary()
+    assert "LOO/ELPD values are not comparable with fits to binary responses" in check.to_text()
     assert check.items.attrs["likelihood"] == "fractional-logit quasi-likelihood"
     assert check.subjects.attrs["notes"] == check.notes
     # only the item mean flags misfit: 0/1 replications cannot be compared with fractional item-rest relations
@@ -454,7 +454,7 @@ def test_binary_predictive_check_and_loo_say_bernoulli_without_warning() -> None
         warnings.simplefilter("error", UserWarning)
         check = posterior_predictive_check(_fit(data, seed=2), data, n_draws=50, seed=1)
         ll = log_likelihood(_fit(data, seed=2), data, n_draws=50)
-    assert not check.quasi_likelihood and check.notes == [] and "Note:" not in check.summary()
+    assert not check.quasi_likelihood and check.notes == [] and "Note:" not in check.to_text()
     assert check.items.attrs["likelihood"] == "bernoulli"
     assert ll.attrs == {"likelihood": "bernoulli", "quasi_likelihood": 0}
 

@@ -7,9 +7,12 @@ error handling as ``irtbayes.cli.main.main`` (an ``IrtbayesError`` becomes one l
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
+import io
 import json
 import shutil
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -25,10 +28,9 @@ from irtbayes.cli import benchfill as commands
 from irtbayes.core.errors import IrtbayesError
 from irtbayes.reporting.document import Document
 
-try:
-    from .test_benchfill_calibration import Bank, shared_bank
-except ImportError:  # tests/ is not a package: pytest put it on sys.path
-    from test_benchfill_calibration import Bank, shared_bank  # type: ignore[no-redef]
+# tests/ is not a package: the bank is built by tests/benchfill/test_benchfill_calibration.py, imported from its folder
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchfill"))
+from test_benchfill_calibration import Bank, shared_bank
 
 TASK = "irtbayes_benchfill"
 
@@ -38,18 +40,39 @@ def bank() -> Bank:
     return shared_bank()
 
 
-def run_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    """Run ``irtbayes <argv>`` as the command line does; return (exit code, stdout, stderr)."""
+def _invoke(argv: list[str]) -> int:
+    """Run ``irtbayes <argv>`` as the command line does and return its exit code."""
     parser = argparse.ArgumentParser(prog="irtbayes")
     commands.add_parser(parser.add_subparsers(dest="verb", required=True))
     args = parser.parse_args(argv)
     try:
-        code = int(args.func(args))
+        return int(args.func(args))
     except IrtbayesError as err:
-        print(f"irtbayes: error: {err}", file=__import__("sys").stderr)
-        code = 2
+        print(f"irtbayes: error: {err}", file=sys.stderr)
+        return 2
+
+
+def run_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    """Run ``irtbayes <argv>`` as the command line does; return (exit code, stdout, stderr)."""
+    code = _invoke(argv)
     out, err = capsys.readouterr()
     return code, out, err
+
+
+def calibrate_argv(bank: Bank, out: Path, *extra: str, responses: Path | None = None) -> list[str]:
+    return ["benchfill", "calibrate", "--fit", str(bank.fit_dir), "--candidates", str(bank.candidates_path),
+            "--responses", str(responses or bank.responses_path), "--mode", "fixed", "--out", str(out), *extra]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def default_round(bank: Bank, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """One fixed-mode round with the target [-0.5, 1.5] and its stdout, for the tests that only read it."""
+    out = tmp_path_factory.mktemp("default_round") / "round"
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+        code = _invoke(calibrate_argv(bank, out, "--target", "-0.5", "1.5"))
+    assert code == 0, stderr.getvalue()
+    return out, stdout.getvalue()
 
 
 def propose_from_file(bank: Bank, out: Path, capsys, *extra: str) -> tuple[int, str, str]:
@@ -61,11 +84,7 @@ def propose_from_file(bank: Bank, out: Path, capsys, *extra: str) -> tuple[int, 
 
 
 def calibrate(bank: Bank, out: Path, capsys, *extra: str, responses: Path | None = None) -> tuple[int, str, str]:
-    return run_cli(
-        ["benchfill", "calibrate", "--fit", str(bank.fit_dir), "--candidates", str(bank.candidates_path),
-         "--responses", str(responses or bank.responses_path), "--mode", "fixed", "--out", str(out), *extra],
-        capsys,
-    )  # fmt: skip
+    return run_cli(calibrate_argv(bank, out, *extra, responses=responses), capsys)
 
 
 # ---------------------------------------------------------------------------------------------- propose
@@ -311,18 +330,17 @@ def test_calibrate_reads_lm_eval_logs_through_candidate_ids(bank, tmp_path, caps
     assert code == 2 and f"{sample.name} line 3: expected a JSON object, found an array" in err, err
 
 
-def test_calibrate_exposes_the_least_slope(bank, tmp_path, capsys):
+def test_calibrate_exposes_the_least_slope(bank, default_round, tmp_path, capsys):
     """--min-discrimination is the least sign-free slope; by default a quarter of the bank's typical one."""
     from irtbayes.benchfill.fixed import typical_discrimination
 
-    code, text, err = calibrate(bank, tmp_path / "default", capsys, "--target", "-0.5", "1.5")
-    assert code == 0, err
+    default, text = default_round
     typical = typical_discrimination(bank.fit)
     assert f"Least slope {0.25 * typical:.3g}: 0.25 of the bank's typical discrimination" in text, text
-    ledger = pd.read_csv(tmp_path / "default" / "ledger.csv")
+    ledger = pd.read_csv(default / "ledger.csv")
     assert ledger["min_discrimination"].to_numpy() == pytest.approx(0.25 * typical)
     # the default lives in the library: the API gives the same least slope and records its rule
-    settings = load_benchfill_result(tmp_path / "default").settings
+    settings = load_benchfill_result(default).settings
     assert settings["min_discrimination"] == pytest.approx(0.25 * typical)
     assert settings["min_discrimination_rule"].startswith("0.25 of the bank's typical discrimination")
     for column in ("failed", "slope_mean", "slope_ci_low", "slope_ci_high", "p_slope_above_min", "p_in_target_data"):
@@ -459,13 +477,12 @@ def test_calibrate_full_mode_refits(bank, tmp_path, capsys):
     assert set(pd.read_csv(out / "before_after_conclusions.csv")["cause"]) == {"composition", "re-estimation"}
 
 
-def test_decisions_say_when_the_fit_behind_them_failed_its_checks(bank, tmp_path, capsys):
+def test_decisions_say_when_the_fit_behind_them_failed_its_checks(bank, default_round):
     from irtbayes.benchfill.result import _unconverged_note
     from irtbayes.fitting.storage import load_fit
 
-    code, text, err = calibrate(bank, tmp_path / "round", capsys, "--target", "-0.5", "1.5")
-    assert code == 0, err
-    records = Ledger(tmp_path / "round" / "ledger.jsonl").read()
+    out, text = default_round
+    records = Ledger(out / "ledger.jsonl").read()
     bank_ok = load_fit(bank.fit_dir).diagnostics.ok
     assert (records["bank_converged"] == bank_ok).all()
     assert ("WARNING: the bank's fit did not pass" in text) == (not bank_ok), text

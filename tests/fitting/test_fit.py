@@ -432,7 +432,7 @@ def test_posterior_predictive_check_flags_a_misfitting_item(fitted_2pl):
     items = check.items
     assert len(items) == data.n_items and len(check.subjects) == data.n_subjects
     share = items["misfit"].mean()
-    assert share <= 0.2, f"{share:.2f} of items misfit on data simulated from the model\n{check.summary()}"
+    assert share <= 0.2, f"{share:.2f} of items misfit on data simulated from the model\n{check.to_text()}"
     assert items["p_value_mean"].between(0, 1).all()
     # the same data with one item's responses reversed: its item-rest relation must now misfit
     frame = data.long_frame()

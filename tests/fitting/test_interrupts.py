@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 from collections import OrderedDict
+from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -36,6 +37,20 @@ from irtbayes.fitting.storage import load_fit
 from irtbayes.model.spec import ModelSpec
 
 DRAWS = 1000
+
+
+@pytest.fixture(autouse=True)
+def sigint_raises() -> Iterator[None]:
+    """Python's own SIGINT handler for each test, whatever the runner was started with.
+
+    A process started with SIGINT ignored (``nohup``, ``trap '' INT``, some CI runners) keeps it ignored, and
+    then the real SIGINT these tests send would do nothing. The handler the test found is put back after it.
+    """
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_DFL if previous is None else previous)
 
 
 @pytest.fixture(scope="module")
@@ -228,6 +243,38 @@ def test_interrupt_while_compiling(tiny: ResponseData, monkeypatch: pytest.Monke
     assert caught.value.phase == "compile" and caught.value.partial is None
     assert seen == {}, "the sampler must not have run"
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_with_sigint_ignored_a_fit_runs_to_the_end_and_leaves_it_ignored(
+    tiny: ResponseData, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A process that ignores SIGINT (started under ``nohup``) is not interrupted, and keeps ignoring it."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    def ignored() -> None:
+        signal.raise_signal(signal.SIGINT)  # discarded by the system: nothing is raised
+
+    monkeypatch.setattr(sys.modules[__name__], "interrupt_now", ignored)
+    patch_nutpie(monkeypatch, done=[DRAWS, DRAWS])
+    result = run_fit(tiny)
+    assert not result.partial and result.posterior.sizes["draw"] == DRAWS
+    assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN, "the fit must leave an ignored SIGINT ignored"
+
+
+def test_a_handler_of_the_caller_is_called_and_put_back(tiny: ResponseData, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fit notes the SIGINT and passes it on to the handler that was there, then reinstalls that handler."""
+    calls: list[int] = []
+
+    def handler(signum: int, frame: object) -> None:
+        calls.append(signum)
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, handler)
+    patch_nutpie(monkeypatch, done=[800, 700])
+    with pytest.raises(FitInterrupted) as caught:
+        run_fit(tiny)
+    assert caught.value.draws_done == 700 and calls == [signal.SIGINT]
+    assert signal.getsignal(signal.SIGINT) is handler
 
 
 def test_pymc_interrupted_while_tuning(tiny: ResponseData, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -119,7 +119,15 @@ def test_document_escapes_data_text_everywhere_and_embeds_figures(tmp_path: Path
 
 @pytest.mark.parametrize(
     ("value", "text"),
-    [(12032, "12,032"), (0.12345, "0.123"), (1.5e-7, "1.50e-07"), (float("nan"), "–"), (True, "yes"), ("a", "a")],
+    [
+        (12032, "12,032"),
+        (0.12345, "0.123"),
+        (1.5e-7, "0.000000150"),
+        (-7.92e-3, "-0.00792"),
+        (float("nan"), "–"),
+        (True, "yes"),
+        ("a", "a"),
+    ],
 )
 def test_format_number(value: object, text: str) -> None:
     assert format_number(value) == text

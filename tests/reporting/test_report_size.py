@@ -30,7 +30,7 @@ from irtbayes.data.responses import ResponseData
 from irtbayes.data.simulate import simulate_responses
 from irtbayes.fitting.result import Fit, fit_constant_data
 from irtbayes.model.spec import ModelSpec
-from irtbayes.reporting.report import TOP_SUBJECTS, build_report, write_report
+from irtbayes.reporting.report import TOP_SUBJECTS, build_report, report
 
 #: Largest PNG side the report may hold: the plots' cap (13 x 14 inches) at 150 dpi, plus the tight box's margin.
 MAX_PIXELS = int(max(plots.MAX_WIDTH, plots.MAX_HEIGHT) * 150) + 300
@@ -84,7 +84,7 @@ def test_report_of_300_subjects_and_42_benchmarks_is_bounded_and_says_what_is_le
     # the kept P(ahead) block is the top of the order by mean rank
     assert list(result.ahead.index) == ranking.sort_values("rank_mean", kind="stable")["subject"].head(200).tolist()
 
-    html = write_report(fitted, data, tmp_path / "report", audit=result)
+    html = report(fitted, tmp_path / "report", data=data, audit=result)
     sizes = png_sizes(tmp_path / "report")
     assert {"leaderboard", "ahead", "item_person_map", "diagnostics"} <= {Path(n).stem for n in sizes}, sizes
     too_big = {name: px for name, px in sizes.items() if max(px) > MAX_PIXELS}

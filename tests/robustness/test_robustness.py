@@ -342,7 +342,7 @@ def test_robustness_writes_the_condition_tables_json_and_report(tmp_path, monkey
 
     cfit, planted_items, _ = _hand_built_condition_fit()
     monkeypatch.setattr(run_module, "fit_conditions", lambda data, **kwargs: cfit)  # the sampling is tested apart
-    result = run_module.robustness(cfit.data, out=tmp_path)
+    result = run_module.check_robustness(cfit.data, out=tmp_path)
     assert {p.name for p in result.files.values()} >= {
         "conditions_items.csv",
         "conditions_subjects.csv",
@@ -375,7 +375,7 @@ def test_an_unconverged_condition_fit_is_marked_in_the_text_json_and_report(tmp_
         "convergence_problems": ["r-hat 1.080 > 1.01 at ability[s03]"],
     }
     monkeypatch.setattr(run_module, "fit_conditions", lambda data, **kwargs: cfit)
-    result = run_module.robustness(cfit.data, out=tmp_path)
+    result = run_module.check_robustness(cfit.data, out=tmp_path)
     assert "NOT CONVERGED: r-hat 1.080 > 1.01 at ability[s03]; max r-hat 1.080" in result.to_text()
     assert "**The condition-effects fit did not pass its convergence checks**" in (tmp_path / "report.md").read_text()
     assert json.loads((tmp_path / "robustness.json").read_text())["conditions"]["sampler"]["converged"] is False
@@ -414,3 +414,122 @@ def test_the_dask_engine_hands_every_refit_to_dask_compute(monkeypatch) -> None:
     plans = [Population(name, "population", data) for name in ("first", "second", "third")]
     assert refit_populations(plans, engine="dask", workers=3) == ["first", "second", "third"]
     assert calls == {"scheduler": "processes", "num_workers": 3, "n": 3}
+
+
+# ---------------------------------------------------------------------------------------------- settings
+def test_robustness_settings_check_each_field_and_record_themselves() -> None:
+    from irtbayes.auditing.settings import AuditSettings
+    from irtbayes.fitting.settings import SamplerSettings
+    from irtbayes.robustness.run import ConditionSettings, RobustnessSettings
+
+    settings = RobustnessSettings(bootstrap=3, revision=("a", "b"), ci_prob=0.8, seed=2)
+    assert settings.audit_settings() == AuditSettings(ci_prob=0.8), "every audit uses ci_prob by default"
+    assert settings.refit == SamplerSettings(chains=2, draws=500, tune=500, cores=1, progress=False)
+    assert settings.seeded(settings.refit).seed == 2 and settings.seeded(settings.fit.replace(seed=7)).seed == 7
+    record = settings.to_dict()
+    assert record["revision"] == ["a", "b"] and record["audit"]["ci_prob"] == 0.8 and record["fit"]["progress"] is False
+    assert record["conditions"] == ConditionSettings().to_dict()
+    for field, bad in [
+        ("bootstrap", -1),
+        ("engine", "threads"),
+        ("workers", 0),
+        ("ci_prob", 1.5),
+        ("fdr", 0),
+        ("min_effect", -1.0),
+        ("against", "mean"),
+        ("fdr_rule", "all"),
+        ("agreement", 1.2),
+        ("seed", 1.5),
+        ("report", "yes"),
+        ("revision", "a:b"),
+        ("family", 3),
+        ("fit", {"chains": 2}),
+        ("audit", {"bins": 5}),
+    ]:
+        with pytest.raises(SpecError, match=field):
+            RobustnessSettings(**{field: bad})
+    with pytest.raises(SpecError, match="dask_address needs engine='dask'"):
+        RobustnessSettings(dask_address="tcp://here:8786")
+    with pytest.raises(SpecError, match=r"audit\.ci_prob \(0\.9\) differs from ci_prob \(0\.8\)"):
+        RobustnessSettings(ci_prob=0.8, audit=AuditSettings())
+    for field, bad in [("kind", "3pl"), ("effects", "cauchy"), ("draws", 0), ("target_accept", 1.0)]:
+        with pytest.raises(SpecError, match=field):
+            ConditionSettings(**{field: bad})
+
+
+def test_check_robustness_hands_each_stage_its_settings(tmp_path, monkeypatch) -> None:
+    import irtbayes.auditing.run as audit_module
+    import irtbayes.fitting.fit as fit_module
+    import irtbayes.robustness.run as run_module
+    from irtbayes.fitting.settings import SamplerSettings
+    from irtbayes.model.spec import ModelSpec
+    from irtbayes.robustness.population import PopulationStability
+    from irtbayes.robustness.run import RobustnessSettings
+
+    data, _ = simulate_responses(12, 10, seed=1)
+    seen: dict = {}
+
+    class Fitted:
+        idata, spec = "idata", ModelSpec(kind="1pl")
+
+    def fake_fit(data, spec=None, *, settings=None):
+        seen["fit"] = (spec, settings)
+        return Fitted()
+
+    def fake_audit(posterior, data, *, settings=None):
+        seen["audit"] = settings
+        return "reference audit"
+
+    def fake_refits(plans, **kwargs):
+        seen["refits"] = (len(plans), kwargs)
+        return []
+
+    empty = PopulationStability(pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), 0.7)
+    monkeypatch.setattr(fit_module, "fit", fake_fit)
+    monkeypatch.setattr(audit_module, "audit", fake_audit)
+    monkeypatch.setattr(run_module, "refit_populations", fake_refits)
+    monkeypatch.setattr(run_module, "population_stability", lambda *args, **kwargs: empty)
+    spec = ModelSpec(kind="1pl")
+    settings = RobustnessSettings(bootstrap=2, spec=spec, ci_prob=0.8, agreement=0.7, seed=3, report=False)
+    result = run_module.check_robustness(data, out=tmp_path, settings=settings)
+    assert seen["fit"] == (spec, SamplerSettings(progress=False, seed=3))
+    assert seen["audit"].ci_prob == 0.8
+    n_plans, kwargs = seen["refits"]
+    assert n_plans == 2 and kwargs["spec"] is Fitted.spec and kwargs["engine"] == "process"
+    assert (
+        kwargs["fit_kwargs"]
+        == SamplerSettings(chains=2, draws=500, tune=500, cores=1, progress=False, seed=3).to_dict()
+    )
+    assert kwargs["audit_kwargs"]["ci_prob"] == 0.8 and kwargs["audit_kwargs"]["bins"] is None
+    assert result.population is empty and "report_html" not in result.files
+
+
+@pytest.mark.parametrize("draws", [None, 100])
+def test_the_robustness_verb_builds_the_settings_its_flags_say(tmp_path, monkeypatch, capsys, draws) -> None:
+    import irtbayes.robustness.run as run_module
+    from irtbayes.cli.main import main
+    from irtbayes.fitting.settings import SamplerSettings
+    from irtbayes.robustness.run import ConditionSettings, RobustnessResult
+
+    data, _ = simulate_responses(12, 10, seed=1)
+    path = tmp_path / "responses.csv"
+    data.long_frame().to_csv(path, index=False)
+    seen = {}
+
+    def fake(data, *, out, fit=None, settings=None):
+        seen.update(out=out, fit=fit, settings=settings)
+        return RobustnessResult()
+
+    monkeypatch.setattr(run_module, "check_robustness", fake)
+    flags = ["--bootstrap", "2", "--chains", "1", "--seed", "5", "--ci", "0.8", "--engine", "serial", "--no-report"]
+    flags += [] if draws is None else ["--draws", str(draws), "--tune", "50"]
+    assert main(["robustness", str(path), "--out", str(tmp_path / "rob"), *flags]) == 0, capsys.readouterr()
+    s = seen["settings"]
+    given = {} if draws is None else {"draws": draws, "tune": 50}
+    assert s.fit == SamplerSettings(chains=1, seed=5, progress=False, **given)
+    assert s.refit == SamplerSettings(
+        **{"chains": 1, "draws": 500, "tune": 500, "cores": 1, "seed": 5, "progress": False, **given}
+    )
+    assert s.conditions == ConditionSettings(chains=1, **given)
+    assert (s.bootstrap, s.seed, s.ci_prob, s.engine, s.report) == (2, 5, 0.8, "serial", False)
+    assert seen["fit"] is None and seen["out"] == str(tmp_path / "rob")

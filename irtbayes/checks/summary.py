@@ -5,9 +5,11 @@ the result classes (:class:`~irtbayes.fitting.result.Fit`, :class:`~irtbayes.fit
 ``to_dataframe()`` and ``plot_forest()`` on them, and their other tables in their own modules. Every figure is
 one of :mod:`irtbayes.core.plots`, so it is bounded in size whatever the data.
 
-Shared vocabulary, as in ``arviz.summary``: a *summary* has one row per scalar parameter with ``mean``,
-``sd``, ``ci_low``, ``ci_high`` (an equal-tailed interval, its probability in ``attrs["ci_prob"]``) and, for
-posterior draws, ``r_hat``, ``ess_bulk`` and ``ess_tail``.
+Shared vocabulary, as in ``arviz.summary`` (arviz-stats 1.x): every result's ``summary()`` names its columns as
+ArviZ does: ``mean``, ``sd``, the equal-tailed interval's ends ``eti90_lb`` and ``eti90_ub`` (the number is the
+interval's percentage, :func:`interval_columns`; its probability is also in ``attrs["ci_prob"]``) and, for posterior
+draws, ``ess_bulk``, ``ess_tail``, ``r_hat`` and ``mcse_mean``. The project's own tables keep ``ci_low`` and
+``ci_high`` (``difficulty_ci_low``, ...); :func:`arviz_names` renames them for a summary.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import pandas as pd
 import xarray as xr
 
 from irtbayes.core.errors import SpecError
+from irtbayes.core.files import json_ready
 from irtbayes.core.summaries import check_ci_prob, spaced, summarize
 
 if TYPE_CHECKING:
@@ -27,16 +30,83 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_FOREST_ROWS",
-    "SUMMARY_COLUMNS",
+    "arviz_names",
     "draws_frame",
     "forest_rows",
+    "interval_columns",
     "posterior_summary",
+    "records",
+    "summary_columns",
 ]
 
-#: Columns of :func:`posterior_summary`, after ``variable`` and ``index``.
-SUMMARY_COLUMNS = ("mean", "sd", "ci_low", "ci_high", "r_hat", "ess_bulk", "ess_tail")
 #: Rows a forest plot of items or subjects shows at most (evenly spaced over the sorted rows beyond that).
 MAX_FOREST_ROWS = 40
+
+
+def interval_columns(ci_prob: float) -> tuple[str, str]:
+    """ArviZ's names of the two ends of an equal-tailed ``ci_prob`` interval: ``eti{p}_lb``, ``eti{p}_ub``.
+
+    ``p`` is ``int(ci_prob * 100)``, as ``arviz_stats.summary`` computes it, so the names are ArviZ's for every
+    ``ci_prob`` (0.9 gives ``eti90``, 0.89 ``eti89``; a probability just under a whole percentage truncates as
+    in ArviZ: 0.29 gives ``eti28``).
+
+    Examples
+    --------
+    >>> interval_columns(0.9), interval_columns(0.5)
+    (('eti90_lb', 'eti90_ub'), ('eti50_lb', 'eti50_ub'))
+    """
+    perc = int(check_ci_prob(ci_prob) * 100)
+    return f"eti{perc}_lb", f"eti{perc}_ub"
+
+
+def summary_columns(ci_prob: float = 0.9) -> tuple[str, ...]:
+    """The columns of :func:`posterior_summary` after ``variable`` and ``index``, in ``arviz.summary``'s order.
+
+    Examples
+    --------
+    >>> summary_columns(0.9)
+    ('mean', 'sd', 'eti90_lb', 'eti90_ub', 'ess_bulk', 'ess_tail', 'r_hat', 'mcse_mean')
+    """
+    return ("mean", "sd", *interval_columns(ci_prob), "ess_bulk", "ess_tail", "r_hat", "mcse_mean")
+
+
+def arviz_names(table: pd.DataFrame, ci_prob: float) -> pd.DataFrame:
+    """A copy of ``table`` with its interval columns under ArviZ's names (:func:`interval_columns`); ``attrs`` kept.
+
+    ``ci_low`` and ``ci_high`` become ``eti{p}_lb`` and ``eti{p}_ub``, ``{x}_ci_low`` and ``{x}_ci_high``
+    become ``{x}_eti{p}_lb`` and ``{x}_eti{p}_ub``; other columns and the values are unchanged.
+
+    Examples
+    --------
+    >>> table = pd.DataFrame({"item": ["q1"], "difficulty_mean": [0.2], "difficulty_ci_low": [-0.1], "difficulty_ci_high": [0.5]})
+    >>> list(arviz_names(table, 0.9).columns)
+    ['item', 'difficulty_mean', 'difficulty_eti90_lb', 'difficulty_eti90_ub']
+    """
+    lb, ub = interval_columns(ci_prob)
+
+    def name(column: Hashable) -> Hashable:
+        if not isinstance(column, str):
+            return column
+        for old, new in (("ci_low", lb), ("ci_high", ub)):
+            if column == old or column.endswith(f"_{old}"):
+                return column[: len(column) - len(old)] + new
+        return column
+
+    out = table.rename(columns=name)
+    out.attrs = dict(table.attrs)
+    return out
+
+
+def records(table: pd.DataFrame) -> list[dict[str, object]]:
+    """The rows of ``table`` as JSON-ready dicts (NaN and missing values as ``None``; :func:`~irtbayes.core.files.json_ready`).
+
+    Examples
+    --------
+    >>> records(pd.DataFrame({"item": ["q1", "q2"], "mean": [0.5, np.nan]}))
+    [{'item': 'q1', 'mean': 0.5}, {'item': 'q2', 'mean': None}]
+    """
+    rows: list[dict[str, object]] = json_ready(table.to_dict(orient="records"))
+    return rows
 
 
 def _element_labels(var: xr.DataArray, rest: Sequence[Hashable]) -> np.ndarray:
@@ -59,7 +129,7 @@ def _variables(posterior: xr.Dataset, var_names: Sequence[str] | None) -> list[s
 def posterior_summary(
     posterior: xr.Dataset, *, var_names: Sequence[str] | None = None, ci_prob: float = 0.9
 ) -> pd.DataFrame:
-    """One row per scalar parameter: mean, sd, equal-tailed interval, r-hat, bulk and tail ESS.
+    """One row per scalar parameter, as ``arviz.summary``: mean, sd, equal-tailed interval, ESS, r-hat, MCSE.
 
     Parameters
     ----------
@@ -74,12 +144,14 @@ def posterior_summary(
     -------
     pandas.DataFrame
         Indexed by ``variable[index]`` labels (``difficulty[item3]``, the real ids); columns ``variable``,
-        ``index`` (the element's coordinates as text, ``""`` for a scalar) and :data:`SUMMARY_COLUMNS`.
-        R-hat is NaN with one chain. ``attrs["ci_prob"]`` records the interval's probability.
+        ``index`` (the element's coordinates as text, ``""`` for a scalar) and :func:`summary_columns`:
+        ``mean``, ``sd``, ``eti90_lb``, ``eti90_ub`` (for ``ci_prob=0.9``), ``ess_bulk``, ``ess_tail``, ``r_hat``
+        and ``mcse_mean`` (arviz-stats' Monte Carlo standard error of the mean). R-hat is NaN with one chain.
+        ``attrs["ci_prob"]`` records the interval's probability.
 
     Examples
     --------
-    >>> from irtbayes.core.frames import posterior_summary
+    >>> from irtbayes.checks.summary import posterior_summary
     >>> draws = np.random.default_rng(0).normal(size=(2, 500, 3))
     >>> posterior = xr.Dataset({"ability": (("chain", "draw", "subject"), draws)}, coords={"subject": ["a", "b", "c"]})
     >>> table = posterior_summary(posterior)
@@ -88,9 +160,12 @@ def posterior_summary(
     >>> bool(table["r_hat"].lt(1.01).all()), bool(table["ess_bulk"].gt(700).all())
     (True, True)
     """
+    from arviz_stats.base import array_stats
+
     from irtbayes.checks.convergence import rank_diagnostics
 
     ci_prob = check_ci_prob(ci_prob)
+    lb, ub = interval_columns(ci_prob)
     frames = []
     for name in _variables(posterior, var_names):
         var = posterior[name]
@@ -98,20 +173,25 @@ def posterior_summary(
         values = var.transpose("chain", "draw", *rest).to_numpy().astype("float64")
         stats = summarize(values, ci_prob=ci_prob, axis=(0, 1))
         rhat, bulk, tail = rank_diagnostics(values, ci_prob=ci_prob)
+        mcse = array_stats.mcse(values, chain_axis=0, draw_axis=1, method="mean")
         labels = _element_labels(var, rest)
         frame = pd.DataFrame(
             {
                 "variable": name,
                 "index": labels,
-                **{k: np.ravel(v) for k, v in stats.items()},
-                "r_hat": np.ravel(rhat),
+                "mean": np.ravel(stats["mean"]),
+                "sd": np.ravel(stats["sd"]),
+                lb: np.ravel(stats["ci_low"]),
+                ub: np.ravel(stats["ci_high"]),
                 "ess_bulk": np.ravel(bulk),
                 "ess_tail": np.ravel(tail),
+                "r_hat": np.ravel(rhat),
+                "mcse_mean": np.ravel(mcse),
             }
         )
         frame.index = [f"{name}[{label}]" if label else name for label in labels]
         frames.append(frame)
-    columns = ["variable", "index", *SUMMARY_COLUMNS]
+    columns = ["variable", "index", *summary_columns(ci_prob)]
     table = pd.concat(frames) if frames else pd.DataFrame(columns=columns)
     table.attrs["ci_prob"] = ci_prob
     return table
@@ -134,7 +214,7 @@ def draws_frame(posterior: xr.Dataset, *, var_names: Sequence[str] | None = None
 
     Examples
     --------
-    >>> from irtbayes.core.frames import draws_frame
+    >>> from irtbayes.checks.summary import draws_frame
     >>> posterior = xr.Dataset(
     ...     {"difficulty": (("chain", "draw", "item"), np.arange(12.0).reshape(2, 3, 2))}, coords={"item": ["q1", "q2"]}
     ... )

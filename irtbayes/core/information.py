@@ -47,7 +47,7 @@ def theta_grid(lo: float, hi: float, *, points: int = DEFAULT_GRID_POINTS) -> np
 
     Examples
     --------
-    >>> from irtbayes.auditing.information import theta_grid
+    >>> from irtbayes.core.information import theta_grid
     >>> theta_grid(-2.0, 2.0, points=5)
     array([-2., -1.,  0.,  1.,  2.])
     """
@@ -90,7 +90,7 @@ def item_curves(
     --------
     A 2PL item's information peaks at a^2 / 4 at theta = b:
 
-    >>> from irtbayes.auditing.information import item_curves
+    >>> from irtbayes.core.information import item_curves
     >>> p, slope, info = item_curves(np.array([-1.0, 0.0, 1.0]), np.array([[0.0]]), np.array([[2.0]]))
     >>> p[0, :, 0].round(3), info[0, :, 0].round(3)
     (array([0.119, 0.5  , 0.881]), array([0.42, 1.  , 0.42]))
@@ -126,7 +126,7 @@ def test_information(
 
     Examples
     --------
-    >>> from irtbayes.auditing.information import test_information
+    >>> from irtbayes.core.information import test_information
     >>> difficulty = np.array([[-1.0, 0.0, 1.0]])  # one draw, three 1PL items
     >>> test_information(np.array([-1.0, 0.0, 1.0]), difficulty).round(3)  # (draw, grid)
     array([[0.552, 0.643, 0.552]])
@@ -171,7 +171,7 @@ def scope_curves(
     --------
     Two scopes: the first two items, and all three:
 
-    >>> from irtbayes.auditing.information import scope_curves
+    >>> from irtbayes.core.information import scope_curves
     >>> membership = np.array([[1, 1], [1, 1], [0, 1]])  # (item, scope)
     >>> curves = scope_curves(np.array([0.0]), np.array([[0.0, 0.0, 2.0]]), membership=membership)
     >>> curves["info"].round(3), curves["score"].round(3)  # (draw, grid, scope)

@@ -1,0 +1,311 @@
+"""Every result object keeps one contract: ``summary()`` is a DataFrame with ArviZ's column names and the values of
+the table it summarises, ``to_dict()`` is plain JSON, ``to_text()`` is the text the command line prints, and each
+``plot_*()`` returns the matplotlib Axes it drew on. Small simulated fits and hand-built draws: no sampling."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import arviz_stats as azs
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import pytest
+import xarray as xr
+from matplotlib.axes import Axes
+
+from irtbayes.auditing.result import AuditResult
+from irtbayes.benchfill.responses import candidate_response_data
+from irtbayes.benchfill.result import BenchfillResult
+from irtbayes.benchfill.run import calibrate_candidates
+from irtbayes.benchfill.target import choose_target
+from irtbayes.checks.predictive import PredictiveCheck, posterior_predictive_check
+from irtbayes.checks.summary import arviz_names, interval_columns, posterior_summary
+from irtbayes.checks.verdict import Diagnostics
+from irtbayes.examples import simulated_audit, simulated_candidates, simulated_fit
+from irtbayes.fitting.result import Fit
+from irtbayes.fitting.scoring import Scores
+
+LB, UB = "eti90_lb", "eti90_ub"
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    return simulated_fit(20, 30, n_benchmarks=2)
+
+
+@pytest.fixture(scope="module")
+def scores() -> Scores:
+    draws = xr.DataArray(
+        np.random.default_rng(5).normal([0.4, -1.2, 2.0], 0.3, size=(1, 200, 3)),
+        dims=("chain", "draw", "subject"),
+        coords={"subject": ["alpha", "beta", "gamma"]},
+    )
+    return Scores(draws=draws, n_responses=pd.Series({"alpha": 10, "beta": 12, "gamma": 7}))
+
+
+@pytest.fixture(scope="module")
+def check(fitted) -> PredictiveCheck:
+    fit, data = fitted
+    return posterior_predictive_check(fit, data, n_draws=40, seed=3)
+
+
+@pytest.fixture(scope="module")
+def audited() -> AuditResult:
+    return simulated_audit(20, 40, bins=4, seed=2)[0]
+
+
+@pytest.fixture(scope="module")
+def round_() -> BenchfillResult:
+    fit, data, candidates, answers = simulated_candidates()
+    choice, _ = choose_target(fit, data, interval=(0.0, 1.0))
+    new = candidate_response_data(answers, candidates, fit=fit)
+    return calibrate_candidates(fit, data, candidates, new, choice, mode="fixed", seed=4)
+
+
+def _source_column(column: str) -> str:
+    """The project's name of a summary column: ``*eti90_lb`` -> ``*ci_low``, ``*eti90_ub`` -> ``*ci_high``."""
+    for arviz, ours in ((LB, "ci_low"), (UB, "ci_high")):
+        if column.endswith(arviz):
+            return column[: -len(arviz)] + ours
+    return column
+
+
+def _assert_summarises(summary: pd.DataFrame, table: pd.DataFrame) -> None:
+    """``summary`` holds ArviZ-named interval columns, none of the project's names, and ``table``'s values."""
+    assert isinstance(summary, pd.DataFrame) and len(summary) == len(table)
+    columns = [str(c) for c in summary.columns]
+    assert any(c.endswith(LB) for c in columns) and any(c.endswith(UB) for c in columns), columns
+    assert not [c for c in columns if c.endswith(("ci_low", "ci_high"))], columns
+    for column in columns:
+        want = table[_source_column(column)].to_numpy()
+        have = summary[column].to_numpy()
+        if pd.api.types.is_numeric_dtype(want) and not pd.api.types.is_bool_dtype(want):
+            np.testing.assert_allclose(have.astype(float), want.astype(float), err_msg=column)
+        else:
+            assert list(have) == list(want), column
+
+
+def _assert_json(values: dict[str, Any]) -> None:
+    text = json.dumps(values, allow_nan=False)
+    assert isinstance(values, dict) and json.loads(text) == values
+
+
+def _assert_plots(result: object, kwargs: dict[str, dict[str, Any]] | None = None) -> list[str]:
+    """Every ``plot_*`` method returns an Axes, and the one it was given when given one."""
+    names = [n for n in dir(result) if n.startswith("plot_") and callable(getattr(result, n))]
+    assert names, type(result).__name__
+    for name in names:
+        method: Callable[..., Axes] = getattr(result, name)
+        extra = (kwargs or {}).get(name, {})
+        assert isinstance(method(**extra), Axes), name
+        _fig, ax = plt.subplots()
+        assert method(ax=ax, **extra) is ax, name
+        plt.close("all")
+    return names
+
+
+# ---------------------------------------------------------------------------------------------------- names
+@pytest.mark.parametrize("ci_prob", [0.5, 0.8, 0.89, 0.9, 0.94, 0.95, 0.99, 0.29])
+def test_interval_names_are_those_of_arviz_summary(ci_prob: float) -> None:
+    posterior = xr.Dataset(
+        {"difficulty": (("chain", "draw", "item"), np.random.default_rng(0).normal(size=(2, 50, 2)))}
+    )
+    theirs = azs.summary(posterior, ci_kind="eti", ci_prob=ci_prob, round_to="none")
+    assert [c for c in theirs.columns if c.startswith("eti")] == list(interval_columns(ci_prob))
+
+
+def test_arviz_names_renames_only_interval_ends() -> None:
+    table = pd.DataFrame(
+        {"ci_low": [0.0], "ci_high": [1.0], "rank_ci_low": [1], "mean": [0.5], "n_ci": [3], "ci_lower_bound": [2]}
+    )
+    table.attrs["ci_prob"] = 0.8
+    renamed = arviz_names(table, 0.8)
+    assert list(renamed.columns) == ["eti80_lb", "eti80_ub", "rank_eti80_lb", "mean", "n_ci", "ci_lower_bound"]
+    assert renamed.attrs == {"ci_prob": 0.8} and "ci_low" in table.columns  # a copy
+
+
+def test_posterior_summary_agrees_with_arviz_summary() -> None:
+    rng = np.random.default_rng(1)
+    draws = rng.normal(size=(4, 300, 3)).cumsum(axis=1) * 0.1 + rng.normal(size=(4, 300, 3))  # autocorrelated
+    posterior = xr.Dataset({"ability": (("chain", "draw", "subject"), draws)}, coords={"subject": ["a", "b", "c"]})
+    ours = posterior_summary(posterior, ci_prob=0.9)
+    theirs = azs.summary(posterior, ci_kind="eti", ci_prob=0.9, round_to="none")
+    assert list(ours.index) == list(theirs.index) == ["ability[a]", "ability[b]", "ability[c]"]
+    for column in ("mean", "sd", LB, UB, "ess_bulk", "r_hat", "mcse_mean"):
+        np.testing.assert_allclose(ours[column], theirs[column], rtol=1e-8, err_msg=column)
+    # tail ESS at the ends of the 90% interval, arviz-stats' quantiles (0.05, 0.95)
+    tail = azs.ess(posterior, method="tail", prob=(0.05, 0.95))["ability"].to_numpy()
+    np.testing.assert_allclose(ours["ess_tail"], tail, rtol=1e-8)
+
+
+# ---------------------------------------------------------------------------------------------------- Fit
+def test_fit_keeps_the_contract(fitted) -> None:
+    fit, data = fitted
+    summary = fit.summary(var_names=["difficulty", "discrimination"])
+    assert list(summary.columns) == [
+        "variable",
+        "index",
+        "mean",
+        "sd",
+        LB,
+        UB,
+        "ess_bulk",
+        "ess_tail",
+        "r_hat",
+        "mcse_mean",
+    ]
+    items = fit.items_table()
+    for name in ("difficulty", "discrimination"):
+        rows = summary.loc[summary["variable"] == name]
+        assert list(rows["index"]) == list(items["item"])
+        for stat in ("mean", "sd", LB, UB):
+            want = items[f"{name}_{_source_column(stat)}"]
+            np.testing.assert_allclose(rows[stat], want, err_msg=f"{name} {stat}")
+    assert (summary["mcse_mean"] > 0).all() and (summary["mcse_mean"] < summary["sd"]).all()
+    assert list(fit.summary(ci_prob=0.5).columns)[4:6] == ["eti50_lb", "eti50_ub"]
+
+    card = fit.to_dict()
+    _assert_json(card)
+    assert card == fit.card() and card["n_items"] == 30 and card["data_checksum"] == data.checksum()
+
+    text = fit.to_text()
+    assert isinstance(text, str) and "20 subjects x 30 items" in text
+    assert _assert_plots(fit) == ["plot_forest", "plot_item_curves", "plot_item_person_map", "plot_rhat_ess"]
+
+
+# ---------------------------------------------------------------------------------------------------- Scores
+def test_scores_keep_the_contract(scores: Scores) -> None:
+    summary = scores.summary()
+    table = scores.table()
+    _assert_summarises(summary, table)
+    assert list(summary.columns) == [
+        "subject",
+        "n_responses",
+        "ability_mean",
+        "ability_sd",
+        f"ability_{LB}",
+        f"ability_{UB}",
+        "ci_prob",
+    ]
+    draws = scores.draws.sel(subject="beta").to_numpy().ravel()
+    assert summary.loc[1, f"ability_{LB}"] == pytest.approx(np.quantile(draws, 0.05))
+
+    values = scores.to_dict()
+    _assert_json(values)
+    assert values["n_draws"] == 200 and [s["subject"] for s in values["subjects"]] == ["alpha", "beta", "gamma"]
+    assert values["subjects"][2]["n_responses"] == 7
+
+    text = scores.to_text()
+    assert isinstance(text, str) and "gamma" in text and f"{table.loc[0, 'ability_mean']:.3f}" in text
+    assert "APPROXIMATE" not in text
+    approximate = Scores(draws=scores.draws, n_responses=scores.n_responses, approximate=True)
+    assert approximate.to_text().startswith("APPROXIMATE")
+    assert _assert_plots(scores) == ["plot_forest"]
+
+
+# ---------------------------------------------------------------------------------------------------- Diagnostics
+def test_diagnostics_keep_the_contract(fitted) -> None:
+    diag: Diagnostics = fitted[0].diagnostics
+    summary = diag.summary()
+    assert isinstance(summary, pd.DataFrame)
+    assert {"max_r_hat", "worst_r_hat", "min_ess_bulk", "min_ess_tail"} <= set(summary.columns)
+    assert not [c for c in summary.columns if "rhat" in c], list(summary.columns)
+    by_name = summary.set_index("variable")
+    for v in diag.variables:
+        assert by_name.loc[v.name, "max_r_hat"] == pytest.approx(v.max_rhat)
+        assert by_name.loc[v.name, "worst_r_hat"] == v.worst_rhat
+        assert by_name.loc[v.name, "min_ess_tail"] == pytest.approx(v.min_ess_tail)
+    per_parameter = diag.to_dataframe()
+    assert {"r_hat", "ess_bulk", "ess_tail"} <= set(per_parameter.columns)
+
+    values = diag.to_dict()
+    _assert_json(values)
+    assert Diagnostics.from_dict(json.loads(json.dumps(values))).summary().equals(summary)
+
+    text = diag.to_text()
+    assert isinstance(text, str) and f"{diag.n_chains} chains x {diag.n_draws} draws" in text
+    assert _assert_plots(diag) == ["plot_rhat_ess"]
+
+
+# ---------------------------------------------------------------------------------------------------- PredictiveCheck
+def test_predictive_check_keeps_the_contract(check: PredictiveCheck) -> None:
+    summary = check.summary()
+    _assert_summarises(summary, check.items)
+    assert {"observed_mean", "predicted_mean", f"predicted_{LB}", f"predicted_{UB}", "p_value_mean"} <= set(summary)
+    assert summary.attrs["ci_prob"] == 0.9 and summary.attrs["n_draws"] == check.n_draws
+    assert check.to_dataframe("subjects").equals(check.subjects)
+
+    values = check.to_dict()
+    _assert_json(values)
+    assert values["n_items_misfit"] == int(check.items["misfit"].sum()) and len(values["subjects"]) == 20
+    assert values["items"][3]["observed_mean"] == pytest.approx(check.items.loc[3, "observed_mean"])
+
+    text = check.to_text()
+    n_misfit = int(check.items["misfit"].sum())
+    assert isinstance(text, str) and f"{n_misfit} of 30 items misfit" in text
+    assert _assert_plots(check) == ["plot_items"]
+
+
+def test_predictive_check_plot_marks_the_observed_means(check: PredictiveCheck) -> None:
+    ax = check.plot_items(top=8)
+    shown = [label.get_text() for label in ax.get_yticklabels()]
+    assert len(shown) == 8 and "8 of 30" in ax.get_title()
+    extreme = (check.items["p_value_mean"] - 0.5).abs().sort_values(ascending=False).index[:8]
+    assert set(shown) == set(check.items.loc[extreme, "item"])
+    observed = ax.collections[-1].get_offsets()[:, 0]
+    rows = check.items.set_index("item").loc[shown, "observed_mean"]
+    np.testing.assert_allclose(observed, rows.to_numpy())
+    plt.close("all")
+
+
+# ---------------------------------------------------------------------------------------------------- AuditResult
+def test_audit_keeps_the_contract(audited: AuditResult) -> None:
+    summary = audited.summary()
+    _assert_summarises(summary, audited.benchmarks)
+    for measure in ("ddm_w1", "max_gap", "interior_gap"):
+        assert {f"{measure}_mean", f"{measure}_{LB}", f"{measure}_{UB}"} <= set(summary.columns)
+
+    values = audited.to_dict()
+    _assert_json(values)
+    assert values == audited.summary_dict()
+    assert values["overall"]["max_gap"]["ci_low"] == pytest.approx(summary.loc["all:all", f"max_gap_{LB}"])
+
+    text = audited.to_text()
+    assert isinstance(text, str) and audited.target.description in text
+    assert _assert_plots(audited) == [
+        "plot_ahead",
+        "plot_coverage",
+        "plot_forest",
+        "plot_information",
+        "plot_leaderboard",
+    ]
+
+
+# ---------------------------------------------------------------------------------------------------- BenchfillResult
+def test_benchfill_round_keeps_the_contract(round_: BenchfillResult) -> None:
+    summary = round_.summary()
+    _assert_summarises(summary, round_.decisions)
+    assert {"decision", "reason", f"difficulty_{LB}", f"difficulty_{UB}", f"slope_{LB}"} <= set(summary.columns)
+    assert list(summary.index) == list(round_.decisions.index)
+
+    values = round_.to_dict()
+    _assert_json(values)
+    assert values == round_.summary_dict() and values["accepted"] == round_.accepted
+
+    text = round_.to_text()
+    assert isinstance(text, str) and f"{len(round_.accepted)} of {len(round_.decisions)} candidates accepted" in text
+    assert _assert_plots(round_) == ["plot_candidates", "plot_coverage"]
+
+
+def test_every_result_class_has_the_four_parts() -> None:
+    for cls in (Fit, Scores, Diagnostics, PredictiveCheck, AuditResult, BenchfillResult):
+        missing = [m for m in ("summary", "to_dict", "to_text") if not callable(getattr(cls, m, None))]
+        plots = [n for n in dir(cls) if n.startswith("plot_")]
+        assert not missing and plots, (cls.__name__, missing, plots)
