@@ -65,8 +65,8 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
 from scipy import stats
 
-from irtbayes.core.information import test_information
 from irtbayes.checks.predictive import compare_fits, posterior_predictive_check
+from irtbayes.core.information import test_information
 from irtbayes.core.plots import OKABE_ITO, domain_palette, shorten
 from irtbayes.data import registry as datasets
 from irtbayes.model.spec import ModelSpec
