@@ -184,8 +184,8 @@ if TYPE_CHECKING:  # what IDEs and mypy see; at run time the names load on first
     from irtbayes.benchfill.proposal import propose
     from irtbayes.benchfill.result import BenchfillResult, load_benchfill_result, write_benchfill
     from irtbayes.benchfill.run import calibrate_candidates
-    from irtbayes.benchfill.target import choose_target
     from irtbayes.benchfill.sources import CallableSource, FileSource, ProposalRequest
+    from irtbayes.benchfill.target import choose_target
     from irtbayes.checks.predictive import PredictiveCheck, compare_fits, log_likelihood, posterior_predictive_check
     from irtbayes.checks.verdict import Diagnostics
     from irtbayes.core.errors import DataError, FitError, FitInterrupted, IrtbayesError, SpecError
