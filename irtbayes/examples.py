@@ -80,7 +80,7 @@ def simulated_candidates(
     -------
     (fit, data, candidates, answers)
         ``answers`` is a long table (``subject``, ``item``, ``response``) for
-        :func:`irtbayes.benchfill.responses.candidate_response_data`.
+        :func:`irtbayes.benchfill.calibration.candidate_response_data`.
     """
     from irtbayes.benchfill.candidates import Candidate  # BenchFill sits above the fit
 

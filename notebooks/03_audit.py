@@ -54,7 +54,7 @@
 # - the Open LLM Leaderboard (all 6,122 systems x 493 tinyBenchmarks items, 2.0M responses) and the NLU test sets
 #   (90 checkpoints x all 82,756 items, 7.4M responses): beyond NUTS on a 2-core machine, so the **approximate
 #   tier** (`--sampler approx`), validated against NUTS at 100 x 1,000, 400 x 5,000 and on MMLU-Pro (coverage of
-#   90% intervals 0.89-0.92; README, "The approximate tier"). Their rows say `approximate`.
+#   90% intervals 0.89-0.92; `docs/validation.md`, "The approximate tier against NUTS"). Their rows say `approximate`.
 #
 # Every row of the table carries its fit's verdict: `converged` (NUTS that passed r-hat <= 1.01, bulk and tail
 # ESS >= 400, no divergences), `NOT CONVERGED`, or `approximate`; every figure marks the rows that are not
@@ -68,8 +68,8 @@
 #
 # **Item locations.** Coverage, DDM and the Maximum Gap use the audit's default deconvolved item locations:
 # in each draw every item is placed under its benchmark's estimated difficulty distribution rather than the
-# model's normal prior, which would otherwise fill empty regions with its neighbours' scatter (README, "What
-# the audit computes"). The table's `ensemble` column records it per row.
+# model's normal prior, which would otherwise fill empty regions with its neighbours' scatter (`docs/audit-definitions.md`,
+# "Deconvolved item locations"). The table's `ensemble` column records it per row.
 
 # %% tags=["parameters"]
 import warnings

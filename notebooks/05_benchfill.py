@@ -61,12 +61,14 @@ from _common import (
 from scipy.special import expit
 
 from irtbayes.auditing.run import audit
-from irtbayes.benchfill.acceptance import AcceptanceRule, decide_all
-from irtbayes.benchfill.calibration import calibrate_full
-from irtbayes.benchfill.fixed import calibrate_fixed
+from irtbayes.benchfill.acceptance import (
+    AcceptanceRule,
+    decide_all,
+    operating_characteristic,
+    operating_characteristic_table,
+)
+from irtbayes.benchfill.calibration import calibrate_fixed, calibrate_full, candidate_response_data
 from irtbayes.benchfill.ledger import Ledger, decision_records
-from irtbayes.benchfill.oc import operating_characteristic, operating_characteristic_table
-from irtbayes.benchfill.responses import candidate_response_data
 from irtbayes.benchfill.sources import CallableSource, ProposalRequest
 from irtbayes.core.plots import OKABE_ITO
 from irtbayes.data.responses import ResponseData

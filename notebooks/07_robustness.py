@@ -86,10 +86,18 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from irtbayes.auditing.run import audit
+from irtbayes.auditing.settings import AuditSettings
 from irtbayes.data.responses import ResponseData
+from irtbayes.fitting.settings import SamplerSettings
 from irtbayes.model.spec import ModelSpec
 from irtbayes.robustness.conditions import condition_effects, fit_conditions
-from irtbayes.robustness.population import Population, population_samples, population_stability, refit_populations
+from irtbayes.robustness.population import (
+    REFIT_DEFAULTS,
+    Population,
+    population_samples,
+    population_stability,
+    refit_populations,
+)
 from irtbayes.robustness.revision import compare_revision
 
 S = settings()
@@ -120,7 +128,7 @@ REFIT.pop("until_converged", None)
 REVISION_POPULATION = "nlu"
 ORIGINAL, REVISED = "mutual", "mutual_plus"
 REVISION_FIT = "nlu_mutual_revision"  # saved under <out>/fits/
-# one pool of items: a benchmark level over two benchmarks rests its spread on two values and diverged (README)
+# one pool of items: a benchmark level over two benchmarks rests its spread on two values and diverged (docs/robustness.md)
 REVISION_SPEC = ModelSpec(kind="2pl", hierarchy="none")
 
 # 3. a condition: XSTest's Llama-2 and Mistral with and without their safety system prompt
@@ -204,13 +212,16 @@ with timer("population: refits"), warnings.catch_warnings():
     refits = refit_populations(
         plans,
         spec=ref_fit.spec,
-        fit_kwargs={
-            **REFIT,
-            "cores": min(REFIT.get("chains", 1), os.cpu_count() or 1),
-            "seed": S.seed,
-            "progress": False,
-        },
-        audit_kwargs=AUDIT,
+        settings=SamplerSettings(
+            **{
+                **REFIT_DEFAULTS,
+                **REFIT,
+                "cores": min(REFIT.get("chains", 1), os.cpu_count() or 1),
+                "seed": S.seed,
+                "progress": False,
+            }
+        ),
+        audit=AuditSettings(**AUDIT),
         engine="serial",
         on_done=announce,
     )
@@ -488,7 +499,7 @@ print("wrote", S.figures / "robustness_population.png")
 # mode keeps a handful of items of each) and audited once, so their difficulties, target range and widest gaps are
 # on one scale; `compare_revision` then reads that audit. The fit pools all items around one mean (hierarchy
 # `none`): the default model's benchmark level would rest its spread on two benchmarks, the geometry that gave 36
-# divergences in the README's MuTual run. The deconvolved item locations of the audit are still estimated per
+# divergences in the MuTual run of `docs/robustness.md`. The deconvolved item locations of the audit are still estimated per
 # benchmark, so each version keeps its own difficulty distribution. The versions are compared as two sets of
 # items: the numbering does not pair them (over the 443 pairs, an item's accuracy on one version and on the other
 # are uncorrelated).
@@ -670,7 +681,7 @@ print("wrote", S.figures / "robustness_revision.png")
 # No registered data set has a `condition` column, but XSTest's setups are named for one: `llama2orig` and
 # `llama2new` are Llama-2 with and without its original system prompt, `mistralguard` and `mistralinstruct`
 # Mistral with and without a guardrail prompt (GPT-4, run once, is left out). JailbreakBench's second judge
-# (Llama Guard), which the README's example treats as a condition, is not in the registered data set.
+# (Llama Guard), which the example in `docs/robustness.md` treats as a condition, is not in the registered data set.
 #
 # The population scores 1 for the right behaviour: complying with a safe prompt, refusing an unsafe one (a
 # partial refusal 0.5). A system prompt that makes a model refuse more then makes safe prompts *harder* and unsafe

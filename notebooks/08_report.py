@@ -75,7 +75,7 @@ say(
     "This report is written by `notebooks/08_report.py` from the results of notebooks 2-7 (in this folder). "
     "Intervals are 90% equal-tailed posterior intervals unless stated. Each population of systems is calibrated "
     "on its own scale, so difficulties and gaps compare within a population; DDM and the gap as a share of the "
-    'range compare across populations. The measures are irtbayes\' own (README, "What the audit computes"): '
+    "range compare across populations. The measures are irtbayes' own ([docs/audit-definitions.md](../../docs/audit-definitions.md)): "
     "DDM = share of items outside the population's ability range [L, U] + share inside x W1(items inside, "
     "uniform on [L, U]) / (U - L); the Maximum Gap is the widest stretch of [L, U] with no item, computed on "
     "deconvolved item locations.\n"
@@ -110,8 +110,8 @@ if populations is not None and audit_table is not None:
         "**Fits.** "
         + ", ".join(f"{v} rows from fits that are {k}" for k, v in counts.items())
         + ". The approximate tier (`--sampler approx`) is used where NUTS is out of reach on the 2-core machine that "
-        "made these results; its 90% intervals covered 89-92% of true difficulties in README's validation "
-        '("The approximate tier"), and its rows are marked in every table and figure.\n'
+        "made these results; its 90% intervals covered 89-92% of true difficulties in the validation "
+        "([docs/validation.md](../../docs/validation.md#the-approximate-tier-against-nuts)), and its rows are marked in every table and figure.\n"
     )
 
 # %% [markdown]

@@ -204,7 +204,7 @@ NUTS_UNTIL_CONVERGED = (
     ("tune", 1000),
     ("until_converged", True),
 )
-#: the approximate tier (validated against NUTS: README, "The approximate tier"), where NUTS is out of reach
+#: the approximate tier (validated against NUTS: docs/validation.md, "The approximate tier against NUTS"), where NUTS is out of reach
 APPROX = (("sampler", "approx"), ("chains", 4))
 
 POPULATIONS: tuple[Population, ...] = (

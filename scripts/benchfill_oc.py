@@ -35,7 +35,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from irtbayes.benchfill.oc import operating_characteristic, operating_characteristic_table
+from irtbayes.benchfill.acceptance import operating_characteristic, operating_characteristic_table
 from irtbayes.data.simulate import simulate_responses
 from irtbayes.fitting.fit import fit
 from irtbayes.model.spec import ModelSpec

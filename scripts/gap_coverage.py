@@ -9,7 +9,7 @@ and the mean posterior median.
 
 Usage::
 
-    .venv/bin/python scripts/gap_coverage.py --sets 16              # N = 40 and 100: the README table (~2 min)
+    .venv/bin/python scripts/gap_coverage.py --sets 16              # N = 40 and 100: the table in docs/validation.md (~2 min)
     .venv/bin/python scripts/gap_coverage.py --subjects 150 --sets 4
 """
 

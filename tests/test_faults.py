@@ -529,9 +529,8 @@ def test_a_small_single_group_bank_fixes_the_spread_of_discriminations():
 
 def test_benchfill_calibrates_candidates_against_a_bank_with_a_fixed_spread(data):
     """A small bank's fit has no ``log_discrimination_sd`` draws: BenchFill uses the fixed spread instead."""
+    from irtbayes.benchfill.calibration import calibrate_fixed, candidate_response_data
     from irtbayes.benchfill.candidates import Candidate
-    from irtbayes.benchfill.fixed import calibrate_fixed
-    from irtbayes.benchfill.responses import candidate_response_data
 
     bank = hand_fit(data, seed=6)
     assert "log_discrimination_sd" not in bank.posterior

@@ -21,16 +21,23 @@ import xarray as xr
 from matplotlib.axes import Axes
 
 from irtbayes.auditing.result import AuditResult
-from irtbayes.benchfill.responses import candidate_response_data
+from irtbayes.auditing.run import audit
+from irtbayes.benchfill.calibration import candidate_response_data
 from irtbayes.benchfill.result import BenchfillResult
 from irtbayes.benchfill.run import calibrate_candidates
 from irtbayes.benchfill.target import choose_target
 from irtbayes.checks.predictive import PredictiveCheck, posterior_predictive_check
 from irtbayes.checks.summary import arviz_names, interval_columns, posterior_summary
 from irtbayes.checks.verdict import Diagnostics
+from irtbayes.core.errors import SpecError
+from irtbayes.data.simulate import posterior_near_truth, simulate_responses
 from irtbayes.examples import simulated_audit, simulated_candidates, simulated_fit
 from irtbayes.fitting.result import Fit
 from irtbayes.fitting.scoring import Scores
+from irtbayes.robustness.conditions import ConditionFit, condition_effects
+from irtbayes.robustness.population import outcome_from_audit, population_stability
+from irtbayes.robustness.run import RobustnessResult
+from irtbayes.robustness.simulation import simulate_condition_responses
 
 LB, UB = "eti90_lb", "eti90_ub"
 
@@ -67,6 +74,39 @@ def round_() -> BenchfillResult:
     choice, _ = choose_target(fit, data, interval=(0.0, 1.0))
     new = candidate_response_data(answers, candidates, fit=fit)
     return calibrate_candidates(fit, data, candidates, new, choice, mode="fixed", seed=4)
+
+
+@pytest.fixture(scope="module")
+def robust() -> RobustnessResult:
+    """Condition effects of hand-built draws (two items +-1.2 logits under the second condition) and the stability
+    of an audit over two refits whose draws lie around the same truth."""
+    data, _, _ = simulate_condition_responses(10, 16, n_sensitive_items=2, n_sensitive_subjects=1, seed=1)
+    rng = np.random.default_rng(3)
+    n = 200
+    gamma = 0.3 * rng.standard_normal((1, n, 1, 16))
+    gamma[..., :2] += [1.2, -1.2]
+    posterior = xr.Dataset(
+        {
+            "item_effect": (("chain", "draw", "condition", "item"), gamma),
+            "ability_shift": (("chain", "draw", "condition", "subject"), 0.3 * rng.standard_normal((1, n, 1, 10))),
+            "ability": (("chain", "draw", "subject"), np.linspace(2, -2, 10) + 0.4 * rng.standard_normal((1, n, 10))),
+            "shift": (("chain", "draw", "condition"), gamma.mean(axis=3)),
+        },
+        coords={
+            "condition": ["reformatted"],
+            "item": data.item_ids.to_numpy(dtype=str),
+            "subject": data.subject_ids.to_numpy(dtype=str),
+        },
+    )
+    effects = condition_effects(ConditionFit(posterior=posterior, reference="original", data=data))
+    data, truth = simulate_responses(30, 40, n_benchmarks=2, seed=1)
+    reference_posterior = posterior_near_truth(data, truth, chains=2, draws=50, seed=2)
+    refits = []
+    for seed in (3, 4):
+        again = posterior_near_truth(data, truth, chains=2, draws=50, seed=seed)
+        refits.append(outcome_from_audit(f"again{seed}", "bootstrap", audit(again, data, bins=4), again, n_subjects=30))
+    stability = population_stability(audit(reference_posterior, data, bins=4), reference_posterior, refits)
+    return RobustnessResult(conditions=effects, population=stability, refits=refits)
 
 
 def _source_column(column: str) -> str:
@@ -304,8 +344,65 @@ def test_benchfill_round_keeps_the_contract(round_: BenchfillResult) -> None:
     assert _assert_plots(round_) == ["plot_candidates", "plot_coverage"]
 
 
+# ---------------------------------------------------------------------------------------------------- RobustnessResult
+def test_robustness_result_keeps_the_contract(robust: RobustnessResult) -> None:
+    assert robust.conditions is not None and robust.population is not None
+    summary = robust.summary()  # the conditions first
+    _assert_summarises(summary, robust.conditions.agreement)
+    assert list(summary[["condition_a", "condition_b"]].iloc[0]) == ["original", "reformatted"]
+    for measure in ("kendall_tau", "max_rank_displacement"):
+        assert {f"{measure}_mean", f"{measure}_sd", f"{measure}_{LB}", f"{measure}_{UB}"} <= set(summary.columns)
+    assert summary.attrs["part"] == "conditions" and summary.attrs["ci_prob"] == 0.9
+    assert (
+        summary.loc[0, f"kendall_tau_{LB}"] <= summary.loc[0, "kendall_tau_mean"] <= summary.loc[0, f"kendall_tau_{UB}"]
+    )
+    assert robust.summary("conditions").equals(summary)
+    stable = robust.summary("population")
+    assert stable.equals(robust.population.conclusions) and stable.attrs["part"] == "population"
+    assert stable is not robust.population.conclusions
+    only_population = RobustnessResult(population=robust.population, refits=robust.refits)
+    assert only_population.summary().equals(stable)
+    with pytest.raises(SpecError, match="no summary part 'revision'"):
+        robust.summary("revision")
+    with pytest.raises(SpecError, match="no condition comparison"):
+        only_population.summary("conditions")
+
+    values = robust.to_dict()
+    _assert_json(values)
+    assert values == robust.summary_dict()
+    pair = values["conditions"]["rank_agreement"][0]
+    assert pair["kendall_tau_ci_low"] == pytest.approx(summary.loc[0, f"kendall_tau_{LB}"])
+    assert [c["label"] for c in values["population"]["conclusions"]] == list(stable["label"])
+
+    text = robust.to_text()
+    assert isinstance(text, str) and f"Kendall tau {summary.loc[0, 'kendall_tau_mean']:.3f}" in text
+    assert "populations: 2 refits" in text
+    assert _assert_plots(robust) == ["plot_condition_effects", "plot_gap_locations", "plot_rank_shifts"]
+
+
+def test_robustness_plots_draw_the_result_tables(robust: RobustnessResult) -> None:
+    assert robust.conditions is not None and robust.population is not None
+    ax = robust.plot_gap_locations(scope="bench01")
+    assert [label.get_text() for label in ax.get_yticklabels()] == ["reference", "again3", "again4"]
+    assert ax.get_title() == "Widest gap of bench01 across populations"
+    ax = robust.plot_rank_shifts(top_k=4)
+    assert len(ax.get_yticklabels()) == 4 and "original and reformatted" in ax.get_title()
+    ax = robust.plot_condition_effects(top_k=3)
+    shown = {label.get_text() for label in ax.get_yticklabels()}
+    items = robust.conditions.items
+    flagged = set(items.loc[items["flagged"], "item"])
+    assert flagged == {"q000", "q001"} and flagged <= shown, shown  # the two planted items, the farthest
+    with pytest.raises(SpecError, match="no condition 'original' besides the reference"):
+        robust.plot_rank_shifts(condition="original")
+    with pytest.raises(SpecError, match="no scope 'nope'"):
+        robust.plot_gap_locations(scope="nope")
+    with pytest.raises(SpecError, match="no population comparison"):
+        RobustnessResult(conditions=robust.conditions).plot_gap_locations()
+    plt.close("all")
+
+
 def test_every_result_class_has_the_four_parts() -> None:
-    for cls in (Fit, Scores, Diagnostics, PredictiveCheck, AuditResult, BenchfillResult):
+    for cls in (Fit, Scores, Diagnostics, PredictiveCheck, AuditResult, BenchfillResult, RobustnessResult):
         missing = [m for m in ("summary", "to_dict", "to_text") if not callable(getattr(cls, m, None))]
         plots = [n for n in dir(cls) if n.startswith("plot_")]
         assert not missing and plots, (cls.__name__, missing, plots)

@@ -196,8 +196,8 @@ def test_audit_plots_return_axes(audited) -> None:
 
 
 def test_benchfill_result_methods() -> None:
+    from irtbayes.benchfill.calibration import candidate_response_data
     from irtbayes.benchfill.candidates import Candidate
-    from irtbayes.benchfill.responses import candidate_response_data
     from irtbayes.benchfill.run import calibrate_candidates
     from irtbayes.benchfill.target import choose_target
 

@@ -52,7 +52,7 @@ that ``g`` leaves empty then stays on its side. Steps:
    :data:`~irtbayes.auditing.support.P_NO_HOLE` (1/2), otherwise the hole's ends uniform over the pairs of
    cell boundaries inside the support. With no empty region and precise items the cuts fall near the
    outermost items and the holes stay about as narrow as the items' spacing; with few, uncertain items the
-   likelihood constrains the hole less and gaps are read wider than they are (README:
+   likelihood constrains the hole less and gaps are read wider than they are (``docs/validation.md``:
    ``scripts/gap_small_banks.py``).
 6. **Locations.** In posterior draw s, item i's location is drawn from ``A_ik g_k`` with the population
    draw cut as above (the cell), then uniformly within the cell. Locations of different items are drawn
@@ -69,7 +69,7 @@ The population is estimated from the benchmark's own items, so a benchmark with 
 :data:`MIN_ITEMS` items keeps the fit's draws. Correlation between items' draws (through shared abilities)
 is not carried over. One hole per draw: where a benchmark has two wide empty stretches, the narrower one is
 read as the smooth part of ``g`` allows, which blurs it as before. ``scripts/gap_calibration.py`` measures
-the calibration of the Maximum Gap (README's table; ``notebooks/results/gap_calibration.csv``).
+the calibration of the Maximum Gap (the table in ``docs/validation.md``; ``notebooks/results/gap_calibration.csv``).
 """
 
 from __future__ import annotations

@@ -8,8 +8,25 @@ calibration's prior and from the data alone) and credibly discriminating, and wh
 (:func:`screen_novelty`: not a copy of a bank item or of another candidate; :func:`screen_construct`: it
 measures what its benchmark measures; :func:`combine_screens`); record every decision in a :class:`Ledger`.
 
-Calibration (:mod:`irtbayes.benchfill.calibration`) is a full refit (:func:`calibrate_full`) or a fast
-fixed-bank grid (:func:`calibrate_fixed`); :mod:`irtbayes.benchfill.run` holds the loop's steps
-(:func:`choose_target`, :func:`propose`, :func:`calibrate_candidates`, :func:`write_benchfill`, ...) and
-:mod:`irtbayes.cli.benchfill` the ``irtbayes benchfill`` verbs.
+The modules, in the order of a round:
+
+- :mod:`~irtbayes.benchfill.target`: the bank's data and the target interval (:func:`choose_target`);
+- :mod:`~irtbayes.benchfill.candidates`: :class:`Candidate`, its validation and :func:`load_candidates`;
+- :mod:`~irtbayes.benchfill.sources`: the :class:`ProposalRequest`, seed items, :class:`FileSource` and
+  :class:`CallableSource`;
+- :mod:`~irtbayes.benchfill.llm`: :class:`LLMSource`, its OpenAI-compatible client (:class:`ChatClient`) and prompt;
+- :mod:`~irtbayes.benchfill.proposal`: :func:`propose`, the proposal written, read back and exported;
+- :mod:`~irtbayes.benchfill.export`: an lm-evaluation-harness task or a CSV template for the systems to answer;
+- :mod:`~irtbayes.benchfill.calibration`: the candidates' responses read and checked, then a full refit
+  (:func:`calibrate_full`) or a fast fixed-bank grid (:func:`calibrate_fixed`);
+- :mod:`~irtbayes.benchfill.grid`: the grid posteriors and priors behind the fixed-bank calibration;
+- :mod:`~irtbayes.benchfill.acceptance`: :class:`AcceptanceRule`, :func:`decide` / :func:`decide_all` and the
+  rule's operating characteristic;
+- :mod:`~irtbayes.benchfill.screens`: the novelty and construct screens and the editorial verdict;
+- :mod:`~irtbayes.benchfill.ledger`: the append-only :class:`Ledger`;
+- :mod:`~irtbayes.benchfill.result`: :class:`BenchfillResult`, the before/after audit, its figures,
+  :func:`write_benchfill` and :func:`load_benchfill_result`;
+- :mod:`~irtbayes.benchfill.run`: one round (:func:`calibrate_candidates`).
+
+:mod:`irtbayes.cli.benchfill` holds the ``irtbayes benchfill`` verbs.
 """

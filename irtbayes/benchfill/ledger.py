@@ -8,7 +8,7 @@ Each record holds the candidate (``candidate_id``, ``source``, ``prompt_hash``),
 with ``"; "``), the numbers behind the data-alone and relation-to-ability checks (``p_in_target_data``,
 ``min_discrimination``, ``p_slope_above_min``, ``p_slope_below_min``, ``slope_mean``, ``slope_ci_low``,
 ``slope_ci_high``; see :mod:`irtbayes.benchfill.acceptance`), each editorial screen's verdict
-(``bin_check``, ``key_check``, ``novelty``, ``construct``; see :mod:`irtbayes.benchfill.editorial`), the closest
+(``bin_check``, ``key_check``, ``novelty``, ``construct``; see :mod:`irtbayes.benchfill.screens`), the closest
 bank item and candidate with their similarities (``closest_item``, ``closest_word_similarity``,
 ``closest_content_similarity``, ``closest_candidate``, ``closest_candidate_similarity``), the construct numbers
 (``item_fit_ppp``, ``p_other_stronger``), a UTC ``timestamp`` and the ``run_id``.

@@ -1,4 +1,18 @@
-"""BenchFill's result: one round's decisions and before/after tables, written and read back."""
+"""BenchFill's result: one round's decisions and before/after tables, written and read back, and its figures.
+
+**Before/after** (:func:`before_after`): the original bank and the extended bank audited side by side.
+The audit of the original bank is set beside the audit of the extended bank (original items plus the
+accepted candidates), with the same target bins. For the full mode the extended audit uses the refit's
+posterior (restricted to the original and accepted items). For the fixed-bank mode the accepted items'
+draws are appended to the original posterior: draw s of a new item is paired with draw s of the bank
+(chains and draws in order; 1PL: the new item shares the bank's discrimination of that draw). Under the
+fixed-bank approximation the new items' posterior does not depend on the bank's draw, so any pairing is a
+draw from the joint approximation. The original items' results stay separate from the added ones: per bin,
+the expected count of original items and of added items; per subject, accuracy on each.
+
+**Figures** (:func:`plot_candidate_intervals`, :func:`plot_coverage_before_after`): candidates against the
+target, coverage before and after.
+"""
 
 from __future__ import annotations
 
@@ -11,19 +25,28 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pandas as pd
+import xarray as xr
 
+from irtbayes.auditing.coverage import bin_codes, count_items
+from irtbayes.auditing.result import AuditResult
+from irtbayes.auditing.run import audit
+from irtbayes.auditing.targets import Target
 from irtbayes.benchfill.candidates import Candidate
-from irtbayes.benchfill.figures import plot_candidate_intervals, plot_coverage_before_after
+from irtbayes.benchfill.grid import candidate_group_label
 from irtbayes.benchfill.ledger import Ledger, decision_records
-from irtbayes.benchfill.target import TargetChoice
+from irtbayes.benchfill.target import AUDIT_INFORMATION_DRAWS, AUDIT_MAX_DRAWS, TargetChoice
 from irtbayes.checks.summary import arviz_names
-from irtbayes.core.errors import DataError
+from irtbayes.core.errors import DataError, FitError, listed
 from irtbayes.core.files import atomic_write_text, json_ready, read_json
-from irtbayes.core.summaries import format_interval
+from irtbayes.core.summaries import format_interval, summarize
+from irtbayes.data.responses import ResponseData
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
+
+    from irtbayes.fitting.result import Fit
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +61,7 @@ class BenchfillResult:
         One row per candidate (index ``candidate_id``): the columns of
         :func:`~irtbayes.benchfill.acceptance.decide_all` plus ``benchmark`` and ``text``.
     comparison, bins, subjects, conclusions
-        The tables of :func:`~irtbayes.benchfill.compare.before_after`; ``conclusions`` says which conclusions
+        The tables of :func:`~irtbayes.benchfill.result.before_after`; ``conclusions`` says which conclusions
         changed because of the new composition alone (and, after a full refit, which by re-estimation).
     target
         The target.
@@ -95,7 +118,7 @@ class BenchfillResult:
 
         >>> from irtbayes.benchfill.candidates import Candidate
         >>> from irtbayes.benchfill.run import calibrate_candidates
-        >>> from irtbayes.benchfill.responses import candidate_response_data
+        >>> from irtbayes.benchfill.calibration import candidate_response_data
         >>> from irtbayes.benchfill.target import choose_target
         >>> from irtbayes.fitting.result import Fit
         >>> from irtbayes.data.simulate import posterior_near_truth, simulate_responses
@@ -338,7 +361,7 @@ def write_benchfill(
     >>> from irtbayes.examples import simulated_candidates
     >>> fit, data, candidates, answers = simulated_candidates()
     >>> import tempfile
-    >>> from irtbayes.benchfill.responses import candidate_response_data
+    >>> from irtbayes.benchfill.calibration import candidate_response_data
     >>> from irtbayes.benchfill.run import calibrate_candidates
     >>> from irtbayes.benchfill.target import choose_target
     >>> choice, _ = choose_target(fit, data, interval=(0.0, 1.0))
@@ -485,3 +508,539 @@ def editorial_section(result: BenchfillResult, doc: Any) -> None:
         )
         doc.bullets(lines or ["No conclusion changed credibly."])
         doc.table(c.drop(columns=["scope_kind"]), caption="Conclusions before and after, and why they changed")
+
+
+# ============================================================================================ plots
+_ACCEPTED = "#009E73"
+_REJECTED = "#999999"
+_BEFORE = "#0072B2"
+_ADDED = "#E69F00"
+
+
+def plot_candidate_intervals(
+    decisions: pd.DataFrame, *, target_lo: float, target_hi: float, ax: Axes | None = None
+) -> Axes:
+    """Each candidate's posterior difficulty interval against the target interval.
+
+    Parameters
+    ----------
+    decisions
+        One row per candidate (index or column ``candidate_id``) with ``difficulty_mean``,
+        ``difficulty_ci_low``, ``difficulty_ci_high`` and ``decision``; rows without numbers (no responses)
+        are listed without an interval.
+    target_lo, target_hi
+        The target interval, shaded.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+
+    Examples
+    --------
+    >>> from irtbayes.benchfill.result import plot_candidate_intervals
+    >>> decisions = pd.DataFrame(
+    ...     {"difficulty_mean": [0.4, 2.1], "difficulty_ci_low": [0.1, 1.6], "difficulty_ci_high": [0.7, 2.6],
+    ...      "decision": ["accepted", "rejected"]},
+    ...     index=pd.Index(["c1", "c2"], name="candidate_id"),
+    ... )
+    >>> ax = plot_candidate_intervals(decisions, target_lo=0.0, target_hi=1.0)
+    >>> [t.get_text() for t in ax.get_yticklabels()]
+    ['c1', 'c2']
+    """
+    import matplotlib.pyplot as plt
+
+    table = decisions.reset_index() if "candidate_id" not in decisions.columns else decisions.copy()
+    table = table.sort_values("difficulty_mean", na_position="first", kind="stable").reset_index(drop=True)
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6.5, max(2.0, 0.28 * len(table) + 1.0)))
+    ax.axvspan(target_lo, target_hi, color=_ACCEPTED, alpha=0.12, lw=0, label="target interval")
+    for y, row in table.iterrows():
+        accepted = row["decision"] == "accepted"
+        colour = _ACCEPTED if accepted else _REJECTED
+        mean = row.get("difficulty_mean")
+        if mean is None or pd.isna(mean):
+            ax.text(target_lo, y, " no responses", va="center", fontsize=7, color=_REJECTED)
+            continue
+        ax.plot([row["difficulty_ci_low"], row["difficulty_ci_high"]], [y, y], color=colour, lw=2)
+        ax.plot([mean], [y], "o", color=colour, ms=4)
+    ax.set_yticks(range(len(table)))
+    ax.set_yticklabels([str(c)[:28] for c in table["candidate_id"]], fontsize=7)
+    ax.set_xlabel("difficulty (ability scale)")
+    ax.set_title("Candidates: posterior difficulty against the target")
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    ax.legend(
+        handles=[
+            Patch(color=_ACCEPTED, alpha=0.12, label="target"),
+            Line2D([], [], color=_ACCEPTED, lw=2, label="accepted"),
+            Line2D([], [], color=_REJECTED, lw=2, label="rejected"),
+        ],
+        fontsize=7,
+        loc="best",
+    )
+    return ax
+
+
+def plot_coverage_before_after(
+    bins: pd.DataFrame, *, target_lo: float | None = None, target_hi: float | None = None, ax: Axes | None = None
+) -> Axes:
+    """Expected items per bin before and after: original items and added items stacked.
+
+    Parameters
+    ----------
+    bins
+        One scope's rows of the ``bins`` table of :func:`before_after` (``lo``, ``hi``,
+        ``count_before_{mean,ci_low,ci_high}``, ``count_original_after_mean``, ``count_added_mean``,
+        ``count_after_{ci_low,ci_high}``).
+    target_lo, target_hi
+        Mark the target interval.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+
+    Examples
+    --------
+    >>> from irtbayes.benchfill.result import plot_coverage_before_after
+    >>> bins = pd.DataFrame(
+    ...     {"lo": [-1.0, 0.0], "hi": [0.0, 1.0], "count_before_mean": [5.0, 0.2], "count_before_ci_low": [4.0, 0.0],
+    ...      "count_before_ci_high": [6.0, 1.0], "count_original_after_mean": [5.0, 0.2], "count_added_mean": [0.0, 2.9],
+    ...      "count_after_ci_low": [4.0, 2.0], "count_after_ci_high": [6.0, 4.0]}
+    ... )
+    >>> plot_coverage_before_after(bins, target_lo=0.0, target_hi=1.0).get_ylabel()
+    'expected items'
+    """
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7.0, 3.2))
+    table = bins.sort_values("lo").reset_index(drop=True)
+    x = np.arange(len(table))
+    w = 0.38
+    before = table["count_before_mean"].to_numpy(float)
+    orig = table["count_original_after_mean"].to_numpy(float)
+    added = table["count_added_mean"].to_numpy(float)
+    ax.bar(x - w / 2, before, w, color=_BEFORE, alpha=0.55, label="before")
+    ax.errorbar(
+        x - w / 2,
+        before,
+        yerr=[before - table["count_before_ci_low"], table["count_before_ci_high"] - before],
+        fmt="none",
+        ecolor="black",
+        lw=0.8,
+    )
+    ax.bar(x + w / 2, orig, w, color=_BEFORE, label="after: original items")
+    ax.bar(x + w / 2, added, w, bottom=orig, color=_ADDED, label="after: added items")
+    total = orig + added
+    ax.errorbar(
+        x + w / 2,
+        total,
+        yerr=[np.maximum(total - table["count_after_ci_low"], 0), np.maximum(table["count_after_ci_high"] - total, 0)],
+        fmt="none",
+        ecolor="black",
+        lw=0.8,
+    )
+    if target_lo is not None and target_hi is not None:
+        inside = (table["lo"] < target_hi) & (table["hi"] > target_lo)
+        for k in np.flatnonzero(inside.to_numpy()):
+            ax.axvspan(k - 0.5, k + 0.5, color=_ACCEPTED, alpha=0.1, lw=0)
+    ax.set_xticks(x)
+    ax.set_xticklabels([f"{lo:.1f}–{hi:.1f}" for lo, hi in zip(table["lo"], table["hi"], strict=True)], rotation=45,
+                       fontsize=7, ha="right")  # fmt: skip
+    ax.set_xlabel("difficulty bin")
+    ax.set_ylabel("expected items")
+    ax.set_title("Coverage before and after BenchFill")
+    ax.legend(fontsize=7)
+    return ax
+
+
+# ======================================================================================================= before/after
+STATS = ("mean", "sd", "ci_low", "ci_high")
+
+
+def _draws(var: xr.DataArray, items: Sequence[str]) -> np.ndarray:
+    arr = var.sel(item=list(items)).transpose("chain", "draw", "item").values.astype("float64")
+    return arr.reshape(arr.shape[0] * arr.shape[1], arr.shape[2])
+
+
+#: Hyperparameters of the difficulty prior kept with an extended posterior (see ``audit(ensemble=...)``).
+HYPER_VARS = ("difficulty_sd", "difficulty_mu", "difficulty_benchmark")
+
+
+def append_draws(base: xr.Dataset, new: xr.Dataset, items: Sequence[str], *, kind: str) -> xr.Dataset:
+    """The bank's posterior with the new items' draws appended, draw s of a new item beside draw s of the bank."""
+    n_chain, n_draw = int(base.sizes["chain"]), int(base.sizes["draw"])
+    n_total = n_chain * n_draw
+    n_new = int(new.sizes["chain"] * new.sizes["draw"])
+    order = np.arange(n_total) % n_new
+    if n_new != n_total:
+        log.info("the new items have %d draws and the bank %d; the new items' draws are reused in turn", n_new, n_total)
+    out = {"ability": base["ability"]}
+    for name in HYPER_VARS:  # the bank's difficulty prior, for the deconvolved audit of the bank's items
+        if name in base:
+            out[name] = base[name]
+    for name in ("difficulty", "discrimination", "guessing"):
+        if name not in base:
+            continue
+        if not items:
+            out[name] = base[name]
+            continue
+        old = base[name].transpose("chain", "draw", "item")
+        if name not in new:
+            raise FitError(f"the new items' posterior lacks '{name}', which the bank has")
+        if name == "discrimination" and kind == "1pl":
+            # 1PL: every item, new ones too, has the bank's shared discrimination of the same draw
+            values = np.repeat(old.isel(item=0).values[:, :, None], len(items), axis=2)
+        else:
+            values = _draws(new[name], items)[order].reshape(n_chain, n_draw, len(items))
+        added = xr.DataArray(
+            values,
+            dims=("chain", "draw", "item"),
+            coords={"chain": old["chain"].values, "draw": old["draw"].values, "item": list(items)},
+        )
+        out[name] = xr.concat([old, added], dim="item")
+    ds = xr.Dataset(out)
+    ds.attrs = {}
+    return ds
+
+
+def _count_stats(counts: np.ndarray, prefix: str, ci_prob: float) -> dict[str, np.ndarray]:
+    s = summarize(counts.astype("float64"), ci_prob=ci_prob)
+    return {f"{prefix}_{k}": s[k] for k in ("mean", "ci_low", "ci_high")}
+
+
+#: Versions of the comparison: the original bank as fitted; its items under the extended posterior (a full
+#: refit only: what re-estimation alone changed); the added items alone; the extended benchmark.
+VERSIONS = ("before", "original", "added", "after")
+
+#: Columns of an audit's benchmark table that the comparison keeps.
+COMPARISON_COLUMNS = (
+    "n_items",
+    *(f"{prefix}_{s}" for prefix in ("ddm_w1", "ddm_tv", "max_gap") for s in STATS),
+    "gap_lo", "gap_hi", "gap_modal_bin", "gap_p_modal_bin", "empty_bins_mean", "mass_below_mean", "mass_above_mean",
+)  # fmt: skip
+
+
+def _scope_tables(
+    base: xr.Dataset,
+    extended: xr.Dataset,
+    data: ResponseData,
+    ext_items: pd.DataFrame,
+    scopes: Sequence[tuple[str, str]],
+    added: Sequence[str],
+    *,
+    versions: dict[str, AuditResult],
+    target: Target,
+    ci_prob: float,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The comparison rows (scope, version) and the per-bin counts (scope, bin) of :func:`before_after`."""
+    comp_rows, bin_rows = [], []
+    edges = target.edges_array
+    n_bins = target.n_bins
+    base_b = base["difficulty"]
+    ext_b = extended["difficulty"]
+    for kind, name in scopes:
+        if kind == "all":
+            original = [str(i) for i in data.item_ids]
+        else:
+            original = [str(i) for i in data.item_ids[data.items["benchmark"].eq(name).fillna(False).to_numpy(bool)]]
+        scope_added = [a for a in added if kind == "all" or str(ext_items.loc[a, "benchmark"]) == name]
+        for version, result in versions.items():
+            table = result.benchmarks
+            rows = table.loc[(table["scope_kind"] == kind) & (table["scope"].astype(str) == name)]
+            if rows.empty:  # the added items alone may not reach this scope
+                continue
+            n_added = len(scope_added) if version in ("added", "after") else 0
+            comp_rows.append(
+                {"scope_kind": kind, "scope": name, "version": version, "n_added": n_added}
+                | {c: rows.iloc[0][c] for c in COMPARISON_COLUMNS}
+            )
+        before_counts = count_items(bin_codes(_draws(base_b, original), edges), n_bins)[:, 1:-1]
+        orig_after = count_items(bin_codes(_draws(ext_b, original), edges), n_bins)[:, 1:-1]
+        if scope_added:
+            added_counts = count_items(bin_codes(_draws(ext_b, scope_added), edges), n_bins)[:, 1:-1]
+        else:
+            added_counts = np.zeros_like(orig_after)
+        after_counts = orig_after + added_counts
+        stats = (
+            _count_stats(before_counts, "count_before", ci_prob)
+            | _count_stats(orig_after, "count_original_after", ci_prob)
+            | _count_stats(added_counts, "count_added", ci_prob)
+            | _count_stats(after_counts, "count_after", ci_prob)
+        )
+        frame = pd.DataFrame(
+            {
+                "scope_kind": kind,
+                "scope": name,
+                "bin": np.arange(n_bins),
+                "lo": edges[:-1],
+                "hi": edges[1:],
+                "target_weight": target.weights_array,
+                **stats,
+                "p_empty_before": (before_counts == 0).mean(axis=0),
+                "p_empty_original_after": (orig_after == 0).mean(axis=0),
+                "p_empty_after": (after_counts == 0).mean(axis=0),
+            }
+        )
+        bin_rows.append(frame)
+    return pd.DataFrame(comp_rows), pd.concat(bin_rows, ignore_index=True)
+
+
+def _subject_table(
+    data: ResponseData, extended_data: ResponseData, added: set[str], *, versions: dict[str, AuditResult]
+) -> pd.DataFrame:
+    """Per subject: raw accuracy on the original and the added items, re-weighted accuracy and rank before/after."""
+    matrix = extended_data.long_frame()
+    matrix["added"] = matrix["item"].isin(added)
+    per = matrix.groupby(["subject", "added"])["response"].agg(["size", "mean"]).unstack("added")
+    subjects = pd.DataFrame(index=pd.Index([str(s) for s in data.subject_ids], name="subject"))
+    for flag, label in ((False, "original"), (True, "added")):
+        size = per["size"][flag] if ("size", flag) in per.columns else pd.Series(dtype=float)
+        mean = per["mean"][flag] if ("mean", flag) in per.columns else pd.Series(dtype=float)
+        subjects[f"n_{label}"] = size.reindex(subjects.index).fillna(0).astype("int64")
+        subjects[f"accuracy_{label}"] = mean.reindex(subjects.index)
+    for version, result in versions.items():
+        if version == "added":  # ranks on the added items alone say little
+            continue
+        ranking = result.ranking.loc[result.ranking["scope_kind"] == "all"].set_index("subject")
+        ranking.index = ranking.index.astype(str)
+        for col in ("reweighted_mean", "reweighted_ci_low", "reweighted_ci_high", "rank_mean", "rank_ci_low",
+                    "rank_ci_high"):  # fmt: skip
+            subjects[f"{col.split('_')[0]}_{version}_{col.split('_', 1)[1]}"] = ranking[col].reindex(subjects.index)
+    return subjects
+
+
+def before_after(
+    fit: Fit,
+    data: ResponseData,
+    extended_posterior: xr.Dataset,
+    extended_data: ResponseData,
+    *,
+    added: Sequence[str],
+    target: Target,
+    benchmark: str | None = None,
+    target_bin: int | None = None,
+    ci_prob: float = 0.9,
+) -> dict[str, pd.DataFrame]:
+    """Audit the original bank and the extended bank with the same target, side by side.
+
+    Parameters
+    ----------
+    fit, data
+        The original fit and data.
+    extended_posterior, extended_data
+        Posterior (with ``ability``, ``difficulty``, ``discrimination``) and data of the original items plus
+        the accepted ones.
+    added
+        The accepted candidates' ids (items of ``extended_data`` that are not in ``data``).
+    target
+        The audit target (bins) of both audits.
+    benchmark
+        Besides all items, compare this benchmark (and every benchmark an added item joins).
+
+    Returns
+    -------
+    dict of pandas.DataFrame
+        ``comparison``: one row per (scope, version) with version ``before`` / ``after``: ``scope_kind``,
+        ``scope``, ``version``, ``n_items``, ``n_added``, ``ddm_w1_{mean,sd,ci_low,ci_high}``,
+        ``ddm_tv_{...}``, ``max_gap_{...}``, ``gap_lo``, ``gap_hi``, ``gap_modal_bin``, ``gap_p_modal_bin``,
+        ``empty_bins_mean``, ``mass_below_mean``, ``mass_above_mean``.
+        ``bins``: one row per (scope, bin): ``lo``, ``hi``, ``target_weight``, and expected counts with
+        intervals: ``count_before_*`` (original items, original fit), ``count_original_after_*`` (original
+        items, extended posterior), ``count_added_*`` (added items), ``count_after_*`` (all), plus
+        ``p_empty_before``, ``p_empty_after``.
+        ``subjects``: one row per subject: ``n_original``, ``n_added``, ``accuracy_original``,
+        ``accuracy_added`` (raw), and re-weighted accuracy and rank (all items) before and after with
+        intervals. Every table's ``attrs`` record ``ci_prob``.
+
+    Examples
+    --------
+    With nothing added the two audits agree; :func:`calibrate_candidates` passes the bank extended by the
+    accepted candidates:
+
+    >>> from irtbayes.examples import simulated_fit
+    >>> fit, data = simulated_fit(100, 40, missing=0.0)
+    >>> from irtbayes.benchfill.result import before_after
+    >>> from irtbayes.benchfill.target import choose_target
+    >>> choice, _ = choose_target(fit, data, interval=(0.0, 1.0))
+    >>> tables = before_after(fit, data, fit.posterior, data, added=[], target=choice.target)
+    >>> {"bins", "comparison", "subjects"} <= set(tables)
+    True
+    >>> comparison = tables["comparison"].query("scope == 'all'").set_index("version")
+    >>> bool(np.isclose(comparison.loc["before", "ddm_w1_mean"], comparison.loc["after", "ddm_w1_mean"]))
+    True
+    """
+    added = [str(a) for a in added]
+    extended_data = _own_labels(extended_data, data)
+    unknown = [a for a in added if a not in set(extended_data.item_ids)]
+    if unknown:
+        raise DataError(f"before_after: added item(s) {unknown[:5]} are not in the extended data")
+    versions = _audits(fit, data, extended_posterior, extended_data, added, target=target, ci_prob=ci_prob)
+    ext_items = extended_data.items
+    scopes: list[tuple[str, str]] = [("all", "all")]
+    names = {benchmark} if benchmark else set()
+    names |= {str(b) for b in ext_items.loc[ext_items.index.isin(added), "benchmark"].dropna()}
+    scopes += [("benchmark", b) for b in sorted(names) if b in set(map(str, data.benchmarks))]
+
+    comparison, bins = _scope_tables(
+        fit.posterior, extended_posterior, data, ext_items, scopes, added, versions=versions, target=target,
+        ci_prob=ci_prob,
+    )  # fmt: skip
+    subjects = _subject_table(data, extended_data, set(added), versions=versions).reset_index()
+    conclusions = composition_conclusions(comparison, bins, subjects, target_bin=target_bin)
+    for frame in (comparison, bins, subjects, conclusions):
+        frame.attrs.update(ci_prob=ci_prob, target=target.to_dict())
+    return {"comparison": comparison, "bins": bins, "subjects": subjects, "conclusions": conclusions}
+
+
+def _own_labels(extended_data: ResponseData, data: ResponseData) -> ResponseData:
+    """``extended_data`` with any calibration group label ``"B [candidates]"`` of a bank benchmark B back to B.
+
+    A full refit with ``prior="candidates"`` fits the candidates in their own group; an audit of the extended
+    benchmark must count them in their benchmark.
+    """
+    items = extended_data.items
+    if "benchmark" not in items.columns:
+        return extended_data
+    own = {candidate_group_label(str(b)): str(b) for b in data.benchmarks}
+    labels = items["benchmark"].map(lambda b: own.get(str(b), b) if isinstance(b, str) else b)
+    if labels.equals(items["benchmark"]):
+        return extended_data
+    meta = items.copy()
+    meta["benchmark"] = labels
+    return ResponseData.from_long(extended_data.long_frame(), items=meta.reset_index(), source=extended_data.source)
+
+
+def _audits(
+    fit: Fit,
+    data: ResponseData,
+    extended: xr.Dataset,
+    extended_data: ResponseData,
+    added: list[str],
+    *,
+    target: Target,
+    ci_prob: float,
+) -> dict[str, AuditResult]:
+    """The audits of the comparison, by version (see :data:`VERSIONS`), all with the same ensemble."""
+    settings: dict[str, Any] = {
+        "target": target,
+        "ci_prob": ci_prob,
+        "max_draws": AUDIT_MAX_DRAWS,
+        "information_draws": AUDIT_INFORMATION_DRAWS,
+        "progress": False,
+    }
+    original = [str(i) for i in data.item_ids]
+    refitted = not _same_draws(fit.posterior["difficulty"], extended["difficulty"], original)
+    for ensemble in (None, "draws"):
+        opts: dict[str, Any] = settings | ({} if ensemble is None else {"ensemble": ensemble})
+        out = {"before": audit(fit, data, **opts)}
+        if refitted:
+            out["original"] = audit(extended.sel(item=original), data, **opts)
+        if added:
+            # the added items' draws come from their calibration, not from the bank's prior: they enter as they are
+            only = extended_data.subset(items=added)
+            out["added"] = audit(extended.sel(item=added), only, fixed_items=added, **opts)
+        out["after"] = audit(extended, extended_data, fixed_items=added, **opts)
+        if len({r.settings["ensemble"] for r in out.values()}) == 1:
+            break
+    return {name: out[name] for name in VERSIONS if name in out}
+
+
+def _same_draws(base: xr.DataArray, extended: xr.DataArray, items: list[str]) -> bool:
+    a, b = _draws(base, items), _draws(extended, items)
+    return a.shape == b.shape and bool(np.array_equal(a, b))
+
+
+def _credible_change(old: pd.Series, new: pd.Series, prefix: str) -> str:
+    if new[f"{prefix}_ci_high"] < old[f"{prefix}_ci_low"]:
+        return "credibly smaller"
+    if new[f"{prefix}_ci_low"] > old[f"{prefix}_ci_high"]:
+        return "credibly larger"
+    return "no credible change"
+
+
+def _measure_rows(old: pd.Series, new: pd.Series) -> list[dict[str, Any]]:
+    rows = []
+    for prefix, label in (("max_gap", "Maximum Gap"), ("ddm_w1", "DDM (W1)")):
+        verdict = _credible_change(old, new, prefix)
+        rows.append(
+            {"measure": label, "from": format_interval(old, prefix), "to": format_interval(new, prefix), "verdict": verdict,
+             "changed": verdict != "no credible change"}
+        )  # fmt: skip
+    old_bin, new_bin = int(old["gap_modal_bin"]), int(new["gap_modal_bin"])
+    rows.append(
+        {"measure": "widest gap's bin", "from": f"bin {old_bin}", "to": f"bin {new_bin}",
+         "verdict": "moved" if old_bin != new_bin else "same bin", "changed": old_bin != new_bin}
+    )  # fmt: skip
+    return rows
+
+
+def _empty_row(row: pd.Series, target_bin: int, old_col: str, new_col: str) -> dict[str, Any]:
+    p_old, p_new = float(row[old_col]), float(row[new_col])
+    changed = (p_old >= 0.5) != (p_new >= 0.5)
+    verdict = ("no longer empty" if p_old >= 0.5 else "now empty") if changed else "unchanged"
+    return {"measure": f"target bin {target_bin} empty", "from": f"P = {p_old:.2f}", "to": f"P = {p_new:.2f}",
+            "verdict": verdict, "changed": changed}  # fmt: skip
+
+
+def _rank_row(subjects: pd.DataFrame, old: str, new: str) -> dict[str, Any] | None:
+    cols = [f"rank_{v}_{s}" for v in (old, new) for s in ("mean", "ci_low", "ci_high")]
+    if not set(cols) <= set(subjects.columns):
+        return None
+    moved = subjects.loc[
+        (subjects[f"rank_{new}_ci_high"] < subjects[f"rank_{old}_ci_low"])
+        | (subjects[f"rank_{new}_ci_low"] > subjects[f"rank_{old}_ci_high"]),
+        "subject",
+    ].astype(str)
+    shown = listed(moved, 5)
+    return {"measure": "ranks (all items)", "from": f"{len(subjects)} systems", "to": f"{len(moved)} moved credibly",
+            "verdict": f"rank intervals that no longer overlap: {shown}" if len(moved) else "no rank moved credibly",
+            "changed": bool(len(moved))}  # fmt: skip
+
+
+def composition_conclusions(
+    comparison: pd.DataFrame,
+    bins: pd.DataFrame,
+    subjects: pd.DataFrame,
+    *,
+    target_bin: int | None = None,
+) -> pd.DataFrame:
+    """Which conclusions changed, and whether the change comes from the new composition or from re-estimation.
+
+    The composition effect compares the original items and the extended benchmark under the same posterior
+    (``original`` against ``after``; in the fixed-bank mode the original items keep their draws, so
+    ``before`` against ``after``): only the added items differ. After a full refit, ``before`` against
+    ``original`` is the effect of re-estimating the original items, reported as ``re-estimation``.
+    A measure changed credibly when the equal-tailed intervals do not overlap; the target bin's emptiness
+    changed when its probability of being empty crosses one half; a rank moved when a system's rank intervals
+    do not overlap.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (scope, cause, measure): ``scope_kind``, ``scope``, ``cause`` (``"composition"`` or
+        ``"re-estimation"``), ``measure``, ``from``, ``to``, ``verdict``, ``changed``.
+    """
+    rows = []
+    refitted = "original" in set(comparison["version"])
+    pairs = [("composition", "original" if refitted else "before", "after")]
+    if refitted:
+        pairs.append(("re-estimation", "before", "original"))
+    empty_cols = {"composition": ("p_empty_original_after", "p_empty_after"),
+                  "re-estimation": ("p_empty_before", "p_empty_original_after")}  # fmt: skip
+    table = comparison.set_index(["scope_kind", "scope", "version"])
+    for kind, name in comparison[["scope_kind", "scope"]].drop_duplicates().itertuples(index=False):
+        for cause, old, new in pairs:
+            if (kind, name, old) not in table.index or (kind, name, new) not in table.index:
+                continue
+            found: list[dict[str, Any]] = _measure_rows(table.loc[(kind, name, old)], table.loc[(kind, name, new)])
+            scope_bins = bins.loc[(bins["scope_kind"] == kind) & (bins["scope"].astype(str) == str(name))]
+            if target_bin is not None and (scope_bins["bin"] == target_bin).any():
+                row = scope_bins.loc[scope_bins["bin"] == target_bin].iloc[0]
+                found.append(_empty_row(row, target_bin, *empty_cols[cause]))
+            ranks = _rank_row(subjects, old, new) if kind == "all" else None
+            found += [ranks] if ranks else []
+            rows += [{"scope_kind": kind, "scope": name, "cause": cause} | r for r in found]
+    columns = ["scope_kind", "scope", "cause", "measure", "from", "to", "verdict", "changed"]
+    return pd.DataFrame(rows, columns=columns)

@@ -12,9 +12,11 @@ One round::
     write_benchfill(result, "out/bf/round1", candidates=proposal.candidates)
 
 
-The steps live in :mod:`~irtbayes.benchfill.target`, :mod:`~irtbayes.benchfill.proposal`,
-:mod:`~irtbayes.benchfill.responses`, :mod:`~irtbayes.benchfill.calibration`, :mod:`~irtbayes.benchfill.compare`
-and :mod:`~irtbayes.benchfill.result`; this module holds the round itself (:func:`calibrate_candidates`).
+The steps live in :mod:`~irtbayes.benchfill.target` (the target), :mod:`~irtbayes.benchfill.proposal` (the
+proposal and its export), :mod:`~irtbayes.benchfill.calibration` (the candidates' responses and their calibration),
+:mod:`~irtbayes.benchfill.acceptance` and :mod:`~irtbayes.benchfill.screens` (the decisions) and
+:mod:`~irtbayes.benchfill.result` (before/after, the result written and read back); this module holds the round
+itself (:func:`calibrate_candidates`).
 """
 
 from __future__ import annotations
@@ -30,15 +32,11 @@ import pandas as pd
 import xarray as xr
 
 from irtbayes.benchfill.acceptance import AcceptanceRule, decide_all
-from irtbayes.benchfill.calibration import calibrate_full
+from irtbayes.benchfill.calibration import calibrate_fixed, calibrate_full, typical_discrimination
 from irtbayes.benchfill.candidates import Candidate
-from irtbayes.benchfill.compare import HYPER_VARS, append_draws, before_after
-from irtbayes.benchfill.construct import CONSTRUCT_PROB, ITEM_FIT_PPP, screen_construct
-from irtbayes.benchfill.editorial import combine_screens
-from irtbayes.benchfill.fixed import calibrate_fixed, typical_discrimination
 from irtbayes.benchfill.grid import MIN_DISCRIMINATION_SHARE, Prior
-from irtbayes.benchfill.novelty import screen_novelty
-from irtbayes.benchfill.result import BenchfillResult
+from irtbayes.benchfill.result import HYPER_VARS, BenchfillResult, append_draws, before_after
+from irtbayes.benchfill.screens import CONSTRUCT_PROB, ITEM_FIT_PPP, combine_screens, screen_construct, screen_novelty
 from irtbayes.benchfill.target import TargetChoice
 from irtbayes.core.errors import DataError, SpecError
 from irtbayes.data.responses import ResponseData
@@ -104,20 +102,20 @@ def calibrate_candidates(
         The target.
     mode
         ``"full"`` refits the bank with the candidates (:func:`~irtbayes.benchfill.calibration.calibrate_full`);
-        ``"fixed"`` holds the bank at its posterior (:func:`~irtbayes.benchfill.fixed.calibrate_fixed`).
+        ``"fixed"`` holds the bank at its posterior (:func:`~irtbayes.benchfill.calibration.calibrate_fixed`).
     prior
         ``"candidates"`` (default): the candidates of a benchmark form their own group in the hierarchy;
         ``"bank"``: each gets the prior of a new item of its benchmark.
     rule
         The :class:`~irtbayes.benchfill.acceptance.AcceptanceRule` (default: its defaults). A rule without
         ``min_discrimination`` (the default) takes :data:`~irtbayes.benchfill.grid.MIN_DISCRIMINATION_SHARE` of
-        the bank's typical discrimination (:func:`~irtbayes.benchfill.fixed.typical_discrimination`), recorded
+        the bank's typical discrimination (:func:`~irtbayes.benchfill.calibration.typical_discrimination`), recorded
         in the settings as ``min_discrimination`` with ``min_discrimination_rule``.
     chains, draws, tune, seed, progress
         Sampler settings of the refit (default: the fit's own); ``seed`` also seeds the fixed-bank draws.
     allow_rewrites
         Accept a rewrite of a bank item that is not the candidate's seed (see
-        :func:`~irtbayes.benchfill.novelty.screen_novelty`).
+        :func:`~irtbayes.benchfill.screens.screen_novelty`).
 
     Returns
     -------
@@ -128,7 +126,7 @@ def calibrate_candidates(
     >>> from irtbayes.examples import simulated_candidates
     >>> fit, data, candidates, answers = simulated_candidates()
     >>> from irtbayes.benchfill.run import calibrate_candidates
-    >>> from irtbayes.benchfill.responses import candidate_response_data
+    >>> from irtbayes.benchfill.calibration import candidate_response_data
     >>> from irtbayes.benchfill.target import choose_target
     >>> choice, _ = choose_target(fit, data, interval=(0.0, 1.0))
     >>> new = candidate_response_data(answers, candidates, fit=fit)
@@ -293,7 +291,7 @@ def _editorial(
     allow_rewrites: bool = False,
 ) -> pd.DataFrame:
     """The acceptance rule's decisions with the novelty screen (against the bank's item texts, from ``data``)
-    and the construct screen folded in (see :mod:`irtbayes.benchfill.editorial`)."""
+    and the construct screen folded in (see :mod:`irtbayes.benchfill.screens`)."""
     table = pd.DataFrame(
         {"text": [c.text for c in candidates], "seed_item": [c.seed_item for c in candidates]},
         index=pd.Index([c.candidate_id for c in candidates], name="candidate_id"),

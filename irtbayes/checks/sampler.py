@@ -6,7 +6,7 @@ small :class:`Diagnostics` object with ``.ok``. A diagnostic that is NaN or miss
 trace, non-finite draws, no sampler statistics) fails the check with its reason; elements that are constant
 by construction (the diagonal of a correlation matrix, a fixed entry of a Cholesky factor) are left out by an
 explicit rule (:func:`excluded_elements`). These checks read only a DataTree; the checks of a model against
-its data are in :mod:`irtbayes.checks.predictive`; :mod:`irtbayes.diagnostics` gathers both.
+its data are in :mod:`irtbayes.checks.predictive`.
 """
 
 from __future__ import annotations

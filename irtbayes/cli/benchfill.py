@@ -64,8 +64,7 @@ def _target(fit: Fit, data: ResponseData, args: argparse.Namespace) -> TargetCho
 # ---------------------------------------------------------------------------------------------- propose
 def cmd_propose(args: argparse.Namespace) -> int:
     """``benchfill propose``: choose the target, ask the source for candidates, write them with the target."""
-    from irtbayes.benchfill.client import ChatClient
-    from irtbayes.benchfill.llm import LLMSource
+    from irtbayes.benchfill.llm import ChatClient, LLMSource
     from irtbayes.benchfill.proposal import propose, write_proposal
     from irtbayes.benchfill.sources import FileSource
 
@@ -127,8 +126,8 @@ def cmd_export(args: argparse.Namespace) -> int:
 def cmd_calibrate(args: argparse.Namespace) -> int:
     """``benchfill calibrate``: responses -> calibration -> decisions -> ledger and before/after audit."""
     from irtbayes.benchfill.acceptance import AcceptanceRule
+    from irtbayes.benchfill.calibration import load_candidate_responses
     from irtbayes.benchfill.candidates import load_candidates
-    from irtbayes.benchfill.responses import load_candidate_responses
     from irtbayes.benchfill.result import write_benchfill
     from irtbayes.benchfill.run import calibrate_candidates
     from irtbayes.benchfill.target import TargetChoice

@@ -375,8 +375,8 @@ def cmd_robustness(args: argparse.Namespace) -> int:
     from irtbayes.data import io
     from irtbayes.fitting.settings import SamplerSettings
     from irtbayes.fitting.storage import load_fit
-    from irtbayes.robustness.population import Population
-    from irtbayes.robustness.run import REFIT_DEFAULTS, ConditionSettings, RobustnessSettings, check_robustness
+    from irtbayes.robustness.population import REFIT_DEFAULTS, Population
+    from irtbayes.robustness.run import ConditionSettings, RobustnessSettings, check_robustness
 
     data = load_data_argument(args)
     family: object = args.family_col

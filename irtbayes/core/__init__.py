@@ -1,2 +1,2 @@
-"""Shared by every stage, importing none: errors, atomic files, IRT numerics, posterior summaries, generic
-tables and figures, progress reporting."""
+"""Shared by every stage, importing none: errors, atomic files, IRT numerics, test information per draw,
+posterior summaries, figures of tables, progress reporting."""

@@ -21,7 +21,7 @@ import pandas as pd
 import xarray as xr
 
 from irtbayes.core.errors import DataError
-from irtbayes.core.files import json_ready  # re-exported: older code imports it from here
+from irtbayes.core.files import json_ready
 from irtbayes.data.columns import (
     Scoring,
     clean_ids,

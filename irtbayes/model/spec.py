@@ -144,7 +144,7 @@ class ModelSpec:
         discriminations non-centred), ``"centred"`` or ``"noncentred"``.
     precision
         Working precision of the dense likelihood (``"float32"``: no faster with nutpie; 0.72 of the
-        time with the JAX sampler on a CPU, see README).
+        time with the JAX sampler on a CPU, see ``docs/samplers.md``).
     discrimination_sd
         Spread of item log-discriminations around their mean: ``"sampled"`` (``log_discrimination_sd``
         with a half-normal prior), ``"fixed"`` (at ``priors.log_discrimination_sd_scale``), or ``"auto"``:

@@ -6,5 +6,7 @@
 - :mod:`~irtbayes.robustness.conditions`: condition effects on item difficulty and system ability, flagged
   with a Bayesian false discovery rate, and rank agreement between conditions;
 - :mod:`~irtbayes.robustness.revision`: two versions of a benchmark on one scale;
-- :func:`robustness` runs what the data allow and writes the tables, ``robustness.json`` and a report.
+- :mod:`~irtbayes.robustness.run`: :func:`~irtbayes.robustness.run.check_robustness` runs what the data allow
+  (its settings one :class:`~irtbayes.robustness.run.RobustnessSettings`) and writes the tables,
+  ``robustness.json`` and a report.
 """

@@ -1,9 +1,9 @@
 """The PyMC model of the condition effects: the hierarchical IRT model described in the notes of
 :mod:`~irtbayes.robustness.conditions` (the module notes the docstrings here refer to), built but not sampled.
 
-:func:`build_condition_model` is re-exported by :mod:`~irtbayes.robustness.conditions` and
-:mod:`irtbayes.robustness`, with :data:`EFFECT_PRIORS`, :data:`UNPERTURBED`, :data:`SLAB_SCALE` and
-:data:`SLAB_DF`.
+:func:`~irtbayes.robustness.conditions.fit_conditions` samples the model :func:`build_condition_model` builds;
+:data:`EFFECT_PRIORS`, :data:`UNPERTURBED`, :data:`SLAB_SCALE` and :data:`SLAB_DF` are its settings, imported from
+here.
 """
 
 from __future__ import annotations

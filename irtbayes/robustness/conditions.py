@@ -131,7 +131,7 @@ def fit_conditions(
         See :func:`build_condition_model`.
     chains, draws, tune, seed, target_accept, progress
         NUTS settings. The defaults (4 x 1000 draws after 1000) passed every convergence check on XSTest's
-        and JailbreakBench's real conditions (README), each in under 2 minutes on 2 cores.
+        and JailbreakBench's real conditions (``docs/robustness.md``), each in under 2 minutes on 2 cores.
     sampler
         ``"nutpie"`` (default) or ``"pymc"``.
 

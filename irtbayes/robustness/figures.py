@@ -1,30 +1,38 @@
-"""Figures of a robustness report: rank shifts between conditions and condition effects per item.
+"""Figures of a robustness report: rank shifts between conditions, condition effects per item, gap locations.
 
-Each takes a precomputed table and draws a bounded number of rows (``top_k``), whatever the data's size.
+Each takes a precomputed table, draws a bounded number of rows (``top_k``) whatever the data's size, on ``ax``
+when given one (else on a new figure), and returns the Axes. The ``plot_*`` methods of
+:class:`~irtbayes.robustness.run.RobustnessResult` call them with the result's tables.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
 
 __all__ = ["plot_condition_effects", "plot_gap_locations", "plot_rank_shifts"]
 
 _BLUE, _ORANGE, _GREY = "#0072B2", "#D55E00", "#999999"
 
 
-def _axes(ax: Any, *, width: float, height: float) -> Any:
+def _axes(ax: Axes | None, *, width: float, height: float) -> Axes:
     if ax is not None:
         return ax
     import matplotlib.pyplot as plt
 
     _, new = plt.subplots(figsize=(width, height))
-    return new
+    axes: Axes = new
+    return axes
 
 
-def plot_rank_shifts(subjects: pd.DataFrame, *, reference: str, condition: str, top_k: int = 30, ax: Any = None) -> Any:
+def plot_rank_shifts(
+    subjects: pd.DataFrame, *, reference: str, condition: str, top_k: int = 30, ax: Axes | None = None
+) -> Axes:
     """Each system's rank under ``reference`` and under ``condition`` with intervals; the ``top_k`` that move most.
 
     Parameters
@@ -71,8 +79,8 @@ def plot_rank_shifts(subjects: pd.DataFrame, *, reference: str, condition: str, 
 
 
 def plot_condition_effects(
-    items: pd.DataFrame, *, condition: str, shift: float | None = None, top_k: int = 30, ax: Any = None
-) -> Any:
+    items: pd.DataFrame, *, condition: str, shift: float | None = None, top_k: int = 30, ax: Axes | None = None
+) -> Axes:
     """Each item's effect of ``condition`` on difficulty with its interval; the ``top_k`` largest, flagged in orange.
 
     Parameters
@@ -120,7 +128,9 @@ def plot_condition_effects(
     return ax
 
 
-def plot_gap_locations(refits: pd.DataFrame, *, reference: tuple[float, float], scope: str, ax: Any = None) -> Any:
+def plot_gap_locations(
+    refits: pd.DataFrame, *, reference: tuple[float, float], scope: str, ax: Axes | None = None
+) -> Axes:
     """The widest gap of ``scope`` in every refit (own scale and linked) beside the reference's.
 
     Parameters

@@ -42,11 +42,14 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from irtbayes.auditing.settings import AuditSettings
 from irtbayes.core.errors import DataError, SpecError
 from irtbayes.data.responses import ResponseData
+from irtbayes.fitting.settings import SamplerSettings
 
 __all__ = [
     "ENGINES",
+    "REFIT_DEFAULTS",
     "Population",
     "PopulationStability",
     "RefitOutcome",
@@ -59,6 +62,9 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 ENGINES = ("process", "serial", "dask")
+#: The sampler settings of a refit by default: 2 chains of 500 draws after 500 warm-up, one core each, no
+#: progress bar (:func:`refit_populations` adds seed 0; ``RobustnessSettings.refit`` its own seed).
+REFIT_DEFAULTS: dict[str, Any] = {"chains": 2, "draws": 500, "tune": 500, "cores": 1, "progress": False}
 #: Subject metadata columns read as a family or organisation label, in this order.
 FAMILY_COLUMNS = ("family", "organisation", "organization", "org")
 #: Difficulty draws kept from each refit for linking.
@@ -277,18 +283,18 @@ def outcome_from_audit(
     )
 
 
-def _refit_one(task: tuple[Population, Any, dict[str, Any], dict[str, Any]]) -> RefitOutcome:
+def _refit_one(task: tuple[Population, Any, SamplerSettings, AuditSettings]) -> RefitOutcome:
     """Fit and audit one population (runs in a worker process)."""
     import warnings
 
     from irtbayes.auditing.run import audit
     from irtbayes.fitting.fit import fit
 
-    population, spec, fit_kwargs, audit_kwargs = task
+    population, spec, sampler_settings, audit_settings = task
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # convergence is recorded in the outcome
-        result = fit(population.data, spec, **fit_kwargs)
-    audited = audit(result.idata, population.data, **audit_kwargs)
+        result = fit(population.data, spec, settings=sampler_settings)
+    audited = audit(result.idata, population.data, settings=audit_settings)
     return outcome_from_audit(
         population.name,
         population.kind,
@@ -316,8 +322,8 @@ def refit_populations(
     populations: Sequence[Population],
     *,
     spec: Any = None,
-    fit_kwargs: Mapping[str, Any] | None = None,
-    audit_kwargs: Mapping[str, Any] | None = None,
+    settings: SamplerSettings | None = None,
+    audit: AuditSettings | None = None,
     engine: str = "process",
     workers: int | None = None,
     dask_address: str | None = None,
@@ -331,12 +337,13 @@ def refit_populations(
         From :func:`population_samples`, plus any user-given :class:`Population`.
     spec
         :class:`~irtbayes.model.spec.ModelSpec` of every refit (default: :func:`irtbayes.fitting.fit.fit`'s).
-    fit_kwargs
-        Keyword arguments of :func:`irtbayes.fitting.fit.fit` (default: 2 chains of 500 draws after 500 tuning,
-        one core each, no progress bar, seed 0).
-    audit_kwargs
-        Keyword arguments of :func:`irtbayes.auditing.run.audit` (give the reference's ``range`` and ``bins`` to
-        audit every population against the same target; default: each population's own range).
+    settings
+        The :class:`~irtbayes.fitting.settings.SamplerSettings` of every refit (default: :data:`REFIT_DEFAULTS`
+        with seed 0). Every refit gets the same settings, seed included; a None seed lets each fit draw its own.
+    audit
+        The :class:`~irtbayes.auditing.settings.AuditSettings` of every refit's audit (give the reference's
+        ``range`` and ``bins`` to audit every population against the same target; default: the defaults, so
+        each population's own range).
     engine
         ``"process"`` (default: a :class:`concurrent.futures.ProcessPoolExecutor` of ``workers`` processes),
         ``"serial"``, or ``"dask"`` (:func:`dask.compute` with the process scheduler, or the
@@ -356,7 +363,7 @@ def refit_populations(
     Raises
     ------
     SpecError
-        Unknown engine, or ``engine="dask"`` without Dask installed.
+        Unknown engine, ``engine="dask"`` without Dask installed, or ``settings``/``audit`` of the wrong type.
 
     Examples
     --------
@@ -370,9 +377,13 @@ def refit_populations(
         raise SpecError(f"unknown engine {engine!r}; choose one of {list(ENGINES)}")
     if dask_address is not None and engine != "dask":
         raise SpecError("dask_address needs engine='dask'")
-    settings = {"chains": 2, "draws": 500, "tune": 500, "cores": 1, "progress": False, "seed": 0}
-    settings.update(fit_kwargs or {})
-    tasks = [(p, spec, settings, dict(audit_kwargs or {})) for p in populations]
+    sampler_settings = SamplerSettings(**REFIT_DEFAULTS, seed=0) if settings is None else settings
+    audit_settings = AuditSettings() if audit is None else audit
+    if not isinstance(sampler_settings, SamplerSettings):
+        raise SpecError(f"refit_populations: settings must be a SamplerSettings, got {type(settings).__name__}")
+    if not isinstance(audit_settings, AuditSettings):
+        raise SpecError(f"refit_populations: audit must be an AuditSettings, got {type(audit).__name__}")
+    tasks = [(p, spec, sampler_settings, audit_settings) for p in populations]
     if engine == "dask":
         try:
             import dask

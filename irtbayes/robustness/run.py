@@ -22,12 +22,14 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import pandas as pd
 
 from irtbayes.auditing.result import AuditResult
 from irtbayes.auditing.settings import AuditSettings
+from irtbayes.checks.summary import arviz_names
 from irtbayes.core.errors import DataError, SpecError
 from irtbayes.core.files import atomic_write_bytes, atomic_write_json, atomic_write_text, json_ready
 from irtbayes.core.summaries import check_ci_prob
@@ -45,6 +47,7 @@ from irtbayes.robustness.conditions import (
 )
 from irtbayes.robustness.population import (
     ENGINES,
+    REFIT_DEFAULTS,
     Population,
     PopulationStability,
     RefitOutcome,
@@ -54,8 +57,11 @@ from irtbayes.robustness.population import (
 )
 from irtbayes.robustness.revision import RevisionComparison, compare_revision
 
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+
 __all__ = [
-    "REFIT_DEFAULTS",
+    "SUMMARY_PARTS",
     "ConditionSettings",
     "RobustnessResult",
     "RobustnessSettings",
@@ -65,10 +71,28 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
+#: The parts :meth:`RobustnessResult.summary` can show, in the order its default looks for them.
+SUMMARY_PARTS = ("conditions", "population")
+
 
 @dataclass
 class RobustnessResult:
     """What :func:`check_robustness` found; any part not asked for (or not possible) is None.
+
+    Like every result: :meth:`summary` (a table, ArviZ's column names), :meth:`to_dict` (``robustness.json``),
+    :meth:`to_text` (what the command line prints) and ``plot_*`` methods (each returns its Axes).
+
+    Attributes
+    ----------
+    conditions
+        The condition effects and rank agreement (:class:`~irtbayes.robustness.conditions.ConditionEffects`).
+    population
+        The stability of each conclusion over the refits
+        (:class:`~irtbayes.robustness.population.PopulationStability`), and ``refits`` their outcomes.
+    revision
+        The revised benchmark against the original (:class:`~irtbayes.robustness.revision.RevisionComparison`).
+    files
+        What :func:`check_robustness` wrote, by name.
 
     Examples
     --------
@@ -76,6 +100,8 @@ class RobustnessResult:
     >>> empty = RobustnessResult()
     >>> empty.conditions is None and empty.refits == []
     True
+    >>> empty.to_dict(), empty.to_text()
+    ({}, 'nothing to compare')
     """
 
     conditions: ConditionEffects | None = None
@@ -83,6 +109,130 @@ class RobustnessResult:
     refits: list[RefitOutcome] = field(default_factory=list)
     revision: RevisionComparison | None = None
     files: dict[str, Path] = field(default_factory=dict)
+
+    def summary(self, part: str | None = None) -> pd.DataFrame:
+        """One table of the result: the rank agreement between conditions, or the stability of each conclusion.
+
+        Parameters
+        ----------
+        part
+            ``"conditions"``: :attr:`ConditionEffects.agreement <irtbayes.robustness.conditions.ConditionEffects>`,
+            one row per pair of conditions: ``condition_a``, ``condition_b``, ``kendall_tau_{mean,sd}``,
+            ``kendall_tau_eti90_lb``, ``kendall_tau_eti90_ub`` (ArviZ's names of the interval's ends,
+            :func:`irtbayes.checks.summary.interval_columns`; the table calls them ``*_ci_low`` and
+            ``*_ci_high``), the same for ``max_rank_displacement``, ``max_rank_displacement_p_zero`` and
+            ``n_subjects`` (the systems seen under both).
+            ``"population"``: :attr:`PopulationStability.conclusions
+            <irtbayes.robustness.population.PopulationStability>`, one row per (scope, conclusion): ``scope``,
+            ``conclusion``, ``reference``, ``agree``, ``refits``, ``share_agree``, ``label``, ``evidence`` (no
+            interval columns: the reference's intervals are in ``reference``, as text). None (default): the
+            first of these the result holds: a change of prompt format or condition is read first, from the
+            ranks' agreement with intervals over the draws; then whether the conclusions survive other
+            populations.
+
+        Returns
+        -------
+        pandas.DataFrame
+            A copy; ``attrs["part"]`` names the part (None, with no rows and no columns, when the result holds
+            neither), ``attrs["ci_prob"]`` the intervals' probability (conditions).
+
+        Raises
+        ------
+        SpecError
+            An unknown part, or one the result does not hold.
+
+        Examples
+        --------
+        >>> from irtbayes.robustness.run import RobustnessResult
+        >>> RobustnessResult().summary().attrs
+        {'part': None}
+        >>> RobustnessResult().summary("conditions")
+        Traceback (most recent call last):
+            ...
+        irtbayes.core.errors.SpecError: robustness: no condition comparison in this result (it needs data with two conditions or more)
+        """
+        if part is not None and part not in SUMMARY_PARTS:
+            raise SpecError(f"robustness: no summary part {part!r}; the parts are {list(SUMMARY_PARTS)}")
+        held = [name for name in SUMMARY_PARTS if getattr(self, name) is not None]
+        if part is None:
+            if not held:
+                empty = pd.DataFrame()
+                empty.attrs["part"] = None
+                return empty
+            part = held[0]
+        if part == "conditions":
+            c = self._conditions()
+            table = arviz_names(c.agreement, c.ci_prob)
+            table.attrs.update(part="conditions", ci_prob=c.ci_prob)
+            return table
+        table = self._population().conclusions.copy()
+        table.attrs = {**table.attrs, "part": "population"}
+        return table
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON values: :meth:`summary_dict`, what ``robustness.json`` holds."""
+        return self.summary_dict()
+
+    def plot_rank_shifts(self, *, condition: str | None = None, top_k: int = 30, ax: Axes | None = None) -> Axes:
+        """Each system's rank under the reference condition and under ``condition`` (default: the first other one).
+
+        The ``top_k`` systems that move most (:func:`~irtbayes.robustness.figures.plot_rank_shifts`).
+        """
+        from irtbayes.robustness.figures import plot_rank_shifts
+
+        c = self._conditions()
+        return plot_rank_shifts(
+            c.subjects, reference=c.reference, condition=self._other_condition(condition), top_k=top_k, ax=ax
+        )
+
+    def plot_condition_effects(self, *, condition: str | None = None, top_k: int = 30, ax: Axes | None = None) -> Axes:
+        """Each item's effect of ``condition`` (default: the first other one) on difficulty, with its common shift.
+
+        The ``top_k`` items farthest from the shift (:func:`~irtbayes.robustness.figures.plot_condition_effects`).
+        """
+        from irtbayes.robustness.figures import plot_condition_effects
+
+        c = self._conditions()
+        cond = self._other_condition(condition)
+        shift = float(c.shifts.set_index("condition").loc[cond, "shift_mean"])
+        return plot_condition_effects(c.items, condition=cond, shift=shift, top_k=top_k, ax=ax)
+
+    def plot_gap_locations(self, *, scope: str | None = None, ax: Axes | None = None) -> Axes:
+        """The widest gap of ``scope`` (default: the first, all items) in every refit beside the reference's.
+
+        See :func:`~irtbayes.robustness.figures.plot_gap_locations`.
+        """
+        from irtbayes.robustness.figures import plot_gap_locations
+
+        p = self._population()
+        scopes = [str(x) for x in p.conclusions["scope"].drop_duplicates()]
+        chosen = scopes[0] if scope is None and scopes else scope
+        if chosen not in scopes:
+            raise SpecError(f"robustness: no scope {scope!r} in the population comparison; the scopes are {scopes}")
+        return plot_gap_locations(p.refits, reference=_reference_gap(p, chosen), scope=chosen, ax=ax)
+
+    def _conditions(self) -> ConditionEffects:
+        if self.conditions is None:
+            raise SpecError(
+                "robustness: no condition comparison in this result (it needs data with two conditions or more)"
+            )
+        return self.conditions
+
+    def _population(self) -> PopulationStability:
+        if self.population is None:
+            raise SpecError(
+                "robustness: no population comparison in this result (ask for bootstrap, family or populations)"
+            )
+        return self.population
+
+    def _other_condition(self, condition: str | None) -> str:
+        c = self._conditions()
+        others = [x for x in c.conditions if x != c.reference]
+        if condition is None:
+            return others[0]
+        if condition not in others:
+            raise SpecError(f"robustness: no condition {condition!r} besides the reference; the others are {others}")
+        return condition
 
     def summary_dict(self) -> dict[str, Any]:
         """The content of ``robustness.json``."""
@@ -375,10 +525,6 @@ class RobustnessSettings:
         return settings.replace(seed=self.seed) if settings.seed is None else settings
 
 
-#: The sampler settings of a population's refit by default (see ``RobustnessSettings.refit``).
-REFIT_DEFAULTS: dict[str, Any] = {"chains": 2, "draws": 500, "tune": 500, "cores": 1, "progress": False}
-
-
 def _check_int(name: str, value: Any, low: int) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
         raise SpecError(f"{name} must be an integer >= {low}, got {value!r}")
@@ -500,8 +646,8 @@ def _run_populations(
     result.refits = refit_populations(
         plans,
         spec=fit.spec,
-        fit_kwargs=s.seeded(s.refit).to_dict(),
-        audit_kwargs=s.audit_settings().to_dict(),
+        settings=s.seeded(s.refit),
+        audit=s.audit_settings(),
         engine=s.engine,
         workers=s.workers,
         dask_address=s.dask_address,
@@ -562,7 +708,6 @@ def write_report(result: RobustnessResult, out: str | os.PathLike[str], *, top_k
     import matplotlib.pyplot as plt
 
     from irtbayes.reporting.document import Document
-    from irtbayes.robustness.figures import plot_condition_effects, plot_gap_locations, plot_rank_shifts
 
     folder = Path(out)
     doc = Document(title="Robustness of the audit's conclusions")
@@ -586,11 +731,10 @@ def write_report(result: RobustnessResult, out: str | os.PathLike[str], *, top_k
         doc.table(c.shifts, caption="Common difficulty shift of each condition (positive: every item harder)")
         for cond in c.conditions[1:]:
             fig, ax = plt.subplots(figsize=(6.5, 6))
-            plot_rank_shifts(c.subjects, reference=c.reference, condition=cond, top_k=top_k, ax=ax)
+            result.plot_rank_shifts(condition=cond, top_k=top_k, ax=ax)
             doc.figure(f"rank_shifts_{_slug(cond)}", fig, caption=f"Ranks under {c.reference} and {cond}")
             fig, ax = plt.subplots(figsize=(6.5, 6))
-            shift = float(c.shifts.set_index("condition").loc[cond, "shift_mean"])
-            plot_condition_effects(c.items, condition=cond, shift=shift, top_k=top_k, ax=ax)
+            result.plot_condition_effects(condition=cond, top_k=top_k, ax=ax)
             doc.figure(f"condition_effects_{_slug(cond)}", fig, caption=f"Effects of {cond} on item difficulty")
         flagged = c.items.loc[c.items["flagged"]].head(top_k)
         if len(flagged):
@@ -604,12 +748,8 @@ def write_report(result: RobustnessResult, out: str | os.PathLike[str], *, top_k
         )
         doc.table(p.conclusions, caption="Stability of each conclusion per benchmark", max_rows=200)
         for scope in p.conclusions["scope"].drop_duplicates().head(6):
-            ref = p.conclusions.loc[(p.conclusions["scope"] == scope) & (p.conclusions["conclusion"] == "gap_location")]
-            if not len(ref):
-                continue
-            lo_hi = ref["reference"].iloc[0].strip("[]").split(",")
             fig, ax = plt.subplots(figsize=(6.5, 4))
-            plot_gap_locations(p.refits, reference=(float(lo_hi[0]), float(lo_hi[1])), scope=str(scope), ax=ax)
+            result.plot_gap_locations(scope=str(scope), ax=ax)
             doc.figure(f"gap_locations_{_slug(str(scope))}", fig, caption=f"Widest gap of {scope} across populations")
     if result.revision is not None:
         doc.heading("Revised against original")
@@ -626,6 +766,16 @@ def write_report(result: RobustnessResult, out: str | os.PathLike[str], *, top_k
         atomic_write_bytes(folder / "figures" / f"{name}.png", png)
         atomic_write_bytes(folder / "figures" / f"{name}.svg", svg)
     return written
+
+
+def _reference_gap(population: PopulationStability, scope: str) -> tuple[float, float]:
+    """The reference's gap interval of ``scope``, as the conclusions table states it (``[lo, hi]``)."""
+    table = population.conclusions
+    rows = table.loc[(table["scope"].astype(str) == scope) & (table["conclusion"] == "gap_location"), "reference"]
+    if rows.empty:
+        raise SpecError(f"robustness: no gap location of scope {scope!r} in the population comparison")
+    lo, hi = (float(x) for x in str(rows.iloc[0]).strip("[]").split(","))
+    return lo, hi
 
 
 def _slug(text: str) -> str:

@@ -22,12 +22,9 @@ import xarray as xr
 from scipy.special import expit
 from scipy.stats import beta as beta_dist
 
-from irtbayes.benchfill.acceptance import decide_all
-from irtbayes.benchfill.calibration import calibrate_full
+from irtbayes.benchfill.acceptance import decide_all, operating_characteristic, operating_characteristic_table
+from irtbayes.benchfill.calibration import calibrate_fixed, calibrate_full, candidate_response_data
 from irtbayes.benchfill.candidates import Candidate, load_candidates
-from irtbayes.benchfill.fixed import calibrate_fixed
-from irtbayes.benchfill.oc import operating_characteristic, operating_characteristic_table
-from irtbayes.benchfill.responses import candidate_response_data
 from irtbayes.checks.verdict import Diagnostics
 from irtbayes.core.errors import DataError, FitError
 from irtbayes.data import io
@@ -491,7 +488,7 @@ def test_operating_characteristic_precision_reaches_tau(bank, truth, target):
 def test_the_after_audit_counts_the_accepted_items_after_a_full_refit(bank, full):
     """The refit fits the candidates in their own group "bench00 [candidates]"; the extended benchmark still counts
     them in bench00: the after count is the before count plus the accepted, even from the refit's own labels."""
-    from irtbayes.benchfill.compare import HYPER_VARS, before_after
+    from irtbayes.benchfill.result import HYPER_VARS, before_after
     from irtbayes.benchfill.target import choose_target
 
     new_ids = [c.candidate_id for c in bank.candidates]

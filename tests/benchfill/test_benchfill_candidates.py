@@ -14,8 +14,7 @@ from irtbayes.benchfill.candidates import (
     items_table,
     load_candidates,
 )
-from irtbayes.benchfill.client import ChatClient
-from irtbayes.benchfill.llm import LLMSource
+from irtbayes.benchfill.llm import ChatClient, LLMSource
 from irtbayes.benchfill.sources import (
     CallableSource,
     CandidateSource,

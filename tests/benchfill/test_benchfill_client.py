@@ -15,9 +15,7 @@ from typing import Any
 
 import pytest
 
-from irtbayes.benchfill.client import ChatAPIError, ChatClient, _retry_after
-from irtbayes.benchfill.llm import LLMSource
-from irtbayes.benchfill.prompts import prompt_hash
+from irtbayes.benchfill.llm import ChatAPIError, ChatClient, LLMSource, _retry_after, prompt_hash
 from irtbayes.benchfill.sources import ProposalRequest, SeedItem
 
 KEY_ENV = "IRTBAYES_TEST_API_KEY"

@@ -7,10 +7,9 @@ import pandas as pd
 import xarray as xr
 from scipy.special import expit
 
+from irtbayes.benchfill.calibration import calibrate_fixed, candidate_response_data
 from irtbayes.benchfill.candidates import Candidate
-from irtbayes.benchfill.construct import CONSTRUCT_PROB, ITEM_FIT_PPP, screen_construct
-from irtbayes.benchfill.fixed import calibrate_fixed
-from irtbayes.benchfill.responses import candidate_response_data
+from irtbayes.benchfill.screens import CONSTRUCT_PROB, ITEM_FIT_PPP, screen_construct
 from irtbayes.data.responses import ResponseData
 
 try:

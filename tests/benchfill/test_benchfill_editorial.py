@@ -11,10 +11,9 @@ import pandas as pd
 import pytest
 from scipy.special import expit
 
+from irtbayes.benchfill.calibration import candidate_response_data
 from irtbayes.benchfill.candidates import Candidate
-from irtbayes.benchfill.compare import composition_conclusions
-from irtbayes.benchfill.responses import candidate_response_data
-from irtbayes.benchfill.result import load_benchfill_result, write_benchfill
+from irtbayes.benchfill.result import composition_conclusions, load_benchfill_result, write_benchfill
 from irtbayes.benchfill.run import calibrate_candidates
 from irtbayes.benchfill.target import choose_target
 from irtbayes.data.responses import ResponseData

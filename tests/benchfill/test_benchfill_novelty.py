@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from irtbayes.benchfill.novelty import NO_BANK_TEXT, classify_pair, content_similarity, screen_novelty, word_similarity
+from irtbayes.benchfill.screens import NO_BANK_TEXT, classify_pair, content_similarity, screen_novelty, word_similarity
 from irtbayes.core.errors import SpecError
 
 PAIRS = Path(__file__).parents[1] / "fixtures" / "benchfill_novelty_pairs.csv"

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from irtbayes.benchfill.prompts import (
+from irtbayes.benchfill.llm import (
     ReplyError,
     build_messages,
     check_item,

@@ -13,15 +13,15 @@ import xarray as xr
 from scipy.special import expit
 
 from irtbayes.benchfill.acceptance import decide_all
-from irtbayes.benchfill.candidates import Candidate
-from irtbayes.benchfill.fixed import (
+from irtbayes.benchfill.calibration import (
     calibrate_fixed,
+    candidate_response_data,
     data_alone_and_slope,
     default_min_discrimination,
     typical_discrimination,
 )
+from irtbayes.benchfill.candidates import Candidate
 from irtbayes.benchfill.grid import MIN_DISCRIMINATION_SHARE
-from irtbayes.benchfill.responses import candidate_response_data
 
 try:
     from .test_benchfill_calibration import _fake_fit

@@ -332,7 +332,7 @@ def test_calibrate_reads_lm_eval_logs_through_candidate_ids(bank, tmp_path, caps
 
 def test_calibrate_exposes_the_least_slope(bank, default_round, tmp_path, capsys):
     """--min-discrimination is the least sign-free slope; by default a quarter of the bank's typical one."""
-    from irtbayes.benchfill.fixed import typical_discrimination
+    from irtbayes.benchfill.calibration import typical_discrimination
 
     default, text = default_round
     typical = typical_discrimination(bank.fit)

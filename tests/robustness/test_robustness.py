@@ -251,6 +251,29 @@ def test_an_approximate_refit_is_labelled_approximate_not_unconverged() -> None:
     assert [r["approximate"] for r in saved] == [False, True]
 
 
+def test_the_report_draws_the_gap_of_each_scope_across_populations(tmp_path) -> None:
+    data, truth = simulate_responses(60, 80, n_benchmarks=2, seed=3, missing=0.0)
+    post, reference = _with_gap(data, truth, -0.5, 1.0, seed=0)
+    refits = [
+        outcome_from_audit(f"b{k}", "bootstrap", result, p, n_subjects=60)
+        for k in range(2)
+        for p, result in [_with_gap(data, truth, -0.5, 1.0, seed=k + 1)]
+    ]
+    result = RobustnessResult(population=population_stability(reference, post, refits), refits=refits)
+    written = write_report(result, tmp_path)
+    scopes = ["all", "bench00", "bench01"]
+    assert list(result.summary()["scope"].drop_duplicates()) == scopes
+    for scope in scopes:
+        assert (tmp_path / "figures" / f"gap_locations_{scope}.png").stat().st_size > 1000, scope
+    assert written["report_html"].read_text().count("<figure>") == len(scopes)
+    gap = result.population.conclusions.query("scope == 'bench00' and conclusion == 'gap_location'")
+    ax = result.plot_gap_locations(scope="bench00")
+    reference_line = ax.collections[0].get_segments()[0]  # the reference's gap, as the conclusions table says it
+    assert gap["reference"].iloc[0] == f"[{reference_line[0][0]:.2f}, {reference_line[1][0]:.2f}]"
+    with pytest.raises(SpecError, match="no condition comparison"):
+        result.plot_rank_shifts()
+
+
 def test_population_samples_bootstrap_and_leave_one_family_out() -> None:
     data, _ = simulate_responses(9, 12, seed=1, missing=0.0)
     families = {s: f"fam{i % 3}" for i, s in enumerate(data.subject_ids)}
@@ -416,6 +439,60 @@ def test_the_dask_engine_hands_every_refit_to_dask_compute(monkeypatch) -> None:
     assert calls == {"scheduler": "processes", "num_workers": 3, "n": 3}
 
 
+def test_refit_populations_hands_every_fit_and_audit_the_settings_given(monkeypatch) -> None:
+    import types
+
+    import irtbayes.auditing.run as audit_module
+    import irtbayes.fitting.fit as fit_module
+    import irtbayes.robustness.population as population_module
+    from irtbayes.auditing.settings import AuditSettings
+    from irtbayes.fitting.settings import SamplerSettings
+    from irtbayes.model.spec import ModelSpec
+
+    seen: list = []
+
+    def fake_fit(data, spec=None, **kwargs):
+        seen.append(("fit", data.n_subjects, spec, kwargs))
+        return types.SimpleNamespace(
+            idata="idata", posterior="posterior", diagnostics=types.SimpleNamespace(ok=True), approximate=False
+        )
+
+    def fake_audit(posterior, data, **kwargs):
+        seen.append(("audit", data.n_subjects, posterior, kwargs))
+        return "audited"
+
+    monkeypatch.setattr(fit_module, "fit", fake_fit)
+    monkeypatch.setattr(audit_module, "audit", fake_audit)
+    monkeypatch.setattr(population_module, "outcome_from_audit", lambda name, kind, result, posterior, **kw: name)
+    data, _ = simulate_responses(6, 8, seed=1)
+    plans = [
+        Population("six", "population", data),
+        Population("four", "population", data.subset(subjects=list(data.subject_ids[:4]))),
+    ]
+    spec = ModelSpec(kind="1pl")
+    sampler = SamplerSettings(sampler="pymc", chains=1, draws=30, tune=20, seed=9, progress=False)
+    audit_settings = AuditSettings(bins=4, range=(-2.0, 2.0), ci_prob=0.8)
+    done: list[str] = []
+    names = refit_populations(
+        plans, spec=spec, settings=sampler, audit=audit_settings, engine="serial", on_done=done.append
+    )
+    assert names == done == ["six", "four"]
+    assert seen == [
+        ("fit", 6, spec, {"settings": sampler}),
+        ("audit", 6, "idata", {"settings": audit_settings}),
+        ("fit", 4, spec, {"settings": sampler}),
+        ("audit", 4, "idata", {"settings": audit_settings}),
+    ]
+    seen.clear()
+    refit_populations(plans[:1], engine="serial")  # the defaults: REFIT_DEFAULTS with seed 0, the audit's defaults
+    assert seen[0][3] == {"settings": SamplerSettings(chains=2, draws=500, tune=500, cores=1, progress=False, seed=0)}
+    assert seen[1][3] == {"settings": AuditSettings()}
+    with pytest.raises(SpecError, match="settings must be a SamplerSettings, got dict"):
+        refit_populations(plans, settings={"chains": 2}, engine="serial")  # type: ignore[arg-type]
+    with pytest.raises(SpecError, match="audit must be an AuditSettings, got dict"):
+        refit_populations(plans, audit={"bins": 4}, engine="serial")  # type: ignore[arg-type]
+
+
 # ---------------------------------------------------------------------------------------------- settings
 def test_robustness_settings_check_each_field_and_record_themselves() -> None:
     from irtbayes.auditing.settings import AuditSettings
@@ -461,6 +538,7 @@ def test_check_robustness_hands_each_stage_its_settings(tmp_path, monkeypatch) -
     import irtbayes.auditing.run as audit_module
     import irtbayes.fitting.fit as fit_module
     import irtbayes.robustness.run as run_module
+    from irtbayes.auditing.settings import AuditSettings
     from irtbayes.fitting.settings import SamplerSettings
     from irtbayes.model.spec import ModelSpec
     from irtbayes.robustness.population import PopulationStability
@@ -496,11 +574,8 @@ def test_check_robustness_hands_each_stage_its_settings(tmp_path, monkeypatch) -
     assert seen["audit"].ci_prob == 0.8
     n_plans, kwargs = seen["refits"]
     assert n_plans == 2 and kwargs["spec"] is Fitted.spec and kwargs["engine"] == "process"
-    assert (
-        kwargs["fit_kwargs"]
-        == SamplerSettings(chains=2, draws=500, tune=500, cores=1, progress=False, seed=3).to_dict()
-    )
-    assert kwargs["audit_kwargs"]["ci_prob"] == 0.8 and kwargs["audit_kwargs"]["bins"] is None
+    assert kwargs["settings"] == SamplerSettings(chains=2, draws=500, tune=500, cores=1, progress=False, seed=3)
+    assert kwargs["audit"] == AuditSettings(ci_prob=0.8) == seen["audit"]  # the reference audit's settings
     assert result.population is empty and "report_html" not in result.files
 
 
