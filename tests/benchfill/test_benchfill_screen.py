@@ -12,7 +12,7 @@ import pytest
 import xarray as xr
 from scipy.special import expit
 
-from irtbayes.benchfill.acceptance import decide_all
+from irtbayes.benchfill.acceptance import AcceptanceRule, decide_all
 from irtbayes.benchfill.calibration import (
     calibrate_fixed,
     candidate_response_data,
@@ -56,7 +56,7 @@ def _screen(kind: str) -> tuple[pd.DataFrame, object]:
         target_lo=TARGET[0],
         target_hi=TARGET[1],
         n_responses=post["n_responses"].to_series(),
-        min_discrimination=default_min_discrimination(bank),
+        rule=AcceptanceRule(min_discrimination=default_min_discrimination(bank)),
     )
     return table, post
 
