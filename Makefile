@@ -3,7 +3,8 @@
 #   make test   set up .venv (once) and run the test suite
 # The tests come in two tiers; CI (.ci/run) runs both:
 #   make test       the default suite: every test not marked slow, and the doctests of irtbayes/
-#                   (pytest -m "not slow"; a few minutes on 2 cores); exit 5 (no tests collected) fails
+#                   (pytest -m "not slow", in TEST_WORKERS=2 processes; about 4 minutes on 2 cores);
+#                   exit 5 (no tests collected) fails
 #   make test-slow  the slow statistical checks (pytest -m slow): long recoveries, published-estimate
 #                   comparisons, subprocess fault injection, the notebooks that fit real data
 # The Python interpreter (>= 3.12) is found by scripts/find-python; set IRTBAYES_PYTHON to choose one.
@@ -12,6 +13,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 OUT ?= out/audit
+# Test processes (pytest-xdist, files kept together so module fixtures are fitted once): 2 by default.
+TEST_WORKERS ?= 2
 
 .PHONY: run test test-slow lint benchmark docs dist clean
 
@@ -27,11 +30,11 @@ run: $(STAMP)
 	$(BIN)/irtbayes audit --out $(OUT)
 
 test: $(STAMP)
-	@$(BIN)/python -m pytest -m "not slow"; rc=$$?; \
+	@$(BIN)/python -m pytest -m "not slow" -n $(TEST_WORKERS) --dist loadfile; rc=$$?; \
 	 [ $$rc -ne 5 ] || echo "pytest collected no tests: that counts as a failure" >&2; exit $$rc
 
 test-slow: $(STAMP)
-	@$(BIN)/python -m pytest -m slow; rc=$$?; \
+	@$(BIN)/python -m pytest -m slow -n $(TEST_WORKERS) --dist loadfile; rc=$$?; \
 	 [ $$rc -ne 5 ] || echo "pytest collected no tests: that counts as a failure" >&2; exit $$rc
 
 lint: $(STAMP)

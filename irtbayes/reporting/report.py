@@ -173,7 +173,8 @@ def _verdict(fit: Fit, audit: AuditResult | None) -> tuple[str, str]:
     diag = fit.diagnostics
     if fit.partial:
         return (
-            f"{fit.partial_text()} An unfinished run has not converged: every number in this report is provisional.",
+            f"Warning: {fit.partial_text()} An unfinished run has not converged: every number in this report is "
+            "provisional.",
             "partial fit",
         )
     if fit.approximate:
