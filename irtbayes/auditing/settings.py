@@ -27,11 +27,10 @@ from irtbayes.auditing.targets import (
     uniform_target,
     weights_target,
 )
-from irtbayes.core.errors import SpecError
+from irtbayes.core.errors import SpecError, refuse_unknown
 from irtbayes.core.information import DEFAULT_GRID_POINTS
 from irtbayes.core.summaries import check_ci_prob
 from irtbayes.data.responses import ResponseData
-from irtbayes.fitting.settings import check_field_names
 
 __all__ = [
     "DEFAULT_INFORMATION_DRAWS",
@@ -127,7 +126,7 @@ class AuditSettings:
 
     def replace(self, **changes: Any) -> AuditSettings:
         """A copy with ``changes`` (field names as keywords); :class:`SpecError` for a name that is no field."""
-        check_field_names("audit", [f.name for f in dataclasses.fields(self)], changes)
+        refuse_unknown("audit", [f.name for f in dataclasses.fields(self)], changes)
         return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:

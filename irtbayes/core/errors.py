@@ -6,6 +6,8 @@ message and a non-zero exit code instead of a traceback.
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
 from typing import Any
 
 
@@ -121,6 +123,24 @@ class FitInterrupted(KeyboardInterrupt):
             chains_done=self.chains_done,
             chains_requested=self.chains_requested,
         )
+
+
+def refuse_unknown(where: str, names: list[str], given: Iterable[str], *, noun: str = "setting") -> None:
+    """:class:`SpecError` naming each of ``given`` that is not one of ``names`` (a ``noun``), with the closest name.
+
+    Examples
+    --------
+    >>> refuse_unknown("fit", ["chains", "draws"], ["chain"])
+    Traceback (most recent call last):
+        ...
+    irtbayes.core.errors.SpecError: fit: unknown setting(s) 'chain' (did you mean 'chains'?); the settings are ['chains', 'draws']
+    """
+    unknown = [key for key in given if key not in names]
+    if not unknown:
+        return
+    hints = {key: difflib.get_close_matches(key, names, n=1) for key in unknown}
+    said = ", ".join(f"{key!r}" + (f" (did you mean {hints[key][0]!r}?)" if hints[key] else "") for key in unknown)
+    raise SpecError(f"{where}: unknown {noun}(s) {said}; the {noun}s are {names}")
 
 
 def listed(values: Any, most: int = 20) -> str:

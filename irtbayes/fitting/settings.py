@@ -5,21 +5,20 @@ besides the data and the model, checked in one place.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from irtbayes.core.errors import SpecError
+from irtbayes.core.errors import SpecError, refuse_unknown
 from irtbayes.fitting.auto import DEFAULT_BUDGET_S
 
 if TYPE_CHECKING:
     from irtbayes.fitting.sampling import Sampler
 
-__all__ = ["SamplerSettings", "check_field_names"]
+__all__ = ["SamplerSettings"]
 
 
 @dataclass(frozen=True)
@@ -127,7 +126,7 @@ class SamplerSettings:
 
     def replace(self, **changes: Any) -> SamplerSettings:
         """A copy with ``changes`` (field names as keywords), checked again."""
-        check_field_names("fit", [f.name for f in dataclasses.fields(self)], changes)
+        refuse_unknown("fit", [f.name for f in dataclasses.fields(self)], changes)
         return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:
@@ -135,24 +134,6 @@ class SamplerSettings:
         out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         out["sampler_kwargs"] = dict(self.sampler_kwargs)
         return out
-
-
-def check_field_names(where: str, names: list[str], given: Iterable[str]) -> None:
-    """:class:`SpecError` naming each of ``given`` that is not one of ``names``, with the closest name.
-
-    Examples
-    --------
-    >>> check_field_names("fit", ["chains", "draws"], ["chain"])
-    Traceback (most recent call last):
-        ...
-    irtbayes.core.errors.SpecError: fit: unknown setting(s) 'chain' (did you mean 'chains'?); the settings are ['chains', 'draws']
-    """
-    unknown = [key for key in given if key not in names]
-    if not unknown:
-        return
-    hints = {key: difflib.get_close_matches(key, names, n=1) for key in unknown}
-    said = ", ".join(f"{key!r}" + (f" (did you mean {hints[key][0]!r}?)" if hints[key] else "") for key in unknown)
-    raise SpecError(f"{where}: unknown setting(s) {said}; the settings are {names}")
 
 
 def _check_int(name: str, value: Any, low: int) -> None:

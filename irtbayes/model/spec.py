@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from irtbayes.core.errors import SpecError
+from irtbayes.core.errors import SpecError, refuse_unknown
 
 __all__ = [
     "DIMS",
@@ -26,14 +26,6 @@ __all__ = [
     "ModelSpec",
     "Priors",
 ]
-
-
-def _refuse_unknown(cls: type, values: dict[str, Any], what: str) -> None:
-    """SpecError naming the keys of ``values`` that are not fields of the dataclass ``cls``."""
-    known = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(values) - known)
-    if unknown:
-        raise SpecError(f"unknown {what} {unknown}; known: {sorted(known)}")
 
 
 KINDS = ("1pl", "2pl", "3pl")
@@ -114,7 +106,7 @@ class Priors:
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> Priors:
-        _refuse_unknown(cls, values, "prior setting(s)")
+        refuse_unknown(cls.__name__, [f.name for f in dataclasses.fields(cls)], values, noun="prior setting")
         return cls(**values)
 
 
@@ -209,7 +201,7 @@ class ModelSpec:
     def from_dict(cls, values: dict[str, Any]) -> ModelSpec:
         if not isinstance(values, dict):
             raise SpecError(f"a model spec must be a mapping, got {type(values).__name__}")
-        _refuse_unknown(cls, values, "model spec key(s)")
+        refuse_unknown(cls.__name__, [f.name for f in dataclasses.fields(cls)], values, noun="model spec key")
         values = dict(values)
         if "priors" in values and not isinstance(values["priors"], Priors):
             values["priors"] = Priors.from_dict(values["priors"] or {})

@@ -30,12 +30,12 @@ import pandas as pd
 from irtbayes.auditing.result import AuditResult
 from irtbayes.auditing.settings import AuditSettings
 from irtbayes.checks.summary import arviz_names
-from irtbayes.core.errors import DataError, SpecError
+from irtbayes.core.errors import DataError, SpecError, refuse_unknown
 from irtbayes.core.files import atomic_write_bytes, atomic_write_json, atomic_write_text, json_ready
 from irtbayes.core.summaries import check_ci_prob
 from irtbayes.data.responses import ResponseData
 from irtbayes.fitting.result import Fit
-from irtbayes.fitting.settings import SamplerSettings, check_field_names
+from irtbayes.fitting.settings import SamplerSettings
 from irtbayes.model.spec import ModelSpec
 from irtbayes.robustness.condition_model import EFFECT_PRIORS
 from irtbayes.robustness.conditions import (
@@ -499,7 +499,7 @@ class RobustnessSettings:
 
     def replace(self, **changes: Any) -> RobustnessSettings:
         """A copy with ``changes`` (field names as keywords), checked again."""
-        check_field_names("robustness", [f.name for f in dataclasses.fields(self)], changes)
+        refuse_unknown("robustness", [f.name for f in dataclasses.fields(self)], changes)
         return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:
