@@ -12,10 +12,8 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -24,7 +22,7 @@ import pandas as pd
 from irtbayes.auditing.result import AuditResult
 from irtbayes.auditing.run import audit
 from irtbayes.auditing.targets import Target
-from irtbayes.core.errors import DataError, FitError, SpecError
+from irtbayes.core.errors import DataError, SpecError
 from irtbayes.core.files import json_ready
 from irtbayes.data.responses import ResponseData
 
@@ -36,52 +34,6 @@ log = logging.getLogger(__name__)
 #: Draws used by the audits for the leaderboard and the information curves.
 AUDIT_MAX_DRAWS = 400
 AUDIT_INFORMATION_DRAWS = 50
-
-
-def load_fit_data(fit: Fit, data: str | os.PathLike[str] | ResponseData | None = None) -> ResponseData:
-    """The responses ``fit`` was made from: ``data`` when given, else the source its card records.
-
-    ``data`` may be a :class:`~irtbayes.data.responses.ResponseData`, a path any :func:`irtbayes.data.io.load` reads, or a
-    registered data set name. Its checksum must equal the fit's.
-
-    Raises
-    ------
-    FitError
-        The recorded source is not found, or the data is not what the fit was made from.
-
-    Examples
-    --------
-    >>> from irtbayes.examples import simulated_fit
-    >>> from irtbayes.data.simulate import simulate_responses
-    >>> fit, data = simulated_fit(100, 40, missing=0.0)
-    >>> from irtbayes.benchfill.target import load_fit_data
-    >>> load_fit_data(fit, data) is data  # the data's checksum is the fit's
-    True
-    >>> other, _ = simulate_responses(100, 40, missing=0.0, seed=9)
-    >>> load_fit_data(fit, other)
-    Traceback (most recent call last):
-        ...
-    irtbayes.core.errors.FitError: simulated 2pl (100 subjects x 40 items): these are not the data the fit was made from (checksum 3c9577f08d85, the fit's 868eb8ba7ce5); give the fit's own data with --data
-    """
-    from irtbayes.data import io
-    from irtbayes.data import registry as datasets
-
-    if isinstance(data, ResponseData):
-        loaded = data
-    else:
-        source = str(data) if data is not None else str(fit.info.get("source") or "")
-        if source and Path(source).exists():
-            loaded = io.load(source)
-        elif source and source in datasets.list_datasets().index:
-            loaded = datasets.load_dataset(source)
-        elif data is not None:
-            raise DataError(f"{source}: no such file or folder, and not a registered data set")
-        else:
-            raise FitError(
-                f"the data the fit was made from ({source or 'not recorded'}) is not here; give it with --data"
-            )
-    fit.check_data(loaded, hint="give the fit's own data with --data")
-    return loaded
 
 
 # ============================================================================================ target

@@ -35,8 +35,7 @@ log = logging.getLogger(__name__)
 
 
 def _load(args: argparse.Namespace) -> tuple[Any, Any]:
-    from irtbayes.benchfill.target import load_fit_data
-    from irtbayes.fitting.storage import load_fit
+    from irtbayes.fitting.storage import load_fit, load_fit_data
 
     fit = load_fit(args.fit)
     data = load_fit_data(fit, args.data)

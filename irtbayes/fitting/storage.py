@@ -24,14 +24,14 @@ import numpy as np
 import xarray as xr
 
 from irtbayes.checks.verdict import Diagnostics
-from irtbayes.core.errors import FitError, SpecError
+from irtbayes.core.errors import DataError, FitError, SpecError
 from irtbayes.core.files import read_json
 from irtbayes.data.responses import ResponseData
 from irtbayes.fitting.result import FORMAT_VERSION, Fit, derived_names
 from irtbayes.model.build import add_derived
 from irtbayes.model.spec import ModelSpec
 
-__all__ = ["load_fit", "save_fit"]
+__all__ = ["load_fit", "load_fit_data", "save_fit"]
 
 log = logging.getLogger("irtbayes.fitting.fit")
 
@@ -428,3 +428,53 @@ def _read_posterior(post_path: Path, *, data_checksum: str) -> xr.DataTree:
     if str(tree.attrs.get("data_checksum")) != data_checksum:
         raise FitError(f"{post_path}: its data checksum differs from card.json's; the files come from different fits")
     return tree
+
+
+def load_fit_data(
+    fit: Fit,
+    data: str | os.PathLike[str] | ResponseData | None = None,
+    *,
+    hint: str = "give the fit's own data with --data",
+) -> ResponseData:
+    """The responses ``fit`` was made from: ``data`` when given, else the source its card records.
+
+    ``data`` may be a :class:`~irtbayes.data.responses.ResponseData`, a path any :func:`irtbayes.data.io.load` reads, or a
+    registered data set name. Its checksum must equal the fit's. ``hint`` ends the error messages (how to give the
+    data where this is called from).
+
+    Raises
+    ------
+    FitError
+        The recorded source is not found, or the data is not what the fit was made from.
+
+    Examples
+    --------
+    >>> from irtbayes.examples import simulated_fit
+    >>> from irtbayes.data.simulate import simulate_responses
+    >>> fit, data = simulated_fit(100, 40, missing=0.0)
+    >>> from irtbayes.fitting.storage import load_fit_data
+    >>> load_fit_data(fit, data) is data  # the data's checksum is the fit's
+    True
+    >>> other, _ = simulate_responses(100, 40, missing=0.0, seed=9)
+    >>> load_fit_data(fit, other)
+    Traceback (most recent call last):
+        ...
+    irtbayes.core.errors.FitError: simulated 2pl (100 subjects x 40 items): these are not the data the fit was made from (checksum 3c9577f08d85, the fit's 868eb8ba7ce5); give the fit's own data with --data
+    """
+    from irtbayes.data import io
+    from irtbayes.data import registry as datasets
+
+    if isinstance(data, ResponseData):
+        loaded = data
+    else:
+        source = str(data) if data is not None else str(fit.info.get("source") or "")
+        if source and Path(source).exists():
+            loaded = io.load(source)
+        elif source and source in datasets.list_datasets().index:
+            loaded = datasets.load_dataset(source)
+        elif data is not None:
+            raise DataError(f"{source}: no such file or folder, and not a registered data set")
+        else:
+            raise FitError(f"the data the fit was made from ({source or 'not recorded'}) is not here; {hint}")
+    fit.check_data(loaded, hint=hint)
+    return loaded

@@ -31,6 +31,7 @@ from irtbayes.core import plots
 from irtbayes.core.files import atomic_dir
 from irtbayes.core.summaries import format_interval
 from irtbayes.data.responses import ResponseData
+from irtbayes.fitting.storage import load_fit_data
 from irtbayes.reporting.document import Document, format_number, format_probability, format_share
 
 if TYPE_CHECKING:
@@ -947,26 +948,11 @@ def report(
     >>> "<title>irtbayes audit of simulated 2pl (20 subjects x 30 items)</title>" in html.read_text()
     True
     """
-    data = _data_of(fit) if data is None else data
-    fit.check_data(data, where="report")
+    data = load_fit_data(fit, data, hint="give it as data=")
     doc = build_report(fit, data, audit=audit, benchfill=benchfill, title=title)
     with atomic_dir(out) as tmp:
         write_report_files(doc, fit, tmp, audit=audit)
     return Path(out) / "report.html"
-
-
-def _data_of(fit: Fit) -> ResponseData:
-    """The data a fit records as its source: a file or folder that is still there, or a registered data set."""
-    from irtbayes.core.errors import FitError
-    from irtbayes.data import io
-    from irtbayes.data.registry import list_datasets, load_dataset
-
-    source = str(fit.info.get("source") or "")
-    if source and Path(source).exists():
-        return io.load(source)
-    if source and source in list_datasets().index:
-        return load_dataset(source)
-    raise FitError(f"report: the data the fit was made from ({source or 'not recorded'}) is not here; give it as data=")
 
 
 def write_report_files(doc: Document, fit: Fit, folder: Path, *, audit: AuditResult | None = None) -> None:
