@@ -47,6 +47,7 @@ Responses under several conditions are averaged per (subject, item) for raw and 
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Iterator, Sequence
@@ -71,6 +72,7 @@ from irtbayes.auditing.draws import (
 from irtbayes.auditing.gaps import GapDraws, edge_gaps, gap_location, gap_parts
 from irtbayes.auditing.mismatch import ddm_shape_w1
 from irtbayes.auditing.ranking import MAX_AHEAD_SUBJECTS, draw_ranks, reweighted_accuracy
+from irtbayes.auditing.recalibration import interval_calibration_note
 from irtbayes.auditing.result import DDM_DEFINITIONS, AuditResult
 from irtbayes.auditing.scopes import Scope, build_scopes, response_matrix
 from irtbayes.auditing.settings import ENSEMBLES, AuditFields, AuditSettings, resolve_target
@@ -93,6 +95,8 @@ log = logging.getLogger(__name__)
 
 #: About this many array elements per chunk of draws.
 CHUNK_ELEMENTS = 1 << 21
+#: Leaderboard draws of each simulated audit of the self-check (the measures it checks do not use them).
+SELF_CHECK_MAX_DRAWS = 200
 #: Edge gaps are also reported for [L + margin, U - margin]: the default range's widening on each side.
 EDGE_GAP_MARGIN = RANGE_WIDEN
 #: How the edge gaps move with the range (derivation in irtbayes.auditing.gaps).
@@ -140,7 +144,8 @@ def audit(
         Fields of :class:`~irtbayes.auditing.settings.AuditSettings` given one by one, typed by
         :class:`~irtbayes.auditing.settings.AuditFields` (``target``, ``bins``, ``range``, ``group``, ``ci_prob``,
         ``min_items``, ``max_draws``, ``information_draws``, ``resample_items``, ``top_k``, ``group_threshold``,
-        ``grid_points``, ``ability_dim``, ``seed``, ``progress``, ``ensemble``, ``fixed_items``); they override
+        ``grid_points``, ``ability_dim``, ``seed``, ``progress``, ``ensemble``, ``fixed_items``,
+        ``calibrated_intervals``, ``self_check``); they override
         ``settings``. An unknown name is a SpecError.
 
     Returns
@@ -211,7 +216,46 @@ def audit(
         timer["ranking"],
         timer["information"],
     )
-    return AuditResult(target=run.target, ci_prob=s.ci_prob, settings=recorded, **tables)
+    result = AuditResult(target=run.target, ci_prob=s.ci_prob, settings=recorded, **tables)
+    if s.self_check:
+        result = _with_self_check(result, posterior, data, s)
+    return result
+
+
+def _with_self_check(result: AuditResult, posterior: Any, data: ResponseData, s: AuditSettings) -> AuditResult:
+    """The audit with its self-check: per benchmark and measure, the achieved coverage and the calibrated
+    interval as columns ``{m}_self_check_coverage``, ``_ci_low``, ``_ci_high`` of ``benchmarks``, and the
+    check's settings under ``settings["self_check"]`` (:mod:`irtbayes.auditing.selfcheck`)."""
+    from irtbayes.auditing.selfcheck import SHORTFALL, self_check
+
+    log.info("self-check: %d simulated data sets, each refitted with the approximate tier and audited", s.self_check)
+    check = self_check(
+        posterior,  # a Fit: self_check says so otherwise
+        data,
+        result,
+        n_sets=s.self_check,
+        seed=s.seed,
+        progress=s.progress,
+        max_draws=None if s.max_draws is None else min(s.max_draws, SELF_CHECK_MAX_DRAWS),
+        audit_fn=audit,
+    )
+    bench = result.benchmarks.copy()
+    kinds = np.where(bench["scope_kind"].to_numpy() == "all", "all", bench["scope"].astype(str).to_numpy())
+    checked = bench["scope_kind"].isin(["all", "benchmark"]).to_numpy()
+    for measure, rows in check.table.groupby("measure", sort=False):
+        by_scope = rows.set_index("scope")
+        for column, source in (
+            ("coverage", "coverage"),
+            ("ci_low", "calibrated_ci_low"),
+            ("ci_high", "calibrated_ci_high"),
+        ):
+            values = by_scope[source].reindex(kinds).to_numpy(dtype="float64")
+            bench[f"{measure}_self_check_{column}"] = np.where(checked, values, np.nan)
+    bench.attrs = dict(result.benchmarks.attrs)
+    summary = {k: v for k, v in check.to_dict().items() if k != "table"}
+    summary["shortfall"] = SHORTFALL
+    settings = result.settings | {"self_check": summary}
+    return dataclasses.replace(result, benchmarks=bench, settings=settings)
 
 
 @dataclass
@@ -387,7 +431,11 @@ def _scope_tables(
             for k, v in summarize(curve_draws[key][:, :, j], ci_prob=s.ci_prob).items():
                 info[f"{key}_{k}"] = v
         info_rows.append(info)
-        bench_rows.append(benchmark_row(scope, run.target, cov, gaps, where, sat, n_top, info, s.ci_prob))
+        bench_rows.append(
+            benchmark_row(
+                scope, run.target, cov, gaps, where, sat, n_top, info, s.ci_prob, calibrated=_recalibrated(run, s)
+            )
+        )
     return {
         "bins": pd.concat(bins_rows, ignore_index=True),
         "benchmarks": pd.DataFrame(bench_rows),
@@ -396,6 +444,12 @@ def _scope_tables(
         "information": pd.concat(info_rows, ignore_index=True),
         "saturation": saturation_by_scope,
     }
+
+
+def _recalibrated(run: _Run, s: AuditSettings) -> bool:
+    """Whether the gap and DDM intervals are recalibrated: asked for, and on the deconvolved locations the
+    recalibration was learned on (:mod:`irtbayes.auditing.recalibration`)."""
+    return bool(s.calibrated_intervals) and run.ensemble == "deconvolved"
 
 
 def _recorded_settings(
@@ -435,6 +489,8 @@ def _recorded_settings(
         "ensemble": run.ensemble,
         "deconvolution_smoothing": run.smoothing,
         "interval": "equal-tailed",
+        "calibrated_intervals": _recalibrated(run, s),
+        "interval_calibration": interval_calibration_note(s.calibrated_intervals, run.ensemble),
         "ddm_default": DDM_DEFINITIONS["ddm_w1"],
         "ddm_definitions": DDM_DEFINITIONS,
         "edge_gap_inner_range": None if run.inner_range is None else list(run.inner_range),

@@ -97,6 +97,16 @@ class AuditSettings:
     fixed_items
         Items whose draws enter the ensemble measures as they are, even when deconvolving (items whose
         prior is not the bank's, such as BenchFill's added candidates).
+    calibrated_intervals
+        Report the Maximum Gap's (and its parts') and the DDM's intervals recalibrated across design families
+        (default; :mod:`irtbayes.auditing.recalibration`); the posterior's own intervals are kept beside them
+        (``*_posterior_ci_low``/``_high``). False reports the posterior's own as ``*_ci_low``/``_high``, as does
+        ``ensemble="draws"`` (the recalibration was learned on deconvolved locations).
+    self_check
+        Simulate this many data sets from the fitted posterior with the user's systems, items and missing
+        cells, refit each with the approximate tier, audit it, and report the achieved coverage of every
+        benchmark's Maximum Gap and DDM intervals (:mod:`irtbayes.auditing.selfcheck`; needs a Fit). 0 (default):
+        no self-check.
 
     Examples
     --------
@@ -123,6 +133,8 @@ class AuditSettings:
     progress: bool = False
     ensemble: str = "auto"
     fixed_items: Sequence[str] | None = None
+    calibrated_intervals: bool = True
+    self_check: int = 0
 
     def replace(self, **changes: Any) -> AuditSettings:
         """A copy with ``changes`` (field names as keywords); :class:`SpecError` for a name that is no field."""
@@ -157,6 +169,11 @@ class AuditSettings:
             information_draws = _check_int(information_draws, "information_draws", 1)
         if not 0.5 < float(self.group_threshold) <= 1:
             raise SpecError(f"group_threshold must be in (0.5, 1], got {self.group_threshold!r}")
+        self_check = _check_int(self.self_check, "self_check", 0)
+        if self_check == 1:
+            raise SpecError("self_check needs at least 2 simulated data sets (20 or more give a usable coverage)")
+        if not isinstance(self.calibrated_intervals, (bool, np.bool_)):
+            raise SpecError(f"calibrated_intervals must be True or False, got {self.calibrated_intervals!r}")
         bins = self.bins
         if isinstance(bins, (int, np.integer)) and not isinstance(bins, bool) and bins < 1:
             raise SpecError(f"the number of bins must be at least 1, got {bins}")
@@ -167,6 +184,8 @@ class AuditSettings:
             grid_points=grid_points,
             max_draws=max_draws,
             information_draws=information_draws,
+            self_check=self_check,
+            calibrated_intervals=bool(self.calibrated_intervals),
         )
 
     def group_names(self) -> list[str] | None:
@@ -197,6 +216,8 @@ class AuditFields(TypedDict, total=False):
     progress: bool
     ensemble: str
     fixed_items: Sequence[str] | None
+    calibrated_intervals: bool
+    self_check: int
 
 
 def _check_int(value: Any, name: str, minimum: int) -> int:

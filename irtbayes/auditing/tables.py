@@ -22,6 +22,7 @@ from irtbayes.auditing.ranking import (
     saturation,
     unrepresented_mass,
 )
+from irtbayes.auditing.recalibration import CALIBRATED, calibrated_interval
 from irtbayes.auditing.result import STAT_NAMES
 from irtbayes.auditing.scopes import Scope
 from irtbayes.auditing.settings import AuditSettings
@@ -134,8 +135,27 @@ def benchmark_row(
     n_top: int,
     info: pd.DataFrame,
     ci_prob: float,
+    *,
+    calibrated: bool = True,
 ) -> dict[str, Any]:
-    """One scope's row of the ``benchmarks`` table."""
+    """One scope's row of the ``benchmarks`` table.
+
+    With ``calibrated`` (the default), the measures of :data:`~irtbayes.auditing.recalibration.CALIBRATED`
+    report their recalibrated interval as ``{m}_ci_low``/``{m}_ci_high`` and the posterior's own as
+    ``{m}_posterior_ci_low``/``{m}_posterior_ci_high`` (:mod:`irtbayes.auditing.recalibration`).
+    """
+    width = tgt.hi - tgt.lo
+
+    def stats(values: np.ndarray, prefix: str) -> dict[str, float]:
+        out = _stats(values, prefix, ci_prob)
+        if prefix in CALIBRATED:
+            out[f"{prefix}_posterior_ci_low"] = out[f"{prefix}_ci_low"]
+            out[f"{prefix}_posterior_ci_high"] = out[f"{prefix}_ci_high"]
+            if calibrated:
+                lo, hi = calibrated_interval(values, prefix, ci_prob, range_width=width)
+                out[f"{prefix}_ci_low"], out[f"{prefix}_ci_high"] = lo, hi
+        return out
+
     weights = tgt.weights_array
     shape_w1 = np.concatenate(scope.shape_w1)
     row: dict[str, Any] = {
@@ -147,15 +167,15 @@ def benchmark_row(
     }
     row |= _stats(cov.mass_below, "mass_below", ci_prob)
     row |= _stats(cov.mass_above, "mass_above", ci_prob)
-    row |= _stats(ddm_w1_from_shape(shape_w1, in_range=cov.in_range, n_items=cov.n_items), "ddm_w1", ci_prob)
-    row |= _stats(ddm_tv(cov.counts, weights, below=cov.below, above=cov.above), "ddm_tv", ci_prob)
+    row |= stats(ddm_w1_from_shape(shape_w1, in_range=cov.in_range, n_items=cov.n_items), "ddm_w1")
+    row |= stats(ddm_tv(cov.counts, weights, below=cov.below, above=cov.above), "ddm_tv")
     row |= _stats(shape_w1, "ddm_shape_w1", ci_prob)
     row |= _stats(ddm_shape_tv(cov.counts, weights), "ddm_shape_tv", ci_prob)
-    row |= _stats(gaps.width, "max_gap", ci_prob)
+    row |= stats(gaps.width, "max_gap")
     row |= _gap_columns(where)
     for part in ("interior_gap", "edge_gap_low", "edge_gap_high", "edge_gap_low_inner", "edge_gap_high_inner"):
         values = getattr(scope, part)
-        row |= _stats(np.concatenate(values), part, ci_prob) if values else _nan_stats(part)
+        row |= stats(np.concatenate(values), part) if values else _nan_stats(part)
     row |= _stats((cov.counts == 0).sum(axis=1), "empty_bins", ci_prob)
     row |= _stats(unrepresented_mass(cov.counts, weights), "unrepresented", ci_prob)
     theta = info["theta"].to_numpy()
@@ -187,7 +207,10 @@ def _gap_columns(where: GapLocation) -> dict[str, Any]:
 
 
 def _nan_stats(prefix: str) -> dict[str, float]:
-    return {f"{prefix}_{k}": math.nan for k in STAT_NAMES}
+    out = {f"{prefix}_{k}": math.nan for k in STAT_NAMES}
+    if prefix in CALIBRATED:
+        out |= {f"{prefix}_posterior_ci_low": math.nan, f"{prefix}_posterior_ci_high": math.nan}
+    return out
 
 
 def items_table(

@@ -261,6 +261,8 @@ def _audit_from_args(fit_result: object, data: object, args: argparse.Namespace)
         ci_prob=args.ci,
         ensemble=getattr(args, "ensemble", "auto"),
         progress=not getattr(args, "no_progress", False),
+        calibrated_intervals=not getattr(args, "posterior_intervals", False),
+        self_check=getattr(args, "self_check", 0),
     )
 
 

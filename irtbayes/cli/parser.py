@@ -184,6 +184,23 @@ def add_audit_verb(verbs: Any, command: Command) -> None:
     audit_p.add_argument("--fit", help="a saved fit folder to audit instead of fitting")
     add_fit_options(audit_p)
     add_target_arguments(audit_p)
+    check = audit_p.add_argument_group("calibration of the intervals")
+    check.add_argument(
+        "--self-check",
+        type=int,
+        default=0,
+        metavar="N",
+        help="check the audit on your own design: simulate N data sets from the fitted posterior (your systems, "
+        "items and missing cells), refit each with the approximate tier, audit them and report each benchmark's "
+        "achieved coverage of its Maximum Gap and DDM intervals, with intervals widened to their calibrated level "
+        "where it falls short (summary.json, the text and the report; 20 or more; default 0: off)",
+    )
+    check.add_argument(
+        "--posterior-intervals",
+        action="store_true",
+        help="report the Maximum Gap's and the DDM's posterior intervals as they are, not recalibrated across "
+        "design families (the default; see docs/validation.md)",
+    )
     audit_p.add_argument("--out", default="out/audit", help="output folder (default out/audit)")
     audit_p.add_argument("--no-report", action="store_true", help="skip the HTML/Markdown report")
     audit_p.set_defaults(func=command)

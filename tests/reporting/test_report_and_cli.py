@@ -134,6 +134,26 @@ def test_cli_fit_audit_report_score_round_trip(hostile: dict[str, object], tmp_p
         assert block["ci_low"] <= block["mean"] <= block["ci_high"]
     assert (out / "bins.csv").is_file() and (out / "ranking.csv").is_file()
     assert (out / "report" / "report.html").is_file()
+    bench = pd.read_csv(out / "benchmarks.csv")
+    assert (bench["max_gap_ci_high"] >= bench["max_gap_posterior_ci_high"]).all()  # recalibrated, never narrower
+    assert summary["settings"]["calibrated_intervals"] is True
+
+    plain = tmp_path / "audit_plain"
+    assert (
+        main(
+            ["audit", "--fit", str(fit_dir), "--bins", "5", "--posterior-intervals", "--no-report", "--out", str(plain)]
+        )
+        == 0
+    )
+    bench = pd.read_csv(plain / "benchmarks.csv")
+    np.testing.assert_allclose(bench["max_gap_ci_high"], bench["max_gap_posterior_ci_high"])
+    checked = tmp_path / "audit_checked"
+    argv = ["audit", "--fit", str(fit_dir), "--bins", "5", "--self-check", "2", "--no-report", "--out", str(checked)]
+    assert main(argv) == 0
+    summary = json.loads((checked / "summary.json").read_text())
+    assert summary["settings"]["self_check"]["n_sets"] + summary["settings"]["self_check"]["n_failed"] == 2
+    assert "max_gap_self_check_coverage" in pd.read_csv(checked / "benchmarks.csv").columns
+    assert "Self-check on this design" in (checked / "audit.txt").read_text()
 
     rep = tmp_path / "report"
     assert main(["report", "--fit", str(fit_dir), "--audit", str(out), "--out", str(rep)]) == 0
