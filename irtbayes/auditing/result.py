@@ -480,8 +480,8 @@ def self_check_lines(table: pd.DataFrame, settings: dict[str, Any], pct: str) ->
             text = f"{SELF_CHECKED[m]} {format_interval(r, m)} held the truth in {cov:.0%}"
             if cov < nominal - shortfall:
                 text += (
-                    f", short: widened to its calibrated level [{r[f'{m}_self_check_ci_low']:.2f}, "
-                    f"{r[f'{m}_self_check_ci_high']:.2f}] (labelled self-check calibrated)"
+                    f", short: self-check calibrated interval [{r[f'{m}_self_check_ci_low']:.2f}, "
+                    f"{r[f'{m}_self_check_ci_high']:.2f}]"
                 )
             parts.append(text)
         if parts:
