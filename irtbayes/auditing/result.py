@@ -538,24 +538,28 @@ def design_notes(table: pd.DataFrame, settings: dict[str, Any]) -> list[str]:
     n_subjects = int(table["n_subjects"].max())
     bench = table.loc[table["scope_kind"] == "benchmark"]
     small = bench.loc[bench["n_items"] < STUDIED_ITEMS[0], "scope"].astype(str).tolist()
+    checked = isinstance(settings.get("self_check"), dict)
+    advice = (
+        "the self-check below measured their coverage on this design"
+        if checked
+        else "run the self-check (self_check=20, --self-check 20) to measure their coverage here"
+    )
     notes = []
     if n_subjects < STUDIED_SYSTEMS[0] or n_subjects > STUDIED_SYSTEMS[1]:
         notes.append(
             f"{n_subjects} systems lie outside the calibration study's {STUDIED_SYSTEMS[0]}-{STUDIED_SYSTEMS[1]}: "
-            "the recalibrated intervals are unchecked on this design; run the self-check (self_check=20, "
-            "--self-check 20) to measure their coverage here."
+            f"the recalibrated intervals are unchecked by the study on this design; {advice}."
         )
     elif n_subjects < 80:
         notes.append(
             f"With {n_subjects} systems (under 80) the study's coverage target was not required; its few-systems "
-            "family (30-60 systems) is reported in docs/validation.md. The self-check (--self-check 20) measures "
-            "the coverage on this design."
+            f"family (30-60 systems) is reported in docs/validation.md; {advice}."
         )
     if small:
         notes.append(
             f"{len(small)} benchmark(s) have fewer than {STUDIED_ITEMS[0]} items ({', '.join(small[:5])}"
             f"{', ...' if len(small) > 5 else ''}), fewer than the calibration study had: their gap and DDM "
-            "intervals are unchecked there; the self-check measures them."
+            f"intervals are unchecked by the study there; {advice}."
         )
     return notes
 

@@ -231,3 +231,24 @@ def test_audit_reports_its_self_check(edge_hole_runs, tmp_path):
     again = load_audit(write_audit(result, tmp_path / "audit"), data=sim.data)
     assert again.benchmarks.equals(result.benchmarks)
     assert again.settings["self_check"]["n_sets"] == check["n_sets"]
+
+
+def test_design_notes_flag_designs_outside_the_study():
+    from irtbayes.auditing.result import design_notes
+
+    table = pd.DataFrame(
+        {
+            "scope_kind": ["all", "benchmark", "benchmark"],
+            "scope": ["all", "a", "b"],
+            "n_subjects": 29,
+            "n_items": [70, 50, 20],
+        }
+    )
+    notes = design_notes(table, {"calibrated_intervals": True})
+    assert len(notes) == 2
+    assert "29 systems lie outside" in notes[0] and "run the self-check" in notes[0]
+    assert "1 benchmark(s) have fewer than 30 items (b)" in notes[1]
+    checked = design_notes(table, {"calibrated_intervals": True, "self_check": {"n_sets": 20}})
+    assert all("the self-check below measured" in n for n in checked)
+    assert design_notes(table.assign(n_subjects=120, n_items=60), {"calibrated_intervals": True}) == []
+    assert design_notes(table, {"calibrated_intervals": False}) == []  # the posterior's own intervals: no claim made
