@@ -14,7 +14,7 @@ What
 ----
 For each calibrated measure m (:data:`CALIBRATED`), the study gives the distribution of the standardised
 error z = (truth - posterior mean) / posterior sd over many simulated benchmarks of nine design families
-(seeds 101-140; the reported table uses seeds 1-12). Its quantile function Q_m is stored here
+(seeds 101-140; the reported table uses seeds 1-24). Its quantile function Q_m is stored here
 (:data:`TABLE`). For a posterior of m with mean μ, sd σ and equal-tailed interval [a, b] at level p, the
 audit reports
 
@@ -26,7 +26,7 @@ study's errors did. The tail scales s_low, s_high <= 1 start at 1 (the pooled er
 quantiles) and are lowered in steps of 0.05, each time on the side where the worst-covered family of the
 tuning seeds (among those with 80 or more systems) misses most, until every such family reaches 0.90
 (:func:`learn`): the intervals are built to hold in each family, so pooled over families they hold more often
-than p.
+than p. The scales were tuned at p = 0.9; another ``ci_prob`` uses the same scales on its own tails.
 
 The posterior's own interval stays in ``{m}_posterior_ci_low`` and ``{m}_posterior_ci_high``; ``audit(...,
 calibrated_intervals=False)`` reports it as ``{m}_ci_low``/``{m}_ci_high`` instead, and so does an audit on the
