@@ -68,7 +68,7 @@ def one_set(family: str, seed: int, *, sampler: str, fits: Path | None, audit_op
         warnings.simplefilter("ignore")
         if saved is not None and saved.exists():
             fitted = load_fit(saved, data=sim.data)
-            fit_seconds = float(fitted.sampler.get("seconds", np.nan)) if hasattr(fitted, "sampler") else np.nan
+            fit_seconds = float(fitted.sampler.get("wall_time_s", np.nan))  # as recorded when it was fitted
         else:
             fitted = fit(sim.data, seed=seed, progress=False, **({} if sampler == "default" else {"sampler": sampler}))
             fit_seconds = time.perf_counter() - started

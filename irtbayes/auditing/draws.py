@@ -22,8 +22,10 @@ from irtbayes.core.errors import FitError
 from irtbayes.data.responses import ResponseData
 
 __all__ = [
+    "CHUNK_ELEMENTS",
     "SAMPLE_DIMS",
     "PosteriorDraws",
+    "draw_chunks",
     "draws_identity",
     "extract_draws",
     "fit_created",
@@ -33,6 +35,23 @@ __all__ = [
 ]
 
 SAMPLE_DIMS = ("chain", "draw")
+#: About this many array elements per chunk of draws.
+CHUNK_ELEMENTS = 1 << 21
+
+
+def draw_chunks(n_draws: int, per_draw: int) -> list[slice]:
+    """Slices of ``n_draws`` draws, each about :data:`CHUNK_ELEMENTS` elements of ``per_draw`` each.
+
+    The deconvolved item locations depend on the chunks, so the audit and its self-check both chunk here.
+
+    Examples
+    --------
+    >>> from irtbayes.auditing.draws import draw_chunks
+    >>> draw_chunks(5, 1 << 20)
+    [slice(0, 2, None), slice(2, 4, None), slice(4, 5, None)]
+    """
+    size = max(1, CHUNK_ELEMENTS // max(per_draw, 1))
+    return [slice(start, min(start + size, n_draws)) for start in range(0, n_draws, size)]
 
 
 @dataclass(frozen=True)

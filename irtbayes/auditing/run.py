@@ -50,7 +50,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Unpack
 
@@ -63,6 +63,7 @@ from irtbayes.auditing.coverage import CoverageDraws, bin_codes, count_items, co
 from irtbayes.auditing.deconvolve import deconvolved_locations, prior_draws
 from irtbayes.auditing.draws import (
     PosteriorDraws,
+    draw_chunks,
     draws_identity,
     extract_draws,
     fit_created,
@@ -93,8 +94,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-#: About this many array elements per chunk of draws.
-CHUNK_ELEMENTS = 1 << 21
 #: Leaderboard draws of each simulated audit of the self-check (the measures it checks do not use them).
 SELF_CHECK_MAX_DRAWS = 200
 #: Edge gaps are also reported for [L + margin, U - margin]: the default range's widening on each side.
@@ -108,12 +107,6 @@ EDGE_GAP_RULE = (
 
 
 # ============================================================================================ helpers
-def _chunks(n_draws: int, per_draw: int) -> Iterator[slice]:
-    size = max(1, CHUNK_ELEMENTS // max(per_draw, 1))
-    for start in range(0, n_draws, size):
-        yield slice(start, min(start + size, n_draws))
-
-
 def _thin(n_samples: int, max_draws: int | None) -> np.ndarray:
     if max_draws is None or n_samples <= max_draws:
         return np.arange(n_samples)
@@ -218,11 +211,13 @@ def audit(
     )
     result = AuditResult(target=run.target, ci_prob=s.ci_prob, settings=recorded, **tables)
     if s.self_check:
-        result = _with_self_check(result, posterior, data, s)
+        result = _with_self_check(result, posterior, data, s, run.locations)
     return result
 
 
-def _with_self_check(result: AuditResult, posterior: Any, data: ResponseData, s: AuditSettings) -> AuditResult:
+def _with_self_check(
+    result: AuditResult, posterior: Any, data: ResponseData, s: AuditSettings, locations: np.ndarray
+) -> AuditResult:
     """The audit with its self-check: per benchmark and measure, the achieved coverage and the calibrated
     interval as columns ``{m}_self_check_coverage``, ``_ci_low``, ``_ci_high`` of ``benchmarks``, and the
     check's settings under ``settings["self_check"]`` (:mod:`irtbayes.auditing.selfcheck`)."""
@@ -238,6 +233,7 @@ def _with_self_check(result: AuditResult, posterior: Any, data: ResponseData, s:
         progress=s.progress,
         max_draws=None if s.max_draws is None else min(s.max_draws, SELF_CHECK_MAX_DRAWS),
         audit_fn=audit,
+        locations=locations,  # the audit's own item locations: not deconvolved a second time
     )
     bench = result.benchmarks.copy()
     kinds = np.where(bench["scope_kind"].to_numpy() == "all", "all", bench["scope"].astype(str).to_numpy())
@@ -308,7 +304,7 @@ def _prepare(posterior: Any, data: ResponseData, s: AuditSettings) -> _Run:
     inner_range = (
         (tgt.lo + EDGE_GAP_MARGIN, tgt.hi - EDGE_GAP_MARGIN) if tgt.hi - tgt.lo > 2 * EDGE_GAP_MARGIN else None
     )
-    chunks = list(_chunks(n_samples, n_items))
+    chunks = draw_chunks(n_samples, n_items)
     locations, ensemble_used, smoothing = _ensemble_locations(
         post, data, draws.difficulty, ensemble=s.ensemble, fixed_items=s.fixed_items, chunks=chunks, seed=s.seed
     )
@@ -352,7 +348,7 @@ def _leaderboard_pass(run: _Run, s: AuditSettings) -> np.ndarray:
     keep = _thin(run.n_samples, s.max_draws)
     rng = np.random.default_rng(s.seed)
     edges, weights = run.target.edges_array, run.target.weights_array
-    for sl in tqdm(list(_chunks(len(keep), run.n_items)), desc="audit: leaderboard", disable=not s.progress):
+    for sl in tqdm(draw_chunks(len(keep), run.n_items), desc="audit: leaderboard", disable=not s.progress):
         rows = keep[sl]
         codes = bin_codes(run.draws.difficulty[rows], edges)
         g = rng.standard_exponential(codes.shape) if s.resample_items else None
@@ -378,7 +374,7 @@ def _information_pass(run: _Run, s: AuditSettings, theta: np.ndarray) -> dict[st
     curves: dict[str, list[np.ndarray]] = {"info": [], "se": [], "score": [], "slope": []}
     keep_info = _thin(run.n_samples, s.information_draws)
     blocks = item_blocks(membership)
-    chunks = list(_chunks(len(keep_info), run.n_items * s.grid_points))
+    chunks = draw_chunks(len(keep_info), run.n_items * s.grid_points)
     for sl in tqdm(chunks, desc="audit: information", disable=not s.progress):
         rows = keep_info[sl]
         out = curves_by_blocks(

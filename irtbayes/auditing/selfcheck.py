@@ -71,7 +71,8 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from irtbayes.auditing.deconvolve import deconvolved_locations, prior_draws
-from irtbayes.auditing.draws import PosteriorDraws, extract_draws
+from irtbayes.auditing.draws import PosteriorDraws, draw_chunks, extract_draws
+from irtbayes.auditing.recalibration import CALIBRATED
 from irtbayes.auditing.result import AuditResult
 from irtbayes.auditing.settings import DEFAULT_INFORMATION_DRAWS, DEFAULT_MAX_DRAWS, AuditSettings
 from irtbayes.auditing.truth import interval_check, true_measures
@@ -88,7 +89,6 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
 __all__ = [
-    "CHUNK_ELEMENTS",
     "MEASURES",
     "SAMPLER",
     "SHORTFALL",
@@ -102,8 +102,6 @@ log = logging.getLogger(__name__)
 
 #: The measures checked: each is a column prefix of the audit's benchmarks table.
 MEASURES = ("max_gap", "interior_gap", "edge_gap_low", "edge_gap_high", "ddm_w1")
-#: Measures bounded above by 1 (the others, gaps, by U - L).
-_UNIT_MEASURES = ("ddm_w1",)
 #: Coverage this far below the nominal rate counts as short of it in :meth:`SelfCheck.to_text`.
 SHORTFALL = 0.05
 #: Most draws per chain of each refit (500 over 4 chains; each refit's audit costs in proportion).
@@ -112,9 +110,6 @@ MAX_REFIT_DRAWS = 125
 CHECK_INFORMATION_DRAWS = 10
 #: The fitting tier of the refits.
 SAMPLER: Literal["approx"] = "approx"
-#: Array elements per chunk of draws, as the audit chunks them (``irtbayes.auditing.run.CHUNK_ELEMENTS``): the
-#: deconvolved locations depend on the chunks, so the truth's are the audit's only with the same ones.
-CHUNK_ELEMENTS = 1 << 21
 _TABLE_COLUMNS = [
     "scope",
     "measure",
@@ -351,6 +346,7 @@ def self_check(
     ci_prob: float | None = None,
     max_draws: int | None = None,
     audit_fn: Callable[..., AuditResult] | None = None,
+    locations: np.ndarray | None = None,
 ) -> SelfCheck:
     """Check the coverage of an audit's intervals on this design by simulation from the posterior.
 
@@ -366,23 +362,20 @@ def self_check(
     audited
         The audit being checked; its target fixes [L, U] and the bins of every simulated audit, its settings
         (seed, ensemble, ``min_items``, ...) are reused.
-    n_sets
-        Simulated data sets (each costs one approximate fit and one audit).
-    seed
-        Seed: set k draws its responses from ``seed + k`` and refits with ``seed + k``.
-    progress
-        Show a progress bar over the sets.
+    n_sets, seed, progress
+        Simulated data sets (each one approximate fit and one audit); set k draws its responses and refits with
+        ``seed + k``; a progress bar over the sets.
     ci_prob
-        The coverage claimed, and the quantile of the calibration factor (default: the audit's ``ci_prob``).
-        The simulated audits keep the audit's own interval probability, so a different value checks the
-        audit's intervals against another claim.
+        The coverage claimed and the factor's quantile (default: the audit's ``ci_prob``; the simulated audits
+        keep the audit's own intervals, so another value checks them against another claim).
     max_draws
-        Leaderboard draws of the simulated audits (default: as in the audit); lower it to save time, it does
-        not change the measures checked.
+        Leaderboard draws of the simulated audits (default: the audit's); they do not enter the measures checked.
     audit_fn
-        The audit verb, :func:`irtbayes.auditing.run.audit` (needed: this module may not import
-        :mod:`irtbayes.auditing.run`, which calls it for ``audit(..., self_check=N)``); called as
-        ``audit_fn(fit, data, settings=...)`` on each refit.
+        The audit verb, :func:`irtbayes.auditing.run.audit` (which imports this module, so it is passed in),
+        called as ``audit_fn(fit, data, settings=...)`` on each refit.
+    locations
+        (sample, item) the audit's own item locations, the simulated truths (``audit(..., self_check=N)`` passes
+        them); None deconvolves them again with the audit's seed and chunks.
 
     Returns
     -------
@@ -416,7 +409,15 @@ def self_check(
     nominal = check_ci_prob(audited.ci_prob if ci_prob is None else ci_prob)
     settings = _audit_settings(audited, max_draws)
     checks, failures = _simulated_checks(
-        posterior, data, audited, settings, audit_fn, n_sets=n_sets, seed=int(seed), progress=progress
+        posterior,
+        data,
+        audited,
+        settings,
+        audit_fn,
+        n_sets=n_sets,
+        seed=int(seed),
+        progress=progress,
+        locations=locations,
     )
     n_ok = len(checks)
     if n_ok == 0 or n_ok < n_sets / 2:
@@ -428,10 +429,8 @@ def self_check(
     sets["scale"] = interval_scales(sets["mean"], sets["ci_low"], sets["ci_high"], sets["truth"])
     table = _summarise(sets, audited, nominal)
     seconds = time.perf_counter() - started
-    log.info(
-        "self-check of %s: %d sets (%d failed) refitted with the approximate tier in %.1fs (%.1fs per set)",
-        *(data.source, n_ok, len(failures), seconds, seconds / n_sets),
-    )
+    message = "self-check of %s: %d sets (%d failed) refitted with the approximate tier in %.1fs (%.1fs per set)"
+    log.info(message, data.source, n_ok, len(failures), seconds, seconds / n_sets)
     return SelfCheck(
         *(table, sets, n_ok, len(failures), float(seconds), SAMPLER, int(seed), nominal, float(audited.ci_prob))
     )
@@ -448,11 +447,20 @@ def _simulated_checks(
     n_sets: int,
     seed: int,
     progress: bool,
+    locations: np.ndarray | None,
 ) -> tuple[list[pd.DataFrame], list[str]]:
     """Each set simulated, refitted, audited and compared with its truth; the checks and the failures."""
     post = posterior.posterior
     draws = extract_draws(post, data)
-    truth_locations = _truth_locations(post, data, draws, audited)
+    if locations is None:
+        truth_locations = _truth_locations(post, data, draws, audited)
+    else:
+        truth_locations = np.asarray(locations)
+        if truth_locations.shape != draws.difficulty.shape:
+            raise SpecError(
+                f"locations must be (sample, item) = {draws.difficulty.shape}, as the posterior's draws; got "
+                f"{truth_locations.shape}"
+            )
     labels = _benchmark_labels(data)
     picks = spaced(draws.difficulty.shape[0], n_sets)
     if len(picks) < n_sets:  # fewer draws than sets: draws are reused, each set with its own responses
@@ -586,8 +594,7 @@ def _truth_locations(post: Any, data: ResponseData, draws: PosteriorDraws, audit
     names = sorted(set(labels))
     groups = [np.flatnonzero(np.asarray(labels) == name) for name in names]
     n_samples, n_items = difficulty.shape
-    size = max(1, CHUNK_ELEMENTS // max(n_items, 1))  # the audit's chunks: the same draws of the locations
-    chunks = [slice(start, min(start + size, n_samples)) for start in range(0, n_samples, size)]
+    chunks = draw_chunks(n_samples, n_items)  # the audit's chunks: the same draws of the locations
     locations, populations = deconvolved_locations(
         difficulty, prior, groups, chunks=chunks, seed=int(audited.settings.get("seed", 0))
     )
@@ -656,7 +663,8 @@ def _summarise(sets: pd.DataFrame, audited: AuditResult, nominal: float) -> pd.D
     for (scope, measure), group in sets.groupby(["scope", "measure"], sort=False):
         factor = calibration_factor(group["scale"].to_numpy(), nominal)
         mean, low, high = (float(original.loc[scope, f"{measure}_{part}"]) for part in ("mean", "ci_low", "ci_high"))
-        upper = 1.0 if measure in _UNIT_MEASURES else width
+        bound = CALIBRATED[measure][1]  # the measure's range: [0, U - L] for a gap, [0, 1] for the DDM
+        upper = width if bound == "range" else float(bound)
         cal_low, cal_high = _calibrated(mean, low, high, factor, upper)
         rows.append(
             {

@@ -205,10 +205,15 @@ def test_recalibration_restores_coverage_on_a_design_family(edge_hole_runs):
     assert fixed >= 0.8
 
 
-def test_audit_reports_its_self_check(edge_hole_runs, tmp_path):
+def test_audit_reports_its_self_check(edge_hole_runs, tmp_path, monkeypatch):
     """audit(..., self_check=N): coverage and calibrated intervals per benchmark, in the table, summary and text."""
+    from irtbayes.auditing import selfcheck
     from irtbayes.auditing.folder import load_audit, write_audit
 
+    def deconvolved_again(*args, **kwargs):
+        raise AssertionError("the self-check of an audit takes the audit's own locations")
+
+    monkeypatch.setattr(selfcheck, "_truth_locations", deconvolved_again)
     sim, fitted = edge_hole_runs[0]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

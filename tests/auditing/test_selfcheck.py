@@ -225,7 +225,6 @@ def test_deconvolved_truth_is_the_audits_ensemble(
         np.testing.assert_array_equal(getattr(mine["prior"], part), getattr(theirs["prior"], part))
     assert [g.tolist() for g in mine["groups"]] == [g.tolist() for g in theirs["groups"]]  # type: ignore[attr-defined]
     assert mine["chunks"] == theirs["chunks"] and mine["seed"] == theirs["seed"] == 4
-    assert selfcheck_module.CHUNK_ELEMENTS == run_module.CHUNK_ELEMENTS
     as_drawn = types.SimpleNamespace(settings={"ensemble": "draws", "seed": 4})
     assert _truth_locations(fitted.posterior, data, draws, as_drawn) is draws.difficulty  # type: ignore[arg-type]
 
