@@ -1,7 +1,7 @@
 """irtbayes: Bayesian item response theory audits of AI benchmarks.
 
 One import gives the verbs of the whole pipeline, data -> model -> fit -> checks -> audit -> report, with
-BenchFill and the robustness checks beside it::
+BenchFill, the robustness checks and the evaluation of new systems on a few items beside it::
 
     import irtbayes as irt
 
@@ -12,9 +12,9 @@ BenchFill and the robustness checks beside it::
 
 Every name below is defined in one module of a stage subpackage (``irtbayes.data``, ``irtbayes.model``,
 ``irtbayes.fitting``, ``irtbayes.checks``, ``irtbayes.auditing``, ``irtbayes.reporting``, ``irtbayes.benchfill``,
-``irtbayes.robustness``) and imported from there on first use, so ``import irtbayes`` itself is quick and the
-command line starts without loading PyMC. The stage modules hold the rest (per-draw kernels, loaders of
-single formats, plot functions) for those who need them.
+``irtbayes.robustness``, ``irtbayes.evaluating``) and imported from there on first use, so ``import irtbayes``
+itself is quick and the command line starts without loading PyMC. The stage modules hold the rest (per-draw
+kernels, loaders of single formats, plot functions) for those who need them.
 """
 
 from __future__ import annotations
@@ -95,10 +95,24 @@ _PUBLIC: dict[str, str] = {
     "check_robustness": "irtbayes.robustness.run",
     "RobustnessSettings": "irtbayes.robustness.run",
     "RobustnessResult": "irtbayes.robustness.run",
+    # evaluating new systems on a few items
+    "predict_scores": "irtbayes.evaluating.prediction",
+    "PredictedScores": "irtbayes.evaluating.prediction",
+    "select_items": "irtbayes.evaluating.selection",
+    "Selection": "irtbayes.evaluating.selection",
+    "AdaptiveTest": "irtbayes.evaluating.adaptive",
+    "AdaptiveResult": "irtbayes.evaluating.adaptive",
+    "run_adaptive": "irtbayes.evaluating.adaptive",
+    "Exposure": "irtbayes.evaluating.adaptive",
+    "ItemBank": "irtbayes.evaluating.bank",
+    "file_responder": "irtbayes.evaluating.responders",
+    "EndpointResponder": "irtbayes.evaluating.responders",
 }
 
 __all__ = [
     "AcceptanceRule",
+    "AdaptiveResult",
+    "AdaptiveTest",
     "AuditResult",
     "AuditSettings",
     "BenchfillResult",
@@ -106,13 +120,17 @@ __all__ = [
     "Candidate",
     "DataError",
     "Diagnostics",
+    "EndpointResponder",
+    "Exposure",
     "FileSource",
     "Fit",
     "FitError",
     "FitInterrupted",
     "IrtbayesError",
+    "ItemBank",
     "LLMSource",
     "ModelSpec",
+    "PredictedScores",
     "PredictiveCheck",
     "Priors",
     "ProposalRequest",
@@ -121,6 +139,7 @@ __all__ = [
     "RobustnessSettings",
     "SamplerSettings",
     "Scores",
+    "Selection",
     "SpecError",
     "StopRule",
     "Target",
@@ -132,6 +151,7 @@ __all__ = [
     "compare_fits",
     "export_csv_template",
     "export_lm_eval",
+    "file_responder",
     "fit",
     "group_target",
     "list_datasets",
@@ -143,11 +163,14 @@ __all__ = [
     "load_fit",
     "log_likelihood",
     "posterior_predictive_check",
+    "predict_scores",
     "propose",
     "read_target",
     "report",
+    "run_adaptive",
     "save_fit",
     "score",
+    "select_items",
     "simulate_responses",
     "uniform_target",
     "weights_target",
@@ -193,6 +216,11 @@ if TYPE_CHECKING:  # what IDEs and mypy see; at run time the names load on first
     from irtbayes.data.registry import list_datasets, load_dataset
     from irtbayes.data.responses import ResponseData
     from irtbayes.data.simulate import simulate_responses
+    from irtbayes.evaluating.adaptive import AdaptiveResult, AdaptiveTest, Exposure, run_adaptive
+    from irtbayes.evaluating.bank import ItemBank
+    from irtbayes.evaluating.prediction import PredictedScores, predict_scores
+    from irtbayes.evaluating.responders import EndpointResponder, file_responder
+    from irtbayes.evaluating.selection import Selection, select_items
     from irtbayes.fitting.fit import fit
     from irtbayes.fitting.result import Fit
     from irtbayes.fitting.scoring import Scores, score

@@ -26,7 +26,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("checks.predictive",),
     ("auditing",),
     ("reporting",),
-    ("benchfill", "robustness"),
+    ("benchfill", "robustness", "evaluating"),
     ("cli", "examples", "__main__"),
 )
 

@@ -89,7 +89,19 @@ def package() -> dict[str, rules.Module]:
 def test_the_folder_list_reads_as_the_pipeline() -> None:
     stages = sorted(p.name for p in (ROOT / "irtbayes").iterdir() if p.is_dir() and not p.name.startswith("_"))
     assert stages == sorted(
-        ["core", "data", "model", "fitting", "checks", "auditing", "reporting", "benchfill", "robustness", "cli"]
+        [
+            "core",
+            "data",
+            "model",
+            "fitting",
+            "checks",
+            "auditing",
+            "reporting",
+            "benchfill",
+            "robustness",
+            "evaluating",
+            "cli",
+        ]
     )
     flat = sorted(p.name for p in (ROOT / "irtbayes").glob("*.py"))
     assert flat == ["__init__.py", "__main__.py", "examples.py"]

@@ -31,6 +31,9 @@ from irtbayes.checks.summary import arviz_names, interval_columns, posterior_sum
 from irtbayes.checks.verdict import Diagnostics
 from irtbayes.core.errors import SpecError
 from irtbayes.data.simulate import posterior_near_truth, simulate_responses
+from irtbayes.evaluating.adaptive import AdaptiveResult
+from irtbayes.evaluating.prediction import PredictedScores
+from irtbayes.evaluating.selection import Selection
 from irtbayes.examples import simulated_audit, simulated_candidates, simulated_fit
 from irtbayes.fitting.result import Fit
 from irtbayes.fitting.scoring import Scores
@@ -402,7 +405,18 @@ def test_robustness_plots_draw_the_result_tables(robust: RobustnessResult) -> No
 
 
 def test_every_result_class_has_the_four_parts() -> None:
-    for cls in (Fit, Scores, Diagnostics, PredictiveCheck, AuditResult, BenchfillResult, RobustnessResult):
+    for cls in (
+        Fit,
+        Scores,
+        Diagnostics,
+        PredictiveCheck,
+        AuditResult,
+        BenchfillResult,
+        RobustnessResult,
+        PredictedScores,
+        Selection,
+        AdaptiveResult,
+    ):
         missing = [m for m in ("summary", "to_dict", "to_text") if not callable(getattr(cls, m, None))]
         plots = [n for n in dir(cls) if n.startswith("plot_")]
         assert not missing and plots, (cls.__name__, missing, plots)

@@ -296,7 +296,7 @@ def _prepare(posterior: Any, data: ResponseData, s: AuditSettings) -> _Run:
     overall_ability = scopes[0].ability  # the "all" scope's ability (see the module docstring)
     range_ability = draws.ability if s.ability_dim is None else overall_ability
     tgt, range_rule = resolve_target(
-        s.target, bins=s.bins, target_range=s.range, group=s.group, ability=range_ability, data=data
+        s.target, bins=s.bins, target_range=s.range, group=s.group, ability=range_ability, subjects=data.subject_ids
     )
     check_range_holds_subjects(tgt, overall_ability.mean(axis=0), list(data.subject_ids))
     n_samples, n_items = draws.difficulty.shape

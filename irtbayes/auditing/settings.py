@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, TypedDict
 
 import numpy as np
+import pandas as pd
 
 from irtbayes.auditing.coverage import DEFAULT_MIN_ITEMS
 from irtbayes.auditing.ranking import DEFAULT_GROUP_THRESHOLD, DEFAULT_TOP_K
@@ -30,7 +31,6 @@ from irtbayes.auditing.targets import (
 from irtbayes.core.errors import SpecError, refuse_unknown
 from irtbayes.core.information import DEFAULT_GRID_POINTS
 from irtbayes.core.summaries import check_ci_prob
-from irtbayes.data.responses import ResponseData
 
 __all__ = [
     "DEFAULT_INFORMATION_DRAWS",
@@ -233,9 +233,12 @@ def resolve_target(
     target_range: Sequence[float] | None,
     group: Sequence[str] | None,
     ability: np.ndarray,
-    data: ResponseData,
+    subjects: Sequence[str],
 ) -> tuple[Target, str]:
-    """The target, and a sentence saying how its range was chosen."""
+    """The target, and a sentence saying how its range was chosen.
+
+    ``ability`` holds the (draw, subject) ability draws of ``subjects``, in their order.
+    """
     if target_range is not None:
         if isinstance(target_range, (str, bytes)) or len(target_range) != 2:
             raise SpecError(f"range must be two numbers (L, U), got {target_range!r}")
@@ -260,10 +263,11 @@ def resolve_target(
         names = [group] if isinstance(group, str) else [str(g) for g in group]
         if not names:
             raise SpecError("group= names no subject")
-        unknown = [g for g in names if g not in set(data.subject_ids)]
+        known = pd.Index([str(s) for s in subjects])
+        unknown = [g for g in names if g not in set(known)]
         if unknown:
-            raise SpecError(f"group= names unknown subject(s) {unknown[:5]}; known: {list(data.subject_ids[:10])}")
-        positions = data.subject_ids.get_indexer(names)
+            raise SpecError(f"group= names unknown subject(s) {unknown[:5]}; known: {list(known[:10])}")
+        positions = known.get_indexer(names)
         return group_target(
             ability[:, positions], lo=lo, hi=hi, bins=DEFAULT_BINS if bins is None else bins, names=names
         ), range_rule

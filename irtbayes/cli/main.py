@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+from irtbayes.cli import evaluate as evaluate_commands
 from irtbayes.cli import parser as cli_parser
 from irtbayes.core.errors import FitInterrupted, IrtbayesError
 
@@ -243,14 +244,7 @@ def _load_fit_and_data(args: argparse.Namespace, fit_dir: str) -> tuple[object, 
 def _audit_from_args(fit_result: object, data: object, args: argparse.Namespace) -> object:
     from irtbayes.auditing.run import audit
 
-    target: str | list[float] = args.target
-    if isinstance(target, str) and "," in target and not Path(target).exists():
-        try:
-            target = [float(w) for w in target.split(",")]
-        except ValueError:
-            from irtbayes.core.errors import SpecError
-
-            raise SpecError(f"--target: '{args.target}' is neither a file, 'uniform', nor numbers") from None
+    target = cli_parser.target_value(args.target)
     return audit(
         fit_result,  # type: ignore[arg-type]
         data,  # type: ignore[arg-type]
@@ -317,18 +311,6 @@ def cmd_report(args: argparse.Namespace) -> int:
     if fit_result.partial:  # type: ignore[attr-defined]
         print(fit_result.partial_text())  # type: ignore[attr-defined]
     print(f"Report: {path}")
-    return 0
-
-
-def cmd_score(args: argparse.Namespace) -> int:
-    from irtbayes.data import io
-    from irtbayes.fitting.scoring import score
-    from irtbayes.fitting.storage import load_fit
-
-    fit_result = load_fit(args.fit)
-    responses = io.load(Path(args.responses))
-    scores = score(fit_result, responses, seed=args.seed)
-    print(scores.to_text(ci_prob=args.ci))
     return 0
 
 
@@ -434,7 +416,9 @@ def build_parser() -> argparse.ArgumentParser:
     cli_parser.add_fit_verb(verbs, cmd_fit)
     cli_parser.add_audit_verb(verbs, cmd_audit)
     cli_parser.add_report_verb(verbs, cmd_report)
-    cli_parser.add_score_verb(verbs, cmd_score)
+    cli_parser.add_score_verb(verbs, evaluate_commands.cmd_score)
+    cli_parser.add_select_verb(verbs, evaluate_commands.cmd_select)
+    cli_parser.add_adaptive_verb(verbs, evaluate_commands.cmd_adaptive)
     cli_parser.add_export_verb(verbs, cmd_export)
     cli_parser.add_robustness_verb(verbs, cmd_robustness)
 

@@ -13,17 +13,21 @@ from typing import Any
 __all__ = [
     "FORMATS",
     "Command",
+    "add_adaptive_verb",
     "add_audit_verb",
     "add_data_arguments",
     "add_data_verb",
+    "add_evaluation_target_arguments",
     "add_export_verb",
     "add_fit_options",
     "add_fit_verb",
     "add_report_verb",
     "add_robustness_verb",
     "add_score_verb",
+    "add_select_verb",
     "add_target_arguments",
     "picked",
+    "target_value",
 ]
 
 #: What a verb runs: the parsed arguments in, the exit code out.
@@ -131,17 +135,33 @@ def add_fit_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+_TARGET_HELP = "a CSV file of bins and weights, or comma-separated weights per bin"
+_GROUP_HELP = "comma-separated subjects whose ability distribution is the target"
+_RANGE_HELP = "target range on the ability scale"
+_BINS_HELP = "number of bins (default 10)"
+
+
+def target_value(text: str | None) -> str | list[float] | None:
+    """``--target`` as the library takes it: a file or ``'uniform'`` as given, comma-separated weights as numbers."""
+    from pathlib import Path
+
+    if text is None or "," not in text or Path(text).exists():
+        return text
+    try:
+        return [float(w) for w in text.split(",")]
+    except ValueError:
+        from irtbayes.core.errors import SpecError
+
+        raise SpecError(f"--target: '{text}' is neither a file, 'uniform', nor numbers") from None
+
+
 def add_target_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of the audit's target (range, bins, weights) and its item locations."""
     group = parser.add_argument_group("the audit's target")
-    group.add_argument(
-        "--target",
-        default="uniform",
-        help="'uniform' (default), a CSV file of bins and weights, or comma-separated weights per bin",
-    )
-    group.add_argument("--group", help="comma-separated subjects whose ability distribution is the target")
-    group.add_argument("--range", nargs=2, type=float, metavar=("L", "U"), help="target range on the ability scale")
-    group.add_argument("--bins", type=int, help="number of bins (default 10)")
+    group.add_argument("--target", default="uniform", help=f"'uniform' (default), {_TARGET_HELP}")
+    group.add_argument("--group", help=_GROUP_HELP)
+    group.add_argument("--range", nargs=2, type=float, metavar=("L", "U"), help=_RANGE_HELP)
+    group.add_argument("--bins", type=int, help=_BINS_HELP)
     group.add_argument("--ci", type=float, default=0.9, help="credible interval probability (default 0.9)")
     group.add_argument(
         "--ensemble",
@@ -219,14 +239,191 @@ def add_report_verb(verbs: Any, command: Command) -> None:
     report_p.set_defaults(func=command)
 
 
+def add_evaluation_target_arguments(parser: argparse.ArgumentParser) -> None:
+    """The target of an evaluation's target-weighted score: none unless ``--target`` or ``--group`` is given."""
+    group = parser.add_argument_group(
+        "the target-weighted score (none unless --target or --group is given; the audit's target rules)"
+    )
+    group.add_argument("--target", help=f"'uniform', {_TARGET_HELP}")
+    group.add_argument("--group", help=_GROUP_HELP)
+    group.add_argument("--range", nargs=2, type=float, metavar=("L", "U"), help=f"{_RANGE_HELP} (with --target)")
+    group.add_argument("--bins", type=int, help=f"{_BINS_HELP}; with --target")
+
+
+def _add_bank_arguments(parser: argparse.ArgumentParser, *, draws: int, seed: str) -> None:
+    """``--fit``, ``--draws`` and ``--seed`` of the evaluation verbs."""
+    parser.add_argument("--fit", required=True, help="a saved fit folder: the item bank (one ability dimension)")
+    parser.add_argument(
+        "--draws",
+        type=int,
+        default=draws,
+        metavar="N",
+        help=f"posterior draws of the item parameters used, evenly spaced (default {draws})",
+    )
+    parser.add_argument("--seed", type=int, default=0, help=f"seed of {seed} (default 0)")
+    deviations = parser.add_mutually_exclusive_group()
+    deviations.add_argument(
+        "--data",
+        help="the fit's own responses (a file, folder or data set name), for how far systems' abilities differ "
+        "between benchmarks (default: the source the fit records; without it, one ability across benchmarks, "
+        "with a warning)",
+    )
+    deviations.add_argument(
+        "--one-ability",
+        action="store_true",
+        help="treat a system's ability as the same on every benchmark (no benchmark deviations)",
+    )
+
+
+def _add_prior_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--prior",
+        choices=("normal", "population"),
+        default="normal",
+        help="a new system's ability prior for the predicted accuracy: normal, N(0, 1) (default), or population, "
+        "the fitted systems' ability distribution (smoothed); the abilities table always uses N(0, 1)",
+    )
+    parser.add_argument(
+        "--allow-fitted",
+        action="store_true",
+        help="score subjects the bank was fitted to (labelled in every output; their intervals are too narrow) "
+        "instead of refusing them",
+    )
+
+
 def add_score_verb(verbs: Any, command: Command) -> None:
     """The ``score`` verb."""
-    score_p = verbs.add_parser("score", help="abilities of new subjects against a fitted item bank")
-    score_p.add_argument("--fit", required=True, help="a saved fit folder")
-    score_p.add_argument("responses", help="responses of the new subjects (any format `data summary` reads)")
-    score_p.add_argument("--ci", type=float, default=0.9)
-    score_p.add_argument("--seed", type=int, default=0)
+    score_p = verbs.add_parser(
+        "score",
+        help="abilities and predicted accuracy of new systems against a fitted item bank",
+        description="Abilities of new systems from their responses to some of the bank's items, and their predicted "
+        "accuracy over every item of the bank, per benchmark and in all, with credible intervals (docs/evaluation.md). "
+        "Prints both tables; with --out, writes scores.csv, predicted_accuracy.csv and summary.json there.",
+    )
+    score_p.add_argument("responses", help="responses of the new systems (any format `data summary` reads)")
+    _add_bank_arguments(score_p, draws=400, seed="the ability and response draws")
+    score_p.add_argument("--out", metavar="DIR", help="write scores.csv, predicted_accuracy.csv and summary.json here")
+    score_p.add_argument("--ci", type=float, default=0.9, help="credible interval probability (default 0.9)")
+    _add_prior_arguments(score_p)
+    add_evaluation_target_arguments(score_p)
     score_p.set_defaults(func=command)
+
+
+def add_select_verb(verbs: Any, command: Command) -> None:
+    """The ``select`` verb."""
+    select_p = verbs.add_parser(
+        "select",
+        help="choose a few items of a fitted bank on which to evaluate a new system",
+        description="Choose the items a new system should answer so that its predicted scores are most precise "
+        "(docs/evaluation.md). Writes selected_items.csv (item, benchmark, order, weight, method, score) and "
+        "precision.csv (each benchmark's expected error) to --out.",
+    )
+    _add_bank_arguments(select_p, draws=200, seed="the random and anchors methods")
+    budget = select_p.add_mutually_exclusive_group(required=True)
+    budget.add_argument("--items", type=int, metavar="K", help="K items in all, every benchmark keeping at least one")
+    budget.add_argument("--per-benchmark", type=int, metavar="K", help="K items of each benchmark")
+    select_p.add_argument("--out", required=True, metavar="DIR", help="folder for selected_items.csv and precision.csv")
+    select_p.add_argument(
+        "--method",
+        choices=("posterior", "random", "anchors"),
+        default="posterior",
+        help="posterior (default): greedy, least expected error of the scores over the fitted population; random: "
+        "uniform within each benchmark; anchors: tinyBenchmarks' k-means anchor points",
+    )
+    select_p.add_argument(
+        "--exclude",
+        metavar="FILE|IDS",
+        help="items never to select: a file (one id a line, or a CSV with an 'item' column) or comma-separated ids",
+    )
+    add_evaluation_target_arguments(select_p)
+    select_p.set_defaults(func=command)
+
+
+def add_adaptive_verb(verbs: Any, command: Command) -> None:
+    """The ``adaptive`` verb."""
+    ada = verbs.add_parser(
+        "adaptive",
+        help="test one new system adaptively, item by item, against a fitted bank",
+        description="Give one system an adaptive test: each next item is the one expected to sharpen its scores "
+        "most; the answers come from a response file or a model behind an OpenAI-compatible chat API "
+        "(docs/evaluation.md). Writes log.csv, predicted_accuracy.csv, trace.png (with --endpoint exchanges.csv) and "
+        "summary.json to --out at the end, each file atomically. On Ctrl-C the answers so far are written with the stop reason "
+        "'interrupted' (the exposure file is not updated) and the exit code is 130.",
+    )
+    _add_bank_arguments(ada, draws=200, seed="the randomesque choice and the final scores' draws")
+    ada.add_argument("--out", required=True, metavar="DIR", help="folder for the test's files")
+    answers = ada.add_argument_group("where the answers come from (--responses or --endpoint)")
+    source = answers.add_mutually_exclusive_group(required=True)
+    source.add_argument(
+        "--responses", metavar="FILE", help="answers already collected (any format `data summary` reads)"
+    )
+    source.add_argument("--endpoint", metavar="URL", help="an OpenAI-compatible API, e.g. http://127.0.0.1:8000/v1")
+    answers.add_argument("--subject", help="--responses: the subject whose answers to give (needed when several)")
+    answers.add_argument("--model", metavar="NAME", help="--endpoint: the tested model's name on that server")
+    answers.add_argument(
+        "--items-file",
+        metavar="FILE",
+        help="--endpoint: the items' text (item, text, choices, answer; CSV/JSONL/Parquet)",
+    )
+    answers.add_argument(
+        "--api-key-env", default="OPENAI_API_KEY", metavar="VAR", help="environment variable holding the API key"
+    )
+    answers.add_argument(
+        "--cache",
+        metavar="DIR",
+        help="--endpoint: the replies' cache, so a rerun asks nothing twice (default: llm_cache in --out)",
+    )
+    answers.add_argument(
+        "--allow-fitted", action="store_true", help="--responses: allow a subject the bank was fitted to"
+    )
+    test = ada.add_argument_group("the test")
+    test.add_argument(
+        "--score",
+        default="benchmarks",
+        metavar="benchmarks|all|target|BENCHMARK",
+        help="what the test is for: each benchmark's accuracy (default), the bank's overall accuracy, each "
+        "benchmark's target-weighted score (--target, default uniform), or one benchmark's accuracy",
+    )
+    test.add_argument(
+        "--criterion",
+        choices=("variance", "information"),
+        default="variance",
+        help="the next item: least expected posterior variance of the scores (default) or most Fisher information",
+    )
+    test.add_argument(
+        "--max-items", type=int, default=50, metavar="K", help="stop after this many answers (default 50)"
+    )
+    test.add_argument(
+        "--min-items", type=int, default=1, metavar="K", help="answers before --se may stop the test (default 1)"
+    )
+    test.add_argument("--se", type=float, metavar="X", help="stop once every score's posterior sd is at most X")
+    test.add_argument(
+        "--prior",
+        choices=("normal", "population"),
+        default="normal",
+        help="the ability prior: N(0, 1) (default) or the fitted systems' ability distribution",
+    )
+    test.add_argument("--ci", type=float, default=0.9, help="credible interval probability (default 0.9)")
+    test.add_argument("--no-progress", action="store_true", help="log each answer instead of a progress bar")
+    exposure = ada.add_argument_group("exposure control across tests")
+    exposure.add_argument(
+        "--exposure", metavar="FILE", help="the exposure counts (JSON): read if it exists, updated after the test"
+    )
+    exposure.add_argument(
+        "--max-rate",
+        type=float,
+        metavar="R",
+        help="never give an item used in more than a share R of the earlier tests (default: the exposure file's, "
+        "else 1: no limit)",
+    )
+    exposure.add_argument(
+        "--randomesque",
+        type=int,
+        metavar="K",
+        help="draw each next item at random among the K best (default: the exposure file's, else 1: the best)",
+    )
+    add_evaluation_target_arguments(ada)
+    ada.set_defaults(func=command)
 
 
 def add_export_verb(verbs: Any, command: Command) -> None:

@@ -36,12 +36,15 @@ __all__ = [
     "domain_palette",
     "plot_ahead_matrix",
     "plot_coverage_heatmap",
+    "plot_error_curves",
+    "plot_expected_error",
     "plot_forest",
     "plot_item_curves",
     "plot_item_person_map",
     "plot_leaderboard",
     "plot_rhat_ess",
     "plot_test_information",
+    "plot_test_trace",
     "shorten",
     "text_labels",
 ]
@@ -622,4 +625,96 @@ def plot_rhat_ess(diagnostics: pd.DataFrame, *, rhat_max: float = 1.01, ess_min:
     ax.set_ylabel("R-hat")
     ax.set_title(f"Convergence: want R-hat ≤ {rhat_max:g} and ESS ≥ {ess_min:g}")
     _legend(ax)
+    return ax
+
+
+def plot_expected_error(
+    table: pd.DataFrame, *, label: str, value: str, xlabel: str = "", title: str = "", ax: Axes | None = None
+) -> Axes:
+    """Horizontal bars of ``value`` per row of ``table`` (labelled by ``label``), sorted.
+
+    Examples
+    --------
+    >>> table = pd.DataFrame({"benchmark": ["a", "b"], "expected_error": [0.02, 0.01]})
+    >>> ax = plot_expected_error(table, label="benchmark", value="expected_error", xlabel="error")
+    >>> [t.get_text() for t in ax.get_yticklabels()]
+    ['b', 'a']
+    """
+    rows = table.sort_values(value)
+    ax = _axes(ax, width=6.5, height=max(2.5, 0.9 + 0.26 * len(rows)))
+    ax.barh(np.arange(len(rows)), rows[value].to_numpy(dtype=float), color=OKABE_ITO[0])
+    _row_labels(ax, "y", rows[label].tolist())
+    ax.set_xlabel(xlabel or value)
+    ax.set_title(title)
+    return ax
+
+
+def plot_test_trace(
+    log: pd.DataFrame,
+    *,
+    mean: str,
+    low: str,
+    high: str,
+    truth: float | None = None,
+    title: str = "",
+    ax: Axes | None = None,
+) -> Axes:
+    """An adaptive test step by step: the score's posterior mean and interval after each answer (``step``), each
+    answer marked (filled: correct; open: wrong), and the truth as a line where known.
+
+    Examples
+    --------
+    >>> log = pd.DataFrame({"step": [1, 2], "response": [1.0, 0.0], "m": [0.6, 0.55], "lo": [0.4, 0.45], "hi": [0.8, 0.65]})
+    >>> ax = plot_test_trace(log, mean="m", low="lo", high="hi", truth=0.5)
+    >>> ax.get_xlabel()
+    'items answered'
+    """
+    ax = _axes(ax, width=6.5, height=3.5)
+    x = log["step"].to_numpy(dtype=float)
+    ax.fill_between(x, log[low].to_numpy(dtype=float), log[high].to_numpy(dtype=float), color=OKABE_ITO[4], alpha=0.4)
+    ax.plot(x, log[mean].to_numpy(dtype=float), color=OKABE_ITO[0], lw=1.5, label="posterior mean")
+    right = log["response"].to_numpy(dtype=float) >= 0.5
+    y = log[mean].to_numpy(dtype=float)
+    ax.scatter(x[right], y[right], s=12, color=OKABE_ITO[2], zorder=3, label="correct")
+    ax.scatter(x[~right], y[~right], s=12, facecolors="none", edgecolors=OKABE_ITO[5], zorder=3, label="wrong")
+    if truth is not None:
+        ax.axhline(truth, color="black", lw=1, ls="--", label="truth")
+    ax.set_xlabel("items answered")
+    ax.set_ylabel("score")
+    ax.set_title(title)
+    ax.legend(loc="best", fontsize="small")
+    return ax
+
+
+def plot_error_curves(
+    table: pd.DataFrame,
+    *,
+    x: str,
+    y: str,
+    method: str = "method",
+    panel: str | None = None,
+    ylabel: str = "",
+    reference: float | None = None,
+    ax: Axes | None = None,
+) -> Axes:
+    """One line per ``method`` of ``y`` against ``x`` (log scale), for one panel (the rows are the caller's).
+
+    Examples
+    --------
+    >>> table = pd.DataFrame({"method": ["a", "a", "b", "b"], "k": [10, 30, 10, 30], "mae": [0.05, 0.03, 0.08, 0.06]})
+    >>> ax = plot_error_curves(table, x="k", y="mae", reference=0.015)
+    >>> len(ax.get_lines())
+    3
+    """
+    ax = _axes(ax, width=5.0, height=3.5)
+    for k, (name, rows) in enumerate(table.groupby(method, sort=False)):
+        rows = rows.sort_values(x)
+        ax.plot(rows[x], rows[y], marker="o", ms=4, color=OKABE_ITO[k % len(OKABE_ITO)], label=str(name))
+    if reference is not None:
+        ax.axhline(reference, color="black", lw=1, ls=":", label=f"reference {reference:g}")
+    ax.set_xscale("log")
+    ax.set_xlabel(x)
+    ax.set_ylabel(ylabel or y)
+    ax.set_title("" if panel is None else panel)
+    ax.legend(fontsize="small")
     return ax

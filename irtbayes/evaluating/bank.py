@@ -1,0 +1,371 @@
+"""The item bank a new system is evaluated against: thinned posterior draws of a fit's item parameters.
+
+An :class:`ItemBank` holds, for ``S`` evenly spaced posterior draws of a fit, each item's difficulty,
+discrimination and guessing (``S x N`` arrays), the items' benchmarks, the ability prior of a new system and
+the *population*: equally weighted points (quantiles of the fitted systems' pooled ability draws) that stand
+for the ability distribution of the systems the bank was fitted to. Subset selection averages its criterion
+over the population; scoring integrates over the ability prior.
+
+The ability prior
+-----------------
+``prior="normal"`` (default) is the model's own population, N(0, 1) on the identified ability scale.
+``prior="population"`` is the fitted systems' ability distribution itself: the pooled posterior ability draws
+of every fitted system, binned on the ability grid and smoothed with a normal kernel of Silverman's bandwidth;
+it follows a skewed or bimodal population that the normal prior does not, which matters when a system answers
+only a handful of items.
+
+Benchmarks that ask for more than one ability
+---------------------------------------------
+A one-dimensional fit gives each system one ability, but systems are rarely equally strong on every benchmark
+of a bank (a model tuned for mathematics does better on GSM8K than its ability predicts). A new system's answers
+on one benchmark then say less about its accuracy on another than the fit implies, and intervals that ignore it
+are too narrow. The bank therefore gives each benchmark B a *deviation sd* tau_B: a new system's ability on B is
+
+    theta_B = theta + delta_B,    delta_B ~ N(0, tau_B^2),
+
+with theta its general ability (prior below) and the delta_B independent. :func:`estimate_deviations` estimates
+tau_B from the fit's own data by maximum marginal likelihood: for each fitted system j, with the posterior-mean
+item parameters, the likelihood of its responses on B is integrated over delta and over its ability's posterior
+given its responses on the *other* benchmarks, and tau_B maximises the product over systems (tau from 0 to 3: on steps of
+0.25, then of 0.05 around the best). tau_B = 0 gives back the one-dimensional model; a bank of one benchmark has
+tau = 0. Without the fit's data the deviations are 0 and the outputs say so.
+
+What the bank says about itself
+-------------------------------
+:attr:`ItemBank.warnings` holds one sentence for each reason to read its outputs with care (an approximate
+fit, one that failed its convergence checks, a partial fit); every output built on the bank repeats them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass
+from functools import cached_property, lru_cache
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+from irtbayes.core import irt
+from irtbayes.core.errors import DataError, FitError, SpecError
+from irtbayes.core.summaries import spaced
+from irtbayes.data.responses import ResponseData
+from irtbayes.fitting.storage import load_fit_data
+
+if TYPE_CHECKING:
+    from irtbayes.fitting.result import Fit
+
+__all__ = ["DEFAULT_GRID", "DEVIATION_GRID", "PRIORS", "ItemBank", "bank_warnings", "estimate_deviations"]
+
+#: The ability grid of every grid posterior of this stage: 161 points on [-6, 6].
+DEFAULT_GRID = np.linspace(-6.0, 6.0, 161)
+#: The ability priors a new system can be given.
+PRIORS = ("normal", "population")
+#: Points standing for the fitted systems' ability distribution (equal weights).
+POPULATION_POINTS = 64
+
+
+def bank_warnings(fit: Fit) -> tuple[str, ...]:
+    """One sentence per reason to read outputs built on ``fit`` with care (approximate, unconverged, partial).
+
+    Examples
+    --------
+    >>> from irtbayes.examples import simulated_fit
+    >>> fit, _ = simulated_fit(20, 30)
+    >>> bank_warnings(fit) == () if fit.diagnostics.ok else bank_warnings(fit)[0].startswith("UNCONVERGED")
+    True
+    """
+    out = []
+    if fit.approximate:
+        out.append(
+            f"APPROXIMATE: the item bank comes from an approximate fit ({fit.sampler.get('name')}); its item "
+            "uncertainty is approximate too."
+        )
+    if fit.partial:
+        out.append(fit.partial_text())
+    elif not fit.approximate and not fit.diagnostics.ok:
+        out.append(
+            "UNCONVERGED: the item bank's fit failed its convergence checks; scores and selections built on it "
+            "are not to be reported as results."
+        )
+    return tuple(out)
+
+
+@dataclass(frozen=True, eq=False)
+class ItemBank:
+    """Thinned posterior draws of a fit's item parameters, with what evaluation needs beside them.
+
+    Attributes
+    ----------
+    items
+        Item ids, in the fit's order (N).
+    benchmark
+        (N,) each item's benchmark (``"(unlabelled)"`` where the fit has none).
+    difficulty, discrimination
+        (S, N) posterior draws.
+    guessing
+        (S, N) draws for a 3PL bank, else None.
+    population
+        (P,) equally weighted ability points standing for the fitted systems' ability distribution.
+    log_prior
+        (G,) log prior density of a new system's ability on :attr:`grid`.
+    grid
+        The ability grid.
+    binary
+        False when the bank was fitted to fractional scores.
+    warnings
+        See :func:`bank_warnings`.
+    source
+        Where the fit came from (its data's source).
+    fitted_subjects
+        The systems the bank was fitted to.
+    deviation_sd
+        (benchmarks,) tau_B of each benchmark, in the order of :attr:`benchmarks` (module docstring); None: 0.
+    """
+
+    items: pd.Index
+    benchmark: np.ndarray
+    difficulty: np.ndarray
+    discrimination: np.ndarray
+    guessing: np.ndarray | None
+    population: np.ndarray
+    log_prior: np.ndarray
+    grid: np.ndarray
+    binary: bool
+    warnings: tuple[str, ...]
+    source: str
+    fitted_subjects: pd.Index
+    deviation_sd: np.ndarray | None = None
+
+    @classmethod
+    def from_fit(
+        cls,
+        fit: Fit,
+        *,
+        n_draws: int = 400,
+        prior: str = "normal",
+        grid: np.ndarray | None = None,
+        data: ResponseData | str | os.PathLike[str] | bool | None = None,
+    ) -> ItemBank:
+        """The bank of ``fit``: ``n_draws`` evenly spaced posterior draws and the ability prior ``prior``.
+
+        ``data`` are the fit's own responses, for the benchmark deviations (module docstring): a
+        :class:`ResponseData`, a path or data set name, None to read the source the fit records (the deviations
+        are 0, with a warning, when it is not found), or False for no deviations (one ability across benchmarks).
+
+        Raises
+        ------
+        SpecError
+            A multidimensional fit, an unknown prior, a bad grid or ``n_draws`` below 1.
+
+        Examples
+        --------
+        >>> from irtbayes.examples import simulated_fit
+        >>> fit, _ = simulated_fit(20, 30)
+        >>> bank = ItemBank.from_fit(fit, n_draws=50)
+        >>> bank.difficulty.shape, len(bank.items), bank.population.shape
+        ((50, 30), 30, (64,))
+        """
+        if prior not in PRIORS:
+            raise SpecError(f"evaluation: prior must be one of {', '.join(PRIORS)}, got {prior!r}")
+        if int(n_draws) < 1:
+            raise SpecError(f"evaluation: n_draws must be at least 1, got {n_draws}")
+        grid = DEFAULT_GRID if grid is None else np.asarray(grid, dtype="float64")
+        if grid.ndim != 1 or len(grid) < 3 or np.any(np.diff(grid) <= 0):
+            raise SpecError("evaluation: the ability grid must be an increasing 1-d array with at least 3 points")
+        post = fit.posterior
+        if "dim" in post["ability"].dims:
+            raise SpecError(
+                "evaluation: the fit has several ability dimensions (dims='domain'); scoring a new system on the "
+                "whole bank needs a one-dimensional fit (refit with dims='one', --dims one)"
+            )
+        n_total = post.sizes["chain"] * post.sizes["draw"]
+        pick = spaced(n_total, int(n_draws))
+
+        def flat(name: str) -> np.ndarray:
+            values = post[name].transpose("chain", "draw", "item").values.astype("float64")
+            return np.ascontiguousarray(values.reshape(n_total, -1)[pick])
+
+        ability = post["ability"].transpose("chain", "draw", "subject").values.reshape(-1)
+        population = np.quantile(ability, (np.arange(POPULATION_POINTS) + 0.5) / POPULATION_POINTS)
+        benchmark = fit.constant_data["item_benchmark"].values.astype(str)
+        benchmark = np.where(benchmark == "", "(unlabelled)", benchmark)
+        binary = bool(fit.info.get("binary", True))
+        bank = cls(
+            items=fit.item_ids,
+            benchmark=benchmark,
+            difficulty=flat("difficulty"),
+            discrimination=flat("discrimination"),
+            guessing=flat("guessing") if "guessing" in post else None,
+            population=population,
+            log_prior=_log_prior(prior, grid, ability),
+            grid=grid,
+            binary=binary,
+            warnings=bank_warnings(fit),
+            source=str(fit.info.get("source", "<fit>")),
+            fitted_subjects=fit.subject_ids,
+        )
+        if len(bank.benchmarks) < 2 or data is False:
+            return bank
+        try:
+            loaded = load_fit_data(fit, None if data is True else data, hint="give the fit's own data (data=, --data)")
+        except (FitError, DataError) as err:
+            if data is not None:
+                raise
+            note = (
+                f"ONE ABILITY: the fit's data were not found ({err}), so how far systems' abilities differ between "
+                "benchmarks was not estimated; intervals on one benchmark from items of another may be too narrow."
+            )
+            return dataclasses.replace(bank, warnings=(*bank.warnings, note))
+        ability_mean = post["ability"].mean(("chain", "draw")).values
+        return dataclasses.replace(bank, deviation_sd=estimate_deviations(bank, loaded, ability_mean))
+
+    @property
+    def deviations(self) -> np.ndarray:
+        """(benchmarks,) tau_B (zeros when the bank has none)."""
+        return np.zeros(len(self.benchmarks)) if self.deviation_sd is None else np.asarray(self.deviation_sd)
+
+    @cached_property
+    def benchmark_index(self) -> np.ndarray:
+        """(N,) each item's position in :attr:`benchmarks`."""
+        return pd.Index(self.benchmarks).get_indexer(self.benchmark)
+
+    def kernel(self, b: int) -> np.ndarray | None:
+        """(G, G) ``K[g, x]``: the probability that a system of general ability ``grid[g]`` has ability ``grid[x]`` on
+        benchmark ``b`` (normal with sd tau_b, rows summing to 1); None where tau_b is 0."""
+        return _kernel(self.grid, float(self.deviations[b]))
+
+    @property
+    def n_draws(self) -> int:
+        return int(self.difficulty.shape[0])
+
+    @property
+    def n_items(self) -> int:
+        return len(self.items)
+
+    @property
+    def benchmarks(self) -> list[str]:
+        """The benchmarks in order of first appearance."""
+        return list(dict.fromkeys(self.benchmark.tolist()))
+
+    def columns(self, items: pd.Index | list[str]) -> np.ndarray:
+        """Positions of ``items`` in the bank (-1 for an item the bank does not hold)."""
+        return self.items.get_indexer(pd.Index(items, dtype=object).astype(str))
+
+    def probability(self, theta: np.ndarray, cols: np.ndarray | slice = slice(None)) -> np.ndarray:
+        """P(correct) per draw: ``theta`` (S, T) abilities (one row per draw) -> (S, T, n) for items ``cols``."""
+        c = None if self.guessing is None else self.guessing[:, None, cols]
+        return irt.probability(theta[:, :, None], self.difficulty[:, None, cols], self.discrimination[:, None, cols], c)
+
+    @cached_property
+    def grid_curves(self) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`mean_curves` on :attr:`grid`, computed once per bank."""
+        return self.mean_curves(self.grid)
+
+    def mean_curves(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Posterior-mean item curves and their slopes at abilities ``theta`` (T,): two (T, N) arrays.
+
+        ``P[t, i] = mean_s P_i(theta_t | draw s)`` is the probability of a correct response of a system of
+        ability ``theta_t`` with the item's parameters integrated out; ``D`` is its derivative in ``theta``.
+        """
+        chunk = max(1, (1 << 22) // max(1, len(theta) * self.n_items))
+        p_sum = np.zeros((len(theta), self.n_items))
+        d_sum = np.zeros_like(p_sum)
+        for lo in range(0, self.n_draws, chunk):
+            a = self.discrimination[lo : lo + chunk, None, :]
+            b = self.difficulty[lo : lo + chunk, None, :]
+            sig = irt.sigmoid_mix(a * (theta[None, :, None] - b))
+            slope = a * sig * (1.0 - sig)
+            if self.guessing is not None:
+                c = self.guessing[lo : lo + chunk, None, :]
+                p_sum += (c + (1 - c) * sig).sum(axis=0)
+                d_sum += ((1 - c) * slope).sum(axis=0)
+            else:
+                p_sum += sig.sum(axis=0)
+                d_sum += slope.sum(axis=0)
+        return p_sum / self.n_draws, d_sum / self.n_draws
+
+
+@lru_cache(maxsize=64)
+def _kernel_cached(grid_key: tuple[float, ...], tau: float) -> np.ndarray:
+    grid = np.asarray(grid_key)
+    k = np.exp(-0.5 * ((grid[None, :] - grid[:, None]) / tau) ** 2)
+    return k / k.sum(axis=1, keepdims=True)
+
+
+def _kernel(grid: np.ndarray, tau: float) -> np.ndarray | None:
+    if tau <= 0:
+        return None
+    return _kernel_cached(tuple(np.round(grid, 12)), round(tau, 6))
+
+
+#: The deviation sds tried by :func:`estimate_deviations`.
+DEVIATION_GRID = np.round(np.arange(0.0, 3.0001, 0.05), 2)
+
+
+def estimate_deviations(bank: ItemBank, data: ResponseData, ability_mean: np.ndarray | None = None) -> np.ndarray:
+    """(benchmarks,) tau_B by maximum marginal likelihood over the fit's systems (module docstring).
+
+    ``data`` are the fit's responses; the item parameters are the bank's posterior means.
+    """
+    del ability_mean  # the general ability comes from the other benchmarks' responses, not the fit's estimate
+    a = bank.discrimination.mean(axis=0)
+    b = bank.difficulty.mean(axis=0)
+    c = None if bank.guessing is None else bank.guessing.mean(axis=0)
+    cols = bank.columns(data.item_ids)
+    keep = cols[data.item_codes] >= 0
+    subj, col, y = data.subject_codes[keep], cols[data.item_codes][keep], data.values[keep]
+    grid = bank.grid
+    n_bench = len(bank.benchmarks)
+    bench_of = bank.benchmark_index[col]
+    # log-likelihood of each system's responses on each benchmark at each grid ability: (benchmarks, G, J)
+    log_lik = np.zeros((n_bench, len(grid), data.n_subjects))
+    cell = bench_of * data.n_subjects + subj
+    for g, theta in enumerate(grid):
+        eta = irt.linear_predictor(theta, b[col], a[col])
+        ll = irt.log_likelihood(y, eta, None if c is None else c[col])
+        log_lik[:, g, :] = np.bincount(cell, weights=ll, minlength=n_bench * data.n_subjects).reshape(n_bench, -1)
+    answered = np.zeros((n_bench, data.n_subjects), dtype=bool)
+    answered[bench_of, subj] = True
+    out = np.zeros(n_bench)
+    total = log_lik.sum(axis=0)
+    for k in range(n_bench):
+        rest = total - log_lik[k] + bank.log_prior[:, None]  # the general ability from the other benchmarks
+        has = answered[k] & answered[np.arange(n_bench) != k].any(axis=0)
+        if has.sum() < 2:
+            continue
+        post = np.exp(rest[:, has] - rest[:, has].max(axis=0, keepdims=True))
+        post /= post.sum(axis=0, keepdims=True)
+        own = log_lik[k][:, has]
+        shift = own.max(axis=0, keepdims=True)
+        e = np.exp(own - shift)
+
+        def log_marginal(tau: float, post: np.ndarray = post, e: np.ndarray = e) -> float:
+            k_tau = _kernel(grid, tau)
+            lik = e if k_tau is None else k_tau @ e
+            return float(np.log(np.maximum((post * lik).sum(axis=0), 1e-300)).sum())
+
+        coarse = DEVIATION_GRID[::5]  # steps of 0.25, then 0.05 around the best
+        best = float(coarse[int(np.argmax([log_marginal(float(t)) for t in coarse]))])
+        fine = DEVIATION_GRID[np.abs(DEVIATION_GRID - best) <= 0.25 + 1e-9]
+        out[k] = fine[int(np.argmax([log_marginal(float(t)) for t in fine]))]
+    return out
+
+
+def _log_prior(prior: str, grid: np.ndarray, ability: np.ndarray) -> np.ndarray:
+    """The log prior density of a new system's ability on ``grid`` (see the module's docstring)."""
+    if prior == "normal":
+        return -0.5 * grid**2
+    step = np.gradient(grid)
+    edges = np.concatenate([[grid[0] - step[0] / 2], (grid[1:] + grid[:-1]) / 2, [grid[-1] + step[-1] / 2]])
+    hist = np.histogram(np.clip(ability, grid[0], grid[-1]), bins=edges)[0].astype("float64")
+    bandwidth = max(0.9 * min(np.std(ability), _iqr(ability) / 1.34) * len(ability) ** -0.2, float(step.max()))
+    kernel = np.exp(-0.5 * ((grid[:, None] - grid[None, :]) / bandwidth) ** 2)
+    density = kernel @ hist / step
+    return np.log(np.maximum(density / density.max(), 1e-300))
+
+
+def _iqr(values: np.ndarray) -> float:
+    q25, q75 = np.quantile(values, [0.25, 0.75])
+    return float(q75 - q25) if q75 > q25 else float(np.std(values)) * 1.34

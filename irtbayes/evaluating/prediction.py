@@ -1,0 +1,582 @@
+"""Full-benchmark scores of new systems from the items they answered: ``predict_scores(fit, responses)``.
+
+A new system j answers a set A_j of the bank's items (a subset, an adaptive test, or all of them). Its score on
+benchmark B is its accuracy over *all* of B's N_B items in the bank:
+
+    acc_jB = (1 / N_B) [ sum_{i in B, i in A_j} y_ji  +  sum_{i in B, i not in A_j} y*_ji ]
+
+where the answered items count as answered and the unanswered ones, y*, are predicted. Per posterior draw s of
+the item parameters (``n_draws`` evenly spaced draws of the fit):
+
+1. the system's posterior given its responses and draw s's item parameters is computed exactly on the ability
+   grid: its general ability theta (prior: :mod:`irtbayes.evaluating.bank`) and, where the bank has benchmark
+   deviations tau_B, its ability on each benchmark theta_B = theta + delta_B (the answers on B bear on theta_B
+   directly and on the other benchmarks through theta); theta_s is drawn from its posterior, then each theta_Bs
+   given theta_s and the answers on B (each uniformly jittered within its grid cell);
+2. each unanswered item's response is drawn, y*_ji ~ Bernoulli(P_i(theta_Bs | draw s)) with B the item's
+   benchmark, so the interval covers the accuracy the system would actually reach on the items it did not answer,
+   not only its expected value.
+
+The row ``benchmark = "all"`` is the accuracy over every item of the bank. ``accuracy_mean`` is the
+Rao-Blackwellised posterior mean: the average over draws of the observed responses plus each unanswered item's
+probability integrated over the ability posterior of that draw (:func:`integrated_probabilities`), so neither
+the ability draw nor the Bernoulli draw adds Monte Carlo noise to it; ``accuracy_ci_low`` / ``accuracy_ci_high`` are the
+equal-tailed interval of the draws. For a
+bank fitted to fractional scores the unanswered items enter with their expected score (no Bernoulli draw), and
+the output says so.
+
+The target-weighted score
+-------------------------
+With a :class:`~irtbayes.auditing.targets.Target`, each scope (benchmark, and ``all``) is also scored as the
+audit's re-weighted leaderboard scores it (:mod:`irtbayes.auditing.ranking`, with every item weighted alike), on
+the completed responses: in draw s the items are binned by their difficulty b_i(s), each bin's accuracy is the
+mean of its items' (answered or predicted) responses, and the score is sum_k w_k acc_k(s) / sum_k w_k over the
+bins holding an item (items outside [L, U] carry no weight).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from irtbayes.auditing.settings import resolve_target
+from irtbayes.auditing.targets import Target
+from irtbayes.checks.summary import arviz_names, records
+from irtbayes.core import irt
+from irtbayes.core.errors import DataError, SpecError, listed
+from irtbayes.core.summaries import check_ci_prob, summarize
+from irtbayes.data.responses import ResponseData
+from irtbayes.evaluating.bank import ItemBank
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+
+    from irtbayes.fitting.result import Fit
+
+__all__ = [
+    "ALL",
+    "PredictedScores",
+    "ability_draws",
+    "ability_posteriors",
+    "benchmark_abilities",
+    "check_new_responses",
+    "evaluation_target",
+    "integrated_probabilities",
+    "predict_from_arrays",
+    "predict_scores",
+    "predicted_draws",
+    "scope_membership",
+    "target_bins",
+]
+
+#: The scope of every item of the bank.
+ALL = "all"
+
+
+def evaluation_target(
+    fit: Fit,
+    target: Any,
+    *,
+    bins: int | Sequence[float] | None = None,
+    target_range: Sequence[float] | None = None,
+    group: Sequence[str] | None = None,
+) -> Target:
+    """The target as the audit resolves it (:func:`irtbayes.auditing.settings.resolve_target`), from a fit alone.
+
+    ``target`` is a :class:`Target`, ``"uniform"``, a CSV path or weights per bin; the default range is the
+    audit's, from the fitted systems' abilities.
+    """
+    post = fit.posterior["ability"]
+    ability = post.transpose("chain", "draw", "subject").values.reshape(-1, post.sizes["subject"])
+    resolved, _ = resolve_target(
+        target, bins=bins, target_range=target_range, group=group, ability=ability, subjects=list(fit.subject_ids)
+    )
+    return resolved
+
+
+def check_new_responses(bank: ItemBank, responses: ResponseData, *, allow_fitted: bool = False) -> list[str]:
+    """Refuse responses the bank cannot score; return the warnings the outputs must carry.
+
+    Raises
+    ------
+    DataError
+        Not :class:`ResponseData`, items the bank does not hold, or subjects the bank was fitted to (unless
+        ``allow_fitted``: their own responses shaped the item parameters, so their intervals are too narrow).
+    """
+    if not isinstance(responses, ResponseData):
+        raise DataError(f"expected ResponseData for the new systems, got {type(responses).__name__}")
+    unknown = responses.item_ids.difference(bank.items)
+    if len(unknown):
+        raise DataError(
+            f"{responses.source}: {len(unknown)} item(s) are not in the fitted item bank: {listed(list(unknown), 5)}; "
+            "refit with them, or drop them (data.subset(items=...))"
+        )
+    notes = list(bank.warnings)
+    fitted = responses.subject_ids.intersection(bank.fitted_subjects)
+    if len(fitted):
+        if not allow_fitted:
+            raise DataError(
+                f"{responses.source}: {len(fitted)} subject(s) are already in the item bank: {listed(list(fitted), 5)}; "
+                "their responses shaped the item parameters, so their scores would look more certain than they are. "
+                "Rename them if they are other systems, or pass allow_fitted=True (--allow-fitted) to score them anyway"
+            )
+        notes.append(
+            f"IN THE BANK: {listed(list(fitted), 5)} were among the fitted systems; their intervals are too narrow."
+        )
+    if not bank.binary:
+        notes.append(
+            "FRACTIONAL: the bank was fitted to fractional scores; unanswered items enter with their expected score, "
+            "so the intervals leave out the spread of the scores themselves."
+        )
+    return notes
+
+
+def scope_membership(bank: ItemBank) -> tuple[list[str], np.ndarray]:
+    """The scopes (each benchmark, then ``all``) and an (N, scopes) matrix of item weights summing to 1 per scope."""
+    names = [*bank.benchmarks, ALL]
+    member = np.zeros((bank.n_items, len(names)))
+    for k, name in enumerate(names[:-1]):
+        member[bank.benchmark == name, k] = 1.0
+    member[:, -1] = 1.0
+    return names, member / member.sum(axis=0, keepdims=True)
+
+
+def target_bins(bank: ItemBank, target: Target) -> np.ndarray:
+    """(S, N) each item's target bin in each draw, by its difficulty (-1 outside [L, U]; the last bin is closed)."""
+    edges = target.edges_array
+    b = bank.difficulty
+    index = np.searchsorted(edges, b, side="right") - 1
+    index[b == edges[-1]] = target.n_bins - 1
+    index[(b < edges[0]) | (b > edges[-1])] = -1
+    return index.astype(np.int32)
+
+
+def _benchmark_log_likelihoods(bank: ItemBank, s: int, y: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """(benchmarks, G, J) the log-likelihood of each system's answers on each benchmark at each grid ability, under
+    draw ``s`` of the item parameters."""
+    grid = bank.grid
+    out = np.zeros((len(bank.benchmarks), len(grid), y.shape[0]))
+    answered = w.any(axis=0)
+    for k in range(len(bank.benchmarks)):
+        cols = np.flatnonzero(answered & (bank.benchmark_index == k))
+        if not len(cols):
+            continue
+        eta = irt.linear_predictor(grid[:, None], bank.difficulty[s, cols], bank.discrimination[s, cols])
+        l1, l0 = irt.log_probabilities(eta, None if bank.guessing is None else bank.guessing[s, cols])
+        out[k] = l1 @ (y * w)[:, cols].T + l0 @ ((1 - y) * w)[:, cols].T
+    return out
+
+
+def _draw_posteriors(bank: ItemBank, log_lik: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """From (benchmarks, G, J) log-likelihoods: the general ability's posterior (G, J), and per benchmark the
+    likelihood given the general ability ``L_b = K_b e_b`` and the scaled likelihood ``e_b`` (both (benchmarks, G, J))."""
+    e = np.exp(log_lik - log_lik.max(axis=1, keepdims=True))
+    lik = e.copy()
+    for k in range(len(bank.benchmarks)):
+        kernel = bank.kernel(k)
+        if kernel is not None:
+            lik[k] = kernel @ e[k]
+    with np.errstate(divide="ignore"):
+        total = np.log(lik).sum(axis=0)
+    return irt.grid_posterior(total, bank.grid, log_prior=bank.log_prior), lik, e
+
+
+def ability_posteriors(bank: ItemBank, y: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """(S, G, J) each system's posterior of its general ability on the grid (cell probabilities), per item draw,
+    given its responses ``y`` and observed-mask ``w`` (J, N)."""
+    out = np.empty((bank.n_draws, len(bank.grid), y.shape[0]))
+    for s in range(bank.n_draws):
+        out[s] = _draw_posteriors(bank, _benchmark_log_likelihoods(bank, s, y, w))[0]
+    return out
+
+
+def benchmark_abilities(
+    bank: ItemBank, y: np.ndarray, w: np.ndarray, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per item draw, each system's general ability and its abilities on the benchmarks, drawn jointly.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``theta`` (S, J) general-ability draws; ``theta_b`` (S, benchmarks, J) draws of theta_B = theta + delta_B
+        given theta and the answers on B (:mod:`irtbayes.evaluating.bank`); ``post_b`` (S, benchmarks, G, J) the
+        posterior of each theta_B on the grid (marginal over theta), for the posterior means.
+    """
+    grid = bank.grid
+    width = np.gradient(grid)[None, :]
+    n_bench, n_subjects = len(bank.benchmarks), y.shape[0]
+    theta = np.empty((bank.n_draws, n_subjects))
+    theta_b = np.empty((bank.n_draws, n_bench, n_subjects))
+    post_b = np.empty((bank.n_draws, n_bench, len(grid), n_subjects))
+    for s in range(bank.n_draws):
+        pi, lik, e = _draw_posteriors(bank, _benchmark_log_likelihoods(bank, s, y, w))
+        cell = irt.sample_cells(pi.T, 1, rng)[:, 0]
+        theta[s] = irt.jitter_cells(grid[None, :], cell[:, None], rng, width=width)[:, 0]
+        for k in range(n_bench):
+            kernel = bank.kernel(k)
+            if kernel is None:
+                theta_b[s, k], post_b[s, k] = theta[s], pi
+                continue
+            conditional = kernel[cell].T * e[k]  # (G, J): theta_B given the drawn theta, and the answers on B
+            own = irt.sample_cells(conditional.T, 1, rng)[:, 0]
+            theta_b[s, k] = irt.jitter_cells(grid[None, :], own[:, None], rng, width=width)[:, 0]
+            ratio = np.divide(pi, lik[k], out=np.zeros_like(pi), where=lik[k] > 0)
+            marginal = e[k] * (kernel.T @ ratio)
+            post_b[s, k] = marginal / marginal.sum(axis=0, keepdims=True)
+    return theta, theta_b, post_b
+
+
+def ability_draws(bank: ItemBank, y: np.ndarray, w: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """(S, J) general-ability draws of J systems with responses ``y`` and observed-mask ``w`` (J, N), one per item
+    draw."""
+    return benchmark_abilities(bank, y, w, rng)[0]
+
+
+#: Equal-mass nodes of each draw's ability posterior over which unanswered items' probabilities are averaged.
+MEAN_NODES = 32
+#: Elements of the (draw, node, item) probabilities computed at once.
+_INTEGRAL_CHUNK = 1 << 22
+
+
+def integrated_probabilities(bank: ItemBank, post: np.ndarray, *, nodes: int = MEAN_NODES) -> np.ndarray:
+    """(S, N) each item's probability of a correct response averaged over one system's ability posterior, per
+    draw: ``post`` is (S, G), one posterior for every item, or (S, benchmarks, G), one per benchmark for its items.
+
+    The posterior of draw s is taken as uniform within each grid cell (as the ability draws are); its quantiles at
+    ``(q + 1/2) / nodes``, q = 0..nodes-1, are the nodes, and the average of ``P_i`` over them is the integral
+    of ``P_i`` by the midpoint rule in probability (exact as ``nodes`` grows; 32 nodes put the error far below
+    the interval's width).
+    """
+    per_bench = post[:, None, :] if post.ndim == 2 else post
+    grid = bank.grid
+    step = np.gradient(grid)
+    edges = np.concatenate([[grid[0] - step[0] / 2], (grid[1:] + grid[:-1]) / 2, [grid[-1] + step[-1] / 2]])
+    u = (np.arange(nodes) + 0.5) / nodes
+    out = np.empty((bank.n_draws, bank.n_items))
+    for k in range(per_bench.shape[1]):
+        cols = np.arange(bank.n_items) if post.ndim == 2 else np.flatnonzero(bank.benchmark_index == k)
+        if not len(cols):
+            continue
+        cdf = np.concatenate([np.zeros((bank.n_draws, 1)), np.cumsum(per_bench[:, k], axis=1)], axis=1)
+        cdf /= cdf[:, -1:]
+        theta = np.stack([np.interp(u, cdf[s], edges) for s in range(bank.n_draws)])  # (S, nodes)
+        chunk = max(1, _INTEGRAL_CHUNK // max(1, nodes * len(cols)))
+        for lo in range(0, bank.n_draws, chunk):
+            sl = slice(lo, lo + chunk)
+            c = None if bank.guessing is None else bank.guessing[sl, None, cols]
+            p = irt.probability(
+                theta[sl, :, None], bank.difficulty[sl, None, cols], bank.discrimination[sl, None, cols], c
+            )
+            out[sl, cols] = p.mean(axis=1)
+    return out
+
+
+def predicted_draws(
+    bank: ItemBank,
+    y: np.ndarray,
+    w: np.ndarray,
+    theta: np.ndarray,
+    rng: np.random.Generator,
+    *,
+    post: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """One system's completed responses per draw: (draws, expected), both (S, N).
+
+    ``theta`` is (S,), one ability for every item, or (S, benchmarks), one per benchmark for its items. ``draws``
+    holds the answered responses and Bernoulli draws of the others at the drawn abilities (their probabilities for
+    a fractional bank); ``expected`` the answered responses and the others' probabilities integrated over the
+    ability posteriors ``post`` (:func:`integrated_probabilities`; without ``post``, the probabilities at
+    ``theta``).
+    """
+    per_item = theta[:, None] if theta.ndim == 1 else theta[:, bank.benchmark_index]
+    c = None if bank.guessing is None else bank.guessing
+    p = irt.probability(per_item, bank.difficulty, bank.discrimination, c)
+    seen = w > 0
+    mean = p if post is None else integrated_probabilities(bank, post)
+    expected = np.where(seen[None, :], y[None, :], mean)
+    if not bank.binary:
+        return np.where(seen[None, :], y[None, :], p), expected
+    drawn = np.where(seen[None, :], y[None, :], (rng.random(p.shape) < p).astype("float64"))
+    return drawn, expected
+
+
+def _own_membership(member: np.ndarray, counted: np.ndarray) -> np.ndarray:
+    """``member`` restricted to the ``counted`` items, each scope's weights summing to 1 again (0 when none count)."""
+    own = member * counted[:, None]
+    total = own.sum(axis=0, keepdims=True)
+    return np.divide(own, total, out=np.zeros_like(own), where=total > 0)
+
+
+def _target_scores(values: np.ndarray, bins: np.ndarray, member: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """(S, scopes) target-weighted scores of completed responses ``values`` (S, N) (see the module docstring)."""
+    n_draws, _ = values.shape
+    n_bins = len(weights)
+    out = np.full((n_draws, member.shape[1]), np.nan)
+    inside = bins >= 0
+    offset = np.arange(n_draws)[:, None] * n_bins
+    for k in range(member.shape[1]):
+        keep = inside & (member[:, k] > 0)[None, :]
+        idx = (offset + bins)[keep]
+        sums = np.bincount(idx, weights=values[keep], minlength=n_draws * n_bins).reshape(n_draws, n_bins)
+        counts = np.bincount(idx, minlength=n_draws * n_bins).reshape(n_draws, n_bins)
+        held = counts > 0
+        acc = np.divide(sums, counts, out=np.zeros_like(sums), where=held)
+        mass = held @ weights
+        out[:, k] = np.divide(acc @ weights, mass, out=np.full(n_draws, np.nan), where=mass > 0)
+    return out
+
+
+@dataclass(frozen=True, eq=False)
+class PredictedScores:
+    """New systems' scores over the whole bank, from the items they answered.
+
+    Attributes
+    ----------
+    accuracy
+        (chain=1, draw, subject, benchmark) accuracy draws; ``benchmark`` holds each benchmark and ``all``.
+    accuracy_expected
+        (subject, benchmark) Rao-Blackwellised posterior means (see the module docstring).
+    items_seen
+        (subject, benchmark) items answered; ``items_total``: (subject, benchmark) items that count (every item of
+        the bank unless ``count`` said otherwise).
+    ability
+        (chain=1, draw, subject) the ability draws behind the predictions.
+    target_score, target_expected
+        The same for the target-weighted score, or None without a target.
+    target
+        The target, or None.
+    warnings
+        Sentences every output opens with (approximate or unconverged bank, subjects in the bank, ...).
+    observed
+        (subject, benchmark) accuracy on the answered items (NaN where none).
+    """
+
+    accuracy: xr.DataArray
+    accuracy_expected: xr.DataArray
+    items_seen: xr.DataArray
+    items_total: xr.DataArray
+    ability: xr.DataArray
+    observed: xr.DataArray
+    target_score: xr.DataArray | None = None
+    target_expected: xr.DataArray | None = None
+    target: Target | None = None
+    warnings: tuple[str, ...] = field(default_factory=tuple)
+
+    def table(self, ci_prob: float = 0.9) -> pd.DataFrame:
+        """One row per subject and benchmark: ``subject``, ``benchmark``, ``accuracy_mean``, ``accuracy_ci_low``,
+        ``accuracy_ci_high``, ``items_seen``, ``items_total``, ``accuracy_sd``, ``observed_accuracy``, with a
+        target also ``target_score_mean``, ``target_score_ci_low``, ``target_score_ci_high``; then ``ci_prob``."""
+        check_ci_prob(ci_prob)
+        subjects = self.accuracy["subject"].values.astype(str)
+        scopes = self.accuracy["benchmark"].values.astype(str)
+        index = pd.MultiIndex.from_product([subjects, scopes], names=["subject", "benchmark"])
+        stats = summarize(self.accuracy.transpose("chain", "draw", ...).values, ci_prob=ci_prob, axis=(0, 1))
+        table = pd.DataFrame(index=index).reset_index()
+        table["accuracy_mean"] = self.accuracy_expected.transpose("subject", "benchmark").values.ravel()
+        table["accuracy_ci_low"] = stats["ci_low"].ravel()
+        table["accuracy_ci_high"] = stats["ci_high"].ravel()
+        table["items_seen"] = self.items_seen.transpose("subject", "benchmark").values.ravel().astype("int64")
+        table["items_total"] = self.items_total.transpose("subject", "benchmark").values.ravel().astype("int64")
+        table["accuracy_sd"] = stats["sd"].ravel()
+        table["observed_accuracy"] = self.observed.transpose("subject", "benchmark").values.ravel()
+        if self.target_score is not None and self.target_expected is not None:
+            tstats = summarize(self.target_score.transpose("chain", "draw", ...).values, ci_prob=ci_prob, axis=(0, 1))
+            table["target_score_mean"] = self.target_expected.transpose("subject", "benchmark").values.ravel()
+            table["target_score_ci_low"] = tstats["ci_low"].ravel()
+            table["target_score_ci_high"] = tstats["ci_high"].ravel()
+        table["ci_prob"] = ci_prob
+        table.attrs.update(ci_prob=ci_prob, warnings=list(self.warnings))
+        return table
+
+    def summary(self, *, ci_prob: float = 0.9) -> pd.DataFrame:
+        """:meth:`table` with ArviZ's interval names (``accuracy_eti90_lb``, ``accuracy_eti90_ub``, ...)."""
+        return arviz_names(self.table(ci_prob), ci_prob)
+
+    def to_dict(self, *, ci_prob: float = 0.9) -> dict[str, Any]:
+        """Plain JSON values: ``warnings``, ``n_draws``, ``ci_prob``, ``target`` and ``rows`` (:meth:`table`)."""
+        return {
+            "warnings": list(self.warnings),
+            "n_draws": int(self.accuracy.sizes["draw"]),
+            "ci_prob": ci_prob,
+            "target": None if self.target is None else self.target.to_dict(),
+            "rows": records(self.table(ci_prob)),
+        }
+
+    def to_text(self, *, ci_prob: float = 0.9, max_rows: int = 200) -> str:
+        """The table as text, opening with the warnings."""
+        table = self.table(ci_prob).drop(columns=["ci_prob", "accuracy_sd"])
+        with pd.option_context("display.width", 200, "display.max_rows", max_rows, "display.precision", 3):
+            body = table.to_string(index=False, max_rows=max_rows)
+        head = "".join(f"{w}\n" for w in self.warnings)
+        return f"{head}Predicted accuracy over every item of the bank ({ci_prob:.0%} intervals)\n{body}"
+
+    def plot_accuracy(self, *, benchmark: str = ALL, ci_prob: float = 0.9, ax: Axes | None = None) -> Axes:
+        """Each subject's predicted accuracy on ``benchmark`` with its interval; the observed accuracy on the answered
+        items as a cross."""
+        from irtbayes.core.plots import plot_forest
+
+        rows = self.table(ci_prob)
+        rows = rows[rows["benchmark"] == benchmark]
+        if rows.empty:
+            raise SpecError(f"plot_accuracy: no benchmark {benchmark!r}; known: {listed(self.scopes)}")
+        return plot_forest(
+            rows,
+            mean="accuracy_mean",
+            low="accuracy_ci_low",
+            high="accuracy_ci_high",
+            label="subject",
+            colour_by=None,
+            observed="observed_accuracy",
+            xlabel=f"predicted accuracy on {benchmark}",
+            title=("APPROXIMATE BANK: " if self.warnings else "") + f"Predicted accuracy ({ci_prob:.0%} intervals)",
+            ax=ax,
+        )
+
+    @property
+    def scopes(self) -> list[str]:
+        return [str(v) for v in self.accuracy["benchmark"].values]
+
+
+def predict_scores(
+    fit: Fit | ItemBank,
+    responses: ResponseData,
+    *,
+    target: Any = None,
+    bins: int | Sequence[float] | None = None,
+    target_range: Sequence[float] | None = None,
+    n_draws: int = 400,
+    prior: str = "normal",
+    allow_fitted: bool = False,
+    data: ResponseData | str | os.PathLike[str] | bool | None = None,
+    seed: int | None = 0,
+) -> PredictedScores:
+    """Scores of new systems on every item of the bank, from the items they answered (see the module docstring).
+
+    Parameters
+    ----------
+    fit
+        The fitted item bank (a :class:`~irtbayes.fitting.result.Fit`, or an :class:`ItemBank` made from one).
+    responses
+        The new systems' responses to some of the bank's items.
+    target, bins, target_range
+        The audit's target (as :func:`irtbayes.audit` takes it); None: no target-weighted score. With an
+        :class:`ItemBank` the target must be a :class:`Target`.
+    n_draws
+        Posterior draws of the item parameters used (evenly spaced).
+    prior
+        The new systems' ability prior: ``"normal"`` or ``"population"`` (:mod:`irtbayes.evaluating.bank`).
+    allow_fitted
+        Score subjects the bank was fitted to (labelled in every output) instead of refusing them.
+    data
+        The fit's own responses, for the benchmarks' deviations (:meth:`ItemBank.from_fit`: None reads the source
+        the fit records; False: one ability across benchmarks).
+    seed
+        Seed of the ability and response draws.
+
+    Returns
+    -------
+    PredictedScores
+
+    Examples
+    --------
+    >>> from irtbayes.examples import simulated_fit
+    >>> from irtbayes.data.simulate import simulate_responses
+    >>> fit, data = simulated_fit(40, 30, n_benchmarks=2)
+    >>> new, _ = simulate_responses(3, 30, n_benchmarks=2, seed=9, missing=0.5)
+    >>> new = ResponseData.from_long(new.long_frame().assign(subject=lambda f: "new-" + f["subject"]), items=data.items)
+    >>> table = predict_scores(fit, new, n_draws=100, seed=1).table()
+    >>> sorted(set(table["benchmark"])), int(table["items_total"].max())
+    (['all', 'bench00', 'bench01'], 30)
+    >>> bool(((table["accuracy_ci_low"] <= table["accuracy_mean"]) & (table["accuracy_mean"] <= table["accuracy_ci_high"])).all())
+    True
+    """
+    bank = fit if isinstance(fit, ItemBank) else ItemBank.from_fit(fit, n_draws=n_draws, prior=prior, data=data)
+    notes = check_new_responses(bank, responses, allow_fitted=allow_fitted)
+    if target is not None and not isinstance(target, Target):
+        if isinstance(fit, ItemBank):
+            raise SpecError("predict_scores: with an ItemBank, give the target as a Target")
+        target = evaluation_target(fit, target, bins=bins, target_range=target_range)
+    cols = bank.columns(responses.item_ids)
+    y = np.zeros((responses.n_subjects, bank.n_items))
+    w = np.zeros_like(y)
+    y[responses.subject_codes, cols[responses.item_codes]] = responses.values
+    w[responses.subject_codes, cols[responses.item_codes]] = 1.0
+    return predict_from_arrays(
+        bank, y, w, responses.subject_ids.to_numpy(dtype=str), target=target, seed=seed, notes=notes
+    )
+
+
+def predict_from_arrays(
+    bank: ItemBank,
+    y: np.ndarray,
+    w: np.ndarray,
+    subjects: np.ndarray,
+    *,
+    target: Target | None = None,
+    count: np.ndarray | None = None,
+    seed: int | np.random.Generator | None = 0,
+    notes: Sequence[str] = (),
+) -> PredictedScores:
+    """:class:`PredictedScores` of J systems with responses ``y`` and observed-mask ``w`` (J, N) on the bank's
+    items, in the bank's order (no checks: :func:`predict_scores` checks a :class:`ResponseData` first).
+
+    ``count`` (J, N), when given, says which items count toward each system's scores (default: every item of the
+    bank); an answered item always counts. A held-out system with missing cells is scored on the items it has.
+    """
+    rng = np.random.default_rng(seed)
+    names, member = scope_membership(bank)
+    counted = np.ones_like(w, dtype=bool) if count is None else (np.asarray(count) > 0) | (w > 0)
+    n_subjects, n_scopes = len(subjects), len(names)
+    theta = np.empty((bank.n_draws, n_subjects))
+    drawn_acc = np.empty((bank.n_draws, n_subjects, n_scopes))
+    expected_acc = np.empty((n_subjects, n_scopes))
+    totals = counted.astype("float64") @ (member > 0)
+    bins = None if target is None else target_bins(bank, target)
+    t_drawn = None if target is None else np.empty_like(drawn_acc)
+    t_expected = None if target is None else np.empty_like(expected_acc)
+    n_bench = len(bank.benchmarks)
+    chunk = max(1, _INTEGRAL_CHUNK // (bank.n_draws * len(bank.grid) * n_bench))
+    theta_b = post_b = np.empty(0)
+    for j in range(n_subjects):
+        if j % chunk == 0:  # the ability posteriors of the next systems
+            theta[:, j : j + chunk], theta_b, post_b = benchmark_abilities(
+                bank, y[j : j + chunk], w[j : j + chunk], rng
+            )
+        jj = j % chunk
+        drawn, expected = predicted_draws(bank, y[j], w[j], theta_b[:, :, jj], rng, post=post_b[:, :, :, jj])
+        own = member if count is None else _own_membership(member, counted[j])
+        drawn_acc[:, j] = drawn @ own
+        expected_acc[j] = (expected @ own).mean(axis=0)
+        empty = totals[j] == 0  # a scope none of whose items count has no score
+        drawn_acc[:, j, empty] = np.nan
+        expected_acc[j, empty] = np.nan
+        if bins is not None and target is not None and t_drawn is not None and t_expected is not None:
+            t_drawn[:, j] = _target_scores(drawn, bins, own, target.weights_array)
+            t_expected[j] = np.nanmean(_target_scores(expected, bins, own, target.weights_array), axis=0)
+    counts = member > 0
+    seen = w @ counts
+    with np.errstate(invalid="ignore", divide="ignore"):
+        observed = ((y * w) @ counts) / seen
+    dims, coords = ("subject", "benchmark"), {"subject": subjects, "benchmark": names}
+
+    def draws(values: np.ndarray) -> xr.DataArray:
+        return xr.DataArray(values[None], dims=("chain", "draw", *dims), coords=coords)
+
+    return PredictedScores(
+        accuracy=draws(drawn_acc),
+        accuracy_expected=xr.DataArray(expected_acc, dims=dims, coords=coords),
+        items_seen=xr.DataArray(seen, dims=dims, coords=coords),
+        items_total=xr.DataArray(totals, dims=dims, coords=coords),
+        ability=xr.DataArray(theta[None], dims=("chain", "draw", "subject"), coords={"subject": subjects}),
+        observed=xr.DataArray(observed, dims=dims, coords=coords),
+        target_score=None if t_drawn is None else draws(t_drawn),
+        target_expected=None if t_expected is None else xr.DataArray(t_expected, dims=dims, coords=coords),
+        target=target,
+        warnings=tuple(notes),
+    )

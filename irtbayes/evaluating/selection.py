@@ -1,0 +1,446 @@
+"""Small subsets of a bank chosen for a new system's score: ``select_items(fit, items=K)``.
+
+The score of a new system is its accuracy on each benchmark of the bank (every item counted; see
+:mod:`irtbayes.evaluating.prediction`) or, with a target, each benchmark's target-weighted score. Both are
+weighted sums ``T_m = sum_i v_mi y_i`` of the item responses, one weight vector per benchmark m (accuracy:
+``v_mi = 1 / N_m`` on m's items; target: the target weight of the item's bin, by its posterior mean difficulty,
+shared among the bin's items of m).
+
+``method="posterior"`` (default)
+    Greedy selection that minimises the expected squared error of the scores, summed over benchmarks and
+    averaged over the ability distribution of the systems the bank was fitted to (``population`` points of
+    :class:`~irtbayes.evaluating.bank.ItemBank`). For a system of ability theta that answered the items of S,
+    with the posterior-mean item curves P_i and slopes D_i (item uncertainty integrated out),
+
+        MSE_m(theta; S) = (sum_{i not in S} v_mi D_i(theta))^2 / (1 + sum_{i in S} I_i(theta))
+                          + sum_{i not in S} v_mi^2 P_i(theta) (1 - P_i(theta)),
+
+    with item information I_i = D_i^2 / (P_i (1 - P_i)). The first term is the error that the ability's
+    posterior variance (about 1 / (1 + information) under the N(0, 1) prior) carries into the predicted part
+    of the score; the second is the spread of the unanswered items' own responses. Each step adds the item
+    that lowers the average of sum_m MSE_m the most. The formula is the criterion only: the scores and
+    intervals of the chosen items come from the exact grid posterior of
+    :func:`~irtbayes.evaluating.prediction.predict_scores`.
+``method="random"``
+    Items drawn uniformly at random within each benchmark.
+``method="anchors"``
+    tinyBenchmarks' anchor points (Polo et al. 2024, "tinyBenchmarks: evaluating LLMs with fewer examples"):
+    per benchmark, k-means on the items' IRT embeddings (here the posterior means of difficulty and log
+    discrimination, standardised), the item nearest each centre chosen, weighted by its cluster's share of the
+    benchmark's items (``weight``).
+
+Budgets: ``per_benchmark=K`` takes K items of each benchmark; ``items=K`` takes K in all, every benchmark
+keeping at least one (random and anchors split K over benchmarks in proportion to their sizes). A benchmark
+with fewer items than its share gives all of them, and the selection says so.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from irtbayes.auditing.targets import Target
+from irtbayes.checks.summary import records
+from irtbayes.core.errors import SpecError, listed
+from irtbayes.data.responses import ResponseData
+from irtbayes.evaluating.bank import ItemBank
+from irtbayes.evaluating.prediction import evaluation_target
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+
+    from irtbayes.fitting.result import Fit
+
+__all__ = [
+    "METHODS",
+    "Selection",
+    "allocate",
+    "anchor_items",
+    "expected_errors",
+    "greedy_items",
+    "score_weights",
+    "select_items",
+]
+
+#: The selection methods.
+METHODS = ("posterior", "random", "anchors")
+
+
+@dataclass(frozen=True, eq=False)
+class Selection:
+    """The chosen items and what they are expected to give.
+
+    Attributes
+    ----------
+    items
+        One row per chosen item, in the order chosen: ``item``, ``benchmark``, ``order`` (1-based), ``weight``
+        (the anchor weight within its benchmark for ``anchors``, else 1 / items chosen of the benchmark).
+    precision
+        One row per benchmark: ``benchmark``, ``items_selected``, ``items_total``, ``expected_error`` (the
+        root of the criterion's expected squared error of the benchmark's score, averaged over the
+        population), ``score`` (``accuracy`` or ``target``).
+    method
+        The method used.
+    warnings
+        Sentences every output opens with (the bank's own, and benchmarks with fewer items than asked for).
+    """
+
+    items: pd.DataFrame
+    precision: pd.DataFrame
+    method: str
+    score: str = "accuracy"
+    warnings: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def item_ids(self) -> list[str]:
+        return self.items["item"].astype(str).tolist()
+
+    def table(self) -> pd.DataFrame:
+        """:attr:`items`, with ``method`` and ``score``."""
+        table = self.items.assign(method=self.method, score=self.score)
+        table.attrs["warnings"] = list(self.warnings)
+        return table
+
+    def summary(self) -> pd.DataFrame:
+        """:attr:`precision`: one row per benchmark."""
+        return self.precision.copy()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "method": self.method,
+            "score": self.score,
+            "warnings": list(self.warnings),
+            "items": records(self.items),
+            "precision": records(self.precision),
+        }
+
+    def to_text(self) -> str:
+        head = "".join(f"{w}\n" for w in self.warnings)
+        with pd.option_context("display.width", 160, "display.precision", 4):
+            body = self.precision.to_string(index=False)
+        return f"{head}{len(self.items)} items selected ({self.method}, for the {self.score} score)\n{body}"
+
+    def plot_precision(self, *, ax: Axes | None = None) -> Axes:
+        """The expected error of each benchmark's score with the selected items."""
+        from irtbayes.core.plots import plot_expected_error
+
+        return plot_expected_error(
+            self.precision,
+            label="benchmark",
+            value="expected_error",
+            xlabel=f"expected error of the {self.score} score (root mean square)",
+            title=("UNCHECKED BANK: " if self.warnings else "") + f"{len(self.items)} items ({self.method})",
+            ax=ax,
+        )
+
+
+def score_weights(bank: ItemBank, target: Target | None = None) -> tuple[list[str], np.ndarray]:
+    """The benchmarks and an (N, benchmarks) matrix of item weights ``v`` (see the module docstring)."""
+    names = bank.benchmarks
+    weights = np.zeros((bank.n_items, len(names)))
+    location = bank.difficulty.mean(axis=0)
+    for m, name in enumerate(names):
+        member = bank.benchmark == name
+        if target is None:
+            weights[member, m] = 1.0 / member.sum()
+            continue
+        edges = target.edges_array
+        inside = member & (location >= edges[0]) & (location <= edges[-1])
+        bins = np.clip(np.searchsorted(edges, location, side="right") - 1, 0, target.n_bins - 1)
+        counts = np.bincount(bins[inside], minlength=target.n_bins)
+        mass = target.weights_array[counts > 0].sum()
+        if mass > 0:
+            weights[inside, m] = target.weights_array[bins[inside]] / counts[bins[inside]] / mass
+    return names, weights
+
+
+def allocate(sizes: Sequence[int], total: int) -> np.ndarray:
+    """``total`` items split over groups of ``sizes``: at least one each, the rest in proportion (largest
+    remainders), never more than a group holds.
+
+    Examples
+    --------
+    >>> allocate([100, 50, 10], 16).tolist()
+    [10, 5, 1]
+    """
+    sizes_arr = np.asarray(sizes, dtype="int64")
+    take = np.minimum(sizes_arr, 1)
+    while take.sum() < min(total, sizes_arr.sum()):
+        room = sizes_arr - take
+        share = (min(total, sizes_arr.sum())) * sizes_arr / sizes_arr.sum() - take
+        share[room <= 0] = -np.inf
+        take[int(np.argmax(share))] += 1
+    return take
+
+
+def expected_errors(
+    population_p: np.ndarray, population_d: np.ndarray, weights: np.ndarray, chosen: np.ndarray
+) -> np.ndarray:
+    """(benchmarks,) the criterion's root mean squared error of each score with items ``chosen`` (bool, N)."""
+    pq = population_p * (1 - population_p)
+    info = np.divide(population_d**2, pq, out=np.zeros_like(pq), where=pq > 0)
+    rest = ~chosen
+    a = population_d[:, rest] @ weights[rest]
+    j = 1.0 + info[:, chosen].sum(axis=1)
+    mse = a**2 / j[:, None] + pq[:, rest] @ weights[rest] ** 2
+    return np.sqrt(mse.mean(axis=0))
+
+
+def greedy_items(
+    population_p: np.ndarray,
+    population_d: np.ndarray,
+    weights: np.ndarray,
+    quota: np.ndarray | None,
+    total: int,
+    *,
+    group: np.ndarray | None = None,
+) -> list[int]:
+    """The greedy posterior selection (module docstring): item positions in the order chosen.
+
+    ``quota`` (benchmarks,) caps each benchmark's items (None: any split, every benchmark keeping one);
+    ``total`` is the number of items to choose; ``group`` (N,) is each item's benchmark (column of ``weights``;
+    default: the column where its weight is not 0, which an item outside a target's range does not have).
+    """
+    pq = population_p * (1 - population_p)
+    info = np.divide(population_d**2, pq, out=np.zeros_like(pq), where=pq > 0)
+    own = np.argmax(weights != 0, axis=1) if group is None else np.asarray(group, dtype=np.int64)
+    v = weights[np.arange(len(own)), own]
+    a = population_d @ weights  # (T, M): the predicted part's slope of each score, over unanswered items
+    j = np.ones(population_p.shape[0])
+    vd = v[None, :] * population_d
+    v2pq = v[None, :] ** 2 * pq
+    n_groups = weights.shape[1]
+    taken = np.zeros(n_groups, dtype="int64")
+    free = np.ones(len(own), dtype=bool)
+    chosen: list[int] = []
+    for step in range(total):
+        allowed = free.copy()
+        if quota is not None:
+            allowed &= (taken < quota)[own]
+        elif total - step <= int((taken == 0).sum()):  # the rest must go to benchmarks without an item yet
+            allowed &= (taken == 0)[own]
+        if not allowed.any():
+            break
+        s2 = (a**2).sum(axis=1, keepdims=True)
+        a_own = a[:, own]
+        new = (s2 - a_own**2 + (a_own - vd) ** 2) / (j[:, None] + info) - v2pq
+        crit = np.where(allowed, new.mean(axis=0), np.inf)
+        pick = int(np.argmin(crit))
+        chosen.append(pick)
+        free[pick] = False
+        taken[own[pick]] += 1
+        a[:, own[pick]] -= vd[:, pick]
+        j += info[:, pick]
+    return chosen
+
+
+def anchor_items(
+    features: np.ndarray, k: int, rng: np.random.Generator, *, iterations: int = 50
+) -> tuple[np.ndarray, np.ndarray]:
+    """k-means anchors (k-means++ start): the positions of the items nearest the k centres, and the share of
+    the items in each one's cluster.
+
+    Examples
+    --------
+    >>> x = np.array([[0.0, 0.0], [0.1, 0.0], [5.0, 5.0], [5.1, 5.0], [5.0, 5.1]])
+    >>> index, share = anchor_items(x, 2, np.random.default_rng(0))
+    >>> sorted(zip(index.tolist(), share.round(1).tolist()))
+    [(0, 0.4), (2, 0.6)]
+    """
+    n = len(features)
+    if k >= n:
+        return np.arange(n), np.full(n, 1.0 / n)
+    centres = [features[rng.integers(n)]]
+    for _ in range(1, k):
+        d2 = np.min(((features[:, None, :] - np.array(centres)[None]) ** 2).sum(axis=2), axis=1)
+        centres.append(features[rng.choice(n, p=d2 / d2.sum()) if d2.sum() > 0 else rng.integers(n)])
+    centre = np.array(centres)
+    label = np.zeros(n, dtype=np.int64)
+    for _ in range(iterations):
+        label = np.argmin(((features[:, None, :] - centre[None]) ** 2).sum(axis=2), axis=1)
+        new = np.array([features[label == c].mean(axis=0) if (label == c).any() else centre[c] for c in range(k)])
+        if np.allclose(new, centre):
+            break
+        centre = new
+    index, share = [], []
+    for c in range(k):
+        members = np.flatnonzero(label == c)
+        if len(members) == 0:
+            continue
+        nearest = members[np.argmin(((features[members] - centre[c]) ** 2).sum(axis=1))]
+        index.append(int(nearest))
+        share.append(len(members) / n)
+    return np.array(index), np.array(share)
+
+
+def _quotas(bank: ItemBank, items: int | None, per_benchmark: int | None) -> tuple[np.ndarray | None, int, list[str]]:
+    """Per-benchmark quotas (None for the posterior method's free split), the total and warnings."""
+    if (items is None) == (per_benchmark is None):
+        raise SpecError("select_items: give exactly one of items= (in all) and per_benchmark=")
+    budget = int(items if items is not None else per_benchmark)  # type: ignore[arg-type]
+    if budget < 1:
+        raise SpecError(f"select_items: the number of items must be at least 1, got {budget}")
+    names = bank.benchmarks
+    sizes = np.array([(bank.benchmark == n).sum() for n in names])
+    notes = []
+    if per_benchmark is not None:
+        short = [f"{n} ({s})" for n, s in zip(names, sizes, strict=True) if s < budget]
+        if short:
+            notes.append(
+                f"FEWER ITEMS: {listed(short, 8)} hold fewer than {budget} items; all of their items are selected."
+            )
+        quota = np.minimum(sizes, budget)
+        return quota, int(quota.sum()), notes
+    if budget < len(names):
+        raise SpecError(
+            f"select_items: items={budget} cannot keep each of the bank's {len(names)} benchmarks; give at least "
+            f"{len(names)}, or per_benchmark="
+        )
+    if budget > sizes.sum():
+        notes.append(f"FEWER ITEMS: the bank holds {sizes.sum()} items, fewer than {budget}; all are selected.")
+    return None, int(min(budget, sizes.sum())), notes
+
+
+def select_items(
+    fit: Fit | ItemBank,
+    *,
+    items: int | None = None,
+    per_benchmark: int | None = None,
+    target: Any = None,
+    method: str = "posterior",
+    n_draws: int = 200,
+    exclude: Sequence[str] = (),
+    data: ResponseData | str | os.PathLike[str] | bool | None = None,
+    seed: int | None = 0,
+) -> Selection:
+    """The items a new system should answer so that its scores are most precise (see the module docstring).
+
+    Parameters
+    ----------
+    fit
+        The fitted item bank (or an :class:`ItemBank`).
+    items, per_benchmark
+        The budget: ``items`` in all (every benchmark keeping one), or ``per_benchmark`` of each benchmark.
+    target
+        None: each benchmark's accuracy; else the audit's target (a :class:`Target`, ``"uniform"``, a CSV path
+        or weights), and the selection aims at each benchmark's target-weighted score.
+    method
+        ``"posterior"``, ``"random"`` or ``"anchors"``.
+    n_draws
+        Posterior draws of the item parameters behind the item curves.
+    exclude
+        Items never to select (for example items already answered elsewhere).
+    data
+        The fit's own responses, for the benchmarks' deviations (:meth:`ItemBank.from_fit`).
+    seed
+        Seed of the random and anchor methods.
+
+    Examples
+    --------
+    >>> from irtbayes.examples import simulated_fit
+    >>> fit, _ = simulated_fit(40, 60, n_benchmarks=3)
+    >>> chosen = select_items(fit, per_benchmark=4)
+    >>> chosen.precision["items_selected"].tolist(), len(chosen.item_ids)
+    ([4, 4, 4], 12)
+    >>> few = select_items(fit, per_benchmark=1).precision["expected_error"]
+    >>> bool((chosen.precision["expected_error"] < few).all())
+    True
+    """
+    if method not in METHODS:
+        raise SpecError(f"select_items: method must be one of {', '.join(METHODS)}, got {method!r}")
+    bank = fit if isinstance(fit, ItemBank) else ItemBank.from_fit(fit, n_draws=n_draws, data=data)
+    if target is not None and not isinstance(target, Target):
+        if isinstance(fit, ItemBank):
+            raise SpecError("select_items: with an ItemBank, give the target as a Target")
+        target = evaluation_target(fit, target)
+    excluded = bank.columns(list(exclude))
+    if (excluded < 0).any():
+        unknown = [e for e, c in zip(exclude, excluded, strict=True) if c < 0]
+        raise SpecError(f"select_items: exclude= names item(s) not in the bank: {listed(unknown, 5)}")
+    keep = np.ones(bank.n_items, dtype=bool)
+    keep[excluded] = False
+    sub = _restricted(bank, keep)
+    quota, total, notes = _quotas(sub, items, per_benchmark)
+    names, weights = score_weights(sub, target)
+    p, d = sub.mean_curves(sub.population)
+    rng = np.random.default_rng(seed)
+    weight_col = None
+    if method == "posterior":
+        group = pd.Index(names).get_indexer(sub.benchmark)
+        order = greedy_items(p, d, weights, quota, total, group=group)
+    else:
+        sizes = [int((sub.benchmark == n).sum()) for n in names]
+        counts = quota if quota is not None else allocate(sizes, total)
+        order, weight_col = _by_benchmark(sub, names, counts, method, rng)
+    chosen = np.zeros(sub.n_items, dtype=bool)
+    chosen[order] = True
+    table = pd.DataFrame(
+        {"item": sub.items[order].astype(str), "benchmark": sub.benchmark[order], "order": np.arange(1, len(order) + 1)}
+    )
+    per = table.groupby("benchmark")["item"].transform("size")
+    table["weight"] = weight_col if weight_col is not None else 1.0 / per.to_numpy()
+    precision = pd.DataFrame(
+        {
+            "benchmark": names,
+            "items_selected": [int(chosen[sub.benchmark == n].sum()) for n in names],
+            "items_total": [int((sub.benchmark == n).sum()) for n in names],
+            "expected_error": expected_errors(p, d, weights, chosen),
+            "score": "accuracy" if target is None else "target",
+        }
+    )
+    return Selection(
+        items=table,
+        precision=precision,
+        method=method,
+        score="accuracy" if target is None else "target",
+        warnings=(*bank.warnings, *notes),
+    )
+
+
+def _restricted(bank: ItemBank, keep: np.ndarray) -> ItemBank:
+    """The bank without the excluded items."""
+    if keep.all():
+        return bank
+    return ItemBank(
+        items=bank.items[keep],
+        benchmark=bank.benchmark[keep],
+        difficulty=bank.difficulty[:, keep],
+        discrimination=bank.discrimination[:, keep],
+        guessing=None if bank.guessing is None else bank.guessing[:, keep],
+        population=bank.population,
+        log_prior=bank.log_prior,
+        grid=bank.grid,
+        binary=bank.binary,
+        warnings=bank.warnings,
+        source=bank.source,
+        fitted_subjects=bank.fitted_subjects,
+    )
+
+
+def _by_benchmark(
+    bank: ItemBank, names: list[str], counts: np.ndarray, method: str, rng: np.random.Generator
+) -> tuple[list[int], np.ndarray]:
+    """Random or anchor items, ``counts[m]`` of benchmark m; their positions and weights within their benchmark."""
+    order: list[int] = []
+    weight: list[float] = []
+    for name, k in zip(names, counts, strict=True):
+        member = np.flatnonzero(bank.benchmark == name)
+        if method == "random":
+            pick = rng.choice(member, size=int(k), replace=False)
+            order += pick.tolist()
+            weight += [1.0 / len(pick)] * len(pick)
+            continue
+        features = np.column_stack(
+            [bank.difficulty[:, member].mean(axis=0), np.log(bank.discrimination[:, member]).mean(axis=0)]
+        )
+        sd = features.std(axis=0)
+        features = (features - features.mean(axis=0)) / np.where(sd > 0, sd, 1.0)
+        index, share = anchor_items(features, int(k), rng)
+        order += member[index].tolist()
+        weight += share.tolist()
+    return order, np.array(weight)

@@ -1,0 +1,262 @@
+"""Evaluation on a few items, side by side: held-out systems scored by each method against their truth.
+
+For each data set and each split of its systems (``random``: a random quarter held out, seeded; ``order``: the
+last quarter in the data's order held out), a bank is fitted to the training systems and every method of
+:mod:`irtbayes.evaluating.study` scores the held-out systems at K items per benchmark: posterior selection with
+the posterior score, random items with the posterior score and with their plain mean, tinyBenchmarks-style
+anchors with p-IRT, and adaptive tests at the same and at half the budget. Per benchmark and for ``all`` the
+study reports the mean absolute error of the full-benchmark accuracy, the coverage and width of the 90%
+intervals and Spearman's rank correlation over the held-out systems.
+
+Data sets (``--datasets``):
+
+- ``openllm_tinybench``, ``mmlu_pro``, ``nlu_vania2021``: the real data (the external ones from
+  ``$IRTBAYES_DATA_DIR`` or ``../shared/data``, converted once into a temporary folder);
+- ``sim_leaderboard``: a leaderboard-sized simulation (1,200 systems, 4 benchmarks of 500 items, 2PL);
+- ``family:<name>``: one data set of a design family of :data:`irtbayes.data.designs.FAMILIES` per seed.
+
+Rows go to the CSV as each data set and split finishes; ``--fits DIR`` keeps the banks' fits and reuses them.
+
+Usage::
+
+    OMP_NUM_THREADS=2 .venv/bin/python scripts/evaluation_study.py --csv notebooks/results/evaluation_study.csv \\
+        --fits /tmp/eval_fits
+    .venv/bin/python scripts/evaluation_study.py --datasets sim_leaderboard --ks 10 --csv /tmp/look.csv
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import platform
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_DATASETS = (
+    "openllm_tinybench",
+    "mmlu_pro",
+    "nlu_vania2021",
+    "sim_leaderboard",
+    "family:leaderboard",
+    "family:skewed_abilities",
+    "family:missing_not_at_random",
+)
+#: tinyBenchmarks' published mean absolute error at 100 items per benchmark (gp-IRT, each scenario alone).
+TINYBENCHMARKS_MAE_100 = 0.015
+
+log = logging.getLogger("evaluation_study")
+
+
+def external_root() -> Path:
+    """The converted external data sets (converting the upstream files of ../shared/data once if needed)."""
+    root = Path(os.environ.get("IRTBAYES_DATA_DIR") or REPO.parent / "shared" / "data")
+    if (root / "openllm_tinybench" / "dataset.json").is_file():
+        return root
+    cache = Path(os.environ.get("TMPDIR", "/tmp")) / "irtbayes-data"
+    sys.path.insert(0, str(REPO / "scripts"))
+    from convert_data import convert
+
+    for name in ("openllm_tinybench", "nlu_vania2021"):
+        if not (cache / name / "dataset.json").is_file():
+            log.info("converting %s from %s into %s", name, root, cache)
+            convert(name, root, cache)
+    return cache
+
+
+def load(name: str, seed: int):
+    """The data set ``name`` (see the module docstring) and a one-line description."""
+    import irtbayes as irt
+    from irtbayes.data.designs import FAMILIES, simulate_design
+
+    if name == "sim_leaderboard":
+        data, _ = irt.simulate_responses(1200, 2000, n_benchmarks=4, missing=0.0, seed=seed)
+        return data, "simulated 2PL: 1,200 systems x 4 benchmarks of 500 items, no missing cells"
+    if name.startswith("family:"):
+        family = FAMILIES[name.split(":", 1)[1]]
+        design = simulate_design(family, seed=seed)
+        return design.data, f"design family {family.name}, seed {seed}"
+    if name == "mmlu_pro":
+        return irt.load_dataset(name), "MMLU-Pro, 29 LLMs x 12,032 items"
+    return irt.load_dataset(name, root=external_root()), name
+
+
+def fit_bank(data, name: str, split: str, train: list[str], args: argparse.Namespace):
+    """The bank's fit on the training systems (reused from ``--fits``)."""
+    import irtbayes as irt
+
+    folder = (
+        None if args.fits is None else Path(args.fits) / f"{name.replace(':', '_')}-{split}-{args.seed}-{args.sampler}"
+    )
+    if folder is not None and (folder / "card.json").is_file():
+        return irt.load_fit(folder), 0.0
+    start = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # the approximate tier says so in every output anyway
+        fit = irt.fit(data.subset(subjects=train), sampler=args.sampler, seed=args.seed, progress=False)
+    seconds = time.perf_counter() - start
+    if folder is not None:
+        irt.save_fit(fit, folder, overwrite=True)
+    return fit, seconds
+
+
+def run_one(name: str, split: str, args: argparse.Namespace) -> pd.DataFrame:
+    from irtbayes.evaluating.bank import ItemBank
+    from irtbayes.evaluating.study import compare_methods, split_subjects
+
+    data, what = load(name, args.seed)
+    train, test = split_subjects(list(data.subject_ids), split, seed=args.seed)
+    fit, fit_seconds = fit_bank(data, name, split, train, args)
+    bank = ItemBank.from_fit(fit, n_draws=args.draws, prior=args.prior)
+    held = data.subset(subjects=test, items=[i for i in data.item_ids if i in set(bank.items)])
+    cols = bank.columns(held.item_ids)
+    y = np.zeros((held.n_subjects, bank.n_items))
+    w = np.zeros_like(y)
+    y[held.subject_codes, cols[held.item_codes]] = held.values
+    w[held.subject_codes, cols[held.item_codes]] = 1.0
+    log.info(
+        "%s (%s), split %s: bank of %d items from %d systems; %d held out",
+        name,
+        what,
+        split,
+        bank.n_items,
+        len(train),
+        len(test),
+    )
+    ks = [k for k in args.ks if k <= max(int((bank.benchmark == b).sum()) for b in bank.benchmarks)]
+    table = compare_methods(
+        bank,
+        y,
+        w,
+        held.subject_ids,
+        ks=ks,
+        methods=args.methods,
+        adaptive_systems=args.adaptive_systems,
+        seed=args.seed,
+        log=log.info,
+    )
+    sizes = {b: int((bank.benchmark == b).sum()) for b in bank.benchmarks}
+    sizes["all"] = bank.n_items
+    table.insert(0, "dataset", name)
+    table.insert(1, "split", split)
+    table["benchmark_items"] = table["benchmark"].map(sizes)
+    table["train_systems"] = len(train)
+    table["held_out_systems"] = len(test)
+    table["sampler"] = fit.sampler.get("name")
+    table["approximate"] = fit.approximate
+    table["converged"] = bool(fit.diagnostics.ok) and not fit.approximate
+    table["fit_seconds"] = fit_seconds
+    table["seed"] = args.seed
+    table["prior"] = args.prior
+    return table
+
+
+def summarise(table: pd.DataFrame) -> pd.DataFrame:
+    """Per data set, method and K, the ``all`` scope and the mean over benchmarks, splits pooled."""
+    per_bench = table[table["benchmark"] != "all"]
+    keys = ["dataset", "method", "k"]
+    bench = per_bench.groupby(keys, sort=False).agg(
+        benchmark_mae=("mae", "mean"),
+        benchmark_coverage=("coverage", "mean"),
+        benchmark_width=("width", "mean"),
+        benchmark_spearman=("spearman", "mean"),
+        items=("items", "mean"),
+    )
+    overall = (
+        table[table["benchmark"] == "all"]
+        .groupby(keys, sort=False)
+        .agg(all_mae=("mae", "mean"), all_coverage=("coverage", "mean"), all_spearman=("spearman", "mean"))
+    )
+    return bench.join(overall).reset_index()
+
+
+def figure(table: pd.DataFrame, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from irtbayes.core.plots import plot_error_curves
+
+    summary = summarise(table)
+    datasets = list(dict.fromkeys(summary["dataset"]))
+    fig, axes = plt.subplots(2, len(datasets), figsize=(3.4 * len(datasets), 6.4), squeeze=False, layout="constrained")
+    for col, name in enumerate(datasets):
+        rows = summary[summary["dataset"] == name]
+        approx = bool(table.loc[table["dataset"] == name, "approximate"].any())
+        plot_error_curves(
+            rows,
+            x="k",
+            y="benchmark_mae",
+            ylabel="MAE of benchmark accuracy",
+            ax=axes[0, col],
+            reference=TINYBENCHMARKS_MAE_100 if name in ("openllm_tinybench", "sim_leaderboard") else None,
+            panel=name + (" (approximate bank)" if approx else ""),
+        )
+        cov = rows[rows["benchmark_coverage"].notna()]
+        plot_error_curves(cov, x="k", y="benchmark_coverage", ylabel="coverage of 90% intervals", ax=axes[1, col])
+        axes[1, col].axhspan(0.85, 0.95, color="0.9", zorder=0)
+        axes[1, col].set_ylim(0.4, 1.02)
+        for ax in axes[:, col]:
+            if col != len(datasets) - 1 and ax.get_legend() is not None:
+                ax.get_legend().remove()
+    fig.suptitle("Evaluation on K items per benchmark: held-out systems (splits pooled)")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--datasets", nargs="+", default=list(DEFAULT_DATASETS))
+    parser.add_argument("--splits", nargs="+", default=["random", "order"], choices=["random", "order"])
+    parser.add_argument("--ks", nargs="+", type=int, default=[10, 30, 100])
+    parser.add_argument("--methods", nargs="+", default=None, help="default: every method of the study")
+    parser.add_argument("--sampler", default="approx", help="the banks' sampler (default approx; nutpie for NUTS)")
+    parser.add_argument("--prior", default="normal", choices=["normal", "population"])
+    parser.add_argument("--draws", type=int, default=200, help="posterior draws of the bank used per score")
+    parser.add_argument("--adaptive-systems", type=int, default=60, help="held-out systems given adaptive tests")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--fits", help="folder to keep and reuse the banks' fits")
+    parser.add_argument("--csv", required=True, help="the per-benchmark results (a summary CSV is written beside it)")
+    parser.add_argument("--figure", help="default: notebooks/results/figures/<csv stem>.png")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
+    logging.getLogger("irtbayes").setLevel(logging.WARNING)
+    from irtbayes.evaluating.study import STUDY_METHODS
+
+    args.methods = args.methods or list(STUDY_METHODS)
+    csv = Path(args.csv)
+    done = pd.read_csv(csv) if csv.is_file() else pd.DataFrame()
+    log.info("machine: %s, %d cores, Python %s", platform.platform(), os.cpu_count() or 0, platform.python_version())
+    for name in args.datasets:
+        for split in args.splits:
+            if (
+                not done.empty
+                and ((done["dataset"] == name) & (done["split"] == split) & (done["seed"] == args.seed)).any()
+            ):
+                log.info("%s %s seed %d: already in %s", name, split, args.seed, csv)
+                continue
+            start = time.perf_counter()
+            table = run_one(name, split, args)
+            table["wall_seconds"] = time.perf_counter() - start
+            done = pd.concat([done, table], ignore_index=True)
+            tmp = csv.with_suffix(".tmp")
+            done.to_csv(tmp, index=False)
+            tmp.replace(csv)
+    summary = summarise(done)
+    summary.to_csv(csv.with_name(csv.stem + "_summary.csv"), index=False)
+    figure(done, Path(args.figure) if args.figure else REPO / "notebooks" / "results" / "figures" / f"{csv.stem}.png")
+    with pd.option_context("display.width", 200, "display.max_rows", 500):
+        print(summary.round(4).to_string(index=False))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
