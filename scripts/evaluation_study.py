@@ -113,7 +113,8 @@ def run_one(name: str, split: str, args: argparse.Namespace) -> pd.DataFrame:
     data, what = load(name, args.seed)
     train, test = split_subjects(list(data.subject_ids), split, seed=args.seed)
     fit, fit_seconds = fit_bank(data, name, split, train, args)
-    bank = ItemBank.from_fit(fit, n_draws=args.draws, prior=args.prior)
+    deviations = False if args.one_ability else data.subset(subjects=train)
+    bank = ItemBank.from_fit(fit, n_draws=args.draws, prior=args.prior, data=deviations)
     held = data.subset(subjects=test, items=[i for i in data.item_ids if i in set(bank.items)])
     cols = bank.columns(held.item_ids)
     y = np.zeros((held.n_subjects, bank.n_items))
@@ -154,6 +155,11 @@ def run_one(name: str, split: str, args: argparse.Namespace) -> pd.DataFrame:
     table["fit_seconds"] = fit_seconds
     table["seed"] = args.seed
     table["prior"] = args.prior
+    table["deviations"] = (
+        "none"
+        if args.one_ability
+        else " ".join(f"{b}={t:g}" for b, t in zip(bank.benchmarks, bank.deviations, strict=True))
+    )
     return table
 
 
@@ -221,6 +227,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sampler", default="approx", help="the banks' sampler (default approx; nutpie for NUTS)")
     parser.add_argument("--prior", default="normal", choices=["normal", "population"])
     parser.add_argument("--draws", type=int, default=200, help="posterior draws of the bank used per score")
+    parser.add_argument("--one-ability", action="store_true", help="no benchmark deviations (one ability)")
     parser.add_argument("--adaptive-systems", type=int, default=60, help="held-out systems given adaptive tests")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--fits", help="folder to keep and reuse the banks' fits")

@@ -18,7 +18,11 @@ shared among the bin's items of m).
     with item information I_i = D_i^2 / (P_i (1 - P_i)). The first term is the error that the ability's
     posterior variance (about 1 / (1 + information) under the N(0, 1) prior) carries into the predicted part
     of the score; the second is the spread of the unanswered items' own responses. Each step adds the item
-    that lowers the average of sum_m MSE_m the most. The formula is the criterion only: the scores and
+    that lowers the average of sum_m MSE_m the most. With benchmark deviations (:mod:`~irtbayes.evaluating.bank`)
+    the posterior variance of benchmark m's ability is ``V_m = u / (1 + I_m u)``, ``u = tau_m^2 + 1 / (1 + I_other)``,
+    with I_m the information of m's chosen items and I_other that of the other benchmarks' (tau_m = 0 gives
+    back 1 / (1 + sum of all)); an item's effect on its own benchmark is then computed exactly and on the others to
+    first order in its information. The formula is the criterion only: the scores and
     intervals of the chosen items come from the exact grid posterior of
     :func:`~irtbayes.evaluating.prediction.predict_scores`.
 ``method="random"``
@@ -179,15 +183,30 @@ def allocate(sizes: Sequence[int], total: int) -> np.ndarray:
 
 
 def expected_errors(
-    population_p: np.ndarray, population_d: np.ndarray, weights: np.ndarray, chosen: np.ndarray
+    population_p: np.ndarray,
+    population_d: np.ndarray,
+    weights: np.ndarray,
+    chosen: np.ndarray,
+    *,
+    group: np.ndarray | None = None,
+    deviation: np.ndarray | None = None,
 ) -> np.ndarray:
-    """(benchmarks,) the criterion's root mean squared error of each score with items ``chosen`` (bool, N)."""
+    """(benchmarks,) the criterion's root mean squared error of each score with items ``chosen`` (bool, N);
+    ``group`` and ``deviation`` as :func:`greedy_items`."""
     pq = population_p * (1 - population_p)
     info = np.divide(population_d**2, pq, out=np.zeros_like(pq), where=pq > 0)
     rest = ~chosen
     a = population_d[:, rest] @ weights[rest]
-    j = 1.0 + info[:, chosen].sum(axis=1)
-    mse = a**2 / j[:, None] + pq[:, rest] @ weights[rest] ** 2
+    if deviation is None or not np.any(np.asarray(deviation) > 0):
+        var = 1.0 / (1.0 + info[:, chosen].sum(axis=1))[:, None]
+    else:
+        own = np.argmax(weights != 0, axis=1) if group is None else np.asarray(group, dtype=np.int64)
+        bench_info = np.zeros_like(a)
+        for m in range(weights.shape[1]):
+            bench_info[:, m] = info[:, chosen & (own == m)].sum(axis=1)
+        other = bench_info.sum(axis=1, keepdims=True) - bench_info
+        var, _ = _benchmark_variance(bench_info, other, np.asarray(deviation)[None, :] ** 2)
+    mse = a**2 * var + pq[:, rest] @ weights[rest] ** 2
     return np.sqrt(mse.mean(axis=0))
 
 
@@ -199,13 +218,19 @@ def greedy_items(
     total: int,
     *,
     group: np.ndarray | None = None,
+    deviation: np.ndarray | None = None,
 ) -> list[int]:
     """The greedy posterior selection (module docstring): item positions in the order chosen.
 
     ``quota`` (benchmarks,) caps each benchmark's items (None: any split, every benchmark keeping one);
     ``total`` is the number of items to choose; ``group`` (N,) is each item's benchmark (column of ``weights``;
-    default: the column where its weight is not 0, which an item outside a target's range does not have).
+    default: the column where its weight is not 0, which an item outside a target's range does not have);
+    ``deviation`` (benchmarks,) the benchmarks' deviation sds tau_B (module docstring; None or zeros: one ability).
     """
+    if deviation is not None and np.any(np.asarray(deviation) > 0):
+        return _greedy_with_deviations(
+            population_p, population_d, weights, quota, total, group=group, deviation=np.asarray(deviation)
+        )
     pq = population_p * (1 - population_p)
     info = np.divide(population_d**2, pq, out=np.zeros_like(pq), where=pq > 0)
     own = np.argmax(weights != 0, axis=1) if group is None else np.asarray(group, dtype=np.int64)
@@ -236,6 +261,65 @@ def greedy_items(
         taken[own[pick]] += 1
         a[:, own[pick]] -= vd[:, pick]
         j += info[:, pick]
+    return chosen
+
+
+def _benchmark_variance(
+    own_info: np.ndarray, other_info: np.ndarray, tau2: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The approximate posterior variance of a benchmark's ability, and its derivative in ``other_info``:
+    ``V = u / (1 + I_B u)`` with ``u = tau^2 + 1 / (1 + I_other)`` (module docstring)."""
+    u = tau2 + 1.0 / (1.0 + other_info)
+    v = u / (1.0 + own_info * u)
+    dv = -1.0 / ((1.0 + own_info * u) ** 2 * (1.0 + other_info) ** 2)
+    return v, dv
+
+
+def _greedy_with_deviations(
+    population_p: np.ndarray,
+    population_d: np.ndarray,
+    weights: np.ndarray,
+    quota: np.ndarray | None,
+    total: int,
+    *,
+    group: np.ndarray | None,
+    deviation: np.ndarray,
+) -> list[int]:
+    """:func:`greedy_items` with benchmark deviations: an item's effect on its own benchmark's score is exact, its
+    effect on the other benchmarks' scores (through the general ability) to first order."""
+    pq = population_p * (1 - population_p)
+    info = np.divide(population_d**2, pq, out=np.zeros_like(pq), where=pq > 0)
+    own = np.argmax(weights != 0, axis=1) if group is None else np.asarray(group, dtype=np.int64)
+    v = weights[np.arange(len(own)), own]
+    a = population_d @ weights  # (T, M)
+    tau2 = deviation[None, :] ** 2  # (1, M)
+    bench_info = np.zeros_like(a)  # (T, M): information of the items chosen from each benchmark
+    vd = v[None, :] * population_d
+    v2pq = v[None, :] ** 2 * pq
+    taken = np.zeros(weights.shape[1], dtype="int64")
+    free = np.ones(len(own), dtype=bool)
+    chosen: list[int] = []
+    for step in range(total):
+        allowed = free.copy()
+        if quota is not None:
+            allowed &= (taken < quota)[own]
+        elif total - step <= int((taken == 0).sum()):
+            allowed &= (taken == 0)[own]
+        if not allowed.any():
+            break
+        other = bench_info.sum(axis=1, keepdims=True) - bench_info
+        var, dvar = _benchmark_variance(bench_info, other, tau2)  # (T, M)
+        cross = (a**2 * dvar).sum(axis=1, keepdims=True)  # (T, 1): first-order effect of information on all
+        a_own, var_own, dvar_own = a[:, own], var[:, own], dvar[:, own]
+        new_var, _ = _benchmark_variance(bench_info[:, own] + info, other[:, own], tau2[:, own])
+        change = (a_own - vd) ** 2 * new_var - a_own**2 * var_own + info * (cross - a_own**2 * dvar_own) - v2pq
+        crit = np.where(allowed, change.mean(axis=0), np.inf)
+        pick = int(np.argmin(crit))
+        chosen.append(pick)
+        free[pick] = False
+        taken[own[pick]] += 1
+        a[:, own[pick]] -= vd[:, pick]
+        bench_info[:, own[pick]] += info[:, pick]
     return chosen
 
 
@@ -372,7 +456,7 @@ def select_items(
     weight_col = None
     if method == "posterior":
         group = pd.Index(names).get_indexer(sub.benchmark)
-        order = greedy_items(p, d, weights, quota, total, group=group)
+        order = greedy_items(p, d, weights, quota, total, group=group, deviation=sub.deviations)
     else:
         sizes = [int((sub.benchmark == n).sum()) for n in names]
         counts = quota if quota is not None else allocate(sizes, total)
@@ -389,7 +473,9 @@ def select_items(
             "benchmark": names,
             "items_selected": [int(chosen[sub.benchmark == n].sum()) for n in names],
             "items_total": [int((sub.benchmark == n).sum()) for n in names],
-            "expected_error": expected_errors(p, d, weights, chosen),
+            "expected_error": expected_errors(
+                p, d, weights, chosen, group=pd.Index(names).get_indexer(sub.benchmark), deviation=sub.deviations
+            ),
             "score": "accuracy" if target is None else "target",
         }
     )
@@ -419,6 +505,7 @@ def _restricted(bank: ItemBank, keep: np.ndarray) -> ItemBank:
         warnings=bank.warnings,
         source=bank.source,
         fitted_subjects=bank.fitted_subjects,
+        deviation_sd=bank.deviation_sd,
     )
 
 
