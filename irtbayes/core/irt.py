@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 from numpy.typing import ArrayLike
+from scipy.special import expit
 
 __all__ = [
     "grid_draws",
@@ -83,10 +84,7 @@ def sigmoid_mix(eta: ArrayLike, guessing: ArrayLike | None = None) -> np.ndarray
     >>> float(sigmoid_mix(0.0, 0.25))
     0.625
     """
-    eta = np.asarray(eta, dtype="float64")
-    # sigmoid without overflow: exp of a non-positive number only
-    e = np.exp(-np.abs(eta))
-    p = np.where(eta >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
+    p = expit(np.asarray(eta, dtype="float64"))  # one pass, no overflow at any eta
     if guessing is None:
         return p
     c = np.asarray(guessing, dtype="float64")
