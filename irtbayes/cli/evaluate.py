@@ -118,6 +118,8 @@ def cmd_score(args: argparse.Namespace) -> int:
             prior=args.prior,
             allow_fitted=args.allow_fitted,
             data=_bank_data(args),
+            calibrate=args.calibrate,
+            ci_prob=args.ci,
             seed=args.seed,
         )
         warnings = list(predicted.warnings)
@@ -353,6 +355,7 @@ def cmd_adaptive(args: argparse.Namespace) -> int:
         exposure=exposure,
         items=items,
         ci_prob=args.ci,
+        calibrate=args.calibrate,
         seed=args.seed,
     )
     _warnings_first([*bank.warnings, *notes])

@@ -284,6 +284,13 @@ def _add_prior_arguments(parser: argparse.ArgumentParser) -> None:
         "the fitted systems' ability distribution (smoothed); the abilities table always uses N(0, 1)",
     )
     parser.add_argument(
+        "--no-calibrate",
+        dest="calibrate",
+        action="store_false",
+        help="report the model's own intervals instead of intervals calibrated on the bank's own systems "
+        "answering the same items (the default, where the fit's data are found)",
+    )
+    parser.add_argument(
         "--allow-fitted",
         action="store_true",
         help="score subjects the bank was fitted to (labelled in every output; their intervals are too narrow) "
@@ -404,6 +411,12 @@ def add_adaptive_verb(verbs: Any, command: Command) -> None:
         help="the ability prior: N(0, 1) (default) or the fitted systems' ability distribution",
     )
     test.add_argument("--ci", type=float, default=0.9, help="credible interval probability (default 0.9)")
+    test.add_argument(
+        "--no-calibrate",
+        dest="calibrate",
+        action="store_false",
+        help="the final scores with the model's own intervals, not calibrated on the bank's own systems",
+    )
     test.add_argument("--no-progress", action="store_true", help="log each answer instead of a progress bar")
     exposure = ada.add_argument_group("exposure control across tests")
     exposure.add_argument(

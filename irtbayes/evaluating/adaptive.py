@@ -52,7 +52,12 @@ from irtbayes.core.files import atomic_write_json, read_json
 from irtbayes.core.summaries import check_ci_prob
 from irtbayes.data.responses import ResponseData
 from irtbayes.evaluating.bank import ItemBank
-from irtbayes.evaluating.prediction import PredictedScores, evaluation_target, predict_from_arrays
+from irtbayes.evaluating.prediction import (
+    PredictedScores,
+    calibration_factors,
+    evaluation_target,
+    predict_from_arrays,
+)
 from irtbayes.evaluating.selection import score_weights
 
 if TYPE_CHECKING:
@@ -241,7 +246,10 @@ class AdaptiveTest:
     ci_prob
         The probability of the log's running intervals (normal, from the running mean and sd).
     data
-        The fit's own responses, for the benchmarks' deviations (:meth:`ItemBank.from_fit`).
+        The fit's own responses, for the benchmarks' deviations and the calibration (:meth:`ItemBank.from_fit`).
+    calibrate
+        Calibrate the final scores' intervals on the bank's own systems answering the test's items
+        (:func:`~irtbayes.evaluating.prediction.predict_scores`).
     seed
         Seed of the randomesque choice and of the final scores' draws.
 
@@ -272,6 +280,7 @@ class AdaptiveTest:
         shortlist: int = 400,
         ci_prob: float = 0.9,
         data: ResponseData | str | os.PathLike[str] | bool | None = None,
+        calibrate: bool = True,
         seed: int | None = 0,
     ) -> None:
         if criterion not in CRITERIA:
@@ -279,6 +288,7 @@ class AdaptiveTest:
         if int(max_items) < 1 or int(min_items) < 0:
             raise SpecError(f"AdaptiveTest: need max_items >= 1 and min_items >= 0, got {max_items} and {min_items}")
         self.ci_prob = check_ci_prob(ci_prob)
+        self.calibrate = bool(calibrate)
         if int(shortlist) < 1:
             raise SpecError(f"AdaptiveTest: shortlist must be at least 1, got {shortlist}")
         if se is not None and not float(se) > 0:
@@ -580,8 +590,9 @@ class AdaptiveTest:
         w = np.zeros_like(y)
         for col, value in self.responses.items():
             y[0, col], w[0, col] = value, 1.0
+        widen = calibration_factors(self.bank, w, ci_prob=self.ci_prob, seed=self.seed or 0) if self.calibrate else None
         scores = predict_from_arrays(
-            self.bank, y, w, np.array([subject]), target=self.target, seed=self.seed, notes=notes
+            self.bank, y, w, np.array([subject]), target=self.target, widen=widen, seed=self.seed, notes=notes
         )
         return AdaptiveResult(
             subject=subject,

@@ -28,7 +28,7 @@ tau_B from the fit's own data by maximum marginal likelihood: for each fitted sy
 item parameters, the likelihood of its responses on B is integrated over delta and over its ability's posterior
 given its responses on the *other* benchmarks, and tau_B maximises the product over systems (tau from 0 to 3: on steps of
 0.25, then of 0.05 around the best). tau_B = 0 gives back the one-dimensional model; a bank of one benchmark has
-tau = 0. Without the fit's data the deviations are 0 and the outputs say so.
+tau = 0. Without the fit's data the deviations are 0 and the outputs say so (``NO REFERENCE``).
 
 What the bank says about itself
 -------------------------------
@@ -56,14 +56,23 @@ from irtbayes.fitting.storage import load_fit_data
 if TYPE_CHECKING:
     from irtbayes.fitting.result import Fit
 
-__all__ = ["DEFAULT_GRID", "DEVIATION_GRID", "PRIORS", "ItemBank", "bank_warnings", "estimate_deviations"]
+__all__ = [
+    "DEFAULT_GRID",
+    "DEVIATION_GRID",
+    "PRIORS",
+    "REFERENCE_SYSTEMS",
+    "ItemBank",
+    "bank_warnings",
+    "estimate_deviations",
+    "reference_responses",
+]
 
 #: The ability grid of every grid posterior of this stage: 161 points on [-6, 6].
 DEFAULT_GRID = np.linspace(-6.0, 6.0, 161)
 #: The ability priors a new system can be given.
 PRIORS = ("normal", "population")
 #: Points standing for the fitted systems' ability distribution (equal weights).
-POPULATION_POINTS = 64
+POPULATION_POINTS = 32
 
 
 def bank_warnings(fit: Fit) -> tuple[str, ...]:
@@ -122,6 +131,10 @@ class ItemBank:
         The systems the bank was fitted to.
     deviation_sd
         (benchmarks,) tau_B of each benchmark, in the order of :attr:`benchmarks` (module docstring); None: 0.
+    reference
+        (systems, N) float32 responses of up to :data:`REFERENCE_SYSTEMS` of the fitted systems (evenly spaced; NaN
+        where a system has no response), read with the fit's data: what the intervals are calibrated on
+        (:func:`irtbayes.evaluating.prediction.interval_factors`); None without the data.
     """
 
     items: pd.Index
@@ -137,6 +150,7 @@ class ItemBank:
     source: str
     fitted_subjects: pd.Index
     deviation_sd: np.ndarray | None = None
+    reference: np.ndarray | None = None
 
     @classmethod
     def from_fit(
@@ -165,7 +179,7 @@ class ItemBank:
         >>> fit, _ = simulated_fit(20, 30)
         >>> bank = ItemBank.from_fit(fit, n_draws=50)
         >>> bank.difficulty.shape, len(bank.items), bank.population.shape
-        ((50, 30), 30, (64,))
+        ((50, 30), 30, (32,))
         """
         if prior not in PRIORS:
             raise SpecError(f"evaluation: prior must be one of {', '.join(PRIORS)}, got {prior!r}")
@@ -206,20 +220,30 @@ class ItemBank:
             source=str(fit.info.get("source", "<fit>")),
             fitted_subjects=fit.subject_ids,
         )
-        if len(bank.benchmarks) < 2 or data is False:
+        if data is False:
             return bank
         try:
             loaded = load_fit_data(fit, None if data is True else data, hint="give the fit's own data (data=, --data)")
         except (FitError, DataError) as err:
             if data is not None:
                 raise
+            between = (
+                "how far systems' abilities differ between benchmarks was not estimated (intervals on one benchmark "
+                "from items of another may be too narrow), and "
+                if len(bank.benchmarks) > 1
+                else ""
+            )
             note = (
-                f"ONE ABILITY: the fit's data were not found ({err}), so how far systems' abilities differ between "
-                "benchmarks was not estimated; intervals on one benchmark from items of another may be too narrow."
+                f"NO REFERENCE: the fit's data were not found ({err}), so {between}the intervals were not calibrated "
+                "on the bank's own systems; give them with data= (--data)."
             )
             return dataclasses.replace(bank, warnings=(*bank.warnings, note))
         ability_mean = post["ability"].mean(("chain", "draw")).values
-        return dataclasses.replace(bank, deviation_sd=estimate_deviations(bank, loaded, ability_mean))
+        return dataclasses.replace(
+            bank,
+            deviation_sd=estimate_deviations(bank, loaded, ability_mean),
+            reference=reference_responses(bank, loaded),
+        )
 
     @property
     def deviations(self) -> np.ndarray:
@@ -298,6 +322,23 @@ def _kernel(grid: np.ndarray, tau: float) -> np.ndarray | None:
     if tau <= 0:
         return None
     return _kernel_cached(tuple(np.round(grid, 12)), round(tau, 6))
+
+
+#: Fitted systems whose responses a bank keeps for calibrating intervals.
+REFERENCE_SYSTEMS = 200
+
+
+def reference_responses(bank: ItemBank, data: ResponseData, *, most: int = REFERENCE_SYSTEMS) -> np.ndarray:
+    """(systems, N) float32: the responses of up to ``most`` of ``data``'s systems (evenly spaced) on the bank's
+    items, NaN where missing."""
+    pick = spaced(data.n_subjects, most)
+    keep = np.isin(data.subject_codes, pick)
+    row = np.searchsorted(pick, data.subject_codes[keep])
+    cols = bank.columns(data.item_ids)[data.item_codes[keep]]
+    out = np.full((len(pick), bank.n_items), np.nan, dtype="float32")
+    inside = cols >= 0
+    out[row[inside], cols[inside]] = data.values[keep][inside]
+    return out
 
 
 #: The deviation sds tried by :func:`estimate_deviations`.

@@ -11,6 +11,10 @@ answers the method's items and the method estimates its accuracies:
     :func:`~irtbayes.evaluating.prediction.predict_scores` (posterior mean and equal-tailed interval).
 ``random+posterior``
     K random items of each benchmark, drawn afresh for each system, scored the same way.
+
+The posterior scores' intervals are calibrated on the bank's reference systems answering the same items
+(:func:`~irtbayes.evaluating.prediction.calibration_factors`, as :func:`~irtbayes.evaluating.prediction.predict_scores`
+does; for per-system designs, up to 8 of them), and the model's own intervals are reported beside them.
 ``random+mean``
     The same random items, scored by their plain mean with a Wilson interval corrected for the finite benchmark
     (:func:`~irtbayes.evaluating.baselines.subset_mean`).
@@ -41,7 +45,7 @@ from irtbayes.core.summaries import spaced
 from irtbayes.evaluating.adaptive import AdaptiveTest
 from irtbayes.evaluating.bank import ItemBank
 from irtbayes.evaluating.baselines import pirt_accuracy, subset_mean
-from irtbayes.evaluating.prediction import ALL, predict_from_arrays, scope_membership
+from irtbayes.evaluating.prediction import ALL, calibration_factors, predict_from_arrays, scope_membership
 from irtbayes.evaluating.selection import select_items
 
 __all__ = ["STUDY_METHODS", "compare_methods", "held_out_truth", "method_metrics", "split_subjects"]
@@ -122,15 +126,18 @@ def _random_mask(bank: ItemBank, w: np.ndarray, k: int, rng: np.random.Generator
 def _scored(
     bank: ItemBank, y: np.ndarray, mask: np.ndarray, w: np.ndarray, subjects: np.ndarray, ci_prob: float, seed: int
 ) -> tuple[np.ndarray, ...]:
-    """Posterior scores of the systems from the items of ``mask``, over the items they answered (``w``)."""
-    scores = predict_from_arrays(bank, y, mask, subjects, count=w, seed=seed)
-    table = scores.table(ci_prob)
+    """Posterior scores of the systems from the items of ``mask``, over the items they answered (``w``): the mean,
+    the calibrated interval (on the bank's reference systems answering the same items, where the bank has them)
+    and the model's own interval."""
+    widen = calibration_factors(bank, mask, ci_prob=ci_prob, seed=seed)
+    scores = predict_from_arrays(bank, y, mask, subjects, count=w, widen=widen, seed=seed)
     shape = (len(subjects), len(scores.scopes))
-    return (
-        table["accuracy_mean"].to_numpy().reshape(shape),
-        table["accuracy_ci_low"].to_numpy().reshape(shape),
-        table["accuracy_ci_high"].to_numpy().reshape(shape),
-    )
+    table = scores.table(ci_prob)
+    out = [table[c].to_numpy().reshape(shape) for c in ("accuracy_mean", "accuracy_ci_low", "accuracy_ci_high")]
+    if widen is None:
+        return (*out, out[1], out[2])
+    own = predict_from_arrays(bank, y, mask, subjects, count=w, seed=seed).table(ci_prob)
+    return (*out, *(own[c].to_numpy().reshape(shape) for c in ("accuracy_ci_low", "accuracy_ci_high")))
 
 
 def compare_methods(
@@ -150,7 +157,9 @@ def compare_methods(
 
     ``y`` and ``w`` are the held-out systems' (J, N) responses and observed-mask in the bank's item order.
     Columns: ``method``, ``k`` (items per benchmark), ``items`` (mean items answered per system), ``benchmark``,
-    ``systems``, ``mae``, ``rmse``, ``coverage``, ``width``, ``spearman``, ``seconds`` (the method's time at that K).
+    ``systems``, ``mae``, ``rmse``, ``coverage``, ``width`` (the reported intervals: calibrated on the bank's
+    reference systems where it has them), ``spearman``, ``model_coverage``, ``model_width`` (the model's own
+    intervals), ``seconds`` (the method's time at that K).
     """
     names, member = scope_membership(bank)
     truth, complete = held_out_truth(y, w, member)
@@ -163,10 +172,11 @@ def compare_methods(
             result = _one_method(bank, y, w, subjects_arr, method, int(k), ci_prob, adaptive_systems, rng, seed)
             if result is None:
                 continue
-            estimate, low, high, answered, keep = result
+            estimate, low, high, own_low, own_high, answered, keep = result
             metrics = method_metrics(estimate, low, high, truth[keep], complete[keep])
+            model = method_metrics(estimate, own_low, own_high, truth[keep], complete[keep])
             seconds = time.perf_counter() - start
-            for name, m in zip(names, metrics, strict=True):
+            for name, m, own in zip(names, metrics, model, strict=True):
                 rows.append(
                     {
                         "method": method,
@@ -174,6 +184,8 @@ def compare_methods(
                         "items": float(answered),
                         "benchmark": name,
                         **m,
+                        "model_coverage": own["coverage"],
+                        "model_width": own["width"],
                         "seconds": seconds,
                     }
                 )
@@ -197,28 +209,30 @@ def _one_method(
     adaptive_systems: int,
     rng: np.random.Generator,
     seed: int,
-) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None, float, np.ndarray] | None:
-    """One method at budget ``k``: estimate, interval (or None), mean items answered, the systems scored."""
+) -> tuple[Any, ...] | None:
+    """One method at budget ``k``: estimate, reported interval and the model's own (or Nones), mean items answered,
+    the systems scored."""
     _, member = scope_membership(bank)
     everyone = np.ones(len(subjects), dtype=bool)
     if method == "posterior":
         chosen = np.zeros(bank.n_items)
         chosen[bank.columns(select_items(bank, per_benchmark=k).item_ids)] = 1.0
         mask = w * chosen[None, :]
-        est, lo, hi = _scored(bank, y, mask, w, subjects, ci_prob, seed)
-        return est, lo, hi, float(mask.sum(axis=1).mean()), everyone
+        return (*_scored(bank, y, mask, w, subjects, ci_prob, seed), float(mask.sum(axis=1).mean()), everyone)
     if method in ("random+posterior", "random+mean"):
         mask = _random_mask(bank, w, k, np.random.default_rng(seed + k))  # the same items for both scorings
         if method == "random+mean":
             est, lo, hi = subset_mean(y, mask, member, ci_prob=ci_prob, count=w)
+            scored: tuple[Any, ...] = (est, lo, hi, lo, hi)
         else:
-            est, lo, hi = _scored(bank, y, mask, w, subjects, ci_prob, seed)
-        return est, lo, hi, float(mask.sum(axis=1).mean()), everyone
+            scored = _scored(bank, y, mask, w, subjects, ci_prob, seed)
+        return (*scored, float(mask.sum(axis=1).mean()), everyone)
     if method == "anchors+pirt":
         chosen = np.zeros(bank.n_items)
         chosen[bank.columns(select_items(bank, per_benchmark=k, method="anchors", seed=seed).item_ids)] = 1.0
         mask = w * chosen[None, :]
-        return pirt_accuracy(bank, y, mask, member, count=w), None, None, float(mask.sum(axis=1).mean()), everyone
+        estimate = pirt_accuracy(bank, y, mask, member, count=w)
+        return estimate, None, None, None, None, float(mask.sum(axis=1).mean()), everyone
     if method in ("adaptive", "adaptive/2"):
         budget = k * len(bank.benchmarks) // (2 if method == "adaptive/2" else 1)
         if budget < 1:
@@ -232,6 +246,6 @@ def _one_method(
                 c = int(bank.columns([item])[0])
                 test.answer(item, y[j, c])
                 masks[row, c] = 1.0
-        est, lo, hi = _scored(bank, y[keep], masks, w[keep], subjects[keep], ci_prob, seed)
-        return est, lo, hi, float(masks.sum(axis=1).mean()), keep
+        scored = _scored(bank, y[keep], masks, w[keep], subjects[keep], ci_prob, seed)
+        return (*scored, float(masks.sum(axis=1).mean()), keep)
     raise ValueError(f"compare_methods: unknown method {method!r}")

@@ -1,0 +1,104 @@
+"""Intervals calibrated on the bank's own systems: factors near 1 for a bank that is right, and large enough to
+restore the coverage of a bank whose items are too steep.
+
+No sampling: 2PL responses of 400 simulated systems to 120 items; the bank holds the true item parameters, or
+the same items 2.5 times as steep as they are. Its reference systems are the first 200; the other 200 are
+scored from 12 of the items.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from irtbayes.core import irt
+from irtbayes.evaluating.bank import DEFAULT_GRID, ItemBank
+from irtbayes.evaluating.prediction import calibration_factors, interval_factors, predict_from_arrays
+
+N_ITEMS = 120
+DRAWS = 100  # the true item parameters in every draw: the draws carry the ability's and the responses' spread
+
+
+@pytest.fixture(scope="module")
+def world():
+    rng = np.random.default_rng(7)
+    theta = rng.normal(size=400)
+    b = rng.normal(size=N_ITEMS)
+    a = np.exp(rng.normal(0.0, 0.3, size=N_ITEMS))
+    y = (rng.random((400, N_ITEMS)) < irt.probability(theta[:, None], b[None, :], a[None, :])).astype(float)
+    return y, a, b
+
+
+def _bank(a: np.ndarray, b: np.ndarray, reference: np.ndarray | None) -> ItemBank:
+    return ItemBank(
+        items=pd.Index([f"q{i}" for i in range(N_ITEMS)]),
+        benchmark=np.array(["B"] * N_ITEMS),
+        difficulty=np.repeat(b[None, :], DRAWS, axis=0),
+        discrimination=np.repeat(a[None, :], DRAWS, axis=0),
+        guessing=None,
+        population=np.linspace(-2, 2, 32),
+        log_prior=-0.5 * DEFAULT_GRID**2,
+        grid=DEFAULT_GRID,
+        binary=True,
+        warnings=(),
+        source="<test>",
+        fitted_subjects=pd.Index([]),
+        reference=None if reference is None else reference.astype("float32"),
+    )
+
+
+def _coverage(bank: ItemBank, y: np.ndarray, design: np.ndarray, widen: np.ndarray | None) -> float:
+    mask = np.broadcast_to(design, y.shape).astype(float)
+    table = predict_from_arrays(bank, y, mask, np.array([f"n{j}" for j in range(len(y))]), widen=widen, seed=1).table()
+    rows = table[table["benchmark"] == "B"]
+    truth = y.mean(axis=1)
+    return float(
+        ((truth >= rows["accuracy_ci_low"].to_numpy()) & (truth <= rows["accuracy_ci_high"].to_numpy())).mean()
+    )
+
+
+def test_a_right_bank_needs_little_widening_and_covers(world):
+    y, a, b = world
+    bank = _bank(a, b, y[:200])
+    design = np.zeros(N_ITEMS)
+    design[::10] = 1.0
+    factors = calibration_factors(bank, design[None, :])
+    assert factors is not None and np.all(factors <= 1.25), f"factors {factors}"
+    coverage = _coverage(bank, y[200:], design, factors)
+    assert 0.82 <= coverage <= 0.98, f"coverage {coverage:.2f} with factors {factors}"
+
+
+def test_too_steep_items_are_widened_back_to_coverage(world):
+    y, a, b = world
+    steep = _bank(2.5 * a, b, y[:200])
+    design = np.zeros(N_ITEMS)
+    design[::10] = 1.0
+    before = _coverage(steep, y[200:], design, None)
+    factors = calibration_factors(steep, design[None, :])
+    assert factors is not None and factors[0] > 1.3, f"factors {factors}"
+    after = _coverage(steep, y[200:], design, factors)
+    assert before < 0.8 <= after, f"coverage {before:.2f} before, {after:.2f} after widening by {factors}"
+
+
+def test_factors_are_never_below_one_and_need_a_reference(world):
+    y, a, b = world
+    design = np.ones((1, N_ITEMS))  # every item answered: nothing to predict, nothing to widen
+    factors = interval_factors(_bank(a, b, y[:200]), y[:200], np.ones_like(y[:200]), design)
+    assert factors.tolist() == [1.0, 1.0]
+    assert calibration_factors(_bank(a, b, None), design) is None
+
+
+def test_widening_keeps_the_mean_and_is_reported(world):
+    y, a, b = world
+    bank = _bank(a, b, y[:200])
+    mask = np.zeros((3, N_ITEMS))
+    mask[:, :12] = 1.0
+    plain = predict_from_arrays(bank, y[200:203], mask, np.array(["x", "y", "z"]), seed=2)
+    wide = predict_from_arrays(bank, y[200:203], mask, np.array(["x", "y", "z"]), widen=np.array([2.0, 2.0]), seed=2)
+    np.testing.assert_allclose(wide.table()["accuracy_mean"], plain.table()["accuracy_mean"])
+    width = lambda t: (t["accuracy_ci_high"] - t["accuracy_ci_low"]).to_numpy()  # noqa: E731
+    assert np.all(width(wide.table()) > 1.8 * width(plain.table()))
+    assert wide.widen == {"B": 2.0, "all": 2.0} and plain.widen is None
+    assert "widened by B x2.00" in wide.to_text() and "not calibrated" in plain.to_text()
+    assert wide.to_dict()["interval_calibration"] == {"B": 2.0, "all": 2.0}
