@@ -71,7 +71,7 @@ with timer("simulate and build the bank"):
     bank_fit = Fit.from_posterior(
         posterior_near_truth(training, truth.isel(subject=keep), chains=2, draws=100, seed=S.seed), training
     )
-    bank = ItemBank.from_fit(bank_fit, n_draws=200, data=training)
+    bank = ItemBank.from_fit(bank_fit, n_draws=100 if S.fast else 200, data=training)
     held = data.subset(subjects=test)
     cols = bank.columns(held.item_ids)
     y = np.zeros((held.n_subjects, bank.n_items))

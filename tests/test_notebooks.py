@@ -30,6 +30,7 @@ ORDER = (
     "06_model_checks",
     "07_robustness",
     "08_report",
+    "09_evaluation",
 )
 
 needs_data = pytest.mark.skipif(
@@ -330,3 +331,22 @@ def test_notebook_pages_share_one_copy_of_their_head_styles(tmp_path):
         == second
         == (f'<html><head><link rel="stylesheet" href="{css.name}"></head><body><style>.out {{}}</style></body></html>')
     )
+
+
+def test_09_evaluation(nb_out: Path) -> None:
+    """Notebook 9 needs no external data: a simulated leaderboard, and in fast mode a tiny study of its own."""
+    proc, _ = run_notebook("09_evaluation", nb_out)
+    study = pd.read_csv(nb_out / "evaluation_study_fast.csv")
+    assert set(study["method"]) == {
+        "posterior",
+        "random+posterior",
+        "random+mean",
+        "anchors+pirt",
+        "adaptive",
+        "adaptive/2",
+    }
+    scored = study[study["method"] != "anchors+pirt"]
+    assert scored["coverage"].between(0, 1).all() and scored["width"].gt(0).all(), scored
+    assert (nb_out / "figures" / "evaluation_adaptive_trace.png").stat().st_size > 0
+    assert (nb_out / "figures" / "evaluation_predicted_accuracy.png").stat().st_size > 0
+    assert "Adaptive test of" in proc.stdout and "posterior MAE" in proc.stdout

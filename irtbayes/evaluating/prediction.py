@@ -31,7 +31,7 @@ The model's intervals hold when the model holds. Real systems are not one- (or f
 a strong model slips on easy items, a weak one guesses, and items chosen for their information at the centre
 of the population say little about the tails. So, where the bank keeps responses of its own systems
 (:attr:`~irtbayes.evaluating.bank.ItemBank.reference`, read with the fit's data), :func:`predict_scores`
-scores up to 200 of them as if they were new, from their answers to the *same items* the new systems answered,
+scores up to 100 of them as if they were new, from their answers to the *same items* the new systems answered,
 and widens each scope's interval (scaling the draws about the posterior mean) by the factor that makes
 ``ci_prob`` of those intervals cover the systems' actual accuracy (:func:`interval_factors`; never narrower
 than the model's own). The factors are reported (``widen``, the text's header, ``interval_calibration`` in
@@ -66,7 +66,7 @@ from irtbayes.auditing.targets import Target
 from irtbayes.checks.summary import arviz_names, records
 from irtbayes.core import irt
 from irtbayes.core.errors import DataError, SpecError, listed
-from irtbayes.core.summaries import check_ci_prob, summarize
+from irtbayes.core.summaries import check_ci_prob, spaced, summarize
 from irtbayes.data.responses import ResponseData
 from irtbayes.evaluating.bank import ItemBank
 
@@ -262,39 +262,57 @@ MEAN_NODES = 32
 _INTEGRAL_CHUNK = 1 << 22
 
 
-def integrated_probabilities(bank: ItemBank, post: np.ndarray, *, nodes: int = MEAN_NODES) -> np.ndarray:
-    """(S, N) each item's probability of a correct response averaged over one system's ability posterior, per
-    draw: ``post`` is (S, G), one posterior for every item, or (S, benchmarks, G), one per benchmark for its items.
+#: Posterior draws of the items (evenly spaced) over which the posterior mean of the unanswered responses is taken.
+MEAN_DRAWS = 64
+
+
+def integrated_probabilities(
+    bank: ItemBank, post: np.ndarray, *, nodes: int = MEAN_NODES, draws: np.ndarray | None = None
+) -> np.ndarray:
+    """(S', N) each item's probability of a correct response averaged over one system's ability posterior, per
+    draw: ``post`` is (S, G), one posterior for every item, or (S, benchmarks, G), one per benchmark for its items;
+    ``draws`` picks the S' draws (default: all).
 
     The posterior of draw s is taken as uniform within each grid cell (as the ability draws are); its quantiles at
     ``(q + 1/2) / nodes``, q = 0..nodes-1, are the nodes, and the average of ``P_i`` over them is the integral
     of ``P_i`` by the midpoint rule in probability (exact as ``nodes`` grows; 32 nodes put the error far below
     the interval's width).
     """
-    per_bench = post[:, None, :] if post.ndim == 2 else post
+    rows = np.arange(post.shape[0]) if draws is None else np.asarray(draws)
+    per_bench = (post[:, None, :] if post.ndim == 2 else post)[rows]
     grid = bank.grid
     step = np.gradient(grid)
     edges = np.concatenate([[grid[0] - step[0] / 2], (grid[1:] + grid[:-1]) / 2, [grid[-1] + step[-1] / 2]])
     u = (np.arange(nodes) + 0.5) / nodes
-    out = np.empty((bank.n_draws, bank.n_items))
+    out = np.empty((len(rows), bank.n_items))
     for k in range(per_bench.shape[1]):
         cols = np.arange(bank.n_items) if post.ndim == 2 else np.flatnonzero(bank.benchmark_index == k)
         if not len(cols):
             continue
-        cdf = np.concatenate([np.zeros((bank.n_draws, 1)), np.cumsum(per_bench[:, k], axis=1)], axis=1)
-        cdf /= cdf[:, -1:]
-        theta = np.stack([np.interp(u, cdf[s], edges) for s in range(bank.n_draws)])  # (S, nodes)
+        theta = _quantiles_of_cells(per_bench[:, k], edges, u)  # (S', nodes)
         chunk = max(1, _INTEGRAL_CHUNK // max(1, nodes * len(cols)))
-        a, b = bank.discrimination[:, cols], bank.difficulty[:, cols]
-        for lo in range(0, bank.n_draws, chunk):
+        a, b = bank.discrimination[rows][:, cols], bank.difficulty[rows][:, cols]
+        for lo in range(0, len(rows), chunk):
             sl = slice(lo, lo + chunk)
             eta = a[sl, None, :] * (theta[sl, :, None] - b[sl, None, :])
             mean = expit(eta, out=eta).mean(axis=1)  # the logistic in one pass (stable at any eta)
             if bank.guessing is not None:
-                c = bank.guessing[sl, cols]
+                c = bank.guessing[rows[sl]][:, cols]
                 mean = c + (1 - c) * mean
             out[sl, cols] = mean
     return out
+
+
+def _quantiles_of_cells(prob: np.ndarray, edges: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """(rows, len(u)) the quantiles ``u`` of each row's distribution, uniform within the cells between ``edges``
+    with the cells' probabilities ``prob`` (rows, cells)."""
+    cdf = np.concatenate([np.zeros((prob.shape[0], 1)), np.cumsum(prob, axis=1)], axis=1)
+    cdf /= cdf[:, -1:]
+    upper = np.clip((cdf[:, None, :] < u[None, :, None]).sum(axis=2), 1, len(edges) - 1)  # (rows, nodes)
+    lo_cdf = np.take_along_axis(cdf, upper - 1, axis=1)
+    hi_cdf = np.take_along_axis(cdf, upper, axis=1)
+    share = np.divide(u[None, :] - lo_cdf, hi_cdf - lo_cdf, out=np.zeros_like(lo_cdf), where=hi_cdf > lo_cdf)
+    return edges[upper - 1] + share * (edges[upper] - edges[upper - 1])
 
 
 def predicted_draws(
@@ -306,19 +324,22 @@ def predicted_draws(
     *,
     post: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """One system's completed responses per draw: (draws, expected), both (S, N).
+    """One system's completed responses per draw: (draws, expected), (S, N) and (S', N).
 
     ``theta`` is (S,), one ability for every item, or (S, benchmarks), one per benchmark for its items. ``draws``
     holds the answered responses and Bernoulli draws of the others at the drawn abilities (their probabilities for
     a fractional bank); ``expected`` the answered responses and the others' probabilities integrated over the
-    ability posteriors ``post`` (:func:`integrated_probabilities`; without ``post``, the probabilities at
-    ``theta``).
+    ability posteriors ``post`` (:func:`integrated_probabilities`, over :data:`MEAN_DRAWS` evenly spaced draws;
+    without ``post``, the probabilities at ``theta``, every draw).
     """
     per_item = theta[:, None] if theta.ndim == 1 else theta[:, bank.benchmark_index]
     c = None if bank.guessing is None else bank.guessing
     p = irt.probability(per_item, bank.difficulty, bank.discrimination, c)
     seen = w > 0
-    mean = p if post is None else integrated_probabilities(bank, post)
+    if post is None:
+        mean = p
+    else:  # over evenly spaced draws: the item parameters' spread averages out over a benchmark's items
+        mean = integrated_probabilities(bank, post, draws=spaced(bank.n_draws, MEAN_DRAWS))
     expected = np.where(seen[None, :], y[None, :], mean)
     if not bank.binary:
         return np.where(seen[None, :], y[None, :], p), expected
@@ -327,7 +348,7 @@ def predicted_draws(
 
 
 #: Systems of the bank scored by :func:`interval_factors` (evenly spaced).
-CALIBRATION_SYSTEMS = 200
+CALIBRATION_SYSTEMS = 100
 
 
 def interval_factors(
@@ -612,7 +633,7 @@ def predict_scores(
 
 
 #: Answer patterns of new systems applied to the bank's own systems by :func:`calibration_factors` (evenly spaced).
-CALIBRATION_DESIGNS = 8
+CALIBRATION_DESIGNS = 4
 
 
 def calibration_factors(bank: ItemBank, w: np.ndarray, *, ci_prob: float = 0.9, seed: int = 0) -> np.ndarray | None:

@@ -14,7 +14,7 @@ answers the method's items and the method estimates its accuracies:
 
 The posterior scores' intervals are calibrated on the bank's reference systems answering the same items
 (:func:`~irtbayes.evaluating.prediction.calibration_factors`, as :func:`~irtbayes.evaluating.prediction.predict_scores`
-does; for per-system designs, up to 8 of them), and the model's own intervals are reported beside them.
+does; for per-system designs, up to 4 of them), and the model's own intervals are reported beside them.
 ``random+mean``
     The same random items, scored by their plain mean with a Wilson interval corrected for the finite benchmark
     (:func:`~irtbayes.evaluating.baselines.subset_mean`).
@@ -41,7 +41,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
 
-from irtbayes.core.summaries import spaced
+from irtbayes.core.summaries import interval_quantiles, spaced
 from irtbayes.evaluating.adaptive import AdaptiveTest
 from irtbayes.evaluating.bank import ItemBank
 from irtbayes.evaluating.baselines import pirt_accuracy, subset_mean
@@ -130,14 +130,19 @@ def _scored(
     the calibrated interval (on the bank's reference systems answering the same items, where the bank has them)
     and the model's own interval."""
     widen = calibration_factors(bank, mask, ci_prob=ci_prob, seed=seed)
-    scores = predict_from_arrays(bank, y, mask, subjects, count=w, widen=widen, seed=seed)
+    scores = predict_from_arrays(bank, y, mask, subjects, count=w, seed=seed)
     shape = (len(subjects), len(scores.scopes))
     table = scores.table(ci_prob)
-    out = [table[c].to_numpy().reshape(shape) for c in ("accuracy_mean", "accuracy_ci_low", "accuracy_ci_high")]
+    mean, low, high = (
+        table[c].to_numpy().reshape(shape) for c in ("accuracy_mean", "accuracy_ci_low", "accuracy_ci_high")
+    )
     if widen is None:
-        return (*out, out[1], out[2])
-    own = predict_from_arrays(bank, y, mask, subjects, count=w, seed=seed).table(ci_prob)
-    return (*out, *(own[c].to_numpy().reshape(shape) for c in ("accuracy_ci_low", "accuracy_ci_high")))
+        return mean, low, high, low, high
+    # the widened draws, as predict_from_arrays(widen=...) makes them from the same draws
+    draws = scores.accuracy.transpose("chain", "draw", "subject", "benchmark").values[0]
+    wide = np.clip(mean[None] + widen[None, None, :] * (draws - mean[None]), 0.0, 1.0)
+    q_low, q_high = interval_quantiles(ci_prob)
+    return mean, np.quantile(wide, q_low, axis=0), np.quantile(wide, q_high, axis=0), low, high
 
 
 def compare_methods(
