@@ -111,13 +111,10 @@ def cmd_score(args: argparse.Namespace) -> int:
         ]
     else:
         predicted = predict_scores(
-            fit_result,
+            _bank(fit_result, args, prior=args.prior),
             responses,
             target=_target(fit_result, args),
-            n_draws=args.draws,
-            prior=args.prior,
             allow_fitted=args.allow_fitted,
-            data=_bank_data(args),
             calibrate=args.calibrate,
             ci_prob=args.ci,
             seed=args.seed,
@@ -181,14 +178,12 @@ def cmd_select(args: argparse.Namespace) -> int:
 
     fit_result = load_fit(args.fit)
     selection = select_items(
-        fit_result,
+        _bank(fit_result, args),
         items=args.items,
         per_benchmark=args.per_benchmark,
         target=_target(fit_result, args),
         method=args.method,
-        n_draws=args.draws,
         exclude=_excluded(args.exclude),
-        data=_bank_data(args),
         seed=args.seed,
     )
     out = Path(args.out)
@@ -325,21 +320,33 @@ def _exchanges(responder: Callable[[str], float]) -> pd.DataFrame | None:
     return pd.DataFrame([asdict(e) for e in responder.log], columns=columns)
 
 
-def _bank_data(args: argparse.Namespace) -> str | bool | None:
-    """The ``data`` of :meth:`ItemBank.from_fit` from ``--data`` and ``--one-ability``."""
-    return False if getattr(args, "one_ability", False) else getattr(args, "data", None)
+def _bank_data(args: argparse.Namespace) -> str | None:
+    """The ``data`` of :meth:`ItemBank.from_fit` from ``--data``."""
+    return getattr(args, "data", None)
+
+
+def _bank(fit_result: Fit, args: argparse.Namespace, *, prior: str = "normal") -> ItemBank:
+    """The item bank of ``--fit``, ``--draws``, ``--data`` and ``--one-ability``."""
+    from irtbayes.evaluating.bank import ItemBank
+
+    return ItemBank.from_fit(
+        fit_result,
+        n_draws=args.draws,
+        prior=prior,
+        data=_bank_data(args),
+        deviations=not getattr(args, "one_ability", False),
+    )
 
 
 def cmd_adaptive(args: argparse.Namespace) -> int:
     """``adaptive``: one adaptive test; writes log.csv, predicted_accuracy.csv, summary.json and trace.png."""
     from irtbayes.core.summaries import check_ci_prob
     from irtbayes.evaluating.adaptive import AdaptiveTest
-    from irtbayes.evaluating.bank import ItemBank
     from irtbayes.fitting.storage import load_fit
 
     check_ci_prob(args.ci)
     fit_result = load_fit(args.fit)
-    bank = ItemBank.from_fit(fit_result, n_draws=args.draws, prior=args.prior, data=_bank_data(args))
+    bank = _bank(fit_result, args, prior=args.prior)
     target = _target(fit_result, args, default="uniform" if args.score == "target" else None)
     answers = _file_answers if args.responses else _endpoint_answers
     responder, subject, items, notes = answers(args, bank)

@@ -161,12 +161,15 @@ class ItemBank:
         prior: str = "normal",
         grid: np.ndarray | None = None,
         data: ResponseData | str | os.PathLike[str] | bool | None = None,
+        deviations: bool = True,
     ) -> ItemBank:
         """The bank of ``fit``: ``n_draws`` evenly spaced posterior draws and the ability prior ``prior``.
 
         ``data`` are the fit's own responses, for the benchmark deviations (module docstring): a
         :class:`ResponseData`, a path or data set name, None to read the source the fit records (the deviations
         are 0, with a warning, when it is not found), or False for no deviations (one ability across benchmarks).
+        The same data give the bank its :attr:`reference` responses. ``deviations=False`` keeps one ability across
+        benchmarks while still reading the data for the reference.
 
         Raises
         ------
@@ -241,7 +244,7 @@ class ItemBank:
         ability_mean = post["ability"].mean(("chain", "draw")).values
         return dataclasses.replace(
             bank,
-            deviation_sd=estimate_deviations(bank, loaded, ability_mean),
+            deviation_sd=estimate_deviations(bank, loaded, ability_mean) if deviations else None,
             reference=reference_responses(bank, loaded),
         )
 

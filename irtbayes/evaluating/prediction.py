@@ -705,7 +705,8 @@ def predict_from_arrays(
         expected_acc[j, empty] = np.nan
         if bins is not None and target is not None and t_drawn is not None and t_expected is not None:
             t_drawn[:, j] = _target_scores(drawn, bins, own, target.weights_array)
-            t_expected[j] = np.nanmean(_target_scores(expected, bins, own, target.weights_array), axis=0)
+            rows = np.arange(bank.n_draws) if len(expected) == bank.n_draws else spaced(bank.n_draws, MEAN_DRAWS)
+            t_expected[j] = np.nanmean(_target_scores(expected, bins[rows], own, target.weights_array), axis=0)
     if widen is not None:
         factor = np.asarray(widen, dtype="float64")[None, None, :]
         drawn_acc = np.clip(expected_acc[None] + factor * (drawn_acc - expected_acc[None]), 0.0, 1.0)
