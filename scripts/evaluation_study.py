@@ -192,11 +192,15 @@ def figure(table: pd.DataFrame, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from irtbayes.core.plots import plot_error_curves
+    from irtbayes.core.plots import OKABE_ITO, plot_error_curves
 
     summary = summarise(table)
     datasets = list(dict.fromkeys(summary["dataset"]))
-    fig, axes = plt.subplots(2, len(datasets), figsize=(3.4 * len(datasets), 6.4), squeeze=False, layout="constrained")
+    methods = list(dict.fromkeys(summary["method"]))
+    colours = {m: OKABE_ITO[k % len(OKABE_ITO)] for k, m in enumerate(methods)}
+    fig, axes = plt.subplots(
+        2, len(datasets), figsize=(max(5.0, 3.4 * len(datasets)), 6.4), squeeze=False, layout="constrained"
+    )
     for col, name in enumerate(datasets):
         rows = summary[summary["dataset"] == name]
         approx = bool(table.loc[table["dataset"] == name, "approximate"].any())
@@ -207,16 +211,21 @@ def figure(table: pd.DataFrame, path: Path) -> None:
             ylabel="MAE of benchmark accuracy",
             ax=axes[0, col],
             reference=TINYBENCHMARKS_MAE_100 if name in ("openllm_tinybench", "sim_leaderboard") else None,
+            reference_label="tinyBenchmarks, 100 items",
             panel=name + (" (approximate bank)" if approx else ""),
         )
         cov = rows[rows["benchmark_coverage"].notna()]
-        plot_error_curves(cov, x="k", y="benchmark_coverage", ylabel="coverage of 90% intervals", ax=axes[1, col])
+        plot_error_curves(
+            cov, x="k", y="benchmark_coverage", ylabel="coverage of 90% intervals", ax=axes[1, col], colours=colours
+        )
+        axes[1, col].set_xlabel("K items per benchmark")
+        axes[0, col].set_xlabel("K items per benchmark")
         axes[1, col].axhspan(0.85, 0.95, color="0.9", zorder=0)
         axes[1, col].set_ylim(0.4, 1.02)
         for ax in axes[:, col]:
             if col != len(datasets) - 1 and ax.get_legend() is not None:
                 ax.get_legend().remove()
-    fig.suptitle("Evaluation on K items per benchmark: held-out systems (splits pooled)")
+    fig.suptitle("Held-out systems scored from K items per benchmark (splits pooled)", fontsize="medium")
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120)
     plt.close(fig)

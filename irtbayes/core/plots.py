@@ -695,9 +695,12 @@ def plot_error_curves(
     panel: str | None = None,
     ylabel: str = "",
     reference: float | None = None,
+    reference_label: str = "reference",
+    colours: Mapping[str, str] | None = None,
     ax: Axes | None = None,
 ) -> Axes:
-    """One line per ``method`` of ``y`` against ``x`` (log scale), for one panel (the rows are the caller's).
+    """One line per ``method`` of ``y`` against ``x`` (log scale, ticks at the values of ``x``), for one panel (the
+    rows are the caller's); ``colours`` keeps each method's colour the same across panels.
 
     Examples
     --------
@@ -709,10 +712,14 @@ def plot_error_curves(
     ax = _axes(ax, width=5.0, height=3.5)
     for k, (name, rows) in enumerate(table.groupby(method, sort=False)):
         rows = rows.sort_values(x)
-        ax.plot(rows[x], rows[y], marker="o", ms=4, color=OKABE_ITO[k % len(OKABE_ITO)], label=str(name))
+        colour = (colours or {}).get(str(name), OKABE_ITO[k % len(OKABE_ITO)])
+        ax.plot(rows[x], rows[y], marker="o", ms=4, color=colour, label=str(name))
     if reference is not None:
-        ax.axhline(reference, color="black", lw=1, ls=":", label=f"reference {reference:g}")
+        ax.axhline(reference, color="black", lw=1, ls=":", label=f"{reference_label} {reference:g}")
     ax.set_xscale("log")
+    ticks = sorted(pd.unique(table[x]))
+    ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
+    ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
     ax.set_xlabel(x)
     ax.set_ylabel(ylabel or y)
     ax.set_title("" if panel is None else panel)
