@@ -1,0 +1,1 @@
+../../notebooks/09_evaluation.py
