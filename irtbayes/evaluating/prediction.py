@@ -18,11 +18,11 @@ the item parameters (``n_draws`` evenly spaced draws of the fit):
    not only its expected value.
 
 The row ``benchmark = "all"`` is the accuracy over every item of the bank. ``accuracy_mean`` is the
-Rao-Blackwellised posterior mean: the average over draws of the observed responses plus each unanswered item's
-probability integrated over the ability posterior of that draw (:func:`integrated_probabilities`), so neither
-the ability draw nor the Bernoulli draw adds Monte Carlo noise to it; ``accuracy_ci_low`` / ``accuracy_ci_high`` are the
-equal-tailed interval of the draws. For a
-bank fitted to fractional scores the unanswered items enter with their expected score (no Bernoulli draw), and
+Rao-Blackwellised posterior mean: the average over draws (:data:`MEAN_DRAWS` of them, evenly spaced) of the
+observed responses plus each unanswered item's probability integrated over the ability posterior of that draw
+(:func:`integrated_probabilities`), so neither the ability draw nor the Bernoulli draw adds Monte Carlo noise to
+it; ``accuracy_ci_low`` / ``accuracy_ci_high`` are the equal-tailed interval of the draws. For a bank fitted to
+fractional scores the unanswered items enter with their expected score (no Bernoulli draw), and
 the output says so.
 
 Intervals calibrated on the bank's own systems
@@ -36,9 +36,7 @@ and widens each scope's interval (scaling the draws about the posterior mean) by
 ``ci_prob`` of those intervals cover the systems' actual accuracy (:func:`interval_factors`; never narrower
 than the model's own). The factors are reported (``widen``, the text's header, ``interval_calibration`` in
 ``to_dict``). The bank's systems shaped its item parameters, so with a bank of few systems the factors err on
-the narrow side. On the Open LLM Leaderboard's tinyBenchmarks items, 10 items per benchmark chosen by
-:func:`~irtbayes.evaluating.selection.select_items` gave factors of 1.0-1.7 and raised the held-out
-systems' coverage from 0.68-0.87 to 0.89-0.95.
+the narrow side. The target-weighted scores keep the model's own intervals.
 
 The target-weighted score
 -------------------------
