@@ -348,11 +348,18 @@ class AdaptiveTest:
             self._m_b[k] = p[:, mine] @ self._columns[mine]
             self._bern_b[k] = (p[:, mine] * (1 - p[:, mine])) @ self._columns[mine] ** 2
         self._answered = np.zeros(self._columns.shape[1])  # sum over answered i of v_mi y_i
+        self._posteriors: tuple[np.ndarray, np.ndarray] | None = None
 
     # ------------------------------------------------------------------ state
     def posteriors(self) -> tuple[np.ndarray, np.ndarray]:
         """The general ability's posterior (G,) and each benchmark's ability posterior (benchmarks, G) on the grid,
-        as cell probabilities mixed over the item draws (the same for every benchmark without deviations)."""
+        as cell probabilities mixed over the item draws (the same for every benchmark without deviations); kept
+        until the next answer."""
+        if self._posteriors is None:
+            self._posteriors = self._compute_posteriors()
+        return self._posteriors
+
+    def _compute_posteriors(self) -> tuple[np.ndarray, np.ndarray]:
         bank = self.bank
         log_post = bank.log_prior[None, :] + self._log_lik.sum(axis=1) if self._joint else None
         if log_post is not None:
@@ -532,6 +539,7 @@ class AdaptiveTest:
         k = int(b.benchmark_index[col])
         eta = irt.linear_predictor(b.grid[None, :], b.difficulty[:, col, None], b.discrimination[:, col, None])
         self._log_lik[:, k] += irt.log_likelihood(y, eta, None if b.guessing is None else b.guessing[:, col, None])
+        self._posteriors = None
         self.unseen[col] = False
         self.responses[col] = y
         p = self.curve_p[:, col]
