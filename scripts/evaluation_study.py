@@ -210,6 +210,7 @@ def figure(table: pd.DataFrame, path: Path) -> None:
             y="benchmark_mae",
             ylabel="MAE of benchmark accuracy",
             ax=axes[0, col],
+            colours=colours,
             reference=TINYBENCHMARKS_MAE_100 if name in ("openllm_tinybench", "sim_leaderboard") else None,
             reference_label="tinyBenchmarks, 100 items",
             panel=name + (" (approximate bank)" if approx else ""),
@@ -223,7 +224,7 @@ def figure(table: pd.DataFrame, path: Path) -> None:
         axes[1, col].axhspan(0.85, 0.95, color="0.9", zorder=0)
         axes[1, col].set_ylim(0.4, 1.02)
         for ax in axes[:, col]:
-            if col != len(datasets) - 1 and ax.get_legend() is not None:
+            if col != 0 and ax.get_legend() is not None:  # the first data set shows every method
                 ax.get_legend().remove()
     fig.suptitle("Held-out systems scored from K items per benchmark (splits pooled)", fontsize="medium")
     path.parent.mkdir(parents=True, exist_ok=True)
