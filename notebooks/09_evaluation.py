@@ -73,11 +73,7 @@ with timer("simulate and build the bank"):
     )
     bank = ItemBank.from_fit(bank_fit, n_draws=100 if S.fast else 200, data=training)
     held = data.subset(subjects=test)
-    cols = bank.columns(held.item_ids)
-    y = np.zeros((held.n_subjects, bank.n_items))
-    w = np.zeros_like(y)
-    y[held.subject_codes, cols[held.item_codes]] = held.values
-    w[held.subject_codes, cols[held.item_codes]] = 1.0
+    y, w = bank.response_arrays(held)
 print(f"{len(train)} training systems, {len(test)} held out; {bank.n_items} items in {len(bank.benchmarks)} benchmarks")
 
 # %% [markdown]

@@ -119,11 +119,7 @@ def run_one(name: str, split: str, args: argparse.Namespace) -> pd.DataFrame:
     if args.max_held_out and len(test) > args.max_held_out:  # evenly spaced, so the order split keeps its order
         test = [test[i] for i in np.unique(np.linspace(0, len(test) - 1, args.max_held_out).round().astype(int))]
     held = data.subset(subjects=test, items=[i for i in data.item_ids if i in in_bank])
-    cols = bank.columns(held.item_ids)
-    y = np.zeros((held.n_subjects, bank.n_items))
-    w = np.zeros_like(y)
-    y[held.subject_codes, cols[held.item_codes]] = held.values
-    w[held.subject_codes, cols[held.item_codes]] = 1.0
+    y, w = bank.response_arrays(held)
     log.info(
         "%s (%s), split %s: bank of %d items from %d systems; %d held out",
         name,

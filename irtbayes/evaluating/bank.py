@@ -276,6 +276,26 @@ class ItemBank:
         """The benchmarks in order of first appearance."""
         return list(dict.fromkeys(self.benchmark.tolist()))
 
+    def response_arrays(self, data: ResponseData) -> tuple[np.ndarray, np.ndarray]:
+        """``data``'s responses on the bank's items as (systems, N) arrays: the responses (0 where missing) and the
+        observed-mask, rows in ``data``'s subject order (items the bank does not hold are left out).
+
+        Examples
+        --------
+        >>> from irtbayes.examples import simulated_fit
+        >>> fit, data = simulated_fit(20, 30)
+        >>> y, w = ItemBank.from_fit(fit, n_draws=10, data=False).response_arrays(data)
+        >>> y.shape, int(w.sum()) == data.n_responses, float((y * w).sum()) == float(data.values.sum())
+        ((20, 30), True, True)
+        """
+        cols = self.columns(data.item_ids)[data.item_codes]
+        keep = cols >= 0
+        y = np.zeros((data.n_subjects, self.n_items))
+        w = np.zeros_like(y)
+        y[data.subject_codes[keep], cols[keep]] = data.values[keep]
+        w[data.subject_codes[keep], cols[keep]] = 1.0
+        return y, w
+
     def columns(self, items: pd.Index | list[str]) -> np.ndarray:
         """Positions of ``items`` in the bank (-1 for an item the bank does not hold)."""
         return self.items.get_indexer(pd.Index(items, dtype=object).astype(str))

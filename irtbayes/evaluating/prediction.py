@@ -619,11 +619,7 @@ def predict_scores(
         if isinstance(fit, ItemBank):
             raise SpecError("predict_scores: with an ItemBank, give the target as a Target")
         target = evaluation_target(fit, target, bins=bins, target_range=target_range)
-    cols = bank.columns(responses.item_ids)
-    y = np.zeros((responses.n_subjects, bank.n_items))
-    w = np.zeros_like(y)
-    y[responses.subject_codes, cols[responses.item_codes]] = responses.values
-    w[responses.subject_codes, cols[responses.item_codes]] = 1.0
+    y, w = bank.response_arrays(responses)
     widen = calibration_factors(bank, w, ci_prob=ci_prob, seed=seed or 0) if calibrate else None
     return predict_from_arrays(
         bank, y, w, responses.subject_ids.to_numpy(dtype=str), target=target, widen=widen, seed=seed, notes=notes

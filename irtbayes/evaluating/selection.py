@@ -244,11 +244,7 @@ def greedy_items(
     free = np.ones(len(own), dtype=bool)
     chosen: list[int] = []
     for step in range(total):
-        allowed = free.copy()
-        if quota is not None:
-            allowed &= (taken < quota)[own]
-        elif total - step <= int((taken == 0).sum()):  # the rest must go to benchmarks without an item yet
-            allowed &= (taken == 0)[own]
+        allowed = _allowed(free, taken, own, quota, total - step)
         if not allowed.any():
             break
         s2 = (a**2).sum(axis=1, keepdims=True)
@@ -262,6 +258,17 @@ def greedy_items(
         a[:, own[pick]] -= vd[:, pick]
         j += info[:, pick]
     return chosen
+
+
+def _allowed(free: np.ndarray, taken: np.ndarray, own: np.ndarray, quota: np.ndarray | None, left: int) -> np.ndarray:
+    """The items the greedy selection may take next: not taken, within their benchmark's quota, and, without
+    quotas, only from benchmarks with no item yet once ``left`` items are all they can still get."""
+    allowed = free.copy()
+    if quota is not None:
+        allowed &= (taken < quota)[own]
+    elif left <= int((taken == 0).sum()):
+        allowed &= (taken == 0)[own]
+    return allowed
 
 
 def _benchmark_variance(
@@ -300,11 +307,7 @@ def _greedy_with_deviations(
     free = np.ones(len(own), dtype=bool)
     chosen: list[int] = []
     for step in range(total):
-        allowed = free.copy()
-        if quota is not None:
-            allowed &= (taken < quota)[own]
-        elif total - step <= int((taken == 0).sum()):
-            allowed &= (taken == 0)[own]
+        allowed = _allowed(free, taken, own, quota, total - step)
         if not allowed.any():
             break
         other = bench_info.sum(axis=1, keepdims=True) - bench_info

@@ -45,11 +45,7 @@ def two_abilities():
 
 def _coverage(bank: ItemBank, data, test: list[str]) -> tuple[np.ndarray, np.ndarray]:
     held = data.subset(subjects=test)
-    cols = bank.columns(held.item_ids)
-    y = np.zeros((held.n_subjects, bank.n_items))
-    w = np.zeros_like(y)
-    y[held.subject_codes, cols[held.item_codes]] = held.values
-    w[held.subject_codes, cols[held.item_codes]] = 1.0
+    y, w = bank.response_arrays(held)
     names, member = scope_membership(bank)
     truth, _ = held_out_truth(y, w, member)
     chosen = np.isin(bank.items, select_items(bank, per_benchmark=10).item_ids)
