@@ -308,7 +308,7 @@ def add_score_verb(verbs: Any, command: Command) -> None:
         "Prints both tables; with --out, writes scores.csv, predicted_accuracy.csv and summary.json there.",
     )
     score_p.add_argument("responses", help="responses of the new systems (any format `data summary` reads)")
-    _add_bank_arguments(score_p, draws=400, seed="the ability and response draws")
+    _add_bank_arguments(score_p, draws=200, seed="the ability and response draws")
     score_p.add_argument("--out", metavar="DIR", help="write scores.csv, predicted_accuracy.csv and summary.json here")
     score_p.add_argument("--ci", type=float, default=0.9, help="credible interval probability (default 0.9)")
     _add_prior_arguments(score_p)

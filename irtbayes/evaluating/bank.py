@@ -276,6 +276,18 @@ class ItemBank:
         """The benchmarks in order of first appearance."""
         return list(dict.fromkeys(self.benchmark.tolist()))
 
+    def thinned(self, n_draws: int) -> ItemBank:
+        """The bank with at most ``n_draws`` of its draws, evenly spaced."""
+        if self.n_draws <= n_draws:
+            return self
+        keep = spaced(self.n_draws, n_draws)
+        return dataclasses.replace(
+            self,
+            difficulty=self.difficulty[keep],
+            discrimination=self.discrimination[keep],
+            guessing=None if self.guessing is None else self.guessing[keep],
+        )
+
     def response_arrays(self, data: ResponseData) -> tuple[np.ndarray, np.ndarray]:
         """``data``'s responses on the bank's items as (systems, N) arrays: the responses (0 where missing) and the
         observed-mask, rows in ``data``'s subject order (items the bank does not hold are left out).

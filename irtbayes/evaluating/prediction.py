@@ -347,6 +347,8 @@ def predicted_draws(
 
 #: Systems of the bank scored by :func:`interval_factors` (evenly spaced).
 CALIBRATION_SYSTEMS = 100
+#: Posterior draws of the items (evenly spaced) with which :func:`interval_factors` scores them.
+CALIBRATION_DRAWS = 100
 
 
 def interval_factors(
@@ -362,7 +364,7 @@ def interval_factors(
     """(scopes,) how much each scope's interval must widen to cover the bank's own systems under the same design.
 
     The bank's systems (``y``, ``w``: their (J, N) responses and observed-mask; at most ``max_systems``, evenly
-    spaced) are scored as if new, from their answers to the items of each design (a row of ``designs``, (P, N),
+    spaced) are scored as if new (with at most :data:`CALIBRATION_DRAWS` of the bank's draws), from their answers to the items of each design (a row of ``designs``, (P, N),
     each applied to every system), and compared with their accuracy over all the items they answered. For each
     (system, scope) with items left to predict, ``r`` is the error over the interval's half on the error's side;
     the factor is the ``ci_prob`` quantile of ``r`` over systems and designs, at least 1. Scaling the draws about
@@ -371,6 +373,7 @@ def interval_factors(
     few systems.
     """
     names, member = scope_membership(bank)
+    bank = bank.thinned(CALIBRATION_DRAWS)
     pick = np.unique(np.linspace(0, y.shape[0] - 1, min(max_systems, y.shape[0])).round().astype(np.int64))
     y, w = y[pick], w[pick]
     counts = member > 0
