@@ -48,7 +48,7 @@ import numpy as np
 import pandas as pd
 
 from irtbayes.core import irt
-from irtbayes.core.errors import DataError, FitError, SpecError
+from irtbayes.core.errors import IrtbayesError, SpecError
 from irtbayes.core.summaries import spaced
 from irtbayes.data.responses import ResponseData
 from irtbayes.fitting.storage import load_fit_data
@@ -227,7 +227,7 @@ class ItemBank:
             return bank
         try:
             loaded = load_fit_data(fit, None if data is True else data, hint="give the fit's own data (data=, --data)")
-        except (FitError, DataError) as err:
+        except (IrtbayesError, OSError) as err:  # the recorded source is gone, changed or unreadable
             if data is not None:
                 raise
             between = (
