@@ -51,7 +51,7 @@ from irtbayes.core.errors import DataError, SpecError, listed
 from irtbayes.core.files import atomic_write_json, read_json
 from irtbayes.core.summaries import check_ci_prob
 from irtbayes.data.responses import ResponseData
-from irtbayes.evaluating.bank import ItemBank
+from irtbayes.evaluating.bank import ItemBank, warning_tags
 from irtbayes.evaluating.prediction import (
     PredictedScores,
     calibration_factors,
@@ -212,7 +212,7 @@ class AdaptiveResult:
             low="score_ci_low",
             high="score_ci_high",
             truth=truth,
-            title=("UNCHECKED BANK: " if self.warnings else "") + f"Adaptive test of {self.subject}",
+            title=warning_tags(self.warnings) + f"Adaptive test of {self.subject}",
             ax=ax,
         )
 

@@ -65,6 +65,7 @@ __all__ = [
     "bank_warnings",
     "estimate_deviations",
     "reference_responses",
+    "warning_tags",
 ]
 
 #: The ability grid of every grid posterior of this stage: 161 points on [-6, 6].
@@ -73,6 +74,20 @@ DEFAULT_GRID = np.linspace(-6.0, 6.0, 161)
 PRIORS = ("normal", "population")
 #: Points standing for the fitted systems' ability distribution (equal weights).
 POPULATION_POINTS = 32
+
+
+def warning_tags(warnings: tuple[str, ...] | list[str]) -> str:
+    """The warnings' leading tags for a figure's title: ``"UNCONVERGED, NO REFERENCE: "``, or ``""`` without any.
+
+    Examples
+    --------
+    >>> warning_tags(("APPROXIMATE: the item bank ...", "FEWER ITEMS: law (30) ..."))
+    'APPROXIMATE, FEWER ITEMS: '
+    >>> warning_tags(())
+    ''
+    """
+    tags = list(dict.fromkeys(w.split(":", 1)[0] for w in warnings))
+    return f"{', '.join(tags)}: " if tags else ""
 
 
 def bank_warnings(fit: Fit) -> tuple[str, ...]:
@@ -241,10 +256,9 @@ class ItemBank:
                 "on the bank's own systems; give them with data= (--data)."
             )
             return dataclasses.replace(bank, warnings=(*bank.warnings, note))
-        ability_mean = post["ability"].mean(("chain", "draw")).values
         return dataclasses.replace(
             bank,
-            deviation_sd=estimate_deviations(bank, loaded, ability_mean) if deviations else None,
+            deviation_sd=estimate_deviations(bank, loaded) if deviations else None,
             reference=reference_responses(bank, loaded),
         )
 
@@ -380,12 +394,11 @@ def reference_responses(bank: ItemBank, data: ResponseData, *, most: int = REFER
 DEVIATION_GRID = np.round(np.arange(0.0, 3.0001, 0.05), 2)
 
 
-def estimate_deviations(bank: ItemBank, data: ResponseData, ability_mean: np.ndarray | None = None) -> np.ndarray:
+def estimate_deviations(bank: ItemBank, data: ResponseData) -> np.ndarray:
     """(benchmarks,) tau_B by maximum marginal likelihood over the fit's systems (module docstring).
 
     ``data`` are the fit's responses; the item parameters are the bank's posterior means.
     """
-    del ability_mean  # the general ability comes from the other benchmarks' responses, not the fit's estimate
     a = bank.discrimination.mean(axis=0)
     b = bank.difficulty.mean(axis=0)
     c = None if bank.guessing is None else bank.guessing.mean(axis=0)

@@ -66,7 +66,7 @@ from irtbayes.core import irt
 from irtbayes.core.errors import DataError, SpecError, listed
 from irtbayes.core.summaries import check_ci_prob, spaced, summarize
 from irtbayes.data.responses import ResponseData
-from irtbayes.evaluating.bank import ItemBank
+from irtbayes.evaluating.bank import ItemBank, warning_tags
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -331,8 +331,7 @@ def predicted_draws(
     without ``post``, the probabilities at ``theta``, every draw).
     """
     per_item = theta[:, None] if theta.ndim == 1 else theta[:, bank.benchmark_index]
-    c = None if bank.guessing is None else bank.guessing
-    p = irt.probability(per_item, bank.difficulty, bank.discrimination, c)
+    p = irt.probability(per_item, bank.difficulty, bank.discrimination, bank.guessing)
     seen = w > 0
     if post is None:
         mean = p
@@ -548,7 +547,7 @@ class PredictedScores:
             colour_by=None,
             observed="observed_accuracy",
             xlabel=f"predicted accuracy on {benchmark}",
-            title=("APPROXIMATE BANK: " if self.warnings else "") + f"Predicted accuracy ({ci_prob:.0%} intervals)",
+            title=warning_tags(self.warnings) + f"Predicted accuracy ({ci_prob:.0%} intervals)",
             ax=ax,
         )
 

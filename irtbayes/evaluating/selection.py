@@ -40,6 +40,7 @@ with fewer items than its share gives all of them, and the selection says so.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -52,7 +53,7 @@ from irtbayes.auditing.targets import Target
 from irtbayes.checks.summary import records
 from irtbayes.core.errors import SpecError, listed
 from irtbayes.data.responses import ResponseData
-from irtbayes.evaluating.bank import ItemBank
+from irtbayes.evaluating.bank import ItemBank, warning_tags
 from irtbayes.evaluating.prediction import evaluation_target
 
 if TYPE_CHECKING:
@@ -138,7 +139,7 @@ class Selection:
             label="benchmark",
             value="expected_error",
             xlabel=f"expected error of the {self.score} score (root mean square)",
-            title=("UNCHECKED BANK: " if self.warnings else "") + f"{len(self.items)} items ({self.method})",
+            title=warning_tags(self.warnings) + f"{len(self.items)} items ({self.method})",
             ax=ax,
         )
 
@@ -193,14 +194,13 @@ def expected_errors(
 ) -> np.ndarray:
     """(benchmarks,) the criterion's root mean squared error of each score with items ``chosen`` (bool, N);
     ``group`` and ``deviation`` as :func:`greedy_items`."""
-    pq = population_p * (1 - population_p)
-    info = np.divide(population_d**2, pq, out=np.zeros_like(pq), where=pq > 0)
+    pq, info = _information(population_p, population_d)
     rest = ~chosen
     a = population_d[:, rest] @ weights[rest]
     if deviation is None or not np.any(np.asarray(deviation) > 0):
         var = 1.0 / (1.0 + info[:, chosen].sum(axis=1))[:, None]
     else:
-        own = np.argmax(weights != 0, axis=1) if group is None else np.asarray(group, dtype=np.int64)
+        own = _own_group(weights, group)
         bench_info = np.zeros_like(a)
         for m in range(weights.shape[1]):
             bench_info[:, m] = info[:, chosen & (own == m)].sum(axis=1)
@@ -231,9 +231,8 @@ def greedy_items(
         return _greedy_with_deviations(
             population_p, population_d, weights, quota, total, group=group, deviation=np.asarray(deviation)
         )
-    pq = population_p * (1 - population_p)
-    info = np.divide(population_d**2, pq, out=np.zeros_like(pq), where=pq > 0)
-    own = np.argmax(weights != 0, axis=1) if group is None else np.asarray(group, dtype=np.int64)
+    pq, info = _information(population_p, population_d)
+    own = _own_group(weights, group)
     v = weights[np.arange(len(own)), own]
     a = population_d @ weights  # (T, M): the predicted part's slope of each score, over unanswered items
     j = np.ones(population_p.shape[0])
@@ -258,6 +257,17 @@ def greedy_items(
         a[:, own[pick]] -= vd[:, pick]
         j += info[:, pick]
     return chosen
+
+
+def _information(population_p: np.ndarray, population_d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``P (1 - P)`` and the item information ``D^2 / (P (1 - P))`` of the posterior-mean curves (0 where P is 0 or 1)."""
+    pq = population_p * (1 - population_p)
+    return pq, np.divide(population_d**2, pq, out=np.zeros_like(pq), where=pq > 0)
+
+
+def _own_group(weights: np.ndarray, group: np.ndarray | None) -> np.ndarray:
+    """Each item's benchmark column: ``group``, or where its weight is not 0."""
+    return np.argmax(weights != 0, axis=1) if group is None else np.asarray(group, dtype=np.int64)
 
 
 def _allowed(free: np.ndarray, taken: np.ndarray, own: np.ndarray, quota: np.ndarray | None, left: int) -> np.ndarray:
@@ -294,9 +304,8 @@ def _greedy_with_deviations(
 ) -> list[int]:
     """:func:`greedy_items` with benchmark deviations: an item's effect on its own benchmark's score is exact, its
     effect on the other benchmarks' scores (through the general ability) to first order."""
-    pq = population_p * (1 - population_p)
-    info = np.divide(population_d**2, pq, out=np.zeros_like(pq), where=pq > 0)
-    own = np.argmax(weights != 0, axis=1) if group is None else np.asarray(group, dtype=np.int64)
+    pq, info = _information(population_p, population_d)
+    own = _own_group(weights, group)
     v = weights[np.arange(len(own)), own]
     a = population_d @ weights  # (T, M)
     tau2 = deviation[None, :] ** 2  # (1, M)
@@ -495,20 +504,14 @@ def _restricted(bank: ItemBank, keep: np.ndarray) -> ItemBank:
     """The bank without the excluded items."""
     if keep.all():
         return bank
-    return ItemBank(
+    return dataclasses.replace(
+        bank,
         items=bank.items[keep],
         benchmark=bank.benchmark[keep],
         difficulty=bank.difficulty[:, keep],
         discrimination=bank.discrimination[:, keep],
         guessing=None if bank.guessing is None else bank.guessing[:, keep],
-        population=bank.population,
-        log_prior=bank.log_prior,
-        grid=bank.grid,
-        binary=bank.binary,
-        warnings=bank.warnings,
-        source=bank.source,
-        fitted_subjects=bank.fitted_subjects,
-        deviation_sd=bank.deviation_sd,
+        reference=None if bank.reference is None else bank.reference[:, keep],
     )
 
 

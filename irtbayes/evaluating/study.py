@@ -169,12 +169,11 @@ def compare_methods(
     names, member = scope_membership(bank)
     truth, complete = held_out_truth(y, w, member)
     subjects_arr = np.asarray([str(s) for s in subjects])
-    rng = np.random.default_rng(seed)
     rows = []
     for k in ks:
         for method in methods:
             start = time.perf_counter()
-            result = _one_method(bank, y, w, subjects_arr, method, int(k), ci_prob, adaptive_systems, rng, seed)
+            result = _one_method(bank, y, w, subjects_arr, method, int(k), ci_prob, adaptive_systems, seed)
             if result is None:
                 continue
             estimate, low, high, own_low, own_high, answered, keep = result
@@ -212,7 +211,6 @@ def _one_method(
     k: int,
     ci_prob: float,
     adaptive_systems: int,
-    rng: np.random.Generator,
     seed: int,
 ) -> tuple[Any, ...] | None:
     """One method at budget ``k``: estimate, reported interval and the model's own (or Nones), mean items answered,
