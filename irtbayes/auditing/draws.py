@@ -109,6 +109,8 @@ def _aligned(var: xr.DataArray, *, dim: str, ids: pd.Index, name: str) -> xr.Dat
             f"'{name}' (e.g. {list(missing[:3])}), {len(extra)} in '{name}' are not in the data "
             f"(e.g. {list(extra[:3])}); this looks like a fit from a different data set"
         )
+    if have.equals(want):  # already in the data's order (a fit of these data): no reordered copy
+        return var
     position = have.get_indexer(want)
     return var.isel({dim: position})
 

@@ -479,7 +479,9 @@ def rank_diagnostics(draws: np.ndarray, *, ci_prob: float = 0.9) -> tuple[np.nda
     ([1.0, 1.0, 1.0], True, True)
     """
     probs = tail_probs(ci_prob)
-    values = np.asarray(draws, dtype="float64")
+    values = np.asarray(draws)
+    if not np.issubdtype(values.dtype, np.floating):
+        values = values.astype("float64")
     if values.ndim < 2:
         raise ValueError(f"expected (chain, draw, ...) draws, got shape {values.shape}")
     shape = values.shape[2:]
@@ -494,7 +496,8 @@ def rank_diagnostics(draws: np.ndarray, *, ci_prob: float = 0.9) -> tuple[np.nda
 
     def chunk(start: int) -> None:
         # (parameter, chain, draw) for this chunk only: transposing chunk by chunk stays in cache
-        part = np.ascontiguousarray(np.moveaxis(flat[:, :, start : start + CHUNK_PARAMETERS], 2, 0))
+        # in float64 whatever the draws' precision (a fit holds float32 draws): converted chunk by chunk
+        part = np.ascontiguousarray(np.moveaxis(flat[:, :, start : start + CHUNK_PARAMETERS], 2, 0), dtype="float64")
         sl = slice(start, start + len(part))
         out = np.empty((3, len(part)))
         direct = np.ones(len(part), dtype=bool)

@@ -46,7 +46,7 @@ from irtbayes.data.responses import ResponseData
 from irtbayes.fitting import warmstart
 from irtbayes.fitting.approx import approx_posterior
 from irtbayes.fitting.auto import DEFAULT_BUDGET_S, Choice, choose_sampler
-from irtbayes.fitting.result import Fit, fit_constant_data, installed_version, software_versions
+from irtbayes.fitting.result import Fit, as_held, fit_constant_data, installed_version, software_versions
 from irtbayes.fitting.sampling import APPROXIMATE_SAMPLERS, InterruptWatch, RunState, Sampler, run_sampler
 from irtbayes.fitting.settings import SamplerSettings
 from irtbayes.fitting.trace import choose_chains, complete_part, completed_draws
@@ -83,7 +83,8 @@ def _kept_draws(tree: xr.DataTree, spec: ModelSpec, *, approximate: bool) -> xr.
 
 
 def _clean_posterior(posterior: xr.Dataset, spec: ModelSpec) -> xr.Dataset:
-    """Drop sampler-only variables (raw standard normals, Cholesky factors); string coords."""
+    """Drop sampler-only variables (raw standard normals, Cholesky factors); string coords; the draws in the
+    precision a fit holds them (:func:`~irtbayes.fitting.result.as_held`); the derived variables."""
     drop = [n for n in posterior.data_vars if str(n).endswith(("_z", "_chol"))]
     out = posterior.drop_vars(drop)
     for dim in ("subject", "item", "benchmark", "domain", "dim", "dim2"):
@@ -91,7 +92,7 @@ def _clean_posterior(posterior: xr.Dataset, spec: ModelSpec) -> xr.Dataset:
             out = out.assign_coords({dim: out[dim].values.astype(str)})
     keep_dims = {d for v in out.data_vars.values() for d in v.dims}
     out = out.drop_vars([c for c in out.coords if c not in keep_dims and c in out.dims])
-    return add_derived(out, spec)
+    return add_derived(as_held(out), spec)
 
 
 def _default_settings(

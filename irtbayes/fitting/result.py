@@ -31,7 +31,16 @@ if TYPE_CHECKING:
 
     from irtbayes.data.responses import ResponseData
 
-__all__ = ["FORMAT_VERSION", "ITEM_PARAMETERS", "Fit", "check_prob", "derived_names", "draws_table"]
+__all__ = [
+    "DRAWS_DTYPE",
+    "FORMAT_VERSION",
+    "ITEM_PARAMETERS",
+    "Fit",
+    "as_held",
+    "check_prob",
+    "derived_names",
+    "draws_table",
+]
 
 #: Version of the saved-fit folder layout; :func:`load_fit` refuses other versions.
 FORMAT_VERSION = 1
@@ -584,6 +593,45 @@ def _item_curves_table(fit: Fit, *, items: Sequence[str], points: int = 61, ci_p
     table = pd.concat(rows, ignore_index=True)
     table.attrs["ci_prob"] = ci_prob
     return table
+
+
+#: Floating-point dtype of the posterior draws of the item variables (every variable with an ``item`` dimension:
+#: difficulties, discriminations, intercepts, guessing). Seven significant digits are far below the Monte Carlo
+#: error of any summary, and a saved fit stores its draws in the same precision, so a fit in memory and the
+#: same fit saved and loaded hold the same item draws. At MMLU-Pro's size (12,032 items, 4 x 1,350 draws) each
+#: item variable takes 260 MB instead of 520 MB. Other draws (abilities, hyperparameters) stay float64.
+DRAWS_DTYPE = np.float32
+
+
+def as_held(posterior: xr.Dataset) -> xr.Dataset:
+    """``posterior`` with its draws in the precision a :class:`Fit` holds them: :data:`DRAWS_DTYPE` for every
+    floating-point variable with an ``item`` dimension, float64 for the others.
+
+    Examples
+    --------
+    >>> posterior = xr.Dataset(
+    ...     {
+    ...         "difficulty": (("chain", "draw", "item"), np.zeros((1, 2, 3))),
+    ...         "difficulty_mu": (("chain", "draw"), np.zeros((1, 2), "f4")),
+    ...     }
+    ... )
+    >>> held = as_held(posterior)
+    >>> str(held["difficulty"].dtype), str(held["difficulty_mu"].dtype)
+    ('float32', 'float64')
+    """
+    changed = {}
+    for name, var in posterior.data_vars.items():
+        if not np.issubdtype(var.dtype, np.floating):
+            continue
+        wanted = DRAWS_DTYPE if "item" in var.dims else np.float64
+        if var.dtype != wanted:
+            changed[name] = var.astype(wanted)
+    if not changed:
+        return posterior
+    out = posterior.assign(changed)
+    for name in changed:
+        out[name].encoding = {}
+    return out
 
 
 def derived_names(spec: ModelSpec) -> list[str]:

@@ -27,7 +27,7 @@ from irtbayes.checks.verdict import Diagnostics
 from irtbayes.core.errors import DataError, FitError, SpecError
 from irtbayes.core.files import read_json
 from irtbayes.data.responses import ResponseData
-from irtbayes.fitting.result import FORMAT_VERSION, Fit, derived_names
+from irtbayes.fitting.result import FORMAT_VERSION, Fit, as_held, derived_names
 from irtbayes.model.build import add_derived
 from irtbayes.model.spec import ModelSpec
 
@@ -46,7 +46,9 @@ def save_fit(result: Fit, path: str | os.PathLike[str], *, overwrite: bool = Fal
     ``posterior.nc`` keeps what later steps read, and no more:
 
     - ``posterior``: every sampled parameter, its floating-point draws stored as float32 (7 significant
-      digits; :func:`load_fit` returns them as float64), zlib-compressed (level 1, with byte shuffling).
+      digits; :func:`load_fit` returns them as a fit holds them, :func:`~irtbayes.fitting.result.as_held`:
+      float32 for item variables, widened to float64 for the others), zlib-compressed (level 1, with byte
+      shuffling).
       Variables :func:`~irtbayes.model.build.add_derived` recomputes (``intercept``; ``discrimination`` of a 1PL)
       are not stored.
     - ``sample_stats``: only the fields the convergence checks read (``diverging``, ``energy``, tree-depth
@@ -257,17 +259,6 @@ def _storage_encoding(groups: dict[str, xr.Dataset]) -> dict[str, dict[str, dict
     return {"/posterior": {n: {"dtype": _STORAGE_DTYPE, **_STORAGE_COMPRESSION} for n in floats}}
 
 
-def _widen(posterior: xr.Dataset) -> xr.Dataset:
-    """float32 draws (as :func:`save_fit` stores them) back to float64, so later sums run in float64."""
-    narrow = [n for n, v in posterior.data_vars.items() if v.dtype == np.float32]
-    if not narrow:
-        return posterior
-    out = posterior.assign({n: posterior[n].astype("float64") for n in narrow})
-    for n in narrow:
-        out[n].encoding = {}
-    return out
-
-
 def _write_fit_files(result: Fit, folder: Path) -> None:
     """``posterior.nc``, ``card.json`` and the CSV tables; the tables from the draws as stored."""
     groups, dropped = _storage_groups(result)
@@ -295,7 +286,7 @@ def _as_stored(result: Fit, posterior: xr.Dataset) -> Fit:
     floats = [n for n, v in posterior.data_vars.items() if np.issubdtype(v.dtype, np.floating)]
     narrow = posterior.assign({n: posterior[n].astype(_STORAGE_DTYPE) for n in floats})
     tree = xr.DataTree.from_dict(
-        {"posterior": add_derived(_widen(narrow), result.spec), "constant_data": result.constant_data}
+        {"posterior": add_derived(as_held(narrow), result.spec), "constant_data": result.constant_data}
     )
     return replace(result, idata=tree)
 
@@ -310,8 +301,9 @@ _NOT_INFO = (
 def load_fit(path: str | os.PathLike[str], *, data: ResponseData | None = None) -> Fit:
     """Read a fit saved by :func:`save_fit`.
 
-    Posterior draws stored as float32 come back as float64 (the float32 values, widened); fits saved in
-    float64 by earlier versions load unchanged. The card's ``storage`` (absent in older cards) is in
+    Posterior draws come back as a fit holds them (:func:`~irtbayes.fitting.result.as_held`): float32 for
+    item variables, float64 (the float32 values, widened) for the others; fits saved in float64 by earlier
+    versions load the same way. The card's ``storage`` (absent in older cards) is in
     ``Fit.info``.
 
     Parameters
@@ -368,7 +360,7 @@ def load_fit(path: str | os.PathLike[str], *, data: ResponseData | None = None) 
         )
     groups = {name: tree[name].to_dataset() for name in tree.children}
     try:
-        groups["posterior"] = add_derived(_widen(groups["posterior"]), spec)
+        groups["posterior"] = add_derived(as_held(groups["posterior"]), spec)
     except KeyError as err:
         raise FitError(f"{post_path}: posterior variable {err} is missing") from None
     idata = xr.DataTree.from_dict(groups)

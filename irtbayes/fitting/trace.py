@@ -8,6 +8,8 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from irtbayes.fitting.result import DRAWS_DTYPE
+
 __all__ = ["CHECKED_STATS", "choose_chains", "complete_part", "completed_draws", "nutpie_trace", "read_nutpie_draws"]
 
 
@@ -134,8 +136,8 @@ def read_nutpie_draws(
         meta = field.metadata or {}
         dims = [d for d in meta.get(b"dims", b"").decode("utf-8").split(",") if d]
         shape = [int(k) for k in meta.get(b"shape", b"").decode("utf-8").split(",") if k]
-        chains = []
-        for batch, w in zip(batches, warmup, strict=True):
+        out: np.ndarray | None = None
+        for c, (batch, w) in enumerate(zip(batches, warmup, strict=True)):
             column = pyarrow.array(batch.column(name)).slice(w, length)
             if hasattr(column, "flatten"):
                 column = column.flatten()
@@ -143,9 +145,13 @@ def read_nutpie_draws(
             for axis, dim in enumerate(dims, start=1):
                 if dim in positions:
                     values = np.take(values, positions[dim], axis=axis)
-            chains.append(values)
+            if out is None:  # filled chain by chain: no second copy of every chain's draws
+                floating = np.issubdtype(values.dtype, np.floating)
+                dtype = DRAWS_DTYPE if floating and "item" in dims else values.dtype  # as a fit holds them
+                out = np.empty((len(batches), *values.shape), dtype=dtype)
+            out[c] = values
         kept = {d: coords[d][positions[d]] if d in positions else coords[d] for d in dims if d in coords}
-        return xr.DataArray(np.stack(chains), dims=("chain", "draw", *dims), coords=kept)
+        return xr.DataArray(out, dims=("chain", "draw", *dims), coords=kept)
 
     names = [n for n in draw_batches[0].schema.names if not n.endswith(("__", "_z", "_chol"))]
     stats = [n for n in CHECKED_STATS if n in stat_batches[0].schema.names]

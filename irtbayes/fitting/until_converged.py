@@ -298,7 +298,10 @@ def _check(first: xr.DataTree, read: Reader, rule: StopRule, positions: dict[str
             entry.update(screened=_elements(posterior, posterior.sizes), parameters=_elements(posterior, full))
             _update_watch(rule, posterior, diag)
     if diag is None or diag.ok:
-        kept = prepare(complete_part(read(None) if cut else first, length))
+        every = complete_part(read(None) if cut else first, length)
+        if isinstance(read, _Reader):
+            read.release()  # the copy of nutpie's trace: its draws are all in ``every`` now
+        kept = prepare(every)
         diag = check_convergence(kept, rhat_max=rule.rhat_max, ess_min=rule.ess_min, standardised=rule.standardised)
         _update_watch(rule, kept["posterior"].to_dataset(), diag)
         rule.kept = kept if diag.ok else None

@@ -523,9 +523,10 @@ def add_derived(posterior: xr.Dataset, spec: ModelSpec) -> xr.Dataset:
     [[[2.0, -1.0]]]
     """
     out = posterior
+    dtype = out["difficulty"].dtype
     if "discrimination" not in out:
         shared = np.exp(out["log_discrimination_mu"])
-        out = out.assign(discrimination=shared * xr.ones_like(out["difficulty"]))
+        out = out.assign(discrimination=(shared * xr.ones_like(out["difficulty"])).astype(dtype))
     if "intercept" not in out:
         out = out.assign(intercept=-out["discrimination"] * out["difficulty"])
     return out
