@@ -10,7 +10,15 @@ import xarray as xr
 
 from irtbayes.fitting.result import DRAWS_DTYPE
 
-__all__ = ["CHECKED_STATS", "choose_chains", "complete_part", "completed_draws", "nutpie_trace", "read_nutpie_draws"]
+__all__ = [
+    "CHECKED_STATS",
+    "choose_chains",
+    "complete_part",
+    "completed_draws",
+    "nutpie_trace",
+    "read_nutpie_draws",
+    "read_stored_draws",
+]
 
 
 def completed_draws(posterior: xr.Dataset, *, draws: int) -> np.ndarray:
@@ -159,3 +167,80 @@ def read_nutpie_draws(
     posterior = xr.Dataset({n: variable(draw_batches, n) for n in names}).assign_coords(sample)
     sample_stats = xr.Dataset({n: variable(stat_batches, n) for n in stats}).assign_coords(sample)
     return xr.DataTree.from_dict({"posterior": posterior, "sample_stats": sample_stats})
+
+
+def _plain(values: np.ndarray) -> np.ndarray:
+    """Labels as NumPy's fixed-width text, as in-memory traces have them (a Zarr store gives variable-width text)."""
+    return values.astype(object).astype(str) if values.dtype.kind == "T" else values
+
+
+def _sampler_variable(name: str) -> bool:
+    """The sampler's own coordinates (raw normals, Cholesky factors, transformed values), which no check reads."""
+    return name.endswith(("__", "_z", "_chol"))
+
+
+def read_stored_draws(
+    tree: xr.DataTree,
+    positions: Mapping[str, np.ndarray] | None = None,
+    *,
+    every_stat: bool = False,
+    cut: bool = True,
+) -> xr.DataTree:
+    """The draws every chain has completed in a trace nutpie writes to a Zarr store (``tree``, opened lazily by
+    the sampler's ``inspect``, ``abort`` or ``wait``), read into memory as a fit holds them.
+
+    Unfinished draws are NaN in the store; the completed length is read from the ``energy`` statistic alone,
+    so no variable is read in full to find it. Then only the model's variables (not the sampler's coordinates
+    ``*_z``, ``*_chol``, ``*__``) are read, cut to that length and, with ``positions`` (dim -> positions), to
+    those positions, one chain at a time; item draws in :data:`~irtbayes.fitting.result.DRAWS_DTYPE`. The
+    statistics are :data:`CHECKED_STATS`, or all of them with ``every_stat``. ``cut=False`` reads up to the
+    longest chain instead, the others padded with NaN as in the store (a run cut short, whose chains
+    :func:`choose_chains` picks from).
+
+    Examples
+    --------
+    >>> energy = np.array([[1.0, 2.0, np.nan], [1.0, 2.0, 3.0]])  # chain 0 has finished 2 draws
+    >>> posterior = xr.Dataset(
+    ...     {"difficulty": (("chain", "draw", "item"), np.ones((2, 3, 4))), "difficulty_z": (("chain", "draw"), energy)}
+    ... )
+    >>> stats = xr.Dataset({"energy": (("chain", "draw"), energy), "step_size": (("chain", "draw"), energy)})
+    >>> read = read_stored_draws(xr.DataTree.from_dict({"posterior": posterior, "sample_stats": stats}))
+    >>> dict(read["posterior"].sizes), list(read["posterior"].data_vars), str(read["posterior"]["difficulty"].dtype)
+    ({'chain': 2, 'draw': 2, 'item': 4}, ['difficulty'], 'float32')
+    >>> list(read["sample_stats"].data_vars)
+    ['energy']
+    """
+    stats = tree["sample_stats"].to_dataset()
+    posterior = tree["posterior"].to_dataset()
+    if "energy" in stats:
+        finite = np.isfinite(np.asarray(stats["energy"].transpose("chain", "draw").values, dtype="float64"))
+        n_chains, n_draws = finite.shape
+        done = np.where(finite.all(axis=1), n_draws, finite.argmin(axis=1)) if n_draws else np.zeros(n_chains, int)
+    else:  # no energy to read the length from: every variable is read to find it
+        n_chains, n_draws = int(posterior.sizes.get("chain", 0)), int(posterior.sizes.get("draw", 0))
+        done = completed_draws(posterior, draws=n_draws)
+    length = int(done.min(initial=n_draws)) if cut else int(done.max(initial=0))
+    positions = dict(positions or {})
+
+    def read(var: xr.DataArray, *, held: bool) -> xr.DataArray:
+        rest = [str(d) for d in var.dims if d not in ("chain", "draw")]
+        var = var.transpose("chain", "draw", *rest).isel(
+            {"draw": slice(0, length), **{d: positions[d] for d in rest if d in positions}}
+        )
+        floating = np.issubdtype(var.dtype, np.floating)
+        dtype = DRAWS_DTYPE if held and floating and "item" in rest else var.dtype
+        out = np.empty(var.shape, dtype=dtype)
+        for c in range(var.sizes["chain"]):  # one chain in float64 at a time
+            out[c] = var.isel(chain=c).values
+        return xr.DataArray(out, dims=var.dims, coords={d: _plain(var[d].values) for d in var.dims if d in var.coords})
+
+    names = [str(n) for n in posterior.data_vars if not _sampler_variable(str(n))]
+    per_draw = [str(n) for n, v in stats.data_vars.items() if {"chain", "draw"} <= set(v.dims)]
+    kept_stats = [n for n in per_draw if every_stat or n in CHECKED_STATS]
+    sample = {"chain": np.arange(n_chains), "draw": np.arange(length)}
+    return xr.DataTree.from_dict(
+        {
+            "posterior": xr.Dataset({n: read(posterior[n], held=True) for n in names}).assign_coords(sample),
+            "sample_stats": xr.Dataset({n: read(stats[n], held=False) for n in kept_stats}).assign_coords(sample),
+        }
+    )

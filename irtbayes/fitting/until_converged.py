@@ -46,7 +46,13 @@ import pandas as pd
 import xarray as xr
 
 from irtbayes.checks.sampler import check_convergence, checked_variables
-from irtbayes.fitting.trace import complete_part, completed_draws, nutpie_trace, read_nutpie_draws
+from irtbayes.fitting.trace import (
+    complete_part,
+    completed_draws,
+    nutpie_trace,
+    read_nutpie_draws,
+    read_stored_draws,
+)
 
 if TYPE_CHECKING:
     from irtbayes.checks.verdict import Diagnostics
@@ -258,14 +264,9 @@ class _Reader:
     def __call__(self, positions: Mapping[str, np.ndarray] | None = None) -> xr.DataTree:
         if not self.trace:
             arrow = nutpie_trace(self.sampler)
-            if arrow is None:
-                snapshot = self.sampler.inspect()
-                posterior = snapshot["posterior"].to_dataset() if "posterior" in snapshot.children else None
-                self.trace.append(complete_part(snapshot, _common_length(posterior) if posterior is not None else 0))
-            else:
-                self.trace.append(arrow)
-        if isinstance(self.trace[0], xr.DataTree):
-            return _cut(self.trace[0], positions) if positions else self.trace[0]
+            self.trace.append(self.sampler.inspect() if arrow is None else arrow)
+        if isinstance(self.trace[0], xr.DataTree):  # a trace nutpie writes to a Zarr store (read lazily)
+            return read_stored_draws(self.trace[0], positions)
         return cast(xr.DataTree, read_nutpie_draws(self.sampler, positions, trace=self.trace[0]))
 
     def release(self) -> None:
@@ -380,6 +381,9 @@ def sample_until_converged(
     except KeyboardInterrupt:
         rule.outcome = "interrupted"
         tree = sampler.abort()
+    if rule.outcome != "converged" and "posterior" in tree.children and "sample_stats" in tree.children:
+        # the draws so far, read into memory (a trace in a Zarr store is read lazily, and its folder goes)
+        tree = read_stored_draws(tree, every_stat=True, cut=rule.outcome != "interrupted")
     length = _common_length(tree["posterior"].to_dataset()) if "posterior" in tree.children else 0
     rule.draws_done = length
     if rule.outcome == "interrupted":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -118,9 +119,16 @@ def test_a_real_fit_stops_early_and_records_it(monkeypatch):
     data, _ = simulate_responses(40, 30, seed=2)
     # screens of 10 of the 30 items, so a screen that passes is followed by a read of every draw
     monkeypatch.setattr(adaptive, "SCREEN_ELEMENTS", 10)
-    copies, pauses = [], []
+    import irtbayes.fitting.sampling as sampling
+
+    copies, pauses, folders, stored = [], [], [], []
     monkeypatch.setattr(adaptive, "nutpie_trace", lambda s, f=adaptive.nutpie_trace: copies.append(1) or f(s))
-    monkeypatch.setattr(adaptive, "_pause", lambda s, f=adaptive._pause: pauses.append(1) or f(s))
+    monkeypatch.setattr(
+        adaptive, "_pause", lambda s, f=adaptive._pause: pauses.append(1) or stored.append(_stored(folders)) or f(s)
+    )
+    monkeypatch.setattr(sampling, "TRACE_IN_MEMORY_MAX", 0)  # this small trace to disk too, as large ones go
+    real_mkdtemp = sampling.tempfile.mkdtemp
+    monkeypatch.setattr(sampling.tempfile, "mkdtemp", lambda **kw: folders.append(real_mkdtemp(**kw)) or folders[-1])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         # far more draws than a converged fit needs, and a budget in case the checks never pass
@@ -139,6 +147,15 @@ def test_a_real_fit_stops_early_and_records_it(monkeypatch):
     # nutpie's trace is copied once per pause, also when a passing screen reads every draw after it (the
     # converged case; a reader that copied at each read made 4 copies for 3 pauses)
     assert len(copies) == len(pauses) > 0
+    # the draws went to a Zarr store in a temporary folder, which is gone once the fit has them in memory
+    assert len(folders) == 1 and all(stored), (folders, stored)
+    assert not Path(folders[0]).exists()
+    assert result.posterior["difficulty"].dtype == np.float32  # as a fit holds item draws
+
+
+def _stored(folders: list[str]) -> bool:
+    """Whether the one temporary folder made so far holds a Zarr store."""
+    return len(folders) == 1 and (Path(folders[0]) / "zarr.json").is_file()
 
 
 def test_next_check_grows_with_the_ess_shortfall_and_waits_out_divergences():
