@@ -20,6 +20,7 @@ import xarray as xr
 
 from irtbayes.core.errors import FitError
 from irtbayes.data.responses import ResponseData
+from irtbayes.fitting.result import DRAWS_DTYPE
 
 __all__ = [
     "CHUNK_ELEMENTS",
@@ -119,7 +120,9 @@ def _stacked(var: xr.DataArray, name: str, *, keep: Sequence[str]) -> np.ndarray
     missing = [d for d in SAMPLE_DIMS if d not in var.dims]
     if missing:
         raise FitError(f"posterior variable '{name}' lacks the sample dimension(s) {missing} (dims {list(var.dims)})")
-    arr = var.transpose(*SAMPLE_DIMS, *keep).to_numpy().astype("float64", copy=False)
+    arr = var.transpose(*SAMPLE_DIMS, *keep).to_numpy()
+    if arr.dtype != DRAWS_DTYPE:  # item draws stay in the precision a fit holds them (no float64 copy)
+        arr = arr.astype("float64", copy=False)
     arr = arr.reshape((-1, *arr.shape[2:]))
     if not np.all(np.isfinite(arr)):
         raise FitError(f"posterior variable '{name}' holds non-finite draws (NaN or inf); the fit is broken")
