@@ -231,13 +231,8 @@ def greedy_items(
         return _greedy_with_deviations(
             population_p, population_d, weights, quota, total, group=group, deviation=np.asarray(deviation)
         )
-    pq, info = _information(population_p, population_d)
-    own = _own_group(weights, group)
-    v = weights[np.arange(len(own)), own]
-    a = population_d @ weights  # (T, M): the predicted part's slope of each score, over unanswered items
+    info, own, a, vd, v2pq = _greedy_start(population_p, population_d, weights, group)
     j = np.ones(population_p.shape[0])
-    vd = v[None, :] * population_d
-    v2pq = v[None, :] ** 2 * pq
     n_groups = weights.shape[1]
     taken = np.zeros(n_groups, dtype="int64")
     free = np.ones(len(own), dtype=bool)
@@ -292,6 +287,18 @@ def _benchmark_variance(
     return v, dv
 
 
+def _greedy_start(
+    population_p: np.ndarray, population_d: np.ndarray, weights: np.ndarray, group: np.ndarray | None
+) -> tuple[np.ndarray, ...]:
+    """What both greedy selections start from: the information (T, N), each item's benchmark ``own``,
+    the predicted part's slope of each score over unanswered items ``a`` (T, M), and each item's weight in its own
+    score times its slope ``vd`` and times its Bernoulli variance ``v2pq`` (T, N)."""
+    pq, info = _information(population_p, population_d)
+    own = _own_group(weights, group)
+    v = weights[np.arange(len(own)), own]
+    return info, own, population_d @ weights, v[None, :] * population_d, v[None, :] ** 2 * pq
+
+
 def _greedy_with_deviations(
     population_p: np.ndarray,
     population_d: np.ndarray,
@@ -304,14 +311,9 @@ def _greedy_with_deviations(
 ) -> list[int]:
     """:func:`greedy_items` with benchmark deviations: an item's effect on its own benchmark's score is exact, its
     effect on the other benchmarks' scores (through the general ability) to first order."""
-    pq, info = _information(population_p, population_d)
-    own = _own_group(weights, group)
-    v = weights[np.arange(len(own)), own]
-    a = population_d @ weights  # (T, M)
+    info, own, a, vd, v2pq = _greedy_start(population_p, population_d, weights, group)
     tau2 = deviation[None, :] ** 2  # (1, M)
     bench_info = np.zeros_like(a)  # (T, M): information of the items chosen from each benchmark
-    vd = v[None, :] * population_d
-    v2pq = v[None, :] ** 2 * pq
     taken = np.zeros(weights.shape[1], dtype="int64")
     free = np.ones(len(own), dtype=bool)
     chosen: list[int] = []

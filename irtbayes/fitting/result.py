@@ -40,6 +40,7 @@ __all__ = [
     "check_prob",
     "derived_names",
     "draws_table",
+    "held_dtype",
 ]
 
 #: Version of the saved-fit folder layout; :func:`load_fit` refuses other versions.
@@ -621,9 +622,7 @@ def as_held(posterior: xr.Dataset) -> xr.Dataset:
     """
     changed = {}
     for name, var in posterior.data_vars.items():
-        if not np.issubdtype(var.dtype, np.floating):
-            continue
-        wanted = DRAWS_DTYPE if "item" in var.dims else np.float64
+        wanted = held_dtype(var.dtype, var.dims)
         if var.dtype != wanted:
             changed[name] = var.astype(wanted)
     if not changed:
@@ -632,6 +631,15 @@ def as_held(posterior: xr.Dataset) -> xr.Dataset:
     for name in changed:
         out[name].encoding = {}
     return out
+
+
+def held_dtype(dtype: np.dtype[Any] | type, dims: Sequence[Any]) -> np.dtype[Any]:
+    """The dtype a :class:`Fit` holds draws of ``dtype`` along ``dims`` in (see :func:`as_held`): :data:`DRAWS_DTYPE`
+    for floating-point item draws, float64 for other floating-point draws, ``dtype`` itself for the rest."""
+    dtype = np.dtype(dtype)
+    if not np.issubdtype(dtype, np.floating):
+        return dtype
+    return np.dtype(DRAWS_DTYPE if "item" in dims else np.float64)
 
 
 def derived_names(spec: ModelSpec) -> list[str]:

@@ -7,6 +7,7 @@ complete part of a run cut short. :func:`irtbayes.fitting.fit.fit` puts these to
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import shutil
@@ -17,9 +18,8 @@ import threading
 import time
 import warnings
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -179,67 +179,12 @@ def _run_nutpie(
     import nutpie
 
     compiled = _compiled(model)
-    folder = None
-    if stop is not None and _trace_bytes(compiled, chains=chains, draws=stop.planned) > TRACE_IN_MEMORY_MAX:
-        # the draws go to a Zarr store in a temporary folder instead of memory: at MMLU-Pro's size nutpie's trace
-        # in memory and the copy each check reads from it took 4 GB; the checks read what they need from disk
-        folder = Path(tempfile.mkdtemp(prefix="irtbayes-draws-"))
-        extra = {**extra, "zarr_store": nutpie.zarr_store.LocalStore(str(folder))}
-    try:
-        return _sample_nutpie(
-            compiled,
-            chains=chains,
-            draws=draws,
-            tune=tune,
-            seed=seed,
-            target_accept=target_accept,
-            cores=cores,
-            progress=progress,
-            extra=extra,
-            state=state,
-            stop=stop,
-            start_at=start_at,
-        )
-    finally:
-        if folder is not None:
-            shutil.rmtree(folder, ignore_errors=True)
-
-
-#: A run until converged (:mod:`irtbayes.fitting.until_converged`) whose usual draws would take more memory than this
-#: (bytes, in nutpie's float64 trace) writes them to a Zarr store on disk (a temporary folder, removed when the
-#: run ends) instead of memory. Writing costs some sampling speed (the store compresses), so smaller runs
-#: keep their trace in memory. MMLU-Pro's default fit (about 36,000 values per draw, 4 x 1,250 draws: 1.4 GB) goes to
-#: disk: its peak memory fell from 4.9 GB to 2.0 GB while sampling and checking.
-TRACE_IN_MEMORY_MAX = 512 * 2**20
-
-
-def _trace_bytes(compiled: Any, *, chains: int, draws: int) -> int:
-    """The bytes of nutpie's trace of ``draws`` per chain (every value it stores, in float64)."""
-    return int(getattr(compiled, "n_expanded", 0)) * chains * draws * 8
-
-
-def _sample_nutpie(
-    compiled: Any,
-    *,
-    chains: int,
-    draws: int,
-    tune: int,
-    seed: int,
-    target_accept: float,
-    cores: int,
-    progress: bool,
-    extra: dict[str, Any],
-    state: RunState,
-    stop: StopRule | None,
-    start_at: Callable[[int], np.ndarray] | None = None,
-) -> xr.DataTree:
-    """:func:`_run_nutpie` with the model compiled and the trace's place chosen."""
-    import nutpie
-
     if start_at is not None:  # nutpie calls it with each chain's seed
         compiled = dataclasses.replace(compiled, initial_point_func=start_at)
-    state.phase = "tuning"
-    with warnings.catch_warnings():
+    with _trace_store(compiled, chains=chains, stop=stop) as store, warnings.catch_warnings():
+        if store is not None:
+            extra = {**extra, "zarr_store": store}
+        state.phase = "tuning"
         # ArviZ's guess about dimension names, raised for a run cut short with fewer draws than chains
         warnings.filterwarnings("ignore", message="Found chain dimension to be longer than draw dimension")
         # a bar where one can be drawn; log lines with draws/s and the time left everywhere else
@@ -268,6 +213,32 @@ def _sample_nutpie(
         from irtbayes.fitting.until_converged import sample_until_converged
 
         return sample_until_converged(run, stop, draws_done=lambda: max(0, progress_log.least_finished - tune))
+
+
+#: A run until converged (:mod:`irtbayes.fitting.until_converged`) whose usual draws would take more memory than this
+#: (bytes, in nutpie's float64 trace) writes them to a Zarr store on disk (a temporary folder, removed when the
+#: run ends) instead of memory. Writing costs some sampling speed (the store compresses), so smaller runs
+#: keep their trace in memory. MMLU-Pro's default fit (about 36,000 values per draw, 4 x 1,250 draws: 1.4 GB) goes to
+#: disk: its peak memory fell from 4.9 GB to 2.0 GB while sampling and checking.
+TRACE_IN_MEMORY_MAX = 512 * 2**20
+
+
+@contextlib.contextmanager
+def _trace_store(compiled: Any, *, chains: int, stop: StopRule | None) -> Iterator[Any]:
+    """nutpie's Zarr store in a temporary folder for a run until converged whose usual draws would take more than
+    :data:`TRACE_IN_MEMORY_MAX` (every value nutpie stores, in float64), removed on leaving; else None (the trace
+    stays in memory). The checks read what they need from the store: at MMLU-Pro's size nutpie's trace in memory
+    and the copy each check read from it took 4 GB."""
+    if stop is None or int(getattr(compiled, "n_expanded", 0)) * chains * stop.planned * 8 <= TRACE_IN_MEMORY_MAX:
+        yield None
+        return
+    import nutpie
+
+    folder = tempfile.mkdtemp(prefix="irtbayes-draws-")
+    try:
+        yield nutpie.zarr_store.LocalStore(folder)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 #: nutpie's compiled models of this process by the key of their inputs (:meth:`ModelInputs.key`), newest last.

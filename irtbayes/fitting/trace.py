@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from irtbayes.fitting.result import DRAWS_DTYPE
+from irtbayes.fitting.result import held_dtype
 
 __all__ = [
     "CHECKED_STATS",
@@ -153,10 +153,8 @@ def read_nutpie_draws(
             for axis, dim in enumerate(dims, start=1):
                 if dim in positions:
                     values = np.take(values, positions[dim], axis=axis)
-            if out is None:  # filled chain by chain: no second copy of every chain's draws
-                floating = np.issubdtype(values.dtype, np.floating)
-                dtype = DRAWS_DTYPE if floating and "item" in dims else values.dtype  # as a fit holds them
-                out = np.empty((len(batches), *values.shape), dtype=dtype)
+            if out is None:  # filled chain by chain, as a fit holds them: no second copy of every chain's draws
+                out = np.empty((len(batches), *values.shape), dtype=held_dtype(values.dtype, dims))
             out[c] = values
         kept = {d: coords[d][positions[d]] if d in positions else coords[d] for d in dims if d in coords}
         return xr.DataArray(out, dims=("chain", "draw", *dims), coords=kept)
@@ -222,14 +220,12 @@ def read_stored_draws(
     length = int(done.min(initial=n_draws)) if cut else int(done.max(initial=0))
     positions = dict(positions or {})
 
-    def read(var: xr.DataArray, *, held: bool) -> xr.DataArray:
+    def read(var: xr.DataArray) -> xr.DataArray:
         rest = [str(d) for d in var.dims if d not in ("chain", "draw")]
         var = var.transpose("chain", "draw", *rest).isel(
             {"draw": slice(0, length), **{d: positions[d] for d in rest if d in positions}}
         )
-        floating = np.issubdtype(var.dtype, np.floating)
-        dtype = DRAWS_DTYPE if held and floating and "item" in rest else var.dtype
-        out = np.empty(var.shape, dtype=dtype)
+        out = np.empty(var.shape, dtype=held_dtype(var.dtype, rest))
         for c in range(var.sizes["chain"]):  # one chain in float64 at a time
             out[c] = var.isel(chain=c).values
         return xr.DataArray(out, dims=var.dims, coords={d: _plain(var[d].values) for d in var.dims if d in var.coords})
@@ -240,7 +236,7 @@ def read_stored_draws(
     sample = {"chain": np.arange(n_chains), "draw": np.arange(length)}
     return xr.DataTree.from_dict(
         {
-            "posterior": xr.Dataset({n: read(posterior[n], held=True) for n in names}).assign_coords(sample),
-            "sample_stats": xr.Dataset({n: read(stats[n], held=False) for n in kept_stats}).assign_coords(sample),
+            "posterior": xr.Dataset({n: read(posterior[n]) for n in names}).assign_coords(sample),
+            "sample_stats": xr.Dataset({n: read(stats[n]) for n in kept_stats}).assign_coords(sample),
         }
     )
