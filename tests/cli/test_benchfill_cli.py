@@ -13,14 +13,12 @@ import io
 import json
 import shutil
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
 import pytest
+from fake_openai import FakeOpenAI
 
 from irtbayes.benchfill.ledger import CSV_COLUMNS, Ledger
 from irtbayes.benchfill.result import load_benchfill_result
@@ -118,45 +116,6 @@ def test_propose_with_the_gap_interval_and_with_a_given_bin(bank, tmp_path, caps
     assert (target["target_lo"], target["target_hi"]) == (edges[2], edges[3])
 
 
-class _FakeChat:
-    """An OpenAI-compatible chat server on 127.0.0.1 that always gives the same reply."""
-
-    def __init__(self, content: str) -> None:
-        self.requests: list[dict[str, Any]] = []
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
-                fake.requests.append(body)
-                payload = {
-                    "id": "chatcmpl-1",
-                    "object": "chat.completion",
-                    "model": body["model"],
-                    "choices": [
-                        {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
-                    ],
-                }
-                raw = json.dumps(payload).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(raw)))
-                self.end_headers()
-                self.wfile.write(raw)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
 def test_propose_with_an_llm_records_its_rejections(bank, tmp_path, capsys):
     choices = ["red", "green", "blue", "white"]
     items = [
@@ -164,7 +123,8 @@ def test_propose_with_an_llm_records_its_rejections(bank, tmp_path, capsys):
         {"text": "Which colour is snow?", "answer": "white", "choices": choices},
         {"text": "Which colour is the sky at noon?", "choices": choices},  # no answer
     ]
-    server = _FakeChat(json.dumps({"items": items}))
+    server = FakeOpenAI()
+    server.default = {"content": json.dumps({"items": items})}
     try:
         code, _, err = run_cli(
             ["benchfill", "propose", "--fit", str(bank.fit_dir), "--benchmark", "bench01", "--llm", server.url,
@@ -181,7 +141,7 @@ def test_propose_with_an_llm_records_its_rejections(bank, tmp_path, capsys):
     rejections = [json.loads(line) for line in (tmp_path / "bf" / "rejections.jsonl").read_text().splitlines()]
     assert len(rejections) == 1 and "has no 'answer'" in rejections[0]["reason"], rejections
     assert 1 < len(server.requests) <= 3, f"{len(server.requests)} requests"
-    assert "benchmark 'bench01'" in server.requests[0]["messages"][1]["content"]
+    assert "benchmark 'bench01'" in server.bodies[0]["messages"][1]["content"]
 
 
 # ---------------------------------------------------------------------------------------------- export

@@ -9,16 +9,15 @@ and renamed so that none is in the bank.
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import pytest
 import xarray as xr
+from fake_openai import FakeOpenAI
 
 from irtbayes.cli.main import main
 from irtbayes.data.simulate import simulate_responses
@@ -199,40 +198,11 @@ def test_an_interrupted_adaptive_test_writes_the_answers_so_far(
     assert not [p for p in out.iterdir() if p.name.startswith(".")]  # no temporary file left behind
 
 
-class _FakeChat:
-    """An OpenAI-compatible server that answers every question with the letter A."""
-
-    def __init__(self) -> None:
-        self.asked = 0
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
-                fake.asked += 1
-                message = {"role": "assistant", "content": "Answer: A"}
-                payload = {"model": body["model"], "choices": [{"index": 0, "message": message}]}
-                raw = json.dumps(payload).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(raw)))
-                self.end_headers()
-                self.wfile.write(raw)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-
-
 @pytest.fixture
-def chat() -> Iterator[_FakeChat]:
-    server = _FakeChat()
-    yield server
-    server.server.shutdown()
-    server.server.server_close()
+def chat() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI() as server:
+        server.default = {"content": "Answer: A"}  # every question answered with the letter A
+        yield server
 
 
 def test_adaptive_against_an_endpoint_grades_and_caches_the_replies(bank: Bank, tmp_path: Path, capsys, chat) -> None:
@@ -245,14 +215,14 @@ def test_adaptive_against_an_endpoint_grades_and_caches_the_replies(bank: Bank, 
     argv = ["adaptive", "--fit", str(bank.fit), "--endpoint", chat.url, "--model", "tiny", "--api-key-env", "NO_KEY"]
     argv += ["--items-file", str(tmp_path / "items.csv"), "--max-items", "4", "--score", "all", "--out", str(out)]
     code, stdout, _ = run(argv, capsys)
-    assert code == 0 and "Adaptive test of tiny: 4 items" in stdout and chat.asked == 4
+    assert code == 0 and "Adaptive test of tiny: 4 items" in stdout and len(chat.requests) == 4
     log = pd.read_csv(out / "log.csv")
     expected = [1.0 if int(i.removeprefix("item")) % 2 == 0 else 0.0 for i in log["item"]]
     assert log["response"].tolist() == expected
     exchanges = pd.read_csv(out / "exchanges.csv")
     assert exchanges["item"].tolist() == log["item"].tolist() and set(exchanges["parsed"]) == {"A"}
     assert (out / "llm_cache").is_dir()
-    assert run(argv, capsys)[0] == 0 and chat.asked == 4  # the rerun is answered from the cache
+    assert run(argv, capsys)[0] == 0 and len(chat.requests) == 4  # the rerun is answered from the cache
 
 
 # ---------------------------------------------------------------------------------------------- errors

@@ -4,14 +4,12 @@ fake OpenAI-compatible server started here)."""
 from __future__ import annotations
 
 import json
-import threading
-from collections import deque
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import pytest
+from fake_openai import FakeOpenAI
 
 from irtbayes.benchfill.llm import ChatClient, prompt_hash
 from irtbayes.core.errors import DataError
@@ -97,51 +95,6 @@ def test_file_responder_refuses_several_conditions(tmp_path):
 
 
 # --------------------------------------------------------------------------------------------- a fake chat server
-class FakeOpenAI:
-    """A scripted chat-completions server on 127.0.0.1: each request takes the next scripted reply, else "ok"."""
-
-    def __init__(self) -> None:
-        self.script: deque[str] = deque()
-        self.requests: list[dict[str, Any]] = []
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
-                fake.requests.append(body)
-                content = fake.script.popleft() if fake.script else "ok"
-                payload = {
-                    "id": "chatcmpl-1",
-                    "object": "chat.completion",
-                    "model": body["model"],
-                    "choices": [
-                        {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
-                    ],
-                }
-                raw = json.dumps(payload).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(raw)))
-                self.end_headers()
-                self.wfile.write(raw)
-
-        class Server(ThreadingHTTPServer):
-            daemon_threads = True
-            block_on_close = False
-
-        self.server = Server(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
-        self.thread.start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
 @pytest.fixture
 def server():
     fake = FakeOpenAI()
@@ -174,7 +127,7 @@ ITEMS = pd.DataFrame(
 )
 def test_multiple_choice_reply_forms_are_graded_right(server, reply):
     responder = EndpointResponder(make_client(server), ITEMS)
-    server.script.append(reply)
+    server.script.append({"content": reply})
     assert responder("mc1") == 1.0
     (exchange,) = responder.log
     assert exchange == Exchange(
@@ -185,22 +138,22 @@ def test_multiple_choice_reply_forms_are_graded_right(server, reply):
 @pytest.mark.parametrize(("reply", "parsed"), [("B", "B"), ("Answer: (D)", "D"), ("I am not sure.", None)])
 def test_multiple_choice_wrong_or_unreadable_reply_scores_zero(server, reply, parsed):
     responder = EndpointResponder(make_client(server), ITEMS)
-    server.script.append(reply)
+    server.script.append({"content": reply})
     assert responder("mc1") == 0.0
     assert (responder.log[0].parsed, responder.log[0].response) == (parsed, 0.0)
 
 
 def test_answer_given_as_choice_text_is_keyed_to_its_letter(server):
     responder = EndpointResponder(make_client(server), ITEMS)
-    server.script.extend(["B", "A"])
+    server.script.extend([{"content": "B"}, {"content": "A"}])
     assert [responder("mc2"), responder("mc2")] == [1.0, 0.0]
 
 
 def test_prompt_letters_the_choices_and_asks_for_the_letter_at_temperature_zero(server):
     responder = EndpointResponder(make_client(server), ITEMS, system_prompt="You are taking a test.")
-    server.script.append("C")
+    server.script.append({"content": "C"})
     responder("mc1")
-    (body,) = server.requests
+    (body,) = server.bodies
     assert body["model"] == "sut-model"
     assert body["temperature"] == 0
     system, user = body["messages"]
@@ -213,13 +166,13 @@ def test_prompt_letters_the_choices_and_asks_for_the_letter_at_temperature_zero(
 
 def test_free_form_prompt_is_the_text_verbatim_with_a_short_answer_instruction(server):
     responder = EndpointResponder(make_client(server), ITEMS)
-    server.script.append("nothing")
+    server.script.append({"content": "nothing"})
     assert responder("free2") == 0.0
-    content = server.requests[0]["messages"][-1]["content"]
+    content = server.bodies[0]["messages"][-1]["content"]
     assert content.startswith("What is {0} plus {item}? __import__('os')\n\n")  # sent as text, never formatted
     assert "short answer" in content
     assert "A. " not in content
-    assert [m["role"] for m in server.requests[0]["messages"]] == ["user"]
+    assert [m["role"] for m in server.bodies[0]["messages"]] == ["user"]
 
 
 @pytest.mark.parametrize(
@@ -235,7 +188,7 @@ def test_free_form_prompt_is_the_text_verbatim_with_a_short_answer_instruction(s
 )
 def test_free_form_normalised_exact_match(server, reply, expected):
     responder = EndpointResponder(make_client(server), ITEMS)
-    server.script.append(reply)
+    server.script.append({"content": reply})
     assert responder("free1") == expected
     assert responder.log[0].parsed == normalise_answer(reply.removeprefix("Answer:").removeprefix("The answer is"))
 
@@ -248,12 +201,12 @@ def test_grader_overrides_the_grading_and_is_checked(server):
         return 0.5
 
     responder = EndpointResponder(make_client(server), ITEMS, grader=half)
-    server.script.append("C")
+    server.script.append({"content": "C"})
     assert responder("mc1") == 0.5
     assert seen == [("C", "mc1")]
     assert responder.log[0].parsed == "C"
     bad = EndpointResponder(make_client(server), ITEMS, grader=lambda reply, row: 2)
-    server.script.append("C")
+    server.script.append({"content": "C"})
     with pytest.raises(DataError, match=r"grader: returned 2 for item 'mc1'; a response must be in \[0, 1\]"):
         bad("mc1")
 
@@ -268,7 +221,7 @@ def test_unknown_item_raises_without_asking(server):
 
 def test_client_cache_answers_a_repeated_question(server, tmp_path):
     responder = EndpointResponder(make_client(server, cache_dir=tmp_path / "cache"), ITEMS)
-    server.script.extend(["C", "A"])
+    server.script.extend([{"content": "C"}, {"content": "A"}])
     assert [responder("mc1"), responder("mc1")] == [1.0, 1.0]  # the second reply comes from the cache
     assert len(server.requests) == 1
     assert len(responder.log) == 2
