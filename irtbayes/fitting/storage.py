@@ -284,7 +284,8 @@ def _write_fit_files(result: Fit, folder: Path) -> None:
 def _as_stored(result: Fit, posterior: xr.Dataset) -> Fit:
     """``result`` with the posterior :func:`load_fit` returns from ``posterior.nc``, for the CSV tables."""
     floats = [n for n, v in posterior.data_vars.items() if np.issubdtype(v.dtype, np.floating)]
-    narrow = posterior.assign({n: posterior[n].astype(_STORAGE_DTYPE) for n in floats})
+    # item draws a fit holds in float32 already are not copied
+    narrow = posterior.assign({n: posterior[n].astype(_STORAGE_DTYPE, copy=False) for n in floats})
     tree = xr.DataTree.from_dict(
         {"posterior": add_derived(as_held(narrow), result.spec), "constant_data": result.constant_data}
     )
