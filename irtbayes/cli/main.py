@@ -14,11 +14,14 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, cast
 
 from irtbayes.cli import evaluate as evaluate_commands
 from irtbayes.cli import parser as cli_parser
-from irtbayes.core.errors import FitInterrupted, IrtbayesError
+from irtbayes.core.errors import DataError, FitInterrupted, IrtbayesError
+
+if TYPE_CHECKING:
+    from irtbayes.data.columns import Scoring
 
 log = logging.getLogger("irtbayes")
 
@@ -29,13 +32,13 @@ def load_data_argument(args: argparse.Namespace) -> object:
     from irtbayes.data import registry as datasets
     from irtbayes.data.io import helm, leaderboard, lm_eval
 
-    scoring: Literal["binary", "auto"] = "binary" if args.binary else "auto"
+    scoring, ordinal = _scoring_options(args)
     source = args.data
     if source is None:
-        return datasets.load_folder(datasets.default_data_path())
+        return _checked_kind(datasets.load_folder(datasets.default_data_path()), args)
     path = Path(source)
     if not path.exists() and args.format in ("auto", "dataset") and source in datasets.list_datasets().index:
-        return datasets.load_dataset(source)
+        return _checked_kind(datasets.load_dataset(source), args)
     fmt = args.format if args.format != "auto" else _detect_format(path, args)
     loaders: dict[str, Callable[[], object]] = {
         "long": lambda: io.load_long(
@@ -45,17 +48,54 @@ def load_data_argument(args: argparse.Namespace) -> object:
             response=args.response_col,
             items=args.items,
             scoring=scoring,
+            **ordinal,
         ),
-        "wide": lambda: io.load_wide(path, rows=args.rows, items=args.items, scoring=scoring),
-        "pyirt": lambda: io.load_pyirt(path, scoring=scoring),
-        "lm-eval": lambda: lm_eval.load_lm_eval(path, metric=args.metric, filter=args.lm_filter, scoring=scoring),
-        "helm": lambda: helm.load_helm(path, scoring=scoring, **_helm_options(args)),
+        "wide": lambda: io.load_wide(path, rows=args.rows, items=args.items, scoring=scoring, **ordinal),
+        "pyirt": lambda: io.load_pyirt(path, scoring=scoring, **ordinal),
+        "lm-eval": lambda: lm_eval.load_lm_eval(
+            path, metric=args.metric, filter=args.lm_filter, scoring=scoring, **ordinal
+        ),
+        "helm": lambda: helm.load_helm(path, scoring=scoring, **ordinal, **_helm_options(args)),
         "leaderboard": lambda: leaderboard.load_leaderboard(
             path, metric=args.metric, filter=args.lm_filter, scoring=scoring
         ),
-        "dataset": lambda: datasets.load_folder(path),
+        "dataset": lambda: _checked_kind(datasets.load_folder(path), args),
     }
     return loaders[fmt]() if fmt in loaders else io.load(path)
+
+
+def _scoring_options(args: argparse.Namespace) -> tuple[Scoring, dict[str, Any]]:
+    """The loaders' ``scoring`` and their ordinal options (``categories``, ``bins``) from ``--response-kind``,
+    ``--binary``, ``--categories`` and ``--score-bins``; an error for options that contradict each other."""
+    kind = getattr(args, "response_kind", "auto") or "auto"
+    if getattr(args, "binary", False):
+        if kind not in ("auto", "binary"):
+            raise DataError(f"--binary means --response-kind binary; it cannot go with --response-kind {kind}")
+        kind = "binary"
+    options = {"categories": ("categories", "--categories"), "bins": ("score_bins", "--score-bins")}
+    ordinal = {key: getattr(args, dest) for key, (dest, _) in options.items() if getattr(args, dest, None) is not None}
+    if ordinal and kind != "ordinal":
+        given = " and ".join(options[key][1] for key in ordinal)
+        raise DataError(f"{given} describe ordinal categories; they need --response-kind ordinal")
+    return cast("Scoring", kind), ordinal
+
+
+def _checked_kind(data: Any, args: argparse.Namespace) -> object:
+    """A registered data set, whose manifest says what its responses are: an error when ``--response-kind`` (or
+    ``--binary``) asks for binary or ordinal responses and it holds others, or when ``--categories``/``--score-bins`` are
+    given (the manifest declares the categories)."""
+    kind, ordinal = _scoring_options(args)
+    if ordinal:
+        raise DataError(
+            f"{data.source}: a registered data set declares its own categories in its manifest; "
+            "--categories and --score-bins apply to files and evaluation logs"
+        )
+    if kind in ("binary", "ordinal") and data.response_kind != kind:
+        raise DataError(
+            f"{data.source}: --response-kind {kind} asked for {kind} responses, but this data set holds "
+            f"{data.summary().kind_text}"
+        )
+    return data
 
 
 def _detect_format(path: Path, args: argparse.Namespace) -> str:

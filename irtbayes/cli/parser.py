@@ -64,7 +64,45 @@ def add_data_arguments(parser: argparse.ArgumentParser, *, required: bool = True
     )
     group.add_argument("--filter", dest="lm_filter", help="lm-eval: the filter, when a task logs several")
     group.add_argument("--suite", help="HELM: the suite(s) to read from a runs/ tree, comma-separated (default: all)")
-    group.add_argument("--binary", action="store_true", help="refuse responses other than 0/1")
+    group.add_argument(
+        "--response-kind",
+        choices=("auto", "binary", "fraction", "ordinal"),
+        default="auto",
+        help="what the responses are: binary refuses anything but 0/1; fraction keeps scores in [0, 1]; ordinal "
+        "reads graded categories (integers, --categories labels or --score-bins of numeric scores) as codes 0..K-1 "
+        "(default auto: 0/1 or scores in [0, 1])",
+    )
+    group.add_argument("--binary", action="store_true", help="the same as --response-kind binary")
+    group.add_argument(
+        "--categories",
+        type=_labels,
+        metavar="A,B,C",
+        help="ordinal: the category labels in order, the lowest first, comma-separated "
+        "(e.g. 1_full_compliance,3_partial_refusal,2_full_refusal); default: the integers found",
+    )
+    group.add_argument(
+        "--score-bins",
+        type=_edges,
+        metavar="E1,E2",
+        help="ordinal: increasing edges that cut numeric scores into categories (score < E1 -> 0, "
+        "E1 <= score < E2 -> 1, score >= E2 -> 2); not the audit's --bins",
+    )
+
+
+def _labels(text: str) -> list[str]:
+    """``--categories A,B,C`` as a list of labels."""
+    labels = [part.strip() for part in text.split(",")]
+    if len(labels) < 2 or not all(labels):
+        raise argparse.ArgumentTypeError(f"expected at least two comma-separated labels, got {text!r}")
+    return labels
+
+
+def _edges(text: str) -> list[float]:
+    """``--score-bins E1,E2`` as a list of numbers."""
+    try:
+        return [float(part) for part in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from None
 
 
 def add_fit_options(parser: argparse.ArgumentParser) -> None:

@@ -11,6 +11,12 @@ an item table, a subject table and a copy of the manifest), and read from the fo
 variable ``IRTBAYES_DATA_DIR`` (or the ``root=`` argument of :func:`load_dataset`).
 
 Every item has a ``benchmark`` and a ``domain``; domains use one vocabulary across data sets (``data/README.md``).
+
+Ordinal (graded) data sets say so in their manifest: ``"response_kind": "ordinal"``, with ``"categories"``
+listing the values of the response files in order, the lowest first (e.g. ``[1, 2, 3, 4]``, or labels); without
+``"categories"`` the values must be integers and the categories are inferred (every integer from the smallest
+to the largest, none unused). The responses become codes 0..K-1, and every item gets ``n_categories`` K and its
+``categories`` labels. ``"response_kind": "binary"`` refuses anything but 0/1 (as ``responses.scoring`` does).
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ import pandas as pd
 
 from irtbayes.core.errors import DataError
 from irtbayes.core.files import read_json
+from irtbayes.data.columns import OrdinalScale, category_label, declared_scale, inferred_scale
 from irtbayes.data.responses import ResponseData
 
 __all__ = [
@@ -114,20 +121,23 @@ def _assemble(
     items: pd.DataFrame,
     subjects: pd.DataFrame,
     source: str,
+    scale: OrdinalScale | None = None,
 ) -> ResponseData:
     """A :class:`ResponseData` from a dense (subject, item) matrix with NaN for missing cells.
 
     ``items`` is indexed by item id in the matrix's column order and holds ``benchmark`` and ``domain``; ``subjects``
     is indexed by subject id. Subjects and items without responses are left out. Vectorised: the 90 x 82,756 NLU
-    matrix is built in about a second (:meth:`ResponseData.from_wide` takes over ten).
+    matrix is built in about a second (:meth:`ResponseData.from_wide` takes over ten). With an ordinal ``scale``
+    the values are its codes, and every item gets its ``n_categories`` and ``categories``.
     """
     sids = _string_index(subject_ids, name="subject", source=source)
     iids = _string_index(items.index, name="item", source=source)
     present = ~np.isnan(values)
-    bad = present & ((values < 0) | (values > 1))
+    top = 1 if scale is None else scale.n_categories - 1
+    bad = present & ((values < 0) | (values > top))
     if bad.any():
         r, c = (int(i[0]) for i in np.nonzero(bad))
-        raise DataError(f"{source}: subject '{sids[r]}', item '{iids[c]}' holds {values[r, c]:g}, outside [0, 1]")
+        raise DataError(f"{source}: subject '{sids[r]}', item '{iids[c]}' holds {values[r, c]:g}, outside [0, {top}]")
     keep_s, keep_i = present.any(axis=1), present.any(axis=0)
     if not keep_s.all() or not keep_i.all():
         log.info("%s: %d subject(s), %d item(s) without responses left out", source, (~keep_s).sum(), (~keep_i).sum())
@@ -143,12 +153,20 @@ def _assemble(
     )
     items = items.set_axis(iids).astype({"benchmark": "string", "domain": "string"})
     items = items[["benchmark", "domain", *(c for c in items.columns if c not in ("benchmark", "domain"))]]
+    if scale is not None:
+        items = items.assign(
+            n_categories=pd.array([scale.n_categories] * len(items), dtype="Int64"),
+            categories=pd.array([scale.joined] * len(items), dtype="string"),
+        )
     subjects = subjects.set_axis(_string_index(subjects.index, name="subject", source=source))
     unknown = sids.difference(subjects.index)
     if len(unknown):
         raise DataError(f"{source}: subject(s) {list(unknown[:5])} have responses but no subject metadata")
     subjects = subjects.reindex(sids).rename_axis("subject")
-    return ResponseData(responses=responses, items=items.rename_axis("item"), subjects=subjects, source=source)
+    notes = (scale.note,) if scale is not None and scale.note else ()
+    return ResponseData(
+        responses=responses, items=items.rename_axis("item"), subjects=subjects, source=source, notes=notes
+    )
 
 
 def _read_csv(path: Path, *, what: str) -> pd.DataFrame:
@@ -186,6 +204,56 @@ def _numeric(frame: pd.DataFrame, *, path: Path, rows: Sequence[Any]) -> np.ndar
                     f"{path}: row '{rows[i]}', column '{col}' holds {frame[col].iloc[i]!r}, not a number"
                 ) from None
         return frame.apply(pd.to_numeric).to_numpy(dtype="float64")
+
+
+def _response_kind(manifest: Mapping[str, Any], *, mpath: Path) -> str:
+    """The manifest's ``response_kind`` (``"auto"`` when absent); ``categories`` only with ``"ordinal"``."""
+    kind = manifest.get("response_kind", "auto")
+    if kind not in ("auto", "binary", "fraction", "ordinal"):
+        raise DataError(f"{mpath}: 'response_kind' must be 'auto', 'binary', 'fraction' or 'ordinal', got {kind!r}")
+    if "categories" in manifest and kind != "ordinal":
+        raise DataError(f'{mpath}: \'categories\' describes ordinal responses; it needs "response_kind": "ordinal"')
+    return str(kind)
+
+
+def _ordinal_codes(
+    values: np.ndarray,
+    manifest: Mapping[str, Any],
+    *,
+    mpath: Path,
+    path: Path,
+    rows: Sequence[Any],
+    columns: Sequence[Any],
+) -> tuple[np.ndarray, OrdinalScale]:
+    """The values of an ordinal data set as codes 0..K-1, with their scale: the manifest's ``categories`` in order,
+    or the integers inferred from the values. An error names the cell."""
+    present = ~np.isnan(values)
+    if "categories" not in manifest:
+        bad = present & (values != np.round(values))
+        if bad.any():
+            r, c = (int(i[0]) for i in np.nonzero(bad))
+            raise DataError(
+                f"{path}: row '{rows[r]}', column '{columns[c]}' holds {values[r, c]:g}, which is not an integer "
+                f"category; list the categories in order in {mpath} ('categories')"
+            )
+        scale = inferred_scale(values[present], source=str(path), what="the matrix")
+        return values - int(scale.labels[0]), scale
+    categories = manifest["categories"]
+    try:
+        scale = declared_scale(categories=categories)
+    except DataError as err:
+        raise DataError(f"{mpath}: {err}") from None
+    codes = np.full(values.shape, np.nan)
+    for value in np.unique(values[present]):
+        label = category_label(value)
+        if label not in scale.labels:
+            r, c = (int(i[0]) for i in np.nonzero(values == value))
+            raise DataError(
+                f"{path}: row '{rows[r]}', column '{columns[c]}' holds {label}, which is not one of the categories "
+                f"{list(scale.labels)} of {mpath}"
+            )
+        codes[values == value] = scale.labels.index(label)
+    return codes, scale
 
 
 def _check_binary(values: np.ndarray, *, path: Path, rows: Sequence[Any], columns: Sequence[Any]) -> None:
@@ -294,14 +362,18 @@ def _load_wide(folder: Path, manifest: Mapping[str, Any], *, mpath: Path) -> Res
     if "items" in files:  # in the item table's order
         items = _table(manifest, "items", folder=folder, mpath=mpath, ids=columns)
         values = values[:, columns.get_indexer(items.index)]
-    if manifest.get("responses", {}).get("scoring") == "binary":
+    kind = _response_kind(manifest, mpath=mpath)
+    scale = None
+    if kind == "ordinal":
+        values, scale = _ordinal_codes(values, manifest, mpath=mpath, path=rpath, rows=sids, columns=items.index)
+    elif kind == "binary" or manifest.get("responses", {}).get("scoring") == "binary":
         _check_binary(values, path=rpath, rows=sids, columns=items.index)
     items.index = manifest.get("items", {}).get("id_prefix", "") + items.index
     items = _labels(items, manifest, mpath=mpath)
     subjects = pd.DataFrame(index=sids.astype(str))
     if "subjects" in files:
         subjects = _table(manifest, "subjects", folder=folder, mpath=mpath, ids=subjects.index)
-    return _assemble(values, subject_ids=sids, items=items, subjects=subjects, source=str(folder))
+    return _assemble(values, subject_ids=sids, items=items, subjects=subjects, source=str(folder), scale=scale)
 
 
 def _load_patterns(folder: Path, manifest: Mapping[str, Any], *, mpath: Path) -> ResponseData:
@@ -317,8 +389,13 @@ def _load_patterns(folder: Path, manifest: Mapping[str, Any], *, mpath: Path) ->
         row = int(np.flatnonzero(wrong)[0])
         raise DataError(f"{ppath}: line {row + 2}: '{freq}' must be a whole number >= 0, got {counts[row]:g}")
     patterns = _numeric(table[columns], path=ppath, rows=lines)
-    _check_binary(patterns, path=ppath, rows=lines, columns=columns)
-    values = np.repeat(patterns, counts.astype(int), axis=0)
+    scale = None
+    if _response_kind(manifest, mpath=mpath) == "ordinal":
+        codes, scale = _ordinal_codes(patterns, manifest, mpath=mpath, path=ppath, rows=lines, columns=columns)
+    else:
+        _check_binary(patterns, path=ppath, rows=lines, columns=columns)
+        codes = patterns
+    values = np.repeat(codes, counts.astype(int), axis=0)
     ids = list(manifest.get("items", {}).get("ids", columns))
     if len(ids) != len(columns):
         raise DataError(f"{mpath}: items.ids has {len(ids)} ids for {len(columns)} pattern columns")
@@ -328,7 +405,7 @@ def _load_patterns(folder: Path, manifest: Mapping[str, Any], *, mpath: Path) ->
     subject_ids = [f"{prefix}{i:0{width}d}" for i in range(1, len(values) + 1)]
     text = ["".join("." if np.isnan(v) else str(int(v)) for v in row) for row in patterns]
     subjects = pd.DataFrame({"pattern": np.repeat(text, counts.astype(int))}, index=subject_ids)
-    return _assemble(values, subject_ids=subject_ids, items=items, subjects=subjects, source=str(folder))
+    return _assemble(values, subject_ids=subject_ids, items=items, subjects=subjects, source=str(folder), scale=scale)
 
 
 def _load_manifest(folder: Path, manifest: Mapping[str, Any], *, mpath: Path) -> ResponseData:

@@ -1,8 +1,10 @@
 """Response data: one long table of (subject, item, response) plus item and subject metadata.
 
 :class:`ResponseData` is what every later stage consumes. A *subject* is the AI system (or person) under
-test, an *item* is one benchmark question. Responses are 1/0, or a fractional score in [0, 1] that is kept
-as such. Missing cells are simply absent rows (long format), so sparse benchmark matrices cost nothing.
+test, an *item* is one benchmark question. Responses are 1/0, a fractional score in [0, 1] that is kept
+as such, or an ordinal (graded) category held as its code 0..K_i-1, K_i being the item's ``n_categories``
+(:attr:`ResponseData.response_kind` says which). Missing cells are simply absent rows (long format), so sparse
+benchmark matrices cost nothing.
 
 Ids are strings. Integer codes are positions in :attr:`ResponseData.subject_ids` and
 :attr:`ResponseData.item_ids`, which keep the order in which ids first appear (item metadata first, when
@@ -12,7 +14,7 @@ given), so the same file always gives the same codes.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -23,26 +25,37 @@ import xarray as xr
 from irtbayes.core.errors import DataError
 from irtbayes.core.files import json_ready
 from irtbayes.data.columns import (
+    CATEGORY_SEPARATOR,
+    OrdinalScale,
     Scoring,
     clean_ids,
     clean_items,
+    clean_ordinal,
     clean_scores,
     clean_subjects,
     frame_checksum,
+    inferred_scale,
+    integer_scores,
     items_from_rows,
     row_namer,
+    scoring_scale,
 )
 
 __all__ = [
     "ITEM_COLUMNS",
     "DataSummary",
     "ResponseData",
+    "ResponseKind",
 ]
 
 log = logging.getLogger(__name__)
 
 #: Item metadata columns that irtbayes knows by name (others are kept as free columns).
-ITEM_COLUMNS: tuple[str, ...] = ("benchmark", "domain", "text", "answer", "source", "n_options")
+ITEM_COLUMNS: tuple[str, ...] = (
+    "benchmark", "domain", "text", "answer", "source", "n_options", "n_categories", "categories"
+)  # fmt: skip
+#: What the responses are (:attr:`ResponseData.response_kind`).
+ResponseKind = Literal["binary", "fraction", "ordinal"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -55,11 +68,14 @@ class ResponseData:
     Attributes
     ----------
     responses
-        One row per response: ``subject`` (str), ``item`` (str), ``response`` (float64 in [0, 1]) and,
-        when present, ``condition`` (str: prompt format, perturbation, run).
+        One row per response: ``subject`` (str), ``item`` (str), ``response`` (float64 in [0, 1], or for
+        ordinal data the category code 0..K_i-1 as a float) and, when present, ``condition`` (str: prompt format,
+        perturbation, run).
     items
         Indexed by item id (index name ``item``), in code order. Columns ``benchmark`` and ``domain``
         (may be missing values), optional ``text``, ``answer``, ``source``, ``n_options`` and free columns.
+        Ordinal data add ``n_categories`` (``Int64``, K_i; 2 for the binary items of a mixed bank) and
+        ``categories`` (the labels in order, joined by ``" | "``).
     subjects
         Indexed by subject id (index name ``subject``), in code order; free columns.
     source
@@ -104,6 +120,8 @@ class ResponseData:
         items: pd.DataFrame | None = None,
         subjects: pd.DataFrame | None = None,
         scoring: Scoring = "auto",
+        categories: Sequence[Any] | None = None,
+        bins: Sequence[float] | None = None,
         require_benchmark: bool = False,
         source: str = "<data frame>",
         first_line: int | None = None,
@@ -123,7 +141,15 @@ class ResponseData:
         subjects
             Subject metadata with a ``subject`` column (or index).
         scoring
-            ``"binary"`` refuses anything but 0/1; ``"fraction"`` and ``"auto"`` keep scores in [0, 1].
+            ``"binary"`` refuses anything but 0/1; ``"fraction"`` and ``"auto"`` keep scores in [0, 1];
+            ``"ordinal"`` reads graded categories and holds them as codes 0..K-1 (see ``categories`` and ``bins``).
+        categories, bins
+            With ``scoring="ordinal"``: the category labels in order (strings or numbers), each response one of
+            them and coded by its position; or increasing edges e1 < e2 < ... that cut numeric scores into
+            categories: below e1 is category 0, [e1, e2) category 1, ..., at or above the last edge ``len(bins)``
+            (labels ``<e1``, ``e1-e2``, ..., ``>=ek`` unless ``categories`` names them). With neither, the responses
+            must be integers and the categories are every integer from the smallest to the largest (1..4 become
+            codes 0..3, which :attr:`notes` records); an integer in between that no response uses is an error.
         require_benchmark
             Refuse items without a ``benchmark`` label.
         source
@@ -131,34 +157,70 @@ class ResponseData:
         first_line
             File line number of ``frame``'s first row, so errors can name lines (2 for a CSV with a header).
 
+        Ordinal data share the K declared or inferred categories: every item gets ``n_categories`` K and its labels
+        in ``categories`` (joined by ``" | "``), except an item whose ``n_categories`` the item metadata gives,
+        which keeps it (its codes must be below it; binary items of a mixed bank have 2).
+
         Raises
         ------
         DataError
-            Empty input, unknown columns, missing ids, non-numeric or out-of-range responses, duplicate
-            (subject, item[, condition]) rows, or items missing from ``items``.
+            Empty input, unknown columns, missing ids, non-numeric or out-of-range responses, an ordinal response
+            outside the categories (or a gap in inferred ones), duplicate (subject, item[, condition]) rows, or
+            items missing from ``items``.
+
+        Examples
+        --------
+        >>> frame = pd.DataFrame({"subject": ["a", "a", "b", "b"], "item": ["q1", "q2"] * 2, "response": [1, 4, 2, 3]})
+        >>> data = ResponseData.from_long(frame, scoring="ordinal")
+        >>> data.response_kind, data.n_categories.tolist(), data.values.tolist(), data.items["categories"].iloc[0]
+        ('ordinal', [4, 4], [0.0, 3.0, 1.0, 2.0], '1 | 2 | 3 | 4')
+        >>> data.notes
+        ('ordinal categories inferred from the data: 1, 2, 3, 4 -> codes 0-3',)
         """
         row = row_namer(first_line)
-        if not isinstance(frame, pd.DataFrame):
-            raise DataError(f"{source}: expected a pandas DataFrame, got {type(frame).__name__}")
-        if len(frame) == 0:
-            raise DataError(f"{source}: no responses (the table is empty)")
         wanted = [subject, item, response] + ([condition] if condition else [])
-        missing_cols = [c for c in wanted if c not in frame.columns]
-        if missing_cols:
-            raise DataError(
-                f"{source}: missing column(s) {missing_cols}; the columns are {list(map(str, frame.columns))}"
-            )
-        frame = frame.reset_index(drop=True)
+        frame = _checked_frame(frame, wanted, source=source)
+        scale = scoring_scale(scoring, categories=categories, bins=bins, source=source)
+        if scoring == "ordinal":
+            scores, scale = clean_ordinal(frame[response], column=response, source=source, row=row, scale=scale)
+        else:
+            scores = clean_scores(frame[response], column=response, source=source, row=row, scoring=scoring)
         long = pd.DataFrame(
             {
                 "subject": clean_ids(frame[subject], column=subject, source=source, row=row),
                 "item": clean_ids(frame[item], column=item, source=source, row=row),
-                "response": clean_scores(frame[response], column=response, source=source, row=row, scoring=scoring),
+                "response": scores,
             }
         )
         if condition:
             long["condition"] = frame[condition].astype("string").fillna("").astype(str)
+        if items is None:
+            present = [c for c in frame.columns if c in ITEM_COLUMNS and c not in wanted]
+            items = items_from_rows(frame[present], row_items=long["item"], source=source)
+        return cls._from_clean(
+            long,
+            items=items,
+            subjects=subjects,
+            scale=scale,
+            require_benchmark=require_benchmark,
+            source=source,
+            row=row,
+        )
 
+    @classmethod
+    def _from_clean(
+        cls,
+        long: pd.DataFrame,
+        *,
+        items: pd.DataFrame,
+        subjects: pd.DataFrame | None,
+        scale: OrdinalScale | None,
+        require_benchmark: bool,
+        source: str,
+        row: Callable[[int], str],
+    ) -> ResponseData:
+        """Build from a long table of clean string ids and checked responses (codes of ``scale`` when ordinal)."""
+        condition = "condition" in long.columns
         keys = ["subject", "item"] + (["condition"] if condition else [])
         dup = long.duplicated(keys, keep=False).to_numpy()
         if dup.any():
@@ -175,7 +237,6 @@ class ResponseData:
                 + ("" if condition else " (name a condition column if these are different runs or prompts)")
             )
 
-        row_items = long["item"]
         n_missing = int(long["response"].isna().sum())
         if n_missing:
             log.info("%s: %d rows with an empty response are treated as missing cells", source, n_missing)
@@ -183,16 +244,15 @@ class ResponseData:
             if len(long) == 0:
                 raise DataError(f"{source}: every response is empty")
 
-        if items is None:
-            present = [c for c in frame.columns if c in ITEM_COLUMNS and c not in wanted]
-            items = items_from_rows(frame[present], row_items=row_items, source=source)
         item_table = clean_items(items, long["item"], source=source, require_benchmark=require_benchmark)
+        item_table = _with_categories(item_table, long, scale, source=source)
         subject_table = clean_subjects(subjects, long["subject"], source=source)
         long["subject"] = pd.Categorical(long["subject"], categories=subject_table.index)
         long["item"] = pd.Categorical(long["item"], categories=item_table.index)
         if condition:
             long["condition"] = long["condition"].astype("category")
-        return cls(responses=long, items=item_table, subjects=subject_table, source=source)
+        notes = (scale.note,) if scale is not None and scale.note else ()
+        return cls(responses=long, items=item_table, subjects=subject_table, source=source, notes=notes)
 
     @classmethod
     def from_wide(
@@ -204,13 +264,25 @@ class ResponseData:
         items: pd.DataFrame | None = None,
         subjects: pd.DataFrame | None = None,
         scoring: Scoring = "auto",
+        categories: Sequence[Any] | None = None,
+        bins: Sequence[float] | None = None,
         require_benchmark: bool = False,
         source: str = "<data frame>",
         first_line: int | None = None,
     ) -> ResponseData:
         """Build from a matrix: rows are subjects (or items, with ``rows="items"``); blank cells are missing.
 
-        ``id_column`` names the column holding the row ids (default: the index).
+        ``id_column`` names the column holding the row ids (default: the index). ``scoring``, ``categories`` and
+        ``bins`` are as in :meth:`from_long`; inferred ordinal categories span every cell of the matrix.
+
+        Examples
+        --------
+        >>> frame = pd.DataFrame({"Comfort": [4, 3, 2], "Work": [4, 1, None]}, index=["r1", "r2", "r3"])
+        >>> data = ResponseData.from_wide(frame, scoring="ordinal", categories=[4, 3, 2, 1])  # reversed
+        >>> data.to_matrix()
+        array([[ 0.,  0.],
+               [ 1.,  3.],
+               [ 2., nan]])
         """
         if not isinstance(frame, pd.DataFrame):
             raise DataError(f"{source}: expected a pandas DataFrame, got {type(frame).__name__}")
@@ -235,20 +307,17 @@ class ResponseData:
         body = frame.copy()
         body.index = pd.Index(row_ids.to_numpy())
         body.columns = col_ids
-        numeric = body.apply(pd.api.types.is_numeric_dtype).all() and not body.apply(pd.api.types.is_bool_dtype).any()
-        checked = body.to_numpy(dtype="float64") if numeric else None
-        if checked is None or np.any(
-            ~np.isnan(checked)
-            & ((checked < 0) | (checked > 1) | ((checked != 0) & (checked != 1) & (scoring == "binary")))
-        ):
-            # slow path: validate column by column so the message names the cell
-            for j, col in enumerate(body.columns):
-                try:
-                    body[col] = clean_scores(
-                        body[col], column=str(col), source=source, row=row_namer(first_line), scoring=scoring
-                    )
-                except DataError as err:
-                    raise DataError(f"{err} ({col_kind} column {j + 1 + (id_column is not None)})") from None
+        place = f"{col_kind} column {{}}"  # the cell's column, counted from 1 in the file
+        offset = 1 + (id_column is not None)
+        scale = scoring_scale(scoring, categories=categories, bins=bins, source=source)
+        if scoring == "ordinal":
+            body, scale = _ordinal_body(
+                body, scale=scale, source=source, first_line=first_line, place=place, offset=offset
+            )
+        else:
+            body = _checked_body(
+                body, scoring=scoring, source=source, first_line=first_line, place=place, offset=offset
+            )
         stacked = body.stack(future_stack=True).rename("response").reset_index()
         stacked.columns = [row_kind, col_kind, "response"]
         stacked = stacked.loc[stacked["response"].notna()]
@@ -260,8 +329,19 @@ class ResponseData:
                 items = pd.DataFrame({"item": row_ids.to_numpy()})
         elif items is None:
             items = pd.DataFrame({"item": col_ids})
+        long = stacked[["subject", "item", "response"]].reset_index(drop=True)
+        if scale is not None:
+            return cls._from_clean(
+                long,
+                items=items,
+                subjects=subjects,
+                scale=scale,
+                require_benchmark=require_benchmark,
+                source=source,
+                row=row_namer(None),
+            )
         return cls.from_long(
-            stacked[["subject", "item", "response"]],
+            long,
             items=items,
             subjects=subjects,
             scoring=scoring,
@@ -271,7 +351,21 @@ class ResponseData:
 
     @classmethod
     def combine(cls, parts: Sequence[ResponseData], *, source: str | None = None) -> ResponseData:
-        """Stack data sets over shared subject ids; item ids must not collide (prefix them by benchmark)."""
+        """Stack data sets over shared subject ids; item ids must not collide (prefix them by benchmark).
+
+        Ordinal parts combine with binary parts (a mixed bank: the binary items get ``n_categories`` 2 and the
+        categories ``0 | 1``), not with fractional ones. The parts' :attr:`notes` are kept.
+
+        Examples
+        --------
+        >>> graded = ResponseData.from_long(
+        ...     pd.DataFrame({"subject": ["a", "b", "c"], "item": "g1", "response": [1, 2, 3]}), scoring="ordinal"
+        ... )
+        >>> binary = ResponseData.from_long(pd.DataFrame({"subject": ["a", "b"], "item": "b1", "response": [1, 0]}))
+        >>> bank = ResponseData.combine([graded, binary])
+        >>> bank.response_kind, bank.n_categories.tolist(), bank.items["categories"].tolist()
+        ('ordinal', [3, 2], ['1 | 2 | 3', '0 | 1'])
+        """
         if not parts:
             raise DataError("combine: nothing to combine")
         seen: dict[str, str] = {}
@@ -284,7 +378,7 @@ class ResponseData:
                     )
                 seen[item_id] = part.source
         responses = pd.concat([p.long_frame() for p in parts], ignore_index=True)
-        items = pd.concat([p.items for p in parts])
+        items = pd.concat(_combined_items(parts))
         subject_frames = [p.subjects for p in parts if p.subjects.shape[1]]
         subjects = None
         if subject_frames:
@@ -294,13 +388,18 @@ class ResponseData:
             subjects = subjects.reindex(all_ids)
             subjects.index.name = "subject"
         has_condition = "condition" in responses.columns
-        return cls.from_long(
+        ordinal = "n_categories" in items.columns and bool((items["n_categories"] >= 3).any())
+        combined = cls.from_long(
             responses,
             condition="condition" if has_condition else None,
             items=items.reset_index(),
             subjects=subjects.reset_index() if subjects is not None else None,
+            scoring="ordinal" if ordinal else "auto",
+            # the codes stand for themselves; each item keeps its n_categories and its labels
+            categories=list(range(max(int(items["n_categories"].max()), 2))) if ordinal else None,
             source=source or " + ".join(p.source for p in parts),
         )
+        return combined.with_notes(*dict.fromkeys(note for part in parts for note in part.notes))
 
     # ------------------------------------------------------------------ basic views
     @property
@@ -337,14 +436,37 @@ class ResponseData:
 
     @property
     def values(self) -> np.ndarray:
-        """The responses as float64 in [0, 1]."""
+        """The responses as float64: scores in [0, 1], or category codes 0..K_i-1 for ordinal data."""
         return self.responses["response"].to_numpy(dtype="float64")
 
     @property
-    def is_binary(self) -> bool:
-        """True when every response is exactly 0 or 1."""
+    def response_kind(self) -> ResponseKind:
+        """What the responses are: ``"ordinal"`` when the items have ``n_categories`` and one has 3 or more (the
+        responses are then category codes), else ``"binary"`` when every response is 0 or 1, else ``"fraction"``."""
+        if "n_categories" in self.items.columns:
+            graded = pd.to_numeric(self.items["n_categories"], errors="coerce") >= 3
+            if bool(graded.fillna(False).any()):
+                return "ordinal"
         v = self.values
-        return bool(np.all((v == 0) | (v == 1)))
+        return "binary" if bool(np.all((v == 0) | (v == 1))) else "fraction"
+
+    @property
+    def is_binary(self) -> bool:
+        """True when every response is exactly 0 or 1 and no item has more than two categories."""
+        return self.response_kind == "binary"
+
+    @property
+    def n_categories(self) -> np.ndarray:
+        """The number of categories of each item (int64, in item-code order): the items' ``n_categories`` for
+        ordinal data, 2 for every item otherwise."""
+        if self.response_kind != "ordinal":
+            return np.full(self.n_items, 2, dtype="int64")
+        counts = pd.to_numeric(self.items["n_categories"], errors="coerce")
+        if counts.isna().any():
+            raise DataError(
+                f"{self.source}: item '{self.item_ids[counts.isna().to_numpy()][0]}' has no n_categories in ordinal data"
+            )
+        return counts.to_numpy(dtype="int64")
 
     @property
     def conditions(self) -> pd.Index:
@@ -372,10 +494,13 @@ class ResponseData:
         return out
 
     def checksum(self) -> str:
-        """SHA-256 of the responses and the item labels; a saved fit records it to detect other data."""
+        """SHA-256 of the responses, the item labels and (when present) the items' ``n_categories``; a saved fit
+        records it to detect other data."""
         if "checksum" not in self._cache:
             frame = self.long_frame().sort_values(["subject", "item"], kind="stable").reset_index(drop=True)
-            labels = self.items[["benchmark", "domain"]].astype(str)
+            # n_categories counts only when present, so binary and fractional data keep their checksums
+            columns = ["benchmark", "domain"] + (["n_categories"] if "n_categories" in self.items.columns else [])
+            labels = self.items[columns].astype(str)
             self._cache["checksum"] = frame_checksum(frame, labels)
         return str(self._cache["checksum"])
 
@@ -410,19 +535,18 @@ class ResponseData:
         -------
         xarray.Dataset
             ``response`` with dims (``subject``, ``item``), NaN where missing; the item metadata columns
-            ``benchmark`` and ``domain`` as coordinates on ``item``.
+            ``benchmark`` and ``domain`` (and ``n_categories`` for ordinal data) as coordinates on ``item``.
         """
         matrix = self.to_matrix(condition=condition)
-        return xr.Dataset(
-            {"response": (("subject", "item"), matrix)},
-            coords={
-                "subject": self.subject_ids.to_numpy(dtype=str),
-                "item": self.item_ids.to_numpy(dtype=str),
-                "benchmark": ("item", self.items["benchmark"].astype(object).fillna("").to_numpy(dtype=str)),
-                "domain": ("item", self.items["domain"].astype(object).fillna("").to_numpy(dtype=str)),
-            },
-            attrs={"source": self.source},
-        )
+        coords: dict[str, Any] = {
+            "subject": self.subject_ids.to_numpy(dtype=str),
+            "item": self.item_ids.to_numpy(dtype=str),
+            "benchmark": ("item", self.items["benchmark"].astype(object).fillna("").to_numpy(dtype=str)),
+            "domain": ("item", self.items["domain"].astype(object).fillna("").to_numpy(dtype=str)),
+        }
+        if self.response_kind == "ordinal":
+            coords["n_categories"] = ("item", self.n_categories)
+        return xr.Dataset({"response": (("subject", "item"), matrix)}, coords=coords, attrs={"source": self.source})
 
     def subset(
         self,
@@ -435,7 +559,8 @@ class ResponseData:
     ) -> ResponseData:
         """Keep only the named benchmarks, domains, subjects, items and conditions.
 
-        Unknown names raise :class:`DataError` listing them; codes are renumbered in the original order.
+        Unknown names raise :class:`DataError` listing them; codes are renumbered in the original order. The item
+        and subject tables keep their columns (``n_categories`` and ``categories`` too), and the data its :attr:`notes`.
         """
         keep_items = np.ones(self.n_items, dtype=bool)
         for column, wanted in (("benchmark", benchmarks), ("domain", domains)):
@@ -481,23 +606,43 @@ class ResponseData:
         if "condition" in out.columns:
             out["condition"] = out["condition"].astype(str).astype("category")
         return ResponseData(
-            responses=out.reset_index(drop=True), items=item_table, subjects=subject_table, source=self.source
+            responses=out.reset_index(drop=True),
+            items=item_table,
+            subjects=subject_table,
+            source=self.source,
+            notes=self.notes,
         )
 
     # ------------------------------------------------------------------ summary
     def uninformative_items(self) -> pd.DataFrame:
-        """Items answered identically by every subject who saw them (all 1, all 0, or one constant score).
+        """Items answered identically by every subject who saw them (all 1, all 0, one constant score, or every
+        response in one ordinal category).
 
         Returns
         -------
         pandas.DataFrame
             One row per such item (index ``item``): ``benchmark``, ``n_responses``, ``value`` (the shared
-            response) and ``kind`` (``all_correct``, ``all_wrong`` or ``constant``).
+            response; a category code for ordinal items) and ``kind``: ``all_correct``, ``all_wrong`` or
+            ``constant`` for scores; for an item with 3 or more categories ``all_lowest`` (code 0), ``all_highest``
+            (the top code) or ``one_category`` (one in between).
+
+        Examples
+        --------
+        >>> frame = pd.DataFrame({"subject": ["a", "b", "a", "b"], "item": ["q1", "q1", "q2", "q2"], "response": [3, 3, 1, 2]})
+        >>> ResponseData.from_long(frame, scoring="ordinal").uninformative_items()[["value", "kind"]]
+              value         kind
+        item
+        q1      2.0  all_highest
         """
         grouped = self.responses.groupby("item", observed=True)["response"]
         stats = grouped.agg(["min", "max", "size"])
         constant = stats.loc[stats["min"] == stats["max"]]
         kind = np.where(constant["min"] == 1, "all_correct", np.where(constant["min"] == 0, "all_wrong", "constant"))
+        if self.response_kind == "ordinal":
+            top = pd.Series(self.n_categories - 1, index=self.item_ids).loc[constant.index.astype(str)].to_numpy()
+            value = constant["min"].to_numpy()
+            graded = np.where(value == 0, "all_lowest", np.where(value == top, "all_highest", "one_category"))
+            kind = np.where(top >= 2, graded, kind)
         out = pd.DataFrame(
             {
                 "benchmark": self.items.loc[constant.index.astype(str), "benchmark"].to_numpy(),
@@ -524,6 +669,134 @@ class ResponseData:
             source=self.source,
             notes=(*self.notes, *notes),
         )
+
+
+def _checked_frame(frame: pd.DataFrame, wanted: list[str], *, source: str) -> pd.DataFrame:
+    """A long table with rows and the ``wanted`` columns, its index reset."""
+    if not isinstance(frame, pd.DataFrame):
+        raise DataError(f"{source}: expected a pandas DataFrame, got {type(frame).__name__}")
+    if len(frame) == 0:
+        raise DataError(f"{source}: no responses (the table is empty)")
+    missing_cols = [c for c in wanted if c not in frame.columns]
+    if missing_cols:
+        raise DataError(f"{source}: missing column(s) {missing_cols}; the columns are {list(map(str, frame.columns))}")
+    return frame.reset_index(drop=True)
+
+
+def _checked_body(
+    body: pd.DataFrame, *, scoring: Scoring, source: str, first_line: int | None, place: str, offset: int
+) -> pd.DataFrame:
+    """A wide matrix of scores in [0, 1] (0/1 for binary scoring), checked; an error names the cell."""
+    numeric = body.apply(pd.api.types.is_numeric_dtype).all() and not body.apply(pd.api.types.is_bool_dtype).any()
+    checked = body.to_numpy(dtype="float64") if numeric else None
+    if checked is not None and not np.any(
+        ~np.isnan(checked) & ((checked < 0) | (checked > 1) | ((checked != 0) & (checked != 1) & (scoring == "binary")))
+    ):
+        return body
+    # slow path: validate column by column so the message names the cell
+    body = body.copy()
+    for j, col in enumerate(body.columns):
+        try:
+            body[col] = clean_scores(
+                body[col], column=str(col), source=source, row=row_namer(first_line), scoring=scoring
+            )
+        except DataError as err:
+            raise DataError(f"{err} ({place.format(j + offset)})") from None
+    return body
+
+
+def _ordinal_body(
+    body: pd.DataFrame, *, scale: OrdinalScale | None, source: str, first_line: int | None, place: str, offset: int
+) -> tuple[pd.DataFrame, OrdinalScale]:
+    """A wide matrix of ordinal responses as category codes (NaN where missing), and their scale (``scale`` when
+    declared, else inferred from every cell). An error names the cell."""
+    row = row_namer(first_line)
+    columns: dict[str, np.ndarray] = {}
+    for j, col in enumerate(body.columns):
+        try:
+            if scale is not None:
+                columns[col] = scale.codes(body[col], column=str(col), source=source, row=row)
+            else:
+                columns[col] = integer_scores(body[col], column=str(col), source=source, row=row)
+        except DataError as err:
+            raise DataError(f"{err} ({place.format(j + offset)})") from None
+    values = np.column_stack(list(columns.values())) if columns else np.empty((len(body), 0))
+    if scale is None:
+        scale = inferred_scale(values.ravel(), source=source, what="the matrix")
+        values = values - int(scale.labels[0])
+    return pd.DataFrame(values, index=body.index, columns=body.columns), scale
+
+
+def _with_categories(
+    table: pd.DataFrame, long: pd.DataFrame, scale: OrdinalScale | None, *, source: str
+) -> pd.DataFrame:
+    """The item table with ``n_categories`` and ``categories`` for ordinal data (``scale`` given), checked
+    against the codes of ``long`` (string ids); other data keep the table, which must give no item 3+ categories."""
+    given = table["n_categories"] if "n_categories" in table.columns else None
+    if scale is None:
+        graded = (given >= 3).fillna(False).to_numpy(dtype=bool) if given is not None else None
+        if given is not None and graded is not None and graded.any():
+            item = table.index[graded][0]
+            raise DataError(
+                f"{source}: item '{item}' has n_categories {given[item]} in the item metadata, but the responses were "
+                "read as scores in [0, 1]; pass scoring='ordinal' (--response-kind ordinal on the command line) to "
+                "read graded categories"
+            )
+        return table
+    k = scale.n_categories
+    n = (given if given is not None else pd.Series(pd.NA, index=table.index, dtype="Int64")).fillna(k).astype("Int64")
+    limit = long["item"].map(n).to_numpy(dtype="float64")
+    codes = long["response"].to_numpy(dtype="float64")
+    over = codes >= limit
+    if over.any():
+        i = int(np.flatnonzero(over)[0])
+        code, n_i = int(codes[i]), int(limit[i])
+        label = scale.labels[code] if code < k else str(code)
+        raise DataError(
+            f"{source}: subject '{long['subject'].iloc[i]}' answers item '{long['item'].iloc[i]}' in category "
+            f"{label!r} (code {code}), but the item metadata gives the item n_categories {n_i} (codes 0-{n_i - 1})"
+        )
+    own = pd.Series(
+        [CATEGORY_SEPARATOR.join(scale.labels[:m]) if m <= k else pd.NA for m in n.tolist()],
+        index=table.index,
+        dtype="string",
+    )
+    labels = own if "categories" not in table.columns else table["categories"].astype("string").fillna(own)
+    for item, text in labels.dropna().items():
+        if len(str(text).split(CATEGORY_SEPARATOR.strip())) != n[item]:
+            raise DataError(
+                f"{source} (item metadata): item '{item}' has categories {str(text)!r} but n_categories {n[item]}; "
+                f"give one label per category, joined by '{CATEGORY_SEPARATOR}'"
+            )
+    table = table.copy()
+    table["n_categories"] = n
+    table["categories"] = labels
+    return table
+
+
+def _combined_items(parts: Sequence[ResponseData]) -> list[pd.DataFrame]:
+    """The parts' item tables for :meth:`ResponseData.combine`: binary items of a bank with ordinal ones get 2
+    categories; fractional scores and ordinal categories do not mix."""
+    ordinal = [p for p in parts if p.response_kind == "ordinal"]
+    if not ordinal:
+        return [p.items for p in parts]
+    fraction = [p for p in parts if p.response_kind == "fraction"]
+    if fraction:
+        raise DataError(
+            f"combine: {fraction[0].source} holds fractional scores and {ordinal[0].source} ordinal categories; one "
+            "item bank cannot hold both: bin the scores into categories (scoring='ordinal' with bins=[...]) or "
+            "score them 0/1"
+        )
+    tables = []
+    for part in parts:
+        table = part.items.copy()
+        if part.response_kind != "ordinal":
+            given = table["n_categories"] if "n_categories" in table.columns else pd.Series(pd.NA, index=table.index)
+            table["n_categories"] = given.astype("Int64").fillna(2)
+            labels = table["categories"] if "categories" in table.columns else pd.Series(pd.NA, index=table.index)
+            table["categories"] = labels.astype("string").fillna(CATEGORY_SEPARATOR.join(("0", "1")))
+        tables.append(table)
+    return tables
 
 
 @dataclass(frozen=True)
@@ -559,10 +832,18 @@ class DataSummary:
     notes: tuple[str, ...] = ()  #: see :attr:`ResponseData.notes`
     #: one row per (benchmark, condition) when there are conditions: items, responses, accuracy
     by_condition: pd.DataFrame | None = None
+    response_kind: ResponseKind = "binary"  #: see :attr:`ResponseData.response_kind`
+    n_categories: tuple[int, int] = (2, 2)  #: the fewest and the most categories of an item
 
     @classmethod
     def of(cls, data: ResponseData) -> DataSummary:
+        """The summary of ``data``. For ordinal data, ``accuracy`` is the mean of code / (K_i - 1), the category
+        scaled to [0, 1] (0 the lowest category, 1 the highest)."""
         frame = data.long_frame()
+        kind = data.response_kind
+        counts = data.n_categories
+        if kind == "ordinal":
+            frame["response"] = frame["response"] / (counts[data.item_codes] - 1)
         labels = data.items[["benchmark", "domain"]].astype(object).fillna("(none)")
         frame = frame.join(labels, on="item")
         n_cells = data.n_subjects * data.n_items
@@ -606,6 +887,8 @@ class DataSummary:
                 if "condition" in frame.columns
                 else None
             ),
+            response_kind=kind,
+            n_categories=(int(counts.min()), int(counts.max())),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -622,6 +905,8 @@ class DataSummary:
             "n_responses": self.n_responses,
             "missing_share": self.missing_share,
             "binary": self.binary,
+            "response_kind": self.response_kind,
+            "n_categories": list(self.n_categories),
             "conditions": self.conditions,
             "checksum": self.checksum,
             "benchmarks": records(self.benchmarks, "benchmark"),
@@ -634,14 +919,25 @@ class DataSummary:
             else json_ready(self.by_condition.reset_index().to_dict(orient="records")),
         }
 
+    @property
+    def kind_text(self) -> str:
+        """The responses in words: ``binary``, ``fractional scores``, ``ordinal (4 categories)`` or
+        ``ordinal (2-5 categories)``."""
+        if self.response_kind == "ordinal":
+            low, high = self.n_categories
+            return f"ordinal ({high if low == high else f'{low}-{high}'} categories)"
+        return "binary" if self.binary else "fractional scores"
+
     def to_text(self, *, max_rows: int = 40) -> str:
         """A human-readable summary."""
         lines = [
             f"{self.source}",
             f"{self.n_subjects} subjects x {self.n_items} items, {self.n_responses} responses "
-            f"({self.missing_share:.1%} of cells missing; {'binary' if self.binary else 'fractional scores'})",
+            f"({self.missing_share:.1%} of cells missing; {self.kind_text})",
         ]
         lines += [f"note: {note}" for note in self.notes]
+        if self.response_kind == "ordinal":
+            lines.append("accuracy: the mean category scaled to [0, 1], code / (categories - 1)")
         if self.conditions:
             lines.append(f"conditions: {', '.join(self.conditions)}")
         lines.append(f"checksum: {self.checksum[:16]}")

@@ -4,10 +4,25 @@ The generator follows the models in :mod:`irtbayes.model.build`: item difficulti
 means, which are drawn around domain means; log-discriminations likewise. Abilities are standard normal
 and then standardised exactly (mean 0, sd 1 over the simulated subjects), which is the scale on which the
 default model identifies them, so the truth can be compared with posterior draws directly.
+
+Graded kinds (``"grm"``, Samejima's graded response model, and ``"gpcm"``, the generalised partial credit model;
+see :func:`irtbayes.core.irt.graded_log_probabilities`) draw each item's location as the binary kinds draw its
+difficulty and place its K - 1 thresholds around it (:func:`graded_thresholds`). Their data hold category codes
+(float64, 0..K_i-1, read with ``scoring="ordinal"``) and the items' ``n_categories`` (integer), and no
+``n_options``. Their truth is labelled as a graded fit's posterior is: ``threshold`` (item, boundary) holds the
+thresholds, NaN-padded (boundary k, labelled ``"1"``..``"Kmax-1"``, lies between categories k - 1 and k),
+``intercept`` (item, boundary) is mirt's ``d_k = -a b_k``, ``difficulty`` (item) the thresholds' mean and
+``location`` (item) the ability at which the expected score is half the maximum
+(:func:`irtbayes.core.irt.graded_location`). A mixed bank of a binary, a 3- and a 5-category item:
+
+>>> data, truth = simulate_responses(40, 3, kind="grm", n_categories=[2, 3, 5], seed=1)
+>>> data.items["n_categories"].tolist(), truth["threshold"].values.round(2).tolist()
+([2, 3, 5], [[0.33, nan, nan, nan], [-1.9, -0.7, nan, nan], [-0.55, 0.22, 1.48, 2.47]])
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Literal
 
 import numpy as np
@@ -18,7 +33,24 @@ from irtbayes.core import irt
 from irtbayes.core.errors import SpecError
 from irtbayes.data.responses import ResponseData
 
-__all__ = ["PLANTED_GAP", "planted_gap_responses", "posterior_near_truth", "simulate_responses"]
+__all__ = [
+    "GPCM_STEP_MEAN",
+    "GPCM_STEP_SD",
+    "GRM_STEP_LOG_SD",
+    "PLANTED_GAP",
+    "graded_thresholds",
+    "planted_gap_responses",
+    "posterior_near_truth",
+    "simulate_responses",
+]
+
+#: The kinds of :func:`simulate_responses` whose responses are graded categories.
+_GRADED = ("grm", "gpcm")
+#: GRM thresholds are spaced by lognormal steps of median 1 and this log-sd (so they increase).
+GRM_STEP_LOG_SD = 0.25
+#: GPCM steps between thresholds are normal with this mean and sd (a step below 0 reverses two thresholds).
+GPCM_STEP_MEAN = 0.8
+GPCM_STEP_SD = 0.5
 
 
 def _standardise(x: np.ndarray) -> np.ndarray:
@@ -29,13 +61,14 @@ def simulate_responses(
     n_subjects: int,
     n_items: int,
     *,
-    kind: Literal["1pl", "2pl", "3pl"] = "2pl",
+    kind: Literal["1pl", "2pl", "3pl", "grm", "gpcm"] = "2pl",
     n_benchmarks: int = 1,
     n_domains: int = 1,
     dims: Literal["one", "domain"] = "one",
     missing: float = 0.1,
     n_trials: int = 1,
     n_options: int = 4,
+    n_categories: int | Sequence[int] | None = None,
     difficulty_sd: float = 1.0,
     benchmark_sd: float = 0.5,
     domain_sd: float = 0.5,
@@ -43,7 +76,7 @@ def simulate_responses(
     ability_corr: float = 0.6,
     seed: int | np.random.Generator | None = None,
 ) -> tuple[ResponseData, xr.Dataset]:
-    """Simulate item responses from a 1PL, 2PL or 3PL model with benchmark and domain structure.
+    """Simulate item responses from a 1PL, 2PL, 3PL or graded (GRM, GPCM) model with benchmark and domain structure.
 
     Parameters
     ----------
@@ -51,7 +84,7 @@ def simulate_responses(
         Size of the response matrix before cells are removed.
     kind
         ``"1pl"`` (one shared discrimination), ``"2pl"`` or ``"3pl"`` (a lower asymptote per item, around
-        chance ``1 / n_options``).
+        chance ``1 / n_options``); or graded, ``"grm"`` or ``"gpcm"`` (the module's docstring says what they give).
     n_benchmarks, n_domains
         Items are spread evenly over benchmarks (labels ``bench01``...); benchmarks over domains
         (``domain1``...). With one of each, the labels are left out.
@@ -64,6 +97,8 @@ def simulate_responses(
         1 gives 0/1 responses; more gives fractional scores (the share of ``n_trials`` Bernoulli trials).
     n_options
         Options per item, stored in the item metadata (``n_options``) and used as the 3PL chance level.
+    n_categories
+        Graded kinds only: categories per item, one number or one per item (2: a binary item); None: 4.
     difficulty_sd, benchmark_sd, domain_sd, log_discrimination_sd
         Spreads of the item, benchmark and domain difficulties and of the item log-discriminations.
     seed
@@ -75,7 +110,7 @@ def simulate_responses(
         Long responses with item labels ``benchmark`` and ``domain`` (when more than one of each).
     truth : xarray.Dataset
         ``ability`` (subject[, dim]), ``difficulty``, ``discrimination``, ``intercept`` (item) and, for
-        3PL, ``guessing`` (item); item coords ``benchmark`` and ``domain``.
+        3PL, ``guessing`` (item); item coords ``benchmark`` and ``domain``. Graded kinds: see the module.
 
     Examples
     --------
@@ -90,12 +125,10 @@ def simulate_responses(
     _check_arguments(
         n_subjects, n_items, kind=kind, dims=dims, missing=missing, n_benchmarks=n_benchmarks, n_domains=n_domains
     )
+    n_cat = _checked_categories(n_categories, n_items, kind=kind, n_trials=n_trials)
     rng = np.random.default_rng(seed)
 
-    subject_ids = np.array([f"subject{j:03d}" for j in range(n_subjects)])
-    item_ids = np.array([f"item{i:05d}" for i in range(n_items)])
-    bench_ids = np.array([f"bench{k:02d}" for k in range(n_benchmarks)])
-    domain_ids = np.array([f"domain{d}" for d in range(n_domains)])
+    subject_ids, item_ids, bench_ids, domain_ids = _ids(n_subjects, n_items, n_benchmarks, n_domains)
     bench_of_item, domain_of_bench, domain_of_item = _layout(n_items, n_benchmarks, n_domains)
     sds = (domain_sd, benchmark_sd, difficulty_sd, log_discrimination_sd)
     difficulty, discrimination = _item_parameters(rng, kind, bench_of_item, domain_of_bench, sds=sds)
@@ -103,12 +136,11 @@ def simulate_responses(
     ability, theta = _abilities(
         rng, n_subjects, domain_of_item, n_domains=n_domains if dims == "domain" else 1, corr=ability_corr
     )
-    response, guessing = _draw_responses(rng, kind, theta, difficulty, discrimination, n_options, n_trials)
+    response, guessing, thresholds = _draw(rng, kind, theta, (difficulty, discrimination, n_cat), n_options, n_trials)
 
     labels = {"benchmark": (n_benchmarks, bench_ids[bench_of_item]), "domain": (n_domains, domain_ids[domain_of_item])}
     cells = _observed_cells(rng, n_subjects, n_items, missing=missing)
-    source = f"simulated {kind} ({n_subjects} subjects x {n_items} items)"
-    data = _response_data(response, cells, subject_ids, item_ids, n_options=n_options, labels=labels, source=source)
+    data = _response_data(response, cells, subject_ids, item_ids, kind=kind, counts=(n_options, n_cat), labels=labels)
 
     truth = _truth(
         subject_ids,
@@ -121,8 +153,19 @@ def simulate_responses(
         discrimination=discrimination,
         guessing=guessing,
         attrs={"kind": kind, "n_trials": n_trials, "missing": missing},
+        thresholds=thresholds,
     )
     return data, truth
+
+
+def _ids(n_subjects: int, n_items: int, n_benchmarks: int, n_domains: int) -> tuple[np.ndarray, ...]:
+    """The subject, item, benchmark and domain labels of a simulation."""
+    return (
+        np.array([f"subject{j:03d}" for j in range(n_subjects)]),
+        np.array([f"item{i:05d}" for i in range(n_items)]),
+        np.array([f"bench{k:02d}" for k in range(n_benchmarks)]),
+        np.array([f"domain{d}" for d in range(n_domains)]),
+    )
 
 
 def _layout(n_items: int, n_benchmarks: int, n_domains: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -172,6 +215,89 @@ def _abilities(
     return ability, np.repeat(ability[:, None], n_items, axis=1)
 
 
+def graded_thresholds(
+    rng: np.random.Generator, location: np.ndarray, n_categories: np.ndarray, *, kind: str
+) -> np.ndarray:
+    """Thresholds of graded items around their locations: ``location + offsets``, NaN-padded.
+
+    An item of K categories has K - 1 thresholds spaced by K - 2 steps, centred so that their mean is the
+    location. GRM steps are lognormal (median 1, log-sd :data:`GRM_STEP_LOG_SD`), so the thresholds
+    increase; GPCM steps are normal (mean :data:`GPCM_STEP_MEAN`, sd :data:`GPCM_STEP_SD`), so neighbouring
+    thresholds are sometimes reversed. One (item, Kmax - 2) block of steps is drawn from ``rng`` (none when
+    every item is binary), the steps past an item's own unused.
+
+    Parameters
+    ----------
+    rng
+        The generator.
+    location
+        (item,) the thresholds' means.
+    n_categories
+        (item,) categories per item, each at least 2.
+    kind
+        ``"grm"`` or ``"gpcm"``.
+
+    Returns
+    -------
+    numpy.ndarray
+        (item, Kmax - 1) thresholds, NaN after an item's own K - 1.
+
+    Examples
+    --------
+    >>> b = graded_thresholds(np.random.default_rng(0), np.array([0.5, -1.0]), np.array([4, 2]), kind="grm")
+    >>> b.shape, np.nanmean(b, axis=1).round(12).tolist(), bool(np.isnan(b[1, 1:]).all())
+    ((2, 3), [0.5, -1.0], True)
+    >>> bool((np.diff(b[0]) > 0).all())  # GRM thresholds increase
+    True
+    """
+    location = np.asarray(location, dtype="float64")
+    n_categories = np.asarray(n_categories, dtype="int64")
+    n_max = int(n_categories.max())
+    shape = (len(location), n_max - 2)
+    if n_max == 2:
+        steps = np.zeros(shape)
+    elif kind == "grm":
+        steps = rng.lognormal(0.0, GRM_STEP_LOG_SD, shape)
+    else:
+        steps = rng.normal(GPCM_STEP_MEAN, GPCM_STEP_SD, shape)
+    offsets = np.concatenate([np.zeros((len(location), 1)), np.cumsum(steps, axis=1)], axis=1)
+    offsets[np.arange(n_max - 1)[None, :] >= (n_categories - 1)[:, None]] = np.nan
+    offsets -= np.nanmean(offsets, axis=1, keepdims=True)
+    return location[:, None] + offsets
+
+
+def _draw(
+    rng: np.random.Generator,
+    kind: str,
+    theta: np.ndarray,
+    items: tuple[np.ndarray, np.ndarray, np.ndarray],
+    n_options: int,
+    n_trials: int,
+) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """The (subject, item) responses, the 3PL lower asymptotes (else None) and the graded thresholds (else None),
+    from the items' (difficulty or location, discrimination, categories)."""
+    difficulty, discrimination, n_categories = items
+    if kind not in _GRADED:
+        return (*_draw_responses(rng, kind, theta, difficulty, discrimination, n_options, n_trials), None)
+    thresholds = graded_thresholds(rng, difficulty, n_categories, kind=kind)
+    return _draw_categories(rng, kind, theta, discrimination, thresholds, n_categories), None, thresholds
+
+
+def _draw_categories(
+    rng: np.random.Generator,
+    kind: str,
+    theta: np.ndarray,
+    discrimination: np.ndarray,
+    thresholds: np.ndarray,
+    n_categories: np.ndarray,
+) -> np.ndarray:
+    """Each (subject, item) category code as float64: one uniform per cell, inverted through the item's cdf."""
+    prob = irt.graded_probabilities(theta, discrimination, thresholds, kind=kind)  # (subject, item, Kmax)
+    u = rng.random(theta.shape)
+    code = (np.cumsum(prob, axis=-1)[..., :-1] < u[..., None]).sum(axis=-1)
+    return np.minimum(code, n_categories - 1).astype("float64")  # a cdf that rounds short of 1 stays in range
+
+
 def _draw_responses(
     rng: np.random.Generator,
     kind: str,
@@ -197,16 +323,24 @@ def _response_data(
     subject_ids: np.ndarray,
     item_ids: np.ndarray,
     *,
-    n_options: int,
+    kind: str,
+    counts: tuple[int, np.ndarray],
     labels: dict[str, tuple[int, np.ndarray]],
-    source: str,
 ) -> ResponseData:
-    """The kept (row, column) cells as long data; items get ``n_options`` and each label whose count is over 1."""
+    """The kept (row, column) cells as long data; items get ``n_options`` (the first of ``counts``) or, for graded
+    kinds, ``n_categories`` (the second; the responses read as ordinal codes) and each label whose count is over 1."""
     rows, cols = cells
     frame = pd.DataFrame({"subject": subject_ids[rows], "item": item_ids[cols], "response": response[rows, cols]})
-    items = pd.DataFrame({"item": item_ids, "n_options": np.full(len(item_ids), n_options)})
+    source = f"simulated {kind} ({response.shape[0]} subjects x {response.shape[1]} items)"
+    n_options, n_categories = counts
+    if kind not in _GRADED:
+        items = pd.DataFrame({"item": item_ids, "n_options": np.full(len(item_ids), n_options)})
+        items = items.assign(**{name: values for name, (count, values) in labels.items() if count > 1})
+        return ResponseData.from_long(frame, items=items, source=source)
+    items = pd.DataFrame({"item": item_ids, "n_categories": n_categories})
     items = items.assign(**{name: values for name, (count, values) in labels.items() if count > 1})
-    return ResponseData.from_long(frame, items=items, source=source)
+    categories = list(range(int(n_categories.max())))  # codes declared: a category no one chose keeps its code
+    return ResponseData.from_long(frame, items=items, scoring="ordinal", categories=categories, source=source)
 
 
 def _observed_cells(
@@ -228,8 +362,8 @@ def _check_arguments(
         raise SpecError(f"simulate_responses: need at least 3 subjects and 2 items, got {n_subjects} x {n_items}")
     if not 0 <= missing < 0.9:
         raise SpecError(f"simulate_responses: missing must be in [0, 0.9), got {missing}")
-    if kind not in ("1pl", "2pl", "3pl"):
-        raise SpecError(f"simulate_responses: kind must be '1pl', '2pl' or '3pl', got {kind!r}")
+    if kind not in ("1pl", "2pl", "3pl", *_GRADED):
+        raise SpecError(f"simulate_responses: kind must be '1pl', '2pl', '3pl', 'grm' or 'gpcm', got {kind!r}")
     if dims not in ("one", "domain"):
         raise SpecError(f"simulate_responses: dims must be 'one' or 'domain', got {dims!r}")
     if n_benchmarks < 1 or n_domains < 1 or n_domains > n_benchmarks or n_benchmarks > n_items:
@@ -238,6 +372,45 @@ def _check_arguments(
         )
     if dims == "domain" and n_domains < 2:
         raise SpecError("simulate_responses: dims='domain' needs n_domains >= 2")
+
+
+def _checked_categories(
+    n_categories: int | Sequence[int] | None, n_items: int, *, kind: str, n_trials: int
+) -> np.ndarray:
+    """(item,) categories per item (2 for binary kinds); SpecError for settings that do not fit ``kind``."""
+    if kind not in _GRADED:
+        if n_categories is not None:
+            raise SpecError(
+                f"simulate_responses: n_categories is for the graded kinds 'grm' and 'gpcm'; kind {kind!r} is binary"
+            )
+        return np.full(n_items, 2, dtype="int64")
+    if n_trials != 1:
+        raise SpecError(
+            f"simulate_responses: n_trials={n_trials} gives fractional scores, which graded kinds ({kind!r}) do not "
+            "have; leave n_trials at 1"
+        )
+    given = 4 if n_categories is None else n_categories
+    values = np.atleast_1d(np.asarray(given))
+    if values.ndim != 1 or values.dtype.kind not in "iu" or (values.size != 1 and values.size != n_items):
+        raise SpecError(
+            f"simulate_responses: n_categories must be one integer or a sequence of {n_items} (one per item), "
+            f"got {given!r}"
+        )
+    if (values < 2).any():
+        raise SpecError(f"simulate_responses: every item needs at least 2 categories, got n_categories {given!r}")
+    return np.broadcast_to(values, n_items).astype("int64")
+
+
+def _graded_truth(truth: xr.Dataset, thresholds: np.ndarray, *, kind: str) -> xr.Dataset:
+    """A graded simulation's truth: ``threshold`` and ``intercept`` (item, boundary) replacing the binary
+    ``intercept``, and ``location`` (item), labelled as a graded fit's posterior is (the module's docstring)."""
+    a = truth["discrimination"].values
+    boundary = [str(k) for k in range(1, thresholds.shape[1] + 1)]
+    return truth.assign_coords(boundary=boundary).assign(
+        threshold=(("item", "boundary"), thresholds),
+        intercept=(("item", "boundary"), -a[:, None] * thresholds),
+        location=("item", irt.graded_location(a, thresholds, kind=kind)),
+    )
 
 
 def _truth(
@@ -252,8 +425,11 @@ def _truth(
     discrimination: np.ndarray,
     guessing: np.ndarray | None,
     attrs: dict[str, object],
+    thresholds: np.ndarray | None = None,
 ) -> xr.Dataset:
-    """The true parameters of a simulation, labelled as a fit's posterior is."""
+    """The true parameters of a simulation, labelled as a fit's posterior is (graded kinds: given ``thresholds``)."""
+    if thresholds is not None:
+        difficulty = np.nanmean(thresholds, axis=1)  # the drawn location, up to rounding
     coords: dict[str, object] = {
         "subject": subject_ids,
         "item": item_ids,
@@ -272,7 +448,8 @@ def _truth(
         variables["ability"] = ("subject", ability)
     if guessing is not None:
         variables["guessing"] = ("item", guessing)
-    return xr.Dataset(variables, coords=coords, attrs=attrs)
+    truth = xr.Dataset(variables, coords=coords, attrs=attrs)
+    return truth if thresholds is None else _graded_truth(truth, thresholds, kind=str(attrs["kind"]))
 
 
 #: The empty stretch of :func:`planted_gap_responses`' difficulties.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,9 @@ def load(path: str | Path, **options: Any) -> ResponseData:
       Leaderboard details (per-sample Parquet, :func:`~irtbayes.data.io.leaderboard.load_leaderboard`), or a data
       set folder known to :mod:`irtbayes.data.registry`.
 
-    ``options`` are passed to the chosen loader.
+    ``options`` are passed to the chosen loader: for instance ``scoring`` (``"auto"``, ``"binary"``, ``"fraction"``
+    or ``"ordinal"``) and, for ordinal responses, ``categories`` (the labels in order) or ``bins`` (edges that cut
+    numeric scores into categories), which the tabular, lm-evaluation-harness, HELM and py-irt loaders accept.
 
     Examples
     --------
@@ -44,6 +47,10 @@ def load(path: str | Path, **options: Any) -> ResponseData:
     >>> wide = io.load(folder / "wide.csv")
     >>> list(wide.subject_ids), wide.notes
     (['1', '2', '3'], ('no id column: the subjects are numbered by their row, 1 to 3, in file order',))
+    >>> _ = (folder / "graded.csv").write_text("q1,q2\\n1,3\\n2,3\\n2,1\\n")  # ratings 1-3, no id column
+    >>> graded = io.load(folder / "graded.csv", scoring="ordinal")
+    >>> graded.response_kind, graded.to_matrix().tolist()
+    ('ordinal', [[0.0, 2.0], [1.0, 2.0], [1.0, 0.0]])
     """
     from irtbayes.data import registry as datasets
     from irtbayes.data.io import helm, lm_eval
@@ -51,7 +58,12 @@ def load(path: str | Path, **options: Any) -> ResponseData:
     path = Path(path)
     if not path.exists():
         raise DataError(f"{path}: no such file or folder")
-    loaders = {"pyirt": load_pyirt, "long": load_long, "wide": load_wide, "dataset": datasets.load_folder}
+    loaders: dict[str, Callable[..., ResponseData]] = {
+        "pyirt": load_pyirt,
+        "long": load_long,
+        "wide": load_wide,
+        "dataset": datasets.load_folder,
+    }
     loaders.update({"lm-eval": lm_eval.load_lm_eval, "helm": helm.load_helm, "leaderboard": load_leaderboard})
     fmt = detect_format(path)
     if not fmt:

@@ -43,7 +43,7 @@ import pandas as pd
 
 from irtbayes.core.errors import DataError
 from irtbayes.core.files import read_json
-from irtbayes.data.columns import Scoring
+from irtbayes.data.columns import OrdinalScale, Scoring, scoring_scale
 from irtbayes.data.io.tabular import checked_folder, checked_score, harness_responses
 from irtbayes.data.responses import ResponseData
 
@@ -193,17 +193,21 @@ def _item_meta(instance: dict[str, Any] | None, *, run: _Run) -> dict[str, Any]:
     }
 
 
-def _stat_value(stat: dict[str, Any], *, path: Path, instance_id: str, metric: str, scoring: Scoring) -> float | None:
+def _stat_value(
+    stat: dict[str, Any], *, path: Path, instance_id: str, metric: str, scoring: Scoring, scale: OrdinalScale | None
+) -> float | None:
     """The stat's mean, checked; None for a stat with count 0 (no value)."""
     if "mean" not in stat:
         if stat.get("count") == 0:
             return None
         raise DataError(f"{path}: instance '{instance_id}', stat '{metric}' has no 'mean'")
     where = f"{path}: instance '{instance_id}', stat '{metric}'"
-    return checked_score(stat["mean"], where=where, scoring=scoring, holds="has mean", bools=False)
+    return checked_score(stat["mean"], where=where, scoring=scoring, holds="has mean", bools=False, scale=scale)
 
 
-def _run_scores(run: _Run, *, metric: str, split: str | None, scoring: Scoring) -> dict[tuple[str, str], list[float]]:
+def _run_scores(
+    run: _Run, *, metric: str, split: str | None, scoring: Scoring, scale: OrdinalScale | None = None
+) -> dict[tuple[str, str], list[float]]:
     """(instance_id, condition) -> the metric's values (one per train trial) for one run."""
     path = run.folder / "per_instance_stats.json"
     entries = read_json(path, top=list)
@@ -234,7 +238,7 @@ def _run_scores(run: _Run, *, metric: str, split: str | None, scoring: Scoring) 
             perturbation = name.get("perturbation") or entry.get("perturbation")
             if isinstance(perturbation, dict) and perturbation.get("computed_on", "perturbed") != "perturbed":
                 continue  # worst-case or original-side aggregates, not an instance's own score
-            value = _stat_value(stat, path=path, instance_id=instance_id, metric=metric, scoring=scoring)
+            value = _stat_value(stat, path=path, instance_id=instance_id, metric=metric, scoring=scoring, scale=scale)
             if value is None:
                 log.warning("%s: instance '%s', stat '%s' has count 0; treated as missing", path, instance_id, metric)
                 continue
@@ -260,6 +264,8 @@ def load_helm(
     split: str | None = "test",
     suite: str | Sequence[str] | None = None,
     scoring: Scoring = "auto",
+    categories: Sequence[Any] | None = None,
+    bins: Sequence[float] | None = None,
 ) -> ResponseData:
     """Load the per-instance results of a HELM suite as item-level responses.
 
@@ -278,7 +284,12 @@ def load_helm(
         The suite or suites to read when ``path`` holds several (default: every suite; a subject scored on
         the same item in two of them is an error).
     scoring
-        ``"binary"`` refuses means other than 0/1; ``"auto"`` and ``"fraction"`` keep scores in [0, 1].
+        ``"binary"`` refuses means other than 0/1; ``"auto"`` and ``"fraction"`` keep scores in [0, 1];
+        ``"ordinal"`` reads them as graded categories (codes 0..K-1), the same in every train trial unless binned.
+    categories, bins
+        With ``scoring="ordinal"``: the stat's values that are categories, in order; or increasing edges cutting
+        scores into categories (below e1 -> 0, [e1, e2) -> 1, ..., from the last edge on -> ``len(bins)``).
+        With neither: integers, such as a rating.
 
     Returns
     -------
@@ -322,13 +333,14 @@ def load_helm(
     ['org/b']
     """
     root = checked_folder(path, "a HELM run or suite folder")
+    scale = scoring_scale(scoring, categories=categories, bins=bins, source=str(root))
     rows: list[dict[str, Any]] = []
     items: dict[str, dict[str, Any]] = {}
     provided: dict[tuple[str, str, str], Path] = {}
     for folder in _chosen_folders(root, suite):
         run = _read_run(folder, folder.parent.name)
         run_metric = metric.get(run.benchmark, "exact_match") if isinstance(metric, Mapping) else metric
-        scores = _run_scores(run, metric=run_metric, split=split, scoring=scoring)
+        scores = _run_scores(run, metric=run_metric, split=split, scoring=scoring, scale=scale)
         instances = _instances(run)
         for (instance_id, condition), values in scores.items():
             item = f"{run.scenario}/{instance_id}"
@@ -336,13 +348,13 @@ def load_helm(
             _merge_item(
                 items, run, item=item, instance_id=instance_id, instance=instances.get(instance_id), split=split
             )
-            mean = _mean_score(values, run, instance_id=instance_id, metric=run_metric, scoring=scoring)
+            mean = _mean_score(values, run, instance_id=instance_id, metric=run_metric, scoring=scoring, scale=scale)
             rows.append({"subject": run.subject, "item": item, "response": mean, "condition": condition})
             if len(values) > 1:
                 log.debug("%s: item '%s' averaged over %d train trials", folder, item, len(values))
     if not rows:
         raise DataError(f"{root}: no per-instance '{metric}' values in the runs found")
-    return _response_data(rows, items, scoring=scoring, source=str(root))
+    return _response_data(rows, items, scoring=scoring, source=str(root), categories=categories, bins=bins)
 
 
 def _chosen_folders(root: Path, suite: str | Sequence[str] | None) -> list[Path]:
@@ -419,9 +431,24 @@ def _merge_item(
         }
 
 
-def _mean_score(values: list[float], run: _Run, *, instance_id: str, metric: str, scoring: Scoring) -> float:
-    """The mean over train trials; an error when binary responses are required and it is not 0 or 1."""
+def _mean_score(
+    values: list[float],
+    run: _Run,
+    *,
+    instance_id: str,
+    metric: str,
+    scoring: Scoring,
+    scale: OrdinalScale | None = None,
+) -> float:
+    """The mean over train trials; an error when binary responses are required and it is not 0 or 1, or when
+    ordinal categories (not bins) differ between trials."""
     mean = sum(values) / len(values)
+    if scoring == "ordinal" and (scale is None or not scale.edges) and len(set(values)) > 1:
+        raise DataError(
+            f"{run.folder / 'per_instance_stats.json'}: instance '{instance_id}', stat '{metric}' takes the "
+            f"categories {sorted(set(values))} over {len(values)} train trials; ordinal responses need one "
+            "category per instance (cut the mean into categories with bins=[...]; --score-bins on the command line)"
+        )
     if scoring == "binary" and mean not in (0, 1):
         raise DataError(
             f"{run.folder / 'per_instance_stats.json'}: instance '{instance_id}', stat "
@@ -432,7 +459,13 @@ def _mean_score(values: list[float], run: _Run, *, instance_id: str, metric: str
 
 
 def _response_data(
-    rows: list[dict[str, Any]], items: dict[str, dict[str, Any]], *, scoring: Scoring, source: str
+    rows: list[dict[str, Any]],
+    items: dict[str, dict[str, Any]],
+    *,
+    scoring: Scoring,
+    source: str,
+    categories: Sequence[Any] | None = None,
+    bins: Sequence[float] | None = None,
 ) -> ResponseData:
     """The responses with their item table; a ``condition`` column only when some instance was perturbed."""
     perturbed = any(row["condition"] != UNPERTURBED for row in rows)
@@ -443,4 +476,6 @@ def _response_data(
         text_columns=("text", "answer", "split"),
         scoring=scoring,
         source=source,
+        categories=categories,
+        bins=bins,
     )

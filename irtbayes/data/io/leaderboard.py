@@ -344,6 +344,7 @@ def load_leaderboard(
         a condition).
     scoring
         ``"binary"`` refuses scores other than 0/1; ``"auto"`` and ``"fraction"`` keep scores in [0, 1].
+        ``"ordinal"`` is refused: the leaderboard's per-sample metrics are 0/1 accuracies.
 
     Returns
     -------
@@ -358,7 +359,7 @@ def load_leaderboard(
     DataError
         No Parquet files, or one outside the layouts above; an empty or corrupt file; a file without rows or
         without a ``doc_id`` column; one ``doc_id`` twice in a file; one item with different documents in
-        two files; a score outside [0, 1] or missing (file, doc_id and column named); a task with several
+        two files; a score outside [0, 1] or missing (file, doc_id and column named); ordinal scoring; a task with several
         metrics and none chosen, one task read with different metrics for different models, or an unknown
         metric or filter.
 
@@ -381,6 +382,11 @@ def load_leaderboard(
     [[1.0, 0.0, 1.0], [0.0, 0.0, 1.0]]
     """
     root = checked_folder(path, "a folder of Open LLM Leaderboard details")
+    if scoring == "ordinal":
+        raise DataError(
+            f"{root}: Open LLM Leaderboard details log 0/1 accuracies per sample, not graded categories; "
+            "ordinal scoring does not apply (use scoring='binary' or 'auto')"
+        )
     requested = _parse_option(metric)
     runs = _runs(root)
     _check_requested(root, runs, requested)

@@ -32,7 +32,7 @@ import pandas as pd
 
 from irtbayes.core.errors import DataError
 from irtbayes.core.files import read_json, read_json_lines
-from irtbayes.data.columns import Scoring
+from irtbayes.data.columns import OrdinalScale, Scoring, scoring_scale
 from irtbayes.data.io.tabular import checked_folder, checked_score, harness_responses
 from irtbayes.data.responses import ResponseData
 
@@ -301,6 +301,8 @@ def load_lm_eval(
     tasks: Sequence[str] | None = None,
     runs: Runs = "latest",
     scoring: Scoring = "auto",
+    categories: Sequence[Any] | None = None,
+    bins: Sequence[float] | None = None,
 ) -> ResponseData:
     """Load lm-evaluation-harness ``--log_samples`` output (one model or many) as item-level responses.
 
@@ -326,9 +328,11 @@ def load_lm_eval(
         ``"latest"`` keeps the newest ``date_id`` and logs a warning naming the files dropped; ``"all"``
         keeps every run and sets the ``condition`` of every response to its run's ``date_id``; ``"error"``
         raises, naming the files.
-    scoring
-        ``"binary"`` refuses scores other than 0/1; ``"auto"`` and ``"fraction"`` keep scores in [0, 1]
-        (such as a per-sample F1) as fractions.
+    scoring, categories, bins
+        ``"binary"`` refuses scores other than 0/1; ``"auto"`` and ``"fraction"`` keep scores in [0, 1] (such as a
+        per-sample F1) as fractions; ``"ordinal"`` reads graded categories as codes 0..K-1: the ``categories`` in
+        order, scores cut at increasing ``bins`` edges (below e1 -> 0, [e1, e2) -> 1, ..., from the last edge on ->
+        ``len(bins)``; ``bins=[0.5, 0.8]`` makes three of an F1), or else integers (such as a 1-10 rating).
 
     Returns
     -------
@@ -344,9 +348,9 @@ def load_lm_eval(
     ------
     DataError
         No samples files; unreadable or non-JSON lines (file and line named); a line without ``doc_id``,
-        ``filter`` or the metric key; an empty samples file; a score outside [0, 1]; an unknown metric,
-        filter or task; the same item id with different documents in two files; several runs when
-        ``runs="error"``.
+        ``filter`` or the metric key; an empty samples file; a score outside [0, 1] (or not a category); an
+        unknown metric, filter or task; the same item id with different documents in two files; several runs
+        when ``runs="error"``.
 
     Examples
     --------
@@ -363,6 +367,7 @@ def load_lm_eval(
     """
     all_filters = filter == ALL_FILTERS
     root = checked_folder(path, "an lm-evaluation-harness output folder")
+    scale = scoring_scale(scoring, categories=categories, bins=bins, source=str(root))
     files, subject_meta = _found_files(root, tasks)
     collected = Collected()
     seen_doc: dict[str, tuple[str, Path, int]] = {}
@@ -375,7 +380,7 @@ def load_lm_eval(
             if line["filter"] not in chosen_filters:
                 continue
             chosen_filter = str(line["filter"])
-            value = _line_score(file, number, line, metric=chosen_metric, scoring=scoring)
+            value = _line_score(file, number, line, metric=chosen_metric, scoring=scoring, scale=scale)
             item = f"{file.task}/{_doc_key(file, number, line, filter_name=chosen_filter, copies=copies)}"
             _add_document(collected.items, seen_doc, file, number, line, item=item)
             parts = ([file.date_id] if runs == "all" else []) + ([chosen_filter] if all_filters else [])
@@ -384,7 +389,10 @@ def load_lm_eval(
 
     used = set(collected.rows["subject"])
     subjects = pd.DataFrame([{"subject": s, **meta} for s, meta in subject_meta.items() if s in used])
-    return collected.data(subjects, with_condition=runs == "all" or all_filters, scoring=scoring, source=str(root))
+    options = {"categories": categories, "bins": bins}
+    return collected.data(
+        subjects, with_condition=runs == "all" or all_filters, scoring=scoring, source=str(root), **options
+    )
 
 
 def _found_files(root: Path, tasks: Sequence[str] | None) -> tuple[list[_SamplesFile], dict[str, dict[str, Any]]]:
@@ -432,14 +440,23 @@ def _name_subjects(files: list[_SamplesFile], root: Path) -> dict[str, dict[str,
     return subject_meta
 
 
-def _line_score(file: _SamplesFile, number: int, line: dict[str, Any], *, metric: str, scoring: Scoring) -> float:
+def _line_score(
+    file: _SamplesFile,
+    number: int,
+    line: dict[str, Any],
+    *,
+    metric: str,
+    scoring: Scoring,
+    scale: OrdinalScale | None = None,
+) -> float:
     """The score of one samples line, checked; errors name the file and line."""
     if "doc_id" not in line:
         raise DataError(f"{file.path}: line {number} has no 'doc_id' key")
     if metric not in line:
         raise DataError(f"{file.path}: line {number} has no '{metric}' key (the metric being read)")
     note = " (binary metrics must be 0/1, other metrics a fraction in [0, 1])"
-    return checked_score(line[metric], where=f"{file.path}: line {number} key '{metric}'", scoring=scoring, note=note)
+    where = f"{file.path}: line {number} key '{metric}'"
+    return checked_score(line[metric], where=where, scoring=scoring, note=note, scale=scale)
 
 
 def _doc_key(
@@ -520,8 +537,18 @@ class Collected:
         self.rows["response"].append(response)
         self.rows["condition"].append(condition)
 
-    def data(self, subjects: pd.DataFrame, *, with_condition: bool, scoring: Scoring, source: str) -> ResponseData:
-        """The responses as :class:`~irtbayes.data.responses.ResponseData` (the ``condition`` column only ``with_condition``)."""
+    def data(
+        self,
+        subjects: pd.DataFrame,
+        *,
+        with_condition: bool,
+        scoring: Scoring,
+        source: str,
+        categories: Sequence[Any] | None = None,
+        bins: Sequence[float] | None = None,
+    ) -> ResponseData:
+        """The responses as :class:`~irtbayes.data.responses.ResponseData` (the ``condition`` column only
+        ``with_condition``; ``categories`` and ``bins`` for ordinal scoring)."""
         return harness_responses(
             self.rows,
             list(self.items.values()),
@@ -530,6 +557,8 @@ class Collected:
             scoring=scoring,
             source=source,
             subjects=subjects,
+            categories=categories,
+            bins=bins,
         )
 
 

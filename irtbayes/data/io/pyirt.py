@@ -5,20 +5,23 @@ py-irt (``Dataset.from_jsonlines``) reads one JSON object per line, one line per
     {"subject_id": "<subject>", "responses": {"<item>": 1, "<item>": 0, ...}}
 
 Items a subject did not answer are simply absent from its ``responses``, so sparse matrices cost nothing.
-Subject and item ids are strings; responses are numbers (irtbayes reads 1/0 or scores in [0, 1]).
+Subject and item ids are strings; responses are numbers (irtbayes reads 1/0, scores in [0, 1] or, with
+``scoring="ordinal"``, graded categories).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from irtbayes.core.errors import DataError
 from irtbayes.core.files import atomic_write_text, read_json_lines
-from irtbayes.data.columns import Scoring
+from irtbayes.data.columns import Scoring, scoring_scale
 from irtbayes.data.io.tabular import checked_score
 from irtbayes.data.responses import ResponseData
 
@@ -42,7 +45,13 @@ def is_pyirt_file(path: str | Path) -> bool:
     return path.is_file() and path.suffix.lower() in PYIRT_SUFFIXES
 
 
-def load_pyirt(path: str | Path, *, scoring: Scoring = "auto") -> ResponseData:
+def load_pyirt(
+    path: str | Path,
+    *,
+    scoring: Scoring = "auto",
+    categories: Sequence[Any] | None = None,
+    bins: Sequence[float] | None = None,
+) -> ResponseData:
     """Load a py-irt JSON Lines file: one ``{"subject_id": ..., "responses": {item: 0/1}}`` object a line.
 
     Parameters
@@ -50,7 +59,12 @@ def load_pyirt(path: str | Path, *, scoring: Scoring = "auto") -> ResponseData:
     path
         The file. Blank lines are skipped; a ``null`` response is a missing cell.
     scoring
-        ``"binary"`` refuses anything but 0/1; ``"auto"`` and ``"fraction"`` keep scores in [0, 1].
+        ``"binary"`` refuses anything but 0/1; ``"auto"`` and ``"fraction"`` keep scores in [0, 1];
+        ``"ordinal"`` reads graded categories (numbers) as codes 0..K-1.
+    categories, bins
+        With ``scoring="ordinal"``: the categories in order, or increasing edges that cut numeric scores into
+        categories (as in :meth:`ResponseData.from_long <irtbayes.data.responses.ResponseData.from_long>`); without
+        either the responses must be integers, their categories inferred.
 
     Returns
     -------
@@ -78,6 +92,7 @@ def load_pyirt(path: str | Path, *, scoring: Scoring = "auto") -> ResponseData:
     path = Path(path)
     if not path.is_file():
         raise DataError(f"{path}: no such file")
+    scale = scoring_scale(scoring, categories=categories, bins=bins, source=str(path))
     records = read_json_lines(path)
     if not records:
         raise DataError(f"{path}: the file is empty (expected one py-irt JSON object per line)")
@@ -111,7 +126,9 @@ def load_pyirt(path: str | Path, *, scoring: Scoring = "auto") -> ResponseData:
             if not item_id:
                 raise DataError(f"{where}: subject '{subject}' has a response to an item with a blank id")
             values.append(
-                checked_score(value, where=f"{where}: subject '{subject}', item '{item_id}'", scoring=scoring)
+                checked_score(
+                    value, where=f"{where}: subject '{subject}', item '{item_id}'", scoring=scoring, scale=scale
+                )
             )
             subjects.append(subject)
             items.append(item_id)
@@ -125,7 +142,7 @@ def load_pyirt(path: str | Path, *, scoring: Scoring = "auto") -> ResponseData:
             f"{path} line {first_line[str(row['subject'])]}: subject '{row['subject']}' answers item "
             f"'{row['item']}' twice (item ids are compared without surrounding spaces)"
         )
-    return ResponseData.from_long(frame, scoring=scoring, source=str(path))
+    return ResponseData.from_long(frame, scoring=scoring, categories=categories, bins=bins, source=str(path))
 
 
 def write_pyirt(data: ResponseData, path: str | Path, *, condition: str | None = None) -> Path:
@@ -144,7 +161,8 @@ def write_pyirt(data: ResponseData, path: str | Path, *, condition: str | None =
     -------
     pathlib.Path
         ``path``. One line per subject in :attr:`ResponseData.subject_ids` order, each with its answered items
-        in :attr:`ResponseData.item_ids` order; 0/1 are written as integers, other scores as floats. Item
+        in :attr:`ResponseData.item_ids` order; 0/1 (and ordinal category codes) are written as integers, other
+        scores as floats. Item
         metadata (benchmark, domain, text) is not part of py-irt's format and is not written.
 
     Raises
@@ -170,6 +188,6 @@ def write_pyirt(data: ResponseData, path: str | Path, *, condition: str | None =
         answered = np.flatnonzero(~np.isnan(row))
         if not len(answered):
             continue
-        responses = {item_ids[j]: (int(row[j]) if row[j] in (0.0, 1.0) else float(row[j])) for j in answered}
+        responses = {item_ids[j]: (int(row[j]) if row[j].is_integer() else float(row[j])) for j in answered}
         lines.append(json.dumps({"subject_id": str(subject), "responses": responses}, ensure_ascii=False))
     return atomic_write_text(Path(path), "\n".join(lines) + "\n")

@@ -10,8 +10,8 @@ from typing import Any, Literal
 
 import pandas as pd
 
-from irtbayes.core.errors import DataError
-from irtbayes.data.columns import Scoring
+from irtbayes.core.errors import DataError, listed
+from irtbayes.data.columns import OrdinalScale, Scoring, category_label, scoring_scale
 from irtbayes.data.responses import ResponseData
 
 __all__ = [
@@ -26,18 +26,60 @@ __all__ = [
 
 
 def checked_score(
-    value: Any, *, where: str, scoring: Scoring, holds: str = "holds", note: str = "", bools: bool = True
+    value: Any,
+    *,
+    where: str,
+    scoring: Scoring,
+    holds: str = "holds",
+    note: str = "",
+    bools: bool = True,
+    scale: OrdinalScale | None = None,
 ) -> float:
     """One logged score as a float in [0, 1] (``True``/``False`` as 1/0 unless ``bools`` is False), else a
-    DataError opening with ``where`` (file, line or row, key); 0/1 only with ``scoring="binary"``."""
+    DataError opening with ``where`` (file, line or row, key); 0/1 only with ``scoring="binary"``.
+
+    With ``scoring="ordinal"`` the score is any finite number, to be made a category code later: one of the
+    labels of a declared ``scale``, any number for a scale of bins, an integer when ``scale`` is None (categories
+    inferred from the data).
+
+    Examples
+    --------
+    >>> checked_score(0.5, where="x.jsonl: line 3 key 'f1'", scoring="auto")
+    0.5
+    >>> checked_score(7, where="x.jsonl: line 3 key 'rating'", scoring="ordinal")
+    7.0
+    >>> checked_score(7.5, where="x.jsonl: line 3 key 'rating'", scoring="ordinal")
+    Traceback (most recent call last):
+    ...
+    irtbayes.core.errors.DataError: x.jsonl: line 3 key 'rating' holds 7.5, which is not an integer category; ...
+    """
     if bools and isinstance(value, bool):
-        return float(value)
+        value = float(value)
+        if scoring != "ordinal":
+            return value
+    if scoring == "ordinal":
+        return _ordinal_score(value, where=where, holds=holds, scale=scale)
     if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value) or not 0 <= value <= 1:
         raise DataError(f"{where} {holds} {value!r}, which is not a score in [0, 1]{note}")
     if scoring == "binary" and value not in (0, 1):
         raise DataError(
             f"{where} {holds} {value!r}, but binary (0/1) responses were required; pass scoring='fraction' to keep "
             "partial-credit scores"
+        )
+    return float(value)
+
+
+def _ordinal_score(value: Any, *, where: str, holds: str, scale: OrdinalScale | None) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise DataError(f"{where} {holds} {value!r}, which is not a number (ordinal scores must be numbers)")
+    if scale is None and not float(value).is_integer():
+        raise DataError(
+            f"{where} {holds} {value!r}, which is not an integer category; to group numeric scores into categories, "
+            "declare bin edges (bins=[...]; --score-bins on the command line)"
+        )
+    if scale is not None and not scale.edges and category_label(value) not in scale.labels:
+        raise DataError(
+            f"{where} {holds} {value!r}, which is not one of the declared categories {listed(scale.labels)}"
         )
     return float(value)
 
@@ -61,9 +103,12 @@ def harness_responses(
     scoring: Scoring,
     source: str,
     subjects: pd.DataFrame | None = None,
+    categories: Sequence[Any] | None = None,
+    bins: Sequence[float] | None = None,
 ) -> ResponseData:
     """The responses read from an evaluation harness's logs, with their item table: ``text_columns`` as
-    strings, ``n_options`` as nullable integers, and a ``condition`` column only ``with_condition``."""
+    strings, ``n_options`` as nullable integers, and a ``condition`` column only ``with_condition``; ``scoring``,
+    ``categories`` and ``bins`` as in :meth:`ResponseData.from_long`."""
     frame = pd.DataFrame(rows)
     if not with_condition:
         frame = frame.drop(columns="condition")
@@ -77,6 +122,8 @@ def harness_responses(
         items=item_table,
         subjects=subjects,
         scoring=scoring,
+        categories=categories,
+        bins=bins,
         source=source,
     )
 
@@ -193,13 +240,18 @@ def load_long(
     items: str | Path | pd.DataFrame | None = None,
     item_id: str = "item",
     scoring: Scoring = "auto",
+    categories: Sequence[Any] | None = None,
+    bins: Sequence[float] | None = None,
     require_benchmark: bool = False,
 ) -> ResponseData:
     """Load a long table: one row per (subject, item[, condition]) with a response column.
 
     Columns are mapped with ``subject``, ``item``, ``response`` and ``condition``. Item metadata
-    (``benchmark``, ``domain``, ``text``, ...) may sit on the rows themselves or come from ``items``
-    (a file or frame whose ``item_id`` column holds the item ids).
+    (``benchmark``, ``domain``, ``text``, ``n_categories``, ...) may sit on the rows themselves or come from
+    ``items`` (a file or frame whose ``item_id`` column holds the item ids). ``scoring``, ``categories`` and
+    ``bins`` are as in :meth:`ResponseData.from_long <irtbayes.data.responses.ResponseData.from_long>`:
+    ``scoring="ordinal"`` reads graded categories (declared labels in order, numeric scores cut at ``bins``
+    edges, or integers), held as codes 0..K-1.
 
     Examples
     --------
@@ -218,6 +270,16 @@ def load_long(
     0      m1   q1       1.0
     1      m1   q2       0.5
     2      m2   q1       0.0
+
+    Graded labels, declared in order (the lowest first):
+
+    >>> _ = path.write_text("model,prompt,label\\nm1,p1,refusal\\nm1,p2,partial\\nm2,p1,compliance\\n")
+    >>> data = load_long(
+    ...     path, subject="model", item="prompt", response="label", scoring="ordinal",
+    ...     categories=["compliance", "partial", "refusal"],
+    ... )
+    >>> data.values.tolist(), data.items["categories"].iloc[0]
+    ([2.0, 1.0, 0.0], 'compliance | partial | refusal')
     """
     path = Path(path)
     frame = read_table(path)
@@ -231,6 +293,8 @@ def load_long(
         condition=condition,
         items=_items_table(items, item_id=item_id),
         scoring=scoring,
+        categories=categories,
+        bins=bins,
         require_benchmark=require_benchmark,
         source=str(path),
         first_line=_first_line(path),
@@ -245,14 +309,18 @@ def load_wide(
     items: str | Path | pd.DataFrame | None = None,
     item_id: str = "item",
     scoring: Scoring = "auto",
+    categories: Sequence[Any] | None = None,
+    bins: Sequence[float] | None = None,
     require_benchmark: bool = False,
 ) -> ResponseData:
     """Load a matrix: one row per subject (or per item with ``rows="items"``), blank cells missing.
 
     ``id_column`` names the column with the row ids. By default the first column holds them, unless it
-    cannot: when it holds only responses (0/1, or scores in [0, 1], or blanks) and repeats a value, the
-    table is a bare response matrix (as LSAT7 ships with mirt and ltm) and its rows are numbered 1, 2, ...
-    in file order, which :attr:`ResponseData.notes` and the data summary say.
+    cannot: when it holds only responses (0/1, or scores in [0, 1], or blanks; with ``scoring="ordinal"`` any
+    numbers, or mostly declared category labels) and repeats a value, the table is a bare response matrix
+    (as LSAT7 and Science ship with mirt) and its rows are numbered 1, 2, ... in file order, which
+    :attr:`ResponseData.notes` and the data summary say. ``scoring``, ``categories`` and ``bins`` are as in
+    :func:`load_long`; inferred ordinal categories span the whole matrix.
 
     Examples
     --------
@@ -265,12 +333,21 @@ def load_wide(
     >>> data.to_matrix()
     array([[ 1.,  0., nan],
            [ 1.,  1.,  0.]])
+
+    Ratings 1-10 of a judge, cut into three categories:
+
+    >>> _ = path.write_text("system,q1,q2,q3\\nm1,2,9,5\\nm2,7,10,\\n")
+    >>> data = load_wide(path, scoring="ordinal", bins=[4, 8])
+    >>> data.to_matrix(), data.items["categories"].iloc[0]
+    (array([[ 0.,  2.,  1.],
+           [ 1.,  2., nan]]), '<4 | 4-8 | >=8')
     """
     path = Path(path)
     frame = read_table(path)
     kind = "subject" if rows == "subjects" else "item"
     notes: tuple[str, ...] = ()
-    if id_column is None and _bare_matrix(frame):
+    scale = scoring_scale(scoring, categories=categories, bins=bins, source=str(path))
+    if id_column is None and _bare_matrix(frame, ordinal=scoring == "ordinal", scale=scale):
         frame = frame.set_axis(pd.Index([str(i) for i in range(1, len(frame) + 1)], name=kind), axis=0)
         notes = (f"no id column: the {kind}s are numbered by their row, 1 to {len(frame)}, in file order",)
     else:
@@ -282,6 +359,8 @@ def load_wide(
         rows=rows,
         items=_items_table(items, item_id=item_id),
         scoring=scoring,
+        categories=categories,
+        bins=bins,
         require_benchmark=require_benchmark,
         source=str(path),
         first_line=_first_line(path),
@@ -289,13 +368,19 @@ def load_wide(
     return data.with_notes(*notes)
 
 
-def _bare_matrix(frame: pd.DataFrame) -> bool:
-    """Whether the first column holds responses rather than ids: only numbers in [0, 1] or blanks, repeated."""
+def _bare_matrix(frame: pd.DataFrame, *, ordinal: bool = False, scale: OrdinalScale | None = None) -> bool:
+    """Whether the first column holds responses rather than ids, repeating a value: only numbers in [0, 1] or
+    blanks; for ordinal responses, only numbers, or (declared labels) mostly labels, so that a stray value is
+    reported as one."""
     first = frame.iloc[:, 0]
-    if pd.api.types.is_bool_dtype(first) or not pd.api.types.is_numeric_dtype(first):
-        return False
     values = first.dropna()
-    return bool(len(values) > 0 and values.between(0, 1).all() and values.duplicated().any())
+    if not len(values) or not values.duplicated().any() or pd.api.types.is_bool_dtype(first):
+        return False
+    if pd.api.types.is_numeric_dtype(first):
+        return bool(ordinal or values.between(0, 1).all())
+    if ordinal and scale is not None and not scale.edges:
+        return bool(values.map(category_label).isin(scale.labels).mean() >= 0.5)
+    return False
 
 
 def _check_row_ids(frame: pd.DataFrame, id_column: str, *, path: Path, kind: str) -> None:
