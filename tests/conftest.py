@@ -80,3 +80,23 @@ def fitted_2dim() -> Fitted:
         80, 40, kind="2pl", n_benchmarks=4, n_domains=2, dims="domain", ability_corr=0.5, missing=0.1, seed=14
     )
     return Fitted(data, truth, _fit(data, ModelSpec(kind="2pl", dims="domain"), seed=4))
+
+
+#: Categories per item of the graded fixtures: binary items beside three-, four- and five-category ones.
+GRADED_CATEGORIES = [2, 3, 4, 5] * 3
+
+
+@pytest.fixture(scope="session")
+def fitted_grm() -> Fitted:
+    data, truth = simulate_responses(
+        150, 12, kind="grm", n_categories=GRADED_CATEGORIES, n_benchmarks=2, missing=0.1, seed=21
+    )
+    return Fitted(data, truth, _fit(data, ModelSpec(kind="grm"), seed=5, draws=600))
+
+
+@pytest.fixture(scope="session")
+def fitted_gpcm() -> Fitted:
+    data, truth = simulate_responses(
+        150, 12, kind="gpcm", n_categories=GRADED_CATEGORIES, n_benchmarks=2, missing=0.1, seed=22
+    )
+    return Fitted(data, truth, _fit(data, ModelSpec(kind="gpcm"), seed=6, draws=600))

@@ -31,6 +31,7 @@ ORDER = (
     "07_robustness",
     "08_report",
     "09_evaluation",
+    "10_graded",
 )
 
 needs_data = pytest.mark.skipif(
@@ -350,3 +351,26 @@ def test_09_evaluation(nb_out: Path) -> None:
     assert (nb_out / "figures" / "evaluation_adaptive_trace.png").stat().st_size > 0
     assert (nb_out / "figures" / "evaluation_predicted_accuracy.png").stat().st_size > 0
     assert "Adaptive test of" in proc.stdout and "posterior MAE" in proc.stdout
+
+
+@pytest.mark.slow
+@needs_data
+def test_10_graded(nb_out: Path) -> None:
+    """Notebook 10: Science beside mirt's graded estimates, GRM vs GPCM by LOO, XSTest's three labels as categories."""
+    proc, _ = run_notebook("10_graded", nb_out)
+    science = pd.read_csv(nb_out / "graded_science_vs_mirt.csv")
+    assert len(science) == 16 and set(science["parameter"]) == {"a1", "d1", "d2", "d3"}
+    # short chains in fast mode: nearly all of mirt's estimates inside (the full-mode check is a slow unit test)
+    assert science["inside"].sum() >= 14, science
+    loo = pd.read_csv(nb_out / "graded_science_loo.csv", index_col=0)
+    assert set(loo.index) == {"grm", "gpcm"} and loo["elpd"].lt(0).all()
+    prompts = pd.read_csv(nb_out / "graded_xstest_prompts.csv")
+    assert len(prompts) == 450 and prompts["verdict"].isin(["converged", "NOT CONVERGED"]).all()
+    # unsafe prompts draw refusals more readily than safe ones: lower locations on the refusal scale
+    means = prompts.groupby("benchmark")["difficulty_mean"].mean()
+    assert means["unsafe prompts"] < means["safe prompts"], means
+    setups = pd.read_csv(nb_out / "graded_xstest_setups.csv")
+    assert len(setups) == 5 and setups["ability_mean"].is_monotonic_increasing
+    for fig in ("graded_science_vs_mirt.png", "graded_xstest_locations.png"):
+        assert (nb_out / "figures" / fig).stat().st_size > 0, fig
+    assert "published estimates lie inside" in proc.stdout

@@ -125,15 +125,24 @@ class PriorDraws:
     item_group
         (item,) group code of each item, in the data's item order; -1 where the item's prior is unknown
         (its benchmark is not one of the fit's).
+    shift
+        (sample, item) or None. Graded items are audited at their ``location``, which is their
+        ``difficulty`` (the mean threshold, whose prior this is) plus an offset that depends only on the
+        item's discrimination and threshold gaps: given those, the location's prior is this normal moved by
+        the offset. ``shift`` holds the offsets, so that :meth:`logpdf` of a location is exactly the prior
+        density of the difficulty behind it.
     """
 
     loc: np.ndarray
     sd: np.ndarray
     item_group: np.ndarray
+    shift: np.ndarray | None = None
 
     def logpdf(self, rows: slice | np.ndarray, items: np.ndarray, values: np.ndarray) -> np.ndarray:
         """log π_s(values) for draws ``rows`` and item positions ``items``; ``values`` is (rows, items)."""
         loc = self.loc[rows][:, self.item_group[items]]
+        if self.shift is not None:
+            loc = loc + self.shift[rows][:, items]
         sd = self.sd[rows][:, None]
         z = (values - loc) / sd
         return -0.5 * z * z - np.log(sd)
@@ -144,7 +153,9 @@ def _stack(var: xr.DataArray, keep: Sequence[str]) -> np.ndarray:
     return arr.reshape((-1, *arr.shape[2:]))
 
 
-def prior_draws(posterior: xr.Dataset, item_benchmark: Sequence[object]) -> PriorDraws | None:
+def prior_draws(
+    posterior: xr.Dataset, item_benchmark: Sequence[object], *, shift: np.ndarray | None = None
+) -> PriorDraws | None:
     """The difficulty prior per draw from a fit's hyperparameters, or None when the posterior lacks them.
 
     Parameters
@@ -153,6 +164,8 @@ def prior_draws(posterior: xr.Dataset, item_benchmark: Sequence[object]) -> Prio
         Posterior Dataset of a fit made by :func:`irtbayes.model.build.build_model`.
     item_benchmark
         Each item's benchmark label, in the data's item order (None/NaN for items without one).
+    shift
+        Graded fits: (sample, item) location minus difficulty per draw (see :class:`PriorDraws`).
 
     Returns
     -------
@@ -171,10 +184,10 @@ def prior_draws(posterior: xr.Dataset, item_benchmark: Sequence[object]) -> Prio
         group = np.array([index.get(label, -1) if label is not None else -1 for label in labels], dtype=np.int64)
         if np.all(group < 0):
             return None
-        return PriorDraws(loc=_stack(var, ("benchmark",)), sd=sd, item_group=group)
+        return PriorDraws(loc=_stack(var, ("benchmark",)), sd=sd, item_group=group, shift=shift)
     if "difficulty_mu" in posterior.data_vars and posterior["difficulty_mu"].ndim == 2:
         loc = _stack(posterior["difficulty_mu"], ())[:, None]
-        return PriorDraws(loc=loc, sd=sd, item_group=np.zeros(len(labels), dtype=np.int64))
+        return PriorDraws(loc=loc, sd=sd, item_group=np.zeros(len(labels), dtype=np.int64), shift=shift)
     return None
 
 
@@ -497,7 +510,8 @@ def deconvolved_locations(
         edges = np.linspace(lo - pad, hi + pad, n_cells + 1)
         lik = item_likelihoods(difficulty, prior, items, edges, chunks=chunks, smooth_cells=smooth_cells)
         codes = np.unique(prior.item_group[items])
-        base = (float(prior.loc[:, codes].mean()), float(prior.sd.mean()))  # the fit's own population
+        shift = 0.0 if prior.shift is None else float(prior.shift[:, items].mean())
+        base = (float(prior.loc[:, codes].mean()) + shift, float(prior.sd.mean()))  # the fit's own population
         estimate = partial(
             fit_population,
             knot_spacing=knot_spacing,

@@ -57,7 +57,14 @@ def draw_chunks(n_draws: int, per_draw: int) -> list[slice]:
 
 @dataclass(frozen=True)
 class PosteriorDraws:
-    """Posterior draws as (sample, item) / (sample, subject[, dim]) arrays in the data's order."""
+    """Posterior draws as (sample, item) / (sample, subject[, dim]) arrays in the data's order.
+
+    For a graded fit (``graded`` is its kind, ``"grm"`` or ``"gpcm"``) ``difficulty`` holds each item's
+    ``location`` (where its expected score is half the maximum: the place on the ability scale the audit
+    bins it at), ``thresholds`` its thresholds (sample, item, boundary; NaN past an item's own), and
+    ``shift`` the location minus the mean threshold (the model's ``difficulty``), which
+    :class:`~irtbayes.auditing.deconvolve.PriorDraws` needs.
+    """
 
     difficulty: np.ndarray
     discrimination: np.ndarray | None
@@ -66,6 +73,9 @@ class PosteriorDraws:
     dims: list[str]  # coordinate labels of the ability dimensions ([] when one-dimensional)
     n_chains: int
     n_draws: int
+    graded: str | None = None
+    thresholds: np.ndarray | None = None
+    shift: np.ndarray | None = None
 
 
 def posterior_dataset(obj: Any) -> xr.Dataset:
@@ -116,7 +126,8 @@ def _aligned(var: xr.DataArray, *, dim: str, ids: pd.Index, name: str) -> xr.Dat
     return var.isel({dim: position})
 
 
-def _stacked(var: xr.DataArray, name: str, *, keep: Sequence[str]) -> np.ndarray:
+def _stacked(var: xr.DataArray, name: str, *, keep: Sequence[str], absent: np.ndarray | None = None) -> np.ndarray:
+    """(sample, *keep) draws; every draw finite, but for the elements ``absent`` marks (NaN in every draw)."""
     missing = [d for d in SAMPLE_DIMS if d not in var.dims]
     if missing:
         raise FitError(f"posterior variable '{name}' lacks the sample dimension(s) {missing} (dims {list(var.dims)})")
@@ -124,9 +135,25 @@ def _stacked(var: xr.DataArray, name: str, *, keep: Sequence[str]) -> np.ndarray
     if arr.dtype != DRAWS_DTYPE:  # item draws stay in the precision a fit holds them (no float64 copy)
         arr = arr.astype("float64", copy=False)
     arr = arr.reshape((-1, *arr.shape[2:]))
-    if not np.all(np.isfinite(arr)):
+    finite = np.isfinite(arr)
+    if absent is not None:
+        finite |= absent[None] & np.isnan(arr)
+    if not np.all(finite):
         raise FitError(f"posterior variable '{name}' holds non-finite draws (NaN or inf); the fit is broken")
     return arr
+
+
+def _graded_fields(posterior: xr.Dataset, data: ResponseData) -> dict[str, Any]:
+    """``graded``, ``thresholds`` and ``shift`` of a graded fit's :class:`PosteriorDraws` (empty for a binary fit)."""
+    if "threshold" not in posterior.data_vars:
+        return {}
+    kind = str(posterior.attrs.get("model_kind") or ("gpcm" if "step_sd" in posterior.data_vars else "grm"))
+    var = _aligned(posterior["threshold"], dim="item", ids=data.item_ids, name="threshold")
+    if "boundary" not in var.dims:
+        raise FitError(f"posterior variable 'threshold' has no 'boundary' dimension (dims {list(var.dims)})")
+    first = var.isel({d: 0 for d in SAMPLE_DIMS}).transpose("item", "boundary").to_numpy()
+    thresholds = _stacked(var, "threshold", keep=("item", "boundary"), absent=np.isnan(first))
+    return {"graded": kind, "thresholds": thresholds}
 
 
 def extract_draws(posterior: xr.Dataset, data: ResponseData) -> PosteriorDraws:
@@ -134,8 +161,11 @@ def extract_draws(posterior: xr.Dataset, data: ResponseData) -> PosteriorDraws:
         raise FitError(f"the posterior has no 'difficulty' (variables: {sorted(map(str, posterior.data_vars))})")
     if "ability" not in posterior.data_vars:
         raise FitError(f"the posterior has no 'ability' (variables: {sorted(map(str, posterior.data_vars))})")
+    graded = _graded_fields(posterior, data)
+    if graded and "location" not in posterior.data_vars:
+        raise FitError("a graded fit's posterior has no 'location' (it is added when the fit is made or loaded)")
     item_vars: dict[str, np.ndarray | None] = {}
-    for name in ("difficulty", "discrimination", "guessing"):
+    for name in ("difficulty", "discrimination", "guessing", *(["location"] if graded else [])):
         if name not in posterior.data_vars:
             item_vars[name] = None
             continue
@@ -158,6 +188,11 @@ def extract_draws(posterior: xr.Dataset, data: ResponseData) -> PosteriorDraws:
         ability_arr = _stacked(ability, "ability", keep=("subject",))[:, :, None]
     difficulty = item_vars["difficulty"]
     assert difficulty is not None
+    if graded:  # graded items are audited at their locations (see PosteriorDraws)
+        location = item_vars["location"]
+        assert location is not None
+        graded["shift"] = (location - difficulty).astype(location.dtype, copy=False)
+        difficulty = location
     return PosteriorDraws(
         difficulty=difficulty,
         discrimination=item_vars["discrimination"],
@@ -166,6 +201,7 @@ def extract_draws(posterior: xr.Dataset, data: ResponseData) -> PosteriorDraws:
         dims=dims if len(dims) > 1 else [],
         n_chains=int(posterior.sizes["chain"]),
         n_draws=int(posterior.sizes["draw"]),
+        **graded,
     )
 
 

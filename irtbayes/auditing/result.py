@@ -30,6 +30,7 @@ __all__ = [
     "STUDIED_SYSTEMS",
     "AuditResult",
     "design_notes",
+    "graded_sentence",
     "self_check_lines",
 ]
 
@@ -362,6 +363,7 @@ class AuditResult:
             f"Range [{t.lo:g}, {t.hi:g}] ({s.get('range_rule', '')}); {t.n_bins} bins; {pct} credible intervals; "
             f"{s['n_samples']} posterior draws ({s['n_samples_ranking']} for the leaderboard and information).",
             _ensemble_sentence(s.get("ensemble")),
+            *([graded_sentence(str(s["graded"]), s.get("graded_points"))] if s.get("graded") else []),
             _interval_sentence(s.get("calibrated_intervals"), pct),
             *design_notes(self.benchmarks, s),
             "",
@@ -562,6 +564,21 @@ def design_notes(table: pd.DataFrame, settings: dict[str, Any]) -> list[str]:
             f"intervals are unchecked by the study there; {advice}."
         )
     return notes
+
+
+def graded_sentence(kind: str, points: str | None = "location") -> str:
+    """What an audit of graded items measures, in one sentence (the text summary and the report say it)."""
+    name = {"grm": "graded response model", "gpcm": "generalised partial credit model"}.get(kind, kind)
+    where = (
+        "coverage, DDM and the gaps count each item at each of its thresholds (graded_points='thresholds'), the "
+        "items table places it at its location, the ability at which its expected score is half its maximum"
+        if points == "thresholds"
+        else "each item is placed at its location, the ability at which its expected score is half its maximum"
+    )
+    return (
+        f"Graded items ({name}): {where}; re-weighted scores are mean shares of each item's maximum score, and the "
+        "information curves are the graded model's."
+    )
 
 
 def _ensemble_sentence(ensemble: object) -> str:

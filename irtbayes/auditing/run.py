@@ -305,8 +305,17 @@ def _prepare(posterior: Any, data: ResponseData, s: AuditSettings) -> _Run:
         (tgt.lo + EDGE_GAP_MARGIN, tgt.hi - EDGE_GAP_MARGIN) if tgt.hi - tgt.lo > 2 * EDGE_GAP_MARGIN else None
     )
     chunks = draw_chunks(n_samples, n_items)
+    values, labels, ids, shift = _points(draws, data, scopes, s.graded_points)
     locations, ensemble_used, smoothing = _ensemble_locations(
-        post, data, draws.difficulty, ensemble=s.ensemble, fixed_items=s.fixed_items, chunks=chunks, seed=s.seed
+        post,
+        values,
+        labels=labels,
+        ids=ids,
+        ensemble=s.ensemble,
+        fixed_items=s.fixed_items,
+        chunks=draw_chunks(n_samples, values.shape[1]),
+        seed=s.seed,
+        shift=shift,
     )
     return _Run(post, draws, scopes, tgt, range_rule, inner_range, chunks, locations, ensemble_used, smoothing)
 
@@ -325,8 +334,8 @@ def _coverage_pass(run: _Run, s: AuditSettings) -> np.ndarray:
         codes = own if locations is draws.difficulty else bin_codes(block, edges)
         for scope in run.scopes:
             # single-precision sort (twice as fast); W1 and the gap move by < 1e-6 logits
-            x = np.sort(block[:, scope.items].astype(np.float32), axis=1)
-            scope.counts.append(count_items(codes[:, scope.items], n_bins))
+            x = np.sort(block[:, scope.columns].astype(np.float32), axis=1)
+            scope.counts.append(count_items(codes[:, scope.columns], n_bins))
             scope.shape_w1.append(ddm_shape_w1(x, edges, weights, presorted=True))
             parts = gap_parts(x, tgt.lo, tgt.hi, presorted=True)
             scope.gap_width.append(parts.widest.width)
@@ -383,6 +392,8 @@ def _information_pass(run: _Run, s: AuditSettings, theta: np.ndarray) -> dict[st
             None if draws.discrimination is None else draws.discrimination[rows],
             None if draws.guessing is None else draws.guessing[rows],
             blocks=blocks,
+            thresholds=None if draws.thresholds is None else draws.thresholds[rows],
+            graded=draws.graded,
         )
         for key in curves:
             curves[key].append(out[key])
@@ -398,7 +409,7 @@ def _scope_tables(
     saturation_by_scope: dict[tuple[str, str], dict[str, np.ndarray]] = {}
     ahead_frame = pd.DataFrame()
     for j, scope in enumerate(run.scopes):
-        cov = CoverageDraws.from_counts(np.concatenate(scope.counts, axis=0), len(scope.items))
+        cov = CoverageDraws.from_counts(np.concatenate(scope.counts, axis=0), len(scope.columns))
         gaps = GapDraws(
             width=np.concatenate(scope.gap_width),
             lo=np.concatenate(scope.gap_lo),
@@ -483,6 +494,8 @@ def _recorded_settings(
         "ability_dim": s.ability_dim,
         "range_rule": run.range_rule,
         "ensemble": run.ensemble,
+        "graded": draws.graded,
+        "graded_points": s.graded_points if draws.graded else None,
         "deconvolution_smoothing": run.smoothing,
         "interval": "equal-tailed",
         "calibrated_intervals": _recalibrated(run, s),
@@ -494,23 +507,51 @@ def _recorded_settings(
     }
 
 
+def _points(
+    draws: PosteriorDraws, data: ResponseData, scopes: list[Scope], graded_points: str
+) -> tuple[np.ndarray, list[str], np.ndarray, np.ndarray | None]:
+    """The columns the ensemble measures read: (sample, column) draws, each column's benchmark label and item
+    id, and (graded fits) its shift from the item's difficulty. One column per item, or with
+    ``graded_points="thresholds"`` one per threshold of each graded item (``scope.points`` set to its columns).
+    """
+    labels = [UNLABELLED if pd.isna(b) else str(b) for b in data.items["benchmark"]]
+    ids = data.item_ids.astype(str).to_numpy()
+    if graded_points == "location":
+        return draws.difficulty, labels, ids, draws.shift
+    if draws.graded is None or draws.thresholds is None or draws.shift is None:
+        raise SpecError("graded_points='thresholds' is for graded fits (GRM, GPCM); this fit is binary")
+    item, boundary = np.nonzero(~np.isnan(draws.thresholds[0]))
+    values = draws.thresholds[:, item, boundary]
+    mean_threshold = draws.difficulty - draws.shift  # the model's difficulty: the mean of the thresholds
+    for scope in scopes:
+        scope.points = np.flatnonzero(np.isin(item, scope.items))
+    return values, [labels[i] for i in item], ids[item], (values - mean_threshold[:, item]).astype(values.dtype)
+
+
 def _ensemble_locations(
     post: xr.Dataset,
-    data: ResponseData,
-    difficulty: np.ndarray,
+    values: np.ndarray,
     *,
+    labels: list[str],
+    ids: np.ndarray,
     ensemble: str,
     fixed_items: Sequence[str] | None,
     chunks: list[slice],
     seed: int,
+    shift: np.ndarray | None = None,
 ) -> tuple[np.ndarray, str, dict[str, float]]:
-    """The item locations the ensemble measures use, the mode used, and the smoothing chosen per benchmark."""
+    """The locations the ensemble measures use, the mode used, and the smoothing chosen per benchmark.
+
+    ``values`` (sample, column) are the draws of the columns (items, or a graded fit's thresholds), ``labels``
+    and ``ids`` each column's benchmark and item; ``shift``: a graded fit's column minus its item's difficulty
+    per draw (see :class:`~irtbayes.auditing.deconvolve.PriorDraws`).
+    """
     if ensemble not in ENSEMBLES:
         raise SpecError(f"ensemble must be one of {ENSEMBLES}, got {ensemble!r}")
+    difficulty = values
     if ensemble == "draws":
         return difficulty, "draws", {}
-    labels = [UNLABELLED if pd.isna(b) else str(b) for b in data.items["benchmark"]]
-    prior = prior_draws(post, labels)
+    prior = prior_draws(post, labels, shift=shift)
     if prior is None:
         if ensemble == "deconvolved":
             raise SpecError(
@@ -520,10 +561,10 @@ def _ensemble_locations(
         log.info("the posterior has no difficulty hyperparameters: ensemble measures use the fit's draws")
         return difficulty, "draws", {}
     fixed = set() if fixed_items is None else {str(i) for i in fixed_items}
-    unknown = sorted(fixed - set(map(str, data.item_ids)))
+    unknown = sorted(fixed - set(map(str, ids)))
     if unknown:
         raise SpecError(f"fixed_items: {len(unknown)} item(s) are not in the data: {unknown[:10]}")
-    keep = ~np.isin(data.item_ids.astype(str), list(fixed))
+    keep = ~np.isin(ids, list(fixed))
     names = sorted(set(labels))
     groups = [np.flatnonzero(keep & (np.asarray(labels) == name)) for name in names]
     locations, populations = deconvolved_locations(difficulty, prior, groups, chunks=chunks, seed=seed)

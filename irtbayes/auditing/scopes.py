@@ -27,6 +27,7 @@ class Scope:
     subjects: np.ndarray  # subject positions with a response to the scope's items
     ability: np.ndarray  # (sample, subject) — the scope's ability, all subjects
     responses: np.ndarray  # (scope subject, scope item), NaN where missing
+    points: np.ndarray | None = None  # columns of the ensemble locations (graded thresholds); None: the items
     # per-draw results, filled in as chunks are processed
     counts: list[np.ndarray] = field(default_factory=list)
     shape_w1: list[np.ndarray] = field(default_factory=list)
@@ -42,6 +43,11 @@ class Scope:
     racc: list[np.ndarray] = field(default_factory=list)
     ranks: list[np.ndarray] = field(default_factory=list)
     ability_ranks: list[np.ndarray] = field(default_factory=list)
+
+    @property
+    def columns(self) -> np.ndarray:
+        """The scope's columns of the ensemble locations: its items, or its items' thresholds."""
+        return self.items if self.points is None else self.points
 
 
 def scope_ability(
@@ -65,6 +71,9 @@ def scope_ability(
 def response_matrix(data: ResponseData) -> np.ndarray:
     """The (subject, item) matrix of responses, NaN where missing; several conditions are averaged per cell.
 
+    Ordinal responses enter as shares of the item's maximum, code / (K - 1), so that a re-weighted score is
+    a mean share of the most each item gives, as accuracy is for binary items.
+
     Examples
     --------
     >>> from irtbayes.data.simulate import simulate_responses
@@ -78,7 +87,11 @@ def response_matrix(data: ResponseData) -> np.ndarray:
         log.info("%s: responses under several conditions are averaged per (subject, item)", data.source)
         frame = frame.groupby(["subject", "item"], observed=True, as_index=False)["response"].mean()
     matrix = np.full((data.n_subjects, data.n_items), np.nan)
-    matrix[frame["subject"].cat.codes.to_numpy(), frame["item"].cat.codes.to_numpy()] = frame["response"].to_numpy()
+    items = frame["item"].cat.codes.to_numpy()
+    values = frame["response"].to_numpy()
+    if data.response_kind == "ordinal":
+        values = values / (data.n_categories[items] - 1)
+    matrix[frame["subject"].cat.codes.to_numpy(), items] = values
     return matrix
 
 

@@ -36,6 +36,7 @@ __all__ = [
     "DEFAULT_INFORMATION_DRAWS",
     "DEFAULT_MAX_DRAWS",
     "ENSEMBLES",
+    "GRADED_POINTS",
     "AuditFields",
     "AuditSettings",
     "resolve_target",
@@ -47,6 +48,8 @@ DEFAULT_MAX_DRAWS = 1000
 DEFAULT_INFORMATION_DRAWS = 200
 #: The item locations the ensemble measures can use (see ``AuditSettings.ensemble``).
 ENSEMBLES = ("auto", "deconvolved", "draws")
+#: Where graded items enter the measures of the whole set (see ``AuditSettings.graded_points``).
+GRADED_POINTS = ("location", "thresholds")
 
 
 @dataclass(frozen=True)
@@ -107,6 +110,12 @@ class AuditSettings:
         cells, refit each with the approximate tier, audit it, and report the achieved coverage of every
         benchmark's Maximum Gap and DDM intervals (:mod:`irtbayes.auditing.selfcheck`; needs a Fit). 0 (default):
         no self-check.
+    graded_points
+        Graded fits (GRM, GPCM): where each item enters coverage, DDM and the gaps. ``"location"`` (default):
+        once, at the ability where its expected score is half its maximum; ``"thresholds"``: at each of its
+        K - 1 thresholds, the abilities where the next category becomes the likelier side (an item of five
+        categories then counts four times, and covers the stretch between its lowest and highest threshold).
+        The items table, the leaderboard and the information curves are the same either way.
 
     Examples
     --------
@@ -135,6 +144,7 @@ class AuditSettings:
     fixed_items: Sequence[str] | None = None
     calibrated_intervals: bool = True
     self_check: int = 0
+    graded_points: str = "location"
 
     def replace(self, **changes: Any) -> AuditSettings:
         """A copy with ``changes`` (field names as keywords); :class:`SpecError` for a name that is no field."""
@@ -172,6 +182,8 @@ class AuditSettings:
         self_check = _check_int(self.self_check, "self_check", 0)
         if self_check == 1:
             raise SpecError("self_check needs at least 2 simulated data sets (20 or more give a usable coverage)")
+        if self.graded_points not in GRADED_POINTS:
+            raise SpecError(f"graded_points must be one of {list(GRADED_POINTS)}, got {self.graded_points!r}")
         if not isinstance(self.calibrated_intervals, (bool, np.bool_)):
             raise SpecError(f"calibrated_intervals must be True or False, got {self.calibrated_intervals!r}")
         bins = self.bins
@@ -218,6 +230,7 @@ class AuditFields(TypedDict, total=False):
     fixed_items: Sequence[str] | None
     calibrated_intervals: bool
     self_check: int
+    graded_points: str
 
 
 def _check_int(value: Any, name: str, minimum: int) -> int:

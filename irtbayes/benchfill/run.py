@@ -136,6 +136,7 @@ def calibrate_candidates(
     """
     if mode not in ("full", "fixed"):
         raise SpecError(f"mode must be 'full' or 'fixed', got {mode!r}")
+    fit.require_binary_model("BenchFill's calibration")
     ids = _check_round(candidates, new_data)
     settings = _round_settings(fit, mode=mode, prior=prior, rule=AcceptanceRule() if rule is None else rule)
     posterior, refit = _calibrate_round(

@@ -529,21 +529,24 @@ CORRELATION_SUFFIX = "_corr"
 def excluded_elements(da: xr.DataArray) -> tuple[np.ndarray, dict[str, int]]:
     """Which elements of a posterior variable carry no information to check, and why.
 
-    Two rules, applied to the draws (``da`` has dims ``chain`` and ``draw``):
+    Three rules, applied to the draws (``da`` has dims ``chain`` and ``draw``):
 
     - the diagonal of a correlation matrix (a variable named ``*_corr`` whose last two dims have the same
       length) is 1 by definition;
     - an element whose every draw is finite and whose range over the draws is at most :data:`CONSTANT_RTOL`
       times its magnitude (at least 1) is constant (a fixed entry of a Cholesky factor, rounding noise on a
-      diagonal). Its r-hat is undefined and its ESS meaningless.
+      diagonal). Its r-hat is undefined and its ESS meaningless;
+    - in a variable with a ``boundary`` dim (graded models), an element that is NaN in every draw is a
+      threshold the item does not have (an item with fewer categories than the bank's most).
 
-    An element with NaN or infinite draws is never excluded (its diagnostics are NaN and fail the check).
+    Any other element with NaN or infinite draws is never excluded (its diagnostics are NaN and fail the check).
 
     Returns
     -------
     (numpy.ndarray, dict)
         A boolean mask shaped like ``da`` without (chain, draw), True where the element is left out; the
-        count left out by each rule (``"correlation diagonal"``, ``"constant"``).
+        count left out by each rule (``"correlation diagonal"``, ``"constant"``, and ``"absent threshold"``
+        when there are any).
 
     Examples
     --------
@@ -572,6 +575,11 @@ def excluded_elements(da: xr.DataArray) -> tuple[np.ndarray, dict[str, int]]:
         constant = finite & (high - low <= CONSTANT_RTOL * scale) & ~excluded
     excluded |= constant
     counts["constant"] = int(constant.sum())
+    if "boundary" in rest:
+        absent = np.isnan(values).all(axis=(0, 1))
+        if absent.any():
+            excluded |= absent
+            counts["absent threshold"] = int(absent.sum())
     return excluded, counts
 
 

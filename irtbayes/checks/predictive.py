@@ -6,7 +6,9 @@
 
 Fractional responses are fitted with the fractional-logit quasi-likelihood (:mod:`irtbayes.model.build`): the
 predictive check, the log-likelihood and the LOO comparison say so (in their summaries, their ``attrs`` and a
-warning), since a quasi-likelihood is not the density of the data.
+warning), since a quasi-likelihood is not the density of the data. Ordinal responses fitted with a graded
+model (GRM, GPCM) have a true likelihood: their LOO values compare between graded fits of the same data, and
+their replications are categories drawn from the model (statistics on the category codes 0..K-1).
 """
 
 from __future__ import annotations
@@ -42,8 +44,19 @@ QUASI_LIKELIHOOD_NOTE = (
 )
 
 
-def _likelihood_name(data: ResponseData) -> str:
+#: The likelihood of each graded model, as the checks name it.
+GRADED_LIKELIHOODS = {"grm": "graded response (categorical)", "gpcm": "generalised partial credit (categorical)"}
+
+
+def _likelihood_name(data: ResponseData, kind: str = "2pl") -> str:
+    if kind in GRADED_LIKELIHOODS:
+        return GRADED_LIKELIHOODS[kind]
     return "bernoulli" if data.is_binary else "fractional-logit quasi-likelihood"
+
+
+def _is_quasi(data: ResponseData) -> bool:
+    """Whether the fit used the fractional-logit quasi-likelihood (fractional scores, not categories)."""
+    return data.response_kind == "fraction"
 
 
 def _draw_index(result: Fit, n_draws: int | None) -> tuple[np.ndarray, np.ndarray]:
@@ -81,6 +94,28 @@ def _response_predictors(
                 irt.linear_predictor(theta, diff[c, d][i], disc[c, d][i]),
                 None if guess is None else guess[c, d][i],
             )
+
+
+def _graded_rows(
+    result: Fit, data: ResponseData, chains: np.ndarray, draws: np.ndarray
+) -> Iterator[tuple[int, int, np.ndarray, np.ndarray, np.ndarray]]:
+    """Yield, per (chain, draw) of a graded fit, the ability, discrimination and thresholds of every response row."""
+    post = result.posterior
+    s, i = data.subject_codes, data.item_codes
+    ability = post["ability"].isel(chain=chains, draw=draws)
+    if "dim" in ability.dims:
+        dims = list(ability["dim"].values.astype(str))
+        item_dim = np.array([dims.index(d) for d in result.constant_data["item_domain"].values.astype(str)])
+        theta_all = ability.transpose("chain", "draw", "subject", "dim").values
+    else:
+        item_dim = None
+        theta_all = ability.transpose("chain", "draw", "subject").values
+    disc = post["discrimination"].isel(chain=chains, draw=draws).transpose("chain", "draw", "item").values
+    thresholds = post["threshold"].isel(chain=chains, draw=draws).transpose("chain", "draw", "item", "boundary").values
+    for c in range(len(chains)):
+        for d in range(len(draws)):
+            theta = theta_all[c, d][s, item_dim[i]] if item_dim is not None else theta_all[c, d][s]
+            yield c, d, theta, disc[c, d][i].astype("float64"), thresholds[c, d][i].astype("float64")
 
 
 def _item_rest_corr(y: np.ndarray, s: np.ndarray, i: np.ndarray, n_subjects: int, n_items: int) -> np.ndarray:
@@ -302,7 +337,7 @@ def posterior_predictive_check(
     chains, draws = _draw_index(result, n_draws)
     replicated = _replicate(result, data, chains, draws, rng)
     n_rep = len(replicated[0])
-    quasi = not data.is_binary
+    quasi = _is_quasi(data)
     notes = []
     if quasi:
         notes.append(
@@ -317,7 +352,7 @@ def posterior_predictive_check(
             alpha=alpha,
             n_draws=n_rep,
             approximate=result.approximate,
-            likelihood=_likelihood_name(data),
+            likelihood=_likelihood_name(data, result.spec.kind),
             notes=list(notes),
         )
     return PredictiveCheck(
@@ -404,13 +439,26 @@ def _replicate(
     item_rest = np.empty((n_rep, n_i))
     subj_total = np.empty((n_rep, n_s))
     n_item = np.maximum(np.bincount(i, minlength=n_i), 1)
-    for k, (_, _, eta, guessing) in enumerate(_response_predictors(result, data, chains, draws)):
-        p = irt.sigmoid_mix(eta, guessing)
-        rep = (rng.random(len(p)) < p).astype("float64")
+    for k, rep in enumerate(_replications(result, data, chains, draws, rng)):
         item_mean[k] = np.bincount(i, weights=rep, minlength=n_i) / n_item
         item_rest[k] = _item_rest_corr(rep, s, i, n_s, n_i)
         subj_total[k] = np.bincount(s, weights=rep, minlength=n_s)
     return item_mean, item_rest, subj_total
+
+
+def _replications(
+    result: Fit, data: ResponseData, chains: np.ndarray, draws: np.ndarray, rng: np.random.Generator
+) -> Iterator[np.ndarray]:
+    """One replicated response per row of ``data``, per (chain, draw): 0/1 draws, or categories of a graded fit."""
+    kind = result.spec.kind
+    if kind in GRADED_LIKELIHOODS:
+        for _, _, theta, a, b in _graded_rows(result, data, chains, draws):
+            cumulative = np.cumsum(irt.graded_probabilities(theta, a, b, kind=kind), axis=-1)
+            yield (rng.random(len(theta))[:, None] > cumulative[:, :-1]).sum(axis=1).astype("float64")
+        return
+    for _, _, eta, guessing in _response_predictors(result, data, chains, draws):
+        p = irt.sigmoid_mix(eta, guessing)
+        yield (rng.random(len(p)) < p).astype("float64")
 
 
 # ---------------------------------------------------------------------------------------------- LOO
@@ -429,7 +477,8 @@ def log_likelihood(result: Fit, data: ResponseData, *, n_draws: int | None = 100
     -------
     xarray.DataArray
         ``log_likelihood`` (chain, draw, response); coords ``subject`` and ``item`` on ``response``. ``attrs``:
-        ``likelihood`` (``"bernoulli"`` or ``"fractional-logit quasi-likelihood"``), ``quasi_likelihood`` and,
+        ``likelihood`` (``"bernoulli"``, ``"fractional-logit quasi-likelihood"`` or, for a graded fit, the
+        categorical likelihood of its model, :data:`GRADED_LIKELIHOODS`), ``quasi_likelihood`` and,
         for fractional responses, ``note`` (:data:`QUASI_LIKELIHOOD_NOTE`, also given as a warning): the
         values are then quasi-log-likelihoods, not comparable with those of binary responses.
 
@@ -447,10 +496,15 @@ def log_likelihood(result: Fit, data: ResponseData, *, n_draws: int | None = 100
     chains, draws = _draw_index(result, n_draws)
     y = data.values
     out = np.empty((len(chains), len(draws), data.n_responses))
-    for c, d, eta, guessing in _response_predictors(result, data, chains, draws):
-        out[c, d] = irt.log_likelihood(y, eta, guessing)
-    quasi = not data.is_binary
-    attrs: dict[str, Any] = {"likelihood": _likelihood_name(data), "quasi_likelihood": int(quasi)}
+    kind = result.spec.kind
+    if kind in GRADED_LIKELIHOODS:
+        for c, d, theta, a, b in _graded_rows(result, data, chains, draws):
+            out[c, d] = irt.graded_log_likelihood(y, theta, a, b, kind=kind)
+    else:
+        for c, d, eta, guessing in _response_predictors(result, data, chains, draws):
+            out[c, d] = irt.log_likelihood(y, eta, guessing)
+    quasi = _is_quasi(data)
+    attrs: dict[str, Any] = {"likelihood": _likelihood_name(data, kind), "quasi_likelihood": int(quasi)}
     if quasi:
         attrs["note"] = QUASI_LIKELIHOOD_NOTE
         warnings.warn(QUASI_LIKELIHOOD_NOTE, UserWarning, stacklevel=2)
@@ -550,9 +604,9 @@ def compare_fits(
     table.attrs.update(
         pareto_k_max=pareto_k_max,
         approximate=any(f.approximate for f in fits.values()),
-        likelihood=_likelihood_name(data),
+        likelihood=" / ".join(sorted({_likelihood_name(data, f.spec.kind) for f in fits.values()})),
     )
-    if not data.is_binary:
+    if _is_quasi(data):
         table.attrs["note"] = QUASI_LIKELIHOOD_NOTE
         warnings.warn(QUASI_LIKELIHOOD_NOTE, UserWarning, stacklevel=2)
     return table

@@ -375,8 +375,8 @@ def _judge_variables(
         excluded = np.asarray(rhat[name].attrs["excluded"])  # excluded_elements(post[name])
         checked = ~excluded
         draws = post[name].transpose("chain", "draw", ...).to_numpy()
-        nonfinite = np.count_nonzero(~np.isfinite(draws), axis=(0, 1))
-        if nonfinite.any():  # never excluded: excluded_elements requires finite draws
+        nonfinite = np.where(excluded, 0, np.count_nonzero(~np.isfinite(draws), axis=(0, 1)))
+        if nonfinite.any():  # never excluded but for absent thresholds (NaN in every draw by construction)
             first = int(np.flatnonzero(np.ravel(nonfinite > 0))[0])
             problems.append(
                 f"{int(np.sum(nonfinite))} non-finite (NaN or infinite) draw(s) in {name}, first at "

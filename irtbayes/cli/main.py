@@ -294,6 +294,7 @@ def _audit_from_args(fit_result: object, data: object, args: argparse.Namespace)
         group=args.group.split(",") if args.group else None,
         ci_prob=args.ci,
         ensemble=getattr(args, "ensemble", "auto"),
+        graded_points=getattr(args, "graded_points", "location"),
         progress=not getattr(args, "no_progress", False),
         calibrated_intervals=not getattr(args, "posterior_intervals", False),
         self_check=getattr(args, "self_check", 0),

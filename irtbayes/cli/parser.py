@@ -108,7 +108,13 @@ def _edges(text: str) -> list[float]:
 def add_fit_options(parser: argparse.ArgumentParser) -> None:
     """Options of the model and the sampler; shared by ``fit`` and ``audit``."""
     group = parser.add_argument_group("the model and the sampler")
-    group.add_argument("--model", choices=("1pl", "2pl", "3pl"), default="2pl", help="IRT model (default 2pl)")
+    group.add_argument(
+        "--model",
+        choices=("1pl", "2pl", "3pl", "grm", "gpcm"),
+        default="2pl",
+        help="IRT model (default 2pl); grm (graded response) or gpcm (generalised partial credit) for ordinal "
+        "responses (--response-kind ordinal), where binary items are the two-category case",
+    )
     group.add_argument(
         "--hierarchy",
         choices=("auto", "none", "benchmark", "benchmark+domain"),
@@ -207,6 +213,13 @@ def add_target_arguments(parser: argparse.ArgumentParser) -> None:
         default="auto",
         help="item locations for coverage, DDM and Maximum Gap: deconvolved under each benchmark's estimated "
         "difficulty distribution (auto: when the fit allows) or the fit's draws",
+    )
+    parser.add_argument(
+        "--graded-points",
+        choices=("location", "thresholds"),
+        default="location",
+        help="graded fits (grm, gpcm): count each item at its location (where its expected score is half the "
+        "maximum; default) or at each of its thresholds in coverage, DDM and the gaps",
     )
 
 

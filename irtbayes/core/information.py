@@ -31,6 +31,7 @@ from irtbayes.core.errors import SpecError
 __all__ = [
     "DEFAULT_GRID_POINTS",
     "curves_by_blocks",
+    "graded_curves",
     "item_blocks",
     "item_curves",
     "scope_curves",
@@ -109,6 +110,53 @@ def item_curves(
     with np.errstate(invalid="ignore", divide="ignore"):
         info = np.where(p > 0, a * a * (1 - c) * sigma * sigma * (1 - sigma) / p, 0.0)
     return p, slope, info
+
+
+def graded_curves(
+    theta: np.ndarray, discrimination: np.ndarray, thresholds: np.ndarray, *, kind: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Graded items' expected score as a share of the maximum, its slope, and the information, on a grid.
+
+    Parameters
+    ----------
+    theta
+        (grid,) abilities.
+    discrimination
+        (draw, item) a.
+    thresholds
+        (draw, item, boundary) b_k, NaN past an item's own.
+    kind
+        ``"grm"`` or ``"gpcm"``.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        E[Y] / (K - 1), its derivative and the Fisher information (:func:`irtbayes.core.irt.graded_information`),
+        each (draw, grid, item). For a binary item (K = 2) they are the 2PL's P, P' and I of :func:`item_curves`.
+
+    Examples
+    --------
+    >>> theta = np.array([-1.0, 0.0, 1.0])
+    >>> p, slope, info = graded_curves(theta, np.array([[2.0]]), np.array([[[0.0]]]), kind="grm")
+    >>> p2, slope2, info2 = item_curves(theta, np.array([[0.0]]), np.array([[2.0]]))
+    >>> bool(np.allclose(p, p2) and np.allclose(slope, slope2) and np.allclose(info, info2))
+    True
+    """
+    a = np.atleast_2d(np.asarray(discrimination, dtype="float64"))[:, None, :]  # (draw, 1, item)
+    cuts = np.asarray(thresholds, dtype="float64")[:, None, :, :]  # (draw, 1, item, boundary)
+    grid = np.asarray(theta, dtype="float64")[None, :, None]  # (1, grid, 1)
+    top = np.count_nonzero(~np.isnan(cuts), axis=-1).astype("float64")  # K - 1
+    probs = irt.graded_probabilities(grid, a, cuts, kind=kind)  # (draw, grid, item, Kmax)
+    k = np.arange(probs.shape[-1], dtype="float64")
+    mean = probs @ k
+    if kind == "grm":
+        with np.errstate(invalid="ignore"):
+            above = irt.probability(grid[..., None], cuts, a[..., None])  # P(Y >= k), NaN past an item's own
+        slope = a * np.nansum(above * (1 - above), axis=-1)
+    else:  # GPCM: dE/dtheta = a Var(Y)
+        slope = a * (probs @ (k * k) - mean * mean)
+    info = irt.graded_information(grid, a, cuts, kind=kind)
+    return mean / top, slope / top, info
 
 
 def test_information(
@@ -206,8 +254,13 @@ def curves_by_blocks(
     guessing: np.ndarray | None,
     *,
     blocks: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    thresholds: np.ndarray | None = None,
+    graded: str | None = None,
 ) -> dict[str, np.ndarray]:
-    """:func:`scope_curves` with the item blocks of :func:`item_blocks` computed once by the caller."""
+    """:func:`scope_curves` with the item blocks of :func:`item_blocks` computed once by the caller.
+
+    Graded items (``graded`` their kind, ``thresholds`` (draw, item, boundary)) use :func:`graded_curves`.
+    """
     order, starts, block_rows, size = blocks
 
     def reorder(values: np.ndarray | None) -> np.ndarray | None:
@@ -215,7 +268,13 @@ def curves_by_blocks(
 
     b = reorder(difficulty)
     assert b is not None
-    p, slope, info = item_curves(theta, b, reorder(discrimination), reorder(guessing))
+    if graded is not None:
+        if thresholds is None or discrimination is None:
+            raise ValueError("graded curves need the items' thresholds and discriminations")
+        cuts = np.asarray(thresholds, dtype="float64")[:, order]
+        p, slope, info = graded_curves(theta, reorder(discrimination), cuts, kind=graded)  # type: ignore[arg-type]
+    else:
+        p, slope, info = item_curves(theta, b, reorder(discrimination), reorder(guessing))
     totals = {
         name: np.add.reduceat(arr, starts, axis=2) @ block_rows
         for name, arr in (("p", p), ("slope", slope), ("info", info))

@@ -595,7 +595,7 @@ def empirical_bayes(data: ResponseData, spec: ModelSpec, settings: ApproxSetting
     """
     settings = settings or ApproxSettings()
     inputs = model_inputs(data, spec)
-    if inputs.spec.kind == "3pl" or inputs.spec.dims != "one":
+    if inputs.spec.kind not in ("1pl", "2pl") or inputs.spec.dims != "one":
         raise SpecError(
             "empirical-Bayes modes are for 1PL and 2PL models with one ability dimension, "
             f"not kind={inputs.spec.kind!r}, dims={inputs.spec.dims!r}"
@@ -610,7 +610,7 @@ def empirical_bayes(data: ResponseData, spec: ModelSpec, settings: ApproxSetting
 
 def _check_supported(spec: ModelSpec) -> None:
     """Refuse a spec the approximate tier does not fit (3PL, several dimensions, abilities not standardised)."""
-    if spec.kind == "3pl" or spec.dims != "one" or spec.identification != "standardise":
+    if spec.kind not in ("1pl", "2pl") or spec.dims != "one" or spec.identification != "standardise":
         raise SpecError(
             "sampler='approx' fits 1PL and 2PL models with one standardised ability dimension; "
             f"got kind={spec.kind!r}, dims={spec.dims!r}, identification={spec.identification!r} (use NUTS)"

@@ -53,7 +53,7 @@ from irtbayes.fitting.trace import choose_chains, complete_part, completed_draws
 from irtbayes.fitting.until_converged import StopRule
 from irtbayes.model.build import add_derived, build_model
 from irtbayes.model.inputs import model_inputs
-from irtbayes.model.spec import SMALL_BANK_ITEMS, ModelSpec
+from irtbayes.model.spec import GRADED_KINDS, SMALL_BANK_ITEMS, ModelSpec
 
 __all__ = [
     "fit",
@@ -395,8 +395,9 @@ def _build_and_sample(
     with InterruptWatch() as watch:
         try:
             if sampler == "numpyro" and spec.layout in ("auto", "fused"):
-                resolved = model_inputs(data, spec).spec.layout
-                if resolved == "fused":  # the fused Op has no JAX implementation
+                resolved = model_inputs(data, spec).spec
+                # the fused Op has no JAX implementation; graded models default to long, which it does not take
+                if resolved.layout == "fused" or (resolved.kind in GRADED_KINDS and resolved.layout == "long"):
                     spec = spec.replace(layout="dense")
             model = build_model(data, spec)
             spec = model.irtbayes_spec  # resolved

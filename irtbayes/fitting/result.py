@@ -45,7 +45,7 @@ __all__ = [
 
 #: Version of the saved-fit folder layout; :func:`load_fit` refuses other versions.
 FORMAT_VERSION = 1
-ITEM_PARAMETERS = ("difficulty", "discrimination", "intercept", "guessing")
+ITEM_PARAMETERS = ("difficulty", "discrimination", "intercept", "guessing", "location", "threshold")
 _PACKAGES = ("irtbayes", "pymc", "pytensor", "nutpie", "arviz", "arviz-stats", "numpy", "pandas", "xarray", "h5netcdf")
 
 
@@ -139,6 +139,15 @@ class Fit:
                 + (f"; {hint}" if hint else "")
             )
 
+    def require_binary_model(self, what: str) -> None:
+        """Raise :class:`~irtbayes.core.errors.SpecError` when this is a graded (GRM, GPCM) fit: ``what`` works with
+        the binary models' item parameters (b, a, c) only."""
+        if self.spec.kind in ("grm", "gpcm"):
+            raise SpecError(
+                f"{what} works with binary IRT models (1PL, 2PL, 3PL); this is a {self.spec.kind.upper()} fit of graded "
+                "items, whose fit, model checks, scores and audit are supported"
+            )
+
     def partial_text(self) -> str:
         """For a partial fit, one sentence saying so and how far the run got; else ``""``."""
         if not self.partial:
@@ -217,16 +226,24 @@ class Fit:
         pandas.DataFrame
             Columns ``item``, ``benchmark``, ``domain``, ``n_responses``, ``mean_response``, and for p in
             ``difficulty``, ``discrimination``, ``intercept`` (and ``guessing`` for 3PL): ``p_mean``,
-            ``p_sd``, ``p_ci_low``, ``p_ci_high``; then ``ci_prob``. ``attrs`` records ``ci_prob`` and
+            ``p_sd``, ``p_ci_low``, ``p_ci_high``; then ``ci_prob``. Graded fits add ``location_*`` and, per
+            threshold k, ``thresholdk_*`` and ``interceptk_*`` (mirt's d_k; NaN where an item has fewer
+            categories). ``attrs`` records ``ci_prob`` and
             ``approximate``.
         """
         check_prob(ci_prob)
         post = self.posterior
         table = pd.DataFrame(self._item_columns())
         for name in ITEM_PARAMETERS:
-            if name in post:
-                for col, values in _summaries(post[name], ci_prob).items():
-                    table[f"{name}_{col}"] = values
+            if name not in post:
+                continue
+            if "boundary" in post[name].dims:  # graded: one column set per threshold (threshold1_mean, ...)
+                for k in post[name]["boundary"].values:
+                    for col, values in _summaries(post[name].sel(boundary=k), ci_prob).items():
+                        table[f"{name}{k}_{col}"] = values
+                continue
+            for col, values in _summaries(post[name], ci_prob).items():
+                table[f"{name}_{col}"] = values
         table["ci_prob"] = ci_prob
         return self._table_attrs(table, ci_prob)
 
@@ -455,7 +472,11 @@ class Fit:
             return forest_rows(
                 self.subjects_table(ci_prob), prefix="ability", label="subject", max_rows=max_rows, ax=ax
             )
-        if var_name not in ITEM_PARAMETERS or var_name not in self.posterior:
+        if (
+            var_name not in ITEM_PARAMETERS
+            or var_name not in self.posterior
+            or "boundary" in self.posterior[var_name].dims
+        ):
             raise SpecError(
                 f"no item parameter {var_name!r} in this fit; choose from {[p for p in ITEM_PARAMETERS if p in self.posterior]} or 'ability'"
             )
@@ -657,10 +678,17 @@ def derived_names(spec: ModelSpec) -> list[str]:
 
 
 def fit_constant_data(data: ResponseData) -> xr.Dataset:
-    """Per-item and per-subject counts that tables and flags need without the data."""
+    """Per-item and per-subject counts that tables and flags need without the data.
+
+    Mean responses are shares of the most an item can score: for ordinal responses the category code over
+    K - 1 (and ``item_n_categories`` records each item's K).
+    """
     s = data.subject_codes
     i = data.item_codes
     y = data.values
+    ordinal = data.response_kind == "ordinal"
+    if ordinal:
+        y = y / (data.n_categories[i] - 1)
     n_items = np.bincount(i, minlength=data.n_items)
     n_subj = np.bincount(s, minlength=data.n_subjects)
     item_mean = np.bincount(i, weights=y, minlength=data.n_items) / np.maximum(n_items, 1)
@@ -687,6 +715,7 @@ def fit_constant_data(data: ResponseData) -> xr.Dataset:
             "item_rest_corr": ("item", corr),
             "subject_n_responses": ("subject", n_subj.astype("int64")),
             "subject_mean_response": ("subject", subj_mean),
+            **({"item_n_categories": ("item", data.n_categories.astype("int64"))} if ordinal else {}),
         },
         coords={
             "item": data.item_ids.to_numpy(dtype=str),

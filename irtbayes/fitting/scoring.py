@@ -15,6 +15,7 @@ from irtbayes.core.errors import DataError, SpecError
 from irtbayes.core.summaries import spaced
 from irtbayes.data.responses import ResponseData
 from irtbayes.fitting.result import Fit, check_prob, draws_table
+from irtbayes.model.spec import GRADED_KINDS
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -201,6 +202,8 @@ def score(
         v = post[name].transpose("chain", "draw", "item").values
         return v.reshape(n_total, -1)[pick][:, cols]
 
+    if result.spec.kind in GRADED_KINDS:
+        return _score_graded(result, new_responses, pick=pick, cols=cols, grid=grid, rng=rng)
     a, b = flat("discrimination"), flat("difficulty")
     c = flat("guessing") if "guessing" in post else None
     y = np.zeros((new_responses.n_subjects, new_responses.n_items))
@@ -223,6 +226,39 @@ def score(
             prob = irt.grid_posterior(l1 @ yw.T + l0 @ nw.T, grid)  # grid x subject
             out[s, :, g] = irt.sample_grid(prob, grid, rng)
     return _scores(out, new_responses, [d for d, _ in groups] if multi else None, approximate=result.approximate)
+
+
+def _score_graded(
+    result: Fit, new: ResponseData, *, pick: np.ndarray, cols: np.ndarray, grid: np.ndarray, rng: np.random.Generator
+) -> Scores:
+    """:func:`score` for a graded fit: the grid posterior sums log P(Y = y) of each response's category."""
+    post = result.posterior
+    kind = result.spec.kind
+    if "dim" in post["ability"].dims:
+        raise SpecError("score: graded fits with abilities by domain are not scored yet; score a one-dimensional fit")
+    n_total = post.sizes["chain"] * post.sizes["draw"]
+    thresholds = post["threshold"].transpose("chain", "draw", "item", "boundary").values
+    thresholds = thresholds.reshape(n_total, *thresholds.shape[2:])[pick][:, cols].astype("float64")
+    a = post["discrimination"].transpose("chain", "draw", "item").values.reshape(n_total, -1)[pick][:, cols]
+    n_categories = 1 + np.count_nonzero(~np.isnan(thresholds[0]), axis=-1)  # (item,), from the fit
+    codes = new.values
+    if np.any(codes != np.round(codes)) or np.any(codes >= n_categories[new.item_codes]):
+        row = int(np.flatnonzero((codes != np.round(codes)) | (codes >= n_categories[new.item_codes]))[0])
+        raise DataError(
+            f"{new.source}: the response of subject '{new.responses['subject'].iloc[row]}' to item "
+            f"'{new.responses['item'].iloc[row]}' is {codes[row]:g}, not one of the item's categories in the fit "
+            f"(codes 0..{n_categories[new.item_codes[row]] - 1}); read the responses as the fit's categories"
+        )
+    n_max = thresholds.shape[-1] + 1
+    onehot = np.zeros((new.n_subjects, new.n_items, n_max))
+    onehot[new.subject_codes, new.item_codes, codes.astype("int64")] = 1.0
+    out = np.zeros((len(pick), new.n_subjects, 1))
+    for s in range(len(pick)):
+        logp = irt.graded_log_probabilities(grid[:, None], a[s][None, :], thresholds[s][None, :], kind=kind)
+        logp = np.where(np.isfinite(logp), logp, 0.0)  # categories an item lacks: never observed
+        prob = irt.grid_posterior(np.einsum("gik,sik->gs", logp, onehot), grid)  # grid x subject
+        out[s, :, 0] = irt.sample_grid(prob, grid, rng)
+    return _scores(out, new, None, approximate=result.approximate)
 
 
 def _scores(out: np.ndarray, responses: ResponseData, dims: list[str] | None, *, approximate: bool) -> Scores:

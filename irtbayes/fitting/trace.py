@@ -24,6 +24,9 @@ __all__ = [
 def completed_draws(posterior: xr.Dataset, *, draws: int) -> np.ndarray:
     """Per chain, the draws before the first incomplete one (nutpie pads chains cut short with NaN).
 
+    Variables with a ``boundary`` dim (a graded model's thresholds) are NaN by construction where an item has
+    fewer categories than the most, so they do not mark a draw incomplete; the others do.
+
     Returns
     -------
     numpy.ndarray
@@ -39,7 +42,9 @@ def completed_draws(posterior: xr.Dataset, *, draws: int) -> np.ndarray:
     """
     n_chains = int(posterior.sizes.get("chain", 0))
     n_draws = int(posterior.sizes.get("draw", 0))
-    floats = [v for v in posterior.data_vars.values() if np.issubdtype(v.dtype, np.floating)]
+    floats = [
+        v for v in posterior.data_vars.values() if np.issubdtype(v.dtype, np.floating) and "boundary" not in v.dims
+    ]
     if n_chains == 0 or n_draws == 0:
         return np.zeros(n_chains, dtype="int64")
     if n_draws == draws and all(bool(np.isfinite(v.isel(draw=-1)).all()) for v in floats):

@@ -15,9 +15,9 @@ import pandas as pd
 
 from irtbayes.core.errors import SpecError
 from irtbayes.data.responses import ResponseData
-from irtbayes.model.spec import SMALL_BANK_ITEMS, UNLABELLED, ModelSpec
+from irtbayes.model.spec import GRADED_KINDS, SMALL_BANK_ITEMS, UNLABELLED, ModelSpec
 
-__all__ = ["ModelInputs", "model_inputs"]
+__all__ = ["ModelInputs", "model_inputs", "step_items"]
 
 
 @dataclass(frozen=True)
@@ -44,6 +44,7 @@ class ModelInputs:
     benchmark_domain: np.ndarray | None  #: domain code per benchmark
     item_domain: np.ndarray | None  #: domain code per item
     chance: np.ndarray  #: 1 / n_options per item (NaN where unknown)
+    n_categories: np.ndarray | None = None  #: graded models: categories per item (2 for a binary item)
 
     def key(self) -> str:
         """SHA-256 of everything here: equal keys build the same model (the sampler reuses its compilation).
@@ -112,6 +113,14 @@ def model_inputs(data: ResponseData, spec: ModelSpec) -> ModelInputs:
         chance = np.where(n_opt >= 2, 1.0 / np.where(n_opt >= 2, n_opt, 1.0), np.nan)
     else:
         chance = np.full(data.n_items, np.nan)
+    if resolved.kind in GRADED_KINDS:
+        n_categories = np.asarray(data.n_categories, dtype="int64")
+        coords["boundary"] = [str(k) for k in range(1, int(n_categories.max()))]
+        steps = _steps(data, n_categories)
+        if steps:
+            coords["item_step"] = steps
+    else:
+        n_categories = None
     return ModelInputs(
         spec=resolved,
         coords=coords,
@@ -122,7 +131,34 @@ def model_inputs(data: ResponseData, spec: ModelSpec) -> ModelInputs:
         benchmark_domain=benchmark_domain,
         item_domain=item_domain,
         chance=chance,
+        n_categories=n_categories,
     )
+
+
+def _steps(data: ResponseData, n_categories: np.ndarray) -> list[str]:
+    """Labels of the gaps between consecutive thresholds, item by item: ``"<item>[k]"`` is the gap between
+    thresholds k and k + 1 (an item of K categories has K - 2; a binary item none)."""
+    return [f"{item}[{k}]" for item, n in zip(data.item_ids, n_categories, strict=True) for k in range(1, int(n) - 1)]
+
+
+def step_items(inputs: ModelInputs) -> tuple[np.ndarray, np.ndarray]:
+    """For each gap of ``inputs.coords["item_step"]``, its item's code and its position among the item's gaps (from 0).
+
+    Examples
+    --------
+    >>> from irtbayes.data.simulate import simulate_responses
+    >>> data, _ = simulate_responses(30, 3, kind="grm", n_categories=[2, 4, 3], missing=0.0, seed=1)
+    >>> inputs = model_inputs(data, ModelSpec(kind="grm"))
+    >>> inputs.coords["item_step"]
+    ['item00001[1]', 'item00001[2]', 'item00002[1]']
+    >>> [values.tolist() for values in step_items(inputs)]
+    [[1, 1, 2], [0, 1, 0]]
+    """
+    assert inputs.n_categories is not None
+    gaps = np.maximum(inputs.n_categories - 2, 0)
+    item = np.repeat(np.arange(len(gaps)), gaps)
+    position = np.arange(int(gaps.sum())) - np.repeat(np.cumsum(gaps) - gaps, gaps)
+    return item.astype("int64"), position.astype("int64")
 
 
 def _check_supported(data: ResponseData, spec: ModelSpec) -> None:
@@ -138,6 +174,17 @@ def _check_supported(data: ResponseData, spec: ModelSpec) -> None:
         raise SpecError(
             f"{data.source}: responses are fractional (scores strictly between 0 and 1) but the spec has "
             "fractional='error'; use fractional='quasi' for the fractional-logit quasi-likelihood"
+        )
+    kind = data.response_kind
+    if spec.kind in GRADED_KINDS and kind == "fraction":
+        raise SpecError(
+            f"{data.source}: responses are fractional scores, but model '{spec.kind}' is for ordinal categories; "
+            "read them as categories (scoring='ordinal', with categories or bins) or fit a binary model"
+        )
+    if spec.kind not in GRADED_KINDS and kind == "ordinal":
+        raise SpecError(
+            f"{data.source}: responses are ordinal ({int(data.n_categories.max())} categories at most); fit them "
+            "with model 'grm' or 'gpcm', or collapse them to 0/1 for a binary model"
         )
     if spec.identification == "standardise" and data.n_subjects < 3:
         raise SpecError(
@@ -204,7 +251,12 @@ def _resolve(spec: ModelSpec, data: ResponseData, labels: _Labels) -> ModelSpec:
         raise SpecError(f"{data.source}: dims='domain' needs items labelled with at least 2 domains (found {n_domain})")
     layout = spec.layout
     n_cells = data.n_subjects * data.n_items
-    if layout == "auto":
+    if spec.kind in GRADED_KINDS:
+        if layout == "fused":
+            raise SpecError("layout='fused' is for 1PL and 2PL models; graded models use 'long' or 'dense'")
+        if layout == "auto":
+            layout = "long"
+    elif layout == "auto":
         if data.n_responses >= 0.5 * n_cells and n_cells <= 50_000_000:
             layout = "fused" if spec.kind in ("1pl", "2pl") else "dense"
         else:

@@ -2,7 +2,8 @@
 
 ``"long"`` (one term per response), ``"dense"`` (a subject x item matrix, masked where missing) and
 ``"fused"`` (1PL/2PL only: :class:`FusedBernoulliLogit`, value and gradient in one numba pass). Fractional
-scores enter the same Bernoulli-logit terms (the fractional-logit quasi-likelihood).
+scores enter the same Bernoulli-logit terms (the fractional-logit quasi-likelihood). Graded responses
+(category codes) have their own terms, :func:`graded_terms` (long or dense layout).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from pytensor.link.numba.dispatch.basic import numba_njit, register_funcify_defa
 from irtbayes.core.errors import SpecError
 from irtbayes.model.inputs import ModelInputs
 
-__all__ = ["FusedBernoulliLogit", "fused_bernoulli_logit", "response_loglik"]
+__all__ = ["FusedBernoulliLogit", "fused_bernoulli_logit", "graded_terms", "response_loglik"]
 
 
 def _bernoulli_terms(y: Any, eta: Any, guessing: Any) -> Any:
@@ -37,6 +38,49 @@ def _bernoulli_terms(y: Any, eta: Any, guessing: Any) -> Any:
     log_p = pt.logaddexp(log_c, log_1mc - pt.softplus(-eta))
     log_q = log_1mc - pt.softplus(eta)
     return y * log_p + (1 - y) * log_q
+
+
+def graded_terms(y: Any, theta: Any, discrimination: Any, thresholds: Any, n_categories: Any, *, kind: str) -> Any:
+    """Per-response log P(Y = y) of a graded model, broadcast over the leading axes.
+
+    ``y`` holds category codes (0..K-1, any float or int type), ``theta`` and ``discrimination`` broadcast to
+    ``y``'s shape, ``thresholds`` to that shape plus a last axis of length Kmax - 1 (the item's thresholds
+    b_1 < ... < b_{K-1}, padded with *finite* values beyond an item's own: padding never enters a term, but a
+    NaN there would reach the gradient), ``n_categories`` (K per item) to ``y``'s shape.
+
+    - ``kind="grm"``: P(Y >= k) = sigmoid(a (theta - b_k)); log P(Y = k) = log sigmoid(x) + log sigmoid(-z) +
+      log(1 - exp(-a (b_{k+1} - b_k))) with x = a (theta - b_k), z = a (theta - b_{k+1}); the lowest
+      category has only the second term and the highest only the first (so K = 2 is the 2PL). The last term
+      depends on the gap between the thresholds only, not on theta: it stays exact where the two cumulative
+      probabilities are nearly equal.
+    - ``kind="gpcm"``: P(Y = k) proportional to exp(sum_{v <= k} a (theta - b_v)), normalised over the
+      item's K categories.
+
+    The same probabilities in numpy are :func:`irtbayes.core.irt.graded_log_probabilities`.
+    """
+    n_thresholds = thresholds.shape[-1]
+    ks = pt.arange(n_thresholds)
+    y = pt.cast(y, "int64")
+    n_categories = pt.cast(n_categories, "int64")
+    eta = discrimination[..., None] * (theta[..., None] - thresholds)  # (..., Kmax - 1): a (theta - b_k)
+    if kind == "grm":
+        at_low = pt.eq(ks, y[..., None] - 1)  # b_y, the threshold below y (none for y = 0)
+        at_high = pt.eq(ks, y[..., None])  # b_{y+1}, the one above (none for y = K - 1)
+        x = pt.switch(at_low, eta, 0.0).sum(axis=-1)
+        z = pt.switch(at_high, eta, 0.0).sum(axis=-1)
+        has_low = pt.ge(y, 1)
+        has_high = pt.lt(y, n_categories - 1)
+        both = has_low & has_high
+        gap = pt.switch(both, x - z, 1.0)  # a (b_{y+1} - b_y) > 0 when both exist
+        terms = pt.switch(has_low, -pt.softplus(-x), 0.0) + pt.switch(has_high, -pt.softplus(z), 0.0)
+        return terms + pt.switch(both, pt.log1mexp(-gap), 0.0)
+    if kind != "gpcm":
+        raise SpecError(f"graded_terms: kind must be 'grm' or 'gpcm', got {kind!r}")
+    zero = pt.zeros_like(eta[..., :1])
+    cumulative = pt.concatenate([zero, pt.cumsum(eta, axis=-1)], axis=-1)  # (..., Kmax): category k's score
+    valid = pt.lt(pt.arange(n_thresholds + 1), n_categories[..., None])
+    chosen = pt.switch(pt.eq(pt.arange(n_thresholds + 1), y[..., None]), cumulative, 0.0).sum(axis=-1)
+    return chosen - pt.logsumexp(pt.switch(valid, cumulative, -np.inf), axis=-1)
 
 
 # ---------------------------------------------------------------------------------------------- fused likelihood
@@ -240,8 +284,14 @@ def response_loglik(
     *,
     n_subjects: int,
 ) -> Any:
-    """The summed log-likelihood of ``inputs.response`` (float64), in the layout of ``inputs.spec``."""
+    """The summed log-likelihood of ``inputs.response`` (float64), in the layout of ``inputs.spec``.
+
+    Graded models (``spec.kind`` ``"grm"`` or ``"gpcm"``) pass their thresholds (item, Kmax - 1) as
+    ``difficulty`` (see :func:`graded_terms`) and no guessing.
+    """
     spec = inputs.spec
+    if spec.kind in ("grm", "gpcm"):
+        return _graded_loglik(inputs, ability, difficulty, discrimination, n_subjects=n_subjects)
     n_items = len(inputs.coords["item"])
     dtype = "float32" if spec.precision == "float32" else "float64"
 
@@ -287,3 +337,36 @@ def response_loglik(
     g = None if guessing is None else cast(guessing[i])
     terms = _bernoulli_terms(pt.as_tensor(inputs.response.astype(dtype)), eta, g)
     return pt.cast(terms, "float64").sum()
+
+
+def _graded_loglik(inputs: ModelInputs, ability: Any, thresholds: Any, discrimination: Any, *, n_subjects: int) -> Any:
+    """The summed log-likelihood of graded responses, long or dense (the numpyro sampler's layout)."""
+    spec = inputs.spec
+    assert inputs.n_categories is not None
+    n_items = len(inputs.coords["item"])
+    if spec.precision == "float32":
+        raise SpecError("graded models are fitted in float64 (precision='float32' is for the binary dense layout)")
+    item_dim = inputs.item_domain if spec.dims == "domain" else None
+    if spec.dims == "domain" and item_dim is None:
+        raise SpecError("dims='domain' needs each item's domain; build the inputs with model_inputs")
+    if spec.layout == "dense":
+        y = np.zeros((n_subjects, n_items))
+        w = np.zeros((n_subjects, n_items))
+        y[inputs.subject_code, inputs.item_code] = inputs.response
+        w[inputs.subject_code, inputs.item_code] = 1.0
+        theta = ability[:, item_dim] if item_dim is not None else ability[:, None]
+        terms = graded_terms(
+            pt.constant(y, name="responses"),
+            theta,
+            discrimination[None, :],
+            thresholds[None, :, :],
+            inputs.n_categories[None, :],
+            kind=spec.kind,
+        )
+        return (pt.constant(w, name="observed") * terms).sum()
+    s, i = inputs.subject_code, inputs.item_code
+    theta = ability[s, item_dim[i]] if item_dim is not None else ability[s]
+    terms = graded_terms(
+        inputs.response.astype("int64"), theta, discrimination[i], thresholds[i], inputs.n_categories[i], kind=spec.kind
+    )
+    return terms.sum()

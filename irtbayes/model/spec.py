@@ -17,6 +17,7 @@ from irtbayes.core.errors import SpecError, refuse_unknown
 
 __all__ = [
     "DIMS",
+    "GRADED_KINDS",
     "HIERARCHIES",
     "IDENTIFICATIONS",
     "KINDS",
@@ -28,7 +29,9 @@ __all__ = [
 ]
 
 
-KINDS = ("1pl", "2pl", "3pl")
+KINDS = ("1pl", "2pl", "3pl", "grm", "gpcm")
+#: Models of graded (ordinal) responses: Samejima's graded response model and Muraki's generalised partial credit.
+GRADED_KINDS = ("grm", "gpcm")
 HIERARCHIES = ("auto", "none", "benchmark", "benchmark+domain")
 DIMS = ("one", "domain")
 IDENTIFICATIONS = ("standardise", "prior")
@@ -63,6 +66,13 @@ class Priors:
         3PL: centre the guessing prior on chance, 1 / ``n_options``, for items whose metadata gives it.
     ability_corr_eta
         ``dims="domain"``: LKJ concentration of the correlation between ability dimensions.
+    step_mu_mean, step_mu_sd, step_sd_scale, step_group_sd_scale
+        Graded models: the gaps between an item's consecutive thresholds, on the log scale for the GRM
+        (``log_step``; its thresholds are ordered) and as they are for the GPCM (``step``; may be negative).
+        Each gap ~ Normal(its item's location, ``*_sd``), ``*_sd ~ HalfNormal(step_sd_scale)``; the
+        locations pooled within benchmark and domain like the difficulties (``*_mu ~ Normal(step_mu_mean,
+        step_mu_sd)``, group sds ``HalfNormal(step_group_sd_scale)``). The defaults put a typical gap near 1
+        on the ability scale (log gap 0 for the GRM; the GPCM's prior mean is ``exp(step_mu_mean)`` too).
 
     Examples
     --------
@@ -86,6 +96,10 @@ class Priors:
     guessing_concentration: float = 20.0
     guessing_chance: bool = True
     ability_corr_eta: float = 2.0
+    step_mu_mean: float = 0.0
+    step_mu_sd: float = 1.0
+    step_sd_scale: float = 0.5
+    step_group_sd_scale: float = 0.25
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
@@ -96,7 +110,7 @@ class Priors:
                 continue
             if not isinstance(value, (int, float)) or isinstance(value, bool) or not np.isfinite(value):
                 raise SpecError(f"Priors.{f.name} must be a finite number, got {value!r}")
-            if f.name != "log_discrimination_mu_mean" and value <= 0:
+            if f.name not in ("log_discrimination_mu_mean", "step_mu_mean") and value <= 0:
                 raise SpecError(f"Priors.{f.name} must be positive, got {value!r}")
         if not 0 < self.guessing_mean < 1:
             raise SpecError(f"Priors.guessing_mean must be in (0, 1), got {self.guessing_mean}")
@@ -117,7 +131,9 @@ class ModelSpec:
     Attributes
     ----------
     kind
-        ``"1pl"``, ``"2pl"`` or ``"3pl"``.
+        ``"1pl"``, ``"2pl"`` or ``"3pl"`` for binary (or fractional) responses; ``"grm"`` (graded response)
+        or ``"gpcm"`` (generalised partial credit) for ordinal responses, where binary items are the
+        two-category case (the 2PL).
     hierarchy
         ``"auto"`` (deepest the labels allow), ``"none"``, ``"benchmark"`` or ``"benchmark+domain"``.
     dims
@@ -154,7 +170,7 @@ class ModelSpec:
     >>> ModelSpec(kind="4pl")
     Traceback (most recent call last):
     ...
-    irtbayes.core.errors.SpecError: ModelSpec.kind must be one of ['1pl', '2pl', '3pl'], got '4pl'
+    irtbayes.core.errors.SpecError: ModelSpec.kind must be one of ['1pl', '2pl', '3pl', 'grm', 'gpcm'], got '4pl'
     """
 
     kind: str = "2pl"

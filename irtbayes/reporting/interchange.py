@@ -90,7 +90,9 @@ def mirt_items(fit: Fit, *, layout: Layout = "irt", stat: Stat = "mean") -> pd.D
         A fitted model.
     layout
         ``"irt"``: columns ``a``, ``b``, ``g``, ``u`` (``IRTpars = TRUE``); ``"si"``: ``a1`` (... ``aK``),
-        ``d``, ``g``, ``u`` (slope-intercept, d = -a b).
+        ``d``, ``g``, ``u`` (slope-intercept, d = -a b). A graded fit has mirt's graded/gpcm columns
+        instead: ``a``, ``b1`` ... ``b{K-1}`` (``"irt"``) or ``a1``, ``d1`` ... ``d{K-1}`` (``"si"``; d_k = -a b_k),
+        NaN past an item's own categories.
     stat
         ``"mean"``: posterior means; ``"sd"``: posterior sds (NaN for parameters the model fixes).
 
@@ -132,6 +134,8 @@ def mirt_items(fit: Fit, *, layout: Layout = "irt", stat: Stat = "mean") -> pd.D
     fit = _with_derived(fit)
     table = fit.items_table()
     index = pd.Index(table["item"].astype(str).to_numpy(), name="item")
+    if fit.spec.kind in ("grm", "gpcm"):
+        return _mirt_graded(fit, table, index, layout=layout, stat=stat)
     fixed = np.full(len(table), np.nan) if stat == "sd" else None
     a = table[f"discrimination_{stat}"].to_numpy(dtype="float64")
     if "guessing_mean" in table.columns:
@@ -151,6 +155,20 @@ def mirt_items(fit: Fit, *, layout: Layout = "irt", stat: Stat = "mean") -> pd.D
             columns["a1"] = a
         columns["d"] = table[f"intercept_{stat}"].to_numpy(dtype="float64")
     columns.update(g=g, u=u)
+    out = pd.DataFrame(columns, index=index)
+    out.attrs.update(approximate=fit.approximate, kind=fit.spec.kind, stat=stat, layout=layout)
+    return out
+
+
+def _mirt_graded(fit: Fit, table: pd.DataFrame, index: pd.Index, *, layout: Layout, stat: Stat) -> pd.DataFrame:
+    """:func:`mirt_items` of a graded fit (mirt's ``itemtype = "graded"`` / ``"gpcm"`` coefficients)."""
+    if _dims(fit):
+        raise SpecError("mirt export of graded fits with abilities by domain is not supported; export a 1-D fit")
+    boundaries = [str(k) for k in fit.posterior["boundary"].values]
+    slope, prefix, source = ("a", "b", "threshold") if layout == "irt" else ("a1", "d", "intercept")
+    columns = {slope: table[f"discrimination_{stat}"].to_numpy(dtype="float64")}
+    for k in boundaries:
+        columns[f"{prefix}{k}"] = table[f"{source}{k}_{stat}"].to_numpy(dtype="float64")
     out = pd.DataFrame(columns, index=index)
     out.attrs.update(approximate=fit.approximate, kind=fit.spec.kind, stat=stat, layout=layout)
     return out
@@ -318,6 +336,7 @@ def tinybenchmarks_anchors(
     >>> {bench: round(sum(w), 6) for bench, w in suite["examples_weights"].items()}
     {'bench00': 1.0, 'bench01': 1.0}
     """
+    fit.require_binary_model("the tinyBenchmarks export")
     if fit.spec.kind == "3pl":
         raise SpecError(
             "tinyBenchmarks' item curve sigmoid(A theta - B) has no guessing parameter; export a 1PL or 2PL fit"

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from irtbayes.auditing.result import design_notes, self_check_lines
+from irtbayes.auditing.result import design_notes, graded_sentence, self_check_lines
 from irtbayes.core import plots
 from irtbayes.core.files import atomic_dir
 from irtbayes.core.summaries import format_interval
@@ -481,7 +481,7 @@ def _data_section(doc: Document, data: ResponseData) -> None:
     doc.paragraph(
         f"Source: {summary.source}. {summary.n_subjects} subjects × {summary.n_items} items, {summary.n_responses:,} "
         f"responses; {summary.missing_share:.1%} of cells missing; "
-        f"{'binary' if summary.binary else 'fractional'} scores. Checksum {summary.checksum[:16]}."
+        f"responses: {summary.kind_text}. Checksum {summary.checksum[:16]}."
     )
     benchmarks = summary.benchmarks.reset_index()
     doc.table(
@@ -702,6 +702,11 @@ def _audit_introduction(doc: Document, audit: AuditResult) -> None:
             "the leaderboard and the information curves use the fit's draws."
             if audit.settings.get("ensemble") == "deconvolved"
             else "Coverage, DDM and the Maximum Gap use the fit's difficulty draws as they are."
+        )
+        + (
+            f" {graded_sentence(str(audit.settings['graded']), audit.settings.get('graded_points'))}"
+            if audit.settings.get("graded")
+            else ""
         )
     )
     doc.paragraph(_audit_settings_sentence(audit))

@@ -578,6 +578,10 @@ def check_robustness(
     s = RobustnessSettings() if settings is None else settings
     if not isinstance(s, RobustnessSettings):
         raise SpecError(f"robustness: settings must be a RobustnessSettings, got {type(s).__name__}")
+    if fit is not None:
+        fit.require_binary_model("robustness")
+    if s.spec is not None and s.spec.kind in ("grm", "gpcm"):
+        raise SpecError("robustness works with binary IRT models (1PL, 2PL, 3PL); the settings ask for a graded model")
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
     result = RobustnessResult()

@@ -1,0 +1,213 @@
+"""Graded fits (GRM, GPCM) end to end: recovery, storage, model checks, scores, the audit, exports and refusals.
+
+The fits are the session fixtures ``fitted_grm`` and ``fitted_gpcm`` (150 simulated subjects x 12 items with 2 to 5
+categories, 2 chains x 600 draws); the slow tests compare with mirt's published graded fit of the Science data.
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from irtbayes.auditing.run import audit
+from irtbayes.checks.predictive import compare_fits, log_likelihood, posterior_predictive_check
+from irtbayes.core import irt
+from irtbayes.core.errors import DataError, SpecError
+from irtbayes.data.io.tabular import load_wide
+from irtbayes.data.responses import ResponseData
+from irtbayes.data.simulate import simulate_responses
+from irtbayes.evaluating.bank import ItemBank
+from irtbayes.fitting.fit import fit
+from irtbayes.fitting.scoring import score
+from irtbayes.fitting.storage import load_fit, save_fit
+from irtbayes.model.spec import ModelSpec
+from irtbayes.reporting.interchange import mirt_items
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+
+def _inside(posterior, truth, name: str, prob: float = 0.9) -> np.ndarray:
+    """Whether each true value lies in its equal-tailed ``prob`` interval (true values that exist only)."""
+    draws = posterior[name]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # absent thresholds: NaN in every draw
+        lo = draws.quantile((1 - prob) / 2, ("chain", "draw"))
+        hi = draws.quantile((1 + prob) / 2, ("chain", "draw"))
+    t = truth[name].transpose(*lo.dims)
+    valid = ~np.isnan(t.values)
+    return ((t >= lo) & (t <= hi)).values[valid]
+
+
+@pytest.mark.parametrize("which", ["fitted_grm", "fitted_gpcm"])
+def test_graded_fits_converge_and_recover_the_truth(which, request):
+    fitted = request.getfixturevalue(which)
+    post, diag = fitted.fit.posterior, fitted.fit.diagnostics
+    assert diag.divergences == 0
+    assert diag.max_rhat < 1.03
+    # absent thresholds (items with fewer categories) are left out of the checks, not failed
+    threshold = next(v for v in diag.variables if v.name == "threshold")
+    assert threshold.n_excluded == int(np.isnan(fitted.truth["threshold"].values).sum())
+    inside = np.concatenate([_inside(post, fitted.truth, n) for n in ("threshold", "discrimination", "location")])
+    # 30 thresholds, 12 discriminations, 12 locations at 90%: 48.6 expected, sd about 2.2 if independent
+    assert inside.mean() >= 0.75, inside.mean()
+    corr = np.corrcoef(post["ability"].mean(("chain", "draw")), fitted.truth["ability"])[0, 1]
+    assert corr > 0.85
+
+
+def test_location_is_where_the_expected_score_is_half_the_maximum(fitted_grm):
+    post = fitted_grm.fit.posterior
+    a = post["discrimination"].isel(chain=0, draw=slice(0, 20)).values
+    b = post["threshold"].isel(chain=0, draw=slice(0, 20)).transpose("draw", "item", "boundary").values
+    location = post["location"].isel(chain=0, draw=slice(0, 20)).values
+    expected = irt.graded_expected_score(location, a, b, kind="grm")
+    top = np.asarray(fitted_grm.data.n_categories) - 1
+    np.testing.assert_allclose(expected, np.broadcast_to(top / 2, expected.shape), atol=1e-6)
+    assert post["intercept"].dims[-1] == "boundary"
+    np.testing.assert_allclose(post["intercept"], -post["discrimination"] * post["threshold"], rtol=1e-6)
+
+
+def test_a_saved_graded_fit_loads_with_its_thresholds_and_locations(fitted_grm, tmp_path):
+    folder = save_fit(fitted_grm.fit, tmp_path / "grm")
+    loaded = load_fit(folder)
+    assert loaded.spec.kind == "grm"
+    for name in ("threshold", "location", "intercept", "log_step"):
+        np.testing.assert_allclose(loaded.posterior[name], fitted_grm.fit.posterior[name], rtol=1e-6)
+    items = pd.read_csv(folder / "items.csv")
+    assert {"threshold1_mean", "threshold4_ci_high", "intercept2_mean", "location_mean"} <= set(items.columns)
+    assert items.loc[0, ["threshold2_mean", "threshold3_mean", "threshold4_mean"]].isna().all()  # a binary item
+
+
+def test_mirt_export_of_a_graded_fit(fitted_grm):
+    si = mirt_items(fitted_grm.fit, layout="si")
+    irt_layout = mirt_items(fitted_grm.fit)
+    assert si.columns.tolist() == ["a1", "d1", "d2", "d3", "d4"]
+    assert irt_layout.columns.tolist() == ["a", "b1", "b2", "b3", "b4"]
+    assert si.loc["item00003"].notna().all() and si.loc["item00000", ["d2", "d3", "d4"]].isna().all()
+    post = fitted_grm.fit.posterior
+    mean_d = post["intercept"].sel(item="item00003").astype("float64").mean(("chain", "draw")).values
+    np.testing.assert_allclose(si.loc["item00003", ["d1", "d2", "d3", "d4"]], mean_d, rtol=1e-6)
+
+
+def test_graded_log_likelihood_loo_and_predictive_check(fitted_grm, fitted_gpcm):
+    data = fitted_grm.data
+    ll = log_likelihood(fitted_grm.fit, data, n_draws=40)
+    assert ll.attrs["likelihood"] == "graded response (categorical)" and ll.attrs["quasi_likelihood"] == 0
+    post = fitted_grm.fit.posterior.isel(chain=[0], draw=[ll["draw"].values[0]])
+    s, i = data.subject_codes, data.item_codes
+    theta = post["ability"].values.ravel()[s]
+    a = post["discrimination"].values.reshape(-1)[i]
+    b = post["threshold"].transpose(..., "item", "boundary").values.reshape(data.n_items, -1)[i]
+    np.testing.assert_allclose(
+        ll.isel(chain=0, draw=0), irt.graded_log_likelihood(data.values, theta, a, b, kind="grm")
+    )
+    # the GPCM fitted to the GRM's data: a true likelihood each, so their LOO values compare
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # a short fit that may miss ESS >= 400; Pareto k
+        other = fit(data, ModelSpec(kind="gpcm"), chains=2, draws=300, tune=300, seed=7, progress=False)
+        table = compare_fits({"grm": fitted_grm.fit, "gpcm": other}, data, n_draws=200)
+    assert set(table.index) == {"grm", "gpcm"} and "note" not in table.attrs
+    check = posterior_predictive_check(fitted_grm.fit, data, n_draws=100, seed=1)
+    assert not check.quasi_likelihood
+    assert int(check.items["misfit"].sum()) <= 3  # the true model: about 2 x 5% of 12 items by chance
+    observed = np.bincount(i, weights=data.values) / np.bincount(i)
+    np.testing.assert_allclose(check.items["observed_mean"], observed)
+    assert fitted_gpcm.fit.spec.kind == "gpcm"
+
+
+def test_scores_of_new_subjects_on_a_graded_bank(fitted_grm):
+    data = fitted_grm.data
+    scores = score(fitted_grm.fit, data, n_draws=100, seed=2)
+    mean = scores.draws.mean(("chain", "draw")).values
+    assert np.corrcoef(mean, fitted_grm.truth["ability"])[0, 1] > 0.85
+    frame = pd.DataFrame({"subject": ["new"] * 2, "item": ["item00000", "item00001"], "response": [2, 1]})
+    bad = ResponseData.from_long(frame, scoring="ordinal", categories=[0, 1, 2], source="new.csv")
+    with pytest.raises(DataError, match=r"new.csv: .*'item00000' is 2, not one of the item's categories .*0\.\.1"):
+        score(fitted_grm.fit, bad)
+
+
+def test_audit_of_graded_items_places_them_at_their_locations(fitted_grm):
+    result = audit(fitted_grm.fit, fitted_grm.data, seed=1)
+    assert result.settings["graded"] == "grm"
+    assert "Graded items (graded response model)" in result.to_text()
+    items = result.items.set_index("item")
+    location = fitted_grm.fit.posterior["location"].mean(("chain", "draw")).to_series()
+    np.testing.assert_allclose(items.loc[location.index, "difficulty_mean"], location, atol=1e-4)
+    racc = result.ranking["reweighted_mean"]
+    assert racc.between(0, 1).all()  # shares of each item's maximum score
+
+
+def test_audit_of_graded_items_at_their_thresholds(fitted_grm, tmp_path):
+    from irtbayes.auditing.folder import load_audit, write_audit
+
+    result = audit(fitted_grm.fit, fitted_grm.data, graded_points="thresholds", ensemble="draws", seed=1)
+    assert result.settings["graded_points"] == "thresholds"
+    assert "at each of its thresholds" in result.to_text()
+    bins = result.bins[result.bins["scope"] == "all"]
+    n_thresholds = int((~np.isnan(fitted_grm.truth["threshold"].values)).sum())  # 30: each item's K - 1
+    in_range = bins["count_mean"].sum()
+    below_above = result.benchmarks.set_index("scope").loc["all", ["mass_below_mean", "mass_above_mean"]].sum()
+    assert in_range + below_above * n_thresholds == pytest.approx(n_thresholds, rel=1e-6)
+    # the items table still places each item once, at its location
+    located = audit(fitted_grm.fit, fitted_grm.data, ensemble="draws", seed=1)
+    pd.testing.assert_frame_equal(result.items, located.items)
+    write_audit(result, tmp_path / "audit")
+    assert load_audit(tmp_path / "audit").settings["graded_points"] == "thresholds"
+    with pytest.raises(SpecError, match="graded_points must be one of"):
+        audit(fitted_grm.fit, fitted_grm.data, graded_points="each")
+
+
+def test_stages_for_binary_models_refuse_a_graded_fit(fitted_grm):
+    with pytest.raises(SpecError, match=r"evaluating a new system .* this is a GRM fit of graded items"):
+        ItemBank.from_fit(fitted_grm.fit, data=False)
+
+
+def test_ordinal_data_from_a_file_fit_end_to_end(tmp_path):
+    """A wide file of ratings 1..4, read as categories, fitted with the GRM and scored."""
+    data, _ = simulate_responses(60, 5, kind="grm", n_categories=4, missing=0.0, seed=9)
+    wide = data.to_matrix().astype(int) + 1
+    path = tmp_path / "ratings.csv"
+    pd.DataFrame(wide, columns=data.item_ids, index=data.subject_ids).rename_axis("subject").to_csv(path)
+    loaded = load_wide(path, scoring="ordinal")
+    assert loaded.response_kind == "ordinal" and loaded.n_categories.tolist() == [4] * 5
+    np.testing.assert_array_equal(loaded.to_matrix(), data.to_matrix())
+
+
+@pytest.mark.slow
+def test_science_graded_fit_matches_mirt():
+    """mirt's Science data: our posterior intervals hold mirt's published graded estimates (a, d1, d2, d3)."""
+    data = load_wide(FIXTURES / "science_mirt.csv", scoring="ordinal")
+    result = fit(data, ModelSpec(kind="grm"), seed=1, progress=False)
+    assert result.diagnostics.ok, result.diagnostics.to_text()
+    reference = pd.read_csv(FIXTURES / "published_reference_estimates.csv")
+    rows = reference[reference["dataset"].eq("Science") & reference["model"].str.startswith("graded")]
+    assert len(rows) == 16
+    post = result.posterior
+    inside = []
+    for _, row in rows.iterrows():
+        item, name, value = row["item"], row["parameter"], float(row["estimate"])
+        draws = (
+            post["discrimination"].sel(item=item)
+            if name == "a1"
+            else post["intercept"].sel(item=item, boundary=name[1:])
+        )
+        lo, hi = np.quantile(draws.values, [0.05, 0.95])
+        inside.append(lo <= value <= hi)
+    assert all(inside), rows.assign(inside=inside)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["grm", "gpcm"])
+def test_graded_recovery_over_seeds(kind):
+    """Coverage of the 90% intervals of thresholds, discriminations and locations over three simulated banks."""
+    inside = []
+    for seed in (31, 32, 33):
+        data, truth = simulate_responses(200, 16, kind=kind, n_categories=[2, 3, 4, 5] * 4, n_benchmarks=2, seed=seed)
+        result = fit(data, ModelSpec(kind=kind), seed=seed, progress=False)
+        assert result.diagnostics.ok, result.diagnostics.to_text()
+        inside += [_inside(result.posterior, truth, n) for n in ("threshold", "discrimination", "location")]
+    coverage = np.concatenate(inside).mean()
+    assert 0.8 <= coverage <= 0.97, coverage
