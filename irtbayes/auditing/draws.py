@@ -221,7 +221,7 @@ def draws_identity(draws: PosteriorDraws, data: ResponseData) -> str:
         digest.update(name.encode())
         if values is not None:
             # single precision: a saved fit may store its draws as float32 (see irtbayes.fitting.storage.save_fit)
-            digest.update(np.ascontiguousarray(values, dtype="<f4").tobytes())
+            digest.update(np.ascontiguousarray(values, dtype="<f4"))  # the buffer itself: no bytes copy
     return digest.hexdigest()
 
 

@@ -315,6 +315,9 @@ def cmd_audit(args: argparse.Namespace) -> int:
             fit_result = _fit_from_args(data, args)
         except FitInterrupted as err:
             return _fit_interrupted(err, args, inside_audit=True)
+        from irtbayes.fitting.sampling import release_compiled
+
+        release_compiled()  # this process fits once: the audit, the saved fit and the report need the memory
     result = _audit_from_args(fit_result, data, args)
     with atomic_dir(args.out) as tmp:
         write_audit(result, tmp)  # type: ignore[arg-type]

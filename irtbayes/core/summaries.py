@@ -93,23 +93,36 @@ def summarize(values: np.ndarray, *, ci_prob: float = 0.9, axis: int | tuple[int
     (True, True)
     """
     q_low, q_high = interval_quantiles(ci_prob)
-    arr = np.asarray(values, dtype="float64")
+    arr = np.asarray(values)
+    if not np.issubdtype(arr.dtype, np.floating):
+        arr = arr.astype("float64")
     axes = (axis,) if isinstance(axis, int) else tuple(axis)
     axes = tuple(a % arr.ndim for a in axes)
-    rest = [a for a in range(arr.ndim) if a not in axes]
-    flat = np.moveaxis(arr, axes, range(len(axes))).reshape((-1, *[arr.shape[a] for a in rest]))
-    n = flat.shape[0]
+    rest = [arr.shape[a] for a in range(arr.ndim) if a not in axes]
+    flat = np.moveaxis(arr, axes, range(len(axes))).reshape((-1, int(np.prod(rest, dtype=np.int64))))
+    n, m = flat.shape
+    out = {name: np.empty(m) for name in ("mean", "sd", "ci_low", "ci_high")}
+    # quantities in blocks, each in float64: the temporaries stay near SUMMARY_CHUNK_ELEMENTS whatever the size
+    # (a float32 (draw, item) array of 5,400 x 12,000 draws no longer takes a float64 copy and a squared copy)
+    step = max(1, SUMMARY_CHUNK_ELEMENTS // max(n, 1))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN slices give NaN, which is the answer
-        if np.isnan(flat).any():
-            mean = np.nanmean(flat, axis=0)
-            sd = np.nanstd(flat, axis=0, ddof=1) if n > 1 else np.zeros_like(mean)
-            low, high = np.nanquantile(flat, [q_low, q_high], axis=0)
-        else:
-            mean = flat.mean(axis=0)
-            sd = flat.std(axis=0, ddof=1) if n > 1 else np.zeros_like(mean)
-            low, high = quantiles(flat, (q_low, q_high))
-    return {"mean": mean, "sd": sd, "ci_low": low, "ci_high": high}
+        for start in range(0, m, step):
+            cols = slice(start, min(start + step, m))
+            block = np.asarray(flat[:, cols], dtype="float64")
+            if np.isnan(block).any():
+                out["mean"][cols] = np.nanmean(block, axis=0)
+                out["sd"][cols] = np.nanstd(block, axis=0, ddof=1) if n > 1 else 0.0
+                out["ci_low"][cols], out["ci_high"][cols] = np.nanquantile(block, [q_low, q_high], axis=0)
+            else:
+                out["mean"][cols] = block.mean(axis=0)
+                out["sd"][cols] = block.std(axis=0, ddof=1) if n > 1 else 0.0
+                out["ci_low"][cols], out["ci_high"][cols] = quantiles(block, (q_low, q_high))
+    return {name: values.reshape(rest)[()] if not rest else values.reshape(rest) for name, values in out.items()}
+
+
+#: About this many draws (float64) are summarised at a time by :func:`summarize` (32 MB).
+SUMMARY_CHUNK_ELEMENTS = 1 << 22
 
 
 #: Quantities sorted together by :func:`quantiles` (bounds the copy: 256 x 5,600 draws is 11 MB).

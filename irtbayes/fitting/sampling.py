@@ -39,6 +39,7 @@ __all__ = [
     "InterruptWatch",
     "RunState",
     "Sampler",
+    "release_compiled",
     "run_sampler",
 ]
 
@@ -248,6 +249,31 @@ _COMPILED: OrderedDict[str, Any] = OrderedDict()
 COMPILED_KEPT = 4
 #: Models of more responses are not kept (each holds its data; their compilation is a small part of a fit).
 COMPILED_MAX_RESPONSES = 1_000_000
+
+
+def release_compiled() -> None:
+    """Drop the compiled models this process keeps for refits, and hand freed memory back to the system.
+
+    For a process that fits once and then does other work (``irtbayes audit``: the audit, the saved fit and the
+    report): the compiled model and what the sampler's trace left on the heap are not needed any more. On
+    glibc, ``malloc_trim`` returns the heap's free pages (the trace's many small buffers leave hundreds of MB
+    free but held); elsewhere only the cache is cleared. MMLU-Pro's audit (``make run``): 1.91 GB held after the
+    fit, 1.60 GB after this (2026-12-04, 2 cores).
+    """
+    import ctypes
+    import ctypes.util
+    import gc
+
+    _COMPILED.clear()
+    gc.collect()
+    name = ctypes.util.find_library("c")
+    try:
+        libc = ctypes.CDLL(name) if name else None
+        trim = getattr(libc, "malloc_trim", None)
+    except OSError:
+        trim = None
+    if trim is not None:
+        trim(0)
 
 
 def _compiled(model: pm.Model) -> Any:

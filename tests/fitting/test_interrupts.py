@@ -157,6 +157,24 @@ def test_a_complete_fake_run_converges(tiny: ResponseData, monkeypatch: pytest.M
     assert result.posterior.sizes["draw"] == DRAWS
 
 
+def test_a_refit_reuses_the_compiled_model_until_it_is_released(
+    tiny: ResponseData, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Within a process a refit of the same data and spec skips compilation; release_compiled (what
+    ``irtbayes audit`` calls after its one fit) forgets the compiled model."""
+    patch_nutpie(monkeypatch, done=None)
+    compiled: list[Any] = []
+    original = nutpie.compile_pymc_model
+    monkeypatch.setattr(nutpie, "compile_pymc_model", lambda model, **kw: compiled.append(model) or original(model))
+    run_fit(tiny)
+    run_fit(tiny)
+    assert len(compiled) == 1 and len(sampling._COMPILED) == 1
+    sampling.release_compiled()
+    assert len(sampling._COMPILED) == 0
+    run_fit(tiny)
+    assert len(compiled) == 2
+
+
 def test_interrupt_while_sampling_raises_and_keeps_nothing(tiny: ResponseData, monkeypatch: pytest.MonkeyPatch) -> None:
     patch_nutpie(monkeypatch, done=[800, 700])
     with pytest.raises(FitInterrupted) as caught:
