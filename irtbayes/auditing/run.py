@@ -548,9 +548,8 @@ def _ensemble_locations(
     """
     if ensemble not in ENSEMBLES:
         raise SpecError(f"ensemble must be one of {ENSEMBLES}, got {ensemble!r}")
-    difficulty = values
     if ensemble == "draws":
-        return difficulty, "draws", {}
+        return values, "draws", {}
     prior = prior_draws(post, labels, shift=shift)
     if prior is None:
         if ensemble == "deconvolved":
@@ -559,7 +558,7 @@ def _ensemble_locations(
                 "'difficulty_benchmark' or 'difficulty_mu'), which this posterior lacks; use ensemble='draws'"
             )
         log.info("the posterior has no difficulty hyperparameters: ensemble measures use the fit's draws")
-        return difficulty, "draws", {}
+        return values, "draws", {}
     fixed = set() if fixed_items is None else {str(i) for i in fixed_items}
     unknown = sorted(fixed - set(map(str, ids)))
     if unknown:
@@ -567,9 +566,9 @@ def _ensemble_locations(
     keep = ~np.isin(ids, list(fixed))
     names = sorted(set(labels))
     groups = [np.flatnonzero(keep & (np.asarray(labels) == name)) for name in names]
-    locations, populations = deconvolved_locations(difficulty, prior, groups, chunks=chunks, seed=seed)
+    locations, populations = deconvolved_locations(values, prior, groups, chunks=chunks, seed=seed)
     if not populations:  # every benchmark too small (or held as it is): nothing was deconvolved
         log.info("no benchmark has enough items to deconvolve: ensemble measures use the fit's draws")
-        return difficulty, "draws", {}
+        return values, "draws", {}
     smoothing = {names[g]: float(pop.smoothing) for g, pop in populations.items()}
     return locations, "deconvolved", smoothing

@@ -97,11 +97,23 @@ def cmd_score(args: argparse.Namespace) -> int:
 
     check_ci_prob(args.ci)
     fit_result = load_fit(args.fit)
-    responses = data_io.load(Path(args.responses))
+    graded = fit_result.spec.kind in ("grm", "gpcm")
+    labels = fit_result.category_labels() if graded else None
+    # a graded fit's new responses are read in its own categories (inferred ones could number them otherwise)
+    options = {"scoring": "ordinal", "categories": labels} if labels is not None else {}
+    responses = data_io.load(Path(args.responses), **options)
     # the predicted accuracy first, so that unknown items and subjects already in the bank are refused before
     # anything is drawn; a fit with one ability per domain gives the abilities per dimension only, as before
     predicted = None
-    if "dim" in fit_result.posterior["ability"].dims:
+    if graded:
+        if args.target is not None or args.group is not None:
+            raise SpecError("--target is for binary fits; this is a graded fit, which gives the abilities only")
+        warnings = [
+            *bank_warnings(fit_result),
+            f"GRADED: a {fit_result.spec.kind.upper()} fit; the predicted accuracy over the bank is for binary fits, "
+            "so only the abilities are given.",
+        ]
+    elif "dim" in fit_result.posterior["ability"].dims:
         if args.target is not None or args.group is not None:
             raise SpecError("--target needs a fit with one ability dimension (this one has dims='domain')")
         warnings = [

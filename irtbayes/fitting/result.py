@@ -139,6 +139,28 @@ class Fit:
                 + (f"; {hint}" if hint else "")
             )
 
+    def category_labels(self) -> list[str] | None:
+        """The ordered category labels of a graded fit's items (recorded from its data): the longest item's, when
+        every item's labels begin it (a shared scale on which some items use fewer categories); None when the
+        fit is not of ordinal data or its items' labels differ (new responses must then be read with their
+        categories declared).
+
+        Examples
+        --------
+        >>> from irtbayes.data.simulate import posterior_near_truth, simulate_responses
+        >>> data, truth = simulate_responses(20, 10, seed=1)
+        >>> Fit.from_posterior(posterior_near_truth(data, truth, chains=1, draws=10, seed=2), data).category_labels()
+        """
+        if "item_categories" not in self.constant_data:
+            return None
+        from irtbayes.data.columns import CATEGORY_SEPARATOR
+
+        scales = {tuple(s.split(CATEGORY_SEPARATOR)) for s in self.constant_data["item_categories"].values.astype(str)}
+        longest = max(scales, key=len)
+        if "" in longest or any(scale != longest[: len(scale)] for scale in scales):
+            return None
+        return list(longest)
+
     def require_binary_model(self, what: str) -> None:
         """Raise :class:`~irtbayes.core.errors.SpecError` when this is a graded (GRM, GPCM) fit: ``what`` works with
         the binary models' item parameters (b, a, c) only."""
@@ -681,7 +703,8 @@ def fit_constant_data(data: ResponseData) -> xr.Dataset:
     """Per-item and per-subject counts that tables and flags need without the data.
 
     Mean responses are shares of the most an item can score: for ordinal responses the category code over
-    K - 1 (and ``item_n_categories`` records each item's K).
+    K - 1 (``item_n_categories`` records each item's K and ``item_categories`` its labels, so that new responses
+    can be read in the fit's own categories: :meth:`Fit.category_labels`).
     """
     s = data.subject_codes
     i = data.item_codes
@@ -716,6 +739,11 @@ def fit_constant_data(data: ResponseData) -> xr.Dataset:
             "subject_n_responses": ("subject", n_subj.astype("int64")),
             "subject_mean_response": ("subject", subj_mean),
             **({"item_n_categories": ("item", data.n_categories.astype("int64"))} if ordinal else {}),
+            **(
+                {"item_categories": ("item", items["categories"].astype(object).fillna("").to_numpy(dtype=str))}
+                if ordinal and "categories" in items.columns
+                else {}
+            ),
         },
         coords={
             "item": data.item_ids.to_numpy(dtype=str),

@@ -211,3 +211,41 @@ def test_graded_recovery_over_seeds(kind):
         inside += [_inside(result.posterior, truth, n) for n in ("threshold", "discrimination", "location")]
     coverage = np.concatenate(inside).mean()
     assert 0.8 <= coverage <= 0.97, coverage
+
+
+@pytest.mark.slow
+def test_graded_fit_with_the_numpyro_sampler():
+    """The numpyro path runs the graded likelihood in its dense layout (the JAX graph) and recovers the bank."""
+    pytest.importorskip("numpyro")
+    data, truth = simulate_responses(150, 12, kind="grm", n_categories=[2, 3, 4, 5] * 3, n_benchmarks=2, seed=21)
+    result = fit(data, ModelSpec(kind="grm"), sampler="numpyro", chains=2, draws=500, tune=500, seed=3, progress=False)
+    assert result.spec.layout == "dense" and result.diagnostics.divergences == 0
+    assert result.diagnostics.max_rhat < 1.05
+    location = result.posterior["location"].mean(("chain", "draw"))
+    assert np.corrcoef(location, truth["location"])[0, 1] > 0.9
+
+
+def test_score_command_reads_new_responses_in_the_fit_s_categories(fitted_grm, tmp_path, capsys):
+    """``irtbayes score`` on a graded fit: the responses are read on the fit's category scale (not re-inferred,
+    which would renumber a scale whose lowest category nobody used), and only abilities are given."""
+    from irtbayes.cli.main import main
+
+    folder = save_fit(fitted_grm.fit, tmp_path / "fit")
+    assert fitted_grm.fit.category_labels() == ["0", "1", "2", "3", "4"]
+    new = fitted_grm.data.long_frame()[["subject", "item", "response"]]
+    new = new[new["subject"].isin(["subject000", "subject001"])].assign(subject=lambda f: "new-" + f["subject"])
+    new = new[new["response"] > 0]  # nobody in the new file uses category 0: inferred categories would renumber
+    new.assign(response=new["response"].astype(int)).to_csv(tmp_path / "new.csv", index=False)
+    assert main(["score", "--fit", str(folder), str(tmp_path / "new.csv"), "--out", str(tmp_path / "out")]) == 0
+    out = capsys.readouterr().out
+    assert "GRADED: a GRM fit" in out
+    scores = pd.read_csv(tmp_path / "out" / "scores.csv").set_index("subject")
+    direct = score(fitted_grm.fit, load_long_codes(tmp_path / "new.csv"), seed=None).table(0.9).set_index("subject")
+    np.testing.assert_allclose(scores["ability_mean"], direct["ability_mean"], atol=0.15)
+
+
+def load_long_codes(path: Path) -> ResponseData:
+    """The new responses read as codes 0..4 (the fixture's scale), declared."""
+    from irtbayes.data.io.tabular import load_long
+
+    return load_long(path, scoring="ordinal", categories=[0, 1, 2, 3, 4])
