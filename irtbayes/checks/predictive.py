@@ -73,11 +73,25 @@ def _response_predictors(
 ) -> Iterator[tuple[int, int, np.ndarray, np.ndarray | None]]:
     """Yield, per (chain, draw), the linear predictor and guessing of every response row of ``data`` (long order)."""
     post = result.posterior
-    s, i = data.subject_codes, data.item_codes
-    ability = post["ability"].isel(chain=chains, draw=draws)
+    i = data.item_codes
     diff = post["difficulty"].isel(chain=chains, draw=draws).values
     disc = post["discrimination"].isel(chain=chains, draw=draws).values
     guess = post["guessing"].isel(chain=chains, draw=draws).values if "guessing" in post else None
+    for c, d, theta in _row_abilities(result, data, chains, draws):
+        yield (
+            c,
+            d,
+            irt.linear_predictor(theta, diff[c, d][i], disc[c, d][i]),
+            None if guess is None else guess[c, d][i],
+        )
+
+
+def _row_abilities(
+    result: Fit, data: ResponseData, chains: np.ndarray, draws: np.ndarray
+) -> Iterator[tuple[int, int, np.ndarray]]:
+    """Yield, per (chain, draw), the ability behind every response row of ``data`` (its item's dimension's)."""
+    s, i = data.subject_codes, data.item_codes
+    ability = result.posterior["ability"].isel(chain=chains, draw=draws)
     if "dim" in ability.dims:
         dims = list(ability["dim"].values.astype(str))
         item_dim = np.array([dims.index(d) for d in result.constant_data["item_domain"].values.astype(str)])
@@ -87,13 +101,7 @@ def _response_predictors(
         theta_all = ability.transpose("chain", "draw", "subject").values
     for c in range(len(chains)):
         for d in range(len(draws)):
-            theta = theta_all[c, d][s, item_dim[i]] if item_dim is not None else theta_all[c, d][s]
-            yield (
-                c,
-                d,
-                irt.linear_predictor(theta, diff[c, d][i], disc[c, d][i]),
-                None if guess is None else guess[c, d][i],
-            )
+            yield c, d, theta_all[c, d][s, item_dim[i]] if item_dim is not None else theta_all[c, d][s]
 
 
 def _graded_rows(
@@ -101,21 +109,11 @@ def _graded_rows(
 ) -> Iterator[tuple[int, int, np.ndarray, np.ndarray, np.ndarray]]:
     """Yield, per (chain, draw) of a graded fit, the ability, discrimination and thresholds of every response row."""
     post = result.posterior
-    s, i = data.subject_codes, data.item_codes
-    ability = post["ability"].isel(chain=chains, draw=draws)
-    if "dim" in ability.dims:
-        dims = list(ability["dim"].values.astype(str))
-        item_dim = np.array([dims.index(d) for d in result.constant_data["item_domain"].values.astype(str)])
-        theta_all = ability.transpose("chain", "draw", "subject", "dim").values
-    else:
-        item_dim = None
-        theta_all = ability.transpose("chain", "draw", "subject").values
+    i = data.item_codes
     disc = post["discrimination"].isel(chain=chains, draw=draws).transpose("chain", "draw", "item").values
     thresholds = post["threshold"].isel(chain=chains, draw=draws).transpose("chain", "draw", "item", "boundary").values
-    for c in range(len(chains)):
-        for d in range(len(draws)):
-            theta = theta_all[c, d][s, item_dim[i]] if item_dim is not None else theta_all[c, d][s]
-            yield c, d, theta, disc[c, d][i].astype("float64"), thresholds[c, d][i].astype("float64")
+    for c, d, theta in _row_abilities(result, data, chains, draws):
+        yield c, d, theta, disc[c, d][i].astype("float64"), thresholds[c, d][i].astype("float64")
 
 
 def _item_rest_corr(y: np.ndarray, s: np.ndarray, i: np.ndarray, n_subjects: int, n_items: int) -> np.ndarray:
