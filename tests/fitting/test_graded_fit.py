@@ -165,8 +165,11 @@ def test_stages_for_binary_models_refuse_a_graded_fit(fitted_grm):
         ItemBank.from_fit(fitted_grm.fit, data=False)
 
 
-def test_ordinal_data_from_a_file_fit_end_to_end(tmp_path):
-    """A wide file of ratings 1..4, read as categories, fitted with the GRM and scored."""
+def test_ordinal_file_fit_audit_and_score_from_the_command_line(tmp_path, capsys):
+    """The README's path for graded items: a wide file of ratings 1..4 read as categories, fitted with the GRM,
+    audited from the saved fit alone (its data re-read on the fit's own scale) and new ratings scored."""
+    from irtbayes.cli.main import main
+
     data, _ = simulate_responses(60, 5, kind="grm", n_categories=4, missing=0.0, seed=9)
     wide = data.to_matrix().astype(int) + 1
     path = tmp_path / "ratings.csv"
@@ -174,6 +177,17 @@ def test_ordinal_data_from_a_file_fit_end_to_end(tmp_path):
     loaded = load_wide(path, scoring="ordinal")
     assert loaded.response_kind == "ordinal" and loaded.n_categories.tolist() == [4] * 5
     np.testing.assert_array_equal(loaded.to_matrix(), data.to_matrix())
+    fitted = tmp_path / "fit"
+    argv = ["fit", str(path), "--response-kind", "ordinal", "--model", "grm", "--out", str(fitted)]
+    assert main([*argv, "--chains", "2", "--draws", "200", "--tune", "200", "--seed", "1", "--no-progress"]) == 0
+    assert main(["audit", "--fit", str(fitted), "--out", str(tmp_path / "audit"), "--no-report", "--no-progress"]) == 0
+    assert "Graded items (graded response model)" in (tmp_path / "audit" / "audit.txt").read_text()
+    new = pd.DataFrame({"subject": ["new"] * 5, "item": data.item_ids, "response": [4, 4, 3, 4, 4]})
+    new.to_csv(tmp_path / "new.csv", index=False)
+    assert main(["score", "--fit", str(fitted), str(tmp_path / "new.csv"), "--out", str(tmp_path / "scores")]) == 0
+    ability = pd.read_csv(tmp_path / "scores" / "scores.csv").set_index("subject").loc["new", "ability_mean"]
+    assert ability > 0.5  # near the top category on every item: well above the average subject
+    capsys.readouterr()
 
 
 @pytest.mark.slow
