@@ -277,11 +277,11 @@ def _load_fit_and_data(args: argparse.Namespace, fit_dir: str) -> tuple[object, 
                 f"{fit_dir}: the data it was fitted to ({source or 'not recorded'}) is not here; "
                 "give the data as an argument"
             )
-        ordinal = "item_n_categories" in fit_result.constant_data  # type: ignore[attr-defined]
+        ordinal = "item_n_categories" in fit_result.constant_data
         if ordinal and (getattr(args, "response_kind", "auto") or "auto") == "auto":
             args.response_kind = "ordinal"
             if getattr(args, "categories", None) is None and getattr(args, "score_bins", None) is None:
-                args.categories = fit_result.category_labels()  # type: ignore[attr-defined]
+                args.categories = fit_result.category_labels()
     data = load_data_argument(args)
     fit_result.check_data(data, where=str(fit_dir))  # type: ignore[arg-type]
     return fit_result, data
