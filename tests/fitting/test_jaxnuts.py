@@ -97,6 +97,7 @@ def test_data_arguments_need_the_dense_layout():
         _data_arguments(model.logp(), device_mesh(1))
 
 
+@pytest.mark.slow  # a real JAX fit (about 30 s); the sharded density check above stays in the default suite
 def test_numpyro_fit_converges_and_recovers_difficulties():
     data, truth = simulate_responses(50, 30, kind="2pl", n_benchmarks=2, missing=0.1, seed=11)
     result = fit(data, sampler="numpyro", chains=4, draws=1000, tune=500, seed=11, progress=False)
