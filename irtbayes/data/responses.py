@@ -128,6 +128,10 @@ class ResponseData:
     ) -> ResponseData:
         """Validate a long table and build a :class:`ResponseData`.
 
+        Ordinal data share the K declared or inferred categories: every item gets ``n_categories`` K and its labels
+        in ``categories`` (joined by ``" | "``), except an item whose ``n_categories`` the item metadata gives,
+        which keeps it (its codes must be below it; binary items of a mixed bank have 2).
+
         Parameters
         ----------
         frame
@@ -156,10 +160,6 @@ class ResponseData:
             Name of the file or object, used in error messages.
         first_line
             File line number of ``frame``'s first row, so errors can name lines (2 for a CSV with a header).
-
-        Ordinal data share the K declared or inferred categories: every item gets ``n_categories`` K and its labels
-        in ``categories`` (joined by ``" | "``), except an item whose ``n_categories`` the item metadata gives,
-        which keeps it (its codes must be below it; binary items of a mixed bank have 2).
 
         Raises
         ------
