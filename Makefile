@@ -3,7 +3,7 @@
 #   make test   set up .venv (once) and run the test suite
 # The tests come in two tiers; CI (.ci/run) runs both:
 #   make test       the default suite: every test not marked slow, and the doctests of irtbayes/
-#                   (pytest -m "not slow", in TEST_WORKERS=2 processes; under 5 minutes on 2 cores);
+#                   (pytest -m "not slow", in TEST_WORKERS=2 processes; about 5 minutes on 2 cores);
 #                   exit 5 (no tests collected) fails
 #   make test-slow  the slow statistical checks (pytest -m slow): long recoveries, published-estimate
 #                   comparisons, subprocess fault injection, the notebooks that fit real data
