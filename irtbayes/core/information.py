@@ -146,15 +146,7 @@ def graded_curves(
     cuts = np.asarray(thresholds, dtype="float64")[:, None, :, :]  # (draw, 1, item, boundary)
     grid = np.asarray(theta, dtype="float64")[None, :, None]  # (1, grid, 1)
     top = np.count_nonzero(~np.isnan(cuts), axis=-1).astype("float64")  # K - 1
-    probs = irt.graded_probabilities(grid, a, cuts, kind=kind)  # (draw, grid, item, Kmax)
-    k = np.arange(probs.shape[-1], dtype="float64")
-    mean = probs @ k
-    if kind == "grm":
-        with np.errstate(invalid="ignore"):
-            above = irt.probability(grid[..., None], cuts, a[..., None])  # P(Y >= k), NaN past an item's own
-        slope = a * np.nansum(above * (1 - above), axis=-1)
-    else:  # GPCM: dE/dtheta = a Var(Y)
-        slope = a * (probs @ (k * k) - mean * mean)
+    mean, slope = irt.graded_expected_score_slope(grid, a, cuts, kind=kind)
     info = irt.graded_information(grid, a, cuts, kind=kind)
     return mean / top, slope / top, info
 

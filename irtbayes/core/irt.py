@@ -38,6 +38,7 @@ from irtbayes.core.errors import SpecError
 
 __all__ = [
     "graded_expected_score",
+    "graded_expected_score_slope",
     "graded_information",
     "graded_location",
     "graded_log_likelihood",
@@ -347,6 +348,24 @@ def graded_expected_score(
     """
     b, valid, n_cat = _graded_thresholds(thresholds, kind, "graded_expected_score")
     return _graded_moments(theta, discrimination, b, valid, n_cat, kind)[0]
+
+
+def graded_expected_score_slope(
+    theta: ArrayLike, discrimination: ArrayLike, thresholds: ArrayLike, *, kind: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(E[Y | theta], d E[Y | theta] / d theta)`` of graded items, broadcast as :func:`graded_expected_score`.
+
+    The slope is ``a sum_k P(Y >= k) (1 - P(Y >= k))`` for the GRM and ``a Var(Y | theta)`` for the GPCM; for a
+    binary item both are the 2PL's ``a p (1 - p)``.
+
+    Examples
+    --------
+    >>> score, slope = graded_expected_score_slope(0.0, 2.0, np.array([0.0]), kind="grm")
+    >>> float(score), float(slope)
+    (0.5, 0.5)
+    """
+    b, valid, n_cat = _graded_thresholds(thresholds, kind, "graded_expected_score_slope")
+    return _graded_moments(theta, discrimination, b, valid, n_cat, kind)
 
 
 def graded_information(theta: ArrayLike, discrimination: ArrayLike, thresholds: ArrayLike, *, kind: str) -> np.ndarray:

@@ -222,3 +222,17 @@ def test_bad_thresholds_and_kinds_are_refused() -> None:
     # reversed steps are fine for the GPCM; tied GRM thresholds give an empty category
     assert np.isfinite(irt.graded_log_probabilities(0.0, 1.0, [1.0, 0.0], kind="gpcm")).all()
     assert irt.graded_probabilities(0.0, 1.0, [0.5, 0.5], kind="grm")[1] == 0.0
+
+
+@pytest.mark.parametrize("kind", ["grm", "gpcm"])
+def test_the_expected_score_s_slope_is_its_derivative(kind: str) -> None:
+    theta = np.linspace(-3, 3, 13)[:, None]  # (grid, 1) against two items of 4 and 3 categories
+    a = np.array([1.3, 0.7])
+    b = np.array([[-1.0, 0.2, 1.5], [0.4, 0.9, np.nan]])
+    score, slope = irt.graded_expected_score_slope(theta, a, b, kind=kind)
+    np.testing.assert_allclose(score, irt.graded_expected_score(theta, a, b, kind=kind))
+    h = 1e-5
+    numeric = (
+        irt.graded_expected_score(theta + h, a, b, kind=kind) - irt.graded_expected_score(theta - h, a, b, kind=kind)
+    ) / (2 * h)
+    np.testing.assert_allclose(slope, numeric, rtol=1e-6, atol=1e-9)
