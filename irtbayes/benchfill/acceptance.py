@@ -45,6 +45,11 @@ all out of the bin, and the slope of a very easy or very hard item is hard to pi
 intervals are equal-tailed with probability ``ci_prob`` (default 0.9, as in the fit and audit tables; linear
 interpolation between order statistics). ``p_discrimination_positive`` is ``P(s > 0)`` of the sign-free slope.
 
+A graded candidate (the full refit of a GRM or GPCM bank) is judged by the same rule with ``b`` its location,
+the ability at which its expected score is half its maximum (where the audit places graded items); its
+data-alone location and sign-free slope are those of the logistic curve through its scores as shares of the
+maximum (see :mod:`irtbayes.benchfill.calibration`).
+
 The rule's operating characteristic (:func:`operating_characteristic`): how often it accepts simulated
 candidates truly in the bin.
 """
@@ -728,6 +733,7 @@ def operating_characteristic(
        n_systems  n_candidates  n_accepted
     0         60             6           1
     """
+    fit.require_binary_model("the operating characteristic (simulated binary candidates on the fixed-bank grid)")
     _check_oc(fit, truth, target_lo, target_hi, mis_keyed_share, flat_share)
     spread = float(target_hi) - float(target_lo) if spread is None else float(spread)
     if min_discrimination is None:

@@ -74,8 +74,17 @@ are NaN, and the acceptance rule rejects the candidate rather than pass it.
 :func:`~irtbayes.benchfill.acceptance.operating_characteristic` measures, on simulated candidates with known
 difficulties, how often the acceptance rule run on the fast path accepts items that truly lie in the target bin.
 
+Graded banks (GRM, GPCM) are calibrated by the full refit only: it fits each candidate's discrimination and
+thresholds with the bank, and the candidate's ``difficulty`` in the returned posterior is its ``location`` (its
+``threshold`` draws go with it). ``difficulty_data`` and ``slope`` come from the grid above applied to the
+candidate's scores as shares of its maximum, code / (K - 1), entered like fractional responses: the midpoint of
+the logistic curve through the shares is where the expected share is one half, the location's definition. One
+curve through shares carries less information than the categories, so these checks are conservative. The
+fixed-bank grid refuses a graded fit.
+
 The candidates' responses (:func:`load_candidate_responses`, :func:`candidate_response_data`) are read,
-checked against the fit and labelled for calibration here too.
+checked against the fit and labelled for calibration here too; a graded fit's candidates are read in its own
+categories (:meth:`~irtbayes.fitting.result.Fit.category_labels`).
 """
 
 from __future__ import annotations
@@ -122,6 +131,7 @@ from irtbayes.core.errors import DataError, FitError, SpecError, listed
 from irtbayes.core.irt import jitter_cells, sample_cells
 from irtbayes.core.summaries import spaced
 from irtbayes.data.responses import ResponseData
+from irtbayes.model.spec import GRADED_KINDS
 
 if TYPE_CHECKING:
     from irtbayes.fitting.result import Fit
@@ -274,16 +284,20 @@ def _check_full(fit: Fit, data: ResponseData, new_data: ResponseData, prior: str
 
 def _in_candidate_groups(new_data: ResponseData) -> ResponseData:
     """The candidates' responses with each benchmark B relabelled as its calibration group ``"B [candidates]"``."""
-    meta = new_data.items.copy()
-    meta["benchmark"] = [candidate_group_label(None if pd.isna(b) else str(b)) for b in meta["benchmark"]]
-    return ResponseData.from_long(new_data.long_frame(), items=meta.reset_index(), source=new_data.source)
+    labels = [candidate_group_label(None if pd.isna(b) else str(b)) for b in new_data.items["benchmark"]]
+    return new_data.with_benchmarks(dict(zip(new_data.items.index.astype(str), labels, strict=True)))
 
 
 def _new_item_posterior(refit: Fit, new_data: ResponseData, *, seed: int, prior: str) -> xr.Dataset:
     """The new items' posterior from the refit, with their response counts, data-alone and slope draws."""
     new_ids = [str(i) for i in new_data.item_ids]
-    names = [n for n in ("difficulty", "discrimination", "guessing") if n in refit.posterior]
-    posterior = refit.posterior[names].sel(item=new_ids)
+    graded = refit.spec.kind in GRADED_KINDS
+    if graded:  # a graded item is placed at its location; its thresholds go with it for the item-fit screen
+        posterior = refit.posterior[["location", "discrimination", "threshold"]].sel(item=new_ids)
+        posterior = posterior.rename({"location": "difficulty"})
+    else:
+        names = [n for n in ("difficulty", "discrimination", "guessing") if n in refit.posterior]
+        posterior = refit.posterior[names].sel(item=new_ids)
     posterior = posterior.assign(n_responses=("item", response_counts(new_data)))
     b_data, slope = data_alone_and_slope(refit.posterior, refit.spec, refit.subject_ids, new_data, seed=seed)
     shape = (refit.posterior.sizes["chain"], refit.posterior.sizes["draw"], len(new_ids))
@@ -294,6 +308,7 @@ def _new_item_posterior(refit: Fit, new_data: ResponseData, *, seed: int, prior:
         "prior": prior,
         "sampler": refit.sampler.get("name"),
         "approximate": int(refit.approximate),
+        **({"model_kind": refit.spec.kind, "difficulty": "location"} if graded else {}),
     }
     return posterior
 
@@ -351,7 +366,7 @@ def _candidate_inputs(
     quant = np.quantile(flat, probs, axis=0)  # (Q, subject, dim)
     subject_pos = subject_ids.get_indexer(new_data.subject_ids)
     items = new_data.items
-    y_all = new_data.values
+    y_all = new_data.shares  # graded responses enter the share-curve grid as shares of the item's maximum
     s_codes = new_data.subject_codes
     i_codes = new_data.item_codes
     per_item: list[dict[str, Any]] = []
@@ -596,6 +611,11 @@ def _check_fixed(
     guessing_points: int,
 ) -> tuple[int, int, int]:
     """Check :func:`calibrate_fixed`'s inputs; return the grid's points (b, log a) and the draws per item."""
+    if fit.spec.kind in GRADED_KINDS:
+        raise SpecError(
+            f"the fixed-bank calibration's grid is for binary items; this is a {fit.spec.kind.upper()} fit, whose "
+            "graded candidates are calibrated by the full refit (mode='full', `--mode full`)"
+        )
     check_new_data(fit, new_data)
     check_prior(prior)
     nb, na = _check_grid(grid_points, b_range, ability_points, prior_draws, guessing_points)
@@ -792,7 +812,7 @@ def _bank_labels(fit: Fit) -> pd.DataFrame:
 def _response_frame(responses: ResponseData | pd.DataFrame, source: str | None) -> tuple[pd.DataFrame, str]:
     """The long frame of ``responses`` and the name messages give it."""
     if isinstance(responses, ResponseData):
-        frame = responses.long_frame()
+        frame = _as_labels(responses, responses.long_frame())
         name = source or responses.source
         if "condition" in frame.columns and frame["condition"].nunique() > 1:
             raise DataError(
@@ -908,7 +928,36 @@ def candidate_response_data(
     if not answered:
         raise DataError(f"{name}: no responses to any candidate")
     meta = _with_bank_domains(items_table(answered), fit)
-    return ResponseData.from_long(frame, items=meta.reset_index(), source=name)
+    return ResponseData.from_long(frame, items=meta.reset_index(), source=name, **_fit_scale(fit, name))
+
+
+def _fit_scale(fit: Fit, name: str) -> dict[str, Any]:
+    """How candidates' responses are read for ``fit``: a graded fit's own ordered categories (so that a rating
+    means what it means in the bank), nothing for a binary fit."""
+    if fit.spec.kind not in GRADED_KINDS:
+        return {}
+    labels = fit.category_labels()
+    if labels is None:
+        raise SpecError(
+            f"{name}: the {fit.spec.kind.upper()} fit's items do not share one scale of categories, so the "
+            "candidates' ratings cannot be read on it; give candidates of a bank whose items share their categories"
+        )
+    return {"scoring": "ordinal", "categories": labels}
+
+
+def _as_labels(data: ResponseData, frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` (``data``'s long frame) with ordinal codes turned back into their category labels."""
+    if data.response_kind != "ordinal" or "categories" not in data.items.columns:
+        return frame
+    from irtbayes.data.columns import CATEGORY_SEPARATOR
+
+    labels = {str(item): str(text).split(CATEGORY_SEPARATOR) for item, text in data.items["categories"].items()}
+    frame = frame.copy()
+    frame["response"] = [
+        np.nan if pd.isna(code) else labels[str(item)][int(code)]
+        for item, code in zip(frame["item"], frame["response"], strict=True)
+    ]
+    return frame
 
 
 def check_new_data(fit: Fit, new_data: ResponseData) -> None:
@@ -1037,5 +1086,5 @@ def load_candidate_responses(
             raise DataError(f"{path}: a folder without lm-evaluation-harness samples_*.jsonl files")
         frame = _lm_eval_candidate_responses(path, candidates, metric=metric, lm_filter=lm_filter)
         return candidate_response_data(frame, candidates, fit=fit, source=str(path))
-    responses = load_long(path)
+    responses = load_long(path, **_fit_scale(fit, str(path)))
     return candidate_response_data(responses, candidates, fit=fit, source=str(path))

@@ -89,6 +89,8 @@ def propose(
     if n_choices == "auto":
         n_choices = _modal_options(data, choice.benchmark)
     table = fit.items_table(ci_prob=ci_prob)
+    if "location_mean" in table.columns:  # graded items are placed (and shown to a generator) at their locations
+        table = table.assign(**{f"difficulty_{c}": table[f"location_{c}"] for c in ("mean", "ci_low", "ci_high")})
     if choice.benchmark is not None:
         table = table.loc[table["benchmark"].astype(str) == choice.benchmark]
     seeds: tuple = ()

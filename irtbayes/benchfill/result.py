@@ -227,6 +227,8 @@ class BenchfillResult:
             f"{s.get('discrimination_prob')}, at least {s.get('min_responses')} responses; calibration: {s.get('mode')}.",
             f"{len(self.accepted)} of {len(self.decisions)} candidates accepted.",
         ]
+        if s.get("kind") in ("grm", "gpcm"):
+            lines.append(f"Graded items ({str(s['kind']).upper()}): {GRADED_RULE}")
         unconverged = _unconverged_note(s)
         if unconverged:
             lines.append(f"WARNING: {unconverged}")
@@ -270,6 +272,7 @@ class BenchfillResult:
             f"sign-free slope above {s.get('min_discrimination', 0):g} with probability at least "
             f"{s.get('discrimination_prob')}, and at least {s.get('min_responses')} systems answered it. "
             f"{_METHODS.get(str(s.get('mode')), '')}"
+            + (f" Graded items ({str(s['kind']).upper()}): {GRADED_RULE}" if s.get("kind") in ("grm", "gpcm") else "")
         )
         reasons = self.decisions["reason"].value_counts()
         doc.paragraph(
@@ -330,9 +333,10 @@ def _unconverged_note(settings: dict[str, Any]) -> str:
     if settings.get("mode") == "full":
         if settings.get("refit_converged") is True:
             return ""
+        alternative = "" if settings.get("kind") in ("grm", "gpcm") else ", or use the fixed-bank mode"
         return (
             "the refit did not pass the convergence checks (or they were not recorded); these decisions are not "
-            "reliable: refit with more draws, or use the fixed-bank mode."
+            f"reliable: refit with more draws{alternative}."
         )
     if settings.get("bank_converged") is True:
         return ""
@@ -664,6 +668,12 @@ def _draws(var: xr.DataArray, items: Sequence[str]) -> np.ndarray:
     return arr.reshape(arr.shape[0] * arr.shape[1], arr.shape[2])
 
 
+#: How the rule reads a graded candidate (said wherever a graded round's decisions are shown).
+GRADED_RULE = (
+    "b is each candidate's location (the ability at which its expected score is half its maximum), from the full "
+    "refit; the data-alone location and the sign-free slope are those of its scores as shares of the maximum."
+)
+
 #: Hyperparameters of the difficulty prior kept with an extended posterior (see ``audit(ensemble=...)``).
 HYPER_VARS = ("difficulty_sd", "difficulty_mu", "difficulty_benchmark")
 
@@ -904,12 +914,11 @@ def _own_labels(extended_data: ResponseData, data: ResponseData) -> ResponseData
     if "benchmark" not in items.columns:
         return extended_data
     own = {candidate_group_label(str(b)): str(b) for b in data.benchmarks}
-    labels = items["benchmark"].map(lambda b: own.get(str(b), b) if isinstance(b, str) else b)
-    if labels.equals(items["benchmark"]):
+    grouped = items["benchmark"].dropna().astype(str)
+    grouped = grouped[grouped.isin(list(own))]
+    if grouped.empty:
         return extended_data
-    meta = items.copy()
-    meta["benchmark"] = labels
-    return ResponseData.from_long(extended_data.long_frame(), items=meta.reset_index(), source=extended_data.source)
+    return extended_data.with_benchmarks(grouped.map(own))
 
 
 def _audits(

@@ -40,6 +40,7 @@ from irtbayes.benchfill.screens import CONSTRUCT_PROB, ITEM_FIT_PPP, combine_scr
 from irtbayes.benchfill.target import TargetChoice
 from irtbayes.core.errors import DataError, SpecError
 from irtbayes.data.responses import ResponseData
+from irtbayes.model.spec import GRADED_KINDS
 
 if TYPE_CHECKING:
     from irtbayes.fitting.result import Fit
@@ -136,7 +137,11 @@ def calibrate_candidates(
     """
     if mode not in ("full", "fixed"):
         raise SpecError(f"mode must be 'full' or 'fixed', got {mode!r}")
-    fit.require_binary_model("BenchFill's calibration")
+    if mode == "fixed" and fit.spec.kind in GRADED_KINDS:
+        raise SpecError(
+            f"mode='fixed' holds the bank on a grid made for binary items; this is a {fit.spec.kind.upper()} fit, "
+            "whose graded candidates are calibrated by the full refit (mode='full', `--mode full`)"
+        )
     ids = _check_round(candidates, new_data)
     settings = _round_settings(fit, mode=mode, prior=prior, rule=AcceptanceRule() if rule is None else rule)
     posterior, refit = _calibrate_round(
@@ -322,11 +327,15 @@ def _extended_bank(
     accepted = list(accepted)
     if refit is not None:
         keep = [str(i) for i in data.item_ids] + accepted
+        graded = ("threshold", "location") if refit.spec.kind in GRADED_KINDS else ()
         names = [
-            n for n in ("ability", "difficulty", "discrimination", "guessing", *HYPER_VARS) if n in refit.posterior
+            n
+            for n in ("ability", "difficulty", "discrimination", "guessing", *graded, *HYPER_VARS)
+            if n in refit.posterior
         ]
         extended = refit.posterior[names].sel(item=keep)
-        extended.attrs = {}
+        # a graded posterior says which model it is, so that the audit places its items at their locations
+        extended.attrs = {"model_kind": refit.spec.kind} if graded else {}
     else:
         extended = append_draws(fit.posterior, posterior, accepted, kind=fit.spec.kind)
     extended_data = ResponseData.combine([data, new_data.subset(items=accepted)]) if accepted else data

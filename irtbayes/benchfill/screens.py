@@ -57,7 +57,10 @@ predictive p-value is ``P(D(y_rep) >= D(y))``. A candidate whose responses do no
 (for example right for weak and strong systems and wrong for those between) gets a small p-value and is
 rejected as ``"off-construct"`` (poor item fit) when it is below :data:`ITEM_FIT_PPP`. Posterior predictive
 p-values are conservative (they pile up near 0.5 for items that fit), so the rate of good items rejected is
-below :data:`ITEM_FIT_PPP`. Fractional responses enter as their sums; the replicates are 0/1.
+below :data:`ITEM_FIT_PPP`. Fractional responses enter as their sums; the replicates are 0/1. A graded
+candidate (a GRM or GPCM refit) enters with its category codes: ``E_gs`` and ``V_gs`` are the sums of the
+model's expected score and its variance over the categories at the item's thresholds, and the replicates are
+categories drawn from the model's probabilities.
 
 Several ability dimensions (one per domain): **the candidate's own dimension must carry it**. For each
 dimension d the sign-free slope ``s_d`` of ``P = sigmoid(s_d theta_d + k)`` is computed on the grid of the
@@ -100,7 +103,7 @@ import xarray as xr
 
 from irtbayes.benchfill.grid import SAMPLE_DIMS, SLOPE_GRID_POINTS, flatten_samples, grid_slope_draws
 from irtbayes.core.errors import DataError, SpecError
-from irtbayes.core.irt import probability
+from irtbayes.core.irt import graded_probabilities, probability
 from irtbayes.core.summaries import spaced
 from irtbayes.data.responses import ResponseData
 
@@ -416,9 +419,36 @@ ITEM_FIT_MIN_PER_GROUP = 10
 CONSTRUCT_PROB = 0.9
 
 
-def _responses(new_data: ResponseData, item: int, subject_pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _responses(
+    new_data: ResponseData, item: int, subject_pos: np.ndarray, *, shares: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
+    """The responding subjects' positions and their responses to ``item`` (``shares``: as shares of its maximum)."""
     mask = new_data.item_codes == item
-    return subject_pos[new_data.subject_codes[mask]], new_data.values[mask].astype("float64")
+    values = new_data.shares if shares else new_data.values
+    return subject_pos[new_data.subject_codes[mask]], values[mask].astype("float64")
+
+
+def _moments_and_replicates(
+    params: dict[str, np.ndarray], theta: np.ndarray, pick: np.ndarray, rng: np.random.Generator, *, kind: str | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(expected, variance, replicate) of each response (s, n_j) under draws ``pick`` of the item's parameters:
+    a binary item's P, P (1 - P) and 0/1 replicates; a graded item's expected category, its variance and
+    categories drawn from the model."""
+    a = params["discrimination"][pick][:, None]
+    if kind is None:
+        b = params["difficulty"][pick][:, None]
+        c = params["guessing"][pick][:, None] if "guessing" in params else None
+        p = probability(theta, b, a, c)
+        return p, p * (1.0 - p), (rng.random(p.shape) < p).astype(float)
+    thresholds = params["threshold"][pick][:, None, :]  # (s, 1, K - 1)
+    probs = graded_probabilities(theta, a, thresholds, kind=kind)  # (s, n_j, K)
+    k = np.arange(probs.shape[-1], dtype="float64")
+    expected = probs @ k
+    variance = probs @ (k**2) - expected**2
+    # a category per response: the first whose cumulative probability reaches a uniform draw
+    draw = rng.random(expected.shape)[..., None]
+    replicate = np.minimum((np.cumsum(probs, axis=-1) < draw).sum(axis=-1), probs.shape[-1] - 1).astype(float)
+    return expected, variance, replicate
 
 
 def _subject_positions(ability: xr.DataArray, new_data: ResponseData) -> np.ndarray:
@@ -446,7 +476,7 @@ def item_fit(
         Ability draws (chain, draw, subject).
     items
         The candidates' ``difficulty`` and ``discrimination`` draws (and ``guessing``, 3PL) over (chain, draw,
-        item).
+        item); a graded refit's also ``threshold`` (chain, draw, item, boundary), with ``attrs["model_kind"]``.
     new_data
         The candidates' responses.
 
@@ -457,6 +487,8 @@ def item_fit(
         ``item_fit_groups``, ``item_fit_discrepancy`` (mean of ``D(y, s)`` over the draws).
     """
     rng = np.random.default_rng(seed)
+    kind = _graded_kind(items)
+    n_categories = new_data.n_categories
     theta_all = flatten_samples(ability, "subject")  # (S, subject)
     n_total = theta_all.shape[0]
     rows = spaced(n_total, max_draws)
@@ -468,14 +500,14 @@ def item_fit(
             for name in ("difficulty", "discrimination", "guessing")
             if name in items
         }
+        if kind is not None:  # the item's own thresholds (NaN-padded past its categories)
+            n_thresholds = int(n_categories[i]) - 1
+            params["threshold"] = flatten_samples(items["threshold"].sel(item=item), "boundary")[:, :n_thresholds]
         n_item = len(params["difficulty"])
         who, y = _responses(new_data, i, subject_pos)
         theta = theta_all[np.ix_(rows, who)]  # (s, n_j)
         pick = rows % n_item
-        b = params["difficulty"][pick][:, None]
-        a = params["discrimination"][pick][:, None]
-        c = params["guessing"][pick][:, None] if "guessing" in params else None
-        p = probability(theta, b, a, c)
+        p, variance, replicated = _moments_and_replicates(params, theta, pick, rng, kind=kind)
         n_groups = min(ITEM_FIT_GROUPS, len(y) // ITEM_FIT_MIN_PER_GROUP)
         record = {"candidate_id": str(item), "item_fit_groups": n_groups}
         if n_groups < 2:
@@ -486,15 +518,25 @@ def item_fit(
         group[order] = np.arange(len(y)) * n_groups // len(y)
         onehot = np.eye(n_groups)[group]  # (n_j, G)
         expected = p @ onehot
-        var = np.maximum((p * (1.0 - p)) @ onehot, 1e-12)
+        var = np.maximum(variance @ onehot, 1e-12)
         observed = y @ onehot
-        replicate = (rng.random(p.shape) < p).astype(float) @ onehot
+        replicate = replicated @ onehot
         d_obs = (((observed[None, :] - expected) ** 2) / var).sum(axis=1)
         d_rep = (((replicate - expected) ** 2) / var).sum(axis=1)
         out.append(
             record | {"item_fit_ppp": float(np.mean(d_rep >= d_obs)), "item_fit_discrepancy": float(d_obs.mean())}
         )
     return pd.DataFrame(out).set_index("candidate_id")
+
+
+def _graded_kind(items: xr.Dataset) -> str | None:
+    """``"grm"`` or ``"gpcm"`` for a graded candidates' posterior (it has ``threshold`` draws), else None."""
+    if "threshold" not in items.data_vars:
+        return None
+    kind = items.attrs.get("model_kind")
+    if kind not in ("grm", "gpcm"):
+        raise DataError("the candidates' posterior has thresholds but does not say its model (attrs 'model_kind')")
+    return str(kind)
 
 
 def dimension_check(
@@ -541,7 +583,7 @@ def dimension_check(
                 f"{new_data.source}: candidate '{item}' has domain {own!r}, which is not an ability dimension of "
                 f"the fit {dims}"
             )
-        who, y = _responses(new_data, i, subject_pos)
+        who, y = _responses(new_data, i, subject_pos, shares=True)
         slopes = {
             d: grid_slope_draws(quant[:, who, k].T, y, None, n_draws=n_draws, grid_points=SLOPE_GRID_POINTS, rng=rng)
             for k, d in enumerate(dims)

@@ -108,6 +108,11 @@ def cmd_export(args: argparse.Namespace) -> int:
     from irtbayes.fitting.storage import load_fit
 
     fit = load_fit(args.fit) if args.fit else None
+    if fit is None and args.format == "csv":  # the template's fit, loaded once: its subjects and its scale
+        recorded = (
+            read_json(Path(args.dir) / "target.json").get("fit") if (Path(args.dir) / "target.json").is_file() else None
+        )
+        fit = load_fit(recorded) if recorded else None
     paths = export_proposal(args.dir, args.format, fit=fit, output_type=args.output_type, task_name=args.task_name)
     for path in paths:
         print(f"Wrote {path}")
@@ -116,6 +121,11 @@ def cmd_export(args: argparse.Namespace) -> int:
             f"Run: lm_eval run --model ... --tasks {args.task_name} --include_path {Path(args.dir) / 'export'} "
             "--log_samples --output_path <folder>"
         )
+    elif fit is not None and fit.spec.kind in ("grm", "gpcm"):
+        labels = fit.category_labels()
+        scale = ", ".join(labels) if labels else "the bank's categories"
+        print(f"Fill in the response column with a category of the bank's scale ({scale}) and pass the file to "
+              "`benchfill calibrate`.")  # fmt: skip
     else:
         print("Fill in the response column (1/0 or a score in [0, 1]) and pass the file to `benchfill calibrate`.")
     return 0

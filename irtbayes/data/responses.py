@@ -14,7 +14,7 @@ given), so the same file always gives the same codes.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from irtbayes.core.errors import DataError
+from irtbayes.core.errors import DataError, listed
 from irtbayes.core.files import json_ready
 from irtbayes.data.columns import (
     CATEGORY_SEPARATOR,
@@ -440,6 +440,22 @@ class ResponseData:
         return self.responses["response"].to_numpy(dtype="float64")
 
     @property
+    def shares(self) -> np.ndarray:
+        """The responses as shares of the most each item gives (float64, one per row of :attr:`responses`): an
+        ordinal code over K_i - 1, a binary or fractional score as it is.
+
+        Examples
+        --------
+        >>> frame = pd.DataFrame({"subject": ["s1", "s2", "s3"], "item": "q", "response": [1, 2, 3]})
+        >>> ResponseData.from_long(frame, scoring="ordinal").shares.tolist()
+        [0.0, 0.5, 1.0]
+        """
+        values = self.values
+        if self.response_kind == "ordinal":
+            return values / (self.n_categories[self.item_codes] - 1)
+        return values
+
+    @property
     def response_kind(self) -> ResponseKind:
         """What the responses are: ``"ordinal"`` when the items have ``n_categories`` and one has 3 or more (the
         responses are then category codes), else ``"binary"`` when every response is 0 or 1, else ``"fraction"``."""
@@ -657,6 +673,29 @@ class ResponseData:
     def summary(self) -> DataSummary:
         """Counts, missingness, accuracy per subject and benchmark, and uninformative items."""
         return DataSummary.of(self)
+
+    def with_benchmarks(self, labels: Mapping[str, Any] | pd.Series) -> ResponseData:
+        """The same responses with some items' ``benchmark`` labels replaced (``labels`` maps item ids to the new
+        labels; items it does not name keep theirs). Responses, ordinal codes and the items' other metadata are
+        kept as they are.
+
+        Examples
+        --------
+        >>> frame = pd.DataFrame({"subject": ["s1", "s2"], "item": ["q1", "q2"], "response": [1, 0]})
+        >>> ResponseData.from_long(frame).with_benchmarks({"q2": "arith"}).items["benchmark"].tolist()
+        [<NA>, 'arith']
+        """
+        labels = pd.Series(labels, dtype=object)
+        unknown = labels.index.difference(pd.Index(self.item_ids.astype(str)))
+        if len(unknown):
+            raise DataError(f"{self.source}: with_benchmarks names item(s) that are not in the data: {listed(unknown)}")
+        items = self.items.copy()
+        new = items["benchmark"].astype(object)
+        new.loc[labels.index] = labels.to_numpy()
+        items["benchmark"] = new.astype("string").str.strip().replace("", pd.NA)
+        return ResponseData(
+            responses=self.responses, items=items, subjects=self.subjects, source=self.source, notes=self.notes
+        )
 
     def with_notes(self, *notes: str) -> ResponseData:
         """The same data with ``notes`` added (see :attr:`notes`)."""

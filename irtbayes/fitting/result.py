@@ -708,10 +708,8 @@ def fit_constant_data(data: ResponseData) -> xr.Dataset:
     """
     s = data.subject_codes
     i = data.item_codes
-    y = data.values
+    y = data.shares
     ordinal = data.response_kind == "ordinal"
-    if ordinal:
-        y = y / (data.n_categories[i] - 1)
     n_items = np.bincount(i, minlength=data.n_items)
     n_subj = np.bincount(s, minlength=data.n_subjects)
     item_mean = np.bincount(i, weights=y, minlength=data.n_items) / np.maximum(n_items, 1)

@@ -268,3 +268,142 @@ def load_long_codes(path: Path) -> ResponseData:
     from irtbayes.data.io.tabular import load_long
 
     return load_long(path, scoring="ordinal", categories=[0, 1, 2, 3, 4])
+
+
+# ------------------------------------------------------------------------------------------- BenchFill, graded
+def _graded_candidates(benchmark: str, ids: list[str]) -> list:
+    from irtbayes.benchfill.candidates import Candidate
+
+    texts = {
+        "good": "Rate how well the reply explains the proof that there are infinitely many primes.",
+        "miskeyed": "Judge the poem about autumn leaves for its use of rhyme and imagery in every stanza.",
+        "easy": "Score the greeting the assistant wrote for a customer who asked about store hours.",
+    }
+    return [Candidate(candidate_id=c, text=texts[c], answer="rubric", benchmark=benchmark) for c in ids]
+
+
+def test_graded_candidates_are_read_on_the_fit_s_scale_and_the_fixed_grid_refuses_them(fitted_grm):
+    """BenchFill on a graded bank: the candidates' ratings are read in the bank's own categories (a file whose
+    lowest rating nobody used keeps its codes), a graded ResponseData keeps its labels, and the binary-only paths
+    (the fixed-bank grid, the operating characteristic) refuse with a message naming the full refit."""
+    from irtbayes.benchfill.acceptance import operating_characteristic
+    from irtbayes.benchfill.calibration import calibrate_fixed, candidate_response_data
+    from irtbayes.benchfill.run import calibrate_candidates
+    from irtbayes.benchfill.target import choose_target
+
+    fit_result, data = fitted_grm.fit, fitted_grm.data
+    bench = str(data.items["benchmark"].iloc[0])
+    candidates = _graded_candidates(bench, ["good"])
+    subjects = [str(s) for s in data.subject_ids[:40]]
+    ratings = np.arange(40) % 4 + 1  # 1..4: category 0 unused
+    frame = pd.DataFrame({"subject": subjects, "item": "good", "response": ratings.astype(str)})
+    new = candidate_response_data(frame, candidates, fit=fit_result)
+    assert new.response_kind == "ordinal" and new.n_categories.tolist() == [5]
+    np.testing.assert_array_equal(new.values, ratings.astype(float))  # labels "1".."4" are codes 1..4 of 0..4
+    np.testing.assert_allclose(new.shares, ratings / 4)
+    again = candidate_response_data(new, candidates, fit=fit_result)
+    np.testing.assert_array_equal(again.values, new.values)
+    with pytest.raises(DataError, match=r"holds .9., which is not one of the declared categories 0, 1, 2, 3, 4"):
+        candidate_response_data(frame.assign(response="9"), candidates, fit=fit_result)
+    with pytest.raises(SpecError, match="full refit"):
+        calibrate_fixed(fit_result, new)
+    choice, _ = choose_target(fit_result, data, interval=(0.0, 1.0))
+    with pytest.raises(SpecError, match=r"mode=.fixed. .* GRM fit, .* full refit"):
+        calibrate_candidates(fit_result, data, candidates, new, choice, mode="fixed")
+    with pytest.raises(SpecError, match=r"operating characteristic .* GRM fit"):
+        operating_characteristic(fit_result, target_lo=0.0, target_hi=1.0)
+
+
+def test_item_fit_of_graded_candidates_flags_reversed_ratings(fitted_grm):
+    """The construct screen on graded items: the bank's five-category items' own ratings fit their thresholds
+    (posterior predictive p-values spread over (0, 1), median well above the screen's 0.01), the same ratings
+    reversed do not (p below 0.01 for each, with a far larger discrepancy)."""
+    from irtbayes.benchfill.screens import ITEM_FIT_PPP, item_fit
+
+    fit_result, data = fitted_grm.fit, fitted_grm.data
+    n_cat = data.items["n_categories"]
+    chosen = [str(i) for i in n_cat.index[n_cat.to_numpy() == 5]]
+    post = fit_result.posterior
+    items = post[["location", "discrimination", "threshold"]].sel(item=chosen).rename({"location": "difficulty"})
+    items.attrs = {"model_kind": "grm"}
+    own = data.subset(items=chosen)
+    frame = own.long_frame()[["subject", "item", "response"]]
+    meta = own.items.reset_index()[["item", "benchmark", "n_categories"]]
+    reversed_ = ResponseData.from_long(
+        frame.assign(response=4 - frame["response"]), items=meta, scoring="ordinal", categories=list(range(5))
+    )
+    fits = item_fit(post["ability"], items, own, seed=1)
+    flipped = item_fit(post["ability"], items, reversed_, seed=1)
+    assert len(chosen) == 3 and fits["item_fit_ppp"].median() > 0.1
+    assert (flipped["item_fit_ppp"] < ITEM_FIT_PPP).all()
+    assert (flipped["item_fit_discrepancy"] > 5 * fits["item_fit_discrepancy"]).all()
+    items.attrs = {}
+    with pytest.raises(DataError, match="model_kind"):
+        item_fit(post["ability"], items, own)
+
+
+@pytest.mark.slow  # a graded bank's fit and its refit with the candidates (about a minute)
+@pytest.mark.parametrize("kind", ["grm", "gpcm"])
+def test_benchfill_round_on_a_graded_bank(kind, tmp_path):
+    """A full BenchFill round on a simulated graded bank: a candidate whose location lies in the target is
+    accepted (its location's interval holds the truth), one with reversed ratings is rejected as mis-keyed, one
+    far below as too easy; the audit after places the added item at its location and the result is written."""
+    from irtbayes.benchfill.calibration import candidate_response_data
+    from irtbayes.benchfill.result import write_benchfill
+    from irtbayes.benchfill.run import calibrate_candidates
+    from irtbayes.benchfill.target import choose_target
+
+    data, truth = simulate_responses(150, 14, kind=kind, n_categories=4, seed=3)
+    bank = fit(data, ModelSpec(kind=kind), chains=2, draws=500, tune=500, seed=1, progress=False)
+    theta = truth["ability"].values
+    rng = np.random.default_rng(5)
+    designs = {
+        "good": ([0.5, 1.0, 1.5], False),
+        "miskeyed": ([0.5, 1.0, 1.5], True),
+        "easy": ([-3.0, -2.5, -2.0], False),
+    }
+    frames = []
+    for cid, (thresholds, reverse) in designs.items():
+        probs = irt.graded_probabilities(theta[:, None], np.array([1.5]), np.array([thresholds]), kind=kind)[:, 0]
+        codes = (np.cumsum(probs, axis=-1) < rng.random((len(theta), 1))).sum(axis=-1)
+        codes = 3 - codes if reverse else codes
+        frames.append(pd.DataFrame({"subject": data.subject_ids.astype(str), "item": cid, "response": codes}))
+    bench = str(data.items["benchmark"].iloc[0])
+    candidates = _graded_candidates(bench, list(designs))
+    new = candidate_response_data(pd.concat(frames), candidates, fit=bank)
+    choice, _ = choose_target(bank, data, interval=(0.5, 1.5))
+    result = calibrate_candidates(
+        bank, data, candidates, new, choice, mode="full", seed=2, draws=500, tune=500, chains=2
+    )
+    decisions = result.decisions
+    assert result.accepted == ["good"]
+    assert decisions.loc["miskeyed", "key_check"] == "mis-keyed"
+    assert decisions.loc["easy", "bin_check"] == "too easy"
+    true_location = float(irt.graded_location(np.array(1.5), np.array([0.5, 1.0, 1.5]), kind=kind))
+    assert decisions.loc["good", "difficulty_ci_low"] <= true_location <= decisions.loc["good", "difficulty_ci_high"]
+    assert decisions.loc["miskeyed", "construct"].startswith("off-construct")
+    after = result.comparison.set_index(["scope", "version"]).loc[("all", "after")]
+    assert int(after["n_items"]) == 15 and int(after["n_added"]) == 1
+    assert f"Graded items ({kind.upper()})" in result.to_text()
+    write_benchfill(result, tmp_path / "round", candidates=candidates)
+    assert (tmp_path / "round").is_dir()
+
+
+def test_a_graded_fit_s_data_file_is_read_again_on_its_scale(fitted_grm, tmp_path):
+    """``load_fit_data`` (BenchFill's way back to a fit's data) reads a graded fit's file as ordinal categories on
+    the fit's own scale, so the checksum matches (the fit: the fixture's five-category items, whose ratings in
+    the file do not use every category on every item)."""
+    from irtbayes.fitting.result import Fit
+    from irtbayes.fitting.storage import load_fit_data
+
+    data = fitted_grm.data
+    five = [str(i) for i in data.items.index[data.items["n_categories"].to_numpy() == 5]]
+    data = data.subset(items=five)
+    names = ["ability", "difficulty", "discrimination", "threshold", "location"]
+    posterior = fitted_grm.fit.posterior[names].sel(item=five, subject=[str(s) for s in data.subject_ids])
+    bank = Fit.from_posterior(posterior, data, spec=fitted_grm.fit.spec)
+    frame = data.long_frame()[["subject", "item", "response"]]
+    frame = frame.assign(response=frame["response"].astype(int), benchmark=frame["item"].map(data.items["benchmark"]))
+    frame.to_csv(tmp_path / "ratings.csv", index=False)
+    loaded = load_fit_data(bank, tmp_path / "ratings.csv")
+    assert loaded.response_kind == "ordinal" and loaded.checksum() == data.checksum()
