@@ -49,6 +49,7 @@ bins holding an item (items outside [L, U] carry no weight).
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -366,43 +367,66 @@ def interval_factors(
     spaced) are scored as if new (with at most :data:`CALIBRATION_DRAWS` of the bank's draws), from their answers to the items of each design (a row of ``designs``, (P, N),
     each applied to every system), and compared with their accuracy over all the items they answered. For each
     (system, scope) with items left to predict, ``r`` is the error over the interval's half on the error's side;
-    the factor is the ``ci_prob`` quantile of ``r`` over systems and designs, at least 1. Scaling the draws about
+    the factor is the split-conformal ``ci_prob`` order statistic of ``r`` over systems and designs, at least 1
+    (:func:`factors_from_ratios`). Scaling the draws about
     their mean by it (``predict_from_arrays(widen=...)``) makes the interval cover that share of the bank's own
     systems. The bank's systems shaped its item parameters, so the factor errs on the narrow side for a bank of
     few systems.
     """
-    names, member = scope_membership(bank)
     bank = bank.thinned(CALIBRATION_DRAWS)
     pick = np.unique(np.linspace(0, y.shape[0] - 1, min(max_systems, y.shape[0])).round().astype(np.int64))
     y, w = y[pick], w[pick]
+    ratios = [
+        error_ratios(bank, y, w, w * (design[None, :] > 0), ci_prob=ci_prob, seed=seed)
+        for design in np.atleast_2d(designs)
+    ]
+    return factors_from_ratios(np.concatenate(ratios, axis=0), ci_prob=ci_prob)
+
+
+def error_ratios(
+    bank: ItemBank, y: np.ndarray, w: np.ndarray, mask: np.ndarray, *, ci_prob: float = 0.9, seed: int = 0
+) -> np.ndarray:
+    """(J, scopes) each system's error over its interval's half on the error's side, scored from the items of its
+    row of ``mask`` (J, N) against its accuracy over all the items it answered (``y``, ``w``); NaN where a scope
+    has no items left to predict or no truth, inf where the interval has no width but the error has."""
+    names, member = scope_membership(bank)
     counts = member > 0
     answered = w @ counts
     with np.errstate(invalid="ignore", divide="ignore"):
         truth = ((y * w) @ counts) / answered
-    ratios: list[np.ndarray] = []
-    subjects = np.array([f"s{j}" for j in range(len(pick))])
-    for design in np.atleast_2d(designs):
-        mask = w * (design[None, :] > 0)
-        table = predict_from_arrays(bank, y, mask, subjects, count=w, seed=seed).table(ci_prob)
-        shape = (len(pick), len(names))
-        mean = table["accuracy_mean"].to_numpy().reshape(shape)
-        low, high = (
-            table["accuracy_ci_low"].to_numpy().reshape(shape),
-            table["accuracy_ci_high"].to_numpy().reshape(shape),
-        )
-        left = (answered - mask @ counts) > 0
-        half = np.where(truth >= mean, high - mean, mean - low)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            r = np.abs(truth - mean) / half
-        r = np.where(left & np.isfinite(truth), r, np.nan)
-        r[(half <= 0) & left & (np.abs(truth - mean) > 0)] = np.inf
-        ratios.append(r)
-    stacked = np.concatenate(ratios, axis=0)
-    out = np.ones(len(names))
-    for k in range(len(names)):
-        values = stacked[:, k][~np.isnan(stacked[:, k])]
+    subjects = np.array([f"s{j}" for j in range(len(y))])
+    table = predict_from_arrays(bank, y, mask, subjects, count=w, seed=seed).table(ci_prob)
+    shape = (len(y), len(names))
+    mean, low, high = (
+        table[c].to_numpy().reshape(shape) for c in ("accuracy_mean", "accuracy_ci_low", "accuracy_ci_high")
+    )
+    left = (answered - mask @ counts) > 0
+    half = np.where(truth >= mean, high - mean, mean - low)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = np.abs(truth - mean) / half
+    r = np.where(left & np.isfinite(truth), r, np.nan)
+    r[(half <= 0) & left & (np.abs(truth - mean) > 0)] = np.inf
+    return r
+
+
+def factors_from_ratios(ratios: np.ndarray, *, ci_prob: float = 0.9) -> np.ndarray:
+    """(scopes,) each scope's factor from its :func:`error_ratios` (rows: systems and designs): of its n known
+    ratios, the ceil((n + 1) ci_prob)-th smallest (the split-conformal order statistic: when a new system is
+    exchangeable with the calibration systems, its ratio is at or below it with probability at least ``ci_prob``,
+    where the plain ``ci_prob`` quantile of few ratios falls short), at least 1; 1 where fewer than 10 are known.
+
+    Examples
+    --------
+    >>> ratios = np.arange(1, 21, dtype=float)[:, None] / 10  # 0.1 .. 2.0
+    >>> factors_from_ratios(ratios).tolist()  # the 19th smallest of 20, where the plain quantile gives 1.81
+    [1.9]
+    """
+    out = np.ones(ratios.shape[1])
+    for k in range(ratios.shape[1]):
+        values = np.sort(np.minimum(ratios[:, k][~np.isnan(ratios[:, k])], 1e6))
         if len(values) >= 10:
-            out[k] = max(1.0, float(np.quantile(np.minimum(values, 1e6), ci_prob)))
+            rank = min(math.ceil((len(values) + 1) * ci_prob - 1e-9), len(values))
+            out[k] = max(1.0, float(values[rank - 1]))
     return out
 
 

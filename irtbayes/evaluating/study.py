@@ -24,7 +24,9 @@ does; for per-system designs, up to 4 of them), and the model's own intervals ar
 ``adaptive``
     An :class:`~irtbayes.evaluating.adaptive.AdaptiveTest` for every benchmark's accuracy with a budget of
     K x (number of benchmarks) items in all, and ``adaptive/2`` with half that budget, on at most
-    ``adaptive_systems`` held-out systems (evenly spaced); scored exactly as ``posterior``.
+    ``adaptive_systems`` held-out systems (evenly spaced); scored exactly as ``posterior``, with the intervals
+    calibrated as :meth:`~irtbayes.evaluating.adaptive.AdaptiveTest.interval_factors` calibrates them (the bank's
+    reference systems given the same adaptive test).
 
 Each method gets, per benchmark and for ``all``: the mean absolute error of the estimate, its root mean square,
 the coverage and mean width of the intervals (``ci_prob``, 0.9 by default), and Spearman's rank correlation
@@ -124,12 +126,20 @@ def _random_mask(bank: ItemBank, w: np.ndarray, k: int, rng: np.random.Generator
 
 
 def _scored(
-    bank: ItemBank, y: np.ndarray, mask: np.ndarray, w: np.ndarray, subjects: np.ndarray, ci_prob: float, seed: int
+    bank: ItemBank,
+    y: np.ndarray,
+    mask: np.ndarray,
+    w: np.ndarray,
+    subjects: np.ndarray,
+    ci_prob: float,
+    seed: int,
+    widen: np.ndarray | None = None,
 ) -> tuple[np.ndarray, ...]:
     """Posterior scores of the systems from the items of ``mask``, over the items they answered (``w``): the mean,
-    the calibrated interval (on the bank's reference systems answering the same items, where the bank has them)
-    and the model's own interval."""
-    widen = calibration_factors(bank, mask, ci_prob=ci_prob, seed=seed)
+    the calibrated interval (``widen``, default: on the bank's reference systems answering the same items, where
+    the bank has them) and the model's own interval."""
+    if widen is None:
+        widen = calibration_factors(bank, mask, ci_prob=ci_prob, seed=seed)
     scores = predict_from_arrays(bank, y, mask, subjects, count=w, seed=seed)
     shape = (len(subjects), len(scores.scopes))
     table = scores.table(ci_prob)
@@ -249,6 +259,8 @@ def _one_method(
                 c = int(bank.columns([item])[0])
                 test.answer(item, y[j, c])
                 masks[row, c] = 1.0
-        scored = _scored(bank, y[keep], masks, w[keep], subjects[keep], ci_prob, seed)
+        # calibrated as AdaptiveTest.result calibrates: the bank's own systems tested the same way
+        widen = AdaptiveTest(bank, max_items=budget, ci_prob=ci_prob, seed=seed).interval_factors()
+        scored = _scored(bank, y[keep], masks, w[keep], subjects[keep], ci_prob, seed, widen=widen)
         return (*scored, float(masks.sum(axis=1).mean()), keep)
     raise ValueError(f"compare_methods: unknown method {method!r}")

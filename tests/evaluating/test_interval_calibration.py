@@ -102,3 +102,36 @@ def test_widening_keeps_the_mean_and_is_reported(world):
     assert wide.widen == {"B": 2.0, "all": 2.0} and plain.widen is None
     assert "widened by B x2.00" in wide.to_text() and "not calibrated" in plain.to_text()
     assert wide.to_dict()["interval_calibration"] == {"B": 2.0, "all": 2.0}
+
+
+def _adaptive_coverage(bank: ItemBank, y: np.ndarray, *, calibrate: bool) -> tuple[float, np.ndarray | None]:
+    """Coverage of adaptive tests of 12 items (one per system, answering from ``y``) of the systems' accuracy over
+    every item, and the factors the tests used."""
+    from irtbayes.evaluating.adaptive import AdaptiveTest
+
+    inside, factors = [], None
+    for j, row in enumerate(y):
+        test = AdaptiveTest(bank, max_items=12, calibrate=calibrate, seed=j)
+        result = test.run(lambda item, row=row: float(row[int(item[1:])]), subject=f"n{j}")
+        line = result.scores.table().set_index("benchmark").loc["B"]
+        inside.append(line["accuracy_ci_low"] <= row.mean() <= line["accuracy_ci_high"])
+        factors = test.interval_factors() if calibrate else None
+    return float(np.mean(inside)), factors
+
+
+def test_adaptive_intervals_are_calibrated_on_systems_tested_adaptively(world, monkeypatch):
+    """A bank of too steep items gives adaptive tests overconfident intervals; calibrated on the bank's own systems
+    given the same adaptive test, they cover again. The factors are computed once for the bank and settings."""
+    import irtbayes.evaluating.adaptive as adaptive
+
+    y, a, b = world
+    steep = _bank(2.5 * a, b, y[:200])
+    held_out = y[200:260]
+    before, _ = _adaptive_coverage(steep, held_out, calibrate=False)
+    calls = []
+    original = adaptive.error_ratios
+    monkeypatch.setattr(adaptive, "error_ratios", lambda *args, **kw: calls.append(1) or original(*args, **kw))
+    after, factors = _adaptive_coverage(steep, held_out, calibrate=True)
+    assert factors is not None and factors[0] > 1.3, f"factors {factors}"
+    assert before < 0.8 <= after, f"coverage {before:.2f} before, {after:.2f} after widening by {factors}"
+    assert len(calls) == 1  # one calibration for the 60 tests of the same bank and settings
