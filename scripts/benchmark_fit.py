@@ -15,6 +15,12 @@ py-irt's point estimates) on the raw scale and after mean/sigma linking on the a
 its own: the default standardises the evaluated subjects, py-irt's abilities have an N(0, 1) prior), and
 the Spearman correlation of difficulties.
 
+``--models default,cached``: the default fit runs first with empty compile caches (numba's and PyTensor's, in a
+folder of its own, so it pays every compilation as a first run on a new machine does), then ``cached`` runs the
+same fit again in a new process with those caches, as a second ``irtbayes fit`` of the same model shape would;
+the ratio cached / default is printed, and cached / py-irt beside default / py-irt. Each model's process wall
+time (interpreter start, imports, data and fit) is printed too.
+
 ``--models approx`` fits irtbayes' approximate tier (``sampler="approx"``; time and recovery only, as it has no
 MCMC diagnostics). ``--models pyirt`` fits py-irt's 2PL (Pyro SVI, point estimates; 2,000 epochs, its defaults) to the same
 data. py-irt 0.7.1 needs Python < 3.12, so it runs as a subprocess in its own environment:
@@ -23,8 +29,8 @@ Python 3.11 (``python3.11``, or pyenv's) and ``pip install py-irt==0.7.1`` first
 
 Usage:
     python scripts/benchmark_fit.py                   # 100x1000 and 400x5000, 4 chains x 1000 draws
-    python scripts/benchmark_fit.py --sizes 100x1000 --models default,pyirt --draws auto --tune auto \
-        --make-pyirt-venv                             # irtbayes' default fit beside py-irt
+    python scripts/benchmark_fit.py --sizes 100x1000 --models default,cached,approx,pyirt --draws auto \
+        --tune auto --make-pyirt-venv                 # first and cached runs, the approximate tier and py-irt
     python scripts/benchmark_fit.py --quick           # 100x1000 only, 2 chains x 300 draws (a few minutes)
     python scripts/benchmark_fit.py --sizes 100x1000 --chains 4 --draws 1000 --tune 1000
     python scripts/benchmark_fit.py --sizes 400x5000 --models default --draws auto --tune auto
@@ -193,7 +199,7 @@ def _worker(config: dict) -> dict:
         }
     chains, draws, tune = config["chains"], config["draws"], config["tune"]
     start = time.perf_counter()
-    if config["model"] == "default":
+    if config["model"] in ("default", "cached"):
         # NUTS, whatever sampler="auto" would choose for this size (the approximate tier has its own model name)
         result = fit(data, sampler="nutpie", chains=chains, draws=draws, tune=tune, seed=config["seed"], progress=False)
         wall = time.perf_counter() - start
@@ -253,11 +259,22 @@ def _worker(config: dict) -> dict:
     }
 
 
-def _run(config: dict) -> dict:
-    proc = subprocess.run([sys.executable, __file__, "--worker", json.dumps(config)], capture_output=True, text=True)
+def _run(config: dict, caches: Path | None = None) -> dict:
+    """One fit in its own process; ``caches``: the folder of its compile caches (numba's and PyTensor's), so that a
+    first run starts cold and a second run of the same model finds what the first compiled."""
+    env = dict(os.environ)
+    if caches is not None:
+        env["NUMBA_CACHE_DIR"] = str(caches / "numba")
+        env["PYTENSOR_FLAGS"] = ",".join(
+            f for f in (env.get("PYTENSOR_FLAGS", ""), f"base_compiledir={caches / 'pytensor'}") if f
+        )
+    start = time.perf_counter()
+    proc = subprocess.run(
+        [sys.executable, __file__, "--worker", json.dumps(config)], capture_output=True, text=True, env=env
+    )
     if proc.returncode != 0:
         raise SystemExit(f"benchmark worker failed for {config}:\n{proc.stderr[-3000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return {**json.loads(proc.stdout.strip().splitlines()[-1]), "process_s": time.perf_counter() - start}
 
 
 def _count_or_auto(text: str) -> int | None:
@@ -298,8 +315,11 @@ def main(argv: list[str] | None = None) -> int:
         f"{'chains x draws+tune':>19}  least ESS"
     )
     print(header)
+    if "cached" in models and "default" not in models:
+        raise SystemExit("--models cached is the default model's second run: list default before it")
     for size in sizes:
         rows = {}
+        caches = Path(tempfile.mkdtemp(prefix="irtbayes-bench-caches-"))  # the default model's first run: cold
         for model in models:
             config = {
                 "size": size,
@@ -315,7 +335,7 @@ def main(argv: list[str] | None = None) -> int:
                 file=sys.stderr,
                 flush=True,
             )
-            r = _run(config)
+            r = _run(config, caches if model in ("default", "cached") else None)
             rows[model] = r
             if model in ("pyirt", "approx"):
                 what = (
@@ -334,6 +354,11 @@ def main(argv: list[str] | None = None) -> int:
                 flush=True,
             )
         print(
+            f"{'':>9} {'process':>15} wall of each model's process (start, imports, data, fit): "
+            + ", ".join(f"{m} {r['process_s']:.1f} s" for m, r in rows.items()),
+            flush=True,
+        )
+        print(
             f"{'':>9} {'recovery':>15} RMSE of difficulty / ability, raw and [linked on the abilities]; Spearman of "
             "difficulty",
             flush=True,
@@ -344,13 +369,21 @@ def main(argv: list[str] | None = None) -> int:
                 f"{r['rmse_ability']:.3f} [{r['rmse_ability_linked']:.3f}]  rho_b {r['spearman_difficulty']:.4f}",
                 flush=True,
             )
-        if {"default", "pyirt"} <= rows.keys():
-            d, p = rows["default"], rows["pyirt"]
+        for name in ("default", "cached"):
+            if {name, "pyirt"} <= rows.keys():
+                d, p = rows[name], rows["pyirt"]
+                print(
+                    f"{'':>9} {'ratio':>15} wall: {name} / py-irt {d['wall_s'] / p['wall_s']:.2f}; linked RMSE of "
+                    f"difficulty: py-irt / {name} {p['rmse_difficulty_linked'] / d['rmse_difficulty_linked']:.2f}",
+                    flush=True,
+                )
+        if {"default", "cached"} <= rows.keys():
             print(
-                f"{'':>9} {'ratio':>15} wall: default / py-irt {d['wall_s'] / p['wall_s']:.1f}; linked RMSE of "
-                f"difficulty: py-irt / default {p['rmse_difficulty_linked'] / d['rmse_difficulty_linked']:.2f}",
+                f"{'':>9} {'ratio':>15} wall: cached / default (first run, cold caches) "
+                f"{rows['cached']['wall_s'] / rows['default']['wall_s']:.2f}",
                 flush=True,
             )
+        shutil.rmtree(caches, ignore_errors=True)
         if {"default", "straightforward"} <= rows.keys():
             d, s = rows["default"], rows["straightforward"]
             print(
