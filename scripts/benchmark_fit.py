@@ -7,8 +7,9 @@ sampler (nutpie) and settings. Each fit runs in its own subprocess, so that peak
 
 Prints, per size and model: wall time (compile + sampling), sampling time, min bulk ESS over all
 parameters and over the abilities, the difficulties and the discriminations, ESS per second (all
-parameters), max r-hat, divergences, mean leapfrog steps, peak memory, the settings and the parameter with the
-least ESS; then the ratios default / straightforward.
+parameters), max r-hat, divergences, mean leapfrog steps, peak memory, the settings, the parameter with the
+least ESS, whether the fit passed its convergence checks and how long compiling took; then the ratios default /
+straightforward.
 
 Recovery, per fit, against the simulated truth: RMSE of difficulties and abilities (posterior means, or
 py-irt's point estimates) on the raw scale and after mean/sigma linking on the abilities (a fit's scale is
@@ -205,6 +206,7 @@ def _worker(config: dict) -> dict:
         wall = time.perf_counter() - start
         sampling = result.sampler["wall_time_s"]
         draws, tune = result.sampler["draws"], result.sampler["tune"]
+        compile_s = result.sampler.get("compile_s")
         diag = result.diagnostics
         post = result.posterior
         groups = {name: post[name] for name in ("ability", "difficulty", "discrimination")}
@@ -216,6 +218,7 @@ def _worker(config: dict) -> dict:
             tune = 500 if tune is None else tune
         compiled = nutpie.compile_pymc_model(model)
         t0 = time.perf_counter()
+        compile_s = t0 - start
         tree = nutpie.sample(
             compiled,
             draws=draws,
@@ -253,6 +256,8 @@ def _worker(config: dict) -> dict:
         "min_ess_difficulty": group_ess["difficulty"],
         "min_ess_discrimination": group_ess["discrimination"],
         "max_rhat": diag.max_rhat,
+        "converged": bool(diag.ok),
+        "compile_s": compile_s,
         "divergences": diag.divergences,
         "mean_steps": diag.mean_steps,
         "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
@@ -350,7 +355,8 @@ def main(argv: list[str] | None = None) -> int:
                 f"{r['min_ess_ability']:7.0f} {r['min_ess_difficulty']:7.0f} {r['min_ess_discrimination']:7.0f} "
                 f"{r['ess_per_s']:7.2f} {r['max_rhat']:8.3f} {r['divergences']:4d} "
                 f"{r['mean_steps'] or float('nan'):6.1f} {r['peak_mb']:8.0f} "
-                f"{str(r['chains']) + ' x ' + str(r['draws']) + '+' + str(r['tune']):>19}  {r['worst']}",
+                f"{str(r['chains']) + ' x ' + str(r['draws']) + '+' + str(r['tune']):>19}  {r['worst']}; "
+                f"{'converged' if r['converged'] else 'NOT CONVERGED'}, compiled in {r['compile_s'] or 0:.1f} s",
                 flush=True,
             )
         print(

@@ -442,6 +442,8 @@ def _build_and_sample(
                 raise FitInterrupted(state.phase, draws_requested=settings["draws"], chains_requested=chains) from None
             raise
     settings["wall_time_s"] = round(time.perf_counter() - start, 3)
+    if state.compile_s is not None:  # nutpie: the part of the wall time spent compiling the model
+        settings["compile_s"] = round(state.compile_s, 3)
     if sampler == "numpyro":  # where the likelihood ran (irtbayes.fitting.jaxnuts)
         attrs = tree["posterior"].attrs
         settings.update({k: attrs[k] for k in ("devices", "device_kind", "sharded_axis") if k in attrs})

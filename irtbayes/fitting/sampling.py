@@ -54,9 +54,11 @@ APPROXIMATE_SAMPLERS: tuple[str, ...] = ("approx", "advi", "pathfinder")
 
 @dataclass
 class RunState:
-    """How far a fit has got: ``compile``, ``tuning``, ``sampling``, ``optimisation`` or ``running``."""
+    """How far a fit has got: ``compile``, ``tuning``, ``sampling``, ``optimisation`` or ``running``; and how long
+    compiling the model took (seconds; 0 when a model compiled before in the process was reused)."""
 
     phase: str = "compile"
+    compile_s: float | None = None
 
 
 class InterruptWatch:
@@ -179,7 +181,9 @@ def _run_nutpie(
     """nutpie: compile, then tune and sample with a progress bar (a terminal) or progress log lines."""
     import nutpie
 
+    started = time.perf_counter()
     compiled = _compiled(model)
+    state.compile_s = time.perf_counter() - started
     if start_at is not None:  # nutpie calls it with each chain's seed
         compiled = dataclasses.replace(compiled, initial_point_func=start_at)
     with _trace_store(compiled, chains=chains, stop=stop) as store, warnings.catch_warnings():
