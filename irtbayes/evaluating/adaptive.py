@@ -38,15 +38,17 @@ bank's own systems tested the same way (:meth:`AdaptiveTest.interval_factors`): 
 criterion, stopping rule, item pool; no exposure control, a seed per system), answering with their recorded
 responses from the items they answered, and each scope's factor is the split-conformal ``ci_prob`` order
 statistic of their errors against their accuracy over all they answered, in units of the interval's half on the
-error's side (at least 1; :func:`~irtbayes.evaluating.prediction.factors_from_ratios`). Applying one system's adaptive items to the other
-systems instead (a fixed design for them, aimed at an ability that is not theirs) understated the error: on
-the Open LLM Leaderboard data the 90% intervals then covered 0.76-0.82. The factors are computed once per bank
-and test settings in a process and reused by every test with the same settings.
+error's side (at least 1; :func:`~irtbayes.evaluating.prediction.factors_from_ratios`). Applying one system's
+adaptive items to the other systems instead (a fixed design for them, aimed at an ability that is not theirs)
+understated the error: on the Open LLM Leaderboard data the 90% intervals then covered 0.76-0.87 per benchmark
+(0.89-0.92 calibrated this way; docs/evaluation.md). The factors are computed once per bank and test settings
+in a process and reused by every test with the same settings.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 from collections import OrderedDict
@@ -647,7 +649,7 @@ class AdaptiveTest:
         if bank.reference is None:
             return None
         pool = hashlib.sha256(np.packbits(self._pool).tobytes()).hexdigest()
-        target = None if self.target is None else id(self.target)
+        target = None if self.target is None else json.dumps(self.target.to_dict(), sort_keys=True, default=str)
         key = (id(bank), *(v for k, v in self._settings.items() if k != "target"), target, self.ci_prob, pool)
         if key in _FACTORS and _FACTORS[key][0] is bank:
             _FACTORS.move_to_end(key)
