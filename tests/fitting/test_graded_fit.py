@@ -343,17 +343,18 @@ def test_item_fit_of_graded_candidates_flags_reversed_ratings(fitted_grm):
 
 
 @pytest.mark.slow  # a graded bank's fit and its refit with the candidates (about a minute)
-@pytest.mark.parametrize("kind", ["grm", "gpcm"])
-def test_benchfill_round_on_a_graded_bank(kind, tmp_path):
+@pytest.mark.parametrize(("kind", "n_benchmarks"), [("grm", 1), ("gpcm", 2)])
+def test_benchfill_round_on_a_graded_bank(kind, n_benchmarks, tmp_path):
     """A full BenchFill round on a simulated graded bank: a candidate whose location lies in the target is
     accepted (its location's interval holds the truth), one with reversed ratings is rejected as mis-keyed, one
-    far below as too easy; the audit after places the added item at its location and the result is written."""
+    far below as too easy; the audit after places the added item at its location and the result is written.
+    With two benchmarks the candidates are refitted as their own group and counted in their benchmark after."""
     from irtbayes.benchfill.calibration import candidate_response_data
     from irtbayes.benchfill.result import write_benchfill
     from irtbayes.benchfill.run import calibrate_candidates
     from irtbayes.benchfill.target import choose_target
 
-    data, truth = simulate_responses(150, 14, kind=kind, n_categories=4, seed=3)
+    data, truth = simulate_responses(150, 14, kind=kind, n_categories=4, n_benchmarks=n_benchmarks, seed=3)
     bank = fit(data, ModelSpec(kind=kind), chains=2, draws=500, tune=500, seed=1, progress=False)
     theta = truth["ability"].values
     rng = np.random.default_rng(5)
@@ -382,8 +383,13 @@ def test_benchfill_round_on_a_graded_bank(kind, tmp_path):
     true_location = float(irt.graded_location(np.array(1.5), np.array([0.5, 1.0, 1.5]), kind=kind))
     assert decisions.loc["good", "difficulty_ci_low"] <= true_location <= decisions.loc["good", "difficulty_ci_high"]
     assert decisions.loc["miskeyed", "construct"].startswith("off-construct")
-    after = result.comparison.set_index(["scope", "version"]).loc[("all", "after")]
+    comparison = result.comparison.set_index(["scope", "version"])
+    after = comparison.loc[("all", "after")]
     assert int(after["n_items"]) == 15 and int(after["n_added"]) == 1
+    if n_benchmarks > 1:  # the candidates' group "bench [candidates]" is counted as its benchmark again
+        assert result.settings["prior"] == "candidates"
+        before_bench = int(comparison.loc[(bench, "before"), "n_items"])
+        assert int(comparison.loc[(bench, "after"), "n_items"]) == before_bench + 1
     assert f"Graded items ({kind.upper()})" in result.to_text()
     write_benchfill(result, tmp_path / "round", candidates=candidates)
     assert (tmp_path / "round").is_dir()
