@@ -936,13 +936,13 @@ def _fit_scale(fit: Fit, name: str) -> dict[str, Any]:
     means what it means in the bank), nothing for a binary fit."""
     if fit.spec.kind not in GRADED_KINDS:
         return {}
-    labels = fit.category_labels()
-    if labels is None:
+    options = fit.read_options()
+    if "categories" not in options:
         raise SpecError(
             f"{name}: the {fit.spec.kind.upper()} fit's items do not share one scale of categories, so the "
             "candidates' ratings cannot be read on it; give candidates of a bank whose items share their categories"
         )
-    return {"scoring": "ordinal", "categories": labels}
+    return options
 
 
 def _as_labels(data: ResponseData, frame: pd.DataFrame) -> pd.DataFrame:

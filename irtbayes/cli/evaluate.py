@@ -98,10 +98,8 @@ def cmd_score(args: argparse.Namespace) -> int:
     check_ci_prob(args.ci)
     fit_result = load_fit(args.fit)
     graded = fit_result.spec.kind in ("grm", "gpcm")
-    labels = fit_result.category_labels() if graded else None
     # a graded fit's new responses are read in its own categories (inferred ones could number them otherwise)
-    options = {"scoring": "ordinal", "categories": labels} if labels is not None else {}
-    responses = data_io.load(Path(args.responses), **options)
+    responses = data_io.load(Path(args.responses), **fit_result.read_options())
     # the predicted accuracy first, so that unknown items and subjects already in the bank are refused before
     # anything is drawn; a fit with one ability per domain gives the abilities per dimension only, as before
     predicted = None

@@ -161,6 +161,24 @@ class Fit:
             return None
         return list(longest)
 
+    def read_options(self) -> dict[str, Any]:
+        """Loader options that read new responses on this fit's own scale (for :func:`irtbayes.data.io.load`,
+        ``load_long`` and ``ResponseData.from_long``): none for a fit of binary or fractional responses; for ordinal
+        data ``scoring="ordinal"`` with the shared :meth:`category_labels` (inferred integers where the items' labels
+        differ).
+
+        Examples
+        --------
+        >>> from irtbayes.data.simulate import posterior_near_truth, simulate_responses
+        >>> data, truth = simulate_responses(20, 10, seed=1)
+        >>> Fit.from_posterior(posterior_near_truth(data, truth, chains=1, draws=10, seed=2), data).read_options()
+        {}
+        """
+        if "item_n_categories" not in self.constant_data:
+            return {}
+        labels = self.category_labels()
+        return {"scoring": "ordinal", **({"categories": labels} if labels is not None else {})}
+
     def require_binary_model(self, what: str) -> None:
         """Raise :class:`~irtbayes.core.errors.SpecError` when this is a graded (GRM, GPCM) fit: ``what`` works with
         the binary models' item parameters (b, a, c) only."""

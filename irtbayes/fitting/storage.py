@@ -423,15 +423,6 @@ def _read_posterior(post_path: Path, *, data_checksum: str) -> xr.DataTree:
     return tree
 
 
-def _fit_scale(fit: Fit) -> dict[str, Any]:
-    """How a file of a graded fit's data is read again: as ordinal categories on the fit's own scale (as the
-    command line's ``audit --fit`` does); nothing for other fits."""
-    if "item_n_categories" not in fit.constant_data:
-        return {}
-    labels = fit.category_labels()
-    return {"scoring": "ordinal", **({"categories": labels} if labels is not None else {})}
-
-
 def load_fit_data(
     fit: Fit,
     data: str | os.PathLike[str] | ResponseData | None = None,
@@ -472,7 +463,7 @@ def load_fit_data(
     else:
         source = str(data) if data is not None else str(fit.info.get("source") or "")
         if source and Path(source).exists():
-            loaded = io.load(source, **_fit_scale(fit))
+            loaded = io.load(source, **fit.read_options())
         elif source and source in datasets.list_datasets().index:
             loaded = datasets.load_dataset(source)
         elif data is not None:
