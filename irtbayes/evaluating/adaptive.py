@@ -73,6 +73,7 @@ from irtbayes.evaluating.bank import ItemBank, warning_tags
 from irtbayes.evaluating.prediction import (
     CALIBRATION_DRAWS,
     PredictedScores,
+    calibration_systems,
     error_ratios,
     evaluation_target,
     factors_from_ratios,
@@ -655,9 +656,9 @@ class AdaptiveTest:
             _FACTORS.move_to_end(key)
             return _FACTORS[key][1]
         reference = bank.reference
-        rows = np.unique(np.linspace(0, len(reference) - 1, min(CALIBRATION_SYSTEMS, len(reference))).round())
-        y = np.nan_to_num(reference[rows.astype(np.int64)]).astype("float64")
-        w = (~np.isnan(reference[rows.astype(np.int64)])).astype("float64")
+        rows = calibration_systems(bank, ~np.isnan(reference), most=CALIBRATION_SYSTEMS)
+        y = np.nan_to_num(reference[rows]).astype("float64")
+        w = (~np.isnan(reference[rows])).astype("float64")
         log.info("calibrating the adaptive test's intervals on %d of the bank's systems tested the same way", len(y))
         masks = np.zeros_like(w)
         for row in range(len(y)):

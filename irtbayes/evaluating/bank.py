@@ -60,6 +60,7 @@ __all__ = [
     "DEFAULT_GRID",
     "DEVIATION_GRID",
     "PRIORS",
+    "REFERENCE_COMPLETE",
     "REFERENCE_SYSTEMS",
     "ItemBank",
     "bank_warnings",
@@ -148,7 +149,8 @@ class ItemBank:
         (benchmarks,) tau_B of each benchmark, in the order of :attr:`benchmarks` (module docstring); None: 0.
     reference
         (systems, N) float32 responses of up to :data:`REFERENCE_SYSTEMS` of the fitted systems (evenly spaced; NaN
-        where a system has no response), read with the fit's data: what the intervals are calibrated on
+        where a system has no response) and of up to :data:`REFERENCE_COMPLETE` more that answered every benchmark
+        (:func:`reference_responses`), read with the fit's data: what the intervals are calibrated on
         (:func:`irtbayes.evaluating.prediction.interval_factors`); None without the data.
     """
 
@@ -374,20 +376,41 @@ def _kernel(grid: np.ndarray, tau: float) -> np.ndarray | None:
     return _kernel_cached(tuple(np.round(grid, 12)), round(tau, 6))
 
 
-#: Fitted systems whose responses a bank keeps for calibrating intervals.
+#: Fitted systems whose responses a bank keeps for calibrating intervals (evenly spaced).
 REFERENCE_SYSTEMS = 200
+#: Further fitted systems a bank of several benchmarks keeps among those that answered every benchmark, for the
+#: intervals of scores over several benchmarks (:func:`answered_benchmarks`).
+REFERENCE_COMPLETE = 100
 
 
-def reference_responses(bank: ItemBank, data: ResponseData, *, most: int = REFERENCE_SYSTEMS) -> np.ndarray:
+def answered_benchmarks(bank: ItemBank, w: np.ndarray, *, min_share: float = 0.5) -> np.ndarray:
+    """(J, benchmarks) whether each system (a row of the observed-mask ``w``, (J, N)) answered at least
+    ``min_share`` of each benchmark's items."""
+    member = bank.benchmark_index[:, None] == np.arange(len(bank.benchmarks))[None, :]
+    counts = (np.asarray(w) > 0).astype("float64") @ member.astype("float64")
+    return counts >= np.maximum(1, min_share * member.sum(axis=0))[None, :]
+
+
+def reference_responses(
+    bank: ItemBank, data: ResponseData, *, most: int = REFERENCE_SYSTEMS, complete: int = REFERENCE_COMPLETE
+) -> np.ndarray:
     """(systems, N) float32: the responses of up to ``most`` of ``data``'s systems (evenly spaced) on the bank's
-    items, NaN where missing."""
-    pick = spaced(data.n_subjects, most)
-    keep = np.isin(data.subject_codes, pick)
-    row = np.searchsorted(pick, data.subject_codes[keep])
-    cols = bank.columns(data.item_ids)[data.item_codes[keep]]
-    out = np.full((len(pick), bank.n_items), np.nan, dtype="float32")
+    items, NaN where missing; with several benchmarks, also of up to ``complete`` more (evenly spaced) among the
+    systems that answered at least half of every benchmark's items."""
+    cols = bank.columns(data.item_ids)[data.item_codes]
     inside = cols >= 0
-    out[row[inside], cols[inside]] = data.values[keep][inside]
+    pick = spaced(data.n_subjects, most)
+    if len(bank.benchmarks) > 1 and complete > 0:
+        n_bench = len(bank.benchmarks)
+        cell = data.subject_codes[inside] * n_bench + bank.benchmark_index[cols[inside]]
+        counts = np.bincount(cell, minlength=data.n_subjects * n_bench).reshape(data.n_subjects, n_bench)
+        sizes = np.bincount(bank.benchmark_index, minlength=n_bench)
+        whole = np.setdiff1d(np.flatnonzero((counts >= np.maximum(1, 0.5 * sizes)[None, :]).all(axis=1)), pick)
+        pick = np.union1d(pick, whole[spaced(len(whole), complete)] if len(whole) else whole)
+    keep = inside & np.isin(data.subject_codes, pick)
+    row = np.searchsorted(pick, data.subject_codes[keep])
+    out = np.full((len(pick), bank.n_items), np.nan, dtype="float32")
+    out[row, cols[keep]] = data.values[keep]
     return out
 
 

@@ -35,8 +35,12 @@ scores up to 100 of them as if they were new, from their answers to the *same it
 and widens each scope's interval (scaling the draws about the posterior mean) by the factor that makes
 ``ci_prob`` of those intervals cover the systems' actual accuracy (:func:`interval_factors`; never narrower
 than the model's own). The factors are reported (``widen``, the text's header, ``interval_calibration`` in
-``to_dict``). The bank's systems shaped its item parameters, so with a bank of few systems the factors err on
-the narrow side. The target-weighted scores keep the model's own intervals.
+``to_dict``). The overall score (``all``, over several benchmarks) is calibrated only on systems that answered at
+least half of every benchmark's items (the bank keeps up to 100 such systems beside the evenly spaced ones): a
+system's accuracy over the one or two benchmarks it answered is not an overall score, and a system's errors on
+different benchmarks do not average out as the model's draws do, so its overall error is larger relative to the
+interval than its error on one benchmark. The bank's systems shaped its item parameters, so with a bank of few
+systems the factors err on the narrow side. The target-weighted scores keep the model's own intervals.
 
 The target-weighted score
 -------------------------
@@ -67,7 +71,7 @@ from irtbayes.core import irt
 from irtbayes.core.errors import DataError, SpecError, listed
 from irtbayes.core.summaries import check_ci_prob, spaced, summarize
 from irtbayes.data.responses import ResponseData
-from irtbayes.evaluating.bank import ItemBank, warning_tags
+from irtbayes.evaluating.bank import ItemBank, answered_benchmarks, warning_tags
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -81,6 +85,7 @@ __all__ = [
     "ability_posteriors",
     "benchmark_abilities",
     "calibration_factors",
+    "calibration_systems",
     "check_new_responses",
     "evaluation_target",
     "integrated_probabilities",
@@ -374,7 +379,7 @@ def interval_factors(
     few systems.
     """
     bank = bank.thinned(CALIBRATION_DRAWS)
-    pick = np.unique(np.linspace(0, y.shape[0] - 1, min(max_systems, y.shape[0])).round().astype(np.int64))
+    pick = calibration_systems(bank, w, most=max_systems)
     y, w = y[pick], w[pick]
     ratios = [
         error_ratios(bank, y, w, w * (design[None, :] > 0), ci_prob=ci_prob, seed=seed)
@@ -383,12 +388,29 @@ def interval_factors(
     return factors_from_ratios(np.concatenate(ratios, axis=0), ci_prob=ci_prob)
 
 
+def calibration_systems(bank: ItemBank, w: np.ndarray, *, most: int = CALIBRATION_SYSTEMS) -> np.ndarray:
+    """The rows of the observed-mask ``w`` (the bank's reference systems) that calibrate intervals: up to ``most``
+    evenly spaced, and with several benchmarks up to ``most`` more (evenly spaced) among those that answered at
+    least half of every benchmark's items, the only ones whose errors count for a scope of several benchmarks
+    (:func:`error_ratios`)."""
+    pick = spaced(w.shape[0], most)
+    if len(bank.benchmarks) > 1:
+        whole = np.flatnonzero(answered_benchmarks(bank, w).all(axis=1))
+        pick = np.union1d(pick, whole[spaced(len(whole), most)] if len(whole) else whole)
+    return pick
+
+
 def error_ratios(
     bank: ItemBank, y: np.ndarray, w: np.ndarray, mask: np.ndarray, *, ci_prob: float = 0.9, seed: int = 0
 ) -> np.ndarray:
     """(J, scopes) each system's error over its interval's half on the error's side, scored from the items of its
     row of ``mask`` (J, N) against its accuracy over all the items it answered (``y``, ``w``); NaN where a scope
-    has no items left to predict or no truth, inf where the interval has no width but the error has."""
+    has no items left to predict or no truth, inf where the interval has no width but the error has.
+
+    A scope of several benchmarks (``all``) counts only the systems that answered at least half of each of its
+    benchmarks' items: a system's accuracy over the one or two benchmarks it answered is not the score over all
+    of them that a new system gets, and its error is smaller relative to its interval (errors on different
+    benchmarks of one system do not average out the way the model's draws do)."""
     names, member = scope_membership(bank)
     counts = member > 0
     answered = w @ counts
@@ -404,7 +426,10 @@ def error_ratios(
     half = np.where(truth >= mean, high - mean, mean - low)
     with np.errstate(invalid="ignore", divide="ignore"):
         r = np.abs(truth - mean) / half
-    r = np.where(left & np.isfinite(truth), r, np.nan)
+    spans = (member > 0).T @ (bank.benchmark_index[:, None] == np.arange(len(bank.benchmarks))[None, :]) > 0
+    whole = answered_benchmarks(bank, w)  # (J, benchmarks)
+    eligible = np.stack([whole[:, row].all(axis=1) if row.sum() > 1 else np.ones(len(y), bool) for row in spans], 1)
+    r = np.where(left & np.isfinite(truth) & eligible, r, np.nan)
     r[(half <= 0) & left & (np.abs(truth - mean) > 0)] = np.inf
     return r
 

@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 
 from irtbayes.core import irt
+from irtbayes.core.summaries import spaced
 from irtbayes.evaluating.bank import DEFAULT_GRID, ItemBank
 from irtbayes.evaluating.prediction import calibration_factors, interval_factors, predict_from_arrays
 
@@ -135,3 +136,61 @@ def test_adaptive_intervals_are_calibrated_on_systems_tested_adaptively(world, m
     assert factors is not None and factors[0] > 1.3, f"factors {factors}"
     assert before < 0.8 <= after, f"coverage {before:.2f} before, {after:.2f} after widening by {factors}"
     assert len(calls) == 1  # one calibration for the 60 tests of the same bank and settings
+
+
+def _two_benchmark_bank(a: np.ndarray, b: np.ndarray, reference: np.ndarray) -> ItemBank:
+    bank = _bank(a, b, reference)
+    return ItemBank(**{**bank.__dict__, "benchmark": np.array(["B1"] * (N_ITEMS // 2) + ["B2"] * (N_ITEMS // 2))})
+
+
+def test_the_overall_score_is_calibrated_on_systems_that_answered_every_benchmark(world):
+    """A system's accuracy over the one benchmark it answered is not an overall score: its error on ``all`` is
+    left out of the calibration (NaN), while its own benchmark's error counts; the calibration systems add, beyond
+    the evenly spaced ones, systems that answered every benchmark."""
+    from irtbayes.evaluating.bank import answered_benchmarks
+    from irtbayes.evaluating.prediction import calibration_systems, error_ratios
+
+    y, a, b = world
+    half = N_ITEMS // 2
+    reference = y[:200].copy()
+    reference[::2, half:] = np.nan  # every other system answered B1 only
+    reference[1::4, :10] = np.nan  # some of the others skipped a few items of B1 (still more than half)
+    bank = _two_benchmark_bank(a, b, reference)
+    w = (~np.isnan(reference)).astype(float)
+    whole = answered_benchmarks(bank, w)
+    assert whole.tolist() == [[True, j % 2 == 1] for j in range(200)]
+    assert answered_benchmarks(bank, w, min_share=0.9)[1::4, 0].sum() == 0  # 50 of 60 is below 90%
+
+    design = np.zeros(N_ITEMS)
+    design[::6] = 1.0
+    ratios = error_ratios(bank, np.nan_to_num(reference), w, w * design[None, :], seed=1)
+    assert ratios.shape == (200, 3)  # B1, B2, all
+    assert np.isnan(ratios[::2, 1:]).all() and np.isfinite(ratios[::2, 0]).all()
+    assert np.isfinite(ratios[1::2]).all()
+
+    rows = calibration_systems(bank, w, most=20)  # 20 evenly spaced, and 20 evenly spaced of the 100 complete
+    complete = np.flatnonzero(whole.all(axis=1))
+    assert set(spaced(200, 20).tolist()) | set(complete[spaced(100, 20)].tolist()) == set(rows.tolist())
+    one = _bank(a, b, reference)  # one benchmark: only the evenly spaced systems
+    assert len(calibration_systems(one, w, most=20)) == 20
+
+
+def test_a_bank_keeps_further_reference_systems_that_answered_every_benchmark(world):
+    from irtbayes.data.responses import ResponseData
+    from irtbayes.evaluating.bank import answered_benchmarks, reference_responses
+
+    y, a, b = world
+    half = N_ITEMS // 2
+    rows = [
+        (f"s{j:03d}", f"q{i}", y[j, i])
+        for j in range(300)
+        for i in range(N_ITEMS)
+        if (j < 270 and i < half) or j >= 270  # only the last 30 systems answered B2
+    ]
+    data = ResponseData.from_long(pd.DataFrame(rows, columns=["subject", "item", "response"]))
+    bank = _two_benchmark_bank(a, b, y[:1])
+    kept = reference_responses(bank, data, most=20, complete=10)
+    whole = answered_benchmarks(bank, (~np.isnan(kept)).astype(float)).all(axis=1)
+    in_spaced = int((spaced(300, 20) >= 270).sum())  # the evenly spaced 20 hold 2 of the last 30
+    assert in_spaced == 2 and len(kept) == 30 and whole.sum() == in_spaced + 10  # and 10 more of the 30
+    assert reference_responses(bank, data, most=20, complete=0).shape == (20, N_ITEMS)
