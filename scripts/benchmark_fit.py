@@ -20,7 +20,11 @@ the Spearman correlation of difficulties.
 folder of its own, so it pays every compilation as a first run on a new machine does), then ``cached`` runs the
 same fit again in a new process with those caches, as a second ``irtbayes fit`` of the same model shape would;
 the ratio cached / default is printed, and cached / py-irt beside default / py-irt. Each model's process wall
-time (interpreter start, imports, data and fit) is printed too.
+time (interpreter start, imports, data and fit) is printed too. ``--models ...,double`` (after ``default``)
+fits the same model with the likelihood's cells in float64 (``ModelSpec(precision="float64")``; the default
+computes them in float32, :mod:`irtbayes.model.likelihood`), and prints the sampling time per gradient of each
+against it and how far the posterior means of the difficulties lie apart, in Monte Carlo standard errors (the
+same for ``default`` against ``cached``, two runs of one model).
 
 ``--models approx`` fits irtbayes' approximate tier (``sampler="approx"``; time and recovery only, as it has no
 MCMC diagnostics). ``--models pyirt`` fits py-irt's 2PL (Pyro SVI, point estimates; 2,000 epochs, its defaults) to the same
@@ -200,9 +204,15 @@ def _worker(config: dict) -> dict:
         }
     chains, draws, tune = config["chains"], config["draws"], config["tune"]
     start = time.perf_counter()
-    if config["model"] in ("default", "cached"):
-        # NUTS, whatever sampler="auto" would choose for this size (the approximate tier has its own model name)
-        result = fit(data, sampler="nutpie", chains=chains, draws=draws, tune=tune, seed=config["seed"], progress=False)
+    if config["model"] in ("default", "cached", "double"):
+        # NUTS, whatever sampler="auto" would choose for this size (the approximate tier has its own model name);
+        # "double": the same with the likelihood's cells in float64 instead of float32
+        from irtbayes.model.spec import ModelSpec
+
+        spec = ModelSpec(precision="float64") if config["model"] == "double" else None
+        result = fit(
+            data, spec, sampler="nutpie", chains=chains, draws=draws, tune=tune, seed=config["seed"], progress=False
+        )
         wall = time.perf_counter() - start
         sampling = result.sampler["wall_time_s"]
         draws, tune = result.sampler["draws"], result.sampler["tune"]
@@ -239,8 +249,12 @@ def _worker(config: dict) -> dict:
     }
     means = {name: da.mean(("chain", "draw")).to_series() for name, da in groups.items()}
     recovery = _recovery(truth, means["difficulty"], means["ability"].rename(index=str))
+    b = groups["difficulty"].transpose("chain", "draw", ...).to_numpy().astype("float64")
+    b_mcse = b.reshape(-1, b.shape[-1]).std(axis=0) / np.sqrt(ess_bulk(b))
     return {
         **recovery,
+        "b_mean": b.mean(axis=(0, 1)).tolist(),
+        "b_mcse": b_mcse.tolist(),
         "model": config["model"],
         "size": f"{n_subjects}x{n_items}",
         "responses": data.n_responses,
@@ -282,6 +296,27 @@ def _run(config: dict, caches: Path | None = None) -> dict:
     return {**json.loads(proc.stdout.strip().splitlines()[-1]), "process_s": time.perf_counter() - start}
 
 
+def _per_gradient(row: dict) -> float:
+    """Seconds per gradient evaluation: the sampler's wall time less compiling, over the leapfrog steps of every
+    chain's warm-up and draws (the checks' pauses included)."""
+    return (row["sampling_s"] - (row["compile_s"] or 0.0)) / (
+        row["mean_steps"] * row["chains"] * (row["draws"] + row["tune"])
+    )
+
+
+def _agreement(one: dict, other: dict, name_one: str, name_other: str) -> str:
+    """How far two NUTS fits' posterior means of the difficulties are apart, in Monte Carlo standard errors."""
+    import numpy as np
+
+    diff = np.asarray(one["b_mean"]) - np.asarray(other["b_mean"])
+    z = diff / np.hypot(np.asarray(one["b_mcse"]), np.asarray(other["b_mcse"]))
+    return (
+        f"posterior means of the difficulties, {name_one} - {name_other}: max |difference| {np.abs(diff).max():.4f}, "
+        f"in Monte Carlo errors |z| > 2 for {np.mean(np.abs(z) > 2):.3f} of items (0.046 expected by chance), "
+        f"max |z| {np.abs(z).max():.2f} over {len(z)} items"
+    )
+
+
 def _count_or_auto(text: str) -> int | None:
     if text == "auto":
         return None
@@ -320,7 +355,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{'chains x draws+tune':>19}  least ESS"
     )
     print(header)
-    if "cached" in models and "default" not in models:
+    if {"cached", "double"} & set(models) and "default" not in models:
         raise SystemExit("--models cached is the default model's second run: list default before it")
     for size in sizes:
         rows = {}
@@ -340,7 +375,7 @@ def main(argv: list[str] | None = None) -> int:
                 file=sys.stderr,
                 flush=True,
             )
-            r = _run(config, caches if model in ("default", "cached") else None)
+            r = _run(config, caches if model in ("default", "cached", "double") else None)
             rows[model] = r
             if model in ("pyirt", "approx"):
                 what = (
@@ -389,6 +424,23 @@ def main(argv: list[str] | None = None) -> int:
                 f"{rows['cached']['wall_s'] / rows['default']['wall_s']:.2f}",
                 flush=True,
             )
+        if "double" in rows:
+            d = rows["double"]
+            print(
+                f"{'':>9} {'ratio':>15} time per gradient, compiling left out: default (float32 cells) / double (float64) "
+                f"{_per_gradient(rows['default']) / _per_gradient(d):.2f}"
+                + (
+                    f", cached / double {_per_gradient(rows['cached']) / _per_gradient(d):.2f}"
+                    if "cached" in rows
+                    else ""
+                ),
+                flush=True,
+            )
+            for other in ("default", "cached"):
+                if other in rows:
+                    print(f"{'':>9} {'agreement':>15} {_agreement(rows[other], d, other, 'double')}", flush=True)
+        if {"default", "cached"} <= rows.keys():
+            print(f"{'':>9} {'agreement':>15} {_agreement(rows['default'], rows['cached'], 'default', 'cached')}")
         shutil.rmtree(caches, ignore_errors=True)
         if {"default", "straightforward"} <= rows.keys():
             d, s = rows["default"], rows["straightforward"]

@@ -1,7 +1,7 @@
 """The arrays a model is built from: ``model_inputs(data, spec) -> ModelInputs``.
 
 :func:`model_inputs` resolves a spec's ``"auto"`` choices against the data (hierarchy, layout, spread of
-the discriminations) and turns the data's labels into integer codes and coordinates.
+the discriminations, precision) and turns the data's labels into integer codes and coordinates.
 """
 
 from __future__ import annotations
@@ -231,7 +231,7 @@ class _Labels:
 
 
 def _resolve(spec: ModelSpec, data: ResponseData, labels: _Labels) -> ModelSpec:
-    """``spec`` with its ``"auto"`` hierarchy, layout and discrimination spread chosen for ``data``."""
+    """``spec`` with its ``"auto"`` hierarchy, layout, discrimination spread and precision chosen for ``data``."""
     has_bench, n_bench, has_domain, n_domain = labels.has_bench, labels.n_bench, labels.has_domain, labels.n_domain
     hierarchy = spec.hierarchy
     if hierarchy == "auto":
@@ -266,7 +266,10 @@ def _resolve(spec: ModelSpec, data: ResponseData, labels: _Labels) -> ModelSpec:
     discrimination_sd = spec.discrimination_sd
     if discrimination_sd == "auto":
         discrimination_sd = "fixed" if hierarchy == "none" and data.n_items < SMALL_BANK_ITEMS else "sampled"
-    return spec.replace(hierarchy=hierarchy, layout=layout, discrimination_sd=discrimination_sd)
+    precision = spec.precision
+    if precision == "auto":
+        precision = "float32" if layout == "fused" else "float64"
+    return spec.replace(hierarchy=hierarchy, layout=layout, discrimination_sd=discrimination_sd, precision=precision)
 
 
 def _codes(
