@@ -35,7 +35,8 @@ def secret(monkeypatch):
 
 
 def make_client(server: FakeOpenAI, **options: Any) -> ChatClient:
-    settings = {"api_key_env": KEY_ENV, "timeout": 0.2, "max_retries": 3, "backoff": 0.001, "max_backoff": 0.01}
+    # a timeout long enough that a loaded machine (the test suite on 2 cores) never retries a prompt reply
+    settings = {"api_key_env": KEY_ENV, "timeout": 5.0, "max_retries": 3, "backoff": 0.001, "max_backoff": 0.01}
     settings.update(options)
     return ChatClient(server.url, "gen-model", **settings)
 
@@ -70,7 +71,7 @@ def test_key_is_read_at_call_time(server, monkeypatch):
 
 def test_slow_reply_times_out_then_retry_succeeds(server, secret):
     server.script.extend([{"delay": 1.5, "content": "too late"}, {"content": "in time"}])
-    client = make_client(server)
+    client = make_client(server, timeout=0.2)
     start = time.monotonic()
     assert client.complete(MESSAGES) == "in time"
     elapsed = time.monotonic() - start
