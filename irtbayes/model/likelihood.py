@@ -288,7 +288,7 @@ def _fused_kernel32(
             g_row[i] = g
             d_a32[i] += r * diff
             d_b32[i] -= g
-        lin += lin_j
+        lin += float(lin_j)
         if one_dim:
             d_theta[j, 0] = acc
         else:
