@@ -98,11 +98,13 @@ _C13, _C12, _C11, _C10, _C9, _C8, _C7, _C6, _C5, _C4, _C3, _C2 = (1.0 / math.fac
 
 @intrinsic
 def _bits_as_float(typingctx: Any, bits: Any) -> Any:
-    """The float64 whose bit pattern is the int64 ``bits`` (an LLVM bitcast, vectorisable)."""
-    signature = types.float64(types.int64)
+    """The float64 whose bit pattern is the int64 ``bits``, or the float32 of an int32 (an LLVM bitcast,
+    vectorisable)."""
+    single = bits == types.int32
+    signature = types.float32(types.int32) if single else types.float64(types.int64)
 
     def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
-        return builder.bitcast(args[0], ir.DoubleType())
+        return builder.bitcast(args[0], ir.FloatType() if single else ir.DoubleType())
 
     return signature, codegen
 
@@ -142,17 +144,6 @@ _LN2_LO_32 = _F32(1.428606765330187e-06)
 _S7, _S6, _S5, _S4, _S3, _S2 = (_F32(1.0 / math.factorial(k)) for k in range(7, 1, -1))
 
 
-@intrinsic
-def _bits_as_float32(typingctx: Any, bits: Any) -> Any:
-    """The float32 whose bit pattern is the int32 ``bits``."""
-    signature = types.float32(types.int32)
-
-    def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
-        return builder.bitcast(args[0], ir.FloatType())
-
-    return signature, codegen
-
-
 @numba.njit(inline="always", fastmath={"contract"}, error_model="numpy", cache=True)
 def _exp_nonpositive32(x: np.float32) -> np.float32:
     """exp(x) in float32 for x <= 0 (to a few float32 ulp), as :func:`_exp_nonpositive`; x below -87 gives
@@ -168,7 +159,7 @@ def _exp_nonpositive32(x: np.float32) -> np.float32:
     p = p * r + _S2
     p = p * r + _F32(1.0)
     p = p * r + _F32(1.0)
-    return p * _bits_as_float32((np.int32(k) + np.int32(127)) << np.int32(23))  # type: ignore[call-arg]
+    return p * _bits_as_float((np.int32(k) + np.int32(127)) << np.int32(23))  # type: ignore[call-arg]
 
 
 @numba.njit(nogil=True, fastmath=_FAST, error_model="numpy", cache=True)

@@ -251,6 +251,21 @@ def test_fused_layout_is_the_default_for_dense_2pl_and_refused_for_3pl(labelled)
         model_inputs(labelled, ModelSpec(kind="3pl", layout="fused"))
 
 
+def _extreme_cells(seed: int, n: int, m: int, d: int = 2) -> tuple[np.ndarray, ...]:
+    """Kernel inputs: abilities in ``d`` dimensions, three items with |eta| in the hundreds, in the thousands and
+    near 0, half the items' responses fractional, 15% of cells unobserved."""
+    rng = np.random.default_rng(seed)
+    theta = rng.normal(0, 1, (n, d))
+    a = np.exp(rng.normal(0, 0.6, m))
+    a[:3] = [400.0, 1000.0, 1e-3]
+    b = rng.normal(0, 2, m)
+    item_dim = rng.integers(0, d, m).astype("int64")
+    y = rng.uniform(size=(n, m))
+    y[:, ::2] = (y[:, ::2] < 0.5).astype(float)
+    w = (rng.uniform(size=(n, m)) < 0.85).astype(float)
+    return theta, a, b, item_dim, y * w, w
+
+
 def test_fused_kernel_exp_and_extreme_linear_predictors():
     """The kernel's own exp matches NumPy's to 2 ulp, and cells with |eta| up to 2,000 (where exp underflows),
     fractional scores, unobserved cells, more than 512 subjects and several dimensions all give NumPy's
@@ -262,17 +277,7 @@ def test_fused_kernel_exp_and_extreme_linear_predictors():
     assert np.max(np.abs(np.array([_exp_nonpositive(v) for v in x]) / np.exp(x) - 1)) <= 4.5e-16
     assert 0.0 < _exp_nonpositive(-1e4) < 1e-307  # held at exp(-708): no underflow to a NaN-making 0/0
 
-    rng = np.random.default_rng(3)
-    n, m, d = 1100, 23, 2
-    theta = rng.normal(0, 1, (n, d))
-    a = np.exp(rng.normal(0, 0.6, m))
-    a[:3] = [400.0, 1000.0, 1e-3]  # |eta| in the hundreds and thousands, and nearly 0
-    b = rng.normal(0, 2, m)
-    item_dim = rng.integers(0, d, m).astype("int64")
-    y = rng.uniform(size=(n, m))
-    y[:, ::2] = (y[:, ::2] < 0.5).astype(float)
-    w = (rng.uniform(size=(n, m)) < 0.85).astype(float)
-    y *= w
+    theta, a, b, item_dim, y, w = _extreme_cells(3, 1100, 23)
     value, d_theta, d_a, d_b = _fused_kernel(theta, a, b, item_dim, y, w)
 
     diff = theta[:, item_dim] - b
@@ -302,17 +307,7 @@ def test_single_precision_kernel_matches_the_double_one():
     assert np.max(np.abs(got / np.exp(x.astype("float64")) - 1)) <= 4 * np.finfo("float32").eps
     assert 0.0 < _exp_nonpositive32(np.float32(-1e4)) < 1e-37  # held at exp(-87): no 0/0
 
-    rng = np.random.default_rng(5)
-    n, m, d = 1100, 37, 2
-    theta = rng.normal(0, 1, (n, d))
-    a = np.exp(rng.normal(0, 0.6, m))
-    a[:3] = [400.0, 1000.0, 1e-3]
-    b = rng.normal(0, 2, m)
-    item_dim = rng.integers(0, d, m).astype("int64")
-    y = rng.uniform(size=(n, m))
-    y[:, ::2] = (y[:, ::2] < 0.5).astype(float)
-    w = (rng.uniform(size=(n, m)) < 0.85).astype(float)
-    y *= w
+    theta, a, b, item_dim, y, w = _extreme_cells(5, 1100, 37)
     expected = _fused_kernel(theta, a, b, item_dim, y, w)
     got32 = _fused_kernel32(theta, a, b, item_dim, y.astype("float32"), w.astype("float32"))
     assert got32[0] == pytest.approx(expected[0], rel=1e-7)
