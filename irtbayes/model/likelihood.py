@@ -96,17 +96,23 @@ _LN2_LO = 1.90821492927058770002e-10
 _C13, _C12, _C11, _C10, _C9, _C8, _C7, _C6, _C5, _C4, _C3, _C2 = (1.0 / math.factorial(k) for k in range(13, 1, -1))
 
 
-@intrinsic
-def _bits_as_float(typingctx: Any, bits: Any) -> Any:
-    """The float64 whose bit pattern is the int64 ``bits``, or the float32 of an int32 (an LLVM bitcast,
-    vectorisable)."""
-    single = bits == types.int32
-    signature = types.float32(types.int32) if single else types.float64(types.int64)
+def _bitcast(integer: Any, floating: Any, llvm_float: Any) -> Any:
+    """An intrinsic giving the float whose bit pattern is its integer argument (an LLVM bitcast, vectorisable).
+    Its signature is fixed: numba widens int32 arithmetic to int64, so the argument is cast to ``integer``."""
 
-    def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
-        return builder.bitcast(args[0], ir.FloatType() if single else ir.DoubleType())
+    def typer(typingctx: Any, bits: Any) -> Any:
+        def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
+            return builder.bitcast(args[0], llvm_float)
 
-    return signature, codegen
+        return floating(integer), codegen
+
+    return intrinsic(typer)
+
+
+#: The float64 whose bit pattern is the int64 argument.
+_bits_as_float = _bitcast(types.int64, types.float64, ir.DoubleType())
+#: The float32 whose bit pattern is the int32 argument.
+_bits_as_float32 = _bitcast(types.int32, types.float32, ir.FloatType())
 
 
 @numba.njit(inline="always", fastmath={"contract"}, error_model="numpy", cache=True)
@@ -159,7 +165,7 @@ def _exp_nonpositive32(x: np.float32) -> np.float32:
     p = p * r + _S2
     p = p * r + _F32(1.0)
     p = p * r + _F32(1.0)
-    return p * _bits_as_float((np.int32(k) + np.int32(127)) << np.int32(23))  # type: ignore[call-arg]
+    return p * _bits_as_float32((np.int32(k) + np.int32(127)) << np.int32(23))  # type: ignore[call-arg]
 
 
 @numba.njit(nogil=True, fastmath=_FAST, error_model="numpy", cache=True)
