@@ -139,7 +139,7 @@ def _exp_nonpositive(x: float) -> float:
     p = p * r + _C2
     p = p * r + 1.0
     p = p * r + 1.0
-    return p * _bits_as_float((np.int64(k) + 1023) << 52)  # type: ignore[call-arg]  # numba passes typingctx
+    return p * _bits_as_float((np.int64(k) + 1023) << 52)
 
 
 _F32 = np.float32
@@ -165,7 +165,7 @@ def _exp_nonpositive32(x: np.float32) -> np.float32:
     p = p * r + _S2
     p = p * r + _F32(1.0)
     p = p * r + _F32(1.0)
-    return p * _bits_as_float32((np.int32(k) + np.int32(127)) << np.int32(23))  # type: ignore[call-arg]
+    return p * _bits_as_float32((np.int32(k) + np.int32(127)) << np.int32(23))
 
 
 @numba.njit(nogil=True, fastmath=_FAST, error_model="numpy", cache=True)
