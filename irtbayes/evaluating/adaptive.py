@@ -34,7 +34,8 @@ Calibration
 -----------
 An adaptive test's items are chosen for the system's own answers, so the final intervals are calibrated on the
 bank's own systems tested the same way (:meth:`AdaptiveTest.interval_factors`): up to
-:data:`CALIBRATION_SYSTEMS` of the bank's reference systems (evenly spaced) take the same test (score,
+:data:`CALIBRATION_SYSTEMS` of the bank's reference systems (evenly spaced, and as many more that answered every
+benchmark: :func:`~irtbayes.evaluating.prediction.calibration_systems`) take the same test (score,
 criterion, stopping rule, item pool; no exposure control, a seed per system), answering with their recorded
 responses from the items they answered, and each scope's factor is the split-conformal ``ci_prob`` order
 statistic of their errors against their accuracy over all they answered, in units of the interval's half on the

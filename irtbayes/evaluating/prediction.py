@@ -368,8 +368,8 @@ def interval_factors(
 ) -> np.ndarray:
     """(scopes,) how much each scope's interval must widen to cover the bank's own systems under the same design.
 
-    The bank's systems (``y``, ``w``: their (J, N) responses and observed-mask; at most ``max_systems``, evenly
-    spaced) are scored as if new (with at most :data:`CALIBRATION_DRAWS` of the bank's draws), from their answers to the items of each design (a row of ``designs``, (P, N),
+    The bank's systems (``y``, ``w``: their (J, N) responses and observed-mask; those of :func:`calibration_systems`
+    with ``most=max_systems``) are scored as if new (with at most :data:`CALIBRATION_DRAWS` of the bank's draws), from their answers to the items of each design (a row of ``designs``, (P, N),
     each applied to every system), and compared with their accuracy over all the items they answered. For each
     (system, scope) with items left to predict, ``r`` is the error over the interval's half on the error's side;
     the factor is the split-conformal ``ci_prob`` order statistic of ``r`` over systems and designs, at least 1
