@@ -172,6 +172,35 @@ def read_nutpie_draws(
     return xr.DataTree.from_dict({"posterior": posterior, "sample_stats": sample_stats})
 
 
+#: Draws of the ``energy`` statistic read first when looking for where a stored trace's chains stand (doubled
+#: at each further read).
+_FIRST_BLOCK = 1024
+
+
+def _finished_draws(energy: xr.DataArray) -> np.ndarray:
+    """(chains,) the draws each chain has finished in a stored (chain, draw) ``energy``: up to its first
+    non-finite value. Read in blocks from the start, each twice the last, until every chain's end is found: the
+    store is sized for the most draws (four times the usual, or all that were allowed), nutpie writes 16 draws
+    to a chunk, and reading every chunk of the unfinished part cost seconds at every check.
+
+    >>> e = xr.DataArray(np.array([[1.0] * 3000 + [np.nan] * 2000, [1.0] * 5000]), dims=("chain", "draw"))
+    >>> _finished_draws(e).tolist()
+    [3000, 5000]
+    """
+    n_chains, n_draws = int(energy.sizes["chain"]), int(energy.sizes["draw"])
+    done = np.full(n_chains, n_draws, dtype=np.int64)
+    open_ = np.ones(n_chains, dtype=bool)
+    start, block = 0, _FIRST_BLOCK
+    while start < n_draws and open_.any():
+        stop = min(n_draws, start + block)
+        part = np.isfinite(np.asarray(energy.isel(draw=slice(start, stop)).values, dtype="float64"))
+        for c in np.flatnonzero(open_ & ~part.all(axis=1)):
+            done[c] = start + int(part[c].argmin())
+            open_[c] = False
+        start, block = stop, 2 * block
+    return done
+
+
 def _plain(values: np.ndarray) -> np.ndarray:
     """Labels as NumPy's fixed-width text, as in-memory traces have them (a Zarr store gives variable-width text)."""
     return values.astype(object).astype(str) if values.dtype.kind == "T" else values
@@ -216,9 +245,9 @@ def read_stored_draws(
     stats = tree["sample_stats"].to_dataset()
     posterior = tree["posterior"].to_dataset()
     if "energy" in stats:
-        finite = np.isfinite(np.asarray(stats["energy"].transpose("chain", "draw").values, dtype="float64"))
-        n_chains, n_draws = finite.shape
-        done = np.where(finite.all(axis=1), n_draws, finite.argmin(axis=1)) if n_draws else np.zeros(n_chains, int)
+        energy = stats["energy"].transpose("chain", "draw")
+        n_chains, n_draws = int(energy.sizes["chain"]), int(energy.sizes["draw"])
+        done = _finished_draws(energy)
     else:  # no energy to read the length from: every variable is read to find it
         n_chains, n_draws = int(posterior.sizes.get("chain", 0)), int(posterior.sizes.get("draw", 0))
         done = completed_draws(posterior, draws=n_draws)
