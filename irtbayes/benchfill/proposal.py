@@ -226,6 +226,18 @@ def read_proposal(folder: str | os.PathLike[str]) -> tuple[list[Candidate], Targ
     return candidates, choice, meta
 
 
+def recorded_fit(folder: str | os.PathLike[str], meta: dict[str, Any] | None = None) -> Fit:
+    """The fit a proposal folder's ``target.json`` records (``meta``: that file's content, when already read),
+    loaded; a :class:`~irtbayes.core.errors.DataError` when it names none."""
+    from irtbayes.fitting.storage import load_fit
+
+    if meta is None:
+        meta = read_proposal(folder)[2]
+    if not meta.get("fit"):
+        raise DataError(f"{folder}/target.json names no fit; give the fit folder")
+    return load_fit(meta["fit"])
+
+
 def export_proposal(
     folder: str | os.PathLike[str],
     fmt: Literal["lm-eval", "csv"],
@@ -247,8 +259,6 @@ def export_proposal(
         Candidates that mix multiple-choice and free-response items (export them separately), or a
         missing fit for the CSV template.
     """
-    from irtbayes.fitting.storage import load_fit
-
     candidates, _, meta = read_proposal(folder)
     out = Path(folder) / "export"
     if fmt == "lm-eval":
@@ -263,9 +273,6 @@ def export_proposal(
         written = export_lm_eval(candidates, out, task_name=task_name, output_type=output_type)
         return [written.data_path, written.yaml_path]
     if fmt == "csv":
-        if fit is None:
-            if not meta.get("fit"):
-                raise DataError(f"{folder}/target.json names no fit; give the fit folder")
-            fit = load_fit(meta["fit"])
+        fit = recorded_fit(folder, meta) if fit is None else fit
         return [export_csv_template(candidates, list(fit.subject_ids), out / "responses_template.csv")]
     raise SpecError(f"export format must be 'lm-eval' or 'csv', got {fmt!r}")

@@ -104,15 +104,12 @@ def cmd_propose(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------------------------------- export
 def cmd_export(args: argparse.Namespace) -> int:
     """``benchfill export``: the candidates as an lm-eval task or a CSV template, into DIR/export/."""
-    from irtbayes.benchfill.proposal import export_proposal
+    from irtbayes.benchfill.proposal import export_proposal, recorded_fit
     from irtbayes.fitting.storage import load_fit
 
     fit = load_fit(args.fit) if args.fit else None
     if fit is None and args.format == "csv":  # the template's fit, loaded once: its subjects and its scale
-        recorded = (
-            read_json(Path(args.dir) / "target.json").get("fit") if (Path(args.dir) / "target.json").is_file() else None
-        )
-        fit = load_fit(recorded) if recorded else None
+        fit = recorded_fit(args.dir)
     paths = export_proposal(args.dir, args.format, fit=fit, output_type=args.output_type, task_name=args.task_name)
     for path in paths:
         print(f"Wrote {path}")
