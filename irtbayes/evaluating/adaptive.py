@@ -93,7 +93,8 @@ log = logging.getLogger(__name__)
 
 #: How the next item is chosen.
 CRITERIA = ("variance", "information")
-#: The bank's reference systems (evenly spaced) tested adaptively to calibrate the intervals.
+#: The bank's reference systems tested adaptively to calibrate the intervals: this many evenly spaced, and as many
+#: more that answered every benchmark (:func:`~irtbayes.evaluating.prediction.calibration_systems`).
 CALIBRATION_SYSTEMS = 100
 #: Calibration factors by bank and test settings (:meth:`AdaptiveTest.interval_factors`), newest last, with the
 #: bank they belong to (so that a key is never matched by another bank at a reused address).

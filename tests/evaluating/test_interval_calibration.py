@@ -8,6 +8,8 @@ scored from 12 of the items.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -139,8 +141,9 @@ def test_adaptive_intervals_are_calibrated_on_systems_tested_adaptively(world, m
 
 
 def _two_benchmark_bank(a: np.ndarray, b: np.ndarray, reference: np.ndarray) -> ItemBank:
-    bank = _bank(a, b, reference)
-    return ItemBank(**{**bank.__dict__, "benchmark": np.array(["B1"] * (N_ITEMS // 2) + ["B2"] * (N_ITEMS // 2))})
+    return dataclasses.replace(
+        _bank(a, b, reference), benchmark=np.array(["B1"] * (N_ITEMS // 2) + ["B2"] * (N_ITEMS // 2))
+    )
 
 
 def test_the_overall_score_is_calibrated_on_systems_that_answered_every_benchmark(world):
