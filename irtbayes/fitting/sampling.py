@@ -217,7 +217,9 @@ def _run_nutpie(
             return run
         from irtbayes.fitting.until_converged import sample_until_converged
 
-        return sample_until_converged(run, stop, draws_done=lambda: max(0, progress_log.least_finished - tune))
+        return sample_until_converged(
+            run, stop, draws_done=lambda: max(0, progress_log.least_finished - tune), stored=store is not None
+        )
 
 
 #: A run until converged (:mod:`irtbayes.fitting.until_converged`) whose usual draws would take more memory than this

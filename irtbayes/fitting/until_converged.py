@@ -28,7 +28,9 @@ many elements (shifted at every check) together with the :data:`WATCH` elements 
 check. A screen that fails is a failed check (a failure among some parameters is a failure among all); only
 a screen that passes is followed by the check of every parameter, which alone can stop sampling. Decisions
 are therefore those of the full check; a screen only makes the schedule's ESS estimate optimistic (the
-smallest ESS among the screened parameters), which at worst adds a check. The full check that passes is
+smallest ESS among the screened parameters), which at worst adds a check. A trace in a Zarr store (large fits,
+:func:`~irtbayes.fitting.sampling.run_sampler`) is read whole at each check, since each of its chunks spans
+every parameter, and the screen is cut from what was read. The full check that passes is
 made on the draws as the fit keeps them (``prepare``: the same variables, derived ones included), so the
 fit reuses it instead of checking the same draws again.
 """
@@ -261,13 +263,28 @@ class _Reader:
         self.sampler = sampler
         self.trace: list[Any] = []  # nutpie's Arrow trace, or the inspected DataTree, once read
 
-    def __call__(self, positions: Mapping[str, np.ndarray] | None = None) -> xr.DataTree:
+    def _trace(self) -> Any:
         if not self.trace:
             arrow = nutpie_trace(self.sampler)
             self.trace.append(self.sampler.inspect() if arrow is None else arrow)
-        if isinstance(self.trace[0], xr.DataTree):  # a trace nutpie writes to a Zarr store (read lazily)
-            return read_stored_draws(self.trace[0], positions)
-        return cast(xr.DataTree, read_nutpie_draws(self.sampler, positions, trace=self.trace[0]))
+        return self.trace[0]
+
+    def stored_chunk(self) -> int:
+        """Draws per chunk of a trace nutpie writes to a Zarr store (a chunk reaches the store once all its
+        draws are done; each spans every parameter, so reading a few parameters costs about as much as reading
+        all); 0 for a trace in memory."""
+        trace = self._trace()
+        if not isinstance(trace, xr.DataTree):
+            return 0
+        energy = trace["sample_stats"].to_dataset().get("energy")
+        chunks = (energy.encoding.get("preferred_chunks") or {}) if energy is not None else {}
+        return max(1, int(chunks.get("draw", 1)))
+
+    def __call__(self, positions: Mapping[str, np.ndarray] | None = None) -> xr.DataTree:
+        trace = self._trace()
+        if isinstance(trace, xr.DataTree):  # a trace nutpie writes to a Zarr store (read lazily)
+            return read_stored_draws(trace, positions)
+        return cast(xr.DataTree, read_nutpie_draws(self.sampler, positions, trace=trace))
 
     def release(self) -> None:
         self.trace.clear()
@@ -277,8 +294,9 @@ def _check(first: xr.DataTree, read: Reader, rule: StopRule, positions: dict[str
     """One check of the draws so far: a screen, then (if it passes) every parameter; see the module docstring.
 
     ``first`` is what was read for the screen: cut at ``positions`` or, when there are none (the first check,
-    before the variables' sizes are known), every draw; ``read`` reads the draws again, uncut. Both checks are
-    made on the draws as the fit keeps them (``rule.prepare``).
+    before the variables' sizes are known, and every check of a trace in a Zarr store), every draw, from which
+    the screen is cut; ``read`` reads the draws again, uncut. Both checks are made on the draws as the fit keeps
+    them (``rule.prepare``).
     """
     length = _length(first)
     prepare = rule.prepare if rule.prepare is not None else (lambda t: t)
@@ -318,16 +336,23 @@ def _check(first: xr.DataTree, read: Reader, rule: StopRule, positions: dict[str
 
 
 def sample_until_converged(
-    sampler: Any, rule: StopRule, *, poll: float = 0.5, draws_done: Callable[[], int] | None = None
+    sampler: Any,
+    rule: StopRule,
+    *,
+    poll: float = 0.5,
+    draws_done: Callable[[], int] | None = None,
+    stored: bool = False,
 ) -> xr.DataTree:
     """Watch a nutpie background ``sampler``; stop it when ``rule`` says; the draws every chain completed.
 
     ``draws_done`` returns the kept draws the slowest chain has finished (from nutpie's progress reports);
-    without it the draws are counted by reading them at every poll. On Ctrl-C the sampler is stopped and
-    the draws so far are returned (as nutpie does when blocking), and ``rule.outcome`` is ``"interrupted"``.
+    without it the draws are counted by reading them at every poll. ``stored``: the sampler writes its trace
+    to a Zarr store, whose chunks of draws a check waits for. On Ctrl-C the sampler is stopped and the draws so
+    far are returned (as nutpie does when blocking), and ``rule.outcome`` is ``"interrupted"``.
     """
     start = time.perf_counter()
     target = rule.min_draws
+    chunk = 0  # draws per chunk of a trace in a Zarr store, once known
     try:
         while not _finished(sampler):
             time.sleep(poll)
@@ -336,12 +361,23 @@ def sample_until_converged(
                 log.info("until converged: the budget of %.0f s has passed; stopping", rule.budget_s)
                 tree = sampler.abort()
                 break
-            if draws_done is not None and draws_done() < target:
+            # a Zarr store holds the target draw once the chunk it falls in is done: reading earlier finds the
+            # chains short and reads again
+            if draws_done is not None and draws_done() < (-(-target // chunk) * chunk if chunk else target):
+                continue
+            if stored and not chunk:  # the store's chunks, learned once (opening it reads no draws)
+                probe = _Reader(sampler)
+                chunk = probe.stored_chunk()
+                probe.release()
                 continue
             _pause(sampler)  # the check gets the CPUs, and the chains stop where it looks
             paused = time.perf_counter()
             read = _Reader(sampler)
-            positions = _screen_positions(rule.sizes, rule.watch, shift=len(rule.history)) if rule.sizes else {}
+            chunk = read.stored_chunk()
+            # a stored trace is read whole once (reading the screen's parameters costs nearly as much), and
+            # the screen is cut from it; a trace in memory gives the screen's parameters alone
+            screened = rule.sizes and not chunk
+            positions = _screen_positions(rule.sizes, rule.watch, shift=len(rule.history)) if screened else {}
             first = read(positions)
             if _length(first) < target:
                 read.release()

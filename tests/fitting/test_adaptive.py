@@ -144,9 +144,10 @@ def test_a_real_fit_stops_early_and_records_it(monkeypatch):
     if record["outcome"] == "converged":
         assert record["history"][-1]["ok"]
         assert result.diagnostics.ok
-    # nutpie's trace is copied once per pause, also when a passing screen reads every draw after it (the
-    # converged case; a reader that copied at each read made 4 copies for 3 pauses)
-    assert len(copies) == len(pauses) > 0
+    # nutpie's trace is looked at once per pause, also when a passing screen reads every draw after it (the
+    # converged case; a reader that copied at each read made 4 copies for 3 pauses), and once before the first
+    # pause, to learn the store's chunks
+    assert len(copies) == len(pauses) + 1 > 1
     # the draws went to a Zarr store in a temporary folder, which is gone once the fit has them in memory
     assert len(folders) == 1 and all(stored), (folders, stored)
     assert not Path(folders[0]).exists()
@@ -230,6 +231,27 @@ def test_the_draw_counter_saves_reading_the_draws_before_each_check():
     uncounted = _Ticking(total=5000, per_poll=0, mixed=True)
     sample_until_converged(uncounted, StopRule(ess_min=400, min_draws=200), poll=0.0)
     assert uncounted.reads > 10 * counted.reads  # without the counter, every poll reads them
+
+
+class _Chunked(_Ticking):
+    """A trace in a Zarr store: draws reach it 16 at a time, once a chunk is done, and the store says so."""
+
+    def inspect(self) -> xr.DataTree:
+        self.reads += 1
+        tree = _tree(self.total, mixed=self.mixed, filled=self.done // 16 * 16)
+        tree["sample_stats"]["energy"].encoding["preferred_chunks"] = {"chain": 1, "draw": 16}
+        return tree
+
+
+def test_a_stored_trace_is_read_once_its_chunk_is_done():
+    """A check of a trace in a Zarr store waits for the chunk that holds its last draw, so no read comes up short
+    and is made again (each read of a stored trace reads every parameter)."""
+    stored = _Chunked(total=5000, per_poll=0, mixed=True)
+    rule = StopRule(ess_min=400, min_draws=200)  # 200 is not a multiple of 16: the store has it at 208
+    sample_until_converged(stored, rule, poll=0.0, draws_done=lambda: stored.done, stored=True)
+    assert rule.outcome == "converged"
+    assert [h["draws"] for h in rule.history][:1] == [200]
+    assert stored.reads == rule.checks + 1  # the first opened the store to learn its chunks, reading no draws
 
 
 def _items_tree(n_items: int, *, bad: int | None, n_draws: int = 1000, seed: int = 4) -> xr.DataTree:
