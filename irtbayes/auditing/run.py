@@ -51,6 +51,7 @@ import dataclasses
 import logging
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Unpack
 
@@ -79,6 +80,7 @@ from irtbayes.auditing.scopes import Scope, build_scopes, response_matrix
 from irtbayes.auditing.settings import ENSEMBLES, AuditFields, AuditSettings, resolve_target
 from irtbayes.auditing.tables import ahead_table, benchmark_row, items_table, ranking_table
 from irtbayes.auditing.targets import RANGE_WIDEN, Target, check_range_holds_subjects
+from irtbayes.checks.convergence import WORKERS
 from irtbayes.core.errors import FitError, SpecError
 from irtbayes.core.information import curves_by_blocks, item_blocks, theta_grid
 from irtbayes.core.summaries import spaced, summarize
@@ -321,34 +323,53 @@ def _prepare(posterior: Any, data: ResponseData, s: AuditSettings) -> _Run:
 
 
 def _coverage_pass(run: _Run, s: AuditSettings) -> np.ndarray:
-    """Coverage, DDM and gaps over every draw, appended to each scope; returns each item's bin counts."""
+    """Coverage, DDM and gaps over every draw, appended to each scope; returns each item's bin counts.
+
+    Chunks of draws go to :data:`~irtbayes.checks.convergence.WORKERS` threads (the sorts and counts release
+    the GIL) and are appended in their order, so the result does not depend on the threads."""
     draws, locations, tgt = run.draws, run.locations, run.target
     edges, weights, n_bins = tgt.edges_array, tgt.weights_array, tgt.n_bins
     n_items = run.n_items
-    item_codes = np.zeros((n_items, n_bins + 2), dtype=np.int64)
-    for sl in tqdm(run.chunks, desc="audit: coverage and gaps", disable=not s.progress):
+
+    def chunk(sl: slice) -> tuple[np.ndarray, list[dict[str, Any]]]:
         own = bin_codes(draws.difficulty[sl], edges)  # each item's own difficulty: the fit's draws
         flat = (np.arange(n_items, dtype=np.int64)[None, :] * (n_bins + 2) + own).ravel()
-        item_codes += np.bincount(flat, minlength=n_items * (n_bins + 2)).reshape(n_items, n_bins + 2)
+        item_counts = np.bincount(flat, minlength=n_items * (n_bins + 2)).reshape(n_items, n_bins + 2)
         block = locations[sl]
         codes = own if locations is draws.difficulty else bin_codes(block, edges)
+        found = []
         for scope in run.scopes:
             # single-precision sort (twice as fast); W1 and the gap move by < 1e-6 logits
             x = np.sort(block[:, scope.columns].astype(np.float32), axis=1)
-            scope.counts.append(count_items(codes[:, scope.columns], n_bins))
-            scope.shape_w1.append(ddm_shape_w1(x, edges, weights, presorted=True))
             parts = gap_parts(x, tgt.lo, tgt.hi, presorted=True)
-            scope.gap_width.append(parts.widest.width)
-            scope.gap_lo.append(parts.widest.lo)
-            scope.gap_hi.append(parts.widest.hi)
-            scope.gap_edge.append(parts.widest.edge)
-            scope.interior_gap.append(parts.interior)
-            scope.edge_gap_low.append(parts.edge_low)
-            scope.edge_gap_high.append(parts.edge_high)
+            values = {
+                "counts": count_items(codes[:, scope.columns], n_bins),
+                "shape_w1": ddm_shape_w1(x, edges, weights, presorted=True),
+                "gap_width": parts.widest.width,
+                "gap_lo": parts.widest.lo,
+                "gap_hi": parts.widest.hi,
+                "gap_edge": parts.widest.edge,
+                "interior_gap": parts.interior,
+                "edge_gap_low": parts.edge_low,
+                "edge_gap_high": parts.edge_high,
+            }
             if run.inner_range is not None:
-                low, high = edge_gaps(x, *run.inner_range, presorted=True)
-                scope.edge_gap_low_inner.append(low)
-                scope.edge_gap_high_inner.append(high)
+                values["edge_gap_low_inner"], values["edge_gap_high_inner"] = edge_gaps(
+                    x, *run.inner_range, presorted=True
+                )
+            found.append(values)
+        return item_counts, found
+
+    item_codes = np.zeros((n_items, n_bins + 2), dtype=np.int64)
+    with ThreadPoolExecutor(max(1, min(WORKERS, len(run.chunks)))) as pool:
+        done = pool.map(chunk, run.chunks)
+        for item_counts, found in tqdm(
+            done, total=len(run.chunks), desc="audit: coverage and gaps", disable=not s.progress
+        ):
+            item_codes += item_counts
+            for scope, values in zip(run.scopes, found, strict=True):
+                for name, value in values.items():
+                    getattr(scope, name).append(value)
     return item_codes
 
 
