@@ -4,7 +4,7 @@ Two parts, one tiny real fit behind both:
 
 1. **Audit agreement.** Simulated responses, 60 subjects x 200 items (4 benchmarks, 2 domains), fitted with
    nutpie (2 chains x 200 draws after 200 warm-up draws, seed 1). The fit is saved the old way (every group,
-   float64, no compression) and the new way (:func:`irtbayes.fitting.storage.save_fit`: float32, compressed, only what
+   float64, no compression) and the new way (:func:`irtbayes.fitting.storage.save_fit`: float32, only what
    later steps read), both are loaded back, and each is audited (:func:`irtbayes.auditing.run.audit`, seed 0) beside
    the fit in memory. Printed: the largest absolute and relative difference over every number of the
    ``benchmarks`` table (DDM, Maximum Gap, coverage, ... with their intervals) and the ``ranking`` table
@@ -15,12 +15,14 @@ Two parts, one tiny real fit behind both:
    gets a location drawn from the spread of the tiny fit's posterior means of that variable (on the log
    scale for positive ones) and draws that scatter around it by the tiny fit's mean posterior sd; each
    sampler statistic is resampled from the tiny fit's values. ``constant_data`` comes from simulated
-   responses of that size. Printed: the size of ``posterior.nc``, save (all four files: ``items.csv`` and
-   ``subjects.csv`` take about 8 s of either) and load wall times, old and new.
+   responses of that size (or, with ``--fit``, a saved fit). Printed: the size of ``posterior.nc``, save (all
+   four files, the CSV tables included) and load wall times: float64, float32 as saved now (not compressed),
+   and float32 compressed (``save_fit(..., compress=True)``).
 
 Usage:
     python scripts/benchmark_storage.py                          # both parts, MMLU-Pro's shape
     python scripts/benchmark_storage.py --items 2000 --draws 250 # a quicker size check
+    python scripts/benchmark_storage.py --skip-audit --fit OUT/fit # the default audit's saved fit
 """
 
 from __future__ import annotations
@@ -164,12 +166,14 @@ def grown_fit(layout: Fit, *, n_subjects: int, n_items: int, chains: int, draws:
     )
 
 
-def part_size(result: Fit, work: Path, *, n_subjects: int, n_items: int, chains: int, draws: int) -> None:
-    big = grown_fit(result, n_subjects=n_subjects, n_items=n_items, chains=chains, draws=draws, seed=2)
-    print(f"hand-built fit {n_subjects} x {n_items:,} items, {chains} x {draws} draws:")
+def part_size(big: Fit, work: Path, what: str, *, float64: bool = True) -> None:
+    """Size, save and load times; ``float64=False`` leaves out the float64 row (a loaded fit holds float32 items)."""
+    print(f"{what}:")
     rows = {}
-    for label, save in (("float64 (before)", save_float64), ("float32 (now)", save_fit)):
-        folder = work / f"big-{label.split()[0]}"
+    compressed = ("float32 zlib", lambda fit, folder: save_fit(fit, folder, compress=True))
+    ways = [("float64 (before)", save_float64)] if float64 else []
+    for label, save in (*ways, ("float32 (now)", save_fit), compressed):
+        folder = work / f"big-{label.split()[1]}"
         t0 = time.perf_counter()
         save(big, folder)
         t_save = time.perf_counter() - t0
@@ -181,7 +185,9 @@ def part_size(result: Fit, work: Path, *, n_subjects: int, n_items: int, chains:
         print(f"  {label:17s} posterior.nc {size / 1e6:8.1f} MB   save {t_save:6.1f} s   load {t_load:6.1f} s")
         del loaded
         shutil.rmtree(folder)
-    print(f"  {rows['float64 (before)'] / rows['float32 (now)']:.2f} times smaller")
+    if float64:
+        print(f"  {rows['float64 (before)'] / rows['float32 (now)']:.2f} times smaller than float64")
+    print(f"  compressed: {rows['float32 zlib'] / rows['float32 (now)']:.2f} of the size")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -191,13 +197,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--chains", type=int, default=4)
     parser.add_argument("--draws", type=int, default=1250)
     parser.add_argument("--skip-audit", action="store_true", help="only the size part")
+    parser.add_argument("--fit", help="a saved fit to time instead of the hand-built one (e.g. make run's OUT/fit)")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="irtbayes-storage-") as tmp:
         work = Path(tmp)
         data, result = tiny_fit()
         if not args.skip_audit:
             part_audit(data, result, work)
-        part_size(result, work, n_subjects=args.subjects, n_items=args.items, chains=args.chains, draws=args.draws)
+        if args.fit:
+            big = load_fit(args.fit)
+            what = f"{args.fit}: {big.posterior.sizes['chain']} x {big.posterior.sizes['draw']} draws"
+        else:
+            sizes = {"n_subjects": args.subjects, "n_items": args.items, "chains": args.chains, "draws": args.draws}
+            big = grown_fit(result, **sizes, seed=2)
+            what = f"hand-built fit {args.subjects} x {args.items:,} items, {args.chains} x {args.draws} draws"
+        part_size(big, work, what, float64=not args.fit)
     return 0
 
 

@@ -6,6 +6,7 @@ Fast tests run by default; those that start Python subprocesses or write a milli
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import json
 import os
@@ -230,8 +231,8 @@ def test_a_fit_saved_by_another_writer_meanwhile_is_kept_or_replaced_whole(tmp_p
     first, second = hand_fit(data, seed=1, name="first"), hand_fit(data, seed=2, name="second")
     write = storage_module._write_fit_files
 
-    def write_then_race(result, folder):
-        write(result, folder)
+    def write_then_race(result, folder, **options):
+        write(result, folder, **options)
         if result is first:
             save_fit(second, target, overwrite=True)
 
@@ -546,7 +547,7 @@ def test_benchfill_calibrates_candidates_against_a_bank_with_a_fixed_spread(data
     tree["posterior"] = tree["posterior"].assign(
         log_discrimination_sd=xr.full_like(bank.posterior["log_discrimination_mu"], spread)
     )
-    explicit = calibrate_fixed(Fit(**{**vars(bank), "idata": tree}), new, n_draws=400, seed=1, prior="bank")
+    explicit = calibrate_fixed(dataclasses.replace(bank, idata=tree), new, n_draws=400, seed=1, prior="bank")
     for name in ("difficulty", "discrimination"):
         np.testing.assert_array_equal(post[name].values, explicit[name].values)
     assert np.isfinite(post["discrimination"].values).all()

@@ -231,3 +231,22 @@ def test_benchfill_result_methods() -> None:
         assert result.to_dataframe(name).equals(getattr(result, name))
     assert isinstance(result.plot_candidates(), Axes) and isinstance(result.plot_coverage(), Axes)
     plt.close("all")
+
+
+def test_the_items_table_is_made_once_per_interval_and_handed_out_as_a_copy(simulated) -> None:
+    import dataclasses
+
+    _, _, fit = simulated
+    first = fit.items_table(0.9)
+    first.loc[0, "difficulty_mean"] = 99.0  # a caller's edit stays in its copy
+    again = fit.items_table(0.9)
+    assert again.loc[0, "difficulty_mean"] != 99.0 and again.attrs == first.attrs
+    expected = float(fit.posterior["difficulty"].isel(item=0).mean().item())
+    assert again.loc[0, "difficulty_mean"] == pytest.approx(expected)
+    narrow = fit.items_table(0.5)  # another interval is another table
+    assert (narrow["difficulty_ci_high"] < again["difficulty_ci_high"]).all()
+    # a fit with other draws (dataclasses.replace) makes its own table
+    shifted = fit.idata.copy()
+    shifted["posterior"] = shifted["posterior"].assign(difficulty=fit.posterior["difficulty"] + 1.0)
+    moved = dataclasses.replace(fit, idata=shifted).items_table(0.9)
+    np.testing.assert_allclose(moved["difficulty_mean"], again["difficulty_mean"] + 1.0, rtol=1e-5)

@@ -114,6 +114,9 @@ class Fit:
     data_checksum: str
     diagnostics: Diagnostics
     info: dict[str, Any] = field(default_factory=dict)
+    #: :meth:`items_table` by ``ci_prob``, once made: its summaries sort every item's draws (seconds at leaderboard
+    #: sizes), and the saved fit's ``items.csv`` and the report's table are the same table
+    _item_tables: dict[float, pd.DataFrame] = field(default_factory=dict, init=False, repr=False)
 
     @property
     def approximate(self) -> bool:
@@ -272,6 +275,9 @@ class Fit:
             ``approximate``.
         """
         check_prob(ci_prob)
+        made = self._item_tables.get(float(ci_prob))
+        if made is not None:
+            return made.copy()
         post = self.posterior
         table = pd.DataFrame(self._item_columns())
         for name in ITEM_PARAMETERS:
@@ -285,7 +291,8 @@ class Fit:
             for col, values in _summaries(post[name], ci_prob).items():
                 table[f"{name}_{col}"] = values
         table["ci_prob"] = ci_prob
-        return self._table_attrs(table, ci_prob)
+        self._item_tables[float(ci_prob)] = self._table_attrs(table, ci_prob)
+        return self._item_tables[float(ci_prob)].copy()
 
     def subjects_table(self, ci_prob: float = 0.9) -> pd.DataFrame:
         """One row per subject (and dimension): posterior summaries of the ability.

@@ -27,7 +27,7 @@ from irtbayes.checks.verdict import Diagnostics
 from irtbayes.core.errors import DataError, FitError, SpecError
 from irtbayes.core.files import read_json
 from irtbayes.data.responses import ResponseData
-from irtbayes.fitting.result import FORMAT_VERSION, Fit, as_held, derived_names
+from irtbayes.fitting.result import FORMAT_VERSION, ITEM_PARAMETERS, Fit, as_held, derived_names
 from irtbayes.model.build import add_derived
 from irtbayes.model.spec import ModelSpec
 
@@ -36,7 +36,7 @@ __all__ = ["load_fit", "load_fit_data", "save_fit"]
 log = logging.getLogger("irtbayes.fitting.fit")
 
 
-def save_fit(result: Fit, path: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
+def save_fit(result: Fit, path: str | os.PathLike[str], *, overwrite: bool = False, compress: bool = False) -> Path:
     """Write ``result`` to the folder ``path`` atomically.
 
     The folder gets ``posterior.nc`` (netCDF4 via h5netcdf), ``card.json`` (with the SHA-256 of
@@ -47,8 +47,9 @@ def save_fit(result: Fit, path: str | os.PathLike[str], *, overwrite: bool = Fal
 
     - ``posterior``: every sampled parameter, its floating-point draws stored as float32 (7 significant
       digits; :func:`load_fit` returns them as a fit holds them, :func:`~irtbayes.fitting.result.as_held`:
-      float32 for item variables, widened to float64 for the others), zlib-compressed (level 1, with byte
-      shuffling).
+      float32 for item variables, widened to float64 for the others), not compressed unless ``compress``
+      (zlib level 1 with byte shuffling: posterior draws are close to noise in their last bits, so this saves
+      about 15% of the file at four times the save's time, see below).
       Variables :func:`~irtbayes.model.build.add_derived` recomputes (``intercept``; ``discrimination`` of a 1PL)
       are not stored.
     - ``sample_stats``: only the fields the convergence checks read (``diverging``, ``energy``, tree-depth
@@ -59,8 +60,9 @@ def save_fit(result: Fit, path: str | os.PathLike[str], *, overwrite: bool = Fal
 
     ``card.json`` records this as ``storage``: ``{"dtype": "float32", "compression": ..., "dropped": [...]}``,
     the dropped ``group/variable`` names and any other group of ``result.idata``, none of which is saved.
-    At MMLU-Pro's size (29 x 12,032 items, 4 x 1250 draws) the file is 2.4 times smaller than in float64
-    (967 MB -> 397 MB; the compression adds about 11 s to the save, ``scripts/benchmark_storage.py``).
+    At MMLU-Pro's size (29 x 12,032 items, 4 x 1350 draws, the default audit's fit) the file takes 531 MB
+    (float64: twice that); compressed, 449 MB, and saving takes about 8 s longer and loading 2 s longer
+    (``scripts/benchmark_storage.py``).
 
     Everything is written into a temporary folder ``.<name>.tmp-<random>`` beside ``path``, flushed to
     disk, and renamed into place at the end, so ``path`` is at every moment either absent, the previous fit,
@@ -76,6 +78,8 @@ def save_fit(result: Fit, path: str | os.PathLike[str], *, overwrite: bool = Fal
         Target folder.
     overwrite
         Replace an existing folder (the old one is removed only after the new one is complete).
+    compress
+        Compress the posterior's draws (zlib level 1, with byte shuffling); any netCDF-4 reader undoes it.
 
     Returns
     -------
@@ -110,7 +114,7 @@ def save_fit(result: Fit, path: str | os.PathLike[str], *, overwrite: bool = Fal
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp.mkdir()
-        _write_fit_files(result, tmp)
+        _write_fit_files(result, tmp, compress=compress)
         _sync_folder(tmp)
         _move_into_place(tmp, target, overwrite=overwrite)
         _sync_folder(target.parent, files=False)
@@ -223,7 +227,8 @@ def _card_checksum(card: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode("utf-8")).hexdigest()
 
 
-#: Floating-point dtype of the posterior draws in ``posterior.nc``; and its compression (netCDF4/HDF5 filters).
+#: Floating-point dtype of the posterior draws in ``posterior.nc``; and its compression with ``compress=True``
+#: (netCDF4/HDF5 filters).
 _STORAGE_DTYPE = "float32"
 _STORAGE_COMPRESSION: dict[str, Any] = {"zlib": True, "shuffle": True, "complevel": 1}
 #: The ``sample_stats`` fields the convergence checks read (the others are not saved).
@@ -252,33 +257,44 @@ def _storage_groups(result: Fit) -> tuple[dict[str, xr.Dataset], list[str]]:
     return groups, dropped
 
 
-def _storage_encoding(groups: dict[str, xr.Dataset]) -> dict[str, dict[str, dict[str, Any]]]:
-    """netCDF encoding: float32 and compression for the posterior's floating-point draws."""
+def _storage_encoding(groups: dict[str, xr.Dataset], *, compress: bool) -> dict[str, dict[str, dict[str, Any]]]:
+    """netCDF encoding: float32 (and with ``compress``, compression) for the posterior's floating-point draws."""
     post = groups["posterior"]
     floats = [str(n) for n, v in post.data_vars.items() if np.issubdtype(v.dtype, np.floating)]
-    return {"/posterior": {n: {"dtype": _STORAGE_DTYPE, **_STORAGE_COMPRESSION} for n in floats}}
+    filters = _STORAGE_COMPRESSION if compress else {}
+    return {"/posterior": {n: {"dtype": _STORAGE_DTYPE, **filters} for n in floats}}
 
 
-def _write_fit_files(result: Fit, folder: Path) -> None:
+def _write_fit_files(result: Fit, folder: Path, *, compress: bool) -> None:
     """``posterior.nc``, ``card.json`` and the CSV tables; the tables from the draws as stored."""
     groups, dropped = _storage_groups(result)
     tree = xr.DataTree.from_dict(groups)
     tree.attrs.update(result.idata.attrs)
     tree.attrs["format_version"] = FORMAT_VERSION
     tree.attrs["data_checksum"] = result.data_checksum
-    tree.to_netcdf(folder / "posterior.nc", engine="h5netcdf", encoding=_storage_encoding(groups))
+    tree.to_netcdf(folder / "posterior.nc", engine="h5netcdf", encoding=_storage_encoding(groups, compress=compress))
     card = result.card()
     card["storage"] = {
         "dtype": _STORAGE_DTYPE,
-        "compression": f"zlib level {_STORAGE_COMPRESSION['complevel']}, shuffle",
+        "compression": f"zlib level {_STORAGE_COMPRESSION['complevel']}, shuffle" if compress else "none",
         "dropped": dropped,
     }
     card["posterior_sha256"] = _sha256(folder / "posterior.nc")
     card["card_sha256"] = _card_checksum(card)
     (folder / "card.json").write_text(json.dumps(card, indent=2, sort_keys=False) + "\n", encoding="utf-8")
     stored = _as_stored(result, groups["posterior"])
-    stored.items_table().to_csv(folder / "items.csv", index=False)
+    # item draws the fit holds in float32 are stored as they are: its own table (made once, and reused by the
+    # report that follows an audit) is the stored fit's
+    items = result if _items_as_stored(result) else stored
+    items.items_table().to_csv(folder / "items.csv", index=False)
     stored.subjects_table().to_csv(folder / "subjects.csv", index=False)
+
+
+def _items_as_stored(result: Fit) -> bool:
+    """Whether every floating-point item variable of ``result`` is held in the stored dtype (float32)."""
+    post = result.posterior
+    item_vars = [post[n] for n in ITEM_PARAMETERS if n in post]
+    return all(v.dtype == np.dtype(_STORAGE_DTYPE) for v in item_vars if np.issubdtype(v.dtype, np.floating))
 
 
 def _as_stored(result: Fit, posterior: xr.Dataset) -> Fit:

@@ -315,6 +315,9 @@ def test_quantiles_equal_numpy_to_the_bit(shape: tuple[int, ...], monkeypatch: p
     draws = rng.normal(size=shape)
     draws[: shape[0] // 2] = np.round(draws[: shape[0] // 2], 1)  # ties
     kept = draws.copy()
+    single = draws.astype("float32")  # a fit's item draws: sorted as float32, the same bits as in float64
     for probs in [(0.05, 0.95), (0.0, 1.0), (0.5,), (0.3333, 0.6667), (0.11, 0.89)]:
         np.testing.assert_array_equal(summaries.quantiles(draws, probs), np.quantile(draws, probs, axis=0))
+        widened = np.quantile(single.astype("float64"), probs, axis=0)
+        np.testing.assert_array_equal(summaries.quantiles(single, probs), widened)
     np.testing.assert_array_equal(draws, kept)  # the draws are not sorted in place (one column is contiguous)

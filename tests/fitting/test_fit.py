@@ -169,7 +169,7 @@ def test_load_names_the_damaged_file(fitted_2pl, tmp_path):
 
 
 def test_interrupted_save_leaves_no_folder(fitted_2pl, tmp_path, monkeypatch):
-    def broken(result, folder: Path) -> None:
+    def broken(result, folder: Path, **options: object) -> None:
         (folder / "posterior.nc").write_bytes(b"partial")
         raise KeyboardInterrupt
 

@@ -125,9 +125,15 @@ def test_the_card_records_the_storage_and_its_checksum_holds(
     card = json.loads((folder / "card.json").read_text(encoding="utf-8"))
     assert card["storage"] == {
         "dtype": "float32",
-        "compression": "zlib level 1, shuffle",
+        "compression": "none",
         "dropped": [f"sample_stats/{n}" for n in OTHER_STATS],
     }, card["storage"]
+    packed = save_fit(fitted, tmp_path / "packed", compress=True)  # the same draws, zlib-compressed
+    assert json.loads((packed / "card.json").read_text(encoding="utf-8"))["storage"]["compression"] == (
+        "zlib level 1, shuffle"
+    )
+    assert (packed / "posterior.nc").stat().st_size < (folder / "posterior.nc").stat().st_size
+    xr.testing.assert_identical(load_fit(packed).posterior, load_fit(folder).posterior)
     assert card["posterior_sha256"] == _sha256(folder / "posterior.nc")
     loaded = load_fit(folder)
     assert loaded.info["storage"] == card["storage"]
