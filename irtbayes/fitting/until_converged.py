@@ -8,7 +8,9 @@ divergences, E-BFMI) at draw counts chosen from the last check:
 
 - the first check at :attr:`StopRule.min_draws` draws per chain;
 - after a check that fails, the next at the draws where the smallest ESS would reach the threshold if it
-  grew in proportion to the draws (with 10% to spare), at least 1.2 and at most 3 times the draws checked;
+  grew in proportion to the draws (with 10% to spare), at least 1.2 and at most 3 times the draws checked; an
+  r-hat over its threshold asks for the draws where ``r-hat - 1`` would be 10% under it if it shrank as
+  ``1 / draws``, at most :data:`RHAT_GROW` times the draws checked;
 - divergences do not go away with more draws: once the usual draws (:attr:`StopRule.planned`) are done and
   a check has seen divergences, sampling stops (outcome ``"divergences"``; refit with a higher target
   acceptance).
@@ -59,7 +61,11 @@ from irtbayes.fitting.trace import (
 if TYPE_CHECKING:
     from irtbayes.checks.verdict import Diagnostics
 
-__all__ = ["SCREEN_ELEMENTS", "WATCH", "StopRule", "sample_until_converged"]
+__all__ = ["RHAT_GROW", "SCREEN_ELEMENTS", "WATCH", "StopRule", "sample_until_converged"]
+
+#: After a check whose largest r-hat is over the threshold, the next check comes at most this many times the
+#: draws later (fewer when r-hat is close to the threshold; see :meth:`StopRule.next_check`).
+RHAT_GROW = 1.5
 
 log = logging.getLogger("irtbayes.fitting.fit")
 
@@ -148,6 +154,9 @@ class StopRule:
         >>> diag = Diagnostics(ok=False, approximate=False, thresholds={}, variables=[low])
         >>> StopRule(ess_min=400).next_check(500, diag)  # ESS 200 of 400: twice the draws, 10% to spare
         1100
+        >>> near = VariableDiagnostics("difficulty", 3, 1.011, "difficulty[a]", 900.0, "difficulty[b]", 900.0, "")
+        >>> StopRule().next_check(900, Diagnostics(ok=False, approximate=False, thresholds={}, variables=[near]))
+        1089
         """
         ess = min(diag.min_ess_bulk, diag.min_ess_tail)
         grow = 1.2
@@ -155,8 +164,12 @@ class StopRule:
             grow = 3.0
         elif ess < self.ess_min:
             grow = max(grow, 1.1 * self.ess_min / ess)
-        if not np.isfinite(diag.max_rhat) or diag.max_rhat > self.rhat_max:
-            grow = max(grow, 1.5)
+        if not np.isfinite(diag.max_rhat):
+            grow = max(grow, RHAT_GROW)
+        elif diag.max_rhat > self.rhat_max:
+            # r-hat - 1 shrinks about as 1 / draws once the chains mix: the draws where it would be 10% under the
+            # threshold, at most RHAT_GROW times (a larger r-hat is often the chains still settling)
+            grow = max(grow, min(RHAT_GROW, 1.1 * (diag.max_rhat - 1) / (self.rhat_max - 1)))
         target = int(np.ceil(draws * min(grow, 3.0)))
         if diag.divergences:
             target = max(target, self.planned)

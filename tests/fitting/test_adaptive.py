@@ -170,7 +170,9 @@ def test_next_check_grows_with_the_ess_shortfall_and_waits_out_divergences():
     assert rule.next_check(500, diag(200.0)) == 1100  # ESS grows with the draws: 2x, and 10% to spare
     assert rule.next_check(500, diag(390.0)) == 600  # at least 1.2x
     assert rule.next_check(200, diag(20.0)) == 600  # at most 3x
-    assert rule.next_check(500, diag(800.0, rhat=1.02)) == 750  # r-hat: 1.5x
+    assert rule.next_check(500, diag(800.0, rhat=1.02)) == 750  # r-hat far over: at most 1.5x
+    assert rule.next_check(900, diag(800.0, rhat=1.011)) == 1089  # close: where r-hat - 1 would be 10% under 0.01
+    assert rule.next_check(900, diag(800.0, rhat=1.0101)) == 1080  # barely over: at least 1.2x
     assert rule.next_check(500, diag(float("nan"))) == 1500  # nothing to extrapolate from
     assert rule.next_check(200, diag(800.0, divergences=2)) == 1000  # divergences: the usual draws first
 
