@@ -250,3 +250,20 @@ def test_the_items_table_is_made_once_per_interval_and_handed_out_as_a_copy(simu
     shifted["posterior"] = shifted["posterior"].assign(difficulty=fit.posterior["difficulty"] + 1.0)
     moved = dataclasses.replace(fit, idata=shifted).items_table(0.9)
     np.testing.assert_allclose(moved["difficulty_mean"], again["difficulty_mean"] + 1.0, rtol=1e-5)
+
+
+def test_the_audit_does_not_depend_on_its_threads(simulated, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The coverage pass takes chunks of draws on threads and appends them in order: one thread or three, and
+    chunks small enough that several are in flight at once, give the same numbers."""
+    import irtbayes.auditing.draws as draws_module
+    import irtbayes.auditing.run as run_module
+
+    data, _, fit = simulated
+    monkeypatch.setattr(draws_module, "CHUNK_ELEMENTS", 60 * 37)  # 37 draws of 60 items: 11 chunks of 400 draws
+    tables = {}
+    for threads in (1, 3):
+        monkeypatch.setattr(run_module, "WORKERS", threads)
+        monkeypatch.setattr(run_module, "COVERAGE_THREADS", threads)
+        tables[threads] = audit(fit, data, bins=6).summary()
+    pd.testing.assert_frame_equal(tables[1], tables[3])
+    assert np.isfinite(tables[3]["max_gap_mean"]).all()

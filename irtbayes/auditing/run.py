@@ -322,11 +322,16 @@ def _prepare(posterior: Any, data: ResponseData, s: AuditSettings) -> _Run:
     return _Run(post, draws, scopes, tgt, range_rule, inner_range, chunks, locations, ensemble_used, smoothing)
 
 
+#: Threads of the coverage pass (:func:`_coverage_pass`), at most.
+COVERAGE_THREADS = 4
+
+
 def _coverage_pass(run: _Run, s: AuditSettings) -> np.ndarray:
     """Coverage, DDM and gaps over every draw, appended to each scope; returns each item's bin counts.
 
-    Chunks of draws go to :data:`~irtbayes.checks.convergence.WORKERS` threads (the sorts and counts release
-    the GIL) and are appended in their order, so the result does not depend on the threads."""
+    Chunks of draws go to :data:`~irtbayes.checks.convergence.WORKERS` threads, at most
+    :data:`COVERAGE_THREADS` (the sorts and counts release the GIL), and are appended in their order, so the
+    result does not depend on the threads."""
     draws, locations, tgt = run.draws, run.locations, run.target
     edges, weights, n_bins = tgt.edges_array, tgt.weights_array, tgt.n_bins
     n_items = run.n_items
@@ -361,7 +366,8 @@ def _coverage_pass(run: _Run, s: AuditSettings) -> np.ndarray:
         return item_counts, found
 
     item_codes = np.zeros((n_items, n_bins + 2), dtype=np.int64)
-    with ThreadPoolExecutor(max(1, min(WORKERS, len(run.chunks)))) as pool:
+    # at most COVERAGE_THREADS chunks at once: each holds tens of MB of codes and sorted copies while in flight
+    with ThreadPoolExecutor(max(1, min(WORKERS, COVERAGE_THREADS, len(run.chunks)))) as pool:
         done = pool.map(chunk, run.chunks)
         for item_counts, found in tqdm(
             done, total=len(run.chunks), desc="audit: coverage and gaps", disable=not s.progress
