@@ -248,14 +248,6 @@ def _trace_store(compiled: Any, *, chains: int, stop: StopRule | None) -> Iterat
         shutil.rmtree(folder, ignore_errors=True)
 
 
-#: Whether PyTensor compiles nutpie's log-density with numba's fast-math flags. Off: with them, the same model
-#: computed other floating-point results when its parts came from the disk cache than when they were compiled
-#: afresh (LLVM reassociates inlined code differently), so a seed's draws depended on the state of the cache
-#: (`make run`'s fit converged at 1,828 draws per chain in a first run and at 1,080 in later ones). Without them
-#: the log-density and gradient are the same to the bit either way, and as fast (0.49 ms at MMLU-Pro's size);
-#: irtbayes' own likelihood kernel sets its flags itself.
-NUMBA_FASTMATH = False
-
 #: nutpie's compiled models of this process by the key of their inputs (:meth:`ModelInputs.key`), newest last.
 _COMPILED: OrderedDict[str, Any] = OrderedDict()
 #: How many compiled models are kept: a refit of the same data and spec (another seed, more draws, a higher
@@ -301,8 +293,7 @@ def _compiled(model: pm.Model) -> Any:
         log.info("reusing the model compiled before for the same data and spec; tuning and sampling")
         return _COMPILED[key]
     started = time.perf_counter()
-    with pytensor.config.change_flags(numba__fastmath=NUMBA_FASTMATH):
-        compiled = nutpie.compile_pymc_model(model)
+    compiled = nutpie.compile_pymc_model(model)
     log.info("compiled the model in %.1f s; tuning and sampling", time.perf_counter() - started)
     if key is not None:
         _COMPILED[key] = compiled
