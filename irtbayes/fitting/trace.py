@@ -18,6 +18,7 @@ __all__ = [
     "nutpie_trace",
     "read_nutpie_draws",
     "read_stored_draws",
+    "stored_draw_chunk",
 ]
 
 
@@ -175,6 +176,16 @@ def read_nutpie_draws(
 #: About this many bytes of a stored trace are read at a time (:func:`read_stored_draws`).
 READ_BLOCK_BYTES = 16 * 2**20
 
+
+def stored_draw_chunk(var: xr.DataArray) -> int:
+    """Draws per chunk of a variable opened from a Zarr store (nutpie writes 16); 1 for one held in memory.
+
+    >>> stored_draw_chunk(xr.DataArray(np.zeros((2, 3)), dims=("chain", "draw")))
+    1
+    """
+    return max(1, int((var.encoding.get("preferred_chunks") or {}).get("draw", 1)))
+
+
 #: Draws of the ``energy`` statistic read first when looking for where a stored trace's chains stand (doubled
 #: at each further read).
 _FIRST_BLOCK = 1024
@@ -259,7 +270,7 @@ def read_stored_draws(
 
     def read(var: xr.DataArray) -> xr.DataArray:
         rest = [str(d) for d in var.dims if d not in ("chain", "draw")]
-        chunk = max(1, int((var.encoding.get("preferred_chunks") or {}).get("draw", 1)))
+        chunk = stored_draw_chunk(var)
         var = var.transpose("chain", "draw", *rest).isel(
             {"draw": slice(0, length), **{d: positions[d] for d in rest if d in positions}}
         )

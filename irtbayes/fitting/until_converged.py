@@ -56,6 +56,7 @@ from irtbayes.fitting.trace import (
     nutpie_trace,
     read_nutpie_draws,
     read_stored_draws,
+    stored_draw_chunk,
 )
 
 if TYPE_CHECKING:
@@ -290,8 +291,7 @@ class _Reader:
         if not isinstance(trace, xr.DataTree):
             return 0
         energy = trace["sample_stats"].to_dataset().get("energy")
-        chunks = (energy.encoding.get("preferred_chunks") or {}) if energy is not None else {}
-        return max(1, int(chunks.get("draw", 1)))
+        return 1 if energy is None else stored_draw_chunk(energy)
 
     def __call__(self, positions: Mapping[str, np.ndarray] | None = None) -> xr.DataTree:
         trace = self._trace()
