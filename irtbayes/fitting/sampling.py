@@ -283,8 +283,9 @@ def release_compiled() -> None:
 
 
 def _compiled(model: pm.Model) -> Any:
-    """nutpie's compiled ``model``: the one compiled before for the same inputs, or a new one."""
-    import nutpie
+    """nutpie's compiled ``model``: the one compiled before for the same inputs, or a new one (its C callbacks from
+    the disk cache where an earlier process compiled them: :mod:`irtbayes.fitting.compiled`)."""
+    from irtbayes.fitting.compiled import compile_model
 
     inputs = getattr(model, "irtbayes_inputs", None)
     key = inputs.key() if inputs is not None and len(inputs.response) <= COMPILED_MAX_RESPONSES else None
@@ -293,7 +294,7 @@ def _compiled(model: pm.Model) -> Any:
         log.info("reusing the model compiled before for the same data and spec; tuning and sampling")
         return _COMPILED[key]
     started = time.perf_counter()
-    compiled = nutpie.compile_pymc_model(model)
+    compiled = compile_model(model)
     log.info("compiled the model in %.1f s; tuning and sampling", time.perf_counter() - started)
     if key is not None:
         _COMPILED[key] = compiled

@@ -14,6 +14,7 @@ from typing import Any
 
 import numba
 import numpy as np
+import pytensor
 import pytensor.tensor as pt
 from llvmlite import ir
 from numba import types
@@ -421,7 +422,11 @@ def response_loglik(
         theta = ability if spec.dims == "domain" else ability[:, None]
         item_dim = inputs.item_domain if spec.dims == "domain" else np.zeros(n_items, dtype="int64")
         op = FusedBernoulliLogit(single=single)
-        return op.make_node(theta, discrimination, difficulty, item_dim, y, w).outputs[0]
+        # shared, not constants: the compiled log-density then takes them as arguments, and PyTensor's and numba's
+        # disk caches keep it whatever their size (numba will not cache code holding an array over 1 MB)
+        responses = pytensor.shared(y, name="responses", borrow=True)
+        observed = pytensor.shared(w, name="observed", borrow=True)
+        return op.make_node(theta, discrimination, difficulty, item_dim, responses, observed).outputs[0]
     if spec.layout == "dense":
         y = np.zeros((n_subjects, n_items), dtype=dtype)
         w = np.zeros((n_subjects, n_items), dtype=dtype)

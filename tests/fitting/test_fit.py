@@ -243,17 +243,17 @@ def test_default_sampler_settings_follow_the_model_size(monkeypatch):
 
 
 def _count_compiles(monkeypatch) -> list[object]:
-    """The models nutpie compiles from now on (each call is recorded, then passed on)."""
-    import nutpie
+    """The models compiled for nutpie from now on (each call is recorded, then passed on)."""
+    from irtbayes.fitting import compiled as compiled_module
 
     calls: list[object] = []
-    compile_model = nutpie.compile_pymc_model
+    compile_model = compiled_module.compile_model
 
     def counted(model, *args, **kwargs):
         calls.append(model)
         return compile_model(model, *args, **kwargs)
 
-    monkeypatch.setattr(nutpie, "compile_pymc_model", counted)
+    monkeypatch.setattr(compiled_module, "compile_model", counted)
     return calls
 
 

@@ -27,6 +27,7 @@ import pymc as pm
 import pytest
 import xarray as xr
 
+import irtbayes.fitting.compiled as compiled_module
 import irtbayes.fitting.sampling as sampling
 from irtbayes.cli.main import main
 from irtbayes.core.errors import FitInterrupted
@@ -124,7 +125,7 @@ def patch_nutpie(
     """Replace nutpie's compile and sample; ``done`` None: a complete run. Returns what the fake saw."""
     seen: dict[str, Any] = {}
 
-    def compile_pymc_model(model: pm.Model, **kwargs: Any) -> FakeCompiled:
+    def compile_model(model: pm.Model, **kwargs: Any) -> FakeCompiled:
         if compile_error:
             raise KeyboardInterrupt
         return FakeCompiled(model)
@@ -135,7 +136,7 @@ def patch_nutpie(
             interrupt_now()
         return fake_trace(compiled.model, chains=chains, draws=draws, done=[draws] * chains if done is None else done)
 
-    monkeypatch.setattr(nutpie, "compile_pymc_model", compile_pymc_model)
+    monkeypatch.setattr(compiled_module, "compile_model", compile_model)
     monkeypatch.setattr(nutpie, "sample", sample)
     # models compiled before (real ones) are not reused, and the fake's are forgotten after the test
     monkeypatch.setattr(sampling, "_COMPILED", OrderedDict())
@@ -164,8 +165,8 @@ def test_a_refit_reuses_the_compiled_model_until_it_is_released(
     ``irtbayes audit`` calls after its one fit) forgets the compiled model."""
     patch_nutpie(monkeypatch, done=None)
     compiled: list[Any] = []
-    original = nutpie.compile_pymc_model
-    monkeypatch.setattr(nutpie, "compile_pymc_model", lambda model, **kw: compiled.append(model) or original(model))
+    original = compiled_module.compile_model
+    monkeypatch.setattr(compiled_module, "compile_model", lambda model, **kw: compiled.append(model) or original(model))
     run_fit(tiny)
     run_fit(tiny)
     assert len(compiled) == 1 and len(sampling._COMPILED) == 1

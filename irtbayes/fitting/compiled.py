@@ -1,0 +1,230 @@
+"""nutpie's compiled model, with the C callbacks it samples through cached on disk.
+
+nutpie (0.16) samples a PyMC model through two numba C callbacks: one around PyTensor's log-density and gradient,
+one around the function that expands a draw into the stored variables. PyTensor caches its own compiled functions on
+disk, but nutpie builds the callbacks afresh in every process, and numba then links and optimises the log-density's
+code again inside them: 3.8 s and 0.5 s of a 6.6 s compilation at 100 x 1,000 with every other cache warm (2 cores).
+
+:func:`compile_model` makes the same model as ``nutpie.compile_pymc_model(model)`` (the numba backend, its default
+initial points), with callbacks generated as source that numba caches in PyTensor's numba cache folder, each under a
+key made of PyTensor's cache keys of the functions it calls, the callbacks' own layout and this module's
+:data:`CALLBACK_VERSION`. A later process with the same model structure, shapes and constants loads them instead of
+compiling. Where PyTensor has no cache key for a function (a graph it cannot cache), the callbacks are compiled
+without a disk cache, as nutpie does. The model's shared variables (``pytensor.shared``, ``pm.Data``) reach the
+callbacks as pointers, so their values are not part of the compiled code.
+
+The model's PyTensor functions are compiled without PyTensor's numba fast-math flags: with them, the code numba
+loads from its cache and the code it has just compiled in memory could round differently (at 2,000 items the
+log-density differed in its 16th digit), so a first run on empty caches drew other chains than every later run of the
+same seed. Without them the two agree to the bit and the gradient costs the same (0.52 ms at 29 x 12,032). The
+likelihood kernels keep their own flags (:mod:`irtbayes.model.likelihood`), which round alike either way.
+
+It uses nutpie's helpers for the PyTensor functions and the model's shapes (``nutpie.compile_pymc._make_functions``);
+where those are missing (another nutpie), it falls back to ``nutpie.compile_pymc_model`` and logs so.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import warnings
+from typing import Any
+
+import numpy as np
+
+__all__ = ["CALLBACK_VERSION", "compile_model"]
+
+log = logging.getLogger(__name__)
+
+#: Part of every callback's cache key: raised whenever the generated source or its calling convention changes.
+CALLBACK_VERSION = 1
+
+_LOGP_SOURCE = """
+def irtbayes_logp_callback(dim, x_, out_, logp_, user_data_):
+    if dim != {n_dim}:
+        return -1
+    try:
+        x = numba.carray(x_, ({n_dim},))
+        out = numba.carray(out_, ({n_dim},))
+        logp = numba.carray(logp_, ())
+{unpack}
+        logp_value, grad = inner(x{args})
+        logp[()] = logp_value
+        out[...] = grad
+        if not np.all(np.isfinite(out)):
+            return 3
+        if not np.isfinite(logp_value):
+            return 4
+    except Exception:  # noqa: BLE001
+        return 1
+    return 0
+"""
+
+_EXPAND_SOURCE = """
+def irtbayes_expand_callback(dim, expanded, x_, out_, user_data_):
+    if dim != {n_dim}:
+        return -1
+    if expanded != {n_expanded}:
+        return -1
+    try:
+        x = numba.carray(x_, ({n_dim},))
+        out = numba.carray(out_, ({n_expanded},))
+{unpack}
+        (values,) = inner(x{args})
+        out[...] = values
+    except Exception:  # noqa: BLE001
+        return -2
+    return 0
+"""
+
+
+def compile_model(model: Any) -> Any:
+    """The nutpie model of ``model`` (a ``pm.Model``) for ``nutpie.sample``, its callbacks cached on disk.
+
+    The same sampler input as ``nutpie.compile_pymc_model(model)``; the callbacks come from numba's disk cache when an
+    earlier process compiled the same functions (see the module's docstring)."""
+    import nutpie
+    import nutpie.compile_pymc as npc
+
+    needed = ("_make_functions", "_wrap_with_lock", "_prepare_dims_and_coords", "CompiledPyMCModel")
+    if not all(hasattr(npc, name) for name in needed):
+        log.info(
+            "this nutpie (%s) lacks the helpers irtbayes' cached callbacks need; compiling with nutpie",
+            nutpie.__version__,
+        )
+        return nutpie.compile_pymc_model(model)
+    import pytensor
+    from pymc.initial_point import make_initial_point_fn
+
+    # nutpie's defaults for the numba backend: no frozen data, support points jittered for every free variable
+    initial_point_fn = npc._wrap_with_lock(
+        make_initial_point_fn(
+            model=model,
+            overrides=None,
+            default_strategy="support_point",
+            jitter_rvs=set(model.free_RVs),
+            return_transformed=True,
+        )
+    )
+    with pytensor.config.change_flags(numba__fastmath=False):  # the same bits from the cache as compiled afresh
+        n_dim, n_expanded, logp_pt, expand_pt, initial_point, shape_info, reparameterized = npc._make_functions(
+            model,
+            mode="NUMBA",
+            compute_grad=True,
+            join_expanded=True,
+            pymc_initial_point_fn=initial_point_fn,
+            var_names=None,
+        )
+    shared_vars: list[Any] = []
+    for var in [*logp_pt.get_shared(), *expand_pt.get_shared()]:
+        if var not in shared_vars:
+            shared_vars.append(var)
+    shared_data = {f"shared{i}": np.array(var.get_value(), order="C", copy=True) for i, var in enumerate(shared_vars)}
+    if any(value.dtype.kind not in "biuf" for value in shared_data.values()):
+        log.info("a shared variable of the model is not numeric; compiling with nutpie")
+        return nutpie.compile_pymc_model(model)
+    for value in shared_data.values():
+        value.flags.writeable = False
+    user_data = _user_data(list(shared_data.values()))
+    logp_cfunc = _callback(
+        "logp", logp_pt, [shared_vars.index(v) for v in logp_pt.get_shared()], shared_data, n_dim=n_dim
+    )
+    expand_cfunc = _callback(
+        "expand",
+        expand_pt,
+        [shared_vars.index(v) for v in expand_pt.get_shared()],
+        shared_data,
+        n_dim=n_dim,
+        n_expanded=n_expanded,
+    )
+    dims, coords = npc._prepare_dims_and_coords(model, shape_info, reparameterized)
+    return npc.CompiledPyMCModel(
+        _n_dim=n_dim,
+        dims=dims,
+        _coords=coords,
+        _shapes={name: tuple(shape) for name, _, shape in zip(*shape_info, strict=True)},
+        compiled_logp_func=logp_cfunc,
+        compiled_expand_func=expand_cfunc,
+        initial_point_func=initial_point,
+        shared_data=shared_data,
+        shared_var_keys={var: f"shared{i}" for i, var in enumerate(shared_vars)},
+        user_data=user_data,
+        n_expanded=n_expanded,
+        shape_info=shape_info,
+        logp_func=logp_pt,
+        expand_func=expand_pt,
+        reparameterized_names=reparameterized,
+    )
+
+
+def _user_data(values: list[np.ndarray]) -> np.ndarray:
+    """What the callbacks get as ``user_data``: for each shared value its address, then its shape."""
+    fields: list[int] = []
+    for value in values:
+        fields.append(value.ctypes.data)
+        fields.extend(int(n) for n in value.shape)
+    return np.array(fields or [0], dtype=np.uint64)
+
+
+def _callback(
+    kind: str, function: Any, used: list[int], shared: dict[str, np.ndarray], *, n_dim: int, n_expanded: int = 0
+) -> Any:
+    """The numba C callback of ``kind`` ("logp" or "expand") around PyTensor's compiled ``function``, whose
+    shared inputs are ``used`` (positions in ``shared``, in the function's order)."""
+    import numba
+    import nutpie.compile_pymc as npc
+    from pytensor.configdefaults import config
+    from pytensor.link.numba.cache import CACHED_SRC_FUNCTIONS, compile_numba_function_src
+
+    inner = function.vm.jit_fn
+    values = list(shared.values())
+    offsets = np.cumsum([0] + [1 + v.ndim for v in values]).tolist()
+    unpack, args = [], []
+    for position in used:
+        value, at = values[position], offsets[position]
+        shape = "".join(f"int(u[{at + 1 + axis}]), " for axis in range(value.ndim))
+        unpack.append(f"        s{position} = numba.carray(as_void_pointer(u[{at}]), ({shape}), np.{value.dtype.name})")
+        args.append(f", s{position}")
+    if used:
+        unpack.insert(0, f"        u = numba.carray(user_data_, ({max(offsets[-1], 1)},), np.uint64)")
+    template = _LOGP_SOURCE if kind == "logp" else _EXPAND_SOURCE
+    source = template.format(n_dim=n_dim, n_expanded=n_expanded, unpack="\n".join(unpack), args="".join(args))
+    name = f"irtbayes_{kind}_callback"
+    if kind == "logp":
+        signature = numba.types.int64(
+            numba.types.uint64,
+            numba.types.CPointer(numba.types.double),
+            numba.types.CPointer(numba.types.double),
+            numba.types.CPointer(numba.types.double),
+            numba.types.voidptr,
+        )
+    else:
+        signature = numba.types.int64(
+            numba.types.uint64,
+            numba.types.uint64,
+            numba.types.CPointer(numba.types.double),
+            numba.types.CPointer(numba.types.double),
+            numba.types.voidptr,
+        )
+    py_func = getattr(inner, "py_func", None)
+    inner_key = CACHED_SRC_FUNCTIONS.get(py_func) if py_func is not None else None
+    key = None
+    if inner_key is not None and config.numba__cache:
+        # the source holds the shapes' layout, the dimensions and the shared values' dtypes
+        parts = [inner_key, source, numba.__version__, str(CALLBACK_VERSION)]
+        key = f"irtbayes_{kind}_" + hashlib.sha256("\n".join(parts).encode()).hexdigest()
+    # numba's cache rebuilds the function's environment from the module named here: an importable one
+    environment = {
+        "__name__": __name__,
+        "numba": numba,
+        "np": np,
+        "inner": inner,
+        "as_void_pointer": npc.address_as_void_pointer,
+    }
+    python = compile_numba_function_src(source, name, global_env=environment, cache_key=key)
+    with warnings.catch_warnings():
+        # a graph with large constants cannot be cached (numba's "dynamic globals"): compiled in each process
+        warnings.filterwarnings("ignore", message="Cannot cache compiled function", category=numba.NumbaWarning)
+        cfunc = numba.cfunc(signature, cache=key is not None)(python)
+    log.debug("%s callback: %s", kind, "loaded from the disk cache" if cfunc.cache_hits else "compiled")
+    return cfunc
