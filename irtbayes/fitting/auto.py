@@ -6,11 +6,13 @@ The estimate of NUTS's time is a rule of thumb from measured fits, not a promise
               + NUTS_OVERHEAD_S
 
 with the rate measured with nutpie on a 2-core x86-64 machine (``scripts/benchmark_fit.py``, 2PL with the
-default hierarchy, the vectorised likelihood kernel of :mod:`irtbayes.model.likelihood`): 100 x 1,000 (90k
-responses) 4 chains x (500 + 1,000) steps in 35-45 s of sampling, i.e. 1.3e-7 to 1.7e-7 s per response and
-step per core (about 31 leapfrog steps per draw). The constant takes the upper part of that range, and
-``draws`` is the usual number, not the most that sampling until converged allows, so the estimate errs toward
-the approximate tier only when NUTS would be long anyway. Specs the approximate tier cannot fit
+default hierarchy, warm start and sampling until converged, 4 chains; seconds of tuning, sampling and convergence
+checks, compilation left out, per response and draw per core; 2026-12-05): 100 x 1,000 (90k responses, seeds
+1-3) 5.4e-8 to 6.0e-8; 400 x 5,000 (1.8M responses, seed 1) 4.7e-8; the embedded MMLU-Pro data (347k responses on
+12,032 items, whose 36,000 stored values per draw make each draw and check dearer) 1.15e-7. The constant is the
+top of that range, so the estimate errs high (about 3 times at 400 x 5,000), and ``draws`` is the usual number,
+not the most that sampling until converged allows; the approximate tier is chosen only when NUTS would be long
+anyway. Specs the approximate tier cannot fit
 (3PL, several ability dimensions, ``identification="prior"``) always get NUTS, with the estimate stated.
 """
 
@@ -30,8 +32,8 @@ log = logging.getLogger("irtbayes.fitting.fit")
 #: Default time budget of ``sampler="auto"`` (seconds).
 DEFAULT_BUDGET_S = 900.0
 #: Seconds per response and NUTS step (warm-up or kept) per core, measured on a 2-core machine.
-NUTS_SECONDS_PER_RESPONSE_DRAW = 2e-7
-#: Model building and compilation (seconds).
+NUTS_SECONDS_PER_RESPONSE_DRAW = 1.2e-7
+#: Model building and compilation (seconds; 25-30 s on a first run, 2-3 s with the compile caches filled).
 NUTS_OVERHEAD_S = 20.0
 
 
@@ -72,7 +74,7 @@ def estimate_nuts_seconds(
     Examples
     --------
     >>> round(estimate_nuts_seconds(90_000, chains=4, draws=1000, tune=1000, cores=2))
-    92
+    63
     """
     parallel = max(1, min(chains, cores or os.cpu_count() or 1))
     steps = chains * (draws + tune)
