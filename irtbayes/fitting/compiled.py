@@ -86,8 +86,7 @@ def compile_model(model: Any) -> Any:
     import nutpie
     import nutpie.compile_pymc as npc
 
-    needed = ("_make_functions", "_wrap_with_lock", "_prepare_dims_and_coords", "CompiledPyMCModel")
-    if not all(hasattr(npc, name) for name in needed):
+    if not _helpers_fit(npc):
         log.info(
             "this nutpie (%s) lacks the helpers irtbayes' cached callbacks need; compiling with nutpie",
             nutpie.__version__,
@@ -155,6 +154,37 @@ def compile_model(model: Any) -> Any:
         expand_func=expand_pt,
         reparameterized_names=reparameterized,
     )
+
+
+def _helpers_fit(npc: Any) -> bool:
+    """Whether nutpie's private helpers are there with the arguments and fields :func:`compile_model` uses."""
+    import dataclasses
+    import inspect
+
+    needed = ("_make_functions", "_wrap_with_lock", "_prepare_dims_and_coords", "CompiledPyMCModel")
+    if not all(hasattr(npc, name) for name in (*needed, "address_as_void_pointer")):
+        return False
+    arguments = set(inspect.signature(npc._make_functions).parameters)
+    fields = {field.name for field in dataclasses.fields(npc.CompiledPyMCModel)}
+    used_arguments = {"mode", "compute_grad", "join_expanded", "pymc_initial_point_fn", "var_names"}
+    used_fields = {
+        "compiled_logp_func",
+        "compiled_expand_func",
+        "initial_point_func",
+        "shared_data",
+        "shared_var_keys",
+        "user_data",
+        "n_expanded",
+        "shape_info",
+        "logp_func",
+        "expand_func",
+        "_n_dim",
+        "_shapes",
+        "_coords",
+        "dims",
+        "reparameterized_names",
+    }
+    return used_arguments <= arguments and used_fields <= fields
 
 
 def _user_data(values: list[np.ndarray]) -> np.ndarray:

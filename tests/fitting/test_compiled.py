@@ -147,3 +147,20 @@ def test_a_first_run_and_a_cached_run_compute_the_same_bits(tmp_path):
         runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
     assert [run["hits"] for run in runs] == [0, 1]
     assert runs[0]["value"] == runs[1]["value"] and runs[0]["grad"] == runs[1]["grad"]
+
+
+def test_another_nutpie_without_the_helpers_compiles_with_nutpie(monkeypatch, caplog):
+    """nutpie's private helpers changed (another release): nutpie's own compile, said in the log."""
+    import logging
+
+    import nutpie
+    import nutpie.compile_pymc as npc
+
+    def changed(model, *, mode):  # the helper with other arguments
+        raise AssertionError("not to be called")
+
+    monkeypatch.setattr(npc, "_make_functions", changed)
+    monkeypatch.setattr(nutpie, "compile_pymc_model", lambda model, **kwargs: ("nutpie's", model))
+    with caplog.at_level(logging.INFO, logger="irtbayes.fitting.compiled"):
+        assert compile_model("the model") == ("nutpie's", "the model")
+    assert "lacks the helpers" in caplog.text
