@@ -7,10 +7,10 @@ code again inside them: 3.8 s and 0.5 s of a 6.6 s compilation at 100 x 1,000 wi
 
 :func:`compile_model` makes the same model as ``nutpie.compile_pymc_model(model)`` (the numba backend, its default
 initial points), with callbacks generated as source that numba caches in PyTensor's numba cache folder, each under a
-key made of PyTensor's cache keys of the functions it calls, the callbacks' own layout and this module's
-:data:`CALLBACK_VERSION`. A later process with the same model structure, shapes and constants loads them instead of
-compiling. Where PyTensor has no cache key for a function (a graph it cannot cache), the callbacks are compiled
-without a disk cache, as nutpie does. The model's shared variables (``pytensor.shared``, ``pm.Data``) reach the
+key made of PyTensor's cache keys of the functions it calls, the callbacks' own source, the numba and PyTensor
+versions and this module's :data:`CALLBACK_VERSION`. A later process with the same model structure, shapes and
+constants loads them instead of compiling. Where PyTensor has no cache key for a function (a graph it cannot
+cache), the callbacks are compiled without a disk cache, as nutpie does. The model's shared variables (``pytensor.shared``, ``pm.Data``) reach the
 callbacks as pointers, so their values are not part of the compiled code.
 
 The model's PyTensor functions are compiled without PyTensor's numba fast-math flags: with them, the code numba
@@ -82,7 +82,9 @@ def compile_model(model: Any) -> Any:
     """The nutpie model of ``model`` (a ``pm.Model``) for ``nutpie.sample``, its callbacks cached on disk.
 
     The same sampler input as ``nutpie.compile_pymc_model(model)``; the callbacks come from numba's disk cache when an
-    earlier process compiled the same functions (see the module's docstring)."""
+    earlier process compiled the same functions (see the module's docstring). Its ``user_data`` holds each shared
+    value's address and shape, not nutpie's record, so nutpie's ``with_data`` does not apply to it: build the model
+    again with the new data instead."""
     import nutpie
     import nutpie.compile_pymc as npc
 
@@ -203,6 +205,7 @@ def _callback(
     shared inputs are ``used`` (positions in ``shared``, in the function's order)."""
     import numba
     import nutpie.compile_pymc as npc
+    import pytensor
     from pytensor.configdefaults import config
     from pytensor.link.numba.cache import CACHED_SRC_FUNCTIONS, compile_numba_function_src
 
@@ -241,7 +244,7 @@ def _callback(
     key = None
     if inner_key is not None and config.numba__cache:
         # the source holds the shapes' layout, the dimensions and the shared values' dtypes
-        parts = [inner_key, source, numba.__version__, str(CALLBACK_VERSION)]
+        parts = [inner_key, source, numba.__version__, pytensor.__version__, str(CALLBACK_VERSION)]
         key = f"irtbayes_{kind}_" + hashlib.sha256("\n".join(parts).encode()).hexdigest()
     # numba's cache rebuilds the function's environment from the module named here: an importable one
     environment = {
