@@ -19,6 +19,9 @@ log-density differed in its 16th digit), so a first run on empty caches drew oth
 same seed. Without them the two agree to the bit and the gradient costs the same (0.52 ms at 29 x 12,032). The
 likelihood kernels keep their own flags (:mod:`irtbayes.model.likelihood`), which round alike either way.
 
+The draws nutpie stores hold the model's own variables only (:func:`_stored_values`): not the sampler's
+coordinates (``*_z``, ``*_chol``, ``*__``), which no part of irtbayes reads.
+
 It uses nutpie's helpers for the PyTensor functions and the model's shapes (``nutpie.compile_pymc._make_functions``);
 where those are missing (another nutpie), it falls back to ``nutpie.compile_pymc_model`` and logs so.
 """
@@ -116,6 +119,9 @@ def compile_model(model: Any) -> Any:
             pymc_initial_point_fn=initial_point_fn,
             var_names=None,
         )
+        stored = _stored_values(model, n_dim, shape_info)
+    if stored is not None:
+        expand_pt, shape_info, n_expanded = stored
     shared_vars: list[Any] = []
     for var in [*logp_pt.get_shared(), *expand_pt.get_shared()]:
         if var not in shared_vars:
@@ -156,6 +162,45 @@ def compile_model(model: Any) -> Any:
         expand_func=expand_pt,
         reparameterized_names=reparameterized,
     )
+
+
+def _stored_values(model: Any, n_dim: int, shape_info: Any) -> tuple[Any, Any, int] | None:
+    """The function that expands a draw into the values nutpie stores, for the model's own variables only.
+
+    nutpie stores every free variable in the sampler's coordinates (raw normals ``*_z``, Cholesky factors
+    ``*_chol``, transformed values ``*__``) beside the model's variables; irtbayes reads none of them (its fits,
+    checks and readers leave them out). Left out here, they are neither computed, written nor read at every check:
+    at MMLU-Pro's size 24,000 stored values per draw instead of 36,000. Returns (function, shape_info, count), or
+    None where nothing is left out or the layout is not the one expected (then nutpie's function is kept)."""
+    from math import prod
+
+    import pytensor.tensor as pt
+    from pymc.pytensorf import compile as compile_pymc
+
+    names, slices, shapes = shape_info
+    keep = [k for k, name in enumerate(names) if not str(name).endswith(("__", "_z", "_chol"))]
+    free = list(model.free_RVs)
+    free_names = [model.rvs_to_values[var].name for var in free]
+    remaining = [var for var in model.unobserved_value_vars if var.name not in free_names]
+    if len(keep) == len(names) or list(names) != free_names + [var.name for var in remaining]:
+        return None
+    # the same construction as nutpie's: the flat point, each free variable a slice of it
+    joined = pt.TensorType("float64", shape=(n_dim,))(name="_unconstrained_point")
+    values = [joined[slices[k]] for k in range(len(free))]
+    replacements = {
+        model.rvs_to_values[var]: value.reshape(shapes[k]).astype(var.dtype)
+        for k, (var, value) in enumerate(zip(free, values, strict=True))
+    }
+    outputs, kept_slices, count = [], [], 0
+    for k in keep:
+        expression = values[k] if k < len(free) else remaining[k - len(free)]
+        outputs.append(pt.as_tensor(expression, allow_xtensor_conversion=True).ravel())
+        length = prod(shapes[k])
+        kept_slices.append(slice(count, count + length))
+        count += length
+    with model:
+        function = compile_pymc((joined,), [pt.concatenate(outputs)], givens=list(replacements.items()), mode="NUMBA")
+    return function, ([names[k] for k in keep], kept_slices, [shapes[k] for k in keep]), count
 
 
 def _helpers_fit(npc: Any) -> bool:

@@ -81,6 +81,26 @@ def test_the_callbacks_compute_what_pytensor_computes(compiled_pair):
     assert bad_dim == -1
 
 
+def test_only_the_model_s_own_variables_are_stored(compiled_pair):
+    """The expanded draw holds the model's variables, not the sampler's coordinates (``*_z``, ``*__``), each at
+    its slice: the abilities are the standardised raw normals of the same point."""
+    compiled, _ = compiled_pair
+    names, slices, shapes = compiled.shape_info
+    assert "ability" in names and "discrimination" in names
+    assert not [name for name in names if name.endswith(("__", "_z", "_chol"))]
+    assert compiled.n_expanded == sum(int(np.prod(shape)) for shape in shapes) == slices[-1].stop
+    model = build_model(_data(3), ModelSpec())
+    point = model.initial_point()
+    starts = np.cumsum([0] + [point[model.rvs_to_values[v].name].size for v in model.free_RVs])
+    bounds = zip(model.free_RVs, starts[:-1], starts[1:], strict=True)
+    where = {model.rvs_to_values[v].name: slice(a, b) for v, a, b in bounds}
+    x = np.random.default_rng(3).normal(0, 0.5, compiled.n_dim)
+    code, out = _expand(compiled, x)
+    assert code == 0
+    z = x[where["ability_z"]]
+    np.testing.assert_allclose(out[slices[names.index("ability")]], (z - z.mean()) / z.std(), rtol=1e-12)
+
+
 def test_a_second_model_of_the_same_structure_loads_the_cached_callbacks_and_reads_its_own_data(compiled_pair):
     """Other answers in the same cells: the same compiled code (from numba's disk cache), each model's own
     responses reaching it through the pointers in its user data."""
