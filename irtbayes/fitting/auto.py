@@ -9,7 +9,7 @@ with the rate measured with nutpie on a 2-core x86-64 machine (``scripts/benchma
 default hierarchy, warm start and sampling until converged, 4 chains; seconds of tuning, sampling and convergence
 checks, compilation left out, per response and draw per core; 2026-12-05): 100 x 1,000 (90k responses, seeds
 1-3) 5.4e-8 to 6.0e-8; 400 x 5,000 (1.8M responses, seed 1) 4.7e-8; the embedded MMLU-Pro data (347k responses on
-12,032 items, whose 36,000 stored values per draw make each draw and check dearer) 1.15e-7. The constant is the
+12,032 items, whose 36,171 checked parameters make each draw and check dearer) 1.15e-7. The constant is the
 top of that range, so the estimate errs high (about 3 times at 400 x 5,000), and ``draws`` is the usual number,
 not the most that sampling until converged allows; the approximate tier is chosen only when NUTS would be long
 anyway. Specs the approximate tier cannot fit

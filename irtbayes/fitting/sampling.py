@@ -225,8 +225,9 @@ def _run_nutpie(
 #: A run until converged (:mod:`irtbayes.fitting.until_converged`) whose usual draws would take more memory than this
 #: (bytes, in nutpie's float64 trace) writes them to a Zarr store on disk (a temporary folder, removed when the
 #: run ends) instead of memory. Writing costs some sampling speed (the store compresses), so smaller runs
-#: keep their trace in memory. MMLU-Pro's default fit (about 36,000 values per draw, 4 x 1,250 draws: 1.4 GB) goes to
-#: disk: its peak memory fell from 4.9 GB to 2.0 GB while sampling and checking.
+#: keep their trace in memory. MMLU-Pro's default fit goes to disk (about 36,000 stored values per draw, 4 x 1,250
+#: draws: 1.4 GB; 24,000 and 0.96 GB since the sampler's coordinates are not stored, :mod:`irtbayes.fitting.compiled`):
+#: its peak memory fell from 4.9 GB to 2.0 GB while sampling and checking.
 TRACE_IN_MEMORY_MAX = 512 * 2**20
 
 
