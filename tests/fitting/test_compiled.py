@@ -47,13 +47,14 @@ def _expand(compiled, x: np.ndarray) -> tuple[int, np.ndarray]:
     return code, out
 
 
-def _data(seed: int):
+def _data(answers: int):
+    """Simulated responses (``answers`` 3), or the same subjects, items and cells with random answers drawn with
+    seed ``answers``: the same shapes and constants in the model, other shared responses."""
     data, _ = simulate_responses(30, 8, kind="2pl", n_benchmarks=2, seed=3)
-    if seed == 3:
+    if answers == 3:
         return data
-    # the same subjects, items and cells, other answers: the same shapes and constants, other shared responses
     frame = data.long_frame()
-    frame["response"] = np.random.default_rng(seed).integers(0, 2, len(frame)).astype(float)
+    frame["response"] = np.random.default_rng(answers).integers(0, 2, len(frame)).astype(float)
     return ResponseData.from_long(frame[["subject", "item", "response"]], items=data.items)
 
 
