@@ -31,8 +31,9 @@ check. A screen that fails is a failed check (a failure among some parameters is
 a screen that passes is followed by the check of every parameter, which alone can stop sampling. Decisions
 are therefore those of the full check; a screen only makes the schedule's ESS estimate optimistic (the
 smallest ESS among the screened parameters), which at worst adds a check. A trace in a Zarr store (large fits,
-:func:`~irtbayes.fitting.sampling.run_sampler`) is read whole at each check, since each of its chunks spans
-every parameter, and the screen is cut from what was read. The full check that passes is
+:func:`~irtbayes.fitting.sampling.run_sampler`) is read for every parameter, since each of its chunks spans
+every parameter, and the screen is cut from what was read; the draws read are kept, so each check reads only
+the draws since the last. The full check that passes is
 made on the draws as the fit keeps them (``prepare``: the same variables, derived ones included), so the
 fit reuses it instead of checking the same draws again.
 """
@@ -273,9 +274,10 @@ class _Reader:
     Arrow trace (:func:`~irtbayes.fitting.trace.read_nutpie_draws`), else from ``sampler.inspect()``. The trace is
     copied from the sampler once (the chains are paused while it is read); :meth:`release` frees the copy."""
 
-    def __init__(self, sampler: Any) -> None:
+    def __init__(self, sampler: Any, cache: dict[tuple[str, str], np.ndarray] | None = None) -> None:
         self.sampler = sampler
         self.trace: list[Any] = []  # nutpie's Arrow trace, or the inspected DataTree, once read
+        self.cache = cache  # a stored trace's draws read by earlier checks (read_stored_draws)
 
     def _trace(self) -> Any:
         if not self.trace:
@@ -296,7 +298,7 @@ class _Reader:
     def __call__(self, positions: Mapping[str, np.ndarray] | None = None) -> xr.DataTree:
         trace = self._trace()
         if isinstance(trace, xr.DataTree):  # a trace nutpie writes to a Zarr store (read lazily)
-            return read_stored_draws(trace, positions)
+            return read_stored_draws(trace, positions, cache=self.cache)
         return cast(xr.DataTree, read_nutpie_draws(self.sampler, positions, trace=trace))
 
     def release(self) -> None:
@@ -366,6 +368,7 @@ def sample_until_converged(
     start = time.perf_counter()
     target = rule.min_draws
     chunk = 0  # draws per chunk of a trace in a Zarr store, once known
+    cache: dict[tuple[str, str], np.ndarray] = {}  # a stored trace's draws read so far: each check reads the rest
     try:
         while not _finished(sampler):
             time.sleep(poll)
@@ -385,7 +388,7 @@ def sample_until_converged(
                 continue
             _pause(sampler)  # the check gets the CPUs, and the chains stop where it looks
             paused = time.perf_counter()
-            read = _Reader(sampler)
+            read = _Reader(sampler, cache)
             chunk = read.stored_chunk()
             # a stored trace is read whole once (reading the screen's parameters costs nearly as much), and
             # the screen is cut from it; a trace in memory gives the screen's parameters alone

@@ -148,8 +148,11 @@ def test_a_real_fit_stops_early_and_records_it(monkeypatch):
     # converged case; a reader that copied at each read made 4 copies for 3 pauses), and once before the first
     # pause, to learn the store's chunks
     assert len(copies) == len(pauses) + 1 > 1
-    # the draws went to a Zarr store in a temporary folder, which is gone once the fit has them in memory
+    # the draws went to a Zarr store in a temporary folder, which is removed (in a thread) once the fit has them in
+    # memory
     assert len(folders) == 1 and all(stored), (folders, stored)
+    for remover in sampling._REMOVING:
+        remover.join()
     assert not Path(folders[0]).exists()
     assert result.posterior["difficulty"].dtype == np.float32  # as a fit holds item draws
 
@@ -396,3 +399,46 @@ def test_reading_nutpie_s_arrow_trace_gives_its_draws_and_only_what_the_checks_n
     cut_difficulty = cut["posterior"]["difficulty"].isel(draw=slice(0, length))
     assert list(cut_difficulty["item"].values) == [data.item_ids[k] for k in (0, 7, 29)]
     np.testing.assert_array_equal(cut_difficulty.values, posterior["difficulty"].isel(item=[0, 7, 29]).values)
+
+
+def _stored_tree(values: np.ndarray, energy: np.ndarray) -> xr.DataTree:
+    posterior = xr.Dataset({"difficulty": (("chain", "draw", "item"), values)}, coords={"item": ["a", "b", "c"]})
+    stats = xr.Dataset({"energy": (("chain", "draw"), energy)})
+    stats["energy"].encoding["preferred_chunks"] = {"chain": 1, "draw": 16}
+    posterior["difficulty"].encoding["preferred_chunks"] = {"chain": 1, "draw": 16, "item": 3}
+    return xr.DataTree.from_dict({"posterior": posterior, "sample_stats": stats})
+
+
+def test_a_stored_trace_read_again_reads_only_the_draws_since():
+    """Each check of a stored trace reads the draws since the last one: the cache gives the earlier draws, the
+    store the rest, and the result equals a read of the whole store."""
+    from irtbayes.fitting.trace import read_stored_draws
+
+    rng = np.random.default_rng(5)
+    values = rng.normal(size=(2, 400, 3))
+    energy = rng.normal(size=(2, 400))
+    early = values.copy()
+    early[:, 150:], energy_early = np.nan, energy.copy()
+    energy_early[:, 150:] = np.nan
+    cache: dict[tuple[str, str], np.ndarray] = {}
+    first = read_stored_draws(_stored_tree(early, energy_early), cache=cache)
+    assert first["posterior"].sizes["draw"] == 150
+    np.testing.assert_array_equal(first["posterior"]["difficulty"].values, early[:, :150].astype("float32"))
+    # later: 300 draws done in chain 0 and 280 in chain 1; the first 150 marked so a re-read would show
+    later = values.copy()
+    later[:, :150] = 99.0
+    later[0, 300:], later[1, 280:] = np.nan, np.nan
+    energy_later = energy.copy()
+    energy_later[0, 300:], energy_later[1, 280:] = np.nan, np.nan
+    second = read_stored_draws(_stored_tree(later, energy_later), cache=cache)
+    got = second["posterior"]["difficulty"].values
+    assert got.shape == (2, 280, 3)
+    assert not (got == 99.0).any()  # the first 150 draws came from the cache, not the store
+    np.testing.assert_array_equal(got, values[:, :280].astype("float32"))
+    np.testing.assert_array_equal(second["sample_stats"]["energy"].values, energy[:, :280])
+    whole = read_stored_draws(_stored_tree(values, energy))  # no cache: everything read
+    np.testing.assert_array_equal(whole["posterior"]["difficulty"].values[:, :280], got)
+    # positions (a screen's cut) neither use nor fill the cache
+    cut = read_stored_draws(_stored_tree(later, energy_later), {"item": np.array([1])}, cache=cache)
+    assert (cut["posterior"]["difficulty"].values[:, :150] == 99.0).all()
+    assert cache[("posterior", "difficulty")].shape == (2, 280, 3)
