@@ -234,9 +234,9 @@ TRACE_IN_MEMORY_MAX = 512 * 2**20
 @contextlib.contextmanager
 def _trace_store(compiled: Any, *, chains: int, stop: StopRule | None) -> Iterator[Any]:
     """nutpie's Zarr store in a temporary folder for a run until converged whose usual draws would take more than
-    :data:`TRACE_IN_MEMORY_MAX` (every value nutpie stores, in float64), removed on leaving; else None (the trace
-    stays in memory). The checks read what they need from the store: at MMLU-Pro's size nutpie's trace in memory
-    and the copy each check read from it took 4 GB."""
+    :data:`TRACE_IN_MEMORY_MAX` (every value nutpie stores, in float64), removed (by a thread) on leaving; else None
+    (the trace stays in memory). The checks read what they need from the store: at MMLU-Pro's size nutpie's trace in
+    memory and the copy each check read from it took 4 GB."""
     if stop is None or int(getattr(compiled, "n_expanded", 0)) * chains * stop.planned * 8 <= TRACE_IN_MEMORY_MAX:
         yield None
         return
@@ -246,7 +246,17 @@ def _trace_store(compiled: Any, *, chains: int, stop: StopRule | None) -> Iterat
     try:
         yield nutpie.zarr_store.LocalStore(folder)
     finally:
-        shutil.rmtree(folder, ignore_errors=True)
+        # its tens of thousands of chunk files took 2 s to remove at MMLU-Pro's size: removed in a thread while the
+        # fit goes on (not a daemon: a process ending meanwhile waits for it)
+        remover = threading.Thread(
+            target=shutil.rmtree, args=(folder,), kwargs={"ignore_errors": True}, name="irtbayes-remove-draws"
+        )
+        remover.start()
+        _REMOVING[:] = [t for t in _REMOVING if t.is_alive()] + [remover]
+
+
+#: Threads removing the folders of finished runs' stores (:func:`_trace_store`).
+_REMOVING: list[threading.Thread] = []
 
 
 #: nutpie's compiled models of this process by the key of their inputs (:meth:`ModelInputs.key`), newest last.
@@ -294,6 +304,9 @@ def _compiled(model: pm.Model) -> Any:
         _COMPILED.move_to_end(key)
         log.info("reusing the model compiled before for the same data and spec; tuning and sampling")
         return _COMPILED[key]
+    from irtbayes.checks.convergence import compile_in_background
+
+    compile_in_background()  # on a first run, the checks' code compiles on the CPU the model's compilation leaves idle
     started = time.perf_counter()
     compiled = compile_model(model)
     log.info("compiled the model in %.1f s; tuning and sampling", time.perf_counter() - started)
