@@ -9,6 +9,7 @@ saves and loads it.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
@@ -65,6 +66,11 @@ def installed_version() -> str:
         return metadata.version("irtbayes")
     except metadata.PackageNotFoundError:
         return "0+unknown"
+
+
+#: Held while :meth:`Fit.items_table` summarises: two threads asking at once (``irtbayes audit`` saves the fit
+#: while it writes the report) get one table, made once.
+_ITEM_TABLES_LOCK = threading.Lock()
 
 
 @dataclass(eq=False)
@@ -275,9 +281,13 @@ class Fit:
             ``approximate``.
         """
         check_prob(ci_prob)
+        with _ITEM_TABLES_LOCK:  # a caller in another thread (the saved fit's, beside the report) waits for it
+            return self._items_table(ci_prob).copy()
+
+    def _items_table(self, ci_prob: float) -> pd.DataFrame:
         made = self._item_tables.get(float(ci_prob))
         if made is not None:
-            return made.copy()
+            return made
         post = self.posterior
         table = pd.DataFrame(self._item_columns())
         for name in ITEM_PARAMETERS:
@@ -292,7 +302,7 @@ class Fit:
                 table[f"{name}_{col}"] = values
         table["ci_prob"] = ci_prob
         self._item_tables[float(ci_prob)] = self._table_attrs(table, ci_prob)
-        return self._item_tables[float(ci_prob)].copy()
+        return self._item_tables[float(ci_prob)]
 
     def subjects_table(self, ci_prob: float = 0.9) -> pd.DataFrame:
         """One row per subject (and dimension): posterior summaries of the ability.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import time
 import warnings
 from pathlib import Path
 
@@ -472,3 +473,30 @@ def test_optional_samplers_say_what_they_need(fitted_2pl):
     if importlib.util.find_spec("pymc_extras") is None:
         with pytest.raises(SpecError, match="pymc-extras"):
             fit(fitted_2pl.data, sampler="pathfinder", progress=False)
+
+
+def test_items_table_is_made_once_for_threads_asking_at_once(monkeypatch):
+    """``irtbayes audit`` saves the fit in one thread while the report, in another, asks for the same table."""
+    import threading
+
+    import irtbayes.fitting.result as result_module
+    from irtbayes.examples import simulated_fit
+
+    fit, _ = simulated_fit(10, 12, draws=20)
+    calls: list[str] = []
+    summaries = result_module._summaries
+
+    def slow(da, ci_prob):
+        calls.append(str(da.name))
+        time.sleep(0.05)  # long enough for the other thread to ask meanwhile
+        return summaries(da, ci_prob)
+
+    monkeypatch.setattr(result_module, "_summaries", slow)
+    tables: list[object] = []
+    threads = [threading.Thread(target=lambda: tables.append(fit.items_table())) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert calls and sorted(calls) == sorted(set(calls))  # each variable summarised once
+    assert tables[0] is not tables[1] and tables[0].equals(tables[1])  # each caller its own copy

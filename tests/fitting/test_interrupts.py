@@ -468,3 +468,40 @@ def test_sigint_to_a_real_fit_while_sampling(tmp_path: Path) -> None:
     assert done > 0, line
     assert "Converged" not in stdout and not out.exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["responses.csv"], "no temporary folder left"
+
+
+def test_cli_audit_waits_for_the_saved_fit_before_removing_its_folder(
+    tiny_csv: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``irtbayes audit`` saves the fit while it writes the report: Ctrl-C in the report waits for the save, then
+    leaves nothing; an error of the save is the command's error, and leaves nothing either."""
+    import irtbayes.fitting.storage as storage
+    import irtbayes.reporting.report as report
+
+    finished: list[bool] = []
+
+    def slow_save(fit: object, path: Path, **kwargs: object) -> Path:
+        time.sleep(0.5)
+        path.mkdir()
+        (path / "card.json").write_text("{}")
+        finished.append(path.parent.is_dir())  # the audit's folder was still there at the end
+        return path
+
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(storage, "save_fit", slow_save)
+    monkeypatch.setattr(report, "build_report", interrupted)
+    out = tmp_path / "audit"
+    args = ["audit", str(tiny_csv), "--out", str(out), "--sampler", "approx", "--bins", "4", "--no-progress"]
+    with pytest.warns(UserWarning, match="approximate method"):
+        assert main(args) == 130
+    assert finished == [True] and list(tmp_path.iterdir()) == []
+
+    def failing_save(fit: object, path: Path, **kwargs: object) -> Path:
+        raise OSError(28, "No space left on device", str(path))
+
+    monkeypatch.setattr(storage, "save_fit", failing_save)
+    with pytest.raises(OSError, match="No space left on device"), pytest.warns(UserWarning, match="approximate"):
+        main([*args, "--no-report"])
+    assert list(tmp_path.iterdir()) == []
