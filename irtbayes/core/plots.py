@@ -12,7 +12,10 @@ top-k subjects, say) is the caller's: :mod:`irtbayes.reporting.report` passes th
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import contextlib
+import importlib.util
+import sys
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import matplotlib
@@ -47,6 +50,7 @@ __all__ = [
     "plot_test_trace",
     "shorten",
     "text_labels",
+    "unloaded_lazy_modules_hidden",
 ]
 
 #: Okabe & Ito (2008) colour-blind-safe palette, black last.
@@ -725,3 +729,29 @@ def plot_error_curves(
     ax.set_title("" if panel is None else panel)
     ax.legend(fontsize="small")
     return ax
+
+
+#: Array libraries matplotlib looks up in ``sys.modules`` for every array it is given (to convert their arrays).
+_PROBED_MODULES = ("jax", "torch", "tensorflow", "mlx.core")
+
+
+@contextlib.contextmanager
+def unloaded_lazy_modules_hidden() -> Iterator[None]:
+    """Within this block, array libraries registered for a lazy import but not loaded are out of ``sys.modules``.
+
+    matplotlib asks ``sys.modules["jax"].Array`` of every array it plots. Where jax is installed, arviz-base registers
+    it for a lazy import, so that question imports it: 0.6-1 s and 125 MB in a report that never uses it. The entries
+    are put back on leaving, unless the module was imported for real meanwhile.
+    """
+    hidden = {
+        name: module
+        for name in _PROBED_MODULES
+        if isinstance(module := sys.modules.get(name), importlib.util._LazyModule)  # type: ignore[attr-defined]
+    }
+    for name in hidden:
+        del sys.modules[name]
+    try:
+        yield
+    finally:
+        for name, module in hidden.items():
+            sys.modules.setdefault(name, module)

@@ -877,7 +877,10 @@ def build_report(
     def figure(name: str, ax: Any, caption: str) -> None:
         doc.figure(name, ax.figure, caption=caption)
 
-    with plt.rc_context({"figure.dpi": 100, "font.size": 9, "svg.fonttype": "none"}):
+    with (
+        plt.rc_context({"figure.dpi": 100, "font.size": 9, "svg.fonttype": "none"}),
+        plots.unloaded_lazy_modules_hidden(),  # matplotlib would import jax only to ask whether an array is one of its
+    ):
         found = audit_findings(fit, audit, ci_prob=ci_prob)
         _findings_section(doc, fit, data, audit, found)
         if audit is not None:

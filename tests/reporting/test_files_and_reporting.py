@@ -9,6 +9,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -131,3 +132,45 @@ def test_document_escapes_data_text_everywhere_and_embeds_figures(tmp_path: Path
 )
 def test_format_number(value: object, text: str) -> None:
     assert format_number(value) == text
+
+
+def test_a_lazily_registered_array_library_is_not_imported_by_plotting() -> None:
+    """matplotlib asks ``sys.modules["jax"].Array`` of each array it plots; a module registered for a lazy import
+    (as arviz-base registers jax) is left unloaded within the block, and put back after."""
+    import importlib.abc
+    import importlib.util
+    import sys
+    import types
+
+    import matplotlib.pyplot as plt
+
+    from irtbayes.core.plots import unloaded_lazy_modules_hidden
+
+    loaded: list[str] = []
+
+    class Loader(importlib.abc.Loader):
+        def exec_module(self, module: types.ModuleType) -> None:
+            loaded.append(module.__name__)
+            module.Array = type("Array", (), {})
+
+    spec = importlib.util.spec_from_loader("jax", importlib.util.LazyLoader(Loader()))
+    lazy = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(lazy)  # registered, not loaded: the first attribute asked for loads it
+    real = sys.modules.get("jax")
+    sys.modules["jax"] = lazy
+    try:
+        with unloaded_lazy_modules_hidden():
+            assert "jax" not in sys.modules
+            fig, ax = plt.subplots()
+            ax.plot(np.arange(3.0), np.arange(3.0))
+            plt.close(fig)
+        assert sys.modules["jax"] is lazy and loaded == []
+        fig, ax = plt.subplots()
+        ax.plot(np.arange(3.0), np.arange(3.0))  # outside the block, matplotlib's question loads it
+        plt.close(fig)
+        assert loaded == ["jax"]
+    finally:
+        if real is None:
+            sys.modules.pop("jax", None)
+        else:
+            sys.modules["jax"] = real
