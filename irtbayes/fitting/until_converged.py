@@ -369,6 +369,7 @@ def sample_until_converged(
     target = rule.min_draws
     chunk = 0  # draws per chunk of a trace in a Zarr store, once known
     cache: dict[tuple[str, str], np.ndarray] = {}  # a stored trace's draws read so far: each check reads the rest
+    first: xr.DataTree | None = None
     try:
         while not _finished(sampler):
             time.sleep(poll)
@@ -394,6 +395,7 @@ def sample_until_converged(
             # the screen is cut from it; a trace in memory gives the screen's parameters alone
             screened = rule.sizes and not chunk
             positions = _screen_positions(rule.sizes, rule.watch, shift=len(rule.history)) if screened else {}
+            first = None  # the last check's draws, which the cache holds too: each replaced as it is read again
             first = read(positions)
             if _length(first) < target:
                 read.release()
