@@ -743,10 +743,11 @@ def unloaded_lazy_modules_hidden() -> Iterator[None]:
     it for a lazy import, so that question imports it: 0.6-1 s and 125 MB in a report that never uses it. The entries
     are put back on leaving, unless the module was imported for real meanwhile.
     """
+    lazy = getattr(importlib.util, "_LazyModule", None)  # the class of a module not loaded yet (CPython's)
     hidden = {
         name: module
         for name in _PROBED_MODULES
-        if isinstance(module := sys.modules.get(name), importlib.util._LazyModule)  # type: ignore[attr-defined]
+        if lazy is not None and isinstance(module := sys.modules.get(name), lazy)
     }
     for name in hidden:
         del sys.modules[name]

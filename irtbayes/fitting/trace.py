@@ -296,7 +296,7 @@ def read_stored_draws(
         # mapped afresh and faulted in page by page (reading a chain at a time took two to three times as long)
         row = max(1, int(np.prod(var.shape[2:], dtype=np.int64)) * var.dtype.itemsize)
         block = max(chunk, READ_BLOCK_BYTES // row // chunk * chunk)
-        for c in range(var.sizes["chain"]):
+        for c in range(var.sizes["chain"] if first < length else 0):
             for start in range(first - first % chunk, length, block):  # blocks on the store's chunks
                 lo, hi = max(start, first), min(length, start + block)
                 out[c, lo:hi] = var.isel(chain=c, draw=slice(lo, hi)).values
