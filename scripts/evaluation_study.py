@@ -13,6 +13,10 @@ Data sets (``--datasets``):
 - ``openllm_tinybench``, ``mmlu_pro``, ``nlu_vania2021``: the real data (the external ones from
   ``$IRTBAYES_DATA_DIR`` or ``../shared/data``, converted once into a temporary folder);
 - ``sim_leaderboard``: a leaderboard-sized simulation (1,200 systems, 4 benchmarks of 500 items, 2PL);
+- ``sim_leaderboard_large``: the same with benchmarks of 1,500 items, the size of the leaderboard's ARC, GSM8K and
+  WinoGrande (1,172-1,319 items). At K = 100 of 500 items the 400 unanswered items' own answers alone leave a
+  mean absolute error of 0.0136 whatever the method (with the true item curves: 0.8 x sqrt(400 x mean p(1-p)) / 500,
+  mean p(1-p) 0.18 in these simulations); of 1,500 items, 0.0081;
 - ``family:<name>``: one data set of a design family of :data:`irtbayes.data.designs.FAMILIES` per seed.
 
 Rows go to the CSV as each data set and split finishes; ``--fits DIR`` keeps the banks' fits and reuses them.
@@ -78,6 +82,9 @@ def load(name: str, seed: int):
     if name == "sim_leaderboard":
         data, _ = irt.simulate_responses(1200, 2000, n_benchmarks=4, missing=0.0, seed=seed)
         return data, "simulated 2PL: 1,200 systems x 4 benchmarks of 500 items, no missing cells"
+    if name == "sim_leaderboard_large":
+        data, _ = irt.simulate_responses(1200, 6000, n_benchmarks=4, missing=0.0, seed=seed)
+        return data, "simulated 2PL: 1,200 systems x 4 benchmarks of 1,500 items, no missing cells"
     if name.startswith("family:"):
         family = FAMILIES[name.split(":", 1)[1]]
         design = simulate_design(family, seed=seed)
@@ -207,7 +214,9 @@ def figure(table: pd.DataFrame, path: Path) -> None:
             ylabel="MAE of benchmark accuracy",
             ax=axes[0, col],
             colours=colours,
-            reference=TINYBENCHMARKS_MAE_100 if name in ("openllm_tinybench", "sim_leaderboard") else None,
+            reference=TINYBENCHMARKS_MAE_100
+            if name in ("openllm_tinybench", "sim_leaderboard", "sim_leaderboard_large")
+            else None,
             reference_label="tinyBenchmarks, 100 items",
             panel=name + (" (approximate bank)" if approx else ""),
         )
