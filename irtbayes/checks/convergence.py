@@ -543,8 +543,8 @@ def compile_in_background() -> subprocess.Popen[bytes] | None:
     for process in list(_STARTED):  # reap those done
         if process.poll() is not None:
             _STARTED.remove(process)
-    if _on_disk(_diagnose) or _STARTED:
-        return None
+    if _on_disk(_diagnose) or _STARTED or not sys.executable or getattr(sys, "frozen", False):
+        return None  # cached, one already running, or no Python interpreter to start (an embedded or frozen one)
     code = (
         "import numpy as np; from irtbayes.checks.convergence import rank_diagnostics; "
         "rank_diagnostics(np.random.default_rng(0).normal(size=(2, 8, 2)))"

@@ -171,6 +171,9 @@ def test_the_checks_compile_in_another_process_where_the_cache_lacks_them(monkey
         process.wait(timeout=30)
     monkeypatch.setattr(convergence, "_on_disk", lambda dispatcher: True)
     assert convergence.compile_in_background() is None and not convergence._STARTED  # done, so let go
+    monkeypatch.setattr(convergence, "_on_disk", lambda dispatcher: False)
+    monkeypatch.setattr(sys, "frozen", True, raising=False)  # a frozen application: its executable is no Python
+    assert convergence.compile_in_background() is None
 
 
 @pytest.mark.slow
