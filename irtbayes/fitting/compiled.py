@@ -177,8 +177,10 @@ def _stored_values(model: Any, n_dim: int, shape_info: Any) -> tuple[Any, Any, i
     import pytensor.tensor as pt
     from pymc.pytensorf import compile as compile_pymc
 
+    from irtbayes.fitting.trace import sampler_variable
+
     names, slices, shapes = shape_info
-    keep = [k for k, name in enumerate(names) if not str(name).endswith(("__", "_z", "_chol"))]
+    keep = [k for k, name in enumerate(names) if not sampler_variable(str(name))]
     free = list(model.free_RVs)
     free_names = [model.rvs_to_values[var].name for var in free]
     remaining = [var for var in model.unobserved_value_vars if var.name not in free_names]

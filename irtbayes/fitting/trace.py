@@ -18,6 +18,7 @@ __all__ = [
     "nutpie_trace",
     "read_nutpie_draws",
     "read_stored_draws",
+    "sampler_variable",
     "stored_draw_chunk",
 ]
 
@@ -165,7 +166,7 @@ def read_nutpie_draws(
         kept = {d: coords[d][positions[d]] if d in positions else coords[d] for d in dims if d in coords}
         return xr.DataArray(out, dims=("chain", "draw", *dims), coords=kept)
 
-    names = [n for n in draw_batches[0].schema.names if not n.endswith(("__", "_z", "_chol"))]
+    names = [n for n in draw_batches[0].schema.names if not sampler_variable(n)]
     stats = [n for n in CHECKED_STATS if n in stat_batches[0].schema.names]
     sample = {"chain": np.arange(len(draw_batches)), "draw": np.arange(length)}
     posterior = xr.Dataset({n: variable(draw_batches, n) for n in names}).assign_coords(sample)
@@ -220,8 +221,14 @@ def _plain(values: np.ndarray) -> np.ndarray:
     return values.astype(object).astype(str) if values.dtype.kind == "T" else values
 
 
-def _sampler_variable(name: str) -> bool:
-    """The sampler's own coordinates (raw normals, Cholesky factors, transformed values), which no check reads."""
+def sampler_variable(name: str) -> bool:
+    """Whether ``name`` is one of the sampler's own coordinates (raw normals ``*_z``, Cholesky factors ``*_chol``,
+    transformed values ``*__``), which no part of irtbayes reads: the readers here leave them out, and
+    :mod:`irtbayes.fitting.compiled` does not store them.
+
+    >>> sampler_variable("ability_z"), sampler_variable("difficulty_sd_log__"), sampler_variable("difficulty")
+    (True, True, False)
+    """
     return name.endswith(("__", "_z", "_chol"))
 
 
@@ -304,7 +311,7 @@ def read_stored_draws(
             cache[(group, str(var.name))] = out
         return xr.DataArray(out, dims=var.dims, coords={d: _plain(var[d].values) for d in var.dims if d in var.coords})
 
-    names = [str(n) for n in posterior.data_vars if not _sampler_variable(str(n))]
+    names = [str(n) for n in posterior.data_vars if not sampler_variable(str(n))]
     per_draw = [str(n) for n, v in stats.data_vars.items() if {"chain", "draw"} <= set(v.dims)]
     kept_stats = [n for n in per_draw if every_stat or n in CHECKED_STATS]
     sample = {"chain": np.arange(n_chains), "draw": np.arange(length)}
