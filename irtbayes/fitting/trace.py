@@ -120,6 +120,7 @@ def read_nutpie_draws(
     positions: Mapping[str, np.ndarray] | None = None,
     *,
     trace: tuple[list[Any], list[Any]] | None = None,
+    most: int | None = None,
 ) -> xr.DataTree | None:
     """The draws every chain of a running nutpie ``sampler`` has kept so far, read from its Arrow trace.
 
@@ -129,7 +130,9 @@ def read_nutpie_draws(
     (dim -> positions along it), only those positions of every variable along those dims. Converting the
     whole trace, warm-up and all (nutpie's ``inspect``), took about 8 s at 29 x 12,032 after 100 draws per chain.
 
-    ``trace``: what :func:`nutpie_trace` returned for this sampler (read now when not given).
+    ``trace``: what :func:`nutpie_trace` returned for this sampler (read now when not given). ``most``: read
+    at most this many draws per chain (a check's planned draws: cut later, the arrays would be views of longer
+    ones, which every reshape of the fit's draws copies).
     Returns None where the trace is not an Arrow one (the caller then uses ``sampler.inspect()``).
     """
     import pyarrow
@@ -143,6 +146,7 @@ def read_nutpie_draws(
         int(np.asarray(pyarrow.array(s.column("tuning")).to_numpy(zero_copy_only=False)).sum()) for s in stat_batches
     ]
     length = max(0, min(b.num_rows - w for b, w in zip(draw_batches, warmup, strict=True)))
+    length = length if most is None else min(length, most)
     coords = {str(name): np.asarray(values) for name, values in compiled.coords.items()}
     positions = dict(positions or {})
 
@@ -239,6 +243,7 @@ def read_stored_draws(
     every_stat: bool = False,
     cut: bool = True,
     cache: dict[tuple[str, str], np.ndarray] | None = None,
+    most: int | None = None,
 ) -> xr.DataTree:
     """The draws every chain has completed in a trace nutpie writes to a Zarr store (``tree``, opened lazily by
     the sampler's ``inspect``, ``abort`` or ``wait``), read into memory as a fit holds them.
@@ -255,7 +260,8 @@ def read_stored_draws(
     that only the draws since are read. Draws, once written, do not change; the checks of a run until converged
     read the store at 200, 600, 900, ... draws per chain, and reading all of it at each check took 15 s of
     MMLU-Pro's fit. Variables read at ``positions``, and calls with ``cut=False``, neither use nor fill it. The
-    arrays returned are the cached ones: do not change them in place.
+    arrays returned are the cached ones: do not change them in place. ``most`` (with ``cut``): read at most this
+    many draws per chain (as :func:`read_nutpie_draws`).
 
     Examples
     --------
@@ -280,6 +286,8 @@ def read_stored_draws(
         n_chains, n_draws = int(posterior.sizes.get("chain", 0)), int(posterior.sizes.get("draw", 0))
         done = completed_draws(posterior, draws=n_draws)
     length = int(done.min(initial=n_draws)) if cut else int(done.max(initial=0))
+    if cut and most is not None:
+        length = min(length, most)
     positions = dict(positions or {})
 
     def read(group: str, var: xr.DataArray) -> xr.DataArray:
