@@ -266,6 +266,18 @@ def _cut(tree: xr.DataTree, positions: Mapping[str, np.ndarray]) -> xr.DataTree:
     )
 
 
+#: Draws of at least this many bytes read for a check are collected right after it (see
+#: :func:`sample_until_converged`).
+COLLECT_BYTES = 256 * 2**20
+
+
+def _checked_bytes(rule: StopRule, tree: xr.DataTree) -> int:
+    """About the bytes of every checked draw (float32) at ``tree``'s chains and draws, screened or not."""
+    elements = sum(int(np.prod(list(rest.values()), dtype=np.int64)) for rest in rule.sizes.values())
+    sizes = tree["posterior"].sizes if "posterior" in tree.children else {}
+    return 4 * elements * int(sizes.get("chain", 0)) * int(sizes.get("draw", 0))
+
+
 def _length(tree: xr.DataTree) -> int:
     return int(tree["posterior"].sizes.get("draw", 0)) if "posterior" in tree.children else 0
 
@@ -415,9 +427,10 @@ def sample_until_converged(
             finally:
                 read.release()  # the copy of the trace (a gigabyte at leaderboard sizes) is not kept while sampling
                 # the check's trees (DataTree nodes refer to their parents: cycles) would wait for the
-                # collector's rare full pass, holding their draws (at MMLU-Pro's size 0.6 GB after the third
-                # check, under the next one's peak)
-                gc.collect()
+                # collector's rare full pass, holding their draws (at MMLU-Pro's size 0.33 GB after the third
+                # check, under the next one's peak); a full pass takes about 0.1 s, so only for large draws
+                if _checked_bytes(rule, first) > COLLECT_BYTES:
+                    gc.collect()
             rule.history[-1]["seconds"] = round(time.perf_counter() - paused, 1)
             if diag.ok:
                 rule.outcome, rule.passed = "converged", diag

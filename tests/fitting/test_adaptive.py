@@ -127,6 +127,9 @@ def test_a_real_fit_stops_early_and_records_it(monkeypatch):
         adaptive, "_pause", lambda s, f=adaptive._pause: pauses.append(1) or stored.append(_stored(folders)) or f(s)
     )
     monkeypatch.setattr(sampling, "TRACE_IN_MEMORY_MAX", 0)  # this small trace to disk too, as large ones go
+    collected: list[int] = []  # each check's trees collected (as for large draws)
+    monkeypatch.setattr(adaptive, "COLLECT_BYTES", 0)
+    monkeypatch.setattr(adaptive.gc, "collect", lambda *a, f=adaptive.gc.collect: collected.append(1) or f(*a))
     real_mkdtemp = sampling.tempfile.mkdtemp
     monkeypatch.setattr(sampling.tempfile, "mkdtemp", lambda **kw: folders.append(real_mkdtemp(**kw)) or folders[-1])
     with warnings.catch_warnings():
@@ -141,6 +144,9 @@ def test_a_real_fit_stops_early_and_records_it(monkeypatch):
     assert result.sampler["draws"] == record["draws_done"] == result.posterior.sizes["draw"]
     assert result.sampler["draws"] < result.sampler["draws_max"]
     assert all(0 < h["seconds"] < 90 for h in record["history"])  # how long each check kept the chains waiting
+    assert len(collected) >= len(record["history"])
+    # the draws were read to the check's length, not cut from longer arrays (whose views the audit would copy)
+    assert all(v.values.flags["C_CONTIGUOUS"] for v in result.posterior.data_vars.values())
     if record["outcome"] == "converged":
         assert record["history"][-1]["ok"]
         assert result.diagnostics.ok
@@ -378,9 +384,16 @@ def test_reading_nutpie_s_arrow_trace_gives_its_draws_and_only_what_the_checks_n
         ours = read_nutpie_draws(run)
         theirs = run.inspect()
         cut = read_nutpie_draws(run, {"item": np.array([0, 7, 29])})
+        short = read_nutpie_draws(run, most=20)
     finally:
         run.cancel()
-    assert ours is not None and cut is not None
+    assert ours is not None and cut is not None and short is not None
+    # at most 20 draws per chain, read as whole arrays (no views of longer ones), equal to the first 20
+    assert short["posterior"].sizes["draw"] == 20 and short["sample_stats"].sizes["draw"] == 20
+    assert short["posterior"]["difficulty"].values.flags["C_CONTIGUOUS"]
+    np.testing.assert_array_equal(
+        short["posterior"]["difficulty"].values, ours["posterior"]["difficulty"].values[:, :20]
+    )
     posterior, length = ours["posterior"].to_dataset(), ours["posterior"].sizes["draw"]
     assert length >= 50
     expected = theirs["posterior"].to_dataset().isel(draw=slice(0, length))
@@ -438,6 +451,13 @@ def test_a_stored_trace_read_again_reads_only_the_draws_since():
     np.testing.assert_array_equal(second["sample_stats"]["energy"].values, energy[:, :280])
     whole = read_stored_draws(_stored_tree(values, energy))  # no cache: everything read
     np.testing.assert_array_equal(whole["posterior"]["difficulty"].values[:, :280], got)
+    # most=: at most that many draws per chain, whole arrays, cached as such; a later read goes on from there
+    capped: dict[tuple[str, str], np.ndarray] = {}
+    part = read_stored_draws(_stored_tree(values, energy), cache=capped, most=120)["posterior"]["difficulty"]
+    assert part.shape == (2, 120, 3) and part.values.flags["C_CONTIGUOUS"] and part.values.base is None
+    assert capped[("posterior", "difficulty")].shape == (2, 120, 3)
+    more = read_stored_draws(_stored_tree(values, energy), cache=capped, most=250)["posterior"]["difficulty"]
+    np.testing.assert_array_equal(more.values, values[:, :250].astype("float32"))
     # positions (a screen's cut) neither use nor fill the cache
     cut = read_stored_draws(_stored_tree(later, energy_later), {"item": np.array([1])}, cache=cache)
     assert (cut["posterior"]["difficulty"].values[:, :150] == 99.0).all()
