@@ -609,10 +609,22 @@ def add_derived(posterior: xr.Dataset, spec: ModelSpec) -> xr.Dataset:
 
 
 def _negated(product: xr.DataArray) -> xr.DataArray:
-    """``-product``, negated in place: ``-a * b`` made a second array of the draws' size (260 MB at MMLU-Pro's
-    size, at the peak of a fit's memory)."""
-    np.negative(product.values, out=product.values)
-    return product
+    """``-product``: a NumPy array of ours is negated in place (``-a * b`` made a second array of the draws' size,
+    260 MB at MMLU-Pro's size, at the peak of a fit's memory); any other (a lazy or read-only one) by a copy.
+
+    >>> p = xr.DataArray(np.array([1.0, -2.0]))
+    >>> _negated(p).values.tolist(), p.values.tolist()  # in place
+    ([-1.0, 2.0], [-1.0, 2.0])
+    >>> q = xr.DataArray(np.array([1.0, -2.0]))
+    >>> q.values.flags.writeable = False
+    >>> _negated(q).values.tolist(), q.values.tolist()
+    ([-1.0, 2.0], [1.0, -2.0])
+    """
+    data = product.data
+    if isinstance(data, np.ndarray) and data.flags.writeable:
+        np.negative(data, out=data)
+        return product
+    return -product
 
 
 def _add_graded(posterior: xr.Dataset, spec: ModelSpec) -> xr.Dataset:
