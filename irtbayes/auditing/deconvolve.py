@@ -86,18 +86,21 @@ from scipy import linalg
 from scipy.interpolate import BSpline
 from scipy.ndimage import gaussian_filter1d
 
-from irtbayes.auditing.support import restrict_to_support, support_window
+from irtbayes.auditing.support import COMPILED, restrict_to_support, support_window
 from irtbayes.checks.convergence import WORKERS
 from irtbayes.core.errors import FitError
+from irtbayes.core.jit import Warmup
 
 __all__ = [
     "MIN_ITEMS",
+    "NUMBA_WARMUP",
     "Population",
     "PriorDraws",
     "deconvolved_locations",
     "fit_population",
     "item_likelihoods",
     "prior_draws",
+    "warm_numba_cache",
 ]
 
 #: Benchmarks with fewer items keep the fit's draws.
@@ -590,3 +593,18 @@ def _draw_locations(
                     hi = mid
             out[r, i] = start + (lo + v[r, i]) * width
     return out
+
+
+def warm_numba_cache() -> None:
+    """Compile the deconvolution's numba code (the support's draws and :func:`_draw_locations`) into numba's disk
+    cache, on small inputs of the types :func:`deconvolved_locations` gives it: :data:`NUMBA_WARMUP`."""
+    rng = np.random.default_rng(0)
+    lik = rng.random((5, 40))
+    lik /= lik.sum(axis=1, keepdims=True)
+    probs = restrict_to_support(np.full(40, 1 / 40), lik, rng)
+    _draw_locations(lik, probs, rng.uniform(size=(3, 5)), rng.uniform(size=(3, 5)), 0.0, 0.1)
+
+
+#: The deconvolution's numba code, compiled beside the model when ``irtbayes audit`` fits on a first run
+#: (:func:`irtbayes.core.jit.want`; about 1.5 s of the audit otherwise).
+NUMBA_WARMUP = Warmup("irtbayes.auditing.deconvolve:warm_numba_cache", (_draw_locations, *COMPILED))

@@ -22,6 +22,7 @@ import numba
 import numpy as np
 
 __all__ = [
+    "COMPILED",
     "HOLE_PAIR_BUDGET",
     "P_NO_HOLE",
     "SUPPORT_MARGIN",
@@ -126,6 +127,10 @@ def _log_hole_sums(shares: np.ndarray) -> np.ndarray:  # pragma: no cover
             out[t] = acc + np.log(prod)
             t += 1
     return out
+
+
+#: This module's numba code (compiled ahead on a first run: :data:`irtbayes.auditing.deconvolve.NUMBA_WARMUP`).
+COMPILED = (_log_cut_sums, _kept_shares, _log_hole_sums)
 
 
 def _cut_log_likelihood(likelihoods: np.ndarray, probs: np.ndarray, *, reverse: bool = False) -> np.ndarray:

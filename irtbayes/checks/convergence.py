@@ -31,8 +31,6 @@ from __future__ import annotations
 
 import math
 import os
-import subprocess
-import sys
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 
@@ -43,10 +41,12 @@ import xarray as xr
 from scipy.fft import next_fast_len
 from scipy.special import ndtri
 
+from irtbayes.core.jit import Warmup
+
 __all__ = [
     "CONSTANT_RTOL",
     "CORRELATION_SUFFIX",
-    "compile_in_background",
+    "NUMBA_WARMUP",
     "ess_bulk",
     "ess_tail",
     "excluded_elements",
@@ -55,6 +55,7 @@ __all__ = [
     "rank_diagnostics_datasets",
     "rhat_rank",
     "tail_probs",
+    "warm_numba_cache",
 ]
 
 #: Parameters processed together (bounds the memory of the temporaries: about 10 arrays of this many
@@ -521,53 +522,14 @@ def rank_diagnostics(draws: np.ndarray, *, ci_prob: float = 0.9) -> tuple[np.nda
     return rhat.reshape(shape), bulk.reshape(shape), tail.reshape(shape)
 
 
-def _on_disk(dispatcher: object) -> bool:
-    """Whether numba's disk cache holds code of ``dispatcher`` compiled from its current source. Read through numba's
-    own cache objects; True where they cannot be read (another numba), so that nothing is started."""
-    try:
-        return bool(dispatcher._cache._cache_file._load_index())  # type: ignore[attr-defined]
-    except Exception:
-        return True
+def warm_numba_cache() -> None:
+    """Compile the checks' pass (:func:`_diagnose`) into numba's disk cache, on small draws: :data:`NUMBA_WARMUP`."""
+    rank_diagnostics(np.random.default_rng(0).normal(size=(2, 8, 2)))
 
 
-def compile_in_background() -> subprocess.Popen[bytes] | None:
-    """Compile the checks' code into numba's disk cache in another process, where it is not there yet.
-
-    A first run on a machine compiles the model for about 25 s on one CPU (MMLU-Pro's shape, 2 cores) and then
-    the checks' compiled pass (:func:`_diagnose`, about 3.5 s) at the first check, while the chains wait. Started
-    before the model is compiled, this process compiles the pass on the CPU the model's compilation leaves idle,
-    and the first check loads it from the cache. Returns the process (not waited for; it exits by itself once
-    done), or None where the cache holds the pass already or an earlier one still runs. Its output is
-    discarded: should it fail, the first check compiles the pass as before.
-    """
-    for process in list(_STARTED):  # reap those done
-        if process.poll() is not None:
-            _STARTED.remove(process)
-    if _on_disk(_diagnose) or _STARTED or not sys.executable or getattr(sys, "frozen", False):
-        return None  # cached, one already running, or no Python interpreter to start (an embedded or frozen one)
-    code = (
-        "import numpy as np; from irtbayes.checks.convergence import rank_diagnostics; "
-        "rank_diagnostics(np.random.default_rng(0).normal(size=(2, 8, 2)))"
-    )
-    # this irtbayes, whatever the working folder holds (-P: not the working folder first on the path)
-    package = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (package, os.environ.get("PYTHONPATH")) if p)}
-    try:
-        process = subprocess.Popen(
-            [sys.executable, "-P", "-c", code],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            env=env,
-        )
-    except OSError:
-        return None
-    _STARTED.append(process)  # held until done: a process object collected while its process runs warns
-    return process
-
-
-#: Processes :func:`compile_in_background` started that may still run (one at a time).
-_STARTED: list[subprocess.Popen[bytes]] = []
+#: The checks' compiled pass, compiled beside a model on a first run (:func:`irtbayes.core.jit.compile_in_background`;
+#: at the first check it took about 3.5 s while the chains waited).
+NUMBA_WARMUP = Warmup("irtbayes.checks.convergence:warm_numba_cache", (_diagnose,))
 
 
 #: An element is constant when its range over every draw is at most this share of its magnitude (at least 1):

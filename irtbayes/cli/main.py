@@ -318,6 +318,10 @@ def cmd_audit(args: argparse.Namespace) -> int:
         fit_result, data = _load_fit_and_data(args, args.fit)
     else:
         data = load_data_argument(args)
+        from irtbayes.auditing.deconvolve import NUMBA_WARMUP
+        from irtbayes.core.jit import want
+
+        want(NUMBA_WARMUP)  # the audit's numba code compiles beside the model on a first run
         try:
             fit_result = _fit_from_args(data, args)
         except FitInterrupted as err:

@@ -304,9 +304,12 @@ def _compiled(model: pm.Model) -> Any:
         _COMPILED.move_to_end(key)
         log.info("reusing the model compiled before for the same data and spec; tuning and sampling")
         return _COMPILED[key]
-    from irtbayes.checks.convergence import compile_in_background
+    from irtbayes.checks.convergence import NUMBA_WARMUP
+    from irtbayes.core.jit import compile_in_background
 
-    compile_in_background()  # on a first run, the checks' code compiles on the CPU the model's compilation leaves idle
+    # on a first run, the checks' numba code (and what a caller asked for: irtbayes.core.jit.want) compiles on the
+    # CPU the model's compilation leaves idle
+    compile_in_background([NUMBA_WARMUP])
     started = time.perf_counter()
     compiled = compile_model(model)
     log.info("compiled the model in %.1f s; tuning and sampling", time.perf_counter() - started)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 import warnings
 
 import arviz_stats as azs
@@ -153,33 +152,3 @@ def test_compiled_and_array_paths_agree(monkeypatch: pytest.MonkeyPatch) -> None
         monkeypatch.undo()
         for a, b in zip(compiled, array, strict=True):
             np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12, err_msg=name)
-
-
-def test_the_checks_compile_in_another_process_where_the_cache_lacks_them(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Where the checks' compiled pass is not in numba's disk cache, a process is started to compile it (one at a
-    time, let go once done); where it is, none is. (That the process fills the cache: the slow test below.)"""
-    rank_diagnostics(np.random.default_rng(0).normal(size=(2, 8, 2)))  # compiled, or loaded, and so cached
-    assert convergence._on_disk(convergence._diagnose)
-    assert convergence.compile_in_background() is None
-    monkeypatch.setattr(convergence, "_on_disk", lambda dispatcher: False)
-    process = convergence.compile_in_background()
-    assert process is not None and process.args[0] == sys.executable
-    try:
-        assert convergence.compile_in_background() is None  # one at a time
-    finally:
-        process.kill()
-        process.wait(timeout=30)
-    monkeypatch.setattr(convergence, "_on_disk", lambda dispatcher: True)
-    assert convergence.compile_in_background() is None and not convergence._STARTED  # done, so let go
-    monkeypatch.setattr(convergence, "_on_disk", lambda dispatcher: False)
-    monkeypatch.setattr(sys, "frozen", True, raising=False)  # a frozen application: its executable is no Python
-    assert convergence.compile_in_background() is None
-
-
-@pytest.mark.slow
-def test_the_process_started_compiles_the_checks_into_the_cache(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
-    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))  # an empty cache, for the process started now
-    monkeypatch.setattr(convergence, "_on_disk", lambda dispatcher: False)
-    process = convergence.compile_in_background()
-    assert process is not None and process.wait(timeout=300) == 0
-    assert list(tmp_path.rglob("convergence._diagnose-*.nbi"))  # compiled into the cache it was given
