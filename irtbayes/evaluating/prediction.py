@@ -34,12 +34,13 @@ of the population say little about the tails. So, where the bank keeps responses
 scores up to 100 of them as if they were new, from their answers to the *same items* the new systems answered,
 and widens each scope's interval (scaling the draws about the posterior mean) by the factor that makes
 ``ci_prob`` of those intervals cover the systems' actual accuracy (:func:`interval_factors`; never narrower
-than the model's own). The factors are reported (``widen``, the text's header, ``interval_calibration`` in
-``to_dict``). The overall score (``all``, over several benchmarks) is calibrated only on systems that answered at
-least half of every benchmark's items (the bank keeps up to 100 such systems beside the evenly spaced ones): a
-system's accuracy over the one or two benchmarks it answered is not an overall score, and a system's errors on
-different benchmarks do not average out as the model's draws do, so its overall error is larger relative to the
-interval than its error on one benchmark. The bank's systems shaped its item parameters, so with a bank of few
+than the model's own). New systems that answered different benchmarks are calibrated apart
+(:func:`calibration_factors`). The factors are reported (``widen`` and the table's ``interval_factor`` per system
+and scope, the text's header, ``interval_calibration`` in ``to_dict``). The overall score (``all``, over several
+benchmarks) is calibrated only on systems that answered at least half of every benchmark's items (the bank keeps
+up to 100 such systems beside the evenly spaced ones): a system's accuracy over the one or two benchmarks it
+answered is not an overall score, and a system's errors on different benchmarks do not average out as the model's
+draws do, so its overall error is larger relative to the interval than its error on one benchmark. The bank's systems shaped its item parameters, so with a bank of few
 systems the factors err on the narrow side. The target-weighted scores keep the model's own intervals.
 
 The target-weighted score
@@ -505,8 +506,8 @@ class PredictedScores:
     observed
         (subject, benchmark) accuracy on the answered items (NaN where none).
     widen
-        Per scope, the factor by which the accuracy intervals were widened to cover the bank's own systems under
-        the same items (:func:`interval_factors`); None when they were not calibrated.
+        (subject, benchmark) the factor by which each accuracy interval was widened to cover the bank's own systems
+        under the same items (:func:`calibration_factors`); None when they were not calibrated.
     """
 
     accuracy: xr.DataArray
@@ -519,12 +520,13 @@ class PredictedScores:
     target_expected: xr.DataArray | None = None
     target: Target | None = None
     warnings: tuple[str, ...] = field(default_factory=tuple)
-    widen: dict[str, float] | None = None
+    widen: xr.DataArray | None = None
 
     def table(self, ci_prob: float = 0.9) -> pd.DataFrame:
         """One row per subject and benchmark: ``subject``, ``benchmark``, ``accuracy_mean``, ``accuracy_ci_low``,
-        ``accuracy_ci_high``, ``items_seen``, ``items_total``, ``accuracy_sd``, ``observed_accuracy``, with a
-        target also ``target_score_mean``, ``target_score_ci_low``, ``target_score_ci_high``; then ``ci_prob``."""
+        ``accuracy_ci_high``, ``items_seen``, ``items_total``, ``accuracy_sd``, ``observed_accuracy``, with
+        calibrated intervals ``interval_factor`` (:attr:`widen`), with a target also ``target_score_mean``,
+        ``target_score_ci_low``, ``target_score_ci_high``; then ``ci_prob``."""
         check_ci_prob(ci_prob)
         subjects = self.accuracy["subject"].values.astype(str)
         scopes = self.accuracy["benchmark"].values.astype(str)
@@ -538,6 +540,8 @@ class PredictedScores:
         table["items_total"] = self.items_total.transpose("subject", "benchmark").values.ravel().astype("int64")
         table["accuracy_sd"] = stats["sd"].ravel()
         table["observed_accuracy"] = self.observed.transpose("subject", "benchmark").values.ravel()
+        if self.widen is not None:
+            table["interval_factor"] = self.widen.transpose("subject", "benchmark").values.ravel()
         if self.target_score is not None and self.target_expected is not None:
             tstats = summarize(self.target_score.transpose("chain", "draw", ...).values, ci_prob=ci_prob, axis=(0, 1))
             table["target_score_mean"] = self.target_expected.transpose("subject", "benchmark").values.ravel()
@@ -552,13 +556,14 @@ class PredictedScores:
         return arviz_names(self.table(ci_prob), ci_prob)
 
     def to_dict(self, *, ci_prob: float = 0.9) -> dict[str, Any]:
-        """Plain JSON values: ``warnings``, ``n_draws``, ``ci_prob``, ``target`` and ``rows`` (:meth:`table`)."""
+        """Plain JSON values: ``warnings``, ``n_draws``, ``ci_prob``, ``target``, ``interval_calibration`` (per
+        scope, the distinct factors its intervals were widened by, or None) and ``rows`` (:meth:`table`)."""
         return {
             "warnings": list(self.warnings),
             "n_draws": int(self.accuracy.sizes["draw"]),
             "ci_prob": ci_prob,
             "target": None if self.target is None else self.target.to_dict(),
-            "interval_calibration": self.widen,
+            "interval_calibration": self.factors(),
             "rows": records(self.table(ci_prob)),
         }
 
@@ -568,15 +573,30 @@ class PredictedScores:
         with pd.option_context("display.width", 200, "display.max_rows", max_rows, "display.precision", 3):
             body = table.to_string(index=False, max_rows=max_rows)
         head = "".join(f"{w}\n" for w in self.warnings)
+        factors = self.factors()
+        wider = {} if factors is None else {k: v for k, v in factors.items() if max(v) > 1.0}
         how = (
             "model intervals, not calibrated"
-            if self.widen is None
+            if factors is None
             else "calibrated on the bank's own systems; widened by "
-            + ", ".join(f"{k} x{v:.2f}" for k, v in self.widen.items() if v > 1.0)
-            if any(v > 1.0 for v in self.widen.values())
+            + ", ".join(f"{k} x{v[0]:.2f}" if len(v) == 1 else f"{k} x{v[0]:.2f}-{v[-1]:.2f}" for k, v in wider.items())
+            + (
+                " (by the benchmarks each system answered: column interval_factor)"
+                if any(len(v) > 1 for v in wider.values())
+                else ""
+            )
+            if wider
             else "calibrated on the bank's own systems: no widening needed"
         )
         return f"{head}Predicted accuracy over every item of the bank ({ci_prob:.0%} intervals; {how})\n{body}"
+
+    def factors(self) -> dict[str, list[float]] | None:
+        """Per scope, the distinct factors its intervals were widened by (ascending; one where every system shares
+        it), or None when they were not calibrated."""
+        if self.widen is None:
+            return None
+        values = self.widen.transpose("subject", "benchmark").values
+        return {scope: sorted({float(v) for v in values[:, k]}) for k, scope in enumerate(self.scopes)}
 
     def plot_accuracy(self, *, benchmark: str = ALL, ci_prob: float = 0.9, ax: Axes | None = None) -> Axes:
         """Each subject's predicted accuracy on ``benchmark`` with its interval; the observed accuracy on the answered
@@ -677,29 +697,53 @@ def predict_scores(
     )
 
 
-#: Answer patterns of new systems applied to the bank's own systems by :func:`calibration_factors` (evenly spaced).
+#: Answer patterns of new systems applied to the bank's own systems by :func:`calibration_factors`, in all.
 CALIBRATION_DESIGNS = 4
 
 
 def calibration_factors(bank: ItemBank, w: np.ndarray, *, ci_prob: float = 0.9, seed: int = 0) -> np.ndarray | None:
-    """:func:`interval_factors` for new systems whose answered items are the rows of ``w`` (up to
-    :data:`CALIBRATION_DESIGNS` distinct patterns, evenly spaced), on the bank's reference responses; None without
-    them."""
+    """(J, scopes) the factor of each new system's intervals: :func:`interval_factors` on the bank's reference
+    responses under the answer patterns (rows of ``w``, (J, N)) of the systems that answered the same benchmarks;
+    None without reference responses.
+
+    The systems are grouped by which benchmarks they answered (one item or more): a scope whose benchmark a system
+    did not answer at all is predicted from its ability alone, and its error relative to its interval is not that
+    of a scope it answered, so factors pooled over such designs fit neither (on the Open LLM Leaderboard's order
+    split, pooling the patterns of systems that skipped a benchmark lowered the factor of ``all`` for those that
+    answered every benchmark from 2.0 to 1.6). :data:`CALIBRATION_DESIGNS` distinct patterns are shared among the
+    groups in proportion to their systems (each next one to the group with the most systems per pattern taken,
+    evenly spaced among its patterns; ties to the larger group); a group left without one takes the factors of the
+    computed group whose benchmarks differ from its own in the fewest.
+    """
     if bank.reference is None:
         return None
-    patterns = np.unique(w > 0, axis=0)
-    patterns = patterns[
-        np.unique(np.linspace(0, len(patterns) - 1, min(CALIBRATION_DESIGNS, len(patterns))).round().astype(int))
-    ]
-    observed = ~np.isnan(bank.reference)
-    return interval_factors(
-        bank,
-        np.nan_to_num(bank.reference).astype("float64"),
-        observed.astype("float64"),
-        patterns.astype("float64"),
-        ci_prob=ci_prob,
-        seed=seed,
+    answered = np.asarray(w) > 0
+    keys, group, sizes = np.unique(
+        answered_benchmarks(bank, answered, min_share=0.0), axis=0, return_inverse=True, return_counts=True
     )
+    group = group.ravel()
+    order = np.argsort(-sizes, kind="stable")
+    patterns = [np.unique(answered[group == g], axis=0) for g in range(len(keys))]
+    taken = np.zeros(len(keys), dtype=int)
+    for _ in range(CALIBRATION_DESIGNS):  # each next design to the group with the most systems per design taken
+        open_ = [g for g in order if taken[g] < len(patterns[g])]
+        if not open_:
+            break
+        taken[max(open_, key=lambda g: sizes[g] / (taken[g] + 1))] += 1
+    reference = np.nan_to_num(bank.reference).astype("float64")
+    observed = (~np.isnan(bank.reference)).astype("float64")
+    factors: dict[int, np.ndarray] = {}
+    for g in order[taken[order] > 0]:
+        designs = patterns[g][spaced(len(patterns[g]), int(taken[g]))]
+        factors[int(g)] = interval_factors(
+            bank, reference, observed, designs.astype("float64"), ci_prob=ci_prob, seed=seed
+        )
+    computed = np.array(sorted(factors, key=lambda g: -sizes[g]))  # ties of distance go to the larger group
+    out = np.empty((answered.shape[0], len(scope_membership(bank)[0])))
+    for g in range(len(keys)):
+        nearest = computed[int(np.argmin((keys[computed] != keys[g]).sum(axis=1)))]
+        out[group == g] = factors[int(nearest)]
+    return out
 
 
 def predict_from_arrays(
@@ -719,7 +763,8 @@ def predict_from_arrays(
 
     ``count`` (J, N), when given, says which items count toward each system's scores (default: every item of the
     bank); an answered item always counts. A held-out system with missing cells is scored on the items it has.
-    ``widen`` (scopes,) scales each scope's accuracy draws about their mean (:func:`interval_factors`).
+    ``widen`` (scopes,) or (J, scopes) scales each scope's accuracy draws about their mean
+    (:func:`calibration_factors`).
     """
     rng = np.random.default_rng(seed)
     names, member = scope_membership(bank)
@@ -753,7 +798,8 @@ def predict_from_arrays(
             rows = np.arange(bank.n_draws) if len(expected) == bank.n_draws else spaced(bank.n_draws, MEAN_DRAWS)
             t_expected[j] = np.nanmean(_target_scores(expected, bins[rows], own, target.weights_array), axis=0)
     if widen is not None:
-        factor = np.asarray(widen, dtype="float64")[None, None, :]
+        widen = np.broadcast_to(np.asarray(widen, dtype="float64"), (n_subjects, n_scopes))
+        factor = widen[None]
         drawn_acc = np.clip(expected_acc[None] + factor * (drawn_acc - expected_acc[None]), 0.0, 1.0)
     counts = member > 0
     seen = w @ counts
@@ -775,5 +821,5 @@ def predict_from_arrays(
         target_expected=None if t_expected is None else xr.DataArray(t_expected, dims=dims, coords=coords),
         target=target,
         warnings=tuple(notes),
-        widen=None if widen is None else {n: float(f) for n, f in zip(names, np.asarray(widen), strict=True)},
+        widen=None if widen is None else xr.DataArray(np.array(widen), dims=dims, coords=coords),
     )

@@ -150,7 +150,8 @@ def _scored(
         return mean, low, high, low, high
     # the widened draws, as predict_from_arrays(widen=...) makes them from the same draws
     draws = scores.accuracy.transpose("chain", "draw", "subject", "benchmark").values[0]
-    wide = np.clip(mean[None] + widen[None, None, :] * (draws - mean[None]), 0.0, 1.0)
+    factor = np.broadcast_to(widen, shape)[None]  # (scopes,), or per system (J, scopes)
+    wide = np.clip(mean[None] + factor * (draws - mean[None]), 0.0, 1.0)
     q_low, q_high = interval_quantiles(ci_prob)
     return mean, np.quantile(wide, q_low, axis=0), np.quantile(wide, q_high, axis=0), low, high
 

@@ -67,7 +67,7 @@ def test_a_right_bank_needs_little_widening_and_covers(world):
     design = np.zeros(N_ITEMS)
     design[::10] = 1.0
     factors = calibration_factors(bank, design[None, :])
-    assert factors is not None and np.all(factors <= 1.25), f"factors {factors}"
+    assert factors is not None and factors.shape == (1, 2) and np.all(factors <= 1.25), f"factors {factors}"
     coverage = _coverage(bank, y[200:], design, factors)
     assert 0.82 <= coverage <= 0.98, f"coverage {coverage:.2f} with factors {factors}"
 
@@ -79,7 +79,7 @@ def test_too_steep_items_are_widened_back_to_coverage(world):
     design[::10] = 1.0
     before = _coverage(steep, y[200:], design, None)
     factors = calibration_factors(steep, design[None, :])
-    assert factors is not None and factors[0] > 1.3, f"factors {factors}"
+    assert factors is not None and factors[0, 0] > 1.3, f"factors {factors}"
     after = _coverage(steep, y[200:], design, factors)
     assert before < 0.8 <= after, f"coverage {before:.2f} before, {after:.2f} after widening by {factors}"
 
@@ -102,9 +102,19 @@ def test_widening_keeps_the_mean_and_is_reported(world):
     np.testing.assert_allclose(wide.table()["accuracy_mean"], plain.table()["accuracy_mean"])
     width = lambda t: (t["accuracy_ci_high"] - t["accuracy_ci_low"]).to_numpy()  # noqa: E731
     assert np.all(width(wide.table()) > 1.8 * width(plain.table()))
-    assert wide.widen == {"B": 2.0, "all": 2.0} and plain.widen is None
+    assert wide.factors() == {"B": [2.0], "all": [2.0]} and plain.widen is None and plain.factors() is None
     assert "widened by B x2.00" in wide.to_text() and "not calibrated" in plain.to_text()
-    assert wide.to_dict()["interval_calibration"] == {"B": 2.0, "all": 2.0}
+    assert wide.to_dict()["interval_calibration"] == {"B": [2.0], "all": [2.0]}
+    assert wide.table()["interval_factor"].tolist() == [2.0] * 6 and "interval_factor" not in plain.table()
+    # per system: the second system's intervals twice as wide as the first's, means unchanged
+    each = predict_from_arrays(
+        bank, y[200:203], mask, np.array(["x", "y", "z"]), widen=np.array([[1.0, 1.0], [2.0, 2.0], [1.0, 1.0]]), seed=2
+    )
+    np.testing.assert_allclose(each.table()["accuracy_mean"], plain.table()["accuracy_mean"])
+    np.testing.assert_allclose(width(each.table())[2:4], width(wide.table())[2:4])
+    np.testing.assert_allclose(width(each.table())[:2], width(plain.table())[:2])
+    assert each.factors() == {"B": [1.0, 2.0], "all": [1.0, 2.0]}
+    assert "B x1.00-2.00" in each.to_text() and "interval_factor" in each.to_text()
 
 
 def _adaptive_coverage(bank: ItemBank, y: np.ndarray, *, calibrate: bool) -> tuple[float, np.ndarray | None]:
@@ -197,3 +207,34 @@ def test_a_bank_keeps_further_reference_systems_that_answered_every_benchmark(wo
     in_spaced = int((spaced(300, 20) >= 270).sum())  # the evenly spaced 20 hold 2 of the last 30
     assert in_spaced == 2 and len(kept) == 30 and whole.sum() == in_spaced + 10  # and 10 more of the 30
     assert reference_responses(bank, data, most=20, complete=0).shape == (20, N_ITEMS)
+
+
+def test_systems_that_answered_other_benchmarks_are_calibrated_apart(world, monkeypatch):
+    """A benchmark a system did not answer is predicted from its ability alone: its error relative to the interval
+    is not that of a benchmark it answered, so systems are calibrated on the designs of those that answered the same
+    benchmarks, not on factors pooled over both (which fit neither)."""
+    import irtbayes.evaluating.prediction as prediction
+
+    y, a, b = world
+    steep = _two_benchmark_bank(2.5 * a, b, y[:200])
+    design = np.zeros(N_ITEMS)
+    design[::6] = 1.0
+    first_only = design.copy()
+    first_only[N_ITEMS // 2 :] = 0.0
+    w = np.array([design] * 5 + [first_only] * 2)
+    every = np.ones_like(y[:200])
+    both = interval_factors(steep, y[:200], every, design[None, :])
+    one = interval_factors(steep, y[:200], every, first_only[None, :])
+    pooled = interval_factors(steep, y[:200], every, np.stack([design, first_only]))
+    assert not np.allclose(pooled, both) and not np.allclose(pooled, one), (pooled, both, one)
+
+    factors = calibration_factors(steep, w)
+    assert factors is not None and factors.shape == (7, 3)  # B1, B2, all
+    np.testing.assert_array_equal(factors[:5], np.repeat(both[None, :], 5, axis=0))
+    np.testing.assert_array_equal(factors[5:], np.repeat(one[None, :], 2, axis=0))
+
+    # one design in all: the larger group's, and the other group takes the factors of the nearest computed one
+    monkeypatch.setattr(prediction, "CALIBRATION_DESIGNS", 1)
+    factors = calibration_factors(steep, w)
+    assert factors is not None
+    np.testing.assert_array_equal(factors, np.repeat(both[None, :], 7, axis=0))
