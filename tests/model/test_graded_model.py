@@ -16,6 +16,16 @@ from irtbayes.model.inputs import model_inputs
 from irtbayes.model.spec import ModelSpec
 
 MIXED = [2, 3, 4, 5] * 2  # categories per item: binary items beside graded ones
+#: Python implementations: these graphs are tiny, and compiling each through numba costs 20-30 s on empty caches.
+#: The numba path of the graded models is what the graded fits (tests/fitting/test_graded_fit.py) sample through.
+FAST = "FAST_COMPILE"
+
+
+@pytest.fixture(autouse=True)
+def _python_mode():
+    """PyMC helpers without a mode argument (initial points) compile in the same fast mode."""
+    with pytensor.config.change_flags(mode=FAST, cxx=""):  # no C compiler: FAST_COMPILE would still build C thunks
+        yield
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +45,7 @@ def _random_point(model, seed: int) -> dict[str, np.ndarray]:
 def _evaluate(model, names: list[str], point: dict[str, np.ndarray]) -> list[np.ndarray]:
     """The named variables at ``point`` (values of the model's value variables, by name)."""
     outputs = model.replace_rvs_by_values([model.named_vars[n] for n in names])
-    fn = pytensor.function(model.value_vars, outputs, on_unused_input="ignore")
+    fn = pytensor.function(model.value_vars, outputs, on_unused_input="ignore", mode=FAST)
     return fn(*[point[v.name] for v in model.value_vars])
 
 
@@ -51,7 +61,7 @@ def test_graph_log_likelihood_is_the_numpy_one(graded, kind, layout):
     expected = irt.graded_log_likelihood(data.values, theta[s], a[i], b[i], kind=kind).sum()
     assert np.isfinite(loglik)
     np.testing.assert_allclose(loglik, expected, rtol=1e-10)
-    grad = model.compile_dlogp()(point)
+    grad = model.compile_dlogp(mode=FAST)(point)
     assert np.all(np.isfinite(grad))
 
 
