@@ -35,7 +35,9 @@ Calibration
 An adaptive test's items are chosen for the system's own answers, so the final intervals are calibrated on the
 bank's own systems tested the same way (:meth:`AdaptiveTest.interval_factors`): up to
 :data:`CALIBRATION_SYSTEMS` of the bank's reference systems (evenly spaced, and as many more that answered every
-benchmark: :func:`~irtbayes.evaluating.prediction.calibration_systems`) take the same test (score,
+benchmark: :func:`~irtbayes.evaluating.prediction.calibration_systems`), those among them that answered at least
+half of each benchmark in the test's item pool (a system without one of them would take another test; all of them
+where fewer than :data:`CALIBRATION_MIN_COMPLETE` did), take the same test (score,
 criterion, stopping rule, item pool; no exposure control, a seed per system), answering with their recorded
 responses from the items they answered, and each scope's factor is the split-conformal ``ci_prob`` order
 statistic of their errors against their accuracy over all they answered, in units of the interval's half on the
@@ -70,7 +72,7 @@ from irtbayes.core.errors import DataError, SpecError, listed
 from irtbayes.core.files import atomic_write_json, read_json
 from irtbayes.core.summaries import check_ci_prob
 from irtbayes.data.responses import ResponseData
-from irtbayes.evaluating.bank import ItemBank, warning_tags
+from irtbayes.evaluating.bank import ItemBank, answered_benchmarks, warning_tags
 from irtbayes.evaluating.prediction import (
     CALIBRATION_DRAWS,
     PredictedScores,
@@ -96,6 +98,9 @@ CRITERIA = ("variance", "information")
 #: The bank's reference systems tested adaptively to calibrate the intervals: this many evenly spaced, and as many
 #: more that answered every benchmark (:func:`~irtbayes.evaluating.prediction.calibration_systems`).
 CALIBRATION_SYSTEMS = 100
+#: Below this many reference systems that answered every benchmark of a test's item pool, the calibration takes
+#: the others too (:meth:`AdaptiveTest.interval_factors`).
+CALIBRATION_MIN_COMPLETE = 30
 #: Calibration factors by bank and test settings (:meth:`AdaptiveTest.interval_factors`), newest last, with the
 #: bank they belong to (so that a key is never matched by another bank at a reused address).
 _FACTORS: OrderedDict[tuple[Any, ...], tuple[ItemBank, np.ndarray | None]] = OrderedDict()
@@ -659,6 +664,11 @@ class AdaptiveTest:
             return _FACTORS[key][1]
         reference = bank.reference
         rows = calibration_systems(bank, ~np.isnan(reference), most=CALIBRATION_SYSTEMS)
+        # a system that did not answer one of the pool's benchmarks takes another test (its items go elsewhere)
+        in_pool = np.unique(bank.benchmark_index[self._pool])
+        whole = answered_benchmarks(bank, ~np.isnan(reference[rows]))[:, in_pool].all(axis=1)
+        if whole.sum() >= CALIBRATION_MIN_COMPLETE:
+            rows = rows[whole]
         y = np.nan_to_num(reference[rows]).astype("float64")
         w = (~np.isnan(reference[rows])).astype("float64")
         log.info("calibrating the adaptive test's intervals on %d of the bank's systems tested the same way", len(y))

@@ -238,3 +238,27 @@ def test_systems_that_answered_other_benchmarks_are_calibrated_apart(world, monk
     factors = calibration_factors(steep, w)
     assert factors is not None
     np.testing.assert_array_equal(factors, np.repeat(both[None, :], 7, axis=0))
+
+
+def test_adaptive_calibration_takes_systems_that_answered_the_pool_s_benchmarks(world, monkeypatch):
+    """A bank system without one of the test's benchmarks would take another test (its items go to the others),
+    so an adaptive test over both benchmarks is calibrated on the systems that answered both; a test over the first
+    benchmark alone on every system that answered it."""
+    import irtbayes.evaluating.adaptive as adaptive
+
+    y, a, b = world
+    half = N_ITEMS // 2
+    reference = y[:200].copy()
+    reference[::2, half:] = np.nan  # every other system answered B1 only
+    bank = _two_benchmark_bank(a, b, reference)
+    masks = []
+    original = adaptive.error_ratios
+    monkeypatch.setattr(
+        adaptive,
+        "error_ratios",
+        lambda bank_, y_, w_, *args, **kw: masks.append(w_) or original(bank_, y_, w_, *args, **kw),
+    )
+    adaptive.AdaptiveTest(bank, max_items=6, seed=1).interval_factors()
+    assert len(masks[-1]) >= adaptive.CALIBRATION_MIN_COMPLETE and (masks[-1][:, half:] > 0).any(axis=1).all()
+    adaptive.AdaptiveTest(bank, max_items=6, items=[f"q{i}" for i in range(half)], seed=1).interval_factors()
+    assert (~(masks[-1][:, half:] > 0).any(axis=1)).sum() > 0  # systems without B2 calibrate a test of B1
