@@ -40,8 +40,9 @@ and scope, the text's header, ``interval_calibration`` in ``to_dict``). The over
 benchmarks) is calibrated only on systems that answered at least half of every benchmark's items (the bank keeps
 up to 100 such systems beside the evenly spaced ones): a system's accuracy over the one or two benchmarks it
 answered is not an overall score, and a system's errors on different benchmarks do not average out as the model's
-draws do, so its overall error is larger relative to the interval than its error on one benchmark. The bank's systems shaped its item parameters, so with a bank of few
-systems the factors err on the narrow side. The target-weighted scores keep the model's own intervals.
+draws do, so its overall error is larger relative to the interval than its error on one benchmark. The bank's
+systems shaped its item parameters, so with a bank of few systems the factors err on the narrow side. The
+target-weighted scores keep the model's own intervals.
 
 The target-weighted score
 -------------------------
