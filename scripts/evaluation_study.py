@@ -170,7 +170,7 @@ def run_one(name: str, split: str, args: argparse.Namespace) -> pd.DataFrame:
 
 
 def summarise(table: pd.DataFrame) -> pd.DataFrame:
-    """Per data set, method and K, the ``all`` scope and the mean over benchmarks, splits pooled."""
+    """Per data set, method and K, the ``all`` scope and the mean over benchmarks, splits (and seeds) pooled."""
     per_bench = table[table["benchmark"] != "all"]
     keys = ["dataset", "method", "k"]
     bench = per_bench.groupby(keys, sort=False).agg(
@@ -231,7 +231,7 @@ def figure(table: pd.DataFrame, path: Path) -> None:
         for ax in axes[:, col]:
             if col != 0 and ax.get_legend() is not None:  # the first data set shows every method
                 ax.get_legend().remove()
-    fig.suptitle("Held-out systems scored from K items per benchmark (splits pooled)", fontsize="medium")
+    fig.suptitle("Held-out systems scored from K items per benchmark (splits and seeds pooled)", fontsize="medium")
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120)
     plt.close(fig)
