@@ -218,7 +218,7 @@ def figure(table: pd.DataFrame, path: Path) -> None:
             if name in ("openllm_tinybench", "sim_leaderboard", "sim_leaderboard_large")
             else None,
             reference_label="tinyBenchmarks, 100 items",
-            panel=name + (" (approximate bank)" if approx else ""),
+            panel=name + ("\n(approximate bank)" if approx else ""),
         )
         cov = rows[rows["benchmark_coverage"].notna()]
         plot_error_curves(
