@@ -739,7 +739,7 @@ def calibration_factors(bank: ItemBank, w: np.ndarray, *, ci_prob: float = 0.9, 
         factors[int(g)] = interval_factors(
             bank, reference, observed, designs.astype("float64"), ci_prob=ci_prob, seed=seed
         )
-    computed = np.array(sorted(factors, key=lambda g: -sizes[g]))  # ties of distance go to the larger group
+    computed = np.array(list(factors))  # largest group first, so ties of distance go to the larger group
     out = np.empty((answered.shape[0], len(scope_membership(bank)[0])))
     for g in range(len(keys)):
         nearest = computed[int(np.argmin((keys[computed] != keys[g]).sum(axis=1)))]
