@@ -1,17 +1,27 @@
-"""nutpie's compiled model, with the C callbacks it samples through cached on disk.
+"""nutpie's compiled model, compiled once per model structure, with the C callbacks it samples through cached on disk.
 
 nutpie (0.16) samples a PyMC model through two numba C callbacks: one around PyTensor's log-density and gradient,
-one around the function that expands a draw into the stored variables. PyTensor caches its own compiled functions on
-disk, but nutpie builds the callbacks afresh in every process, and numba then links and optimises the log-density's
-code again inside them: 3.8 s and 0.5 s of a 6.6 s compilation at 100 x 1,000 with every other cache warm (2 cores).
+one around the function that expands a draw into the stored variables. nutpie compiles them for the model's
+shapes (the flat point's length and each variable's slice are constants of the code) and builds the callbacks
+afresh in every process, where numba links and optimises the log-density's code again.
 
-:func:`compile_model` makes the same model as ``nutpie.compile_pymc_model(model)`` (the numba backend, its default
-initial points), with callbacks generated as source that numba caches in PyTensor's numba cache folder, each under a
-key made of PyTensor's cache keys of the functions it calls, the callbacks' own source, the numba and PyTensor
-versions and this module's :data:`CALLBACK_VERSION`. A later process with the same model structure, shapes and
-constants loads them instead of compiling. Where PyTensor has no cache key for a function (a graph it cannot
-cache), the callbacks are compiled without a disk cache, as nutpie does. The model's shared variables (``pytensor.shared``, ``pm.Data``) reach the
-callbacks as pointers, so their values are not part of the compiled code.
+:func:`compile_model` makes the same sampler input as ``nutpie.compile_pymc_model(model)`` (the numba backend, its
+default initial points), with three differences:
+
+- Shapes are data, not code. The flat point's length is free and each free variable's offset and shape are read
+  from a shared variable; the model's sizes are PyMC's dimension lengths and its data (responses, benchmark and
+  domain codes, :mod:`irtbayes.model.build`) shared variables. Two models of the same structure (the same
+  variables and hierarchy, other subjects, items or answers) therefore compile to the same code: the second,
+  in this process or a later one, loads it from PyTensor's and numba's disk caches (2-3 s instead of 25-40 s at
+  100 x 1,000), which refits of other data (BenchFill's, robustness checks, calibration runs) and new data sets
+  of a known structure gain.
+- The callbacks are generated as source that numba caches in PyTensor's numba cache folder, each under a key
+  made of PyTensor's cache keys of the functions it calls, the callbacks' own source, the numba and PyTensor
+  versions and this module's :data:`CALLBACK_VERSION`; the lengths and the shared values' addresses and shapes
+  reach them in ``user_data``. Where PyTensor has no cache key for a function (a graph it cannot cache), the
+  callbacks are compiled without a disk cache, as nutpie does.
+- The draws nutpie stores hold the model's own variables only (:func:`_functions`): not the sampler's
+  coordinates (``*_z``, ``*_chol``, ``*__``), which no part of irtbayes reads.
 
 The model's PyTensor functions are compiled without PyTensor's numba fast-math flags: with them, the code numba
 loads from its cache and the code it has just compiled in memory could round differently (at 2,000 items the
@@ -19,11 +29,8 @@ log-density differed in its 16th digit), so a first run on empty caches drew oth
 same seed. Without them the two agree to the bit and the gradient costs the same (0.52 ms at 29 x 12,032). The
 likelihood kernels keep their own flags (:mod:`irtbayes.model.likelihood`), which round alike either way.
 
-The draws nutpie stores hold the model's own variables only (:func:`_stored_values`): not the sampler's
-coordinates (``*_z``, ``*_chol``, ``*__``), which no part of irtbayes reads.
-
-It uses nutpie's helpers for the PyTensor functions and the model's shapes (``nutpie.compile_pymc._make_functions``);
-where those are missing (another nutpie), it falls back to ``nutpie.compile_pymc_model`` and logs so.
+It uses nutpie's helpers for the model's shapes, initial points and coordinates (``nutpie.compile_pymc``); where
+those are missing (another nutpie), it falls back to ``nutpie.compile_pymc_model`` and logs so.
 """
 
 from __future__ import annotations
@@ -40,15 +47,16 @@ __all__ = ["CALLBACK_VERSION", "compile_model"]
 log = logging.getLogger(__name__)
 
 #: Part of every callback's cache key: raised whenever the generated source or its calling convention changes.
-CALLBACK_VERSION = 1
+CALLBACK_VERSION = 2
 
 _LOGP_SOURCE = """
 def irtbayes_logp_callback(dim, x_, out_, logp_, user_data_):
-    if dim != {n_dim}:
+    u = numba.carray(user_data_, ({n_fields},), np.uint64)
+    if dim != u[0]:
         return -1
     try:
-        x = numba.carray(x_, ({n_dim},))
-        out = numba.carray(out_, ({n_dim},))
+        x = numba.carray(x_, (dim,))
+        out = numba.carray(out_, (dim,))
         logp = numba.carray(logp_, ())
 {unpack}
         logp_value, grad = inner(x{args})
@@ -65,13 +73,12 @@ def irtbayes_logp_callback(dim, x_, out_, logp_, user_data_):
 
 _EXPAND_SOURCE = """
 def irtbayes_expand_callback(dim, expanded, x_, out_, user_data_):
-    if dim != {n_dim}:
-        return -1
-    if expanded != {n_expanded}:
+    u = numba.carray(user_data_, ({n_fields},), np.uint64)
+    if dim != u[0] or expanded != u[1]:
         return -1
     try:
-        x = numba.carray(x_, ({n_dim},))
-        out = numba.carray(out_, ({n_expanded},))
+        x = numba.carray(x_, (dim,))
+        out = numba.carray(out_, (expanded,))
 {unpack}
         (values,) = inner(x{args})
         out[...] = values
@@ -111,17 +118,9 @@ def compile_model(model: Any) -> Any:
         )
     )
     with pytensor.config.change_flags(numba__fastmath=False):  # the same bits from the cache as compiled afresh
-        n_dim, n_expanded, logp_pt, expand_pt, initial_point, shape_info, reparameterized = npc._make_functions(
-            model,
-            mode="NUMBA",
-            compute_grad=True,
-            join_expanded=True,
-            pymc_initial_point_fn=initial_point_fn,
-            var_names=None,
+        n_dim, n_expanded, logp_pt, expand_pt, initial_point, shape_info, reparameterized = _functions(
+            model, initial_point_fn
         )
-        stored = _stored_values(model, n_dim, shape_info)
-    if stored is not None:
-        expand_pt, shape_info, n_expanded = stored
     shared_vars: list[Any] = []
     for var in [*logp_pt.get_shared(), *expand_pt.get_shared()]:
         if var not in shared_vars:
@@ -132,18 +131,9 @@ def compile_model(model: Any) -> Any:
         return nutpie.compile_pymc_model(model)
     for value in shared_data.values():
         value.flags.writeable = False
-    user_data = _user_data(list(shared_data.values()))
-    logp_cfunc = _callback(
-        "logp", logp_pt, [shared_vars.index(v) for v in logp_pt.get_shared()], shared_data, n_dim=n_dim
-    )
-    expand_cfunc = _callback(
-        "expand",
-        expand_pt,
-        [shared_vars.index(v) for v in expand_pt.get_shared()],
-        shared_data,
-        n_dim=n_dim,
-        n_expanded=n_expanded,
-    )
+    user_data = _user_data(list(shared_data.values()), n_dim=n_dim, n_expanded=n_expanded)
+    logp_cfunc = _callback("logp", logp_pt, [shared_vars.index(v) for v in logp_pt.get_shared()], shared_data)
+    expand_cfunc = _callback("expand", expand_pt, [shared_vars.index(v) for v in expand_pt.get_shared()], shared_data)
     dims, coords = npc._prepare_dims_and_coords(model, shape_info, reparameterized)
     return npc.CompiledPyMCModel(
         _n_dim=n_dim,
@@ -164,45 +154,86 @@ def compile_model(model: Any) -> Any:
     )
 
 
-def _stored_values(model: Any, n_dim: int, shape_info: Any) -> tuple[Any, Any, int] | None:
-    """The function that expands a draw into the values nutpie stores, for the model's own variables only.
+def _functions(model: Any, initial_point_fn: Any) -> tuple[Any, ...]:
+    """The log-density with its gradient and the function that expands a draw, as nutpie's ``_make_functions``
+    makes them, compiled for any data of the model's structure; and the sampler's layout for this model.
 
-    nutpie stores every free variable in the sampler's coordinates (raw normals ``*_z``, Cholesky factors
-    ``*_chol``, transformed values ``*__``) beside the model's variables; irtbayes reads none of them (its fits,
-    checks and readers leave them out). Left out here, they are neither computed, written nor read at every check:
-    at MMLU-Pro's size 24,000 stored values per draw instead of 36,000. Returns (function, shape_info, count), or
-    None where nothing is left out or the layout is not the one expected (then nutpie's function is kept)."""
+    nutpie compiles a flat point of a fixed length whose slices are constants, so every shape of data compiles
+    anew. Here the point's length is free and each free variable's offset and shape are read from a shared
+    variable (``_layout``), so two models of the same structure (the same variables and graph, other sizes and
+    values of their shared data) compile to the same code, and the second loads it from the disk caches.
+
+    The draws nutpie stores hold the model's own variables only: not the sampler's coordinates (raw normals
+    ``*_z``, Cholesky factors ``*_chol``, transformed values ``*__``), which no part of irtbayes reads (left out,
+    they are neither computed, written nor read at every check: at MMLU-Pro's size 24,000 stored values per draw
+    instead of 36,000).
+
+    Returns ``(n_dim, n_expanded, logp_fn, expand_fn, initial_point, (names, slices, shapes), reparameterized)``,
+    nutpie's tuple with the stored variables only.
+    """
     from math import prod
 
+    import nutpie.compile_pymc as npc
+    import pytensor
     import pytensor.tensor as pt
     from pymc.pytensorf import compile as compile_pymc
+    from pytensor.graph import clone_replace, rewrite_graph
 
     from irtbayes.fitting.trace import sampler_variable
 
-    names, slices, shapes = shape_info
-    keep = [k for k, name in enumerate(names) if not sampler_variable(str(name))]
+    shapes = npc._compute_shapes(model)
     free = list(model.free_RVs)
     free_names = [model.rvs_to_values[var].name for var in free]
+    free_shapes = [tuple(int(n) for n in shapes[name]) for name in free_names]
+    starts = np.cumsum([0] + [prod(shape) for shape in free_shapes]).tolist()
+    n_dim = int(starts[-1])
+    layout = pytensor.shared(
+        np.array([*starts, *(n for shape in free_shapes for n in shape)], dtype="int64"), "_layout"
+    )
+
+    logp: Any = rewrite_graph(
+        model.logp(),
+        include=["canonicalize", "stabilize"] + ([] if model.check_bounds else ["local_remove_check_parameter"]),
+    )
+    value_vars = [model.rvs_to_values[var] for var in free]
+    grads: Any = pt.grad(logp, value_vars)
+    grad = pt.concatenate([pt.as_tensor(g, allow_xtensor_conversion=True).ravel() for g in grads])
+
+    joined = pt.dvector("_unconstrained_point")
+    values, at = [], len(starts)
+    for k, (var, shape) in enumerate(zip(free, free_shapes, strict=True)):
+        if not shape:  # a scalar: no slice, no reshape (each is a node of the compiled graph)
+            piece = joined[layout[k]]
+        elif len(shape) == 1:
+            piece = joined[layout[k] : layout[k + 1]]
+        else:
+            sizes = pt.stack([layout[at + axis] for axis in range(len(shape))])
+            piece = joined[layout[k] : layout[k + 1]].reshape(sizes, ndim=len(shape))
+        at += len(shape)
+        values.append(piece.astype(var.dtype))
+    replacements = dict(zip(value_vars, values, strict=True))
+    logp, grad = clone_replace([logp, grad], replacements)
+    with model:
+        logp_fn = compile_pymc((joined,), (logp, grad), mode="NUMBA")
+
     remaining = [var for var in model.unobserved_value_vars if var.name not in free_names]
-    if len(keep) == len(names) or list(names) != free_names + [var.name for var in remaining]:
-        return None
-    # the same construction as nutpie's: the flat point, each free variable a slice of it
-    joined = pt.TensorType("float64", shape=(n_dim,))(name="_unconstrained_point")
-    values = [joined[slices[k]] for k in range(len(free))]
-    replacements = {
-        model.rvs_to_values[var]: value.reshape(shapes[k]).astype(var.dtype)
-        for k, (var, value) in enumerate(zip(free, values, strict=True))
-    }
-    outputs, kept_slices, count = [], [], 0
+    names = free_names + [var.name for var in remaining]
+    keep = [k for k, name in enumerate(names) if not sampler_variable(str(name))]
+    outputs, kept_slices, kept_shapes, count = [], [], [], 0
     for k in keep:
         expression = values[k] if k < len(free) else remaining[k - len(free)]
         outputs.append(pt.as_tensor(expression, allow_xtensor_conversion=True).ravel())
-        length = prod(shapes[k])
-        kept_slices.append(slice(count, count + length))
-        count += length
+        shape = tuple(int(n) for n in shapes[names[k]])
+        kept_shapes.append(shape)
+        kept_slices.append(slice(count, count + prod(shape)))
+        count += prod(shape)
     with model:
-        function = compile_pymc((joined,), [pt.concatenate(outputs)], givens=list(replacements.items()), mode="NUMBA")
-    return function, ([names[k] for k in keep], kept_slices, [shapes[k] for k in keep]), count
+        expand_fn = compile_pymc((joined,), [pt.concatenate(outputs)], givens=list(replacements.items()), mode="NUMBA")
+
+    initial_point = npc._rv_dict_to_flat_array_wrapper(initial_point_fn, names=free_names, shapes=free_shapes)
+    reparameterized = [model.rvs_to_values[var].name for var in free if model.rvs_to_transforms.get(var) is not None]
+    shape_info = ([names[k] for k in keep], kept_slices, kept_shapes)
+    return n_dim, count, logp_fn, expand_fn, initial_point, shape_info, reparameterized
 
 
 def _helpers_fit(npc: Any) -> bool:
@@ -210,12 +241,18 @@ def _helpers_fit(npc: Any) -> bool:
     import dataclasses
     import inspect
 
-    needed = ("_make_functions", "_wrap_with_lock", "_prepare_dims_and_coords", "CompiledPyMCModel")
+    needed = (
+        "_compute_shapes",
+        "_rv_dict_to_flat_array_wrapper",
+        "_wrap_with_lock",
+        "_prepare_dims_and_coords",
+        "CompiledPyMCModel",
+    )
     if not all(hasattr(npc, name) for name in (*needed, "address_as_void_pointer")):
         return False
-    arguments = set(inspect.signature(npc._make_functions).parameters)
+    arguments = set(inspect.signature(npc._rv_dict_to_flat_array_wrapper).parameters)
     fields = {field.name for field in dataclasses.fields(npc.CompiledPyMCModel)}
-    used_arguments = {"mode", "compute_grad", "join_expanded", "pymc_initial_point_fn", "var_names"}
+    used_arguments = {"fn", "names", "shapes"}
     used_fields = {
         "compiled_logp_func",
         "compiled_expand_func",
@@ -236,20 +273,20 @@ def _helpers_fit(npc: Any) -> bool:
     return used_arguments <= arguments and used_fields <= fields
 
 
-def _user_data(values: list[np.ndarray]) -> np.ndarray:
-    """What the callbacks get as ``user_data``: for each shared value its address, then its shape."""
-    fields: list[int] = []
+def _user_data(values: list[np.ndarray], *, n_dim: int, n_expanded: int) -> np.ndarray:
+    """What the callbacks get as ``user_data``: the point's and the stored draw's lengths, then for each shared
+    value its address and its shape."""
+    fields: list[int] = [n_dim, n_expanded]
     for value in values:
         fields.append(value.ctypes.data)
         fields.extend(int(n) for n in value.shape)
-    return np.array(fields or [0], dtype=np.uint64)
+    return np.array(fields, dtype=np.uint64)
 
 
-def _callback(
-    kind: str, function: Any, used: list[int], shared: dict[str, np.ndarray], *, n_dim: int, n_expanded: int = 0
-) -> Any:
+def _callback(kind: str, function: Any, used: list[int], shared: dict[str, np.ndarray]) -> Any:
     """The numba C callback of ``kind`` ("logp" or "expand") around PyTensor's compiled ``function``, whose
-    shared inputs are ``used`` (positions in ``shared``, in the function's order)."""
+    shared inputs are ``used`` (positions in ``shared``, in the function's order). Lengths and addresses come
+    from ``user_data`` (:func:`_user_data`), so the source depends on the model's structure only."""
     import numba
     import nutpie.compile_pymc as npc
     import pytensor
@@ -258,17 +295,15 @@ def _callback(
 
     inner = function.vm.jit_fn
     values = list(shared.values())
-    offsets = np.cumsum([0] + [1 + v.ndim for v in values]).tolist()
+    offsets = np.cumsum([2] + [1 + v.ndim for v in values]).tolist()
     unpack, args = [], []
     for position in used:
         value, at = values[position], offsets[position]
         shape = "".join(f"int(u[{at + 1 + axis}]), " for axis in range(value.ndim))
         unpack.append(f"        s{position} = numba.carray(as_void_pointer(u[{at}]), ({shape}), np.{value.dtype.name})")
         args.append(f", s{position}")
-    if used:
-        unpack.insert(0, f"        u = numba.carray(user_data_, ({max(offsets[-1], 1)},), np.uint64)")
     template = _LOGP_SOURCE if kind == "logp" else _EXPAND_SOURCE
-    source = template.format(n_dim=n_dim, n_expanded=n_expanded, unpack="\n".join(unpack), args="".join(args))
+    source = template.format(n_fields=offsets[-1], unpack="\n".join(unpack), args="".join(args))
     name = f"irtbayes_{kind}_callback"
     if kind == "logp":
         signature = numba.types.int64(

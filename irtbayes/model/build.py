@@ -121,6 +121,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pymc as pm
+import pytensor
 import pytensor.tensor as pt
 import xarray as xr
 from scipy.special import ndtri
@@ -139,6 +140,17 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+
+def _shared(values: Any, name: str) -> Any:
+    """``values`` as a shared variable, not a constant: the compiled log-density then takes it as an argument, so
+    models of one structure share their compiled code whatever their data (:mod:`irtbayes.fitting.compiled`)."""
+    return pytensor.shared(np.asarray(values), name=name)
+
+
+def _length(dim: str) -> Any:
+    """The length of the current model's ``dim``, as the symbolic value PyMC keeps for it (not a constant)."""
+    return pm.modelcontext(None).dim_lengths[dim]
 
 
 def _item_location(
@@ -166,7 +178,7 @@ def _item_location(
     hierarchy = inputs.spec.hierarchy
     if hierarchy == "none":
         mu = pm.Normal(f"{prefix}_mu", mu_mean, mu_sd)
-        return mu * pt.ones(len(inputs.coords["item"]))
+        return mu * pt.ones(_length("item"))
     levels = []  # (name, sd) of the non-centred levels, top down
     if hierarchy == "benchmark+domain":
         levels.append(("domain", pm.HalfNormal(f"{prefix}_domain_sd", group_sd_scale)))
@@ -176,25 +188,33 @@ def _item_location(
         levels.append(("benchmark", bench_sd))
     if not levels:
         mu = pm.Normal(f"{prefix}_mu", mu_mean, mu_sd)
-        return pm.Normal(f"{prefix}_benchmark", mu, bench_sd, dims="benchmark")[inputs.item_benchmark]
+        return pm.Normal(f"{prefix}_benchmark", mu, bench_sd, dims="benchmark")[_item_benchmark(inputs)]
     effects = {}  # level -> standard-normal effects e = mean(e) + zero-sum part
     shift: Any = 0.0  # centre - mu = sum over levels of sd * mean(e)
     for level, sd in levels:
-        mean_e = pm.Normal(f"{prefix}_{level}_mean_z", 0.0, 1.0) / np.sqrt(len(inputs.coords[level]))
+        mean_e = pm.Normal(f"{prefix}_{level}_mean_z", 0.0, 1.0) / pt.sqrt(pt.cast(_length(level), "float64"))
         effects[level] = mean_e + pm.ZeroSumNormal(f"{prefix}_{level}_z", 1.0, dims=level)
         shift = shift + sd * mean_e
     centre = pm.Normal(f"{prefix}_centre", mu_mean + shift, mu_sd)
     mu = pm.Deterministic(f"{prefix}_mu", centre - shift)
     if hierarchy == "benchmark+domain":
         dom = pm.Deterministic(f"{prefix}_domain", mu + levels[0][1] * effects["domain"], dims="domain")
-        parent = dom[inputs.benchmark_domain]
+        assert inputs.benchmark_domain is not None
+        parent = dom[_shared(inputs.benchmark_domain, f"{prefix}_benchmark_domain")]
     else:
         parent = mu
     if centred_bench:
         bench = pm.Normal(f"{prefix}_benchmark", parent, bench_sd, dims="benchmark")
     else:
         bench = pm.Deterministic(f"{prefix}_benchmark", parent + bench_sd * effects["benchmark"], dims="benchmark")
-    return bench[inputs.item_benchmark]
+    return bench[_item_benchmark(inputs)]
+
+
+def _item_benchmark(inputs: ModelInputs) -> Any:
+    """Each item's benchmark code, shared (see :func:`_shared`)."""
+    if inputs.item_benchmark is None:
+        raise SpecError("a benchmark level needs each item's benchmark; build the inputs with model_inputs")
+    return _shared(inputs.item_benchmark, "item_benchmark")
 
 
 #: The benchmark level of difficulties is centred when every benchmark has at least this many items; that of
@@ -239,7 +259,7 @@ def _initial_abilities(inputs: ModelInputs) -> np.ndarray:
     return np.asarray(ndtri(ranks / (n + 1)), dtype="float64")
 
 
-def _pin_scale(z: Any, tau: float, *, name: str) -> None:
+def _pin_scale(z: Any, tau: Any, *, name: str) -> None:
     """Keep the mean and sd of the raw abilities near 0 and 1 (width ``tau``) without changing the model.
 
     Standardised abilities do not depend on the mean and sd of ``z``, and for iid normal ``z`` those two are
@@ -274,7 +294,7 @@ def _abilities(inputs: ModelInputs) -> pt.TensorVariable:
         if not standardise:
             return pm.Normal("ability", 0.0, 1.0, dims="subject", initval=start)
         z = pm.Normal("ability_z", 0.0, 1.0, dims="subject", initval=start)
-        _pin_scale(z[:, None], _pin_width(inputs), name="ability_z_scale")
+        _pin_scale(z[:, None], _shared(_pin_width(inputs), "ability_z_scale_width"), name="ability_z_scale")
         return pm.Deterministic("ability", (z - z.mean()) / z.std(), dims="subject")
     n_dim = len(inputs.coords["dim"])
     chol = pm.LKJCorr("ability_corr_chol", n=n_dim, eta=priors.ability_corr_eta)
@@ -283,7 +303,7 @@ def _abilities(inputs: ModelInputs) -> pt.TensorVariable:
     raw = z @ chol.T
     if not standardise:
         return pm.Deterministic("ability", raw, dims=("subject", "dim"))
-    _pin_scale(raw, _pin_width(inputs), name="ability_z_scale")
+    _pin_scale(raw, _shared(_pin_width(inputs), "ability_z_scale_width"), name="ability_z_scale")
     return pm.Deterministic("ability", (raw - raw.mean(axis=0)) / raw.std(axis=0), dims=("subject", "dim"))
 
 
@@ -309,10 +329,9 @@ def _discriminations(inputs: ModelInputs, *, centred: bool) -> pt.TensorVariable
     """The items' discriminations: one shared value (1PL) or log-normal around their location (2PL, 3PL)."""
     spec = inputs.spec
     priors = spec.priors
-    n_items = len(inputs.coords["item"])
     if spec.kind == "1pl":
         la = pm.Normal("log_discrimination_mu", priors.log_discrimination_mu_mean, priors.log_discrimination_mu_sd)
-        return pt.exp(la) * pt.ones(n_items)
+        return pt.exp(la) * pt.ones(_length("item"))
     la_loc = _item_location(
         "log_discrimination",
         inputs,
@@ -340,7 +359,9 @@ def _guessing(inputs: ModelInputs) -> pt.TensorVariable:
     if priors.guessing_chance:
         mean = np.where(np.isnan(inputs.chance), mean, inputs.chance)
     kappa = priors.guessing_concentration
-    return pm.Beta("guessing", mean * kappa, (1 - mean) * kappa, dims="item")
+    return pm.Beta(
+        "guessing", _shared(mean * kappa, "guessing_alpha"), _shared((1 - mean) * kappa, "guessing_beta"), dims="item"
+    )
 
 
 def _thresholds(inputs: ModelInputs, difficulty: pt.TensorVariable, *, centred: bool) -> pt.TensorVariable:

@@ -426,7 +426,8 @@ def response_loglik(
         # disk caches keep it whatever their size (numba will not cache code holding an array over 1 MB)
         responses = pytensor.shared(y, name="responses", borrow=True)
         observed = pytensor.shared(w, name="observed", borrow=True)
-        return op.make_node(theta, discrimination, difficulty, item_dim, responses, observed).outputs[0]
+        dims = pytensor.shared(np.asarray(item_dim, dtype="int64"), name="item_dim")
+        return op.make_node(theta, discrimination, difficulty, dims, responses, observed).outputs[0]
     if spec.layout == "dense":
         y = np.zeros((n_subjects, n_items), dtype=dtype)
         w = np.zeros((n_subjects, n_items), dtype=dtype)

@@ -78,8 +78,10 @@ def test_the_callbacks_compute_what_pytensor_computes(compiled_pair):
         np.testing.assert_array_equal(out, compiled.expand_func(x)[0])
     # nutpie's codes for a log-density or gradient that is not finite
     assert _logp(compiled, np.full(compiled.n_dim, 1e308))[0] in (3, 4)
-    bad_dim = compiled.compiled_logp_func.ctypes(compiled.n_dim + 1, None, None, None, None)
-    assert bad_dim == -1
+    # a point of another length is refused before it is read (the lengths are in the user data)
+    user_data = ctypes.c_void_p(compiled.user_data.ctypes.data)
+    assert compiled.compiled_logp_func.ctypes(compiled.n_dim + 1, None, None, None, user_data) == -1
+    assert compiled.compiled_expand_func.ctypes(compiled.n_dim, compiled.n_expanded + 1, None, None, user_data) == -1
 
 
 def test_only_the_model_s_own_variables_are_stored(compiled_pair):
@@ -116,6 +118,29 @@ def test_a_second_model_of_the_same_structure_loads_the_cached_callbacks_and_rea
     # the first model's values were not overwritten
     assert value_first == float(first.logp_func(x)[0])
     np.testing.assert_array_equal(grad_first, first.logp_func(x)[1])
+
+
+def test_a_model_of_the_same_structure_and_other_shapes_loads_the_cached_code(compiled_pair):
+    """Other subjects and items under the same hierarchy: the same compiled code, its lengths read from the user
+    data; the callbacks compute what PyTensor computes for the new model, and a point of the old length is
+    refused."""
+    first, _ = compiled_pair
+    data, _ = simulate_responses(41, 13, kind="2pl", n_benchmarks=2, seed=4)
+    other = compile_model(build_model(data, ModelSpec()))
+    assert other.n_dim != first.n_dim and other.n_expanded != first.n_expanded
+    assert other.compiled_logp_func.cache_hits == 1 and other.compiled_expand_func.cache_hits == 1
+    x = np.random.default_rng(5).normal(0, 0.5, other.n_dim)
+    code, value, grad = _logp(other, x)
+    expected_value, expected_grad = other.logp_func(x)
+    assert code == 0 and value == float(expected_value)
+    np.testing.assert_array_equal(grad, expected_grad)
+    code, out = _expand(other, x)
+    assert code == 0 and len(out) == other.n_expanded
+    np.testing.assert_array_equal(out, other.expand_func(x)[0])
+    assert (
+        other.compiled_logp_func.ctypes(first.n_dim, None, None, None, ctypes.c_void_p(other.user_data.ctypes.data))
+        == -1
+    )
 
 
 def test_a_model_compiled_again_gives_the_same_chains(compiled_pair):
@@ -177,10 +202,10 @@ def test_another_nutpie_without_the_helpers_compiles_with_nutpie(monkeypatch, ca
     import nutpie
     import nutpie.compile_pymc as npc
 
-    def changed(model, *, mode):  # the helper with other arguments
+    def changed(fn, *, order):  # the helper with other arguments
         raise AssertionError("not to be called")
 
-    monkeypatch.setattr(npc, "_make_functions", changed)
+    monkeypatch.setattr(npc, "_rv_dict_to_flat_array_wrapper", changed)
     monkeypatch.setattr(nutpie, "compile_pymc_model", lambda model, **kwargs: ("nutpie's", model))
     with caplog.at_level(logging.INFO, logger="irtbayes.fitting.compiled"):
         assert compile_model("the model") == ("nutpie's", "the model")
