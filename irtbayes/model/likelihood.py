@@ -447,17 +447,18 @@ def response_loglik(
             terms = pt.constant(w, name="observed") * terms
         # sum each subject's row in the working precision, the rows in float64
         return pt.cast(terms.sum(axis=1), "float64").sum()
-    s = inputs.subject_code
-    i = inputs.item_code
+    # shared, not constants: the compiled code then serves every data set of the model's structure
+    s = pytensor.shared(inputs.subject_code, name="subject_code")
+    i = pytensor.shared(inputs.item_code, name="item_code")
     if spec.dims == "domain":
         if inputs.item_domain is None:
             raise SpecError("dims='domain' needs each item's domain; build the inputs with model_inputs")
-        theta = ability[s, inputs.item_domain[i]]
+        theta = ability[s, pytensor.shared(inputs.item_domain[inputs.item_code], name="response_dim")]
     else:
         theta = ability[s]
     eta = cast(discrimination[i]) * (cast(theta) - cast(difficulty[i]))
     g = None if guessing is None else cast(guessing[i])
-    terms = _bernoulli_terms(pt.as_tensor(inputs.response.astype(dtype)), eta, g)
+    terms = _bernoulli_terms(pytensor.shared(inputs.response.astype(dtype), name="response"), eta, g)
     return pt.cast(terms, "float64").sum()
 
 

@@ -143,6 +143,22 @@ def test_a_model_of_the_same_structure_and_other_shapes_loads_the_cached_code(co
     )
 
 
+def test_the_long_layout_of_other_data_loads_the_cached_code_too():
+    """Sparse data's layout (one row per response): its subject and item codes and responses are data of the
+    compiled code, so another data set of the same structure loads it."""
+    spec = ModelSpec(layout="long")
+    first = compile_model(build_model(simulate_responses(30, 9, kind="2pl", n_benchmarks=3, seed=6)[0], spec))
+    data, _ = simulate_responses(37, 14, kind="2pl", n_benchmarks=3, missing=0.3, seed=7)
+    other = compile_model(build_model(data, spec))
+    assert other.n_dim != first.n_dim
+    assert other.compiled_logp_func.cache_hits == 1
+    x = np.random.default_rng(8).normal(0, 0.5, other.n_dim)
+    code, value, grad = _logp(other, x)
+    expected_value, expected_grad = other.logp_func(x)
+    assert code == 0 and value == float(expected_value)
+    np.testing.assert_array_equal(grad, expected_grad)
+
+
 def test_a_model_compiled_again_gives_the_same_chains(compiled_pair):
     """A model compiled again in the same process (its callbacks from the disk cache) draws the same chains."""
     import nutpie
