@@ -12,7 +12,7 @@ default initial points), with three differences:
   from a shared variable; the model's sizes are PyMC's dimension lengths and its data (responses, benchmark and
   domain codes, :mod:`irtbayes.model.build`) shared variables. Two models of the same structure (the same
   variables and hierarchy, other subjects, items or answers) therefore compile to the same code: the second,
-  in this process or a later one, loads it from PyTensor's and numba's disk caches (2-3 s instead of 25-40 s at
+  in this process or a later one, loads it from PyTensor's and numba's disk caches (3-4 s instead of 25-40 s at
   100 x 1,000), which refits of other data (BenchFill's, robustness checks, calibration runs) and new data sets
   of a known structure gain.
 - The callbacks are generated as source that numba caches in PyTensor's numba cache folder, each under a key
