@@ -378,14 +378,16 @@ def _thresholds(inputs: ModelInputs, difficulty: pt.TensorVariable, *, centred: 
     """
     assert inputs.n_categories is not None
     priors = inputs.spec.priors
-    n_items = len(inputs.coords["item"])
-    n_thresholds = len(inputs.coords["boundary"])
+    n_items, n_thresholds = _length("item"), _length("boundary")
     if "item_step" not in inputs.coords:  # every item is binary: one threshold, the difficulty
         positions = pt.zeros((n_items, 1))
     else:
         grm = inputs.spec.kind == "grm"
         name = "log_step" if grm else "step"
-        item, position = step_items(inputs)
+        item, position = (
+            _shared(codes, label)
+            for codes, label in zip(step_items(inputs), ("step_item", "step_position"), strict=True)
+        )
         loc = _item_location(
             name,
             inputs,
@@ -404,8 +406,9 @@ def _thresholds(inputs: ModelInputs, difficulty: pt.TensorVariable, *, centred: 
         gaps = pt.zeros((n_items, n_thresholds - 1))
         gaps = pt.set_subtensor(gaps[item, position], pt.exp(raw) if grm else raw)
         positions = pt.concatenate([pt.zeros((n_items, 1)), pt.cumsum(gaps, axis=1)], axis=1)
-    own = np.arange(n_thresholds)[None, :] < (inputs.n_categories - 1)[:, None]
-    mean = (positions * own).sum(axis=1) / (inputs.n_categories - 1)
+    n_thresholds_of = _shared(inputs.n_categories - 1, "n_thresholds")  # K - 1 per item
+    own = pt.lt(pt.arange(n_thresholds)[None, :], n_thresholds_of[:, None])
+    mean = (positions * own).sum(axis=1) / n_thresholds_of
     thresholds = difficulty[:, None] + positions - mean[:, None]
     pm.Deterministic("threshold", pt.switch(own, thresholds, np.nan), dims=("item", "boundary"))
     return thresholds

@@ -487,9 +487,19 @@ def _graded_loglik(inputs: ModelInputs, ability: Any, thresholds: Any, discrimin
             kind=spec.kind,
         )
         return (pt.constant(w, name="observed") * terms).sum()
-    s, i = inputs.subject_code, inputs.item_code
-    theta = ability[s, item_dim[i]] if item_dim is not None else ability[s]
+    # shared, not constants: the compiled code then serves every data set of the model's structure
+    s = pytensor.shared(inputs.subject_code, name="subject_code")
+    i = pytensor.shared(inputs.item_code, name="item_code")
+    if item_dim is not None:
+        theta = ability[s, pytensor.shared(item_dim[inputs.item_code], name="response_dim")]
+    else:
+        theta = ability[s]
     terms = graded_terms(
-        inputs.response.astype("int64"), theta, discrimination[i], thresholds[i], inputs.n_categories[i], kind=spec.kind
+        pytensor.shared(inputs.response.astype("int64"), name="response"),
+        theta,
+        discrimination[i],
+        thresholds[i],
+        pytensor.shared(inputs.n_categories[inputs.item_code], name="response_categories"),
+        kind=spec.kind,
     )
     return terms.sum()

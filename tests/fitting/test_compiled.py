@@ -143,12 +143,17 @@ def test_a_model_of_the_same_structure_and_other_shapes_loads_the_cached_code(co
     )
 
 
-def test_the_long_layout_of_other_data_loads_the_cached_code_too():
-    """Sparse data's layout (one row per response): its subject and item codes and responses are data of the
-    compiled code, so another data set of the same structure loads it."""
-    spec = ModelSpec(layout="long")
-    first = compile_model(build_model(simulate_responses(30, 9, kind="2pl", n_benchmarks=3, seed=6)[0], spec))
-    data, _ = simulate_responses(37, 14, kind="2pl", n_benchmarks=3, missing=0.3, seed=7)
+@pytest.mark.parametrize(
+    ("kind", "layout", "categories"), [("2pl", "long", (None, None)), ("grm", "auto", (4, [2, 3, 4, 5, 3, 4, 2, 5]))]
+)
+def test_the_long_layout_of_other_data_loads_the_cached_code_too(kind, layout, categories):
+    """Sparse data's layout (one row per response), and graded models (whose layout it is): the subject and item
+    codes, responses and category counts are data of the compiled code, so another data set of the same structure
+    (other subjects, items and category counts) loads it."""
+    spec = ModelSpec(kind=kind, layout=layout)
+    first_data, _ = simulate_responses(30, 9, kind=kind, n_categories=categories[0], n_benchmarks=3, seed=6)
+    first = compile_model(build_model(first_data, spec))
+    data, _ = simulate_responses(37, 8, kind=kind, n_categories=categories[1], n_benchmarks=3, missing=0.3, seed=7)
     other = compile_model(build_model(data, spec))
     assert other.n_dim != first.n_dim
     assert other.compiled_logp_func.cache_hits == 1
