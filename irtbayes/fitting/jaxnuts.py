@@ -81,14 +81,25 @@ def device_mesh(devices: int | None = None, *, cells: int | None = None) -> Any:
 
 
 def _response_constants(logp: Any) -> dict[str, Any]:
-    """The named response matrix and mask in the graph of ``logp`` (the ``"dense"`` layout)."""
+    """The named response matrix and mask in the graph of ``logp`` (the ``"dense"`` layout): shared variables, or
+    constants in a graph whose shared values were made constants."""
+    from pytensor.compile.sharedvalue import SharedVariable
     from pytensor.graph.traversal import ancestors
     from pytensor.tensor.variable import TensorConstant
 
-    found = {v.name: v for v in ancestors([logp]) if isinstance(v, TensorConstant) and v.name in (RESPONSES, OBSERVED)}
+    found = {
+        v.name: v
+        for v in ancestors([logp])
+        if isinstance(v, TensorConstant | SharedVariable) and v.name in (RESPONSES, OBSERVED)
+    }
     if RESPONSES not in found:
         raise SpecError("sampler='numpyro' needs the 'dense' likelihood layout (ModelSpec(layout='dense'))")
     return found
+
+
+def _value(variable: Any) -> np.ndarray:
+    """A constant's data or a shared variable's value."""
+    return np.asarray(variable.get_value(borrow=True) if hasattr(variable, "get_value") else variable.data)
 
 
 def _data_arguments(logp: Any, mesh: Any) -> tuple[Any, list[Any], list[Any], int]:
@@ -102,7 +113,7 @@ def _data_arguments(logp: Any, mesh: Any) -> tuple[Any, list[Any], list[Any], in
     from pytensor.graph.replace import clone_replace
 
     found = _response_constants(logp)
-    shape = found[RESPONSES].data.shape
+    shape = _value(found[RESPONSES]).shape
     axis = int(np.argmax(shape))
     n_dev = int(mesh.size)
     padded = list(shape)
@@ -118,7 +129,7 @@ def _data_arguments(logp: Any, mesh: Any) -> tuple[Any, list[Any], list[Any], in
         replace[const] = var[: shape[0], : shape[1]]
         inputs.append(var)
         full = np.zeros(padded, dtype=const.dtype)  # padding: unobserved, sliced off inside the graph
-        full[: shape[0], : shape[1]] = const.data
+        full[: shape[0], : shape[1]] = _value(const)
         # each process places only the blocks of its own devices (several hosts: jax.distributed)
         arrays.append(jax.make_array_from_callback(full.shape, sharding, full.__getitem__))
     (logp,) = clone_replace([logp], replace=replace)
@@ -171,7 +182,7 @@ def sample_numpyro(
 
     jax.config.update("jax_enable_x64", True)
     logp = model.logp()
-    mesh = device_mesh(devices, cells=int(_response_constants(logp)[RESPONSES].data.size))
+    mesh = device_mesh(devices, cells=int(_value(_response_constants(logp)[RESPONSES]).size))
     logp, inputs, arrays, axis = _data_arguments(logp, mesh)
     value_vars = model.value_vars
     density = get_jaxified_graph(inputs=[*value_vars, *inputs], outputs=[logp])

@@ -424,8 +424,8 @@ def response_loglik(
         op = FusedBernoulliLogit(single=single)
         # shared, not constants: the compiled log-density then takes them as arguments, and PyTensor's and numba's
         # disk caches keep it whatever their size (numba will not cache code holding an array over 1 MB)
-        responses = pytensor.shared(y, name="responses", borrow=True)
-        observed = pytensor.shared(w, name="observed", borrow=True)
+        responses = pytensor.shared(y, name="fused_responses", borrow=True)
+        observed = pytensor.shared(w, name="fused_observed", borrow=True)
         dims = pytensor.shared(np.asarray(item_dim, dtype="int64"), name="item_dim")
         return op.make_node(theta, discrimination, difficulty, dims, responses, observed).outputs[0]
     if spec.layout == "dense":
@@ -441,10 +441,11 @@ def response_loglik(
             theta = cast(ability)[:, None]
         eta = cast(discrimination)[None, :] * (theta - cast(difficulty)[None, :])
         g = None if guessing is None else cast(guessing)[None, :]
-        # named, so that the JAX sampler can pass them as sharded arguments (:mod:`irtbayes.fitting.jaxnuts`)
-        terms = _bernoulli_terms(pt.constant(y, name="responses"), eta, g)
+        # shared (so one structure's compiled code serves any data) and named, so that the JAX sampler can pass
+        # them as sharded arguments (:mod:`irtbayes.fitting.jaxnuts`)
+        terms = _bernoulli_terms(pytensor.shared(y, name="responses"), eta, g)
         if not w.all():
-            terms = pt.constant(w, name="observed") * terms
+            terms = pytensor.shared(w, name="observed") * terms
         # sum each subject's row in the working precision, the rows in float64
         return pt.cast(terms.sum(axis=1), "float64").sum()
     # shared, not constants: the compiled code then serves every data set of the model's structure

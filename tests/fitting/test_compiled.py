@@ -144,12 +144,13 @@ def test_a_model_of_the_same_structure_and_other_shapes_loads_the_cached_code(co
 
 
 @pytest.mark.parametrize(
-    ("kind", "layout", "categories"), [("2pl", "long", (None, None)), ("grm", "auto", (4, [2, 3, 4, 5, 3, 4, 2, 5]))]
+    ("kind", "layout", "categories"),
+    [("2pl", "long", (None, None)), ("grm", "auto", (4, [2, 3, 4, 5, 3, 4, 2, 5])), ("3pl", "auto", (None, None))],
 )
 def test_the_long_layout_of_other_data_loads_the_cached_code_too(kind, layout, categories):
-    """Sparse data's layout (one row per response), and graded models (whose layout it is): the subject and item
-    codes, responses and category counts are data of the compiled code, so another data set of the same structure
-    (other subjects, items and category counts) loads it."""
+    """Sparse data's layout (one row per response), graded models (whose layout it is) and the 3PL (dense): the
+    subject and item codes, responses, masks and category counts are data of the compiled code, so another data set
+    of the same structure (other subjects, items and category counts) loads it."""
     spec = ModelSpec(kind=kind, layout=layout)
     first_data, _ = simulate_responses(30, 9, kind=kind, n_categories=categories[0], n_benchmarks=3, seed=6)
     first = compile_model(build_model(first_data, spec))

@@ -123,3 +123,12 @@ def test_cli_devices_is_refused_with_another_sampler(tmp_path, capsys):
     assert main(["fit", "lsat7", "--sampler", "nutpie", "--devices", "2", "--out", str(out)]) == 2
     assert "--devices is for --sampler numpyro, not --sampler nutpie" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_the_fused_layout_is_refused_with_the_layout_to_ask_for():
+    """The fused likelihood has no JAX form: its response matrices (shared, like the dense layout's) are not taken
+    for the dense layout's, and the error says which layout to ask for."""
+    data, _ = simulate_responses(20, 8, kind="2pl", seed=2)
+    fused = build_model(data, ModelSpec(layout="fused"))
+    with pytest.raises(SpecError, match="layout='dense'"):
+        _data_arguments(fused.logp(), device_mesh(1))
