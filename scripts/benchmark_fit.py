@@ -26,6 +26,11 @@ computes them in float32, :mod:`irtbayes.model.likelihood`), and prints the samp
 against it and how far the posterior means of the difficulties lie apart, in Monte Carlo standard errors (the
 same for ``default`` against ``cached``, two runs of one model).
 
+``--models ...,reshaped`` (after ``default``) fits the same design a tenth smaller each way (90 x 900 for 100 x
+1,000: another shape of the same model structure) in a new process with the caches the default's first run left,
+and prints its compile time against the first run's and the cached run's: a model of another shape loads the
+compiled code of its structure (``irtbayes.fitting.compiled``).
+
 ``--models approx`` fits irtbayes' approximate tier (``sampler="approx"``; time and recovery only, as it has no
 MCMC diagnostics). ``--models pyirt`` fits py-irt's 2PL (Pyro SVI, point estimates; 2,000 epochs, its defaults) to the same
 data. py-irt 0.7.1 needs Python < 3.12, so it runs as a subprocess in its own environment:
@@ -176,6 +181,8 @@ def _worker(config: dict) -> dict:
 
     warnings.simplefilter("ignore")
     n_subjects, n_items = config["size"]
+    if config["model"] == "reshaped":  # the same design a tenth smaller each way: another shape, the same structure
+        n_subjects, n_items = n_subjects - n_subjects // 10, n_items - n_items // 10
     data, truth = simulate_responses(
         n_subjects, n_items, kind="2pl", n_benchmarks=25, n_domains=7, missing=0.1, seed=config["seed"]
     )
@@ -204,7 +211,7 @@ def _worker(config: dict) -> dict:
         }
     chains, draws, tune = config["chains"], config["draws"], config["tune"]
     start = time.perf_counter()
-    if config["model"] in ("default", "cached", "double"):
+    if config["model"] in ("default", "cached", "double", "reshaped"):
         # NUTS, whatever sampler="auto" would choose for this size (the approximate tier has its own model name);
         # "double": the same with the likelihood's cells in float64 instead of float32
         from irtbayes.model.spec import ModelSpec
@@ -355,8 +362,8 @@ def main(argv: list[str] | None = None) -> int:
         f"{'chains x draws+tune':>19}  least ESS"
     )
     print(header)
-    if {"cached", "double"} & set(models) and "default" not in models:
-        raise SystemExit("--models cached is the default model's second run: list default before it")
+    if {"cached", "double", "reshaped"} & set(models) and "default" not in models:
+        raise SystemExit("--models cached, double and reshaped run after the default model: list default before them")
     for size in sizes:
         rows = {}
         caches = Path(tempfile.mkdtemp(prefix="irtbayes-bench-caches-"))  # the default model's first run: cold
@@ -375,7 +382,7 @@ def main(argv: list[str] | None = None) -> int:
                 file=sys.stderr,
                 flush=True,
             )
-            r = _run(config, caches if model in ("default", "cached", "double") else None)
+            r = _run(config, caches if model in ("default", "cached", "double", "reshaped") else None)
             rows[model] = r
             if model in ("pyirt", "approx"):
                 what = (
@@ -422,6 +429,18 @@ def main(argv: list[str] | None = None) -> int:
             print(
                 f"{'':>9} {'ratio':>15} wall: cached / default (first run, cold caches) "
                 f"{rows['cached']['wall_s'] / rows['default']['wall_s']:.2f}",
+                flush=True,
+            )
+        if {"default", "reshaped"} <= rows.keys():
+            r = rows["reshaped"]
+            print(
+                f"{'':>9} {'ratio':>15} compiling: reshaped ({r['size']}, the caches of {rows['default']['size']}) / "
+                f"default (first run, cold caches) {(r['compile_s'] or 0) / (rows['default']['compile_s'] or 1):.2f}"
+                + (
+                    f"; reshaped / cached {(r['compile_s'] or 0) / (rows['cached']['compile_s'] or 1):.2f}"
+                    if "cached" in rows
+                    else ""
+                ),
                 flush=True,
             )
         if "double" in rows:
