@@ -147,7 +147,7 @@ def test_a_model_of_the_same_structure_and_other_shapes_loads_the_cached_code(co
     ("kind", "layout", "categories"),
     [("2pl", "long", (None, None)), ("grm", "auto", (4, [2, 3, 4, 5, 3, 4, 2, 5])), ("3pl", "auto", (None, None))],
 )
-def test_the_long_layout_of_other_data_loads_the_cached_code_too(kind, layout, categories):
+def test_other_layouts_and_kinds_of_other_data_load_the_cached_code_too(kind, layout, categories):
     """Sparse data's layout (one row per response), graded models (whose layout it is) and the 3PL (dense): the
     subject and item codes, responses, masks and category counts are data of the compiled code, so another data set
     of the same structure (other subjects, items and category counts) loads it."""
