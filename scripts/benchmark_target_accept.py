@@ -68,7 +68,12 @@ def _worker(case: str, targets: list[float]) -> list[dict]:
     from irtbayes.fitting.fit import fit
     from irtbayes.model.build import build_model
 
-    data, seed = _data(case)
+    try:
+        data, seed = _data(case)
+    except (ValueError, KeyError) as error:  # a malformed size or seed, an unknown family
+        raise SystemExit(
+            f"case {case!r}: {error!r}; expected sim:SxI:SEED, family:NAME:SEED or data:NAME[:B+...]"
+        ) from None
     model = build_model(data)
     n_free = int(sum(v.size for v in model.initial_point().values()))
     rows = []
