@@ -97,6 +97,7 @@ __all__ = [
     "predicted_draws",
     "scope_membership",
     "target_bins",
+    "widened",
 ]
 
 #: The scope of every item of the bank.
@@ -457,6 +458,22 @@ def factors_from_ratios(ratios: np.ndarray, *, ci_prob: float = 0.9) -> np.ndarr
     return out
 
 
+def widened(draws: np.ndarray, mean: np.ndarray, factor: np.ndarray) -> np.ndarray:
+    """``draws`` (S, J, scopes) scaled about their ``mean`` (J, scopes) by ``factor`` (scopes,) or (J, scopes),
+    clipped to [0, 1]; where the factor is 1 the draws are returned as they are (``mean + 1 * (draw - mean)`` can
+    differ from the draw in its last bit).
+
+    Examples
+    --------
+    >>> draws = np.array([[[0.5, 0.25]], [[0.75, 0.5]]])  # two draws of one system's two scopes
+    >>> widened(draws, draws.mean(axis=0), np.array([2.0, 1.0]))[:, 0].tolist()
+    [[0.375, 0.25], [0.875, 0.5]]
+    """
+    factor = np.broadcast_to(np.asarray(factor, dtype="float64"), mean.shape)[None]
+    scaled = np.clip(mean[None] + factor * (draws - mean[None]), 0.0, 1.0)
+    return np.where(factor == 1.0, draws, scaled)
+
+
 def _own_membership(member: np.ndarray, counted: np.ndarray) -> np.ndarray:
     """``member`` restricted to the ``counted`` items, each scope's weights summing to 1 again (0 when none count)."""
     own = member * counted[:, None]
@@ -789,7 +806,12 @@ def predict_from_arrays(
         jj = j % chunk
         drawn, expected = predicted_draws(bank, y[j], w[j], theta_b[:, :, jj], rng, post=post_b[:, :, :, jj])
         own = member if count is None else _own_membership(member, counted[j])
-        drawn_acc[:, j] = drawn @ own
+        # a count of right answers over a count of items, so that an accuracy drawn and the same accuracy observed
+        # are the same number to the bit (a sum of k weights 1 / n is not k / n), and an interval whose end is
+        # the system's accuracy covers it
+        inside = (own > 0).astype("float64")
+        with np.errstate(invalid="ignore", divide="ignore"):
+            drawn_acc[:, j] = (drawn @ inside) / inside.sum(axis=0)
         expected_acc[j] = (expected @ own).mean(axis=0)
         empty = totals[j] == 0  # a scope none of whose items count has no score
         drawn_acc[:, j, empty] = np.nan
@@ -800,8 +822,7 @@ def predict_from_arrays(
             t_expected[j] = np.nanmean(_target_scores(expected, bins[rows], own, target.weights_array), axis=0)
     if widen is not None:
         widen = np.broadcast_to(np.asarray(widen, dtype="float64"), (n_subjects, n_scopes))
-        factor = widen[None]
-        drawn_acc = np.clip(expected_acc[None] + factor * (drawn_acc - expected_acc[None]), 0.0, 1.0)
+        drawn_acc = widened(drawn_acc, expected_acc, widen)
     counts = member > 0
     seen = w @ counts
     with np.errstate(invalid="ignore", divide="ignore"):

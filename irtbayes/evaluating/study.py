@@ -47,7 +47,13 @@ from irtbayes.core.summaries import interval_quantiles, spaced
 from irtbayes.evaluating.adaptive import AdaptiveTest
 from irtbayes.evaluating.bank import ItemBank
 from irtbayes.evaluating.baselines import pirt_accuracy, subset_mean
-from irtbayes.evaluating.prediction import ALL, calibration_factors, predict_from_arrays, scope_membership
+from irtbayes.evaluating.prediction import (
+    ALL,
+    calibration_factors,
+    predict_from_arrays,
+    scope_membership,
+    widened,
+)
 from irtbayes.evaluating.selection import select_items
 
 __all__ = ["STUDY_METHODS", "compare_methods", "held_out_truth", "method_metrics", "split_subjects"]
@@ -150,8 +156,7 @@ def _scored(
         return mean, low, high, low, high
     # the widened draws, as predict_from_arrays(widen=...) makes them from the same draws
     draws = scores.accuracy.transpose("chain", "draw", "subject", "benchmark").values[0]
-    factor = np.broadcast_to(widen, shape)[None]  # (scopes,), or per system (J, scopes)
-    wide = np.clip(mean[None] + factor * (draws - mean[None]), 0.0, 1.0)
+    wide = widened(draws, mean, np.broadcast_to(widen, shape))  # (scopes,), or per system (J, scopes)
     q_low, q_high = interval_quantiles(ci_prob)
     return mean, np.quantile(wide, q_low, axis=0), np.quantile(wide, q_high, axis=0), low, high
 

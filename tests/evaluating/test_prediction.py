@@ -219,6 +219,24 @@ def test_count_limits_the_scores_to_the_items_that_count():
     assert set(np.unique(draws)) <= {0.5, 1.0}
 
 
+def test_a_drawn_accuracy_is_a_count_over_a_count_so_an_interval_ending_at_the_truth_covers_it():
+    """30 of 31 items answered (18 right), the 31st certain to be right at any ability: every draw is 19 / 31 to
+    the bit, as the system's accuracy counted from its answers is (a sum of 19 weights 1 / 31 is 0.6129032258064515,
+    one bit under), so the interval [19 / 31, 19 / 31] covers it, also once widened by a factor of 1."""
+    n = 31
+    bank = make_bank(np.r_[np.zeros(n - 1), -40.0], np.ones(n), ["A"] * n, draws=20)
+    y = np.r_[np.ones(18), np.zeros(n - 19), 1.0][None, :]
+    w = np.r_[np.ones(n - 1), 0.0][None, :]
+    truth = (y @ np.ones(n)) / n  # the held-out system's accuracy, counted
+    assert truth[0] == 19 / n
+    for widen in (None, np.ones(2)):
+        scores = predict_from_arrays(bank, y, w, np.array(["held"]), widen=widen, seed=1)
+        draws = scores.accuracy.sel(subject="held").values[0]  # (draw, scope): A and all
+        assert np.all(draws == 19 / n), np.unique(draws)
+        table = scores.table()
+        assert (table["accuracy_ci_low"] <= truth[0]).all() and (table["accuracy_ci_high"] >= truth[0]).all()
+
+
 def test_a_scope_with_no_counted_item_has_no_score():
     bank = make_bank(DIFFICULTY, DISCRIMINATION, BENCHMARK, draws=20)
     y = np.array([[1.0, 1.0, 0.0, 0.0]])
