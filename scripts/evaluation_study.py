@@ -26,6 +26,14 @@ Usage::
     OMP_NUM_THREADS=2 .venv/bin/python scripts/evaluation_study.py --csv notebooks/results/evaluation_study.csv \\
         --fits /tmp/eval_fits
     .venv/bin/python scripts/evaluation_study.py --datasets sim_leaderboard --ks 10 --csv /tmp/look.csv
+
+The design families, several seeds into one CSV (a run skips the data sets, splits and seeds already in it)::
+
+    for S in 1 2 3 4; do OMP_NUM_THREADS=1 .venv/bin/python scripts/evaluation_study.py --datasets \\
+        family:one_uniform family:leaderboard family:skewed_abilities family:heavy_tails family:edge_holes \\
+        family:missing_not_at_random family:wide_spread family:few_systems family:few_items --ks 10 30 \\
+        --methods posterior random+posterior random+mean anchors+pirt --draws 100 --seed $S \\
+        --csv notebooks/results/evaluation_families.csv; done
 """
 
 from __future__ import annotations
@@ -52,6 +60,8 @@ DEFAULT_DATASETS = (
     "family:skewed_abilities",
     "family:missing_not_at_random",
 )
+#: Data sets per row of the figure (each with its error and coverage panels); more wrap into further rows.
+FIGURE_COLUMNS = 5
 #: tinyBenchmarks' published mean absolute error at 100 items per benchmark (gp-IRT, each scenario alone).
 TINYBENCHMARKS_MAE_100 = 0.015
 
@@ -201,10 +211,17 @@ def figure(table: pd.DataFrame, path: Path) -> None:
     datasets = list(dict.fromkeys(summary["dataset"]))
     methods = list(dict.fromkeys(summary["method"]))
     colours = {m: OKABE_ITO[k % len(OKABE_ITO)] for k, m in enumerate(methods)}
-    fig, axes = plt.subplots(
-        2, len(datasets), figsize=(max(5.0, 3.4 * len(datasets)), 6.4), squeeze=False, layout="constrained"
+    per_row = min(len(datasets), FIGURE_COLUMNS)  # more data sets wrap into further pairs of rows
+    pairs = -(-len(datasets) // per_row)
+    fig, grid = plt.subplots(
+        2 * pairs, per_row, figsize=(max(5.0, 3.4 * per_row), 6.4 * pairs), squeeze=False, layout="constrained"
     )
-    for col, name in enumerate(datasets):
+    for extra in range(len(datasets), pairs * per_row):  # the empty panels of the last pair of rows
+        for row in (2 * (extra // per_row), 2 * (extra // per_row) + 1):
+            grid[row, extra % per_row].set_axis_off()
+    for at, name in enumerate(datasets):
+        col, pair = at % per_row, at // per_row
+        axes = grid[2 * pair : 2 * pair + 2]
         rows = summary[summary["dataset"] == name]
         approx = bool(table.loc[table["dataset"] == name, "approximate"].any())
         plot_error_curves(
@@ -229,7 +246,7 @@ def figure(table: pd.DataFrame, path: Path) -> None:
         axes[1, col].axhspan(0.85, 0.95, color="0.9", zorder=0)
         axes[1, col].set_ylim(0.4, 1.02)
         for ax in axes[:, col]:
-            if col != 0 and ax.get_legend() is not None:  # the first data set shows every method
+            if at != 0 and ax.get_legend() is not None:  # the first data set shows every method
                 ax.get_legend().remove()
     fig.suptitle("Held-out systems scored from K items per benchmark (splits and seeds pooled)", fontsize="medium")
     path.parent.mkdir(parents=True, exist_ok=True)
