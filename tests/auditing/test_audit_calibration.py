@@ -171,14 +171,19 @@ def edge_hole_runs():
     reporting), approximate fits."""
     from irtbayes.fitting.fit import fit
 
-    logging.getLogger("irtbayes").setLevel(logging.ERROR)
+    logger = logging.getLogger("irtbayes")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
     out = []
-    for seed in range(901, 907):
-        sim = simulate_design(FAMILIES["edge_holes"], seed=seed)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            fitted = fit(sim.data, sampler="approx", seed=seed, progress=False)
-        out.append((sim, fitted))
+    try:
+        for seed in range(901, 907):
+            sim = simulate_design(FAMILIES["edge_holes"], seed=seed)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                fitted = fit(sim.data, sampler="approx", seed=seed, progress=False)
+            out.append((sim, fitted))
+    finally:  # the level is the process's: the tests after these, in the same process, read irtbayes' INFO records
+        logger.setLevel(level)
     return out
 
 
