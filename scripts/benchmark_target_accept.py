@@ -135,9 +135,8 @@ def main(argv: list[str] | None = None) -> int:
         rows = json.loads(proc.stdout.strip().splitlines()[-1])
         for row in rows:
             print(" ".join(f"{row[f]!s:>12}" for f in fields), flush=True)
-        print(
-            f"{'':>12} seconds {rows[-1]['target']} / {rows[0]['target']}: {rows[-1]['seconds'] / rows[0]['seconds']:.2f}"
-        )
+        last, first = rows[-1], rows[0]
+        print(f"{'':>12} seconds {last['target']} / {first['target']}: {last['seconds'] / first['seconds']:.2f}")
         if args.out:
             new = not args.out.exists()
             with args.out.open("a", newline="") as fh:

@@ -93,8 +93,8 @@ def compile_model(model: Any) -> Any:
 
     The same sampler input as ``nutpie.compile_pymc_model(model)``; the callbacks come from numba's disk cache when an
     earlier process compiled the same functions (see the module's docstring). Its ``user_data`` holds the point's and
-    the stored draw's lengths and each shared value's address and shape, not nutpie's record, so nutpie's ``with_data`` does not apply to it: build the model
-    again with the new data instead."""
+    the stored draw's lengths and each shared value's address and shape, not nutpie's record, so nutpie's
+    ``with_data`` does not apply to it: build the model again with the new data instead."""
     import nutpie
     import nutpie.compile_pymc as npc
 
