@@ -31,6 +31,11 @@ same for ``default`` against ``cached``, two runs of one model).
 and prints its compile time against the first run's and the cached run's: a model of another shape loads the
 compiled code of its structure (``irtbayes.fitting.compiled``).
 
+``--models ...,logsd`` (after ``default``) fits the same model with the sds of the non-centred benchmark and domain
+levels sampled as their logs (``ModelSpec(group_sd="log")``; the default samples them as signed scales,
+:mod:`irtbayes.model.build`), and prints the draws and the sampling time (compiling left out) of each against it and
+how far the posterior means of the difficulties lie apart, in Monte Carlo standard errors.
+
 ``--models approx`` fits irtbayes' approximate tier (``sampler="approx"``; time and recovery only, as it has no
 MCMC diagnostics). ``--models pyirt`` fits py-irt's 2PL (Pyro SVI, point estimates; 2,000 epochs, its defaults) to the same
 data. py-irt 0.7.1 needs Python < 3.12, so it runs as a subprocess in its own environment:
@@ -43,6 +48,8 @@ Usage:
         --tune auto --make-pyirt-venv                 # first and cached runs, the approximate tier and py-irt
     python scripts/benchmark_fit.py --quick           # 100x1000 only, 2 chains x 300 draws (a few minutes)
     python scripts/benchmark_fit.py --sizes 100x1000 --chains 4 --draws 1000 --tune 1000
+    python scripts/benchmark_fit.py --sizes 100x1000 --models default,logsd --draws auto --tune auto
+                                                      # signed scales against log sds: draws, time, agreement
     python scripts/benchmark_fit.py --sizes 400x5000 --models default --draws auto --tune auto
                                                       # the default fit with irtbayes' own draws and tune
 
@@ -169,6 +176,10 @@ def _straightforward_model(data):  # type: ignore[no-untyped-def]
     return model
 
 
+#: The models that are irtbayes' default fit or a variant of it (the compile caches of the default's first run).
+NUTS_MODELS = ("default", "cached", "double", "reshaped", "logsd")
+
+
 def _worker(config: dict) -> dict:
     """Run one fit and return its numbers (called in a subprocess)."""
     import numpy as np
@@ -211,12 +222,13 @@ def _worker(config: dict) -> dict:
         }
     chains, draws, tune = config["chains"], config["draws"], config["tune"]
     start = time.perf_counter()
-    if config["model"] in ("default", "cached", "double", "reshaped"):
+    if config["model"] in NUTS_MODELS:
         # NUTS, whatever sampler="auto" would choose for this size (the approximate tier has its own model name);
-        # "double": the same with the likelihood's cells in float64 instead of float32
+        # "double": the same with the likelihood's cells in float64 instead of float32; "logsd": the group levels'
+        # sds sampled as their logs
         from irtbayes.model.spec import ModelSpec
 
-        spec = ModelSpec(precision="float64") if config["model"] == "double" else None
+        spec = {"double": ModelSpec(precision="float64"), "logsd": ModelSpec(group_sd="log")}.get(config["model"])
         result = fit(
             data, spec, sampler="nutpie", chains=chains, draws=draws, tune=tune, seed=config["seed"], progress=False
         )
@@ -362,8 +374,10 @@ def main(argv: list[str] | None = None) -> int:
         f"{'chains x draws+tune':>19}  least ESS"
     )
     print(header)
-    if {"cached", "double", "reshaped"} & set(models) and "default" not in models:
-        raise SystemExit("--models cached, double and reshaped run after the default model: list default before them")
+    if set(NUTS_MODELS[1:]) & set(models) and "default" not in models:
+        raise SystemExit(
+            "--models cached, double, reshaped and logsd run after the default model: list default before them"
+        )
     for size in sizes:
         rows = {}
         caches = Path(tempfile.mkdtemp(prefix="irtbayes-bench-caches-"))  # the default model's first run: cold
@@ -382,7 +396,7 @@ def main(argv: list[str] | None = None) -> int:
                 file=sys.stderr,
                 flush=True,
             )
-            r = _run(config, caches if model in ("default", "cached", "double", "reshaped") else None)
+            r = _run(config, caches if model in NUTS_MODELS else None)
             rows[model] = r
             if model in ("pyirt", "approx"):
                 what = (
@@ -458,6 +472,18 @@ def main(argv: list[str] | None = None) -> int:
             for other in ("default", "cached"):
                 if other in rows:
                     print(f"{'':>9} {'agreement':>15} {_agreement(rows[other], d, other, 'double')}", flush=True)
+        if "logsd" in rows:
+            g = rows["logsd"]
+            for other in ("default", "cached"):
+                if other in rows:
+                    o = rows[other]
+                    print(
+                        f"{'':>9} {'ratio':>15} {other} (signed scales) / logsd (log sds): draws per chain "
+                        f"{o['draws'] / g['draws']:.2f}, sampling time, compiling left out "
+                        f"{(o['sampling_s'] - (o['compile_s'] or 0)) / (g['sampling_s'] - (g['compile_s'] or 0)):.2f}",
+                        flush=True,
+                    )
+                    print(f"{'':>9} {'agreement':>15} {_agreement(o, g, other, 'logsd')}", flush=True)
         if {"default", "cached"} <= rows.keys():
             print(f"{'':>9} {'agreement':>15} {_agreement(rows['default'], rows['cached'], 'default', 'cached')}")
         shutil.rmtree(caches, ignore_errors=True)

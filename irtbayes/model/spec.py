@@ -160,6 +160,10 @@ class ModelSpec:
         Spread of item log-discriminations around their mean: ``"sampled"`` (``log_discrimination_sd``
         with a half-normal prior), ``"fixed"`` (at ``priors.log_discrimination_sd_scale``), or ``"auto"``:
         fixed for one group of fewer than :data:`SMALL_BANK_ITEMS` items, else sampled.
+    group_sd
+        How the sampler moves the sd of a non-centred benchmark or domain level (the model is the same either
+        way): ``"signed"`` (default; a signed scale whose absolute value is the sd, which passes through an sd
+        near 0) or ``"log"`` (the sd's logarithm, PyMC's transform of a half-normal).
     priors
         :class:`Priors`.
 
@@ -186,6 +190,7 @@ class ModelSpec:
     item_centring: str = "auto"
     precision: str = "auto"
     discrimination_sd: str = "auto"
+    group_sd: str = "signed"
     priors: Priors = field(default_factory=Priors)
 
     def __post_init__(self) -> None:
@@ -200,6 +205,7 @@ class ModelSpec:
             "item_centring": ("auto", "centred", "noncentred"),
             "precision": ("auto", "float64", "float32"),
             "discrimination_sd": ("auto", "sampled", "fixed"),
+            "group_sd": ("signed", "log"),
         }
         for name, allowed in checks.items():
             value = getattr(self, name)

@@ -145,13 +145,21 @@ def test_noncentred_levels_are_zero_sum_around_one_centre_with_the_prior_unchang
         ("log_discrimination", priors.log_discrimination_mu_sd),
     ):
         names = ["mu", "centre", "domain", "benchmark", "domain_sd", "benchmark_sd", "domain_z", "benchmark_z"]
-        mu, centre, dom, bench, dom_sd, bench_sd, dom_z, bench_z = pm.draw(
+        names += ["domain_sd_signed_z", "benchmark_sd_signed_z"]
+        mu, centre, dom, bench, dom_sd, bench_sd, dom_z, bench_z, dom_u, bench_u = pm.draw(
             [model[f"{prefix}_{n}"] for n in names], draws=4000, random_seed=4, mode=FAST
         )
-        # what the likelihood sees: one centre plus zero-sum effects, no ridge between the centre and their mean
+        # what the likelihood sees: one centre plus zero-sum effects, no ridge between the centre and their mean;
+        # each level's sd is sampled as a signed scale whose absolute value is the sd
         assert np.allclose(dom_z.sum(axis=1), 0, atol=1e-10) and np.allclose(bench_z.sum(axis=1), 0, atol=1e-10)
-        seen = centre[:, None] + dom_sd[:, None] * dom_z[:, inputs.benchmark_domain] + bench_sd[:, None] * bench_z
+        assert np.array_equal(dom_sd, np.abs(dom_u)) and np.array_equal(bench_sd, np.abs(bench_u))
+        assert (dom_u < 0).mean() > 0.4 and (bench_u < 0).mean() > 0.4, f"{prefix}: the scales are not signed"
+        seen = centre[:, None] + dom_u[:, None] * dom_z[:, inputs.benchmark_domain] + bench_u[:, None] * bench_z
         assert np.allclose(bench, seen, atol=1e-10), f"{prefix}: benchmark means are not centre + zero-sum effects"
+        # the sds keep their HalfNormal prior (mean scale * sqrt(2 / pi))
+        scale = priors.difficulty_group_sd_scale if prefix == "difficulty" else priors.log_discrimination_group_sd_scale
+        for sd in (dom_sd, bench_sd):
+            assert abs(sd.mean() / (scale * np.sqrt(2 / np.pi)) - 1) < 0.05, f"{prefix}: sd prior mean {sd.mean():.3f}"
         # the model is unchanged: independent standard-normal effects at each level, mu ~ Normal(., mu_sd)
         e_dom = (dom - mu[:, None]) / dom_sd[:, None]
         e_bench = (bench - dom[:, inputs.benchmark_domain]) / bench_sd[:, None]
