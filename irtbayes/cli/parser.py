@@ -165,8 +165,8 @@ def add_fit_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--target-accept",
         type=float,
-        help="NUTS target acceptance (default 0.8; 0.7 above 5,000 parameters, 0.95 below 30 items); raise it "
-        "when a fit reports divergences",
+        help="NUTS target acceptance (default 0.8; 0.7 above 5,000 parameters; 0.95 below 30 items, or below 50 "
+        "responses per item up to 5,000 parameters); raise it when a fit reports divergences",
     )
     group.add_argument("--devices", type=int, help="numpyro: JAX devices to split the responses over (default all)")
     group.add_argument("--seed", type=int, default=20260101, help="random seed (default 20260101)")

@@ -68,6 +68,10 @@ LARGE_MODEL_DRAWS = 1250
 #: Item banks with fewer items than this get a default NUTS target acceptance of 0.95: the hierarchy's item
 #: sds are then prior-dominated and their funnel needs small steps (LSAT7, 5 items: 4 divergences at 0.8).
 SMALL_BANK = 30
+#: Models of at most :data:`LARGE_MODEL` free parameters whose median item has fewer responses than this get a default
+#: NUTS target acceptance of 0.95 too: each item's parameters are barely informed, and simulated banks of 23-44
+#: systems in 2-3 benchmarks had 12-29 divergences at 0.8 and none at 0.95 (docs/performance.md).
+FEW_RESPONSES = 50
 #: Default draws per chain for a single group of fewer than :data:`~irtbayes.model.spec.SMALL_BANK_ITEMS` items
 #: (hierarchy ``"none"``): their few discriminations are barely informed, so the draws are more correlated.
 SMALL_BANK_DRAWS = 2000
@@ -96,7 +100,13 @@ def _clean_posterior(posterior: xr.Dataset, spec: ModelSpec) -> xr.Dataset:
 
 
 def _default_settings(
-    spec: ModelSpec, *, n_items: int, n_free: int, draws: int | None, target_accept: float | None
+    spec: ModelSpec,
+    *,
+    n_items: int,
+    n_free: int,
+    draws: int | None,
+    target_accept: float | None,
+    per_item: float = np.inf,
 ) -> tuple[int, float]:
     """Draws per chain and target acceptance where :func:`fit` was given ``None``.
 
@@ -106,8 +116,9 @@ def _default_settings(
     fewer than :data:`~irtbayes.model.spec.SMALL_BANK_ITEMS` items (LSAT6, 1,000 examinees x 5 items, missed at
     1000 draws with r-hat 1.009-1.014 at seeds 1-3; each such fit takes seconds).
 
-    ``target_accept=None`` gives 0.95 for banks of fewer than :data:`SMALL_BANK` items, 0.7 for models with
-    more than :data:`LARGE_MODEL` free parameters, else 0.8. In high dimension most directions of an IRT
+    ``target_accept=None`` gives 0.95 for banks of fewer than :data:`SMALL_BANK` items and for models of at most
+    :data:`LARGE_MODEL` free parameters whose median item has fewer than :data:`FEW_RESPONSES` responses
+    (``per_item``), 0.7 for models with more than :data:`LARGE_MODEL` free parameters, else 0.8. In high dimension most directions of an IRT
     posterior are close to Gaussian, where the optimal acceptance rate of HMC tends to 0.65 (Beskos et al.
     2013); on MMLU-Pro (24,000 parameters) 0.7 halves the leapfrog steps per draw (31 instead of 58) at the
     same ESS per gradient evaluation.
@@ -117,7 +128,7 @@ def _default_settings(
         if spec.hierarchy == "none" and n_items < SMALL_BANK_ITEMS:
             draws = max(draws, SMALL_BANK_DRAWS)
     if target_accept is None:
-        if n_items < SMALL_BANK:
+        if n_items < SMALL_BANK or (n_free <= LARGE_MODEL and per_item < FEW_RESPONSES):
             target_accept = 0.95
         else:
             target_accept = 0.7 if n_free > LARGE_MODEL else 0.8
@@ -471,8 +482,14 @@ def _sampler_settings(model: pm.Model, data: ResponseData, spec: ModelSpec, requ
     """The sampler settings recorded in ``Fit.sampler``, with the defaults resolved for ``model``."""
     dims = model.named_vars_to_dims
     n_free = sum(int(np.prod([len(model.coords[d]) for d in dims.get(rv.name, ())])) for rv in model.free_RVs)
+    per_item = float(np.median(np.bincount(data.item_codes, minlength=data.n_items))) if data.n_items else 0.0
     draws, target_accept = _default_settings(
-        spec, n_items=data.n_items, n_free=n_free, draws=request.draws, target_accept=request.target_accept
+        spec,
+        n_items=data.n_items,
+        n_free=n_free,
+        draws=request.draws,
+        target_accept=request.target_accept,
+        per_item=per_item,
     )
     sampler, chains = request.sampler, request.chains
     return {

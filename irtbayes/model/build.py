@@ -53,8 +53,9 @@ and :func:`irtbayes.fitting.fit.fit` draws more per chain for such banks.
 Centred or non-centred is chosen per level from the data (``centring`` and ``item_centring`` override):
 a level is centred when the data pin each group's value more tightly than the hierarchy does, otherwise
 non-centred (which removes the funnel between a group sd and its members). Domain level: non-centred.
-Benchmark level: difficulties centred when every benchmark has at least 30 items, log-discriminations at
-least 100. Item level: difficulties centred when the median item has at least 20 responses;
+Benchmark level: with at least 4 benchmarks, difficulties centred when every benchmark has at least 30 items,
+log-discriminations at least 100; with 2 or 3 benchmarks non-centred (their sd is barely fixed by the data, and
+its posterior reaches near 0, where a centred level is a funnel). Item level: difficulties centred when the median item has at least 20 responses;
 discriminations (weakly informed by each item's responses) non-centred.
 
 Non-centred levels: one centre and zero-sum effects. A non-centred level writes each group's mean as its
@@ -167,9 +168,9 @@ def _item_location(
     """Mean of each item's parameter under the hierarchy (benchmark means around domain means).
 
     The domain level is non-centred (``{prefix}_domain`` is a Deterministic of ``{prefix}_domain_z``); the
-    benchmark level is centred when every benchmark has at least ``min_items_centred`` items (its mean is
-    then pinned by the data and the non-centred form would leave a ridge between ``{prefix}_mu`` and the
-    raw effects), and non-centred otherwise. A non-centred level is sampled as the mean of its groups and
+    benchmark level is centred when there are at least :data:`CENTRED_MIN_GROUPS` benchmarks and every one has at
+    least ``min_items_centred`` items (its mean is then pinned by the data and the non-centred form would leave a
+    ridge between ``{prefix}_mu`` and the raw effects), and non-centred otherwise. A non-centred level is sampled as the mean of its groups and
     zero-sum effects around it (see the module docstring), the same model in other coordinates: with
     ``K`` groups, independent standard-normal effects ``e`` are ``mean(e) + (e - mean(e))``, where
     ``e - mean(e)`` is zero-sum normal (``{prefix}_{level}_z``) and ``mean(e)`` is ``{prefix}_{level}_mean_z /
@@ -248,6 +249,10 @@ def _item_benchmark(inputs: ModelInputs) -> Any:
 #: :data:`CENTRED_MIN_ITEMS_DISCRIMINATION`.
 CENTRED_MIN_ITEMS = 30
 CENTRED_MIN_ITEMS_DISCRIMINATION = 100
+#: ... and when there are at least this many benchmarks: the sd of two or three groups' means is barely fixed by
+#: the data, and where its posterior reaches near 0 a centred level is a funnel (simulated banks of 23-44 systems in
+#: 2-3 benchmarks of 31-94 items: 6-609 divergences centred, none non-centred at target acceptance 0.95).
+CENTRED_MIN_GROUPS = 4
 
 
 def _item_centring(inputs: ModelInputs) -> tuple[bool, bool]:
@@ -273,7 +278,7 @@ def _centred_benchmarks(inputs: ModelInputs, min_items: int) -> bool:
     if inputs.item_benchmark is None:
         raise SpecError("a benchmark level needs each item's benchmark; build the inputs with model_inputs")
     counts = np.bincount(inputs.item_benchmark, minlength=len(inputs.coords["benchmark"]))
-    return bool(counts.min() >= min_items)
+    return bool(len(counts) >= CENTRED_MIN_GROUPS and counts.min() >= min_items)
 
 
 def _initial_abilities(inputs: ModelInputs) -> np.ndarray:

@@ -312,6 +312,27 @@ def test_one_small_group_of_items_gets_more_draws_by_default():
     assert fit_module.SMALL_BANK_DRAWS > 1000
 
 
+def test_items_answered_by_few_systems_get_target_acceptance_095_below_large_models():
+    """A median item with fewer than FEW_RESPONSES responses: 0.95 (barely informed items, funnels); large models
+    keep 0.7; a given target is kept. The fit counts the responses per item itself."""
+    data, _ = simulate_responses(30, 40, n_benchmarks=4, seed=1)
+    spec = model_inputs(data, ModelSpec()).spec
+
+    def accept(per_item: float, n_free: int = 100, given: float | None = None) -> float:
+        return fit_module._default_settings(
+            spec, n_items=40, n_free=n_free, draws=None, target_accept=given, per_item=per_item
+        )[1]
+
+    assert accept(fit_module.FEW_RESPONSES - 1) == 0.95
+    assert accept(fit_module.FEW_RESPONSES) == 0.8
+    assert accept(5, n_free=fit_module.LARGE_MODEL + 1) == 0.7
+    assert accept(5, given=0.85) == 0.85
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # 20 draws of one chain cannot pass the checks
+        few = fit(data, chains=1, draws=20, tune=20, seed=1, progress=False)  # 30 responses per item
+    assert few.sampler["target_accept"] == 0.95
+
+
 def test_check_convergence_flags_a_stuck_chain(fitted_2pl):
     tree = fitted_2pl.fit.idata.copy(deep=True)
     post = tree["posterior"].to_dataset()

@@ -169,6 +169,17 @@ def test_noncentred_levels_are_zero_sum_around_one_centre_with_the_prior_unchang
         assert abs(mu.std() / mu_sd - 1) < 0.05, f"{prefix}_mu: prior sd {mu.std():.3f}, expected {mu_sd}"
 
 
+def test_benchmark_levels_are_centred_only_with_four_benchmarks_or_more():
+    """Benchmarks of 30 items or more centre the difficulties' benchmark level, but not two or three of them
+    (their sd is barely fixed by the data; centred, its funnel diverged)."""
+    for n_bench, centred in ((2, False), (3, False), (4, True)):
+        data, _ = simulate_responses(20, 30 * n_bench, n_benchmarks=n_bench, seed=1)
+        model = build_model(data, ModelSpec(kind="2pl", hierarchy="benchmark"))
+        free = {v.name for v in model.free_RVs}
+        assert ("difficulty_benchmark" in free) == centred, f"{n_bench} benchmarks: {sorted(free)}"
+        assert ("difficulty_benchmark_sd_signed_z" in free) != centred, f"{n_bench} benchmarks: {sorted(free)}"
+
+
 def test_discriminations_are_positive_by_construction(labelled):
     model = build_model(labelled, ModelSpec(kind="2pl"))
     draws = pm.draw(model["discrimination"], draws=50, random_seed=2, mode=FAST)
