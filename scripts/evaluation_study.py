@@ -248,7 +248,10 @@ def figure(table: pd.DataFrame, path: Path) -> None:
         for ax in axes[:, col]:
             if at != 0 and ax.get_legend() is not None:  # the first data set shows every method
                 ax.get_legend().remove()
-    fig.suptitle("Held-out systems scored from K items per benchmark (splits and seeds pooled)", fontsize="medium")
+    title = "Held-out systems scored from K items per benchmark (splits and seeds pooled)"
+    if per_row < 2:  # one column is too narrow for the title on one line
+        title = title.replace(" (", "\n(")
+    fig.suptitle(title, fontsize="medium")
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120)
     plt.close(fig)
