@@ -118,10 +118,10 @@ def _default_settings(
 
     ``target_accept=None`` gives 0.95 for banks of fewer than :data:`SMALL_BANK` items and for models of at most
     :data:`LARGE_MODEL` free parameters whose median item has fewer than :data:`FEW_RESPONSES` responses
-    (``per_item``), 0.7 for models with more than :data:`LARGE_MODEL` free parameters, else 0.8. In high dimension most directions of an IRT
-    posterior are close to Gaussian, where the optimal acceptance rate of HMC tends to 0.65 (Beskos et al.
-    2013); on MMLU-Pro (24,000 parameters) 0.7 halves the leapfrog steps per draw (31 instead of 58) at the
-    same ESS per gradient evaluation.
+    (``per_item``), 0.7 for models with more than :data:`LARGE_MODEL` free parameters, else 0.8. In high
+    dimension most directions of an IRT posterior are close to Gaussian, where the optimal acceptance rate of HMC
+    tends to 0.65 (Beskos et al. 2013); on MMLU-Pro (24,000 parameters) 0.7 halves the leapfrog steps per draw (31
+    instead of 58) at the same ESS per gradient evaluation.
     """
     if draws is None:
         draws = LARGE_MODEL_DRAWS if n_free > LARGE_MODEL else 1000
@@ -195,7 +195,8 @@ def fit(
         Time budget in seconds (default 15 minutes) of ``sampler="auto"`` and of ``until_converged``.
     until_converged
         nutpie: sample until the convergence checks pass, with ``draws`` (default 4x the usual) the most per
-        chain, or until ``budget_s`` has passed (:mod:`irtbayes.fitting.until_converged`; ``fit.sampler["until_converged"]``).
+        chain, or until ``budget_s`` has passed (:mod:`irtbayes.fitting.until_converged`;
+        ``fit.sampler["until_converged"]``).
         ``None`` (default): yes when ``draws`` is not given; give ``draws`` (or ``False``) for a fixed number.
     warm_start
         nutpie: start each chain at its own draw around the empirical-Bayes modes (``None``, the default: yes
@@ -276,7 +277,8 @@ def _fit(data: ResponseData, spec: ModelSpec | None, asked: SamplerSettings) -> 
 
 
 def _choose(data: ResponseData, spec: ModelSpec | None, asked: SamplerSettings) -> Choice | None:
-    """``sampler="auto"``: the sampler that fits the budget (:func:`irtbayes.fitting.auto.choose_sampler`); else None."""
+    """``sampler="auto"``: the sampler that fits the budget (:func:`irtbayes.fitting.auto.choose_sampler`); else
+    None."""
     if asked.sampler != "auto":
         return None
     if not isinstance(data, ResponseData):
@@ -347,7 +349,8 @@ def _warn_if_not_checked(result: Fit, sampler: str) -> None:
 def _approximate(
     data: ResponseData, spec: ModelSpec, request: SamplerSettings
 ) -> tuple[xr.DataTree, ModelSpec, dict[str, Any], bool]:
-    """Run the approximate tier (:func:`irtbayes.fitting.approx.approx_posterior`); same returns as :func:`_build_and_sample`."""
+    """Run the approximate tier (:func:`irtbayes.fitting.approx.approx_posterior`); same returns as
+    :func:`_build_and_sample`."""
     sampler, chains, seed = request.sampler, request.chains, int(cast(int, request.seed))
     draws = 250 if request.draws is None else int(request.draws)
     log.info(

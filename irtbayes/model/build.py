@@ -55,8 +55,8 @@ a level is centred when the data pin each group's value more tightly than the hi
 non-centred (which removes the funnel between a group sd and its members). Domain level: non-centred.
 Benchmark level: with at least 4 benchmarks, difficulties centred when every benchmark has at least 30 items,
 log-discriminations at least 100; with 2 or 3 benchmarks non-centred (their sd is barely fixed by the data, and
-its posterior reaches near 0, where a centred level is a funnel). Item level: difficulties centred when the median item has at least 20 responses;
-discriminations (weakly informed by each item's responses) non-centred.
+its posterior reaches near 0, where a centred level is a funnel). Item level: difficulties centred when the
+median item has at least 20 responses; discriminations (weakly informed by each item's responses) non-centred.
 
 Non-centred levels: one centre and zero-sum effects. A non-centred level writes each group's mean as its
 parent plus ``sd * e``; with a handful of groups the mean of the ``e`` is barely fixed by the data, so
@@ -170,13 +170,13 @@ def _item_location(
     The domain level is non-centred (``{prefix}_domain`` is a Deterministic of ``{prefix}_domain_z``); the
     benchmark level is centred when there are at least :data:`CENTRED_MIN_GROUPS` benchmarks and every one has at
     least ``min_items_centred`` items (its mean is then pinned by the data and the non-centred form would leave a
-    ridge between ``{prefix}_mu`` and the raw effects), and non-centred otherwise. A non-centred level is sampled as the mean of its groups and
-    zero-sum effects around it (see the module docstring), the same model in other coordinates: with
-    ``K`` groups, independent standard-normal effects ``e`` are ``mean(e) + (e - mean(e))``, where
-    ``e - mean(e)`` is zero-sum normal (``{prefix}_{level}_z``) and ``mean(e)`` is ``{prefix}_{level}_mean_z /
-    sqrt(K)``; ``{prefix}_centre``, the mean that the groups' values sit around, is drawn given those means
-    so that ``{prefix}_mu`` (a Deterministic) keeps its ``Normal(mu_mean, mu_sd)`` prior exactly. Returns
-    one value per item.
+    ridge between ``{prefix}_mu`` and the raw effects), and non-centred otherwise. A non-centred level is sampled
+    as the mean of its groups and zero-sum effects around it (see the module docstring), the same model in other
+    coordinates: with ``K`` groups, independent standard-normal effects ``e`` are ``mean(e) + (e - mean(e))``,
+    where ``e - mean(e)`` is zero-sum normal (``{prefix}_{level}_z``) and ``mean(e)`` is
+    ``{prefix}_{level}_mean_z / sqrt(K)``; ``{prefix}_centre``, the mean that the groups' values sit around, is
+    drawn given those means so that ``{prefix}_mu`` (a Deterministic) keeps its ``Normal(mu_mean, mu_sd)`` prior
+    exactly. Its sd is sampled as a signed scale (:func:`_group_scale`). Returns one value per item.
     """
     hierarchy = inputs.spec.hierarchy
     if hierarchy == "none":
