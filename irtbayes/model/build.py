@@ -68,9 +68,10 @@ into their mean, ``*_{level}_mean_z / sqrt(K)``, and the rest, zero-sum normal `
 ``*_mu = *_centre - sum(sd * mean(e))`` keeps its Normal prior exactly. ``*_mu``, ``*_domain`` and
 ``*_benchmark`` are the same quantities, with the same prior, as with independent effects (so a new
 group's predictive, Normal(parent, sd), is exact); only the sampler's coordinates changed. The sd of a
-non-centred level is sampled as a signed scale, ``*_sd_signed_z ~ Normal(0, scale)`` with ``*_sd`` its absolute
-value (:func:`_group_scale`: again the same model, and a coordinate that passes through an sd near 0 where the
-log of a positive sd has a long tail). A centred level is unchanged.
+non-centred level of at least 4 groups is sampled as a signed scale, ``*_sd_signed_z ~ Normal(0, scale)`` with
+``*_sd`` its absolute value (:func:`_group_scale`: again the same model, and a coordinate that passes through an sd
+near 0 where the log of a positive sd has a long tail); with 2 or 3 groups as its log. A centred level is
+unchanged.
 
 Likelihood
 ----------
@@ -184,12 +185,12 @@ def _item_location(
         return mu * pt.ones(_length("item"))
     levels = []  # (name, sd) of the non-centred levels, top down
     if hierarchy == "benchmark+domain":
-        levels.append(("domain", _group_scale(f"{prefix}_domain_sd", group_sd_scale, inputs.spec.group_sd)))
+        levels.append(("domain", _group_scale(f"{prefix}_domain_sd", group_sd_scale, inputs, "domain")))
     centred_bench = _centred_benchmarks(inputs, min_items_centred)
     if centred_bench:
         bench_sd = pm.HalfNormal(f"{prefix}_benchmark_sd", group_sd_scale)
     else:
-        bench_sd = _group_scale(f"{prefix}_benchmark_sd", group_sd_scale, inputs.spec.group_sd)
+        bench_sd = _group_scale(f"{prefix}_benchmark_sd", group_sd_scale, inputs, "benchmark")
         levels.append(("benchmark", bench_sd))
     if not levels:
         mu = pm.Normal(f"{prefix}_mu", mu_mean, mu_sd)
@@ -215,11 +216,11 @@ def _item_location(
     return bench[_item_benchmark(inputs)]
 
 
-def _group_scale(name: str, scale: float, coordinate: str) -> Any:
-    """The sd of a non-centred level, ``name ~ HalfNormal(scale)``, with ``coordinate`` ``"signed"`` sampled as a
-    signed scale: a free ``{name}_signed_z ~ Normal(0, scale)`` whose absolute value is ``name`` (a
-    Deterministic); the level's effects are the signed scale times its standard-normal effects. Returns the
-    signed scale (with ``"log"``, the HalfNormal itself, which PyMC samples as its log).
+def _group_scale(name: str, scale: float, inputs: ModelInputs, level: str) -> Any:
+    """The sd of a non-centred level, ``name ~ HalfNormal(scale)``, sampled as a signed scale (``spec.group_sd``
+    ``"signed"`` and at least :data:`SIGNED_MIN_GROUPS` groups): a free ``{name}_signed_z ~ Normal(0, scale)`` whose
+    absolute value is ``name`` (a Deterministic); the level's effects are the signed scale times its standard-normal
+    effects. Returns the signed scale (otherwise the HalfNormal itself, which PyMC samples as its log).
 
     The same model: ``|u|`` of ``u ~ Normal(0, scale)`` is HalfNormal(scale), and ``u * e`` has the law of ``|u|
     * e`` for symmetric ``e``, so every variable irtbayes keeps has the same posterior (the sign is not a
@@ -228,9 +229,12 @@ def _group_scale(name: str, scale: float, coordinate: str) -> Any:
     little) the log's posterior has a long tail toward minus infinity that NUTS crosses slowly; ``u`` passes
     through 0 smoothly. On the simulated 100 x 1,000 data of ``scripts/benchmark_fit.py`` (7 domains, 25
     benchmarks, no spread of mean log-discriminations between them) the fit converged after 790, 874 and 797
-    draws per chain for seeds 2, 3 and 1, against 2,726, 900 and 866 with the log (docs/performance.md).
+    draws per chain for seeds 2, 3 and 1, against 2,726, 900 and 866 with the log (docs/performance.md). With two or
+    three groups the data rarely tell their effects from 0, and the signed scale times the effects is pinned near 0
+    along both axes, a cross that NUTS diverged on (1-3 divergences in fits that pass with the log), so such levels
+    keep the log.
     """
-    if coordinate == "log":
+    if _scale_name(name, inputs, level) == name:
         return pm.HalfNormal(name, scale)
     signed = pm.Normal(f"{name}_signed_z", 0.0, scale)
     pm.Deterministic(name, pt.abs(signed))
@@ -253,6 +257,9 @@ CENTRED_MIN_ITEMS_DISCRIMINATION = 100
 #: the data, and where its posterior reaches near 0 a centred level is a funnel (simulated banks of 23-44 systems in
 #: 2-3 benchmarks of 31-94 items: 6-609 divergences centred, none non-centred at target acceptance 0.95).
 CENTRED_MIN_GROUPS = 4
+#: The sd of a non-centred level is sampled as a signed scale when it has at least this many groups
+#: (:func:`_group_scale`); with fewer, as its log.
+SIGNED_MIN_GROUPS = 4
 
 
 def _item_centring(inputs: ModelInputs) -> tuple[bool, bool]:
@@ -508,9 +515,10 @@ def build_model(data: ResponseData, spec: ModelSpec | None = None) -> pm.Model:
     return model
 
 
-def _scale_name(name: str, inputs: ModelInputs) -> str:
-    """The free variable of a non-centred level's sd ``name`` (:func:`_group_scale`); its start is the sd."""
-    return f"{name}_signed_z" if inputs.spec.group_sd == "signed" else name
+def _scale_name(name: str, inputs: ModelInputs, level: str) -> str:
+    """The free variable of the sd ``name`` of a non-centred ``level`` (:func:`_group_scale`); its start is the sd."""
+    signed = inputs.spec.group_sd == "signed" and len(inputs.coords[level]) >= SIGNED_MIN_GROUPS
+    return f"{name}_signed_z" if signed else name
 
 
 #: Least value given to a hierarchy sd in a start (a HalfNormal sd at 0 is outside its support).
@@ -541,7 +549,7 @@ def _location_start(
         mu = float(dom.mean())
         parent = dom[inputs.benchmark_domain]
         dom_sd = max(float(np.sqrt(np.mean((dom - mu) ** 2))), START_SD_FLOOR)
-        out[_scale_name(f"{prefix}_domain_sd", inputs)] = np.asarray(dom_sd)
+        out[_scale_name(f"{prefix}_domain_sd", inputs, "domain")] = np.asarray(dom_sd)
         levels.append(("domain", dom, np.full(n_dom, mu), dom_sd))
     else:
         mu = float(bench.mean())
@@ -551,7 +559,7 @@ def _location_start(
         out[f"{prefix}_benchmark_sd"] = np.asarray(bench_sd)
         out[f"{prefix}_benchmark"] = bench
     else:
-        out[_scale_name(f"{prefix}_benchmark_sd", inputs)] = np.asarray(bench_sd)
+        out[_scale_name(f"{prefix}_benchmark_sd", inputs, "benchmark")] = np.asarray(bench_sd)
         levels.append(("benchmark", bench, parent, bench_sd))
     if not levels:
         out[f"{prefix}_mu"] = np.asarray(mu)

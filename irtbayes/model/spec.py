@@ -164,7 +164,8 @@ class ModelSpec:
     group_sd
         How the sampler moves the sd of a non-centred benchmark or domain level (the model is the same either
         way): ``"signed"`` (default; a signed scale whose absolute value is the sd, which passes through an sd
-        near 0) or ``"log"`` (the sd's logarithm, PyMC's transform of a half-normal).
+        near 0, for levels of at least 4 groups, the log for 2 or 3) or ``"log"`` (the sd's logarithm, PyMC's
+        transform of a half-normal, for every level).
     priors
         :class:`Priors`.
 

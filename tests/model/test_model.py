@@ -145,16 +145,18 @@ def test_noncentred_levels_are_zero_sum_around_one_centre_with_the_prior_unchang
         ("log_discrimination", priors.log_discrimination_mu_sd),
     ):
         names = ["mu", "centre", "domain", "benchmark", "domain_sd", "benchmark_sd", "domain_z", "benchmark_z"]
-        names += ["domain_sd_signed_z", "benchmark_sd_signed_z"]
-        mu, centre, dom, bench, dom_sd, bench_sd, dom_z, bench_z, dom_u, bench_u = pm.draw(
+        names += ["benchmark_sd_signed_z"]
+        mu, centre, dom, bench, dom_sd, bench_sd, dom_z, bench_z, bench_u = pm.draw(
             [model[f"{prefix}_{n}"] for n in names], draws=4000, random_seed=4, mode=FAST
         )
         # what the likelihood sees: one centre plus zero-sum effects, no ridge between the centre and their mean;
-        # each level's sd is sampled as a signed scale whose absolute value is the sd
+        # the sd of the six benchmarks is sampled as a signed scale whose absolute value is the sd, that of the
+        # three domains as its log (a free HalfNormal)
         assert np.allclose(dom_z.sum(axis=1), 0, atol=1e-10) and np.allclose(bench_z.sum(axis=1), 0, atol=1e-10)
-        assert np.array_equal(dom_sd, np.abs(dom_u)) and np.array_equal(bench_sd, np.abs(bench_u))
-        assert (dom_u < 0).mean() > 0.4 and (bench_u < 0).mean() > 0.4, f"{prefix}: the scales are not signed"
-        seen = centre[:, None] + dom_u[:, None] * dom_z[:, inputs.benchmark_domain] + bench_u[:, None] * bench_z
+        assert np.array_equal(bench_sd, np.abs(bench_u)) and (bench_u < 0).mean() > 0.4, f"{prefix}: not signed"
+        free = {v.name for v in model.free_RVs}
+        assert f"{prefix}_domain_sd" in free and f"{prefix}_domain_sd_signed_z" not in model.named_vars
+        seen = centre[:, None] + dom_sd[:, None] * dom_z[:, inputs.benchmark_domain] + bench_u[:, None] * bench_z
         assert np.allclose(bench, seen, atol=1e-10), f"{prefix}: benchmark means are not centre + zero-sum effects"
         # the sds keep their HalfNormal prior (mean scale * sqrt(2 / pi))
         scale = priors.difficulty_group_sd_scale if prefix == "difficulty" else priors.log_discrimination_group_sd_scale
@@ -177,7 +179,9 @@ def test_benchmark_levels_are_centred_only_with_four_benchmarks_or_more():
         model = build_model(data, ModelSpec(kind="2pl", hierarchy="benchmark"))
         free = {v.name for v in model.free_RVs}
         assert ("difficulty_benchmark" in free) == centred, f"{n_bench} benchmarks: {sorted(free)}"
-        assert ("difficulty_benchmark_sd_signed_z" in free) != centred, f"{n_bench} benchmarks: {sorted(free)}"
+        assert ("difficulty_benchmark_z" in free) != centred, f"{n_bench} benchmarks: {sorted(free)}"
+        # a non-centred level of two or three groups keeps its sd's log (a signed scale diverged there)
+        assert "difficulty_benchmark_sd" in free and "difficulty_benchmark_sd_signed_z" not in free
 
 
 def test_discriminations_are_positive_by_construction(labelled):
