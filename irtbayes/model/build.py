@@ -53,9 +53,11 @@ and :func:`irtbayes.fitting.fit.fit` draws more per chain for such banks.
 Centred or non-centred is chosen per level from the data (``centring`` and ``item_centring`` override):
 a level is centred when the data pin each group's value more tightly than the hierarchy does, otherwise
 non-centred (which removes the funnel between a group sd and its members). Domain level: non-centred.
-Benchmark level: with at least 4 benchmarks, difficulties centred when every benchmark has at least 30 items,
-log-discriminations at least 100; with 2 or 3 benchmarks non-centred (their sd is barely fixed by the data, and
-its posterior reaches near 0, where a centred level is a funnel). Item level: difficulties centred when the
+Benchmark level: with at least 4 benchmarks, difficulties centred when every benchmark has at least 30 items and
+the benchmarks' mean difficulties lie at least two standard errors apart (:func:`_benchmark_spread`),
+log-discriminations when every benchmark has at least 100 items; with 2 or 3 benchmarks, or benchmarks of alike
+difficulty, non-centred (their sd is then barely fixed by the data, and its posterior reaches near 0, where a
+centred level is a funnel). Item level: difficulties centred when the
 median item has at least 20 responses; discriminations (weakly informed by each item's responses) non-centred.
 
 Non-centred levels: one centre and zero-sum effects. A non-centred level writes each group's mean as its
@@ -186,7 +188,7 @@ def _item_location(
     levels = []  # (name, sd) of the non-centred levels, top down
     if hierarchy == "benchmark+domain":
         levels.append(("domain", _group_scale(f"{prefix}_domain_sd", group_sd_scale, inputs, "domain")))
-    centred_bench = _centred_benchmarks(inputs, min_items_centred)
+    centred_bench = _centred_benchmarks(inputs, min_items_centred, prefix)
     if centred_bench:
         bench_sd = pm.HalfNormal(f"{prefix}_benchmark_sd", group_sd_scale)
     else:
@@ -257,6 +259,11 @@ CENTRED_MIN_ITEMS_DISCRIMINATION = 100
 #: the data, and where its posterior reaches near 0 a centred level is a funnel (simulated banks of 23-44 systems in
 #: 2-3 benchmarks of 31-94 items: 6-609 divergences centred, none non-centred at target acceptance 0.95).
 CENTRED_MIN_GROUPS = 4
+#: ... and, for difficulties, when the benchmarks' mean difficulties lie at least this many standard errors apart
+#: (:func:`_benchmark_spread`): where they lie close together the level's sd reaches near 0, where a centred level is a
+#: funnel (the leaderboard design family, 4-5 benchmarks of 80-150 systems: 12-239 divergences centred, none
+#: non-centred).
+CENTRED_MIN_SPREAD = 2.0
 #: The sd of a non-centred level is sampled as a signed scale when it has at least this many groups
 #: (:func:`_group_scale`); with fewer, as its log.
 SIGNED_MIN_GROUPS = 4
@@ -279,13 +286,41 @@ def _item_centring(inputs: ModelInputs) -> tuple[bool, bool]:
 CENTRED_MIN_RESPONSES = 20
 
 
-def _centred_benchmarks(inputs: ModelInputs, min_items: int) -> bool:
+def _centred_benchmarks(inputs: ModelInputs, min_items: int, prefix: str) -> bool:
+    """Whether the benchmark level of ``prefix`` is centred (module docstring)."""
     if inputs.spec.centring != "auto":
         return inputs.spec.centring == "centred"
     if inputs.item_benchmark is None:
         raise SpecError("a benchmark level needs each item's benchmark; build the inputs with model_inputs")
     counts = np.bincount(inputs.item_benchmark, minlength=len(inputs.coords["benchmark"]))
-    return bool(len(counts) >= CENTRED_MIN_GROUPS and counts.min() >= min_items)
+    if len(counts) < CENTRED_MIN_GROUPS or counts.min() < min_items:
+        return False
+    if prefix == "difficulty" and inputs.spec.kind not in GRADED_KINDS:
+        spread, error = _benchmark_spread(inputs)
+        return bool(spread >= CENTRED_MIN_SPREAD * error)
+    return True
+
+
+def _benchmark_spread(inputs: ModelInputs) -> tuple[float, float]:
+    """How far the benchmarks' mean difficulties lie apart, against how precisely the data place each one.
+
+    Each item's empirical difficulty is ``-logit`` of its share of correct answers (half an answer added to each
+    side); a benchmark's mean has the standard error ``sd / sqrt(n)`` of its items'. Returns the between-benchmark
+    sd of the means, less what those errors explain (method of moments, at least 0), and the root mean square of the
+    errors. Binary (or fractional) responses.
+    """
+    assert inputs.item_benchmark is not None
+    n_items = len(inputs.coords["item"])
+    right = np.bincount(inputs.item_code, weights=inputs.response, minlength=n_items)
+    answers = np.bincount(inputs.item_code, minlength=n_items).astype("float64")
+    b = -np.log((right + 0.5) / (answers - right + 0.5))
+    n_bench = len(inputs.coords["benchmark"])
+    means = np.array([b[inputs.item_benchmark == k].mean() for k in range(n_bench)])
+    errors2 = np.array(
+        [b[inputs.item_benchmark == k].var(ddof=1) / (inputs.item_benchmark == k).sum() for k in range(n_bench)]
+    )
+    between = max(0.0, float(means.var(ddof=1) - errors2.mean()))
+    return float(np.sqrt(between)), float(np.sqrt(errors2.mean()))
 
 
 def _initial_abilities(inputs: ModelInputs) -> np.ndarray:
@@ -555,7 +590,7 @@ def _location_start(
         mu = float(bench.mean())
         parent = np.full(n_bench, mu)
     bench_sd = max(float(np.sqrt(np.mean((bench - parent) ** 2))), START_SD_FLOOR)
-    if _centred_benchmarks(inputs, min_items_centred):
+    if _centred_benchmarks(inputs, min_items_centred, prefix):
         out[f"{prefix}_benchmark_sd"] = np.asarray(bench_sd)
         out[f"{prefix}_benchmark"] = bench
     else:

@@ -13,6 +13,7 @@ import pytest
 from irtbayes.core.errors import SpecError
 from irtbayes.data.responses import ResponseData
 from irtbayes.data.simulate import simulate_responses
+from irtbayes.model import build as build_module
 from irtbayes.model.build import build_model
 from irtbayes.model.inputs import model_inputs
 from irtbayes.model.spec import ModelSpec, Priors
@@ -171,17 +172,26 @@ def test_noncentred_levels_are_zero_sum_around_one_centre_with_the_prior_unchang
         assert abs(mu.std() / mu_sd - 1) < 0.05, f"{prefix}_mu: prior sd {mu.std():.3f}, expected {mu_sd}"
 
 
-def test_benchmark_levels_are_centred_only_with_four_benchmarks_or_more():
-    """Benchmarks of 30 items or more centre the difficulties' benchmark level, but not two or three of them
-    (their sd is barely fixed by the data; centred, its funnel diverged)."""
-    for n_bench, centred in ((2, False), (3, False), (4, True)):
-        data, _ = simulate_responses(20, 30 * n_bench, n_benchmarks=n_bench, seed=1)
+def test_benchmark_levels_are_centred_only_with_four_benchmarks_or_more_apart():
+    """Benchmarks of 30 items or more centre the difficulties' benchmark level, but not two or three of them, nor
+    four whose mean difficulties lie close together (the level's sd is then barely fixed by the data; centred, its
+    funnel diverged)."""
+    for n_bench, sd, centred in ((2, 1.0, False), (3, 1.0, False), (4, 1.0, True), (4, 0.0, False)):
+        data, _ = simulate_responses(100, 30 * n_bench, n_benchmarks=n_bench, benchmark_sd=sd, seed=1)
         model = build_model(data, ModelSpec(kind="2pl", hierarchy="benchmark"))
         free = {v.name for v in model.free_RVs}
-        assert ("difficulty_benchmark" in free) == centred, f"{n_bench} benchmarks: {sorted(free)}"
-        assert ("difficulty_benchmark_z" in free) != centred, f"{n_bench} benchmarks: {sorted(free)}"
+        assert ("difficulty_benchmark" in free) == centred, f"{n_bench} benchmarks, sd {sd}: {sorted(free)}"
+        assert ("difficulty_benchmark_z" in free) != centred, f"{n_bench} benchmarks, sd {sd}: {sorted(free)}"
         # a non-centred level of two or three groups keeps its sd's log (a signed scale diverged there)
-        assert "difficulty_benchmark_sd" in free and "difficulty_benchmark_sd_signed_z" not in free
+        if n_bench < 4:
+            assert "difficulty_benchmark_sd" in free and "difficulty_benchmark_sd_signed_z" not in free
+    # what decides "apart": the spread of the benchmarks' empirical mean difficulties against their standard errors
+    apart, _ = simulate_responses(100, 120, n_benchmarks=4, benchmark_sd=1.0, seed=1)
+    alike, _ = simulate_responses(100, 120, n_benchmarks=4, benchmark_sd=0.0, seed=1)
+    spread, error = build_module._benchmark_spread(model_inputs(apart, ModelSpec()))
+    assert spread > 2 * error > 0, (spread, error)
+    spread, error = build_module._benchmark_spread(model_inputs(alike, ModelSpec()))
+    assert spread < 2 * error, (spread, error)
 
 
 def test_discriminations_are_positive_by_construction(labelled):
