@@ -146,8 +146,9 @@ class ModelSpec:
         ``"quasi"``: fractional-logit quasi-likelihood for scores in [0, 1]; ``"error"``: refuse them.
     centring
         Benchmark level of the hierarchy: ``"auto"`` (with at least 4 benchmarks, difficulties centred when every
-        benchmark has at least 30 items, log-discriminations when at least 100; with 2 or 3 non-centred),
-        ``"centred"`` or ``"noncentred"``.
+        benchmark has at least 30 items and their mean difficulties lie at least two standard errors apart,
+        log-discriminations when every benchmark has at least 100 items; otherwise non-centred), ``"centred"`` or
+        ``"noncentred"``.
     item_centring
         Item level: ``"auto"`` (difficulties centred when the median item has at least 20 responses,
         discriminations non-centred), ``"centred"`` or ``"noncentred"``.
