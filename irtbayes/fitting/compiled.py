@@ -12,9 +12,9 @@ default initial points), with three differences:
   from a shared variable; the model's sizes are PyMC's dimension lengths and its data (responses, benchmark and
   domain codes, :mod:`irtbayes.model.build`) shared variables. Two models of the same structure (the same
   variables and hierarchy, other subjects, items or answers) therefore compile to the same code: the second,
-  in this process or a later one, loads it from PyTensor's and numba's disk caches (3-4 s instead of 25-40 s at
-  100 x 1,000), which refits of other data (BenchFill's, robustness checks, calibration runs) and new data sets
-  of a known structure gain.
+  in this process or a later one, loads it from PyTensor's and numba's disk caches and its rewritten graphs from
+  :mod:`irtbayes.fitting.graphcache` (about 1.5 s instead of 25-40 s at 100 x 1,000), which refits of other data
+  (BenchFill's, robustness checks, calibration runs) and new data sets of a known structure gain.
 - The callbacks are generated as source that numba caches in PyTensor's numba cache folder, each under a key
   made of PyTensor's cache keys of the functions it calls, the callbacks' own source, the numba and PyTensor
   versions and this module's :data:`CALLBACK_VERSION`; the lengths and the shared values' addresses and shapes
@@ -37,7 +37,9 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import threading
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -105,18 +107,8 @@ def compile_model(model: Any) -> Any:
         )
         return nutpie.compile_pymc_model(model)
     import pytensor
-    from pymc.initial_point import make_initial_point_fn
 
-    # nutpie's defaults for the numba backend: no frozen data, support points jittered for every free variable
-    initial_point_fn = npc._wrap_with_lock(
-        make_initial_point_fn(
-            model=model,
-            overrides=None,
-            default_strategy="support_point",
-            jitter_rvs=set(model.free_RVs),
-            return_transformed=True,
-        )
-    )
+    initial_point_fn = _initial_point(model)
     with pytensor.config.change_flags(numba__fastmath=False):  # the same bits from the cache as compiled afresh
         n_dim, n_expanded, logp_pt, expand_pt, initial_point, shape_info, reparameterized = _functions(
             model, initial_point_fn
@@ -154,6 +146,32 @@ def compile_model(model: Any) -> Any:
     )
 
 
+def _initial_point(model: Any) -> Callable[[Any], dict[str, np.ndarray]]:
+    """nutpie's initial points for the numba backend (no frozen data, support points jittered for every free
+    variable), as ``make_initial_point_fn`` makes them, compiled at the first call: a warm-started fit
+    (:mod:`irtbayes.fitting.warmstart`) replaces them and never pays the compilation (0.3 s at 100 x 1,000)."""
+    lock = threading.Lock()
+    made: list[Callable[[Any], dict[str, np.ndarray]]] = []
+
+    def initial_point(seed: Any = None) -> dict[str, np.ndarray]:
+        with lock:  # nutpie starts its chains from several threads
+            if not made:
+                from pymc.initial_point import make_initial_point_fn
+
+                made.append(
+                    make_initial_point_fn(
+                        model=model,
+                        overrides=None,
+                        default_strategy="support_point",
+                        jitter_rvs=set(model.free_RVs),
+                        return_transformed=True,
+                    )
+                )
+            return made[0](seed)
+
+    return initial_point
+
+
 def _functions(model: Any, initial_point_fn: Any) -> tuple[Any, ...]:
     """The log-density with its gradient and the function that expands a draw, as nutpie's ``_make_functions``
     makes them, compiled for any data of the model's structure; and the sampler's layout for this model.
@@ -176,9 +194,9 @@ def _functions(model: Any, initial_point_fn: Any) -> tuple[Any, ...]:
     import nutpie.compile_pymc as npc
     import pytensor
     import pytensor.tensor as pt
-    from pymc.pytensorf import compile as compile_pymc
     from pytensor.graph import clone_replace, rewrite_graph
 
+    from irtbayes.fitting.graphcache import compile_function
     from irtbayes.fitting.trace import sampler_variable
 
     shapes = npc._compute_shapes(model)
@@ -213,8 +231,7 @@ def _functions(model: Any, initial_point_fn: Any) -> tuple[Any, ...]:
         values.append(piece.astype(var.dtype))
     replacements = dict(zip(value_vars, values, strict=True))
     logp, grad = clone_replace([logp, grad], replacements)
-    with model:
-        logp_fn = compile_pymc((joined,), (logp, grad), mode="NUMBA")
+    logp_fn, _ = compile_function((joined,), (logp, grad), model=model)
 
     remaining = [var for var in model.unobserved_value_vars if var.name not in free_names]
     names = free_names + [var.name for var in remaining]
@@ -227,8 +244,8 @@ def _functions(model: Any, initial_point_fn: Any) -> tuple[Any, ...]:
         kept_shapes.append(shape)
         kept_slices.append(slice(count, count + prod(shape)))
         count += prod(shape)
-    with model:
-        expand_fn = compile_pymc((joined,), [pt.concatenate(outputs)], givens=list(replacements.items()), mode="NUMBA")
+    (expanded,) = clone_replace([pt.concatenate(outputs)], replacements)
+    expand_fn, _ = compile_function((joined,), (expanded,), model=model)
 
     initial_point = npc._rv_dict_to_flat_array_wrapper(initial_point_fn, names=free_names, shapes=free_shapes)
     reparameterized = [model.rvs_to_values[var].name for var in free if model.rvs_to_transforms.get(var) is not None]
