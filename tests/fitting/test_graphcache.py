@@ -121,18 +121,25 @@ def test_the_key_changes_with_the_structure_and_constants_and_not_with_the_data(
         assert key(2.0)[0] != base
 
 
-def test_a_damaged_stored_graph_is_rewritten_and_replaced(two_pl, tmp_path):
-    root, made = two_pl
-    folder = tmp_path / "graphs"
-    folder.mkdir()
-    for path in (root / "graphs").glob("*.pkl"):  # cut short, as a full disk would leave them
-        (folder / path.name).write_bytes(path.read_bytes()[:100])
-    data, _ = simulate_responses(37, 8, kind="2pl", n_benchmarks=3, missing=0.3, seed=7)
-    again, outcomes, records = _compiled(data, ModelSpec(), folder)
-    assert outcomes == ["stored", "stored"]
-    assert sum("could not be read" in m for m in records) == 2
-    _same_bits(made["fresh"], again, seed=4)
-    assert _compiled(data, ModelSpec(), folder)[1] == ["loaded", "loaded"]
+def test_a_damaged_stored_graph_is_rewritten_and_replaced(folder, caplog):
+    """A stored graph cut short (as a full disk would leave it) is read, refused with a log line, rewritten and
+    written again; the function computes what it should, from the caller's shared data."""
+    import pymc as pm
+
+    x = pt.dvector("x")
+    data = pytensor.shared(np.arange(3.0), "data")
+    outputs = [(pt.exp(x) * data).sum()]
+    assert graphcache.compile_function([x], outputs, model=pm.Model())[1] == "stored"
+    (path,) = folder.glob("*.pkl")
+    whole = path.read_bytes()
+    path.write_bytes(whole[: len(whole) // 2])
+    with caplog.at_level(logging.INFO, logger="irtbayes.fitting.graphcache"):
+        again, outcome = graphcache.compile_function([x], outputs, model=pm.Model())
+    assert outcome == "stored" and "could not be read" in caplog.text
+    assert len(path.read_bytes()) > len(whole) // 2  # written whole again
+    data.set_value(np.array([1.0, 2.0, 4.0]))
+    np.testing.assert_allclose(again(np.zeros(3))[0], 7.0)
+    assert graphcache.compile_function([x], outputs, model=pm.Model())[1] == "loaded"
 
 
 def test_a_graph_the_key_cannot_read_is_compiled_and_not_stored(folder):
