@@ -261,7 +261,6 @@ def _helpers_fit(npc: Any) -> bool:
     needed = (
         "_compute_shapes",
         "_rv_dict_to_flat_array_wrapper",
-        "_wrap_with_lock",
         "_prepare_dims_and_coords",
         "CompiledPyMCModel",
     )

@@ -184,13 +184,14 @@ def graph_key(inputs: Sequence[Any], outputs: Sequence[Any], *, check_bounds: bo
 
 class _Pickler(pickle.Pickler):
     def __init__(self, file: io.BytesIO, places: dict[int, int]) -> None:
-        super().__init__(file, protocol=5)
-        self.places = places
-
-    def persistent_id(self, obj: Any) -> Any:
         from pytensor.compile.sharedvalue import SharedVariable
 
-        if isinstance(obj, SharedVariable):
+        super().__init__(file, protocol=5)
+        self.places = places
+        self.shared_type = SharedVariable
+
+    def persistent_id(self, obj: Any) -> Any:
+        if isinstance(obj, self.shared_type):
             if id(obj) not in self.places:
                 raise _Unkeyable(f"the rewritten graph holds the shared {obj.name!r} the given one lacks")
             return ("shared", self.places[id(obj)])
