@@ -179,7 +179,8 @@ def _item_location(
     where ``e - mean(e)`` is zero-sum normal (``{prefix}_{level}_z``) and ``mean(e)`` is
     ``{prefix}_{level}_mean_z / sqrt(K)``; ``{prefix}_centre``, the mean that the groups' values sit around, is
     drawn given those means so that ``{prefix}_mu`` (a Deterministic) keeps its ``Normal(mu_mean, mu_sd)`` prior
-    exactly. Its sd is sampled as a signed scale (:func:`_group_scale`). Returns one value per item.
+    exactly. Its sd is sampled as a signed scale with at least :data:`SIGNED_MIN_GROUPS` groups, else as its log
+    (:func:`_group_scale`). Returns one value per item.
     """
     hierarchy = inputs.spec.hierarchy
     if hierarchy == "none":

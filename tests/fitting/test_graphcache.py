@@ -44,7 +44,7 @@ def _compiled(data, spec, folder):
         logger.removeHandler(handler)
         logger.setLevel(level)
     outcomes = [m.rsplit(" ", 1)[-1] for m in records if m.startswith("graph ")]
-    return compiled, outcomes, records
+    return compiled, outcomes
 
 
 def _same_bits(one, other, seed: int) -> None:
@@ -67,9 +67,9 @@ def _stored_loaded_fresh(kind: str, categories: int | None, root):
     spec = ModelSpec(kind=kind)
     first_data, _ = simulate_responses(30, 9, kind=kind, n_categories=categories, n_benchmarks=3, seed=6)
     data, _ = simulate_responses(37, 8, kind=kind, n_categories=categories, n_benchmarks=3, missing=0.3, seed=7)
-    first, stored, _ = _compiled(first_data, spec, root / "graphs")
-    loaded, reloaded, _ = _compiled(data, spec, root / "graphs")
-    fresh, rewritten, _ = _compiled(data, spec, root / "empty")
+    first, stored = _compiled(first_data, spec, root / "graphs")
+    loaded, reloaded = _compiled(data, spec, root / "graphs")
+    fresh, rewritten = _compiled(data, spec, root / "empty")
     return {"first": first, "loaded": loaded, "fresh": fresh, "outcomes": (stored, reloaded, rewritten)}
 
 
