@@ -300,10 +300,12 @@ def _extreme_cells(seed: int, n: int, m: int, d: int = 2) -> tuple[np.ndarray, .
     return theta, a, b, item_dim, y * w, w
 
 
-def test_fused_kernel_exp_and_extreme_linear_predictors():
+@pytest.mark.parametrize("dims", [1, 2])
+def test_fused_kernel_exp_and_extreme_linear_predictors(dims):
     """The kernel's own exp matches NumPy's to 2 ulp, and cells with |eta| up to 2,000 (where exp underflows),
-    fractional scores, unobserved cells, more than 512 subjects and several dimensions all give NumPy's
-    value and gradient; a NaN parameter gives a NaN log-likelihood instead of a finite one."""
+    fractional scores, unobserved cells, more than 512 subjects, with one ability dimension (the row's ability
+    held as one number) and several, all give NumPy's value and gradient; a NaN parameter gives a NaN
+    log-likelihood instead of a finite one."""
     from irtbayes.core import irt
     from irtbayes.model.likelihood import _exp_nonpositive, _fused_kernel
 
@@ -311,7 +313,7 @@ def test_fused_kernel_exp_and_extreme_linear_predictors():
     assert np.max(np.abs(np.array([_exp_nonpositive(v) for v in x]) / np.exp(x) - 1)) <= 4.5e-16
     assert 0.0 < _exp_nonpositive(-1e4) < 1e-307  # held at exp(-708): no underflow to a NaN-making 0/0
 
-    theta, a, b, item_dim, y, w = _extreme_cells(3, 1100, 23)
+    theta, a, b, item_dim, y, w = _extreme_cells(3, 1100, 23, dims)
     value, d_theta, d_a, d_b = _fused_kernel(theta, a, b, item_dim, y, w)
 
     diff = theta[:, item_dim] - b
@@ -328,10 +330,11 @@ def test_fused_kernel_exp_and_extreme_linear_predictors():
     assert np.isnan(_fused_kernel(theta, a, b, item_dim, y, w)[0])
 
 
-def test_single_precision_kernel_matches_the_double_one():
+@pytest.mark.parametrize("dims", [1, 2])
+def test_single_precision_kernel_matches_the_double_one(dims):
     """The float32 kernel's own exp is within 4 float32 ulp of NumPy's down to its floor; on cells with |eta| in
-    the thousands, fractional scores, unobserved cells, more subjects than its 64-row blocks and several
-    dimensions, its log-likelihood is within 1e-7 of the float64 kernel's (relative; 3e-8 here, where the terms
+    the thousands, fractional scores, unobserved cells, more subjects than its 64-row blocks, in one dimension and
+    several, its log-likelihood is within 1e-7 of the float64 kernel's (relative; 3e-8 here, where the terms
     of |eta| ~ 1,000 carry float32's rounding of eta) and its gradient within 1e-5 of the largest entry; a NaN
     parameter still gives a NaN."""
     from irtbayes.model.likelihood import _exp_nonpositive32, _fused_kernel, _fused_kernel32
@@ -341,12 +344,12 @@ def test_single_precision_kernel_matches_the_double_one():
     assert np.max(np.abs(got / np.exp(x.astype("float64")) - 1)) <= 4 * np.finfo("float32").eps
     assert 0.0 < _exp_nonpositive32(np.float32(-1e4)) < 1e-37  # held at exp(-87): no 0/0
 
-    theta, a, b, item_dim, y, w = _extreme_cells(5, 1100, 37)
+    theta, a, b, item_dim, y, w = _extreme_cells(5, 1100, 37, dims)
     expected = _fused_kernel(theta, a, b, item_dim, y, w)
     got32 = _fused_kernel32(theta, a, b, item_dim, y.astype("float32"), w.astype("float32"))
     assert got32[0] == pytest.approx(expected[0], rel=1e-7)
     for g, e in zip(got32[1:], expected[1:], strict=True):
         assert g.dtype == np.float64 and g.shape == e.shape
         assert np.abs(g - e).max() <= 1e-5 * np.abs(e).max()
-    theta[1000, 1] = np.nan  # in the last, partial block
+    theta[1000, dims - 1] = np.nan  # in the last, partial block
     assert np.isnan(_fused_kernel32(theta, a, b, item_dim, y.astype("float32"), w.astype("float32"))[0])
