@@ -149,6 +149,7 @@ _LN2_HI_32 = _F32(0.693145751953125)  # ln 2 split so that k * _LN2_HI_32 is exa
 _LN2_LO_32 = _F32(1.428606765330187e-06)
 #: Taylor coefficients 1/k! of exp on |r| <= ln(2)/2, k = 7 down to 2, in float32 (truncation error < 2e-8).
 _S7, _S6, _S5, _S4, _S3, _S2 = (_F32(1.0 / math.factorial(k)) for k in range(7, 1, -1))
+_ONE32, _ZERO32 = _F32(1.0), _F32(0.0)
 
 
 @numba.njit(inline="always", fastmath={"contract"}, error_model="numpy", cache=True)
@@ -187,6 +188,24 @@ def _theta_at_numba(t: Any, i: Any) -> Any:
     return indexed if isinstance(t, types.Array) else scalar
 
 
+def _exp_cell(x: Any) -> Any:
+    """exp(x) for x <= 0 in the precision of ``x``: :func:`_exp_nonpositive` or :func:`_exp_nonpositive32`."""
+    return _exp_nonpositive32(x) if isinstance(x, np.float32) else _exp_nonpositive(x)
+
+
+@overload(_exp_cell, inline="always")
+def _exp_cell_numba(x: Any) -> Any:
+    """:func:`_exp_cell` in numba, chosen by the type of ``x`` when the kernel is compiled."""
+
+    def single(x: Any) -> Any:
+        return _exp_nonpositive32(x)
+
+    def double(x: Any) -> Any:
+        return _exp_nonpositive(x)
+
+    return single if x == types.float32 else double
+
+
 @numba.njit(nogil=True, fastmath=_FAST, error_model="numpy", cache=True)
 def _fused_row(
     t: Any,
@@ -198,22 +217,27 @@ def _fused_row(
     g_row: np.ndarray,
     d_a: np.ndarray,
     d_b: np.ndarray,
-) -> tuple[float, float]:
-    """One subject's cells for :func:`_fused_kernel`: accumulates the items' running products and gradients,
-    writes the cells' gradients in ability to ``g_row``, returns (the row's gradient in ability, its linear
-    terms). ``t`` is the subject's one ability (a float) or each item's (an array): numba compiles each case
-    apart, and with one ability the loop reads no array for it (a fifth faster)."""
-    acc = 0.0
-    lin = 0.0
+    one: Any,
+    zero: Any,
+) -> tuple[Any, Any]:
+    """One subject's cells: accumulates the items' running products and gradients, writes the cells' gradients
+    in ability to ``g_row``, returns (the row's gradient in ability, its linear terms).
+
+    ``t`` is the subject's one ability (a number) or each item's (an array): numba compiles each case apart, and
+    with one ability the loop reads no array for it (a fifth faster). Every cell is computed in the precision of
+    ``one`` and ``zero`` (1 and 0 as float64 for :func:`_fused_kernel`, as float32 for
+    :func:`_fused_kernel32`, whose arrays are float32 too)."""
+    acc = zero
+    lin = zero
     for i in range(y_j.shape[0]):
         w_ji = w_j[i]
         diff = _theta_at(t, i) - b[i]
         eta = a[i] * diff
-        e = _exp_nonpositive(-abs(eta))
-        prod[i] *= 1.0 + w_ji * e
-        lin += w_ji * (y_j[i] * eta - max(eta, 0.0))
-        inv = 1.0 / (1.0 + e)
-        sig = inv if eta >= 0.0 else e * inv
+        e = _exp_cell(-abs(eta))
+        prod[i] *= one + w_ji * e
+        lin += w_ji * (y_j[i] * eta - max(eta, zero))
+        inv = one / (one + e)
+        sig = inv if eta >= zero else e * inv
         r = w_ji * (y_j[i] - sig)
         g = r * a[i]
         acc += g
@@ -247,12 +271,12 @@ def _fused_kernel(
     one_dim = theta.shape[1] == 1
     for j in range(n):
         if one_dim:
-            acc, lin_j = _fused_row(theta[j, 0], a, b, y[j], w[j], prod, g_row, d_a, d_b)
+            acc, lin_j = _fused_row(theta[j, 0], a, b, y[j], w[j], prod, g_row, d_a, d_b, 1.0, 0.0)
             d_theta[j, 0] = acc
         else:
             for i in range(m):
                 t[i] = theta[j, item_dim[i]]
-            acc, lin_j = _fused_row(t, a, b, y[j], w[j], prod, g_row, d_a, d_b)
+            acc, lin_j = _fused_row(t, a, b, y[j], w[j], prod, g_row, d_a, d_b, 1.0, 0.0)
             for i in range(m):
                 d_theta[j, item_dim[i]] += g_row[i]
         lin += lin_j
@@ -263,40 +287,6 @@ def _fused_kernel(
     for i in range(m):
         logs += math.log(prod[i])
     return lin - logs, d_theta, d_a, d_b
-
-
-@numba.njit(nogil=True, fastmath=_FAST, error_model="numpy", cache=True)
-def _fused_row32(
-    t: Any,
-    a: np.ndarray,
-    b: np.ndarray,
-    y_j: np.ndarray,
-    w_j: np.ndarray,
-    prod: np.ndarray,
-    g_row: np.ndarray,
-    d_a: np.ndarray,
-    d_b: np.ndarray,
-) -> tuple[np.float32, np.float32]:
-    """:func:`_fused_row` in float32 (every argument, the sums returned too): for :func:`_fused_kernel32`."""
-    one, zero = _F32(1.0), _F32(0.0)
-    acc = zero
-    lin = zero
-    for i in range(y_j.shape[0]):
-        w_ji = w_j[i]
-        diff = _theta_at(t, i) - b[i]
-        eta = a[i] * diff
-        e = _exp_nonpositive32(-abs(eta))
-        prod[i] *= one + w_ji * e
-        lin += w_ji * (y_j[i] * eta - max(eta, zero))
-        inv = one / (one + e)
-        sig = inv if eta >= zero else e * inv
-        r = w_ji * (y_j[i] - sig)
-        g = r * a[i]
-        acc += g
-        g_row[i] = g
-        d_a[i] += r * diff
-        d_b[i] -= g
-    return acc, lin
 
 
 #: Rows of cells a single-precision kernel accumulates before adding to its float64 totals.
@@ -332,12 +322,12 @@ def _fused_kernel32(
     one_dim = theta.shape[1] == 1
     for j in range(n):
         if one_dim:
-            acc, lin_j = _fused_row32(_F32(theta[j, 0]), a, b, y[j], w[j], prod, g_row, d_a32, d_b32)
+            acc, lin_j = _fused_row(_F32(theta[j, 0]), a, b, y[j], w[j], prod, g_row, d_a32, d_b32, _ONE32, _ZERO32)
             d_theta[j, 0] = acc
         else:
             for i in range(m):
                 t[i] = _F32(theta[j, item_dim[i]])
-            acc, lin_j = _fused_row32(t, a, b, y[j], w[j], prod, g_row, d_a32, d_b32)
+            acc, lin_j = _fused_row(t, a, b, y[j], w[j], prod, g_row, d_a32, d_b32, _ONE32, _ZERO32)
             for i in range(m):
                 d_theta[j, item_dim[i]] += g_row[i]
         lin += float(lin_j)
@@ -424,7 +414,7 @@ class FusedBernoulliLogit(Op):
 
 fused_bernoulli_logit = FusedBernoulliLogit()
 #: Bumped whenever the kernels change, so PyTensor's numba cache does not serve a stale one.
-_FUSED_VERSION = 5
+_FUSED_VERSION = 6
 
 
 @register_funcify_default_op_cache_key(FusedBernoulliLogit)
