@@ -224,7 +224,7 @@ def _fused_row(
     in ability to ``g_row``, returns (the row's gradient in ability, its linear terms).
 
     ``t`` is the subject's one ability (a number) or each item's (an array): numba compiles each case apart, and
-    with one ability the loop reads no array for it (a fifth faster). Every cell is computed in the precision of
+    with one ability the loop reads no array for it (a fifth faster in float32). Every cell is computed in the precision of
     ``one`` and ``zero`` (1 and 0 as float64 for :func:`_fused_kernel`, as float32 for
     :func:`_fused_kernel32`, whose arrays are float32 too)."""
     acc = zero
