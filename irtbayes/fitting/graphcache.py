@@ -42,16 +42,16 @@ from __future__ import annotations
 import hashlib
 import io
 import logging
-import os
 import pickle
 import sys
-import tempfile
 import types
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from irtbayes.core.files import atomic_write_bytes
 
 __all__ = ["GRAPH_VERSION", "compile_function", "graph_folder", "graph_key"]
 
@@ -251,7 +251,7 @@ def compile_function(inputs: Sequence[Any], outputs: Sequence[Any], *, model: An
             return compile_pymc(list(inputs), list(outputs), mode="NUMBA"), "uncached"
     function = _link(_Unpickler(io.BytesIO(buffer.getvalue()), shared).load())
     try:
-        _write(path, buffer.getvalue())
+        atomic_write_bytes(path, buffer.getvalue())
     except OSError as why:
         log.debug("graph %s not stored (%s)", key[:12], why)
         return function, "uncached"
@@ -325,16 +325,3 @@ def _link(stored: dict[str, Any]) -> Any:
         on_unused_input="ignore",
     )
     return maker.create([i.value for i in inputs])
-
-
-def _write(path: Path, payload: bytes) -> None:
-    """``payload`` at ``path``, whole or not at all."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem[:12]}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "wb") as file:
-            file.write(payload)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
