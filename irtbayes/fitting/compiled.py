@@ -49,7 +49,7 @@ __all__ = ["CALLBACK_VERSION", "compile_model"]
 log = logging.getLogger(__name__)
 
 #: Part of every callback's cache key: raised whenever the generated source or its calling convention changes.
-CALLBACK_VERSION = 2
+CALLBACK_VERSION = 3
 
 _LOGP_SOURCE = """
 def irtbayes_logp_callback(dim, x_, out_, logp_, user_data_):
@@ -62,8 +62,11 @@ def irtbayes_logp_callback(dim, x_, out_, logp_, user_data_):
         logp = numba.carray(logp_, ())
 {unpack}
         logp_value, grad = inner(x{args})
+        if len(grad) != dim:
+            return 1
         logp[()] = logp_value
-        out[...] = grad
+        for i in range(dim):  # not out[...] = grad: its shape error compiles numba's string formatting (2-4 s)
+            out[i] = grad[i]
         if not np.all(np.isfinite(out)):
             return 3
         if not np.isfinite(logp_value):
@@ -83,7 +86,10 @@ def irtbayes_expand_callback(dim, expanded, x_, out_, user_data_):
         out = numba.carray(out_, (expanded,))
 {unpack}
         (values,) = inner(x{args})
-        out[...] = values
+        if len(values) != expanded:
+            return -2
+        for i in range(expanded):
+            out[i] = values[i]
     except Exception:  # noqa: BLE001
         return -2
     return 0

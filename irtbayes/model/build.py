@@ -65,8 +65,8 @@ parent plus ``sd * e``; with a handful of groups the mean of the ``e`` is barely
 ``*_mu`` and the group sd trade against it along a ridge that narrows into a funnel where the sd is large.
 The same model is therefore sampled in other coordinates: the effects of a level of K groups are split
 into their mean, ``*_{level}_mean_z / sqrt(K)``, and the rest, zero-sum normal ``*_{level}_z``
-(``pm.ZeroSumNormal``); the data see only ``*_centre`` (the mean that the groups' values sit around) plus
-``sd`` times the zero-sum effects, and ``*_centre`` is drawn given the means of the effects so that
+(``pm.ZeroSumNormal``'s density and coordinates, written out: :func:`_zero_sum_normal`); the data see only
+``*_centre`` (the mean that the groups' values sit around) plus ``sd`` times the zero-sum effects, and ``*_centre`` is drawn given the means of the effects so that
 ``*_mu = *_centre - sum(sd * mean(e))`` keeps its Normal prior exactly. ``*_mu``, ``*_domain`` and
 ``*_benchmark`` are the same quantities, with the same prior, as with independent effects (so a new
 group's predictive, Normal(parent, sd), is exact); only the sampler's coordinates changed. The sd of a
@@ -202,7 +202,7 @@ def _item_location(
     shift: Any = 0.0  # centre - mu = sum over levels of sd * mean(e)
     for level, sd in levels:
         mean_e = pm.Normal(f"{prefix}_{level}_mean_z", 0.0, 1.0) / pt.sqrt(pt.cast(_length(level), "float64"))
-        effects[level] = mean_e + pm.ZeroSumNormal(f"{prefix}_{level}_z", 1.0, dims=level)
+        effects[level] = mean_e + _zero_sum_normal(f"{prefix}_{level}_z", level)
         shift = shift + sd * mean_e
     centre = pm.Normal(f"{prefix}_centre", mu_mean + shift, mu_sd)
     mu = pm.Deterministic(f"{prefix}_mu", centre - shift)
@@ -217,6 +217,38 @@ def _item_location(
     else:
         bench = pm.Deterministic(f"{prefix}_benchmark", parent + bench_sd * effects["benchmark"], dims="benchmark")
     return bench[_item_benchmark(inputs)]
+
+
+def _zero_sum_normal(name: str, level: str) -> Any:
+    """Standard-normal effects of ``level``'s groups that sum to zero: ``pm.ZeroSumNormal(name, 1.0, dims=level)``
+    written out, the same log-density in the same coordinates, for a cheaper compiled graph.
+
+    PyMC samples a zero-sum normal of K values through K - 1 free coordinates ``u`` (its ``ZeroSumTransform``):
+    the values are ``(u_1 - c, ..., u_{K-1} - c, f - c)`` with ``s = sum(u)``, ``c = s / (sqrt(K) + K)`` and
+    ``f = c - s / sqrt(K)``, an isometry, so the density of the values is that of K - 1 independent standard
+    normals ``u``. Here ``u`` is that free variable (``*_zerosum_z``, K - 1 values, a plain Normal) and the values
+    (the Deterministic ``name``) are built from it by one gather and a switch, where PyMC's transform concatenates
+    ``u`` with ``f`` and sums with kept dimensions: at MMLU-Pro's shape the gradients of those (a split, a
+    broadcast) took 3-5 s of a first run's numba compilation. Log-density and gradient agree with PyMC's to
+    rounding (``tests/model/test_model.py``). A level of one group (no free coordinate) keeps ``pm.ZeroSumNormal``.
+    """
+    n_groups = len(pm.modelcontext(None).coords[level])
+    if n_groups < 2:
+        return pm.ZeroSumNormal(name, 1.0, dims=level)
+    u = pm.Normal(_zero_sum_free(name), 0.0, 1.0, shape=_length(level) - 1)
+    k = pt.cast(_length(level), "float64")
+    total = u.sum()
+    centre = total / (pt.sqrt(k) + k)
+    # code: the place in u of each group, -1 for the last; mask and gather come from one array, so their lengths
+    # agree without a shape check in the graph
+    code = _shared(np.r_[np.arange(n_groups - 1), -1].astype("int64"), f"{name}_code")
+    values = pt.switch(pt.ge(code, 0), u[pt.maximum(code, 0)], centre - total / pt.sqrt(k)) - centre
+    return pm.Deterministic(name, values, dims=level)
+
+
+def _zero_sum_free(name: str) -> str:
+    """The name of the free coordinates of :func:`_zero_sum_normal` ``name`` (a sampler coordinate: ``*_z``)."""
+    return name.removesuffix("_z") + "_zerosum_z"
 
 
 def _group_scale(name: str, scale: float, inputs: ModelInputs, level: str) -> Any:
@@ -343,6 +375,10 @@ def _pin_scale(z: Any, tau: Any, *, name: str) -> None:
     pinned to within the ability's posterior sd (0.02 with 10,000 responses per subject) in every other
     direction, a sheet that a diagonal mass matrix cannot follow. ``tau`` is set near the abilities'
     posterior sd, so that every direction has a similar scale.
+
+    ``z`` is (subjects,) for one ability dimension, (subjects, dimensions) otherwise. One dimension is not made a
+    column: the gradient of a mean over the rows of a one-column matrix compiles to numba's general reduction,
+    about 5 s of a first run's compilation at MMLU-Pro's shape, where a vector's mean is a plain sum.
     """
     n = z.shape[0]
     mean = z.mean(axis=0)
@@ -368,7 +404,7 @@ def _abilities(inputs: ModelInputs) -> pt.TensorVariable:
         if not standardise:
             return pm.Normal("ability", 0.0, 1.0, dims="subject", initval=start)
         z = pm.Normal("ability_z", 0.0, 1.0, dims="subject", initval=start)
-        _pin_scale(z[:, None], _shared(_pin_width(inputs), "ability_z_scale_width"), name="ability_z_scale")
+        _pin_scale(z, _shared(_pin_width(inputs), "ability_z_scale_width"), name="ability_z_scale")
         return pm.Deterministic("ability", (z - z.mean()) / z.std(), dims="subject")
     n_dim = len(inputs.coords["dim"])
     chol = pm.LKJCorr("ability_corr_chol", n=n_dim, eta=priors.ability_corr_eta)
@@ -605,9 +641,28 @@ def _location_start(
     for level, group_values, group_parent, sd in levels:
         out[f"{prefix}_{level}_mean_z"] = np.asarray(0.0)
         effects = (group_values - group_parent) / sd
-        out[f"{prefix}_{level}_z"] = effects - effects.mean()  # removes rounding only
+        effects = effects - effects.mean()  # removes rounding only
+        name = f"{prefix}_{level}_z"
+        out[name if len(effects) < 2 else _zero_sum_free(name)] = _zero_sum_coordinates(effects)
     out[f"{prefix}_centre"] = np.asarray(mu)
     return out, bench[inputs.item_benchmark]
+
+
+def _zero_sum_coordinates(effects: np.ndarray) -> np.ndarray:
+    """The free coordinates of :func:`_zero_sum_normal` whose values are the zero-sum ``effects`` (PyMC's
+    ``ZeroSumTransform.forward``); ``effects`` itself for a single group, which keeps ``pm.ZeroSumNormal``.
+
+    >>> e = np.array([0.5, -1.0, 0.25, 0.25])
+    >>> u = _zero_sum_coordinates(e)
+    >>> k, s = len(e), u.sum()
+    >>> c = s / (np.sqrt(k) + k)
+    >>> np.allclose(np.r_[u - c, c - s / np.sqrt(k) - c], e)
+    True
+    """
+    k = len(effects)
+    if k < 2:
+        return effects
+    return effects[:-1] - effects[-1] * np.sqrt(k) / (np.sqrt(k) + k)
 
 
 def start_values(

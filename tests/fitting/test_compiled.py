@@ -232,3 +232,20 @@ def test_another_nutpie_without_the_helpers_compiles_with_nutpie(monkeypatch, ca
     with caplog.at_level(logging.INFO, logger="irtbayes.fitting.compiled"):
         assert compile_model("the model") == ("nutpie's", "the model")
     assert "lacks the helpers" in caplog.text
+
+
+def test_the_log_density_compiles_without_general_reductions_or_splits(compiled_pair):
+    """What makes a first run's compilation slow: a reduction over some axes of a matrix compiles numba's general
+    reducer (argsort of strides, shape errors; about 5 s at MMLU-Pro's shape) and the gradient of a concatenation
+    a split. One ability dimension and the written-out zero-sum effects (irtbayes.model.build) leave neither in the
+    log-density's graph of a hierarchical model (two benchmarks: a non-centred level)."""
+    from pytensor.tensor.basic import Split
+    from pytensor.tensor.elemwise import CAReduce
+
+    free = {var.name for var in build_model(_data(3), ModelSpec()).free_RVs}
+    assert "difficulty_benchmark_zerosum_z" in free, sorted(free)  # the non-centred level this test is about
+    compiled, _ = compiled_pair
+    nodes = compiled.logp_func.maker.fgraph.toposort()
+    general = [n for n in nodes if isinstance(n.op, CAReduce) and n.inputs[0].type.ndim > 1]
+    splits = [n for n in nodes if isinstance(n.op, Split)]
+    assert not general and not splits, (general, splits)

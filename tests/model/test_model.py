@@ -172,6 +172,38 @@ def test_noncentred_levels_are_zero_sum_around_one_centre_with_the_prior_unchang
         assert abs(mu.std() / mu_sd - 1) < 0.05, f"{prefix}_mu: prior sd {mu.std():.3f}, expected {mu_sd}"
 
 
+@pytest.mark.parametrize("groups", [2, 3, 7])
+def test_zero_sum_effects_have_pymcs_zero_sum_normal_density_and_coordinates(groups):
+    """The written-out zero-sum effects (build._zero_sum_normal) are pm.ZeroSumNormal(1) in its own free coordinates:
+    the same log-density and gradient at the same unconstrained point, the same values, and start values that map
+    back to the effects they were made from."""
+    coords = {"group": [f"g{k}" for k in range(groups)]}
+    with pm.Model(coords=coords) as ours:
+        build_module._zero_sum_normal("effect_z", "group")
+    with pm.Model(coords=coords) as pymcs:
+        pm.ZeroSumNormal("effect_z", 1.0, dims="group")
+    (free,) = ours.value_vars
+    (theirs,) = pymcs.value_vars
+    assert free.name == "effect_zerosum_z" and ours["effect_z"] in ours.deterministics
+
+    def values(model, value_var):  # the effects as a function of the free coordinates
+        (effects,) = [v for v in model.unobserved_value_vars if v.name == "effect_z"]
+        return pytensor.function([value_var], effects, mode=FAST)
+
+    values_ours, values_theirs = values(ours, free), values(pymcs, theirs)
+    rng = np.random.default_rng(groups)
+    for _ in range(3):
+        u = rng.normal(size=groups - 1)
+        lp = [m.compile_logp(mode=FAST)({v.name: u}) for m, v in ((ours, free), (pymcs, theirs))]
+        grad = [m.compile_dlogp(mode=FAST)({v.name: u}) for m, v in ((ours, free), (pymcs, theirs))]
+        assert np.isclose(lp[0], lp[1], rtol=1e-12, atol=1e-12), lp
+        assert np.allclose(grad[0], grad[1], rtol=1e-12, atol=1e-12), grad
+        effects = values_ours(u)
+        assert np.allclose(effects, values_theirs(u), atol=1e-12) and abs(effects.sum()) < 1e-12
+        # start values: the free coordinates of given zero-sum effects give those effects back
+        assert np.allclose(values_ours(build_module._zero_sum_coordinates(effects)), effects, atol=1e-12)
+
+
 def test_benchmark_levels_are_centred_only_with_four_benchmarks_or_more_apart():
     """Benchmarks of 30 items or more centre the difficulties' benchmark level, but not two or three of them, nor
     four whose mean difficulties lie close together (the level's sd is then barely fixed by the data; centred, its
@@ -181,7 +213,8 @@ def test_benchmark_levels_are_centred_only_with_four_benchmarks_or_more_apart():
         model = build_model(data, ModelSpec(kind="2pl", hierarchy="benchmark"))
         free = {v.name for v in model.free_RVs}
         assert ("difficulty_benchmark" in free) == centred, f"{n_bench} benchmarks, sd {sd}: {sorted(free)}"
-        assert ("difficulty_benchmark_z" in free) != centred, f"{n_bench} benchmarks, sd {sd}: {sorted(free)}"
+        # a non-centred level's free coordinates: those of its zero-sum effects (test_zero_sum_effects_...)
+        assert ("difficulty_benchmark_zerosum_z" in free) != centred, f"{n_bench} benchmarks, sd {sd}: {sorted(free)}"
         # a non-centred level of two or three groups keeps its sd's log (a signed scale diverged there)
         if n_bench < 4:
             assert "difficulty_benchmark_sd" in free and "difficulty_benchmark_sd_signed_z" not in free
