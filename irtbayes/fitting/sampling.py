@@ -306,10 +306,14 @@ def _compiled(model: pm.Model) -> Any:
         return _COMPILED[key]
     from irtbayes.checks.convergence import NUMBA_WARMUP
     from irtbayes.core.jit import compile_in_background
+    from irtbayes.model.likelihood import KERNEL_WARMUPS
 
-    # on a first run, the checks' numba code (and what a caller asked for: irtbayes.core.jit.want) compiles on the
-    # CPU the model's compilation leaves idle
-    compile_in_background([NUMBA_WARMUP])
+    # on a first run, the likelihood's kernel (first: the log-density's compilation loads it once compiled), the
+    # checks' numba code and what a caller asked for (irtbayes.core.jit.want) compile on the CPU the model's
+    # compilation leaves idle
+    spec = inputs.spec if inputs is not None else None
+    kernel = KERNEL_WARMUPS.get(spec.precision) if spec is not None and spec.layout == "fused" else None
+    compile_in_background([*([kernel] if kernel else []), NUMBA_WARMUP])
     started = time.perf_counter()
     compiled = compile_model(model)
     log.info("compiled the model in %.1f s; tuning and sampling", time.perf_counter() - started)

@@ -25,9 +25,18 @@ from pytensor.graph.op import Op
 from pytensor.link.numba.dispatch.basic import numba_njit, register_funcify_default_op_cache_key
 
 from irtbayes.core.errors import SpecError
+from irtbayes.core.jit import Warmup
 from irtbayes.model.inputs import ModelInputs
 
-__all__ = ["FusedBernoulliLogit", "fused_bernoulli_logit", "graded_terms", "response_loglik"]
+__all__ = [
+    "KERNEL_WARMUPS",
+    "FusedBernoulliLogit",
+    "fused_bernoulli_logit",
+    "graded_terms",
+    "response_loglik",
+    "warm_kernel",
+    "warm_kernel32",
+]
 
 
 def _bernoulli_terms(y: Any, eta: Any, guessing: Any) -> Any:
@@ -427,6 +436,32 @@ def _numba_fused(op: FusedBernoulliLogit, node: Apply, **kwargs: Any) -> Any:
         return np.array(value), d_theta, d_a, d_b
 
     return fused, _FUSED_VERSION  # the key holds the Op's props too, so each precision has its own
+
+
+def _warm_inputs(dtype: type) -> tuple[np.ndarray, ...]:
+    """Small inputs of the types the compiled log-density passes the fused kernel (C-contiguous arrays; ``y`` and
+    ``w`` of ``dtype``)."""
+    y: np.ndarray = np.zeros((2, 3), dtype=dtype)
+    return np.zeros((2, 1)), np.ones(3), np.zeros(3), np.zeros(3, dtype=np.int64), y, np.ones_like(y)
+
+
+def warm_kernel32() -> None:
+    """Compile :func:`_fused_kernel32` into numba's disk cache (:data:`KERNEL_WARMUPS`)."""
+    _fused_kernel32(*_warm_inputs(np.float32))
+
+
+def warm_kernel() -> None:
+    """Compile :func:`_fused_kernel` into numba's disk cache (:data:`KERNEL_WARMUPS`)."""
+    _fused_kernel(*_warm_inputs(np.float64))
+
+
+#: The fused kernel of each precision (``ModelSpec.precision``), compiled in another process while a model that uses
+#: it compiles on a first run (:func:`irtbayes.core.jit.compile_in_background`): about 3 s of the log-density's
+#: compilation at MMLU-Pro's shape, which then loads the kernel from the cache.
+KERNEL_WARMUPS = {
+    "float32": Warmup("irtbayes.model.likelihood:warm_kernel32", (_fused_kernel32,)),
+    "float64": Warmup("irtbayes.model.likelihood:warm_kernel", (_fused_kernel,)),
+}
 
 
 def response_loglik(

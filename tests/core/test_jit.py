@@ -93,3 +93,50 @@ def test_the_warm_ups_compile_what_the_audit_and_the_checks_then_load(
     subprocess.run([sys.executable, "-c", _SIGNATURES], check=True, timeout=300)
     after = sorted(p.name for p in tmp_path.rglob("*.nbc"))
     assert [n for n in after if n not in compiled] == [], "the real calls compiled other signatures"
+
+
+@pytest.mark.parametrize(("layout", "precision"), [("fused", "float32"), ("fused", "float64"), ("long", "float64")])
+def test_a_model_s_compilation_starts_its_likelihood_kernel_first(monkeypatch: pytest.MonkeyPatch, layout, precision):
+    """A fused-layout model asks for its precision's kernel ahead of the checks' code (the log-density's compilation
+    loads the kernel once the other process has compiled it); other layouts have no kernel to ask for."""
+    from irtbayes.data.simulate import simulate_responses
+    from irtbayes.fitting import compiled, sampling
+    from irtbayes.model.build import build_model
+    from irtbayes.model.likelihood import KERNEL_WARMUPS
+    from irtbayes.model.spec import ModelSpec
+
+    asked: list[list[jit.Warmup]] = []
+    monkeypatch.setattr(jit, "compile_in_background", lambda warmups=(): asked.append(list(warmups)))
+    monkeypatch.setattr(compiled, "compile_model", lambda model: "compiled")
+    monkeypatch.setattr(sampling, "_COMPILED", type(sampling._COMPILED)())
+    data, _ = simulate_responses(20, 30, seed=1)
+    model = build_model(data, ModelSpec(layout=layout, precision=precision))
+    assert sampling._compiled(model) == "compiled"
+    expected = [KERNEL_WARMUPS[precision]] if layout == "fused" else []
+    assert asked == [[*expected, convergence.NUMBA_WARMUP]]
+
+
+_KERNEL_MODEL = """
+from irtbayes.data.simulate import simulate_responses
+from irtbayes.fitting.compiled import compile_model
+from irtbayes.model.build import build_model
+compile_model(build_model(simulate_responses(20, 30, seed=1)[0]))
+"""
+
+
+@pytest.mark.slow
+def test_the_kernel_warm_up_compiles_what_the_log_density_then_loads(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    """The kernel's warm-up fills an empty cache with the very signature the compiled log-density calls: compiling a
+    model afterwards adds no kernel entry to the cache."""
+    from irtbayes.model.likelihood import KERNEL_WARMUPS
+
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "numba"))
+    monkeypatch.setenv("PYTENSOR_FLAGS", f"base_compiledir={tmp_path / 'pytensor'}")
+    monkeypatch.setattr(jit, "on_disk", lambda dispatcher: False)
+    process = jit.compile_in_background([KERNEL_WARMUPS["float32"]])
+    assert process is not None and process.wait(timeout=300) == 0
+    kernel = sorted(p.name for p in tmp_path.rglob("likelihood._fused_kernel32*"))
+    assert any(n.endswith(".nbc") for n in kernel), kernel
+    subprocess.run([sys.executable, "-c", _KERNEL_MODEL], check=True, timeout=600)
+    after = sorted(p.name for p in tmp_path.rglob("likelihood._fused_kernel32*"))
+    assert after == kernel, "the log-density compiled another signature of the kernel"
