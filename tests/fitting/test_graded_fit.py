@@ -1,7 +1,7 @@
 """Graded fits (GRM, GPCM) end to end: recovery, storage, model checks, scores, the audit, exports and refusals.
 
-The fits are the session fixtures ``fitted_grm`` and ``fitted_gpcm`` (150 simulated subjects x 12 items with 2 to 5
-categories, 2 chains x 600 draws); the slow tests compare with mirt's published graded fit of the Science data.
+The fits are the session fixtures ``fitted_grm`` and ``fitted_gpcm`` (150 and 300 simulated subjects x 12 items with
+2 to 5 categories, 2 chains x 1,000 draws); the slow tests compare with mirt's published graded fit of the Science data.
 """
 
 from __future__ import annotations
