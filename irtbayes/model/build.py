@@ -66,10 +66,11 @@ parent plus ``sd * e``; with a handful of groups the mean of the ``e`` is barely
 The same model is therefore sampled in other coordinates: the effects of a level of K groups are split
 into their mean, ``*_{level}_mean_z / sqrt(K)``, and the rest, zero-sum normal ``*_{level}_z``
 (``pm.ZeroSumNormal``'s density and coordinates, written out: :func:`_zero_sum_normal`); the data see only
-``*_centre`` (the mean that the groups' values sit around) plus ``sd`` times the zero-sum effects, and ``*_centre`` is drawn given the means of the effects so that
-``*_mu = *_centre - sum(sd * mean(e))`` keeps its Normal prior exactly. ``*_mu``, ``*_domain`` and
-``*_benchmark`` are the same quantities, with the same prior, as with independent effects (so a new
-group's predictive, Normal(parent, sd), is exact); only the sampler's coordinates changed. The sd of a
+``*_centre`` (the mean that the groups' values sit around) plus ``sd`` times the zero-sum effects, and
+``*_centre`` is drawn given the means of the effects so that ``*_mu = *_centre - sum(sd * mean(e))`` keeps its
+Normal prior exactly. ``*_mu``, ``*_domain`` and ``*_benchmark`` are the same quantities, with the same prior,
+as with independent effects (so a new group's predictive, Normal(parent, sd), is exact); only the sampler's
+coordinates changed. The sd of a
 non-centred level of at least 4 groups is sampled as a signed scale, ``*_sd_signed_z ~ Normal(0, scale)`` with
 ``*_sd`` its absolute value (:func:`_group_scale`: again the same model, and a coordinate that passes through an sd
 near 0 where the log of a positive sd has a long tail); with 2 or 3 groups as its log. A centred level is
