@@ -204,6 +204,16 @@ def test_zero_sum_effects_have_pymcs_zero_sum_normal_density_and_coordinates(gro
         assert np.allclose(values_ours(build_module._zero_sum_coordinates(effects)), effects, atol=1e-12)
 
 
+def test_zero_sum_effects_of_one_group_keep_pymcs_zero_sum_normal():
+    """One group has no free coordinate to gather from: the level keeps pm.ZeroSumNormal (its effect is 0), and its
+    start value is the effect itself."""
+    with pm.Model(coords={"group": ["only"]}) as model:
+        build_module._zero_sum_normal("effect_z", "group")
+    assert [v.name for v in model.value_vars] == ["effect_z_zerosum__"]
+    assert np.isfinite(model.compile_logp(mode=FAST)(model.initial_point()))
+    assert build_module._zero_sum_coordinates(np.zeros(1)).tolist() == [0.0]
+
+
 def test_benchmark_levels_are_centred_only_with_four_benchmarks_or_more_apart():
     """Benchmarks of 30 items or more centre the difficulties' benchmark level, but not two or three of them, nor
     four whose mean difficulties lie close together (the level's sd is then barely fixed by the data; centred, its
