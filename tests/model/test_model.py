@@ -191,11 +191,13 @@ def test_zero_sum_effects_have_pymcs_zero_sum_normal_density_and_coordinates(gro
         return pytensor.function([value_var], effects, mode=FAST)
 
     values_ours, values_theirs = values(ours, free), values(pymcs, theirs)
+    pairs = ((ours, free), (pymcs, theirs))
+    logps = [(m.compile_logp(mode=FAST), m.compile_dlogp(mode=FAST), v.name) for m, v in pairs]
     rng = np.random.default_rng(groups)
     for _ in range(3):
         u = rng.normal(size=groups - 1)
-        lp = [m.compile_logp(mode=FAST)({v.name: u}) for m, v in ((ours, free), (pymcs, theirs))]
-        grad = [m.compile_dlogp(mode=FAST)({v.name: u}) for m, v in ((ours, free), (pymcs, theirs))]
+        lp = [logp({name: u}) for logp, _, name in logps]
+        grad = [dlogp({name: u}) for _, dlogp, name in logps]
         assert np.isclose(lp[0], lp[1], rtol=1e-12, atol=1e-12), lp
         assert np.allclose(grad[0], grad[1], rtol=1e-12, atol=1e-12), grad
         effects = values_ours(u)
