@@ -311,9 +311,10 @@ def _compiled(model: pm.Model) -> Any:
     # on a first run, the likelihood's kernel (first: the log-density's compilation loads it once compiled), the
     # checks' numba code and what a caller asked for (irtbayes.core.jit.want) compile on the CPU the model's
     # compilation leaves idle
-    spec = inputs.spec if inputs is not None else None
-    kernel = KERNEL_WARMUPS.get(spec.precision) if spec is not None and spec.layout == "fused" else None
-    compile_in_background([*([kernel] if kernel else []), NUMBA_WARMUP])
+    warmups = [NUMBA_WARMUP]
+    if inputs is not None and inputs.spec.layout == "fused" and inputs.spec.precision in KERNEL_WARMUPS:
+        warmups.insert(0, KERNEL_WARMUPS[inputs.spec.precision])
+    compile_in_background(warmups)
     started = time.perf_counter()
     compiled = compile_model(model)
     log.info("compiled the model in %.1f s; tuning and sampling", time.perf_counter() - started)
