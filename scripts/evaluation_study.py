@@ -125,6 +125,7 @@ def fit_bank(data, name: str, split: str, train: list[str], args: argparse.Names
 
 def run_one(name: str, split: str, args: argparse.Namespace) -> pd.DataFrame:
     from irtbayes.evaluating.bank import ItemBank
+    from irtbayes.evaluating.crossfit import CrossFit, cross_fit_applies
     from irtbayes.evaluating.study import compare_methods, split_subjects
 
     data, what = load(name, args.seed)
@@ -147,6 +148,12 @@ def run_one(name: str, split: str, args: argparse.Namespace) -> pd.DataFrame:
         len(test),
     )
     ks = [k for k in args.ks if k <= max(int((bank.benchmark == b).sum()) for b in bank.benchmarks)]
+    cross_fit = None
+    looks = {"posterior", "adaptive", "adaptive/2"} & set(args.methods)  # the methods whose items look at the bank
+    if looks and bank.reference is not None and cross_fit_applies(fit, "posterior", args.cross_fit):
+        start = time.perf_counter()
+        cross_fit = CrossFit.from_fit(fit, bank, data=data.subset(subjects=train), folds=args.folds, seed=args.seed)
+        log.info("cross-fitted %d folds in %.1f s", len(cross_fit.banks), time.perf_counter() - start)
     table = compare_methods(
         bank,
         y,
@@ -157,6 +164,7 @@ def run_one(name: str, split: str, args: argparse.Namespace) -> pd.DataFrame:
         adaptive_systems=args.adaptive_systems,
         seed=args.seed,
         log=log.info,
+        cross_fit=cross_fit,
     )
     sizes = {b: int((bank.benchmark == b).sum()) for b in bank.benchmarks}
     sizes["all"] = bank.n_items
@@ -171,6 +179,7 @@ def run_one(name: str, split: str, args: argparse.Namespace) -> pd.DataFrame:
     table["fit_seconds"] = fit_seconds
     table["seed"] = args.seed
     table["prior"] = args.prior
+    table["posterior_calibration"] = "cross-fitted" if cross_fit is not None else "in-sample"
     table["deviations"] = (
         "none"
         if args.one_ability
@@ -267,8 +276,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--prior", default="normal", choices=["normal", "population"])
     parser.add_argument("--draws", type=int, default=200, help="posterior draws of the bank used per score")
     parser.add_argument("--one-ability", action="store_true", help="no benchmark deviations (one ability)")
+    parser.add_argument(
+        "--cross-fit",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="calibrate the intervals of the posterior selection and the adaptive tests by cross-fitting (default: "
+        "as select and adaptive do, on banks of at most 200 systems)",
+    )
     parser.add_argument("--adaptive-systems", type=int, default=60, help="held-out systems given adaptive tests")
     parser.add_argument("--max-held-out", type=int, default=500, help="held-out systems scored (evenly spaced)")
+    parser.add_argument("--folds", type=int, default=4, help="folds of the cross-fitting (default 4, as select's)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--fits", help="folder to keep and reuse the banks' fits")
     parser.add_argument("--csv", required=True, help="the per-benchmark results (a summary CSV is written beside it)")

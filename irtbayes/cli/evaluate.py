@@ -92,6 +92,7 @@ def cmd_score(args: argparse.Namespace) -> int:
     from irtbayes.data import io as data_io
     from irtbayes.evaluating.bank import bank_warnings
     from irtbayes.evaluating.prediction import predict_scores
+    from irtbayes.evaluating.selection import Selection
     from irtbayes.fitting.scoring import score
     from irtbayes.fitting.storage import load_fit
 
@@ -128,6 +129,7 @@ def cmd_score(args: argparse.Namespace) -> int:
             calibrate=args.calibrate,
             ci_prob=args.ci,
             seed=args.seed,
+            selection=None if args.selection is None else Selection.read(args.selection),
         )
         warnings = list(predicted.warnings)
     scores = score(fit_result, responses, n_draws=args.draws, seed=args.seed)
@@ -182,10 +184,13 @@ def _excluded(value: str | None) -> list[str]:
 
 
 def cmd_select(args: argparse.Namespace) -> int:
-    """``select``: the items a new system should answer; writes selected_items.csv and precision.csv."""
+    """``select``: the items a new system should answer; writes selected_items.csv, precision.csv and, when
+    cross-fitted, calibration.csv."""
+    from irtbayes.core.summaries import check_ci_prob
     from irtbayes.evaluating.selection import select_items
     from irtbayes.fitting.storage import load_fit
 
+    check_ci_prob(args.ci)
     fit_result = load_fit(args.fit)
     selection = select_items(
         _bank(fit_result, args),
@@ -195,12 +200,23 @@ def cmd_select(args: argparse.Namespace) -> int:
         method=args.method,
         exclude=_excluded(args.exclude),
         seed=args.seed,
+        cross_fit=args.cross_fit,
+        ci_prob=args.ci,
+        source_fit=fit_result,
+        data=_bank_data(args),
     )
     out = Path(args.out)
+    written = ["selected_items.csv", "precision.csv"]
     _write_csv(out / "selected_items.csv", selection.table())
     _write_csv(out / "precision.csv", selection.summary())
+    stale = out / "calibration.csv"
+    if selection.calibration is not None:
+        _write_csv(stale, selection.calibration)
+        written.append("calibration.csv")
+    elif stale.is_file():
+        stale.unlink()  # an earlier selection's factors must not be read with this one
     print(selection.to_text())
-    print(f"\nWrote selected_items.csv and precision.csv to {out}")
+    print(f"\nWrote {', '.join(written)} to {out}")
     return 0
 
 
@@ -352,6 +368,7 @@ def cmd_adaptive(args: argparse.Namespace) -> int:
     """``adaptive``: one adaptive test; writes log.csv, predicted_accuracy.csv, summary.json and trace.png."""
     from irtbayes.core.summaries import check_ci_prob
     from irtbayes.evaluating.adaptive import AdaptiveTest
+    from irtbayes.evaluating.crossfit import CrossFit, cross_fit_applies
     from irtbayes.fitting.storage import load_fit
 
     check_ci_prob(args.ci)
@@ -361,6 +378,9 @@ def cmd_adaptive(args: argparse.Namespace) -> int:
     answers = _file_answers if args.responses else _endpoint_answers
     responder, subject, items, notes = answers(args, bank)
     exposure = _exposure(args)
+    cross_fit = None
+    if args.calibrate and bank.reference is not None and cross_fit_applies(fit_result, "posterior", args.cross_fit):
+        cross_fit = CrossFit.from_fit(fit_result, bank, data=_bank_data(args), seed=args.seed)
     test = AdaptiveTest(
         bank,
         score=args.score,
@@ -374,6 +394,7 @@ def cmd_adaptive(args: argparse.Namespace) -> int:
         ci_prob=args.ci,
         calibrate=args.calibrate,
         seed=args.seed,
+        cross_fit=cross_fit,
     )
     _warnings_first([*bank.warnings, *notes])
     finished = _give_test(test, responder, subject, args)
@@ -388,6 +409,7 @@ def cmd_adaptive(args: argparse.Namespace) -> int:
         "n_draws": args.draws,
         "target": None if target is None else target.to_dict(),
         "exposure": args.exposure,
+        "calibration": "none" if not args.calibrate else "cross-fitted" if cross_fit is not None else "in-sample",
     }
     _write_adaptive(result, payload, out, args.ci, _exchanges(responder))
     print(result.to_text(ci_prob=args.ci).removeprefix("".join(f"{w}\n" for w in result.warnings)))

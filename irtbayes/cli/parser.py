@@ -362,6 +362,12 @@ def add_score_verb(verbs: Any, command: Command) -> None:
     _add_bank_arguments(score_p, draws=200, seed="the ability and response draws")
     score_p.add_argument("--out", metavar="DIR", help="write scores.csv, predicted_accuracy.csv and summary.json here")
     score_p.add_argument("--ci", type=float, default=0.9, help="credible interval probability (default 0.9)")
+    score_p.add_argument(
+        "--selection",
+        metavar="DIR",
+        help="the folder `irtbayes select` wrote, when the systems answered its items: its cross-fitted factors "
+        "(calibration.csv) calibrate the intervals of systems that answered only those items",
+    )
     _add_prior_arguments(score_p)
     add_evaluation_target_arguments(score_p)
     score_p.set_defaults(func=command)
@@ -373,8 +379,9 @@ def add_select_verb(verbs: Any, command: Command) -> None:
         "select",
         help="choose a few items of a fitted bank on which to evaluate a new system",
         description="Choose the items a new system should answer so that its predicted scores are most precise "
-        "(docs/evaluation.md). Writes selected_items.csv (item, benchmark, order, weight, method, score) and "
-        "precision.csv (each benchmark's expected error) to --out.",
+        "(docs/evaluation.md). Writes selected_items.csv (item, benchmark, order, weight, method, score), "
+        "precision.csv (each benchmark's expected error) and, when cross-fitted, calibration.csv (how much the "
+        "intervals of a system answering these items widen) to --out; give that folder to `score --selection`.",
     )
     _add_bank_arguments(select_p, draws=200, seed="the random and anchors methods")
     budget = select_p.add_mutually_exclusive_group(required=True)
@@ -392,6 +399,17 @@ def add_select_verb(verbs: Any, command: Command) -> None:
         "--exclude",
         metavar="FILE|IDS",
         help="items never to select: a file (one id a line, or a CSV with an 'item' column) or comma-separated ids",
+    )
+    select_p.add_argument(
+        "--cross-fit",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="calibrate the intervals of systems answering the chosen items by refitting the model without each of "
+        "4 folds of the fit's systems (approximate tier) and choosing again (default: for posterior and anchors on "
+        "fits of at most 200 systems whose data are found; docs/evaluation.md)",
+    )
+    select_p.add_argument(
+        "--ci", type=float, default=0.9, help="the interval probability the cross-fitted factors are for (default 0.9)"
     )
     add_evaluation_target_arguments(select_p)
     select_p.set_defaults(func=command)
@@ -467,6 +485,14 @@ def add_adaptive_verb(verbs: Any, command: Command) -> None:
         dest="calibrate",
         action="store_false",
         help="the final scores with the model's own intervals, not calibrated on the bank's own systems",
+    )
+    test.add_argument(
+        "--cross-fit",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="calibrate the final intervals on the fit's systems each tested on a refit without its fold (4 folds, "
+        "approximate tier), so that no test's choices rest on its own answers (default: on fits of at most 200 "
+        "systems whose data are found; docs/evaluation.md)",
     )
     test.add_argument("--no-progress", action="store_true", help="log each answer instead of a progress bar")
     exposure = ada.add_argument_group("exposure control across tests")

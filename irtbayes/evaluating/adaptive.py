@@ -73,6 +73,7 @@ from irtbayes.core.files import atomic_write_json, read_json
 from irtbayes.core.summaries import check_ci_prob
 from irtbayes.data.responses import ResponseData
 from irtbayes.evaluating.bank import ItemBank, answered_benchmarks, warning_tags
+from irtbayes.evaluating.crossfit import CrossFit
 from irtbayes.evaluating.prediction import (
     CALIBRATION_DRAWS,
     PredictedScores,
@@ -288,6 +289,10 @@ class AdaptiveTest:
         :meth:`interval_factors`).
     seed
         Seed of the randomesque choice and of the final scores' draws.
+    cross_fit
+        A :class:`~irtbayes.evaluating.crossfit.CrossFit` of the bank's fit: the calibration's systems are then
+        the folds' systems, each tested on its fold's refitted bank, so that the test's choices never rest on
+        their own answers (:meth:`interval_factors`).
 
     Examples
     --------
@@ -318,6 +323,7 @@ class AdaptiveTest:
         data: ResponseData | str | os.PathLike[str] | bool | None = None,
         calibrate: bool = True,
         seed: int | None = 0,
+        cross_fit: CrossFit | None = None,
     ) -> None:
         if criterion not in CRITERIA:
             raise SpecError(f"AdaptiveTest: criterion must be one of {', '.join(CRITERIA)}, got {criterion!r}")
@@ -325,6 +331,7 @@ class AdaptiveTest:
             raise SpecError(f"AdaptiveTest: need max_items >= 1 and min_items >= 0, got {max_items} and {min_items}")
         self.ci_prob = check_ci_prob(ci_prob)
         self.calibrate = bool(calibrate)
+        self.cross_fit = cross_fit
         if int(shortlist) < 1:
             raise SpecError(f"AdaptiveTest: shortlist must be at least 1, got {shortlist}")
         if se is not None and not float(se) > 0:
@@ -658,10 +665,17 @@ class AdaptiveTest:
             return None
         pool = hashlib.sha256(np.packbits(self._pool).tobytes()).hexdigest()
         target = None if self.target is None else json.dumps(self.target.to_dict(), sort_keys=True, default=str)
-        key = (id(bank), *(v for k, v in self._settings.items() if k != "target"), target, self.ci_prob, pool)
+        key = (
+            id(bank), *(v for k, v in self._settings.items() if k != "target"), target, self.ci_prob, pool,
+            id(self.cross_fit),
+        )  # fmt: skip
         if key in _FACTORS and _FACTORS[key][0] is bank:
             _FACTORS.move_to_end(key)
             return _FACTORS[key][1]
+        if self.cross_fit is not None:
+            factors = factors_from_ratios(self._cross_fitted_ratios(self.cross_fit), ci_prob=self.ci_prob)
+            _FACTORS[key] = (bank, factors)
+            return factors
         reference = bank.reference
         rows = calibration_systems(bank, ~np.isnan(reference), most=CALIBRATION_SYSTEMS)
         # a system that did not answer one of the pool's benchmarks takes another test (its items go elsewhere)
@@ -672,9 +686,20 @@ class AdaptiveTest:
         y = np.nan_to_num(reference[rows]).astype("float64")
         w = (~np.isnan(reference[rows])).astype("float64")
         log.info("calibrating the adaptive test's intervals on %d of the bank's systems tested the same way", len(y))
+        masks = self._tested(bank, y, w, self._pool)
+        ratios = error_ratios(bank.thinned(CALIBRATION_DRAWS), y, w, masks, ci_prob=self.ci_prob, seed=self.seed or 0)
+        factors = factors_from_ratios(ratios, ci_prob=self.ci_prob)
+        _FACTORS[key] = (bank, factors)
+        while len(_FACTORS) > _FACTORS_KEPT:
+            _FACTORS.popitem(last=False)
+        return factors
+
+    def _tested(self, bank: ItemBank, y: np.ndarray, w: np.ndarray, pool: np.ndarray) -> np.ndarray:
+        """(J, N) the items each of the systems ``y``, ``w`` answers when given this test on ``bank``, from the
+        items of ``pool`` (N,) it answered."""
         masks = np.zeros_like(w)
         for row in range(len(y)):
-            pool_r = self._pool & (w[row] > 0)
+            pool_r = pool & (w[row] > 0)
             if not pool_r.any():
                 continue
             test = AdaptiveTest(
@@ -685,12 +710,26 @@ class AdaptiveTest:
                 col = int(bank.columns([item])[0])
                 test.answer(item, y[row, col])
                 masks[row, col] = 1.0
-        ratios = error_ratios(bank.thinned(CALIBRATION_DRAWS), y, w, masks, ci_prob=self.ci_prob, seed=self.seed or 0)
-        factors = factors_from_ratios(ratios, ci_prob=self.ci_prob)
-        _FACTORS[key] = (bank, factors)
-        while len(_FACTORS) > _FACTORS_KEPT:
-            _FACTORS.popitem(last=False)
-        return factors
+        return masks
+
+    def _cross_fitted_ratios(self, cross_fit: CrossFit) -> np.ndarray:
+        """Error ratios of the folds' systems, each given this test on its fold's bank (:class:`CrossFit`)."""
+        pool_items = self.bank.items[self._pool]
+        log.info("calibrating the adaptive test's intervals by cross-fitting (%d folds)", len(cross_fit.banks))
+
+        whole: list[np.ndarray] = []
+
+        def design(bank: ItemBank, y: np.ndarray, w: np.ndarray) -> np.ndarray:
+            pool = np.asarray(bank.items.isin(pool_items))
+            # as on the bank itself: a system that did not answer one of the pool's benchmarks takes another test
+            whole.append(answered_benchmarks(bank, w)[:, np.unique(bank.benchmark_index[pool])].all(axis=1))
+            return self._tested(bank, y, w, pool)
+
+        ratios = cross_fit.design_ratios(design, ci_prob=self.ci_prob, seed=self.seed or 0)
+        complete = np.concatenate(whole)
+        if complete.sum() >= CALIBRATION_MIN_COMPLETE:
+            ratios[~complete] = np.nan
+        return ratios
 
     def run(
         self, responder: Callable[[str], float], *, subject: str = "new-system", allow_fitted: bool = False

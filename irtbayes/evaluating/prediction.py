@@ -59,7 +59,7 @@ import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import pandas as pd
@@ -82,6 +82,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ALL",
+    "ChosenItems",
     "PredictedScores",
     "ability_draws",
     "ability_posteriors",
@@ -96,6 +97,8 @@ __all__ = [
     "predict_scores",
     "predicted_draws",
     "scope_membership",
+    "selection_factors",
+    "selection_rows",
     "target_bins",
     "widened",
 ]
@@ -657,6 +660,7 @@ def predict_scores(
     calibrate: bool = True,
     ci_prob: float = 0.9,
     seed: int | None = 0,
+    selection: ChosenItems | None = None,
 ) -> PredictedScores:
     """Scores of new systems on every item of the bank, from the items they answered (see the module docstring).
 
@@ -684,6 +688,10 @@ def predict_scores(
         then calibrated at ``ci_prob``; at another probability they are the widened draws' quantiles.
     seed
         Seed of the ability and response draws.
+    selection
+        The :class:`~irtbayes.evaluating.selection.Selection` the systems answered, when it carries cross-fitted
+        factors (:mod:`irtbayes.evaluating.crossfit`): a system that answered only its items gets those factors
+        instead of the bank's own systems' (:func:`selection_factors`).
 
     Returns
     -------
@@ -709,10 +717,87 @@ def predict_scores(
             raise SpecError("predict_scores: with an ItemBank, give the target as a Target")
         target = evaluation_target(fit, target, bins=bins, target_range=target_range)
     y, w = bank.response_arrays(responses)
-    widen = calibration_factors(bank, w, ci_prob=ci_prob, seed=seed or 0) if calibrate else None
+    if calibrate and selection is not None and selection.calibration is not None:
+        _selection_calibration(selection, ci_prob)  # before any work
+        inside = selection_rows(bank, w, selection)
+        widen = None
+        if not inside.all():  # the others are calibrated on the bank's own systems answering their items
+            own = calibration_factors(bank, w[~inside], ci_prob=ci_prob, seed=seed or 0)
+            if own is not None:
+                widen = np.ones((w.shape[0], own.shape[1]))
+                widen[~inside] = own
+        widen = selection_factors(bank, w, selection, widen, ci_prob=ci_prob)
+    else:
+        widen = calibration_factors(bank, w, ci_prob=ci_prob, seed=seed or 0) if calibrate else None
     return predict_from_arrays(
         bank, y, w, responses.subject_ids.to_numpy(dtype=str), target=target, widen=widen, seed=seed, notes=notes
     )
+
+
+class ChosenItems(Protocol):
+    """What scoring needs of a :class:`~irtbayes.evaluating.selection.Selection`: its items and its cross-fitted
+    factors (None when it has none)."""
+
+    @property
+    def item_ids(self) -> list[str]: ...
+
+    @property
+    def calibration(self) -> pd.DataFrame | None: ...
+
+
+def selection_factors(
+    bank: ItemBank, w: np.ndarray, selection: ChosenItems, factors: np.ndarray | None, *, ci_prob: float = 0.9
+) -> np.ndarray:
+    """(J, scopes) ``factors`` (the in-sample ones, or None: 1) with the rows of the systems that answered only
+    ``selection``'s items (rows of the observed-mask ``w``) replaced by its cross-fitted factors, scope by scope.
+
+    Raises
+    ------
+    SpecError
+        The selection's factors are for another interval probability than ``ci_prob``, or it names items the bank
+        does not hold.
+    """
+    table = _selection_calibration(selection, ci_prob)
+    inside = selection_rows(bank, w, selection)
+    names = scope_membership(bank)[0]
+    out = np.ones((w.shape[0], len(names))) if factors is None else np.array(factors, dtype="float64")
+    own = dict(zip(table["benchmark"].astype(str), table["interval_factor"].astype(float), strict=True))
+    for k, name in enumerate(names):
+        if name in own:
+            out[inside, k] = own[name]
+    return out
+
+
+def _selection_calibration(selection: ChosenItems, ci_prob: float) -> pd.DataFrame:
+    """The selection's cross-fitted factors, checked to be for ``ci_prob`` intervals."""
+    table = selection.calibration
+    if table is None:
+        raise SpecError("selection_factors: the selection carries no cross-fitted factors")
+    own_ci = float(table["ci"].iloc[0])
+    if not math.isclose(own_ci, ci_prob):
+        raise SpecError(
+            f"the selection's intervals were calibrated for {own_ci:g} intervals; score at that probability "
+            f"(ci={own_ci:g}, --ci {own_ci:g}) or select again with ci_prob={ci_prob:g} (select --ci {ci_prob:g})"
+        )
+    return table
+
+
+def selection_rows(bank: ItemBank, w: np.ndarray, selection: ChosenItems) -> np.ndarray:
+    """(J,) which rows of the observed-mask ``w`` answered ``selection``'s items only (and at least one).
+
+    Raises
+    ------
+    SpecError
+        The selection names items the bank does not hold.
+    """
+    cols = bank.columns(selection.item_ids)
+    if (cols < 0).any():
+        missing = [i for i, c in zip(selection.item_ids, cols, strict=True) if c < 0]
+        raise SpecError(f"the selection names item(s) the bank does not hold: {listed(missing, 5)}")
+    chosen = np.zeros(bank.n_items, dtype=bool)
+    chosen[cols] = True
+    answered = np.asarray(w) > 0
+    return answered.any(axis=1) & ~(answered & ~chosen[None, :]).any(axis=1)
 
 
 #: Answer patterns of new systems applied to the bank's own systems by :func:`calibration_factors`, in all.

@@ -44,6 +44,7 @@ import dataclasses
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -51,9 +52,11 @@ import pandas as pd
 
 from irtbayes.auditing.targets import Target
 from irtbayes.checks.summary import records
-from irtbayes.core.errors import SpecError, listed
+from irtbayes.core.errors import DataError, SpecError, listed
+from irtbayes.core.summaries import check_ci_prob
 from irtbayes.data.responses import ResponseData
 from irtbayes.evaluating.bank import ItemBank, warning_tags
+from irtbayes.evaluating.crossfit import CrossFit, cross_fit_applies
 from irtbayes.evaluating.prediction import evaluation_target
 
 if TYPE_CHECKING:
@@ -93,6 +96,10 @@ class Selection:
         The method used.
     warnings
         Sentences every output opens with (the bank's own, and benchmarks with fewer items than asked for).
+    calibration
+        None, or one row per scope (each benchmark and ``all``): ``benchmark``, ``interval_factor`` (how much the
+        intervals of a system that answered these items widen), ``systems`` (the cross-fitted errors it rests
+        on), ``ci``, ``folds``, ``refits`` (the refits' sampler): :mod:`irtbayes.evaluating.crossfit`.
     """
 
     items: pd.DataFrame
@@ -100,10 +107,44 @@ class Selection:
     method: str
     score: str = "accuracy"
     warnings: tuple[str, ...] = field(default_factory=tuple)
+    calibration: pd.DataFrame | None = None
 
     @property
     def item_ids(self) -> list[str]:
         return self.items["item"].astype(str).tolist()
+
+    @classmethod
+    def read(cls, folder: str | os.PathLike[str]) -> Selection:
+        """The selection ``irtbayes select --out FOLDER`` wrote: ``selected_items.csv``, ``precision.csv`` when
+        there, and the cross-fitted factors of ``calibration.csv`` when there.
+
+        Raises
+        ------
+        DataError
+            A missing or unreadable ``selected_items.csv``, or a file without the columns it must have.
+        """
+        from irtbayes.data.io.tabular import read_table
+
+        folder = Path(folder)
+        items = read_table(folder / "selected_items.csv")
+        _require_columns(items, ("item", "benchmark"), folder / "selected_items.csv")
+        items = items.assign(item=items["item"].astype(str))
+        precision = read_table(folder / "precision.csv") if (folder / "precision.csv").is_file() else pd.DataFrame()
+        calibration = None
+        if (folder / "calibration.csv").is_file():
+            calibration = read_table(folder / "calibration.csv")
+            _require_columns(calibration, ("benchmark", "interval_factor", "ci"), folder / "calibration.csv")
+            factors = pd.to_numeric(calibration["interval_factor"], errors="coerce")
+            if factors.isna().any() or (factors < 1).any():
+                raise DataError(f"{folder / 'calibration.csv'}: interval_factor must be numbers of at least 1")
+        first = items.iloc[0] if len(items) else {}
+        return cls(
+            items=items.drop(columns=[c for c in ("method", "score") if c in items.columns]),
+            precision=precision,
+            method=str(first.get("method", "posterior")) if len(items) else "posterior",
+            score=str(first.get("score", "accuracy")) if len(items) else "accuracy",
+            calibration=calibration,
+        )
 
     def table(self) -> pd.DataFrame:
         """:attr:`items`, with ``method`` and ``score``."""
@@ -122,13 +163,25 @@ class Selection:
             "warnings": list(self.warnings),
             "items": records(self.items),
             "precision": records(self.precision),
+            "calibration": None if self.calibration is None else records(self.calibration),
         }
 
     def to_text(self) -> str:
         head = "".join(f"{w}\n" for w in self.warnings)
         with pd.option_context("display.width", 160, "display.precision", 4):
             body = self.precision.to_string(index=False)
-        return f"{head}{len(self.items)} items selected ({self.method}, for the {self.score} score)\n{body}"
+        text = f"{head}{len(self.items)} items selected ({self.method}, for the {self.score} score)\n{body}"
+        if self.calibration is not None:
+            row = self.calibration.iloc[0]
+            factors = ", ".join(
+                f"{b} {f:.2f}"
+                for b, f in zip(self.calibration["benchmark"], self.calibration["interval_factor"], strict=True)
+            )
+            text += (
+                f"\nIntervals of a system answering these items, cross-fitted ({int(row['folds'])} folds, "
+                f"{row['refits']} refits, {float(row['ci']):.0%}): widened by {factors}"
+            )
+        return text
 
     def plot_precision(self, *, ax: Axes | None = None) -> Axes:
         """The expected error of each benchmark's score with the selected items."""
@@ -415,6 +468,9 @@ def select_items(
     exclude: Sequence[str] = (),
     data: ResponseData | str | os.PathLike[str] | bool | None = None,
     seed: int | None = 0,
+    cross_fit: bool | None = None,
+    ci_prob: float = 0.9,
+    source_fit: Fit | None = None,
 ) -> Selection:
     """The items a new system should answer so that its scores are most precise (see the module docstring).
 
@@ -436,7 +492,16 @@ def select_items(
     data
         The fit's own responses, for the benchmarks' deviations (:meth:`ItemBank.from_fit`).
     seed
-        Seed of the random and anchor methods.
+        Seed of the random and anchor methods (and of the cross-fitting's folds and refits).
+    cross_fit, ci_prob
+        Calibrate the intervals of systems that answer the chosen items by cross-fitting
+        (:mod:`irtbayes.evaluating.crossfit`: the model refitted without each fold of the fit's systems, the same
+        selection made on each refit, the fold's systems scored on it), at ``ci_prob``; the factors are the
+        selection's :attr:`~Selection.calibration`, which :func:`~irtbayes.evaluating.prediction.predict_scores`
+        takes (``selection=``). None (default): for ``posterior`` and ``anchors`` on fits of at most
+        :data:`~irtbayes.evaluating.crossfit.CROSS_FIT_MAX_SYSTEMS` systems whose data are found.
+    source_fit
+        With an :class:`ItemBank` as ``fit``: the fit it was made from, for cross-fitting.
 
     Examples
     --------
@@ -451,7 +516,9 @@ def select_items(
     """
     if method not in METHODS:
         raise SpecError(f"select_items: method must be one of {', '.join(METHODS)}, got {method!r}")
+    check_ci_prob(ci_prob)
     bank = fit if isinstance(fit, ItemBank) else ItemBank.from_fit(fit, n_draws=n_draws, data=data)
+    source = source_fit if isinstance(fit, ItemBank) else fit
     if target is not None and not isinstance(target, Target):
         if isinstance(fit, ItemBank):
             raise SpecError("select_items: with an ItemBank, give the target as a Target")
@@ -460,8 +527,54 @@ def select_items(
     if (excluded < 0).any():
         unknown = [e for e, c in zip(exclude, excluded, strict=True) if c < 0]
         raise SpecError(f"select_items: exclude= names item(s) not in the bank: {listed(unknown, 5)}")
+    table, precision, notes = _choose(bank, items, per_benchmark, target, method, exclude, seed)
+    selection = Selection(
+        items=table,
+        precision=precision,
+        method=method,
+        score="accuracy" if target is None else "target",
+        warnings=(*bank.warnings, *notes),
+    )
+    if source is None:
+        if cross_fit:
+            raise SpecError("select_items: cross-fitting refits the bank's model; give the fit (source_fit=)")
+        return selection
+    if not cross_fit_applies(source, method, cross_fit) or (cross_fit is None and bank.reference is None):
+        return selection  # by default only where the bank's data were found (its reference systems)
+    folds = CrossFit.from_fit(
+        source, bank, data=None if data is None or isinstance(data, bool) else data, seed=seed or 0
+    )
+
+    def choose(fold_bank: ItemBank) -> list[str]:
+        own = [e for e in exclude if fold_bank.columns([e])[0] >= 0]
+        return _choose(fold_bank, items, per_benchmark, target, method, own, seed)[0]["item"].tolist()
+
+    calibration = folds.factors(choose, ci_prob=ci_prob, seed=seed or 0).assign(
+        ci=ci_prob, folds=len(folds.banks), refits=folds.sampler
+    )
+    return dataclasses.replace(selection, calibration=calibration)
+
+
+def _require_columns(table: pd.DataFrame, columns: Sequence[str], path: Path) -> None:
+    missing = [c for c in columns if c not in table.columns]
+    if missing:
+        raise DataError(
+            f"{path}: no column {', '.join(repr(c) for c in missing)} (has: {', '.join(map(str, table.columns))})"
+        )
+
+
+def _choose(
+    bank: ItemBank,
+    items: int | None,
+    per_benchmark: int | None,
+    target: Target | None,
+    method: str,
+    exclude: Sequence[str],
+    seed: int | None,
+) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
+    """The selection's item table, its precision table and its notes (:func:`select_items`, checked arguments)."""
     keep = np.ones(bank.n_items, dtype=bool)
-    keep[excluded] = False
+    keep[bank.columns(list(exclude))] = False
     sub = _restricted(bank, keep)
     quota, total, notes = _quotas(sub, items, per_benchmark)
     names, weights = score_weights(sub, target)
@@ -493,13 +606,7 @@ def select_items(
             "score": "accuracy" if target is None else "target",
         }
     )
-    return Selection(
-        items=table,
-        precision=precision,
-        method=method,
-        score="accuracy" if target is None else "target",
-        warnings=(*bank.warnings, *notes),
-    )
+    return table, precision, notes
 
 
 def _restricted(bank: ItemBank, keep: np.ndarray) -> ItemBank:

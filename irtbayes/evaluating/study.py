@@ -14,7 +14,10 @@ answers the method's items and the method estimates its accuracies:
 
 The posterior scores' intervals are calibrated on the bank's reference systems answering the same items
 (:func:`~irtbayes.evaluating.prediction.calibration_factors`, as :func:`~irtbayes.evaluating.prediction.predict_scores`
-does; for per-system designs, up to 4 of them), and the model's own intervals are reported beside them.
+does; for per-system designs, up to 4 of them), and the model's own intervals are reported beside them. With
+``cross_fit`` (a :class:`~irtbayes.evaluating.crossfit.CrossFit` of the bank's fit), the posterior selection's
+intervals and the adaptive tests' are calibrated by cross-fitting instead, as ``select_items`` and the ``adaptive``
+command calibrate them on small banks.
 ``random+mean``
     The same random items, scored by their plain mean with a Wilson interval corrected for the finite benchmark
     (:func:`~irtbayes.evaluating.baselines.subset_mean`).
@@ -47,6 +50,7 @@ from irtbayes.core.summaries import interval_quantiles, spaced
 from irtbayes.evaluating.adaptive import AdaptiveTest
 from irtbayes.evaluating.bank import ItemBank
 from irtbayes.evaluating.baselines import pirt_accuracy, subset_mean
+from irtbayes.evaluating.crossfit import CrossFit
 from irtbayes.evaluating.prediction import (
     ALL,
     calibration_factors,
@@ -173,6 +177,7 @@ def compare_methods(
     adaptive_systems: int = 100,
     seed: int = 0,
     log: Callable[[str], Any] | None = None,
+    cross_fit: CrossFit | None = None,
 ) -> pd.DataFrame:
     """Every method at every budget on the held-out systems (module docstring): one row per method, K and scope.
 
@@ -180,7 +185,9 @@ def compare_methods(
     Columns: ``method``, ``k`` (items per benchmark), ``items`` (mean items answered per system), ``benchmark``,
     ``systems``, ``mae``, ``rmse``, ``coverage``, ``width`` (the reported intervals: calibrated on the bank's
     reference systems where it has them), ``spearman``, ``model_coverage``, ``model_width`` (the model's own
-    intervals), ``seconds`` (the method's time at that K).
+    intervals), ``seconds`` (the method's time at that K). With ``cross_fit`` the intervals of the posterior
+    selection and of the adaptive tests are calibrated by cross-fitting (:mod:`irtbayes.evaluating.crossfit`),
+    else on the bank's own systems.
     """
     names, member = scope_membership(bank)
     truth, complete = held_out_truth(y, w, member)
@@ -189,7 +196,7 @@ def compare_methods(
     for k in ks:
         for method in methods:
             start = time.perf_counter()
-            result = _one_method(bank, y, w, subjects_arr, method, int(k), ci_prob, adaptive_systems, seed)
+            result = _one_method(bank, y, w, subjects_arr, method, int(k), ci_prob, adaptive_systems, seed, cross_fit)
             if result is None:
                 continue
             estimate, low, high, own_low, own_high, answered, keep = result
@@ -228,6 +235,7 @@ def _one_method(
     ci_prob: float,
     adaptive_systems: int,
     seed: int,
+    cross_fit: CrossFit | None = None,
 ) -> tuple[Any, ...] | None:
     """One method at budget ``k``: estimate, reported interval and the model's own (or Nones), mean items answered,
     the systems scored."""
@@ -237,7 +245,12 @@ def _one_method(
         chosen = np.zeros(bank.n_items)
         chosen[bank.columns(select_items(bank, per_benchmark=k).item_ids)] = 1.0
         mask = w * chosen[None, :]
-        return (*_scored(bank, y, mask, w, subjects, ci_prob, seed), float(mask.sum(axis=1).mean()), everyone)
+        widen = None
+        if cross_fit is not None:  # as select_items(cross_fit=True) calibrates: the same selection in each fold
+            factors = cross_fit.factors(lambda b: select_items(b, per_benchmark=k).item_ids, ci_prob=ci_prob, seed=seed)
+            widen = factors["interval_factor"].to_numpy()
+        posterior = _scored(bank, y, mask, w, subjects, ci_prob, seed, widen=widen)
+        return (*posterior, float(mask.sum(axis=1).mean()), everyone)
     if method in ("random+posterior", "random+mean"):
         mask = _random_mask(bank, w, k, np.random.default_rng(seed + k))  # the same items for both scorings
         if method == "random+mean":
@@ -266,7 +279,7 @@ def _one_method(
                 test.answer(item, y[j, c])
                 masks[row, c] = 1.0
         # calibrated as AdaptiveTest.result calibrates: the bank's own systems tested the same way
-        widen = AdaptiveTest(bank, max_items=budget, ci_prob=ci_prob, seed=seed).interval_factors()
+        widen = AdaptiveTest(bank, max_items=budget, ci_prob=ci_prob, seed=seed, cross_fit=cross_fit).interval_factors()
         scored = _scored(bank, y[keep], masks, w[keep], subjects[keep], ci_prob, seed, widen=widen)
         return (*scored, float(masks.sum(axis=1).mean()), keep)
     raise ValueError(f"compare_methods: unknown method {method!r}")

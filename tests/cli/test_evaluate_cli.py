@@ -20,9 +20,11 @@ import xarray as xr
 from fake_openai import FakeOpenAI
 
 from irtbayes.cli.main import main
+from irtbayes.data import io as data_io
 from irtbayes.data.simulate import simulate_responses
 from irtbayes.evaluating import responders
 from irtbayes.examples import simulated_fit
+from irtbayes.fitting.fit import fit as fit_model
 from irtbayes.fitting.result import Fit
 from irtbayes.fitting.storage import save_fit
 from irtbayes.model.spec import ModelSpec
@@ -270,3 +272,43 @@ def test_errors_are_one_line_with_exit_code_2(bank: Bank, tmp_path: Path, capsys
     bank.new_frame.loc[bank.new_frame["item"] < "item00020"].to_csv(few, index=False)
     code, stdout, _ = run(["score", "--fit", multi, str(few), "--draws", "20"], capsys)
     assert code == 0 and "MULTIDIMENSIONAL" in stdout and "domain2" in stdout and "accuracy_mean" not in stdout
+
+
+# ---------------------------------------------------------------------------------------------- cross-fitting
+def test_select_cross_fits_a_small_bank_and_score_takes_its_factors(tmp_path: Path, capsys) -> None:
+    simulated, _ = simulate_responses(24, 40, n_benchmarks=2, seed=3)
+    source = tmp_path / "data.csv"
+    labels = simulated.items[["benchmark"]]
+    simulated.long_frame()[["subject", "item", "response"]].join(labels, on="item").to_csv(source, index=False)
+    data = data_io.load(source)
+    save_fit(fit_model(data, sampler="approx", seed=3, progress=False), tmp_path / "fit")
+    chosen = tmp_path / "chosen"
+    bank_args = ["--fit", str(tmp_path / "fit"), "--data", str(source), "--draws", "50"]
+    code, stdout, err = run(["select", *bank_args, "--per-benchmark", "4", "--out", str(chosen)], capsys)
+    assert code == 0 and "cross-fitted (4 folds, approx refits, 90%)" in stdout, err
+    assert "calibration.csv" in stdout
+    calibration = pd.read_csv(chosen / "calibration.csv")
+    assert calibration["benchmark"].tolist() == ["bench00", "bench01", "all"]
+    assert (calibration["interval_factor"] >= 1).all()
+
+    items = pd.read_csv(chosen / "selected_items.csv")["item"]
+    frame = data.long_frame()
+    frame = frame[frame["item"].isin(items) & frame["subject"].isin(list(data.subject_ids[:3]))]
+    new = tmp_path / "new.csv"
+    frame.assign(subject=lambda f: "new-" + f["subject"])[["subject", "item", "response"]].to_csv(new, index=False)
+    scored = tmp_path / "scored"
+    argv = ["score", *bank_args, str(new), "--selection", str(chosen), "--out", str(scored)]
+    code, _, _ = run(argv, capsys)
+    assert code == 0
+    table = pd.read_csv(scored / "predicted_accuracy.csv")
+    want = dict(zip(calibration["benchmark"], calibration["interval_factor"], strict=True))
+    assert table["interval_factor"].tolist() == pytest.approx(table["benchmark"].map(want).tolist())
+
+    code, _, err = run([*argv[:-2], "--ci", "0.8"], capsys)
+    assert code == 2 and "calibrated for 0.9 intervals" in err and "--ci 0.9" in err
+
+    # a selection made without cross-fitting leaves no earlier factors behind
+    code, stdout, _ = run(
+        ["select", *bank_args, "--per-benchmark", "4", "--no-cross-fit", "--out", str(chosen)], capsys
+    )
+    assert code == 0 and "cross-fitted" not in stdout and not (chosen / "calibration.csv").exists()
