@@ -151,6 +151,7 @@ def cmd_score(args: argparse.Namespace) -> int:
             "fit": str(args.fit),
             "responses": str(args.responses),
             "prior": args.prior,
+            "selection": args.selection,  # its cross-fitted factors, when it has them, calibrate its systems
             "abilities": scores.to_dict(ci_prob=args.ci),
             "predicted": None if predicted is None else predicted.to_dict(ci_prob=args.ci),
         }

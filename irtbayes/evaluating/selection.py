@@ -52,7 +52,7 @@ import pandas as pd
 
 from irtbayes.auditing.targets import Target
 from irtbayes.checks.summary import records
-from irtbayes.core.errors import DataError, SpecError, listed
+from irtbayes.core.errors import DataError, IrtbayesError, SpecError, listed
 from irtbayes.core.summaries import check_ci_prob
 from irtbayes.data.responses import ResponseData
 from irtbayes.evaluating.bank import ItemBank, warning_tags
@@ -541,17 +541,26 @@ def select_items(
         return selection
     if not cross_fit_applies(source, method, cross_fit) or (cross_fit is None and bank.reference is None):
         return selection  # by default only where the bank's data were found (its reference systems)
-    folds = CrossFit.from_fit(
-        source, bank, data=None if data is None or isinstance(data, bool) else data, seed=seed or 0
-    )
 
     def choose(fold_bank: ItemBank) -> list[str]:
         own = [e for e in exclude if fold_bank.columns([e])[0] >= 0]
         return _choose(fold_bank, items, per_benchmark, target, method, own, seed)[0]["item"].tolist()
 
-    calibration = folds.factors(choose, ci_prob=ci_prob, seed=seed or 0).assign(
-        ci=ci_prob, folds=len(folds.banks), refits=folds.sampler
-    )
+    try:
+        folds = CrossFit.from_fit(
+            source, bank, data=None if data is None or isinstance(data, bool) else data, seed=seed or 0
+        )
+        calibration = folds.factors(choose, ci_prob=ci_prob, seed=seed or 0)
+    except IrtbayesError as err:
+        if cross_fit:  # asked for: say why it could not be done
+            raise
+        note = (
+            f"NOT CROSS-FITTED: refitting the bank without a fold of its systems failed ({err}); the intervals of "
+            "systems answering these items are calibrated on the bank's own systems, which chose them, and may be "
+            "too wide."
+        )
+        return dataclasses.replace(selection, warnings=(*selection.warnings, note))
+    calibration = calibration.assign(ci=ci_prob, folds=len(folds.banks), refits=folds.sampler)
     return dataclasses.replace(selection, calibration=calibration)
 
 

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from irtbayes.core.errors import DataError, SpecError
+from irtbayes.core.errors import DataError, FitError, SpecError
 from irtbayes.data.responses import ResponseData
 from irtbayes.evaluating.adaptive import AdaptiveTest
 from irtbayes.evaluating.bank import ItemBank
@@ -231,3 +231,19 @@ def test_on_mmlu_pro_s_22_system_bank_cross_fitting_gives_narrow_intervals_that_
             widths.append(row["accuracy_ci_high"] - row["accuracy_ci_low"])
     assert len(covered) == 98 and np.mean(covered) >= 0.85, np.mean(covered)
     assert np.mean(widths) < 0.25, np.mean(widths)  # 0.48 with the in-sample factors
+
+
+def test_a_failed_refit_leaves_the_in_sample_calibration_and_says_so_unless_cross_fitting_was_asked_for(
+    small, monkeypatch
+) -> None:
+    fit, data, _ = small
+
+    def fail(*args, **kwargs):
+        raise FitError("a fold's refit found no responses to item q7")
+
+    monkeypatch.setattr(CrossFit, "from_fit", classmethod(lambda cls, *a, **k: fail()))
+    chosen = select_items(fit, per_benchmark=3, data=data, n_draws=50)
+    assert chosen.calibration is None
+    assert chosen.warnings[-1].startswith("NOT CROSS-FITTED") and "item q7" in chosen.warnings[-1]
+    with pytest.raises(FitError, match="item q7"):
+        select_items(fit, per_benchmark=3, data=data, n_draws=50, cross_fit=True)
