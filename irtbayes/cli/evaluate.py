@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from irtbayes.cli.parser import target_value
-from irtbayes.core.errors import DataError, SpecError, listed
+from irtbayes.core.errors import DataError, IrtbayesError, SpecError, listed
 from irtbayes.core.files import atomic_write_bytes, atomic_write_json, atomic_write_text, json_ready
 
 if TYPE_CHECKING:
@@ -381,7 +381,15 @@ def cmd_adaptive(args: argparse.Namespace) -> int:
     exposure = _exposure(args)
     cross_fit = None
     if args.calibrate and bank.reference is not None and cross_fit_applies(fit_result, "posterior", args.cross_fit):
-        cross_fit = CrossFit.from_fit(fit_result, bank, data=_bank_data(args), seed=args.seed)
+        try:
+            cross_fit = CrossFit.from_fit(fit_result, bank, data=_bank_data(args), seed=args.seed)
+        except IrtbayesError as err:
+            if args.cross_fit:  # asked for: say why it could not be done
+                raise
+            notes.append(
+                f"NOT CROSS-FITTED: refitting the bank without a fold of its systems failed ({err}); the final "
+                "intervals are calibrated on the bank's own systems, whose answers chose the items, and may be too wide."
+            )
     test = AdaptiveTest(
         bank,
         score=args.score,

@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -546,13 +546,30 @@ def select_items(
         own = [e for e in exclude if fold_bank.columns([e])[0] >= 0]
         return _choose(fold_bank, items, per_benchmark, target, method, own, seed)[0]["item"].tolist()
 
+    folds_data = None if data is None or isinstance(data, bool) else data
+    return _cross_fitted(
+        selection, source, bank, choose, data=folds_data, asked=bool(cross_fit), ci_prob=ci_prob, seed=seed or 0
+    )
+
+
+def _cross_fitted(
+    selection: Selection,
+    source: Fit,
+    bank: ItemBank,
+    choose: Callable[[ItemBank], list[str]],
+    *,
+    data: ResponseData | str | os.PathLike[str] | None,
+    asked: bool,
+    ci_prob: float,
+    seed: int,
+) -> Selection:
+    """``selection`` with its cross-fitted factors (:class:`CrossFit`, the same selection ``choose`` made on each
+    fold's bank); where the refits fail, with a warning instead, or the error when cross-fitting was ``asked``."""
     try:
-        folds = CrossFit.from_fit(
-            source, bank, data=None if data is None or isinstance(data, bool) else data, seed=seed or 0
-        )
-        calibration = folds.factors(choose, ci_prob=ci_prob, seed=seed or 0)
+        folds = CrossFit.from_fit(source, bank, data=data, seed=seed)
+        calibration = folds.factors(choose, ci_prob=ci_prob, seed=seed)
     except IrtbayesError as err:
-        if cross_fit:  # asked for: say why it could not be done
+        if asked:  # say why it could not be done
             raise
         note = (
             f"NOT CROSS-FITTED: refitting the bank without a fold of its systems failed ({err}); the intervals of "

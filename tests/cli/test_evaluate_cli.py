@@ -307,6 +307,15 @@ def test_select_cross_fits_a_small_bank_and_score_takes_its_factors(tmp_path: Pa
     code, _, err = run([*argv[:-2], "--ci", "0.8"], capsys)
     assert code == 2 and "calibrated for 0.9 intervals" in err and "--ci 0.9" in err
 
+    # an adaptive test on the same bank is calibrated by cross-fitting too, unless told not to
+    subject = "new-" + str(data.subject_ids[0])
+    for flag, want in (([], "cross-fitted"), (["--no-cross-fit"], "in-sample")):
+        out = tmp_path / f"test{len(flag)}"
+        argv = ["adaptive", *bank_args, "--responses", str(new), "--subject", subject, "--max-items", "4"]
+        code, _, _ = run([*argv, *flag, "--no-progress", "--out", str(out)], capsys)
+        assert code == 0
+        assert json.loads((out / "summary.json").read_text())["settings"]["calibration"] == want
+
     # a selection made without cross-fitting leaves no earlier factors behind
     code, stdout, _ = run(
         ["select", *bank_args, "--per-benchmark", "4", "--no-cross-fit", "--out", str(chosen)], capsys
