@@ -40,7 +40,7 @@ import pandas as pd
 from irtbayes.core.errors import SpecError
 from irtbayes.data.responses import ResponseData
 from irtbayes.evaluating.bank import ItemBank
-from irtbayes.evaluating.prediction import error_ratios, factors_from_ratios, scope_membership
+from irtbayes.evaluating.prediction import CALIBRATION_DRAWS, error_ratios, factors_from_ratios, scope_membership
 from irtbayes.fitting.storage import load_fit_data
 
 if TYPE_CHECKING:
@@ -174,7 +174,9 @@ class CrossFit:
         gives each its own)."""
         out = []
         for bank, y, w in zip(self.banks, self.responses, self.observed, strict=True):
-            ratios = error_ratios(bank, y, w, design(bank, y, w), ci_prob=ci_prob, seed=seed)
+            # scored with as many draws as the bank's own systems are (interval_factors)
+            thinned = bank.thinned(CALIBRATION_DRAWS)
+            ratios = error_ratios(thinned, y, w, design(bank, y, w), ci_prob=ci_prob, seed=seed)
             where = pd.Index(scope_membership(bank)[0]).get_indexer(list(self.scopes))
             out.append(np.where(where[None, :] >= 0, ratios[:, np.maximum(where, 0)], np.nan))
         return np.concatenate(out, axis=0)

@@ -55,6 +55,7 @@ bins holding an item (items outside [L, U] carry no weight).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 from collections.abc import Sequence
@@ -542,6 +543,7 @@ class PredictedScores:
     target: Target | None = None
     warnings: tuple[str, ...] = field(default_factory=tuple)
     widen: xr.DataArray | None = None
+    calibrated_on: str = "the bank's own systems"
 
     def table(self, ci_prob: float = 0.9) -> pd.DataFrame:
         """One row per subject and benchmark: ``subject``, ``benchmark``, ``accuracy_mean``, ``accuracy_ci_low``,
@@ -578,13 +580,15 @@ class PredictedScores:
 
     def to_dict(self, *, ci_prob: float = 0.9) -> dict[str, Any]:
         """Plain JSON values: ``warnings``, ``n_draws``, ``ci_prob``, ``target``, ``interval_calibration`` (per
-        scope, the distinct factors its intervals were widened by, or None) and ``rows`` (:meth:`table`)."""
+        scope, the distinct factors its intervals were widened by, or None), ``calibrated_on`` (whose errors set
+        them) and ``rows`` (:meth:`table`)."""
         return {
             "warnings": list(self.warnings),
             "n_draws": int(self.accuracy.sizes["draw"]),
             "ci_prob": ci_prob,
             "target": None if self.target is None else self.target.to_dict(),
             "interval_calibration": self.factors(),
+            "calibrated_on": None if self.widen is None else self.calibrated_on,
             "rows": records(self.table(ci_prob)),
         }
 
@@ -599,7 +603,7 @@ class PredictedScores:
         how = (
             "model intervals, not calibrated"
             if factors is None
-            else "calibrated on the bank's own systems; widened by "
+            else f"calibrated on {self.calibrated_on}; widened by "
             + ", ".join(f"{k} x{v[0]:.2f}" if len(v) == 1 else f"{k} x{v[0]:.2f}-{v[-1]:.2f}" for k, v in wider.items())
             + (
                 " (by the benchmarks each system answered: column interval_factor)"
@@ -607,7 +611,7 @@ class PredictedScores:
                 else ""
             )
             if wider
-            else "calibrated on the bank's own systems: no widening needed"
+            else f"calibrated on {self.calibrated_on}: no widening needed"
         )
         return f"{head}Predicted accuracy over every item of the bank ({ci_prob:.0%} intervals; {how})\n{body}"
 
@@ -727,11 +731,18 @@ def predict_scores(
                 widen = np.ones((w.shape[0], own.shape[1]))
                 widen[~inside] = own
         widen = selection_factors(bank, w, selection, widen, ci_prob=ci_prob)
+        calibrated_on = (
+            "the selection's cross-fitted folds"
+            if inside.all()
+            else "the selection's cross-fitted folds (systems that answered only its items) and the bank's own systems"
+        )
     else:
         widen = calibration_factors(bank, w, ci_prob=ci_prob, seed=seed or 0) if calibrate else None
-    return predict_from_arrays(
+        calibrated_on = "the bank's own systems"
+    scores = predict_from_arrays(
         bank, y, w, responses.subject_ids.to_numpy(dtype=str), target=target, widen=widen, seed=seed, notes=notes
     )
+    return dataclasses.replace(scores, calibrated_on=calibrated_on)
 
 
 class ChosenItems(Protocol):

@@ -369,6 +369,11 @@ def _greedy_with_deviations(
     bench_info = np.zeros_like(a)  # (T, M): information of the items chosen from each benchmark
     taken = np.zeros(weights.shape[1], dtype="int64")
     free = np.ones(len(own), dtype=bool)
+    # each benchmark's items side by side, so that a step works on blocks instead of gathering (T, N) arrays
+    order = np.argsort(own, kind="stable")
+    bounds = np.searchsorted(own[order], np.arange(weights.shape[1] + 1))
+    info_o, vd_o, v2pq_o = info[:, order], vd[:, order], v2pq[:, order]
+    crit_o = np.empty(len(own))
     chosen: list[int] = []
     for step in range(total):
         allowed = _allowed(free, taken, own, quota, total - step)
@@ -377,11 +382,25 @@ def _greedy_with_deviations(
         other = bench_info.sum(axis=1, keepdims=True) - bench_info
         var, dvar = _benchmark_variance(bench_info, other, tau2)  # (T, M)
         cross = (a**2 * dvar).sum(axis=1, keepdims=True)  # (T, 1): first-order effect of information on all
-        a_own, var_own, dvar_own = a[:, own], var[:, own], dvar[:, own]
-        new_var, _ = _benchmark_variance(bench_info[:, own] + info, other[:, own], tau2[:, own])
-        change = (a_own - vd) ** 2 * new_var - a_own**2 * var_own + info * (cross - a_own**2 * dvar_own) - v2pq
-        crit = np.where(allowed, change.mean(axis=0), np.inf)
-        pick = int(np.argmin(crit))
+        allowed_o = allowed[order]
+        for m in range(weights.shape[1]):
+            block = slice(bounds[m], bounds[m + 1])
+            if not allowed_o[block].any():
+                crit_o[block] = np.inf
+                continue
+            a_m, i_m = a[:, m : m + 1], info_o[:, block]
+            new_var, _ = _benchmark_variance(bench_info[:, m : m + 1] + i_m, other[:, m : m + 1], tau2[:, m : m + 1])
+            change = (
+                (a_m - vd_o[:, block]) ** 2 * new_var
+                - a_m**2 * var[:, m : m + 1]
+                + i_m * (cross - a_m**2 * dvar[:, m : m + 1])
+                - v2pq_o[:, block]
+            )
+            crit_o[block] = change.mean(axis=0)
+        crit = np.empty_like(crit_o)
+        crit[order] = crit_o
+        crit = np.where(allowed, crit, np.inf)
+        pick = int(np.argmin(crit))  # in the items' own order, so that ties go to the first item as before
         chosen.append(pick)
         free[pick] = False
         taken[own[pick]] += 1

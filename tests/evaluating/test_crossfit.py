@@ -137,8 +137,12 @@ def test_predict_scores_widens_by_the_selection_s_factors(small) -> None:
     frame = data.long_frame()
     frame = frame[frame["item"].isin(chosen.item_ids) & frame["subject"].isin(list(data.subject_ids[:3]))]
     new = ResponseData.from_long(frame.assign(subject=lambda f: "new-" + f["subject"]), items=data.items)
-    plain = predict_scores(bank, new, seed=1).table()
-    crossed = predict_scores(bank, new, seed=1, selection=chosen).table()
+    plain_scores = predict_scores(bank, new, seed=1)
+    crossed_scores = predict_scores(bank, new, seed=1, selection=chosen)
+    assert "calibrated on the bank's own systems" in plain_scores.to_text()
+    assert "calibrated on the selection's cross-fitted folds; widened by" in crossed_scores.to_text()
+    assert crossed_scores.to_dict()["calibrated_on"] == "the selection's cross-fitted folds"
+    plain, crossed = plain_scores.table(), crossed_scores.table()
     want = dict(zip(chosen.calibration["benchmark"], chosen.calibration["interval_factor"], strict=True))
     assert crossed["interval_factor"].tolist() == crossed["benchmark"].map(want).tolist()
     np.testing.assert_array_equal(crossed["accuracy_mean"], plain["accuracy_mean"])
