@@ -380,7 +380,7 @@ def cmd_adaptive(args: argparse.Namespace) -> int:
     responder, subject, items, notes = answers(args, bank)
     exposure = _exposure(args)
     cross_fit = None
-    if args.calibrate and bank.reference is not None and cross_fit_applies(fit_result, "posterior", args.cross_fit):
+    if args.calibrate and bank.reference is not None and cross_fit_applies(fit_result, "adaptive", args.cross_fit):
         try:
             cross_fit = CrossFit.from_fit(fit_result, bank, data=_bank_data(args), seed=args.seed)
         except IrtbayesError as err:

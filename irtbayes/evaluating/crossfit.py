@@ -58,12 +58,12 @@ log = logging.getLogger("irtbayes")
 
 
 def cross_fit_applies(fit: Fit, method: str, cross_fit: bool | None) -> bool:
-    """Whether a selection by ``method`` from ``fit`` is cross-fitted: ``cross_fit`` when given, else for the
-    methods that look at the fit (``posterior``, ``anchors``) on fits of at most :data:`CROSS_FIT_MAX_SYSTEMS`
-    systems."""
+    """Whether items chosen by ``method`` from ``fit`` are cross-fitted: ``cross_fit`` when given, else for the
+    methods that look at the fit (selection by ``posterior`` or ``anchors``, and ``adaptive`` tests) on fits of at
+    most :data:`CROSS_FIT_MAX_SYSTEMS` systems."""
     if cross_fit is not None:
         return bool(cross_fit)
-    return method in ("posterior", "anchors") and len(fit.subject_ids) <= CROSS_FIT_MAX_SYSTEMS
+    return method in ("posterior", "anchors", "adaptive") and len(fit.subject_ids) <= CROSS_FIT_MAX_SYSTEMS
 
 
 @dataclass(frozen=True)

@@ -730,12 +730,11 @@ def predict_scores(
             if own is not None:
                 widen = np.ones((w.shape[0], own.shape[1]))
                 widen[~inside] = own
+        others = "the bank's own systems" if widen is not None else "nothing else (no reference systems)"
         widen = selection_factors(bank, w, selection, widen, ci_prob=ci_prob)
-        calibrated_on = (
-            "the selection's cross-fitted folds"
-            if inside.all()
-            else "the selection's cross-fitted folds (systems that answered only its items) and the bank's own systems"
-        )
+        calibrated_on = "the selection's cross-fitted folds"
+        if not inside.all():
+            calibrated_on += f" (systems that answered only its items) and {others}"
     else:
         widen = calibration_factors(bank, w, ci_prob=ci_prob, seed=seed or 0) if calibrate else None
         calibrated_on = "the bank's own systems"

@@ -137,6 +137,10 @@ class Selection:
             factors = pd.to_numeric(calibration["interval_factor"], errors="coerce")
             if factors.isna().any() or (factors < 1).any():
                 raise DataError(f"{folder / 'calibration.csv'}: interval_factor must be numbers of at least 1")
+            ci = pd.to_numeric(calibration["ci"], errors="coerce")
+            if ci.isna().any() or not ((ci > 0) & (ci < 1)).all() or ci.nunique() != 1:
+                raise DataError(f"{folder / 'calibration.csv'}: ci must be one probability between 0 and 1")
+            calibration = calibration.assign(interval_factor=factors, ci=ci)
         first = items.iloc[0] if len(items) else {}
         return cls(
             items=items.drop(columns=[c for c in ("method", "score") if c in items.columns]),

@@ -92,6 +92,7 @@ def test_select_items_cross_fits_small_banks_by_default_and_only_when_it_can(sma
     with pytest.raises(SpecError, match="give the fit"):
         select_items(bank, per_benchmark=3, cross_fit=True)
     assert not cross_fit_applies(fit, "random", None) and cross_fit_applies(fit, "random", True)
+    assert cross_fit_applies(fit, "adaptive", None)
     assert cross_fit_applies(fit, "anchors", None) and not cross_fit_applies(fit, "posterior", False)
 
 
@@ -162,6 +163,9 @@ def test_a_selection_is_read_back_from_its_folder_and_bad_factors_are_refused(sm
     np.testing.assert_allclose(back.calibration["interval_factor"], chosen.calibration["interval_factor"])
     chosen.calibration.assign(interval_factor=0.5).to_csv(tmp_path / "calibration.csv", index=False)
     with pytest.raises(DataError, match=r"calibration\.csv: interval_factor must be numbers of at least 1"):
+        Selection.read(tmp_path)
+    chosen.calibration.assign(ci="ninety").to_csv(tmp_path / "calibration.csv", index=False)
+    with pytest.raises(DataError, match=r"calibration\.csv: ci must be one probability between 0 and 1"):
         Selection.read(tmp_path)
     chosen.calibration.drop(columns="ci").to_csv(tmp_path / "calibration.csv", index=False)
     with pytest.raises(DataError, match=r"calibration\.csv: no column 'ci'"):
