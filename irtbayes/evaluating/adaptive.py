@@ -717,16 +717,16 @@ class AdaptiveTest:
         pool_items = self.bank.items[self._pool]
         log.info("calibrating the adaptive test's intervals by cross-fitting (%d folds)", len(cross_fit.banks))
 
-        whole: list[np.ndarray] = []
+        whole: dict[int, np.ndarray] = {}  # by fold bank: the folds may run in threads, in any order
 
         def design(bank: ItemBank, y: np.ndarray, w: np.ndarray) -> np.ndarray:
             pool = np.asarray(bank.items.isin(pool_items))
             # as on the bank itself: a system that did not answer one of the pool's benchmarks takes another test
-            whole.append(answered_benchmarks(bank, w)[:, np.unique(bank.benchmark_index[pool])].all(axis=1))
+            whole[id(bank)] = answered_benchmarks(bank, w)[:, np.unique(bank.benchmark_index[pool])].all(axis=1)
             return self._tested(bank, y, w, pool)
 
         ratios = cross_fit.design_ratios(design, ci_prob=self.ci_prob, seed=self.seed or 0)
-        complete = np.concatenate(whole)
+        complete = np.concatenate([whole[id(bank)] for bank in cross_fit.banks])
         if complete.sum() >= CALIBRATION_MIN_COMPLETE:
             ratios[~complete] = np.nan
         return ratios

@@ -31,13 +31,16 @@ import logging
 import os
 import warnings
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
+from irtbayes.checks.convergence import WORKERS
 from irtbayes.core.errors import SpecError
+from irtbayes.core.plots import unloaded_lazy_modules_hidden
 from irtbayes.data.responses import ResponseData
 from irtbayes.evaluating.bank import ItemBank
 from irtbayes.evaluating.prediction import CALIBRATION_DRAWS, error_ratios, factors_from_ratios, scope_membership
@@ -53,6 +56,8 @@ __all__ = ["CROSS_FIT_FOLDS", "CROSS_FIT_MAX_SYSTEMS", "CrossFit", "cross_fit_ap
 CROSS_FIT_FOLDS = 4
 #: Fits of at most this many systems are cross-fitted by default.
 CROSS_FIT_MAX_SYSTEMS = 200
+#: Folds refitted and scored at once (threads): the cores, at most two (each fold holds a refit's draws in memory).
+CROSS_FIT_WORKERS = min(WORKERS, 2)
 
 log = logging.getLogger("irtbayes")
 
@@ -121,14 +126,13 @@ class CrossFit:
                 f"{len(subjects)} systems"
             )
         order = np.random.default_rng(seed).permutation(len(subjects))
-        banks, held_out, ys, ws = [], [], [], []
-        for k, fold in enumerate(np.array_split(order, int(folds))):
-            log.info("cross-fitting: fold %d of %d (%d systems left out)", k + 1, folds, len(fold))
-            left_out = set(subjects[fold].tolist())
+        parts = np.array_split(order, int(folds))
+
+        def one(k: int) -> tuple[ItemBank, tuple[str, ...], np.ndarray, np.ndarray]:
+            log.info("cross-fitting: fold %d of %d (%d systems left out)", k + 1, folds, len(parts[k]))
+            left_out = set(subjects[parts[k]].tolist())
             keep = [s for s in subjects.tolist() if s not in left_out]
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", UserWarning)  # an approximate refit; the outputs say how it was made
-                fold_fit = refit(loaded.subset(subjects=keep), fit.spec, sampler=sampler, seed=seed + k, progress=False)
+            fold_fit = refit(loaded.subset(subjects=keep), fit.spec, sampler=sampler, seed=seed + k, progress=False)
             fold_bank = ItemBank.from_fit(fold_fit, n_draws=bank.n_draws, data=False)
             fold_bank = dataclasses.replace(
                 fold_bank,
@@ -137,10 +141,11 @@ class CrossFit:
             )
             held = loaded.subset(subjects=sorted(left_out), items=fold_bank.items.intersection(loaded.item_ids))
             y, w = fold_bank.response_arrays(held)
-            banks.append(fold_bank)
-            held_out.append(tuple(str(s) for s in held.subject_ids))
-            ys.append(y)
-            ws.append(w)
+            return fold_bank, tuple(str(s) for s in held.subject_ids), y, w
+
+        with warnings.catch_warnings():  # set here, for every thread: the refits' approximate-tier warnings
+            warnings.simplefilter("ignore", UserWarning)  # the outputs say how the refits were made
+            banks, held_out, ys, ws = zip(*_in_parallel(one, len(parts)), strict=True)
         scopes = tuple(scope_membership(bank)[0])
         return cls(
             banks=tuple(banks),
@@ -172,13 +177,16 @@ class CrossFit:
         """(systems, scopes) as :meth:`ratios`, each fold's systems scored from the items of
         ``design(fold_bank, y, w)``, a (systems, N_fold) mask of the items each of them answers (an adaptive test
         gives each its own)."""
-        out = []
-        for bank, y, w in zip(self.banks, self.responses, self.observed, strict=True):
+
+        def one(k: int) -> np.ndarray:
+            bank, y, w = self.banks[k], self.responses[k], self.observed[k]
             # scored with as many draws as the bank's own systems are (interval_factors)
             thinned = bank.thinned(CALIBRATION_DRAWS)
             ratios = error_ratios(thinned, y, w, design(bank, y, w), ci_prob=ci_prob, seed=seed)
             where = pd.Index(scope_membership(bank)[0]).get_indexer(list(self.scopes))
-            out.append(np.where(where[None, :] >= 0, ratios[:, np.maximum(where, 0)], np.nan))
+            return np.where(where[None, :] >= 0, ratios[:, np.maximum(where, 0)], np.nan)
+
+        out = _in_parallel(one, len(self.banks))
         return np.concatenate(out, axis=0)
 
     def factors(
@@ -194,6 +202,19 @@ class CrossFit:
                 "systems": (~np.isnan(ratios)).sum(axis=0),
             }
         )
+
+
+def _in_parallel[T](work: Callable[[int], T], n: int) -> list[T]:
+    """``[work(0), ..., work(n - 1)]``, the folds' work in up to :data:`CROSS_FIT_WORKERS` threads (NumPy releases
+    the GIL in the long array operations of the refits and the scoring; each fold has its own seed, so the
+    result does not depend on the threads)."""
+    workers = max(1, min(CROSS_FIT_WORKERS, n))
+    if workers == 1:
+        return [work(k) for k in range(n)]
+    # scipy asks sys.modules["jax"] of arrays too: a jax registered for a lazy import would be loaded by two threads
+    # at once, which CPython's lazy loader does not guard before 3.12.3 (an AttributeError); kept out meanwhile
+    with unloaded_lazy_modules_hidden(), ThreadPoolExecutor(workers) as pool:
+        return list(pool.map(work, range(n)))
 
 
 def _deviations_for(bank: ItemBank, fold_bank: ItemBank) -> np.ndarray | None:

@@ -367,17 +367,31 @@ def _greedy_with_deviations(
     deviation: np.ndarray,
 ) -> list[int]:
     """:func:`greedy_items` with benchmark deviations: an item's effect on its own benchmark's score is exact, its
-    effect on the other benchmarks' scores (through the general ability) to first order."""
+    effect on the other benchmarks' scores (through the general ability) to first order.
+
+    Item i of benchmark m changes the expected squared error by the mean over the population of
+    ``(a_m - v_i D_i)^2 / (1 / u_m + I_m + I_i) - a_m^2 V_m + I_i (sum_k a_k^2 dV_k - a_m^2 dV_m) - v_i^2 P_i Q_i``
+    (``V_m = u_m / (1 + I_m u_m)``, :func:`_benchmark_variance`); only the first term needs an element per
+    (population point, item) each step: the second is one number per benchmark, the third a product of the
+    information with a population vector, the last does not change. Each benchmark's items are kept side by side,
+    and the squared slopes ``(a_m - v_i D_i)^2`` are recomputed only for the benchmark whose item was taken.
+    """
     info, own, a, vd, v2pq = _greedy_start(population_p, population_d, weights, group)
-    tau2 = deviation[None, :] ** 2  # (1, M)
+    n_groups, n_pop = weights.shape[1], info.shape[0]
+    tau2 = (deviation**2)[None, :]  # (1, M)
     bench_info = np.zeros_like(a)  # (T, M): information of the items chosen from each benchmark
-    taken = np.zeros(weights.shape[1], dtype="int64")
+    taken = np.zeros(n_groups, dtype="int64")
     free = np.ones(len(own), dtype=bool)
-    # each benchmark's items side by side, so that a step works on blocks instead of gathering (T, N) arrays
     order = np.argsort(own, kind="stable")
-    bounds = np.searchsorted(own[order], np.arange(weights.shape[1] + 1))
-    info_o, vd_o, v2pq_o = info[:, order], vd[:, order], v2pq[:, order]
-    crit_o = np.empty(len(own))
+    bounds = np.searchsorted(own[order], np.arange(n_groups + 1))
+    spans = [order[bounds[m] : bounds[m + 1]] for m in range(n_groups)]
+    info_b = [np.ascontiguousarray(info[:, s]) for s in spans]
+    vd_b = [np.ascontiguousarray(vd[:, s]) for s in spans]
+    slope2 = [(a[:, m : m + 1] - vd_b[m]) ** 2 for m in range(n_groups)]
+    fixed = [-v2pq[:, s].mean(axis=0) for s in spans]  # the Bernoulli variance the item's own answer removes
+    buffer = np.empty_like(info[:, : max((len(s) for s in spans), default=0)])
+    mean_of = np.full(n_pop, 1.0 / n_pop)
+    crit = np.empty(len(own))
     chosen: list[int] = []
     for step in range(total):
         allowed = _allowed(free, taken, own, quota, total - step)
@@ -385,31 +399,30 @@ def _greedy_with_deviations(
             break
         other = bench_info.sum(axis=1, keepdims=True) - bench_info
         var, dvar = _benchmark_variance(bench_info, other, tau2)  # (T, M)
-        cross = (a**2 * dvar).sum(axis=1, keepdims=True)  # (T, 1): first-order effect of information on all
-        allowed_o = allowed[order]
-        for m in range(weights.shape[1]):
-            block = slice(bounds[m], bounds[m + 1])
-            if not allowed_o[block].any():
-                crit_o[block] = np.inf
+        precision = 1.0 / (tau2 + 1.0 / (1.0 + other)) + bench_info  # (T, M): 1 / V_m
+        a2 = a**2
+        cross = (a2 * dvar).sum(axis=1)  # (T,): first-order effect of information on all the scores
+        for m, span in enumerate(spans):
+            if not allowed[span].any():
+                crit[span] = np.inf
                 continue
-            a_m, i_m = a[:, m : m + 1], info_o[:, block]
-            new_var, _ = _benchmark_variance(bench_info[:, m : m + 1] + i_m, other[:, m : m + 1], tau2[:, m : m + 1])
-            change = (
-                (a_m - vd_o[:, block]) ** 2 * new_var
-                - a_m**2 * var[:, m : m + 1]
-                + i_m * (cross - a_m**2 * dvar[:, m : m + 1])
-                - v2pq_o[:, block]
+            buf = buffer[:, : len(span)]
+            np.add(info_b[m], precision[:, m : m + 1], out=buf)
+            np.divide(slope2[m], buf, out=buf)
+            crit[span] = (
+                mean_of @ buf
+                + ((cross - a2[:, m] * dvar[:, m]) * mean_of) @ info_b[m]
+                - (a2[:, m] * var[:, m]).mean()
+                + fixed[m]
             )
-            crit_o[block] = change.mean(axis=0)
-        crit = np.empty_like(crit_o)
-        crit[order] = crit_o
-        crit = np.where(allowed, crit, np.inf)
-        pick = int(np.argmin(crit))  # in the items' own order, so that ties go to the first item as before
+        pick = int(np.argmin(np.where(allowed, crit, np.inf)))  # ties go to the first item in the items' order
+        m = own[pick]
         chosen.append(pick)
         free[pick] = False
-        taken[own[pick]] += 1
-        a[:, own[pick]] -= vd[:, pick]
-        bench_info[:, own[pick]] += info[:, pick]
+        taken[m] += 1
+        a[:, m] -= vd[:, pick]
+        slope2[m] = (a[:, m : m + 1] - vd_b[m]) ** 2
+        bench_info[:, m] += info[:, pick]
     return chosen
 
 

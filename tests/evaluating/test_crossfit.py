@@ -190,7 +190,8 @@ def test_an_adaptive_test_is_calibrated_on_the_folds_systems_tested_on_their_fol
 
     monkeypatch.setattr(AdaptiveTest, "_tested", spy)
     factors = AdaptiveTest(bank, max_items=4, cross_fit=folds, seed=2).interval_factors()
-    assert calls == [(id(b), len(s)) for b, s in zip(folds.banks, folds.subjects, strict=True)]
+    # each fold's bank once, with its own systems (the folds run in threads, in any order)
+    assert sorted(calls) == sorted((id(b), len(s)) for b, s in zip(folds.banks, folds.subjects, strict=True))
     assert factors is not None and factors.shape == (3,) and (factors >= 1).all()
     calls.clear()
     AdaptiveTest(bank, max_items=4, seed=2).interval_factors()  # without: the bank's own systems on the bank
@@ -255,3 +256,24 @@ def test_a_failed_refit_leaves_the_in_sample_calibration_and_says_so_unless_cros
     assert chosen.warnings[-1].startswith("NOT CROSS-FITTED") and "item q7" in chosen.warnings[-1]
     with pytest.raises(FitError, match="item q7"):
         select_items(fit, per_benchmark=3, data=data, n_draws=50, cross_fit=True)
+
+
+def test_the_folds_give_the_same_factors_one_at_a_time_and_in_threads(small, monkeypatch) -> None:
+    """The folds run in threads (CROSS_FIT_WORKERS); each has its own seed, so the refits, the chosen items and
+    the factors are those of the folds run one after another, in the folds' order."""
+    fit, data, bank = small
+    import irtbayes.evaluating.crossfit as crossfit
+
+    def run(workers: int) -> tuple[CrossFit, pd.DataFrame, np.ndarray]:
+        monkeypatch.setattr(crossfit, "CROSS_FIT_WORKERS", workers)
+        made = CrossFit.from_fit(fit, bank, data=data, seed=5)
+        chosen = made.factors(lambda b: select_items(b, per_benchmark=4).items["item"].tolist())
+        adaptive = AdaptiveTest(bank, max_items=4, cross_fit=made, seed=2).interval_factors()
+        return made, chosen, adaptive
+
+    one, threads = run(1), run(2)
+    assert one[0].subjects == threads[0].subjects
+    for a, b in zip(one[0].banks, threads[0].banks, strict=True):
+        np.testing.assert_array_equal(a.difficulty, b.difficulty)
+    pd.testing.assert_frame_equal(one[1], threads[1])
+    np.testing.assert_array_equal(one[2], threads[2])

@@ -125,6 +125,62 @@ def test_greedy_items_follows_the_criterion_step_by_step():
         taken[group[pick]] += 1
 
 
+def _greedy_with_deviations_by_hand(p, d, w, quota, total, tau):
+    """The criterion of greedy_items with deviations, item by item as its docstring writes it."""
+    group = np.argmax(w != 0, axis=1)
+    pq = p * (1 - p)
+    info = np.divide(d**2, pq, out=np.zeros_like(pq), where=pq > 0)
+    v = w[np.arange(len(group)), group]
+    a = d @ w
+    chosen_info = np.zeros_like(a)
+    taken, free, order = np.zeros(w.shape[1], dtype=int), np.ones(len(group), dtype=bool), []
+    for step in range(total):
+        best, best_value = -1, np.inf
+        for i in range(len(group)):
+            m = group[i]
+            if not free[i] or (quota is not None and taken[m] >= quota[m]):
+                continue
+            if quota is None and total - step <= (taken == 0).sum() and taken[m] > 0:
+                continue
+            other = chosen_info.sum(axis=1) - chosen_info[:, m]
+            u = tau[m] ** 2 + 1 / (1 + other)
+            var_m = u / (1 + chosen_info[:, m] * u)
+            new_var = u / (1 + (chosen_info[:, m] + info[:, i]) * u)
+            others = chosen_info.sum(axis=1, keepdims=True) - chosen_info
+            u_all = tau[None, :] ** 2 + 1 / (1 + others)
+            dvar = -1 / ((1 + chosen_info * u_all) ** 2 * (1 + others) ** 2)
+            cross = (a**2 * dvar).sum(axis=1) - a[:, m] ** 2 * dvar[:, m]
+            change = (a[:, m] - v[i] * d[:, i]) ** 2 * new_var - a[:, m] ** 2 * var_m + info[:, i] * cross
+            value = (change - v[i] ** 2 * pq[:, i]).mean()
+            if value < best_value - 1e-12:
+                best, best_value = i, value
+        order.append(best)
+        free[best] = False
+        taken[group[best]] += 1
+        a[:, group[best]] -= v[best] * d[:, best]
+        chosen_info[:, group[best]] += info[:, best]
+    return order
+
+
+@pytest.mark.parametrize("quota", [np.array([3, 2, 4]), None])
+def test_greedy_items_with_deviations_follows_its_criterion_step_by_step(quota):
+    """With benchmark deviations the greedy step takes the item of least expected change (the docstring's formula
+    by hand, over every free item): the block-wise arithmetic of the selection picks the same items."""
+    rng = np.random.default_rng(11)
+    n, t = 30, 7
+    p = rng.uniform(0.05, 0.95, (t, n))
+    d = rng.uniform(0.2, 1.5, (t, n)) * p * (1 - p)
+    group = rng.permutation(np.repeat([0, 1, 2], 10))  # benchmarks' items interleaved
+    w = np.zeros((n, 3))
+    w[np.arange(n), group] = 0.1
+    tau = np.array([0.3, 0.0, 0.6])
+    total = 9
+    order = greedy_items(p, d, w, quota, total, group=group, deviation=tau)
+    assert order == _greedy_with_deviations_by_hand(p, d, w, quota, total, tau)
+    if quota is not None:
+        assert np.bincount(group[order], minlength=3).tolist() == quota.tolist()
+
+
 def test_the_most_informative_item_of_a_benchmark_is_picked_first():
     # benchmark A: three items at the population's centre, one of them far more discriminating
     bank = make_bank(
