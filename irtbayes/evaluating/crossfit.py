@@ -22,6 +22,9 @@ with probability ``ci_prob`` when the new system is like the bank's systems.
 ``select_items`` cross-fits by default when the fit has at most :data:`CROSS_FIT_MAX_SYSTEMS` systems and the
 method looks at the data (``posterior``, ``anchors``); with more systems one system's answers move a selection too
 little to matter and the in-sample calibration stands.
+
+The folds are refitted and scored :data:`CROSS_FIT_WORKERS` at a time, in threads; each has its own seed, so the
+factors are those of the folds run one after another.
 """
 
 from __future__ import annotations
@@ -50,7 +53,7 @@ if TYPE_CHECKING:
     from irtbayes.fitting.result import Fit
     from irtbayes.fitting.sampling import Sampler
 
-__all__ = ["CROSS_FIT_FOLDS", "CROSS_FIT_MAX_SYSTEMS", "CrossFit", "cross_fit_applies"]
+__all__ = ["CROSS_FIT_FOLDS", "CROSS_FIT_MAX_SYSTEMS", "CROSS_FIT_WORKERS", "CrossFit", "cross_fit_applies"]
 
 #: Folds of the fit's systems.
 CROSS_FIT_FOLDS = 4
