@@ -393,7 +393,8 @@ def add_select_verb(verbs: Any, command: Command) -> None:
         choices=("posterior", "random", "anchors"),
         default="posterior",
         help="posterior (default): greedy, least expected error of the scores over the fitted population; random: "
-        "uniform within each benchmark; anchors: tinyBenchmarks' k-means anchor points",
+        "uniform within each benchmark (the more accurate on an approximate-tier bank of a few dozen systems: "
+        "docs/evaluation.md); anchors: tinyBenchmarks' k-means anchor points",
     )
     select_p.add_argument(
         "--exclude",
