@@ -277,3 +277,29 @@ def test_the_folds_give_the_same_factors_one_at_a_time_and_in_threads(small, mon
         np.testing.assert_array_equal(a.difficulty, b.difficulty)
     pd.testing.assert_frame_equal(one[1], threads[1])
     np.testing.assert_array_equal(one[2], threads[2])
+
+
+def test_a_failed_fold_stops_the_folds_not_yet_started(monkeypatch) -> None:
+    """With the folds in threads, an error (or Ctrl-C) in one drops the folds still waiting instead of running them
+    (``Executor.map`` cancels its pending futures when a result raises; checked failing with a pool that does not)."""
+    import threading
+    import time
+
+    import irtbayes.evaluating.crossfit as crossfit
+
+    monkeypatch.setattr(crossfit, "CROSS_FIT_WORKERS", 2)
+    started: list[int] = []
+    lock = threading.Lock()
+
+    def work(k: int) -> int:
+        with lock:
+            started.append(k)
+        if k == 0:
+            raise KeyboardInterrupt
+        time.sleep(0.3)
+        return k
+
+    with pytest.raises(KeyboardInterrupt):
+        crossfit._in_parallel(work, 8)
+    assert 0 in started and len(started) <= 3, started
+    assert crossfit._in_parallel(lambda k: k * k, 5) == [0, 1, 4, 9, 16]
