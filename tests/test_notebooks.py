@@ -334,7 +334,7 @@ def test_notebook_pages_share_one_copy_of_their_head_styles(tmp_path):
     )
 
 
-@pytest.mark.slow  # about 50 s in fast mode; the evaluation verbs have their own tests in tests/evaluating
+@pytest.mark.slow  # about 80 s in fast mode alone (2 cores); the evaluation verbs have their own tests in tests/evaluating
 def test_09_evaluation(nb_out: Path) -> None:
     """Notebook 9 needs no external data: a simulated leaderboard, and in fast mode a tiny study of its own."""
     proc, _ = run_notebook("09_evaluation", nb_out)
