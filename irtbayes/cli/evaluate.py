@@ -369,7 +369,7 @@ def cmd_adaptive(args: argparse.Namespace) -> int:
     """``adaptive``: one adaptive test; writes log.csv, predicted_accuracy.csv, summary.json and trace.png."""
     from irtbayes.core.summaries import check_ci_prob
     from irtbayes.evaluating.adaptive import AdaptiveTest
-    from irtbayes.evaluating.crossfit import CrossFit, cross_fit_applies
+    from irtbayes.evaluating.crossfit import CrossFit, cross_fit_applies, not_cross_fitted
     from irtbayes.fitting.storage import load_fit
 
     check_ci_prob(args.ci)
@@ -386,10 +386,7 @@ def cmd_adaptive(args: argparse.Namespace) -> int:
         except IrtbayesError as err:
             if args.cross_fit:  # asked for: say why it could not be done
                 raise
-            notes.append(
-                f"NOT CROSS-FITTED: refitting the bank without a fold of its systems failed ({err}); the final "
-                "intervals are calibrated on the bank's own systems, whose answers chose the items, and may be too wide."
-            )
+            notes.append(not_cross_fitted(err, "the final intervals"))
     test = AdaptiveTest(
         bank,
         score=args.score,

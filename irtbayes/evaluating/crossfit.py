@@ -53,7 +53,14 @@ if TYPE_CHECKING:
     from irtbayes.fitting.result import Fit
     from irtbayes.fitting.sampling import Sampler
 
-__all__ = ["CROSS_FIT_FOLDS", "CROSS_FIT_MAX_SYSTEMS", "CROSS_FIT_WORKERS", "CrossFit", "cross_fit_applies"]
+__all__ = [
+    "CROSS_FIT_FOLDS",
+    "CROSS_FIT_MAX_SYSTEMS",
+    "CROSS_FIT_WORKERS",
+    "CrossFit",
+    "cross_fit_applies",
+    "not_cross_fitted",
+]
 
 #: Folds of the fit's systems.
 CROSS_FIT_FOLDS = 4
@@ -72,6 +79,15 @@ def cross_fit_applies(fit: Fit, method: str, cross_fit: bool | None) -> bool:
     if cross_fit is not None:
         return bool(cross_fit)
     return method in ("posterior", "anchors", "adaptive") and len(fit.subject_ids) <= CROSS_FIT_MAX_SYSTEMS
+
+
+def not_cross_fitted(error: Exception, whose: str) -> str:
+    """The warning of a selection or an adaptive test whose refits failed (``error``): ``whose`` intervals fall back
+    to the in-sample calibration."""
+    return (
+        f"NOT CROSS-FITTED: refitting the bank without a fold of its systems failed ({error}); {whose} are "
+        "calibrated on the bank's own systems, whose answers chose the items, and may be too wide."
+    )
 
 
 @dataclass(frozen=True)

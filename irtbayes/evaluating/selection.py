@@ -56,7 +56,7 @@ from irtbayes.core.errors import DataError, IrtbayesError, SpecError, listed
 from irtbayes.core.summaries import check_ci_prob
 from irtbayes.data.responses import ResponseData
 from irtbayes.evaluating.bank import ItemBank, warning_tags
-from irtbayes.evaluating.crossfit import CrossFit, cross_fit_applies
+from irtbayes.evaluating.crossfit import CrossFit, cross_fit_applies, not_cross_fitted
 from irtbayes.evaluating.prediction import evaluation_target
 
 if TYPE_CHECKING:
@@ -607,11 +607,7 @@ def _cross_fitted(
     except IrtbayesError as err:
         if asked:  # say why it could not be done
             raise
-        note = (
-            f"NOT CROSS-FITTED: refitting the bank without a fold of its systems failed ({err}); the intervals of "
-            "systems answering these items are calibrated on the bank's own systems, which chose them, and may be "
-            "too wide."
-        )
+        note = not_cross_fitted(err, "the intervals of systems answering these items")
         return dataclasses.replace(selection, warnings=(*selection.warnings, note))
     calibration = calibration.assign(ci=ci_prob, folds=len(folds.banks), refits=folds.sampler)
     return dataclasses.replace(selection, calibration=calibration)

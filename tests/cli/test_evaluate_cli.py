@@ -20,9 +20,11 @@ import xarray as xr
 from fake_openai import FakeOpenAI
 
 from irtbayes.cli.main import main
+from irtbayes.core.errors import FitError
 from irtbayes.data import io as data_io
 from irtbayes.data.simulate import simulate_responses
 from irtbayes.evaluating import responders
+from irtbayes.evaluating.crossfit import CrossFit
 from irtbayes.examples import simulated_fit
 from irtbayes.fitting.fit import fit as fit_model
 from irtbayes.fitting.result import Fit
@@ -275,7 +277,7 @@ def test_errors_are_one_line_with_exit_code_2(bank: Bank, tmp_path: Path, capsys
 
 
 # ---------------------------------------------------------------------------------------------- cross-fitting
-def test_select_cross_fits_a_small_bank_and_score_takes_its_factors(tmp_path: Path, capsys) -> None:
+def test_select_cross_fits_a_small_bank_and_score_takes_its_factors(tmp_path: Path, capsys, monkeypatch) -> None:
     simulated, _ = simulate_responses(24, 40, n_benchmarks=2, seed=3)
     source = tmp_path / "data.csv"
     labels = simulated.items[["benchmark"]]
@@ -315,6 +317,19 @@ def test_select_cross_fits_a_small_bank_and_score_takes_its_factors(tmp_path: Pa
         code, _, _ = run([*argv, *flag, "--no-progress", "--out", str(out)], capsys)
         assert code == 0
         assert json.loads((out / "summary.json").read_text())["settings"]["calibration"] == want
+
+    # refits that fail: the test is calibrated in-sample and says why; asked for, the failure is the error
+    def fail(cls, *args, **kwargs):
+        raise FitError("a fold's refit found no responses to item q7")
+
+    monkeypatch.setattr(CrossFit, "from_fit", classmethod(fail))
+    out = tmp_path / "fallback"
+    code, _, err = run([*argv, "--no-progress", "--out", str(out)], capsys)
+    summary = json.loads((out / "summary.json").read_text())
+    assert code == 0 and summary["settings"]["calibration"] == "in-sample", err
+    assert any(w.startswith("NOT CROSS-FITTED") and "item q7" in w for w in summary["warnings"]), summary["warnings"]
+    code, _, err = run([*argv, "--cross-fit", "--no-progress", "--out", str(tmp_path / "asked")], capsys)
+    assert code == 2 and "item q7" in err
 
     # a selection made without cross-fitting leaves no earlier factors behind
     code, stdout, _ = run(
