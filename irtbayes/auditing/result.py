@@ -365,6 +365,7 @@ class AuditResult:
             _ensemble_sentence(s.get("ensemble")),
             *([graded_sentence(str(s["graded"]), s.get("graded_points"))] if s.get("graded") else []),
             _interval_sentence(s.get("calibrated_intervals"), pct),
+            *_fit_sentences(s),
             *design_notes(self.benchmarks, s),
             "",
         ]
@@ -489,6 +490,23 @@ def self_check_lines(table: pd.DataFrame, settings: dict[str, Any], pct: str) ->
         if parts:
             lines.append(f"  {r['scope'] if r['scope_kind'] != 'all' else 'All items'}: " + "; ".join(parts) + ".")
     return lines
+
+
+def _fit_sentences(settings: dict[str, Any]) -> list[str]:
+    """What the audit says of the fit it was made from: a failed convergence check, and what sampling until converged
+    did about divergences (``settings["fit_remedy"]``).
+
+    >>> _fit_sentences({"converged": True, "fit_remedy": ""})
+    []
+    >>> _fit_sentences({"converged": False, "fit_remedy": ""})
+    ['The fit FAILED its convergence checks: every number below is provisional.']
+    """
+    out = []
+    if settings.get("converged") is False and not settings.get("approximate"):
+        out.append("The fit FAILED its convergence checks: every number below is provisional.")
+    if settings.get("fit_remedy"):
+        out.append(f"Fit: {settings['fit_remedy']}")
+    return out
 
 
 def _gap_kind_text(row: pd.Series) -> str:

@@ -81,6 +81,7 @@ from irtbayes.auditing.settings import ENSEMBLES, AuditFields, AuditSettings, re
 from irtbayes.auditing.tables import ahead_table, benchmark_row, items_table, ranking_table
 from irtbayes.auditing.targets import RANGE_WIDEN, Target, check_range_holds_subjects
 from irtbayes.checks.convergence import WORKERS
+from irtbayes.checks.divergences import remedy_text
 from irtbayes.core.errors import FitError, SpecError
 from irtbayes.core.information import curves_by_blocks, item_blocks, theta_grid
 from irtbayes.core.summaries import spaced, summarize
@@ -180,6 +181,7 @@ def audit(
     started = time.perf_counter()
     if not isinstance(data, ResponseData):
         raise SpecError(f"data must be a ResponseData, got {type(data).__name__}")
+    getattr(posterior, "refuse_if_unsettled", lambda verb: None)("audit")  # a Fit; a bare posterior has no record
     s = (settings or AuditSettings()).replace(**fields).checked()
     run = _prepare(posterior, data, s)
     timer = {"ensemble": time.perf_counter() - started}
@@ -486,6 +488,12 @@ def _recalibrated(run: _Run, s: AuditSettings) -> bool:
     return bool(s.calibrated_intervals) and run.ensemble == "deconvolved"
 
 
+def _remedies(posterior: Any) -> list[dict[str, Any]]:
+    """A fit's record of its remedies for divergences (``fit.sampler["remedies"]``); none for a bare posterior."""
+    sampler = getattr(posterior, "sampler", None)
+    return list(sampler.get("remedies") or []) if isinstance(sampler, dict) else []
+
+
 def _recorded_settings(
     posterior: Any, data: ResponseData, s: AuditSettings, run: _Run, *, n_ranking: int, n_information: int
 ) -> dict[str, Any]:
@@ -500,6 +508,8 @@ def _recorded_settings(
         "partial": bool(getattr(posterior, "partial", False) or getattr(posterior, "attrs", {}).get("partial", 0)),
         # None when the draws come without a fit's checks (a bare posterior): never read as a pass
         "converged": getattr(getattr(posterior, "diagnostics", None), "ok", None),
+        # what sampling until converged did about divergences (irtbayes.fitting.fit.REMEDIES); "" when nothing
+        "fit_remedy": remedy_text(_remedies(posterior)),
         "approximate": bool(getattr(posterior, "approximate", False)),
         "n_chains": draws.n_chains,
         "n_draws": draws.n_draws,

@@ -84,6 +84,7 @@ def propose(
     >>> len(proposal.candidates), proposal.candidates[0].source
     (3, 'callable:demo')
     """
+    fit.refuse_if_unsettled("BenchFill propose")
     if n is None:
         n = len(source.candidates) if isinstance(source, FileSource) else 10
     if n_choices == "auto":

@@ -135,6 +135,7 @@ def calibrate_candidates(
     >>> result.accepted, result.decisions.loc["mis-keyed", "reason"]
     (['good'], 'mis-keyed')
     """
+    fit.refuse_if_unsettled("BenchFill calibrate")
     if mode not in ("full", "fixed"):
         raise SpecError(f"mode must be 'full' or 'fixed', got {mode!r}")
     if mode == "fixed" and fit.spec.kind in GRADED_KINDS:

@@ -242,6 +242,7 @@ def choose_target(
     >>> choice.how
     'the bin holding the widest gap of all items most often: bin 0 [-2.70, -1.38), P = 0.53'
     """
+    fit.refuse_if_unsettled("BenchFill's target")
     if target_bin is not None and interval is not None:
         raise SpecError("give a target bin or a target interval, not both")
     if benchmark is not None:

@@ -189,6 +189,7 @@ def _fit_from_args(data: object, args: argparse.Namespace) -> object:
         budget_s=60.0 * float(getattr(args, "budget", 15.0)),
         until_converged=getattr(args, "until_converged", None),
         warm_start=False if getattr(args, "no_warm_start", False) else None,
+        remedy=not getattr(args, "no_remedy", False),
         sampler_kwargs=_sampler_kwargs(args),
     )
 

@@ -166,7 +166,14 @@ def add_fit_options(parser: argparse.ArgumentParser) -> None:
         "--target-accept",
         type=float,
         help="NUTS target acceptance (default 0.8; 0.7 above 5,000 parameters; 0.95 below 30 items, or below 50 "
-        "responses per item up to 5,000 parameters); raise it when a fit reports divergences",
+        "responses per item up to 5,000 parameters); a fit until converged that diverges samples again at 0.9, "
+        "0.95 and 0.99 while --budget lasts",
+    )
+    group.add_argument(
+        "--no-remedy",
+        action="store_true",
+        help="until converged: stop at the first run when it ends in divergent transitions instead of sampling "
+        "again at a higher target acceptance",
     )
     group.add_argument("--devices", type=int, help="numpyro: JAX devices to split the responses over (default all)")
     group.add_argument("--seed", type=int, default=20260101, help="random seed (default 20260101)")

@@ -24,6 +24,17 @@ What a family varies
   (weaker systems skip harder items: a cell's chance of being missing grows with b_i - theta_j).
 - ``range``: the audit's range for the family, ``None`` for the audit's default.
 
+What LLM leaderboards add (the ``llm_*`` families):
+
+- ``clusters``: model families: the systems fall into this many families (drawn from the range; ``(0, 0)``: none),
+  each system's ability its family's (drawn as ``abilities`` says) plus a smaller spread within it.
+- ``choices``: each benchmark's number of options, drawn from this tuple; ``k > 0`` gives its items a chance
+  floor, P = 1/k + (1 - 1/k) sigmoid(a (theta - b)) (multiple choice), 0 none (open answers).
+- ``block_missing``: the share of (system, benchmark) pairs never run (every system keeps at least one benchmark).
+- ``offset_sd``: the sd of the benchmarks' mean difficulties around 0 (0: within +-0.3 of each other).
+- ``extremes``: the share of each benchmark's items that no system can answer or every system can (difficulty
+  4-7 logits past 0, half each way).
+
 :data:`FAMILIES` holds the families of the calibration study (``scripts/calibration_study.py``).
 """
 
@@ -68,10 +79,15 @@ class Design:
     missing: tuple[float, float] = (0.0, 0.0)
     missing_kind: str = "random"
     range: tuple[float, float] | None = None
+    clusters: tuple[int, int] = (0, 0)
+    choices: tuple[int, ...] = (0,)
+    block_missing: tuple[float, float] = (0.0, 0.0)
+    offset_sd: float = 0.0
+    extremes: tuple[float, float] = (0.0, 0.0)
     description: str = ""
 
     def __post_init__(self) -> None:
-        for name in ("systems", "benchmarks", "items", "hole", "missing"):
+        for name in ("systems", "benchmarks", "items", "hole", "missing", "clusters", "block_missing", "extremes"):
             low, high = getattr(self, name)
             if low > high or low < 0:
                 raise SpecError(f"Design.{name} must be (low, high) with 0 <= low <= high, got {(low, high)}")
@@ -79,6 +95,12 @@ class Design:
             raise SpecError("a design needs at least 2 systems, 2 items per benchmark and 1 benchmark")
         if self.missing[1] >= 0.9:
             raise SpecError(f"Design.missing must stay below 0.9, got {self.missing}")
+        if self.block_missing[1] >= 0.9 or self.extremes[1] >= 0.5:
+            raise SpecError("Design.block_missing must stay below 0.9 and Design.extremes below 0.5")
+        if not self.choices or any(int(k) < 0 or int(k) == 1 for k in self.choices):
+            raise SpecError(
+                f"Design.choices must hold 0 (open answers) or option counts of 2 or more, got {self.choices}"
+            )
         checks = (("abilities", ABILITIES), ("missing_kind", MISSING_KINDS), ("hole_at", ("anywhere", "edge")))
         for name, allowed in checks:
             if getattr(self, name) not in allowed:
@@ -117,13 +139,18 @@ class SimulatedDesign:
     seed: int = 0
 
 
-def _abilities(rng: np.random.Generator, kind: str, n: int) -> np.ndarray:
+def _abilities(rng: np.random.Generator, kind: str, n: int, clusters: int = 0) -> np.ndarray:
+    """Standardised abilities of ``n`` systems; with ``clusters``, each a family's ability (drawn as ``kind``
+    says) plus a spread within the family of half its sd."""
+    size = clusters if clusters > 0 else n
     if kind == "normal":
-        raw = rng.normal(size=n)
+        raw = rng.normal(size=size)
     elif kind == "skewed":
-        raw = rng.gamma(2.0, size=n)
+        raw = rng.gamma(2.0, size=size)
     else:
-        raw = rng.standard_t(3.0, size=n)
+        raw = rng.standard_t(3.0, size=size)
+    if clusters > 0:
+        raw = raw[rng.integers(clusters, size=n)] + rng.normal(0.0, 0.5 * max(float(raw.std()), 0.5), size=n)
     return (raw - raw.mean()) / raw.std()
 
 
@@ -142,7 +169,7 @@ def _items_of_benchmark(
     """``n`` difficulties from the population ``kind``, less a hole when the design plants one."""
     spread = float(np.exp(rng.normal(0.0, design.spread_sd))) if design.spread_sd > 0 else 1.0
     half = (BASE_HALF_WIDTH + design.reach) * spread
-    centre = float(rng.uniform(-0.3, 0.3))
+    centre = float(rng.uniform(-0.3, 0.3)) + (float(rng.normal(0.0, design.offset_sd)) if design.offset_sd > 0 else 0.0)
     width = float(rng.uniform(*design.hole))
     hole = None
     if width > 0:
@@ -164,28 +191,50 @@ def _items_of_benchmark(
             break
     else:  # pragma: no cover - a hole wider than the population
         raise SpecError(f"design {design.name!r}: the hole {hole} leaves no room for {n} items")
-    return np.concatenate(kept)[:n], hole
+    items = np.concatenate(kept)[:n]
+    share = float(rng.uniform(*design.extremes)) if design.extremes[1] > 0 else 0.0
+    if share > 0:  # items no system can answer, or every system can
+        picked = rng.choice(n, size=round(share * n), replace=False)
+        side = np.where(rng.uniform(size=len(picked)) < 0.5, -1.0, 1.0)
+        items[picked] = side * rng.uniform(4.0, 7.0, size=len(picked))
+    return items, hole
 
 
 def _missing_cells(
-    rng: np.random.Generator, design: Design, ability: np.ndarray, difficulty: np.ndarray
+    rng: np.random.Generator, design: Design, ability: np.ndarray, difficulty: np.ndarray, bench: np.ndarray
 ) -> tuple[np.ndarray, float]:
     """A (subject, item) mask of observed cells; every subject and item keeps at least one."""
     share = float(rng.uniform(*design.missing))
     n_sub, n_item = len(ability), len(difficulty)
+    blocks = _blocks_run(rng, design, n_sub, bench)
     if share <= 0:
-        return np.ones((n_sub, n_item), dtype=bool), 0.0
+        return blocks, 0.0
     if design.missing_kind == "random":
         p = np.full((n_sub, n_item), share)
     else:  # weaker systems skip harder items: the chance grows with b - theta, scaled to the share
         raw = 1.0 / (1.0 + np.exp(-1.5 * (difficulty[None, :] - ability[:, None])))
         p = np.clip(raw * share / raw.mean(), 0.0, 0.95)
-    observed = rng.uniform(size=p.shape) >= p
+    observed = (rng.uniform(size=p.shape) >= p) & blocks
     for j in np.flatnonzero(~observed.any(axis=1)):
         observed[j, rng.integers(n_item)] = True
     for i in np.flatnonzero(~observed.any(axis=0)):
         observed[rng.integers(n_sub), i] = True
     return observed, share
+
+
+def _blocks_run(rng: np.random.Generator, design: Design, n_sub: int, bench: np.ndarray) -> np.ndarray:
+    """A (subject, item) mask of the (system, benchmark) pairs run: ``design.block_missing`` of the pairs are not,
+    every system keeping at least one benchmark and every benchmark at least two systems."""
+    names, codes = np.unique(bench, return_inverse=True)
+    share = float(rng.uniform(*design.block_missing)) if design.block_missing[1] > 0 else 0.0
+    run = np.ones((n_sub, len(names)), dtype=bool)
+    if share > 0 and len(names) > 1:
+        run = rng.uniform(size=run.shape) >= share
+        for j in np.flatnonzero(~run.any(axis=1)):
+            run[j, rng.integers(len(names))] = True
+        for k in np.flatnonzero(run.sum(axis=0) < 2):
+            run[rng.choice(n_sub, size=2, replace=False), k] = True
+    return run[:, codes]
 
 
 def simulate_design(design: Design, *, seed: int) -> SimulatedDesign:
@@ -204,14 +253,17 @@ def simulate_design(design: Design, *, seed: int) -> SimulatedDesign:
     rng = np.random.default_rng([int(seed), zlib.crc32(design.name.encode()), 20261203])
     n_sub = int(rng.integers(design.systems[0], design.systems[1] + 1))
     n_bench = int(rng.integers(design.benchmarks[0], design.benchmarks[1] + 1))
-    ability = _abilities(rng, design.abilities, n_sub)
-    difficulty, discrimination, bench, kinds, holes, sizes = [], [], [], [], [], []
+    n_clusters = int(rng.integers(design.clusters[0], design.clusters[1] + 1)) if design.clusters[1] > 0 else 0
+    ability = _abilities(rng, design.abilities, n_sub, n_clusters)
+    difficulty, discrimination, bench, kinds, holes, sizes, floors = [], [], [], [], [], [], []
     for k in range(n_bench):
         n = int(rng.integers(design.items[0], design.items[1] + 1))
         kind = str(rng.choice(list(design.populations)))
         b, hole = _items_of_benchmark(rng, design, n, kind)
         typical = rng.normal(0.0, design.benchmark_discrimination_sd) if design.benchmark_discrimination_sd else 0.0
         a = np.exp(typical + rng.normal(0.0, design.discrimination_sd, size=n))
+        options = int(rng.choice(list(design.choices))) if any(design.choices) else 0
+        floors.append(np.full(n, 1.0 / options if options else 0.0))
         difficulty.append(b)
         discrimination.append(a)
         bench.append(np.full(n, f"bench{k:02d}"))
@@ -219,14 +271,17 @@ def simulate_design(design: Design, *, seed: int) -> SimulatedDesign:
         holes.append(None if hole is None else [round(hole[0], 6), round(hole[1], 6)])
         sizes.append(n)
     b_all, a_all, bench_all = np.concatenate(difficulty), np.concatenate(discrimination), np.concatenate(bench)
-    p = 1.0 / (1.0 + np.exp(-a_all[None, :] * (ability[:, None] - b_all[None, :])))
+    floor = np.concatenate(floors)
+    p = floor + (1.0 - floor) / (1.0 + np.exp(-a_all[None, :] * (ability[:, None] - b_all[None, :])))
     y = (rng.uniform(size=p.shape) < p).astype(float)
-    observed, share = _missing_cells(rng, design, ability, b_all)
+    observed, share = _missing_cells(rng, design, ability, b_all, bench_all)
     subjects = np.array([f"sys{j:03d}" for j in range(n_sub)])
     items = np.array([f"item{i:04d}" for i in range(len(b_all))])
     rows, cols = np.nonzero(observed)
     frame = pd.DataFrame({"subject": subjects[rows], "item": items[cols], "response": y[rows, cols]})
     item_table = pd.DataFrame({"item": items, "benchmark": bench_all})
+    if floor.any():  # the number of options, as a loader reads it from multiple-choice items (0: open answers)
+        item_table["n_options"] = np.where(floor > 0, np.round(1.0 / np.where(floor > 0, floor, 1.0)), 0).astype(int)
     data = ResponseData.from_long(frame, items=item_table, source=f"design {design.name} (seed {seed})")
     truth = xr.Dataset(
         {
@@ -246,6 +301,10 @@ def simulate_design(design: Design, *, seed: int) -> SimulatedDesign:
         "missing": round(share, 6),
         "missing_observed": round(float(1.0 - observed.mean()), 6),
     }
+    if n_clusters:
+        drawn["clusters"] = n_clusters
+    if floor.any():
+        drawn["chance_floor"] = [round(float(floor[bench_all == name][0]), 6) for name in np.unique(bench_all)]
     return SimulatedDesign(data=data, truth=truth, drawn=drawn, design=design, seed=int(seed))
 
 
@@ -357,6 +416,42 @@ FAMILIES: dict[str, Design] = {
             hole=(0.0, 1.5),
             missing=(0.0, 0.05),
             description="2-5 benchmarks of 30-40 items",
+        ),
+        Design(
+            "llm_leaderboard",
+            systems=(60, 400),
+            benchmarks=(1, 6),
+            items=(60, 500),
+            populations=("uniform", "normal", "bimodal"),
+            reach=1.0,
+            spread_sd=0.3,
+            benchmark_discrimination_sd=0.3,
+            hole=(0.0, 1.5),
+            missing=(0.0, 0.05),
+            clusters=(4, 15),
+            choices=(0, 0, 4, 10),
+            block_missing=(0.0, 0.3),
+            offset_sd=1.0,
+            extremes=(0.0, 0.08),
+            description="LLM leaderboards: model families, multiple-choice floors, impossible and trivial items, "
+            "benchmarks run by some systems only, mean difficulties far apart",
+        ),
+        Design(
+            "llm_multiple_choice",
+            systems=(60, 250),
+            benchmarks=(2, 4),
+            items=(60, 300),
+            populations=("uniform", "normal"),
+            reach=0.5,
+            benchmark_discrimination_sd=0.3,
+            hole=(0.0, 1.5),
+            missing=(0.0, 0.05),
+            clusters=(3, 10),
+            choices=(4,),
+            block_missing=(0.1, 0.3),
+            extremes=(0.02, 0.08),
+            description="multiple-choice benchmarks of close mean difficulty (4 options: a floor of 1/4), model "
+            "families, block-missing results",
         ),
     )
 }

@@ -201,6 +201,7 @@ class ItemBank:
         >>> bank.difficulty.shape, len(bank.items), bank.population.shape
         ((50, 30), 30, (32,))
         """
+        fit.refuse_if_unsettled("the item bank")
         fit.require_binary_model("evaluating a new system (the item bank)")
         if prior not in PRIORS:
             raise SpecError(f"evaluation: prior must be one of {', '.join(PRIORS)}, got {prior!r}")

@@ -44,7 +44,7 @@ from irtbayes.core.errors import SpecError
 from irtbayes.core.irt import grid_draws, grid_probabilities, log_likelihood, sigmoid_mix
 from irtbayes.data.responses import ResponseData
 from irtbayes.model.inputs import ModelInputs, model_inputs
-from irtbayes.model.spec import ModelSpec
+from irtbayes.model.spec import ModelSpec, Priors
 
 __all__ = ["ApproxSettings", "Modes", "approx_posterior", "empirical_bayes"]
 
@@ -53,6 +53,21 @@ log = logging.getLogger(__name__)
 _PROBIT = math.pi / 8.0
 _CELLS_PER_CHUNK = 4_000_000  # grid evaluations held in memory at once (float64: 32 MB per array)
 _EDGE_MASS = 1e-3  # an item grid holding more than this on its edge is evaluated again, wider
+#: Rounds of the empirical-Bayes iteration at most (``ApproxSettings.max_iter=None``): at least MIN_ROUNDS, at most
+#: MAX_ROUNDS, and otherwise as many as make ROUND_CELLS cell evaluations (leaderboards settle in about 40 rounds;
+#: three systems' answers to 50 items, under 1,300).
+MIN_ROUNDS, MAX_ROUNDS, ROUND_CELLS = 200, 3000, 50_000_000
+
+
+def _max_rounds(settings: ApproxSettings, cells: int) -> int:
+    """The most rounds of the iteration for a matrix of ``cells`` cells.
+
+    >>> _max_rounds(ApproxSettings(), 150), _max_rounds(ApproxSettings(), 29 * 12_032), _max_rounds(ApproxSettings(max_iter=7), 1)
+    (3000, 200, 7)
+    """
+    if settings.max_iter is not None:
+        return int(settings.max_iter)
+    return int(np.clip(ROUND_CELLS // max(cells, 1), MIN_ROUNDS, MAX_ROUNDS))
 
 
 @dataclass(frozen=True)
@@ -62,7 +77,9 @@ class ApproxSettings:
     Attributes
     ----------
     max_iter
-        Rounds of the empirical-Bayes iteration at most.
+        Rounds of the empirical-Bayes iteration at most; None (default): :data:`MIN_ROUNDS` for large matrices, up
+        to :data:`MAX_ROUNDS` for small ones (:data:`ROUND_CELLS` cells in all: a round costs a pass over the
+        matrix, and small data with few subjects, whose modes move along flat ridges, settle in hundreds of rounds).
     tol
         Stop when no difficulty, log-discrimination or ability moves by more than this many of its own
         posterior sds (Laplace) in a round.
@@ -84,7 +101,7 @@ class ApproxSettings:
     ([21, 1], 21)
     """
 
-    max_iter: int = 200
+    max_iter: int | None = None
     tol: float = 0.01
     item_grid: tuple[int, int] = (21, 11)
     ability_grid: int = 41
@@ -249,19 +266,63 @@ def _standardise(st: _State) -> None:
     st.cov[:, 1, 0] /= s
 
 
-def _hyper_step(st: _State, groups: np.ndarray, n_groups: int, *, twopl: bool) -> None:
-    """EM estimates of the groups' means and the spreads around them, from the items' Laplace moments."""
-    st.mu = _group_mean(st.b, groups, n_groups)
-    st.sd_b = max(float(np.sqrt(np.mean((st.b - st.mu[groups]) ** 2 + st.cov[:, 0, 0]))), 0.05)
+def _hyper_step(st: _State, groups: np.ndarray, n_groups: int, *, twopl: bool, priors: Priors) -> None:
+    """The groups' means and the spreads around them, from the items' Laplace moments: their posterior modes under
+    the model's priors (:func:`_prior_mean`, :func:`_prior_spread`), which are the EM estimates wherever the items
+    pin them and stay bounded where they do not (items that every subject answers alike, whose difficulty would
+    otherwise drift out along a ridge with the spread estimated from them)."""
+    b_prior_sd = math.hypot(priors.difficulty_mu_sd, priors.difficulty_group_sd_scale)
+    st.mu = _prior_mean(st.b, groups, n_groups, st.sd_b, centre=0.0, prior_sd=b_prior_sd)
+    st.sd_b = max(_prior_spread((st.b - st.mu[groups]) ** 2 + st.cov[:, 0, 0], priors.difficulty_sd_scale), 0.05)
     if twopl:
-        st.nu = _group_mean(st.alpha, groups, n_groups)
-        st.sd_a = max(float(np.sqrt(np.mean((st.alpha - st.nu[groups]) ** 2 + st.cov[:, 1, 1]))), 0.05)
+        a_prior_sd = math.hypot(priors.log_discrimination_mu_sd, priors.log_discrimination_group_sd_scale)
+        centre = priors.log_discrimination_mu_mean
+        st.nu = _prior_mean(st.alpha, groups, n_groups, st.sd_a, centre=centre, prior_sd=a_prior_sd)
+        squares = (st.alpha - st.nu[groups]) ** 2 + st.cov[:, 1, 1]
+        st.sd_a = max(_prior_spread(squares, priors.log_discrimination_sd_scale), 0.05)
     else:
         st.nu = np.full(n_groups, float(st.alpha[0]))
 
 
+def _prior_mean(
+    values: np.ndarray, groups: np.ndarray, n_groups: int, sd: float, *, centre: float, prior_sd: float
+) -> np.ndarray:
+    """Each group's mean of ``values`` (spread ``sd`` around it) under a ``Normal(centre, prior_sd)`` prior: the
+    precision-weighted mean of the items' mean and ``centre``.
+
+    >>> _prior_mean(np.array([1.0, 3.0, 10.0]), np.array([0, 0, 1]), 2, 1.0, centre=0.0, prior_sd=1e6).round(6)
+    array([ 2., 10.])
+    """
+    counts = np.bincount(groups, minlength=n_groups)
+    sums = np.bincount(groups, weights=values, minlength=n_groups)
+    return (sums / sd**2 + centre / prior_sd**2) / (counts / sd**2 + 1.0 / prior_sd**2)
+
+
+def _prior_spread(squares: np.ndarray, scale: float) -> float:
+    """The spread of values whose squared deviations (plus their variances) are ``squares``, under the model's
+    ``HalfNormal(scale)`` prior: the mode of ``-n log s - S / (2 s^2) - s^2 / (2 scale^2)``, ``s^2 = 2 S / (n +
+    sqrt(n^2 + 4 S / scale^2))``; the root mean square ``sqrt(S / n)`` when the values pin it.
+
+    >>> round(_prior_spread(np.full(10_000, 4.0), 2.0), 3)  # many values: their root mean square
+    2.0
+    >>> round(_prior_spread(np.full(3, 1e6), 2.0), 1) < 100  # three values far out: bounded by the prior
+    True
+    """
+    n, total = len(squares), float(np.sum(squares))
+    if n == 0:
+        return scale
+    return float(np.sqrt(2.0 * total / (n + math.sqrt(n * n + 4.0 * total / scale**2))))
+
+
 def _modes(
-    y: np.ndarray, mask: np.ndarray, groups: np.ndarray, n_groups: int, *, twopl: bool, settings: ApproxSettings
+    y: np.ndarray,
+    mask: np.ndarray,
+    groups: np.ndarray,
+    n_groups: int,
+    *,
+    twopl: bool,
+    settings: ApproxSettings,
+    priors: Priors,
 ) -> tuple[_State, int, bool, int]:
     """Empirical-Bayes modes; returns the state, the rounds, whether they converged and the items still moving.
 
@@ -274,11 +335,12 @@ def _modes(
     """
     st = _init(y, mask, groups, n_groups)
     moving, calm = len(st.b), 0
-    for it in range(1, settings.max_iter + 1):
+    rounds = _max_rounds(settings, y.size)
+    for it in range(1, rounds + 1):
         before = np.concatenate([st.b, st.alpha, st.theta])
         hyper = np.concatenate([st.mu, st.nu, [st.sd_b, st.sd_a]])
         _item_step(y, mask, st, groups, twopl=twopl)
-        _hyper_step(st, groups, n_groups, twopl=twopl)
+        _hyper_step(st, groups, n_groups, twopl=twopl, priors=priors)
         _ability_step(y, mask, st)
         _standardise(st)
         # moves after standardising (each ability step widens the abilities a little and the
@@ -294,7 +356,7 @@ def _modes(
         calm = calm + 1 if settled else 0
         if calm >= 3:
             return st, it, True, moving
-    return st, settings.max_iter, False, moving
+    return st, rounds, False, moving
 
 
 def _grid(centre: np.ndarray, sd: np.ndarray, n: int, width: float) -> np.ndarray:
@@ -526,7 +588,9 @@ def approx_posterior(
     n_total = chains * draws
     start = time.perf_counter()
     y, mask = _matrix(data)
-    st, rounds, converged, moving = _modes(y, mask, groups, n_groups, twopl=twopl, settings=settings)
+    st, rounds, converged, moving = _modes(
+        y, mask, groups, n_groups, twopl=twopl, settings=settings, priors=spec.priors
+    )
     t_modes = time.perf_counter() - start
     log.info("modes after %d rounds (%s) in %.1f s", rounds, "converged" if converged else "NOT converged", t_modes)
     b, alpha, moments = _item_draws(y, mask, st, groups, twopl=twopl, n_draws=n_total, settings=settings, rng=rng)
@@ -604,7 +668,7 @@ def empirical_bayes(data: ResponseData, spec: ModelSpec, settings: ApproxSetting
     start = time.perf_counter()
     y, mask = _matrix(data)
     twopl = inputs.spec.kind == "2pl"
-    st, rounds, converged, _ = _modes(y, mask, groups, n_groups, twopl=twopl, settings=settings)
+    st, rounds, converged, _ = _modes(y, mask, groups, n_groups, twopl=twopl, settings=settings, priors=spec.priors)
     return Modes(st.theta, st.theta_var, st.b, st.alpha, st.cov, rounds, converged, time.perf_counter() - start)
 
 

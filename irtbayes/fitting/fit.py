@@ -24,6 +24,7 @@ True
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import functools
 import logging
@@ -38,13 +39,14 @@ import numpy as np
 import pymc as pm
 import xarray as xr
 
+from irtbayes.checks.divergences import remedy_text, sites_phrase
 from irtbayes.checks.sampler import check_convergence
 from irtbayes.checks.verdict import Diagnostics
-from irtbayes.core.errors import FitInterrupted, SpecError, describe_interrupt
+from irtbayes.core.errors import FitInterrupted, SpecError, describe_interrupt, refuse_unknown
 from irtbayes.core.files import json_ready
 from irtbayes.data.responses import ResponseData
 from irtbayes.fitting import warmstart
-from irtbayes.fitting.approx import approx_posterior
+from irtbayes.fitting.approx import ApproxSettings, approx_posterior
 from irtbayes.fitting.auto import DEFAULT_BUDGET_S, Choice, choose_sampler
 from irtbayes.fitting.result import Fit, as_held, fit_constant_data, installed_version, software_versions
 from irtbayes.fitting.sampling import APPROXIMATE_SAMPLERS, InterruptWatch, RunState, Sampler, run_sampler
@@ -56,6 +58,7 @@ from irtbayes.model.inputs import model_inputs
 from irtbayes.model.spec import GRADED_KINDS, SMALL_BANK_ITEMS, ModelSpec
 
 __all__ = [
+    "REMEDIES",
     "fit",
 ]
 
@@ -159,6 +162,7 @@ def fit(
     budget_s: float = DEFAULT_BUDGET_S,
     until_converged: bool | None = None,
     warm_start: bool | None = None,
+    remedy: bool = True,
 ) -> Fit:
     """Fit an IRT model to ``data`` (an example opens this module's docstring).
 
@@ -185,12 +189,13 @@ def fit(
         Show the sampler's progress bar; chains run in parallel (default: min(chains, CPU count)).
     target_accept
         NUTS target acceptance rate. ``None``: 0.95 below :data:`SMALL_BANK` items, 0.7 above :data:`LARGE_MODEL`
-        free parameters, else 0.8 (:func:`_default_settings`). Raise it (0.9) if a fit reports divergences.
+        free parameters, else 0.8 (:func:`_default_settings`); a run until converged that diverges is sampled
+        again at a higher one (``remedy``).
     rhat_max, ess_min
         Thresholds of the convergence check (:func:`~irtbayes.checks.sampler.check_convergence`).
     sampler_kwargs
         Extra keyword arguments for the sampler (e.g. ``{"adaptation": "low_rank"}`` for nutpie; ``{"devices": 2}``
-        for numpyro: the JAX devices the responses are split over, :mod:`irtbayes.fitting.jaxnuts`).
+        for numpyro, :mod:`irtbayes.fitting.jaxnuts`; fields of :class:`~irtbayes.fitting.approx.ApproxSettings`).
     budget_s
         Time budget in seconds (default 15 minutes) of ``sampler="auto"`` and of ``until_converged``.
     until_converged
@@ -198,6 +203,9 @@ def fit(
         chain, or until ``budget_s`` has passed (:mod:`irtbayes.fitting.until_converged`;
         ``fit.sampler["until_converged"]``).
         ``None`` (default): yes when ``draws`` is not given; give ``draws`` (or ``False``) for a fixed number.
+    remedy
+        With ``until_converged``: a run ending in divergences is sampled again at a higher target acceptance
+        (:data:`REMEDIES`) while the budget lasts, recorded in ``fit.sampler["remedies"]``. ``False``: no remedy.
     warm_start
         nutpie: start each chain at its own draw around the empirical-Bayes modes (``None``, the default: yes
         for the 1PL and 2PL with one ability dimension; recorded in ``fit.sampler["warm_start"]``).
@@ -219,23 +227,8 @@ def fit(
         Ctrl-C while building, compiling, tuning or sampling, or a sampler that returned fewer chains or draws
         than asked for. It says the phase and the draws done, and carries the partial fit with ``keep_partial``.
     """
-    given = {
-        "sampler": sampler,
-        "chains": chains,
-        "draws": draws,
-        "tune": tune,
-        "seed": seed,
-        "progress": progress,
-        "cores": cores,
-        "target_accept": target_accept,
-        "rhat_max": rhat_max,
-        "ess_min": ess_min,
-        "sampler_kwargs": {} if sampler_kwargs is None else sampler_kwargs,
-        "keep_partial": keep_partial,
-        "budget_s": budget_s,
-        "until_converged": until_converged,
-        "warm_start": warm_start,
-    }
+    given = {k: v for k, v in locals().items() if k not in ("data", "spec", "settings")}  # the keywords, as given
+    given["sampler_kwargs"] = {} if sampler_kwargs is None else sampler_kwargs
     return _fit(data, spec, _settings(settings, given))
 
 
@@ -271,6 +264,7 @@ def _fit(data: ResponseData, spec: ModelSpec | None, asked: SamplerSettings) -> 
     assemble: dict[str, Any] = {"data": data, "spec": spec, "settings": record, **thresholds}
     _raise_if_cut_short(tree, assemble, seen=seen, keep_partial=request.keep_partial)
     result = _assemble(tree, **assemble, checked=checked)
+    _note_remedies(result)
     _note_unsettled_modes(result)
     _warn_if_not_checked(result, sampler)
     return result
@@ -323,16 +317,20 @@ def _record_stop(stop: StopRule | None, settings: dict[str, Any]) -> Diagnostics
     return stop.passed if stop.outcome == "converged" else None
 
 
+def _note_remedies(result: Fit) -> None:
+    """A fit sampled again to remedy divergences says so in its diagnostics' notes."""
+    text = remedy_text(result.sampler.get("remedies") or [])
+    if text:
+        result.diagnostics.notes.append(text)
+
+
 def _note_unsettled_modes(result: Fit) -> None:
     """An approximate-tier fit whose empirical-Bayes modes did not settle says so in its diagnostics' notes."""
-    info = result.sampler.get("options") or {}
-    if not result.approximate or info.get("modes_converged", True):
-        return
-    result.diagnostics.notes.append(
-        f"the approximate tier's empirical-Bayes modes did not settle ({info.get('items_still_moving')} item(s) "
-        f"still moving after {info.get('rounds')} rounds): those items' estimates are unreliable; fit with NUTS "
-        "(sampler='nutpie')"
-    )
+    if result.unsettled:
+        result.diagnostics.notes.append(
+            f"{result.unsettled}: those estimates are unreliable, and the audit, the report, BenchFill and the "
+            "evaluating verbs refuse this fit; fit with NUTS (sampler='nutpie')"
+        )
 
 
 def _warn_if_not_checked(result: Fit, sampler: str) -> None:
@@ -363,13 +361,24 @@ def _approximate(
     )
     start = time.perf_counter()
     try:
-        tree, spec, info = approx_posterior(data, spec, chains=chains, draws=draws, seed=seed)
+        tree, spec, info = approx_posterior(
+            data, spec, chains=chains, draws=draws, seed=seed, settings=_approx_settings(request.sampler_kwargs)
+        )
     except KeyboardInterrupt:
         raise FitInterrupted("running", draws_requested=draws, chains_requested=chains) from None
     settings: dict[str, Any] = {"name": sampler, "chains": chains, "draws": draws, "tune": 0, "seed": seed}
     settings.update(cores=1, target_accept=None, approximate=True, options=json_ready(info))
     settings["wall_time_s"] = round(time.perf_counter() - start, 3)
     return tree, spec, settings, False
+
+
+def _approx_settings(options: Mapping[str, Any]) -> ApproxSettings | None:
+    """The approximate tier's settings from ``sampler_kwargs`` (fields of :class:`ApproxSettings`); None for none."""
+    if not options:
+        return None
+    known = [f.name for f in dataclasses.fields(ApproxSettings)]
+    refuse_unknown("fit: sampler_kwargs for sampler='approx'", known, dict(options), noun="setting")
+    return ApproxSettings(**options)
 
 
 def _check_arguments(
@@ -437,10 +446,10 @@ def _build_and_sample(
             )
             start = time.perf_counter()
             run = {k: settings[k] for k in ("chains", "draws", "tune", "seed", "cores", "target_accept")}
-            tree = run_sampler(
+            sample = functools.partial(
+                run_sampler,
                 model,
                 sampler=sampler,
-                **run,
                 progress=request.progress,
                 extra=dict(request.sampler_kwargs),
                 state=state,
@@ -448,6 +457,10 @@ def _build_and_sample(
                 stop=stop,
                 start_at=start_at,
             )
+            tree = sample(**run)
+            if stop is not None and stop.outcome == "divergences" and request.remedy:
+                tree, run = _remedy(tree, sample, stop, run, budget_s=request.budget_s, started=start, watch=watch)
+                settings.update(tune=run["tune"], target_accept=run["target_accept"], remedies=stop.remedies)
         except KeyboardInterrupt:
             raise FitInterrupted(state.phase, draws_requested=settings["draws"], chains_requested=chains) from None
         except Exception:
@@ -462,6 +475,85 @@ def _build_and_sample(
         attrs = tree["posterior"].attrs
         settings.update({k: attrs[k] for k in ("devices", "device_kind", "sharded_axis") if k in attrs})
     return tree, spec, settings, watch.seen
+
+
+#: What sampling until converged tries, in order, when a run ends in divergent transitions: NUTS again on the same
+#: compiled model at a higher target acceptance, so smaller steps through the curvature that diverged, with a longer
+#: warm-up from the second remedy on (the step size adapted to the new target over more draws). Remedies below the
+#: run's own target acceptance are skipped.
+REMEDIES: tuple[dict[str, float], ...] = (
+    {"target_accept": 0.9, "tune_factor": 1.0},
+    {"target_accept": 0.95, "tune_factor": 2.0},
+    {"target_accept": 0.99, "tune_factor": 2.0},
+)
+
+
+def _remedy(
+    tree: xr.DataTree,
+    sample: Callable[..., xr.DataTree],
+    stop: StopRule,
+    run: dict[str, Any],
+    *,
+    budget_s: float,
+    started: float,
+    watch: InterruptWatch,
+) -> tuple[xr.DataTree, dict[str, Any]]:
+    """Sample again with the next remedy of :data:`REMEDIES` while the run ends in divergences and the budget has
+    room for another run as long as the last; returns the last run's trace and settings. Each run is recorded in
+    ``stop.remedies`` (its target acceptance, warm-up, outcome, divergences, draws, seconds and where its
+    divergences sit, :mod:`irtbayes.checks.divergences`)."""
+    last_start = started
+    for remedy in REMEDIES:
+        if stop.outcome != "divergences" or watch.seen:
+            break
+        if remedy["target_accept"] <= run["target_accept"]:
+            continue
+        now = time.perf_counter()
+        stop.remedies.append(_attempt(tree, stop, run, seconds=now - last_start))
+        left = budget_s - (now - started)
+        if left < now - last_start:
+            stop.remedies[-1]["next"] = f"no remedy tried: {left:.0f} s of the budget left, the last run took longer"
+            log.info("until converged: divergences remain; %s", stop.remedies[-1]["next"])
+            return tree, run
+        run = {**run, "target_accept": remedy["target_accept"], "tune": int(run["tune"] * remedy["tune_factor"])}
+        log.info(
+            "until converged: %d divergences at target acceptance %g (%s); sampling again at %g, tune %d",
+            stop.remedies[-1]["divergences"],
+            stop.remedies[-1]["target_accept"],
+            sites_phrase(stop.remedies[-1]),
+            run["target_accept"],
+            run["tune"],
+        )
+        stop.again(left)
+        last_start = time.perf_counter()
+        tree = sample(**run)
+    if stop.remedies and "next" not in stop.remedies[-1]:
+        stop.remedies.append(_attempt(tree, stop, run, seconds=time.perf_counter() - last_start))
+        if stop.outcome == "divergences":
+            log.info("until converged: divergences remain after every remedy; %s", sites_phrase(stop.remedies[-1]))
+    return tree, run
+
+
+def _posterior_and_stats(tree: xr.DataTree) -> tuple[xr.Dataset, xr.Dataset]:
+    stats = tree["sample_stats"].to_dataset() if "sample_stats" in tree.children else xr.Dataset()
+    return tree["posterior"].to_dataset(), stats
+
+
+def _attempt(tree: xr.DataTree, stop: StopRule, run: dict[str, Any], *, seconds: float) -> dict[str, Any]:
+    """One run of a fit with remedies, as the card records it."""
+    from irtbayes.checks.divergences import divergence_sites
+
+    last = stop.history[-1] if stop.history else {}
+    sites = divergence_sites(*_posterior_and_stats(tree)) if stop.outcome == "divergences" else []
+    return {
+        "target_accept": float(run["target_accept"]),
+        "tune": int(run["tune"]),
+        "outcome": stop.outcome,
+        "divergences": int(last.get("divergences", 0)),
+        "draws": int(last.get("draws", 0)),
+        "seconds": round(seconds, 1),
+        "sites": [site.label() for site in sites],
+    }
 
 
 def _warm_start(

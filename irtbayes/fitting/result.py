@@ -197,6 +197,28 @@ class Fit:
                 "items, whose fit, model checks, scores and audit are supported"
             )
 
+    @property
+    def unsettled(self) -> str:
+        """For an approximate-tier fit whose empirical-Bayes modes did not settle, one sentence saying so; else
+        ``""``. Such a fit's estimates are unreliable, and the audit, the report, BenchFill and the evaluating verbs
+        refuse it (:meth:`refuse_if_unsettled`)."""
+        info = self.sampler.get("options") or {}
+        if not self.approximate or info.get("modes_converged", True):
+            return ""
+        return (
+            f"the approximate tier's empirical-Bayes modes did not settle ({info.get('items_still_moving')} item(s) "
+            f"still moving after {info.get('rounds')} rounds)"
+        )
+
+    def refuse_if_unsettled(self, verb: str) -> None:
+        """Raise :class:`~irtbayes.core.errors.FitError` for an unsettled approximate fit (:attr:`unsettled`),
+        naming ``verb`` and what to do instead."""
+        if self.unsettled:
+            raise FitError(
+                f"{verb}: {self.unsettled}, so its estimates are unreliable and nothing is made from them; fit with "
+                "NUTS instead (sampler='nutpie', or --sampler nutpie)"
+            )
+
     def partial_text(self) -> str:
         """For a partial fit, one sentence saying so and how far the run got; else ``""``."""
         if not self.partial:

@@ -61,6 +61,9 @@ class SamplerSettings:
     until_converged
         nutpie: sample until the convergence checks pass or ``budget_s`` has passed; None (default): yes when
         ``draws`` is not given.
+    remedy
+        With ``until_converged``: when a run ends in divergent transitions, sample again at a higher target
+        acceptance (the remedies of :data:`irtbayes.fitting.fit.REMEDIES`) while the budget lasts; True (default).
     warm_start
         nutpie: start the chains around the empirical-Bayes modes; None (default): yes for the 1PL and 2PL with
         one ability dimension.
@@ -92,6 +95,7 @@ class SamplerSettings:
     budget_s: float = DEFAULT_BUDGET_S
     until_converged: bool | None = None
     warm_start: bool | None = None
+    remedy: bool = True
 
     def __post_init__(self) -> None:
         from irtbayes.fitting.sampling import SAMPLERS  # PyMC loads only when a fit is asked for
@@ -112,7 +116,7 @@ class SamplerSettings:
             raise SpecError(f"fit: ess_min must be a number > 0, got {self.ess_min!r}")
         if not (_is_number(self.budget_s) and math.isfinite(self.budget_s) and self.budget_s >= 0):
             raise SpecError(f"fit: budget_s must be a number of seconds >= 0, got {self.budget_s!r}")
-        for name in ("progress", "keep_partial"):
+        for name in ("progress", "keep_partial", "remedy"):
             if not isinstance(getattr(self, name), bool):
                 raise SpecError(f"fit: {name} must be True or False, got {getattr(self, name)!r}")
         for name in ("until_converged", "warm_start"):

@@ -12,8 +12,8 @@ divergences, E-BFMI) at draw counts chosen from the last check:
   r-hat over its threshold asks for the draws where ``r-hat - 1`` would be 10% under it if it shrank as
   ``1 / draws``, at most :data:`RHAT_GROW` times the draws checked;
 - divergences do not go away with more draws: once the usual draws (:attr:`StopRule.planned`) are done and
-  a check has seen divergences, sampling stops (outcome ``"divergences"``; refit with a higher target
-  acceptance).
+  a check has seen divergences, sampling stops (outcome ``"divergences"``), and :func:`irtbayes.fitting.fit.fit`
+  samples again with the next remedy (a higher target acceptance) while the budget lasts.
 
 Sampling stops at the first check that passes, when ``budget_s`` has passed (the draws so far are then kept
 and checked as usual: they may fail), or at the most draws. The draws done are read from nutpie's progress
@@ -128,12 +128,22 @@ class StopRule:
     draws_done: int = 0
     checks: int = 0
     history: list[dict[str, Any]] = field(default_factory=list)
+    remedies: list[dict[str, Any]] = field(default_factory=list)
     prepare: Callable[[xr.DataTree], xr.DataTree] | None = field(default=None, repr=False)
     passed: Diagnostics | None = field(default=None, repr=False)
     kept: xr.DataTree | None = field(default=None, repr=False)  # the draws of the passing check
     watch: dict[str, np.ndarray] = field(default_factory=dict, repr=False)  # per dim: positions a screen keeps
     sizes: dict[str, dict[str, int]] = field(default_factory=dict, repr=False)  # checked variables' dims
     labels: dict[str, pd.Index] = field(default_factory=dict, repr=False)  # each dim's labels
+
+    def again(self, budget_s: float) -> None:
+        """Ready the rule for another run of the same model (a remedy, :func:`irtbayes.fitting.fit.fit`) with
+        ``budget_s`` seconds: what the last run filled in is cleared; its thresholds, ``planned`` and ``prepare``
+        stay."""
+        self.budget_s = float(budget_s)
+        self.outcome, self.draws_done, self.checks = "", 0, 0
+        self.history, self.watch = [], {}
+        self.passed = self.kept = None
 
     def record(self) -> dict[str, Any]:
         """What the card keeps."""
@@ -441,8 +451,7 @@ def sample_until_converged(
             if diag.divergences and length >= rule.planned:
                 rule.outcome = "divergences"
                 log.info(
-                    "until converged: %d divergences after %d draws per chain; more draws cannot remove them: "
-                    "stopping (refit with a higher target acceptance)",
+                    "until converged: %d divergences after %d draws per chain; more draws cannot remove them: stopping",
                     diag.divergences,
                     length,
                 )

@@ -191,7 +191,9 @@ def _item_location(
     if hierarchy == "benchmark+domain":
         levels.append(("domain", _group_scale(f"{prefix}_domain_sd", group_sd_scale, inputs, "domain")))
     centred_bench = _centred_benchmarks(inputs, min_items_centred, prefix)
-    if centred_bench:
+    if inputs.spec.benchmark_sd == "fixed":
+        bench_sd: Any = group_sd_scale  # no hyper-sd, so no funnel: centred
+    elif centred_bench:
         bench_sd = pm.HalfNormal(f"{prefix}_benchmark_sd", group_sd_scale)
     else:
         bench_sd = _group_scale(f"{prefix}_benchmark_sd", group_sd_scale, inputs, "benchmark")
@@ -322,6 +324,8 @@ CENTRED_MIN_RESPONSES = 20
 
 def _centred_benchmarks(inputs: ModelInputs, min_items: int, prefix: str) -> bool:
     """Whether the benchmark level of ``prefix`` is centred (module docstring)."""
+    if inputs.spec.benchmark_sd == "fixed":  # no hyper-sd, no funnel: the level is centred whatever ``centring``
+        return True
     if inputs.spec.centring != "auto":
         return inputs.spec.centring == "centred"
     if inputs.item_benchmark is None:
@@ -629,7 +633,8 @@ def _location_start(
         parent = np.full(n_bench, mu)
     bench_sd = max(float(np.sqrt(np.mean((bench - parent) ** 2))), START_SD_FLOOR)
     if _centred_benchmarks(inputs, min_items_centred, prefix):
-        out[f"{prefix}_benchmark_sd"] = np.asarray(bench_sd)
+        if inputs.spec.benchmark_sd != "fixed":
+            out[f"{prefix}_benchmark_sd"] = np.asarray(bench_sd)
         out[f"{prefix}_benchmark"] = bench
     else:
         out[_scale_name(f"{prefix}_benchmark_sd", inputs, "benchmark")] = np.asarray(bench_sd)

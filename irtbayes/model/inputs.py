@@ -15,7 +15,7 @@ import pandas as pd
 
 from irtbayes.core.errors import SpecError
 from irtbayes.data.responses import ResponseData
-from irtbayes.model.spec import GRADED_KINDS, SMALL_BANK_ITEMS, UNLABELLED, ModelSpec
+from irtbayes.model.spec import FIXED_SD_MAX_BENCHMARKS, GRADED_KINDS, SMALL_BANK_ITEMS, UNLABELLED, ModelSpec
 
 __all__ = ["ModelInputs", "model_inputs", "step_items"]
 
@@ -266,10 +266,19 @@ def _resolve(spec: ModelSpec, data: ResponseData, labels: _Labels) -> ModelSpec:
     discrimination_sd = spec.discrimination_sd
     if discrimination_sd == "auto":
         discrimination_sd = "fixed" if hierarchy == "none" and data.n_items < SMALL_BANK_ITEMS else "sampled"
+    benchmark_sd = spec.benchmark_sd
+    if benchmark_sd == "auto":
+        benchmark_sd = "fixed" if hierarchy == "benchmark" and n_bench <= FIXED_SD_MAX_BENCHMARKS else "sampled"
     precision = spec.precision
     if precision == "auto":
         precision = "float32" if layout == "fused" else "float64"
-    return spec.replace(hierarchy=hierarchy, layout=layout, discrimination_sd=discrimination_sd, precision=precision)
+    return spec.replace(
+        hierarchy=hierarchy,
+        layout=layout,
+        discrimination_sd=discrimination_sd,
+        benchmark_sd=benchmark_sd,
+        precision=precision,
+    )
 
 
 def _codes(

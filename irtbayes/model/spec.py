@@ -17,6 +17,7 @@ from irtbayes.core.errors import SpecError, refuse_unknown
 
 __all__ = [
     "DIMS",
+    "FIXED_SD_MAX_BENCHMARKS",
     "GRADED_KINDS",
     "HIERARCHIES",
     "IDENTIFICATIONS",
@@ -39,6 +40,10 @@ LAYOUTS = ("auto", "fused", "dense", "long")
 UNLABELLED = "(unlabelled)"
 #: One group of fewer items than this gets a fixed spread of log-discriminations (``discrimination_sd="auto"``).
 SMALL_BANK_ITEMS = 100
+#: A benchmark level of at most this many benchmarks gets a fixed sd (``benchmark_sd="auto"``): the sd of two or three
+#: means is not identified by the data, and where it is sampled its posterior runs from near 0 to the prior's tail, a
+#: funnel for the centred level at one end and for the non-centred one at the other (docs/model.md).
+FIXED_SD_MAX_BENCHMARKS = 3
 
 
 @dataclass(frozen=True)
@@ -162,6 +167,12 @@ class ModelSpec:
         Spread of item log-discriminations around their mean: ``"sampled"`` (``log_discrimination_sd``
         with a half-normal prior), ``"fixed"`` (at ``priors.log_discrimination_sd_scale``), or ``"auto"``:
         fixed for one group of fewer than :data:`SMALL_BANK_ITEMS` items, else sampled.
+    benchmark_sd
+        Spread of the benchmarks' means around their parent (difficulties and log-discriminations alike):
+        ``"sampled"`` (``*_benchmark_sd`` with a half-normal prior), ``"fixed"`` (at the prior's group scale,
+        ``priors.difficulty_group_sd_scale`` and ``priors.log_discrimination_group_sd_scale``; the level is then
+        centred), or ``"auto"``: fixed with 2 or 3 benchmarks (and no domain level), where the sd of so few means
+        is not identified by the data, sampled otherwise.
     group_sd
         How the sampler moves the sd of a non-centred benchmark or domain level (the model is the same either
         way): ``"signed"`` (default; a signed scale whose absolute value is the sd, which passes through an sd
@@ -193,6 +204,7 @@ class ModelSpec:
     item_centring: str = "auto"
     precision: str = "auto"
     discrimination_sd: str = "auto"
+    benchmark_sd: str = "auto"
     group_sd: str = "signed"
     priors: Priors = field(default_factory=Priors)
 
@@ -208,6 +220,7 @@ class ModelSpec:
             "item_centring": ("auto", "centred", "noncentred"),
             "precision": ("auto", "float64", "float32"),
             "discrimination_sd": ("auto", "sampled", "fixed"),
+            "benchmark_sd": ("auto", "sampled", "fixed"),
             "group_sd": ("signed", "log"),
         }
         for name, allowed in checks.items():

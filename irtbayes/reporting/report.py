@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from irtbayes.auditing.result import design_notes, graded_sentence, self_check_lines
+from irtbayes.checks.divergences import remedy_text
 from irtbayes.core import plots
 from irtbayes.core.files import atomic_dir
 from irtbayes.core.summaries import format_interval
@@ -192,17 +193,20 @@ def _verdict(fit: Fit, audit: AuditResult | None) -> tuple[str, str]:
         )
     if not diag.ok:
         more = f"; {len(diag.problems) - 3} more" if len(diag.problems) > 3 else ""
+        remedy = remedy_text(list(fit.sampler.get("remedies") or []))
         return (
             "The fit FAILED its convergence checks (" + "; ".join(diag.problems[:3]) + more + "): every number in "
-            "this report is provisional until a longer or better-conditioned fit passes.",
+            "this report is provisional until a longer or better-conditioned fit passes."
+            + (f" {remedy}" if remedy else ""),
             "failed convergence checks",
         )
     if audit is not None and audit.settings.get("converged") is False:
         return ("The audit records that the draws it was made from failed their convergence checks: every "
                 "number in this report is provisional.", "failed convergence checks")  # fmt: skip
+    remedy = remedy_text(list(fit.sampler.get("remedies") or []))
     return (
         f"The fit passed its convergence checks (max r-hat {diag.max_rhat:.3f}, min bulk ESS "
-        f"{diag.min_ess_bulk:.0f}, {diag.divergences} divergences).",
+        f"{diag.min_ess_bulk:.0f}, {diag.divergences} divergences)." + (f" {remedy}" if remedy else ""),
         "",
     )
 
@@ -969,6 +973,7 @@ def report(
     >>> "<title>irtbayes audit of simulated 2pl (20 subjects x 30 items)</title>" in html.read_text()
     True
     """
+    fit.refuse_if_unsettled("report")
     data = load_fit_data(fit, data, hint="give it as data=")
     doc = build_report(fit, data, audit=audit, benchfill=benchfill, title=title)
     with atomic_dir(out) as tmp:

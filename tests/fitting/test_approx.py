@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,6 +18,8 @@ from irtbayes.fitting.auto import approx_supports, choose_sampler, estimate_nuts
 from irtbayes.fitting.fit import fit
 from irtbayes.fitting.storage import load_fit, save_fit
 from irtbayes.model.spec import ModelSpec
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 
 @pytest.fixture(scope="module")
@@ -155,11 +158,58 @@ def test_cli_fit_with_the_approximate_tier(simulated, tmp_path, capsys):
     assert (items["difficulty_ci_low"] < items["difficulty_ci_high"]).all()
 
 
-def test_modes_that_do_not_settle_are_named_in_the_diagnostics_and_the_warning():
-    # 40 items over 25 benchmarks: one or two items per benchmark, too few for the empirical-Bayes spreads
-    data, _ = simulate_responses(30, 40, kind="2pl", n_benchmarks=25, n_domains=7, missing=0.1, seed=1)
+def test_modes_that_do_not_settle_are_named_and_every_verb_refuses_the_fit(tmp_path):
+    # three rounds of the empirical-Bayes iteration at most: too few for the modes to settle
+    data, _ = simulate_responses(30, 40, kind="2pl", n_benchmarks=3, missing=0.1, seed=1)
     with pytest.warns(UserWarning, match="modes did not settle"):
-        result = fit(data, sampler="approx", seed=1, progress=False)
+        result = fit(data, sampler="approx", seed=1, progress=False, sampler_kwargs={"max_iter": 3})
     assert result.sampler["options"]["modes_converged"] is False
+    assert result.unsettled.startswith("the approximate tier's empirical-Bayes modes did not settle")
     assert any("did not settle" in note for note in result.diagnostics.notes)
     assert "did not settle" in result.diagnostics.to_text()
+    from irtbayes.benchfill.target import choose_target
+    from irtbayes.core.errors import FitError
+    from irtbayes.evaluating.bank import ItemBank
+    from irtbayes.reporting.report import report
+
+    refusals = {
+        "audit": lambda: audit(result, data, progress=False),
+        "report": lambda: report(result, tmp_path / "report", data=data),
+        "BenchFill's target": lambda: choose_target(result, data),
+        "the item bank": lambda: ItemBank.from_fit(result, data=data),
+    }
+    for verb, call in refusals.items():
+        with pytest.raises(FitError, match=f"^{verb}: the approximate tier's empirical-Bayes modes did not settle"):
+            call()
+    assert not (tmp_path / "report").exists()
+    # settled (the default rounds), the same data pass every verb's check
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        settled = fit(data, sampler="approx", seed=1, progress=False)
+    assert settled.unsettled == ""
+    settled.refuse_if_unsettled("audit")
+
+
+def test_approx_settings_come_through_sampler_kwargs_and_unknown_ones_are_refused(simulated):
+    data, _ = simulated
+    with pytest.raises(SpecError, match=r"unknown setting.*'max_iters'.*did you mean 'max_iter'"):
+        fit(data, sampler="approx", seed=1, progress=False, sampler_kwargs={"max_iters": 3})
+
+
+def test_three_systems_that_answer_alike_give_bounded_items_not_hundreds_of_logits():
+    """lm-evaluation-harness logs of three tiny models (tests/fixtures/lm_eval/lm_eval_hf, the generative task read
+    with its flexible-extract filter): every item of one task is answered wrong by all three. The empirical-Bayes
+    spreads, estimated under the model's priors, keep those items within the priors' reach (they drifted to 565
+    logits when the spreads were estimated from the items alone), and the modes settle."""
+    import irtbayes as irt
+
+    data = irt.load(FIXTURES / "lm_eval" / "lm_eval_hf", filter="flexible-extract")
+    assert data.n_subjects == 3
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        result = fit(data, sampler="approx", seed=1, progress=False)
+    assert result.sampler["options"]["modes_converged"] is True
+    difficulty = result.posterior["difficulty"].values
+    assert np.isfinite(difficulty).all()
+    assert np.abs(difficulty).max() < 30, np.abs(difficulty).max()
+    assert float(result.posterior["discrimination"].mean()) > 0.02

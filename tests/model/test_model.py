@@ -9,6 +9,7 @@ import pandas as pd
 import pymc as pm
 import pytensor
 import pytest
+from scipy import stats
 
 from irtbayes.core.errors import SpecError
 from irtbayes.data.responses import ResponseData
@@ -217,12 +218,12 @@ def test_zero_sum_effects_of_one_group_keep_pymcs_zero_sum_normal():
 
 
 def test_benchmark_levels_are_centred_only_with_four_benchmarks_or_more_apart():
-    """Benchmarks of 30 items or more centre the difficulties' benchmark level, but not two or three of them, nor
-    four whose mean difficulties lie close together (the level's sd is then barely fixed by the data; centred, its
-    funnel diverged)."""
+    """Benchmarks of 30 items or more centre the difficulties' benchmark level, but not two or three of them with a
+    sampled sd, nor four whose mean difficulties lie close together (the level's sd is then barely fixed by the data;
+    centred, its funnel diverged). By default two or three benchmarks fix the level's sd instead (the next test)."""
     for n_bench, sd, centred in ((2, 1.0, False), (3, 1.0, False), (4, 1.0, True), (4, 0.0, False)):
         data, _ = simulate_responses(100, 30 * n_bench, n_benchmarks=n_bench, benchmark_sd=sd, seed=1)
-        model = build_model(data, ModelSpec(kind="2pl", hierarchy="benchmark"))
+        model = build_model(data, ModelSpec(kind="2pl", hierarchy="benchmark", benchmark_sd="sampled"))
         free = {v.name for v in model.free_RVs}
         assert ("difficulty_benchmark" in free) == centred, f"{n_bench} benchmarks, sd {sd}: {sorted(free)}"
         # a non-centred level's free coordinates: those of its zero-sum effects (test_zero_sum_effects_...)
@@ -237,6 +238,38 @@ def test_benchmark_levels_are_centred_only_with_four_benchmarks_or_more_apart():
     assert spread > 2 * error > 0, (spread, error)
     spread, error = build_module._benchmark_spread(model_inputs(alike, ModelSpec()))
     assert spread < 2 * error, (spread, error)
+
+
+def test_two_or_three_benchmarks_fix_the_level_sd_and_centre_it():
+    """``benchmark_sd="auto"``: with 2 or 3 benchmarks (no domain level) the benchmarks' sd is fixed at the prior's
+    group scale and the level centred, for difficulties and log-discriminations; 4 or more sample it. The start
+    values name exactly the free variables, and the fixed sd is the prior scale in the log-density."""
+    for n_bench, fixed in ((2, True), (3, True), (4, False)):
+        data, _ = simulate_responses(60, 20 * n_bench, n_benchmarks=n_bench, seed=1)
+        inputs = model_inputs(data, ModelSpec())
+        assert inputs.spec.benchmark_sd == ("fixed" if fixed else "sampled")
+        model = build_model(data)
+        free = {v.name for v in model.free_RVs}
+        for prefix in ("difficulty", "log_discrimination"):
+            assert (f"{prefix}_benchmark" in free) == fixed, sorted(free)
+            assert not any(name.startswith(f"{prefix}_benchmark_sd") for name in free) or not fixed, sorted(free)
+        start = build_module.start_values(
+            inputs,
+            ability=np.linspace(-1, 1, 60),
+            difficulty=np.zeros(20 * n_bench),
+            log_discrimination=np.zeros(20 * n_bench),
+        )
+        assert sorted(start) == sorted(free)
+    # the fixed level: log p(difficulty_benchmark | mu) is Normal(mu, difficulty_group_sd_scale)
+    data, _ = simulate_responses(60, 40, n_benchmarks=2, seed=1)
+    model = build_model(data, ModelSpec(priors=Priors(difficulty_group_sd_scale=0.7)))
+    point = model.initial_point()
+    logp = model.compile_logp(vars=[model["difficulty_benchmark"]], sum=True, mode=FAST)
+    values = {**point, "difficulty_benchmark": np.array([0.3, -0.4]), "difficulty_mu": np.array(0.1)}
+    expected = stats.norm(0.1, 0.7).logpdf([0.3, -0.4]).sum()
+    assert logp(values) == pytest.approx(expected, rel=1e-9)
+    # asked for explicitly, "sampled" keeps it with 2 benchmarks too
+    assert model_inputs(data, ModelSpec(benchmark_sd="sampled")).spec.benchmark_sd == "sampled"
 
 
 def test_discriminations_are_positive_by_construction(labelled):
