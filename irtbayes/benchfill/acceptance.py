@@ -68,7 +68,7 @@ import xarray as xr
 
 from irtbayes.auditing.draws import posterior_dataset
 from irtbayes.benchfill.calibration import calibrate_fixed, default_min_discrimination
-from irtbayes.benchfill.grid import SAMPLE_DIMS, Prior, flatten_samples, level_prior
+from irtbayes.benchfill.grid import SAMPLE_DIMS, Prior, fixed_benchmark_sd, flatten_samples, level_prior
 from irtbayes.core.errors import DataError, FitError, SpecError
 from irtbayes.core.irt import probability
 from irtbayes.data.responses import ResponseData
@@ -841,7 +841,8 @@ def _bank_like(fit: Fit, benchmark: str | None, n: int, rng: np.random.Generator
     post = fit.posterior
     n_total = int(post.sizes["chain"] * post.sizes["draw"])
     rows = rng.integers(0, n_total, n)
-    prior_b = level_prior(post, fit.spec.hierarchy, "difficulty", rows, benchmark, None)
+    fixed = fixed_benchmark_sd(fit.spec, "difficulty")
+    prior_b = level_prior(post, fit.spec.hierarchy, "difficulty", rows, benchmark, None, benchmark_sd=fixed)
     b = rng.normal(prior_b.centre, prior_b.sd)
     if fit.spec.kind == "1pl":
         return b, np.exp(flatten_samples(post["log_discrimination_mu"])[rows])
@@ -853,6 +854,7 @@ def _bank_like(fit: Fit, benchmark: str | None, n: int, rng: np.random.Generator
         benchmark,
         None,
         fixed_sd=fit.spec.priors.log_discrimination_sd_scale,
+        benchmark_sd=fixed_benchmark_sd(fit.spec, "log_discrimination"),
     )
     return b, np.exp(rng.normal(prior_la.centre, prior_la.sd))
 

@@ -117,6 +117,7 @@ from irtbayes.benchfill.grid import (
     candidate_group_label,
     check_prior,
     data_alone_draws,
+    fixed_benchmark_sd,
     flatten_samples,
     grid_slope_draws,
     group_mean_prior,
@@ -406,6 +407,7 @@ def _candidate_inputs(
                     candidate_group_label(bench) if group_label else bench,
                     dom,
                     fixed_sd=spec.priors.log_discrimination_sd_scale,
+                    benchmark_sd=fixed_benchmark_sd(spec, "log_discrimination"),
                 ),
             }
         )
@@ -668,10 +670,22 @@ def _inputs_with_priors(
         guessing_points=guessing_points,
     )
     if pooled:
-        _pool_difficulty_priors(post, spec.hierarchy, per_item, rows=rows, b_range=b_range, a_fixed=a_fixed, rng=rng)
+        _pool_difficulty_priors(
+            post,
+            spec.hierarchy,
+            per_item,
+            rows=rows,
+            b_range=b_range,
+            a_fixed=a_fixed,
+            rng=rng,
+            benchmark_sd=fixed_benchmark_sd(spec, "difficulty"),
+        )
     else:
+        fixed = fixed_benchmark_sd(spec, "difficulty")
         for info in per_item:
-            info["prior_b"] = level_prior(post, spec.hierarchy, "difficulty", rows, info["bench"], info["dom"])
+            info["prior_b"] = level_prior(
+                post, spec.hierarchy, "difficulty", rows, info["bench"], info["dom"], benchmark_sd=fixed
+            )
     return per_item
 
 
@@ -684,8 +698,10 @@ def _pool_difficulty_priors(
     b_range: tuple[float, float],
     a_fixed: float | None,
     rng: np.random.Generator,
+    benchmark_sd: float | None = None,
 ) -> None:
-    """Set ``prior_b`` of each candidate: its group's mean inferred from all the group's candidates."""
+    """Set ``prior_b`` of each candidate: its group's mean inferred from all the group's candidates
+    (``benchmark_sd``: the benchmarks' sd where the model fixes it)."""
     by_group: dict[tuple[str | None, str | None], list[int]] = {}
     for i, info in enumerate(per_item):
         by_group.setdefault((info["bench"], info["dom"]), []).append(i)
@@ -704,7 +720,7 @@ def _pool_difficulty_priors(
             grid = (cube + log_w[None, :, None]).reshape(len(b_grid), -1) - math.log(cube.shape[2])
             top = grid.max(axis=1, keepdims=True)
             loglik[r] = top[:, 0] + np.log(np.exp(grid - top).sum(axis=1))
-        centre, group_sd, item_sd = group_mean_prior(post, hierarchy, rows, dom)
+        centre, group_sd, item_sd = group_mean_prior(post, hierarchy, rows, dom, benchmark_sd=benchmark_sd)
         name = f"benchmark '{candidate_group_label(bench)}' ({len(members)} candidate(s) pooled)"
         priors_b = pooled_priors(loglik, b_grid, centre, group_sd, item_sd, name=name, rng=rng)
         for i, p_b in zip(members, priors_b, strict=True):

@@ -81,12 +81,31 @@ class _Prior:
         return float(np.sqrt(w @ self.sd**2 + w @ (self.centre - self.mean) ** 2))
 
 
-def _between_benchmarks_sd(post: xr.Dataset, prefix: str, rows: np.ndarray) -> np.ndarray:
-    """Per draw, the sd of benchmark means around their centre: the model's ``{prefix}_benchmark_sd``, or, for an
-    approximate fit (which estimates benchmark means without pooling and has no such variable), the spread of its
-    benchmark means in that draw (0 with one benchmark)."""
+def fixed_benchmark_sd(spec: Any, prefix: str) -> float | None:
+    """The sd of the benchmarks' means where the model fixes it (``ModelSpec.benchmark_sd="fixed"``: the prior's
+    group scale of ``prefix``), else None.
+
+    >>> from irtbayes.model.spec import ModelSpec
+    >>> fixed_benchmark_sd(ModelSpec(benchmark_sd="fixed"), "difficulty"), fixed_benchmark_sd(ModelSpec(), "difficulty")
+    (1.0, None)
+    """
+    if getattr(spec, "benchmark_sd", "sampled") != "fixed":
+        return None
+    scales = {
+        "difficulty": spec.priors.difficulty_group_sd_scale,
+        "log_discrimination": spec.priors.log_discrimination_group_sd_scale,
+    }
+    return scales.get(prefix)
+
+
+def _between_benchmarks_sd(post: xr.Dataset, prefix: str, rows: np.ndarray, fixed: float | None = None) -> np.ndarray:
+    """Per draw, the sd of benchmark means around their centre: the model's ``{prefix}_benchmark_sd``; ``fixed``
+    where the model fixes it; or, for an approximate fit (which estimates benchmark means without pooling and has no
+    such variable), the spread of its benchmark means in that draw (0 with one benchmark)."""
     if f"{prefix}_benchmark_sd" in post:
         return flatten_samples(post[f"{prefix}_benchmark_sd"])[rows]
+    if fixed is not None:
+        return np.full(len(rows), float(fixed))
     means = post[f"{prefix}_benchmark"]
     spread = means.std("benchmark", ddof=1) if means.sizes["benchmark"] > 1 else xr.zeros_like(means.isel(benchmark=0))
     return flatten_samples(spread)[rows]
@@ -106,11 +125,13 @@ def level_prior(
     domain: str | None,
     *,
     fixed_sd: float | None = None,
+    benchmark_sd: float | None = None,
 ) -> _Prior:
     """The predictive of a new item's ``prefix`` parameter (difficulty or log_discrimination) under the hierarchy.
 
     ``fixed_sd`` is the item-level sd where the model fixes it instead of sampling it (small banks:
-    ``ModelSpec.discrimination_sd="fixed"``), used when the posterior has no ``{prefix}_sd``.
+    ``ModelSpec.discrimination_sd="fixed"``), used when the posterior has no ``{prefix}_sd``; ``benchmark_sd`` that of
+    the benchmarks' means (:func:`fixed_benchmark_sd`).
     """
     from irtbayes.model.spec import UNLABELLED
 
@@ -126,7 +147,7 @@ def level_prior(
     if bench in benches:
         centre = flatten_samples(post[f"{prefix}_benchmark"].sel(benchmark=bench))[rows]
         return _Prior(centre, item_sd, f"benchmark '{bench}'")
-    var = item_sd**2 + _between_benchmarks_sd(post, prefix, rows) ** 2
+    var = item_sd**2 + _between_benchmarks_sd(post, prefix, rows, benchmark_sd) ** 2
     if _domain_level(post, prefix, hierarchy):
         dom = domain if domain is not None else UNLABELLED
         domains = [str(d) for d in post[f"{prefix}_domain"]["domain"].values]
@@ -152,14 +173,15 @@ def candidate_group_label(benchmark: str | None) -> str:
 
 
 def group_mean_prior(
-    post: xr.Dataset, hierarchy: str, rows: np.ndarray, domain: str | None
+    post: xr.Dataset, hierarchy: str, rows: np.ndarray, domain: str | None, *, benchmark_sd: float | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(centre, sd) of a new benchmark's mean difficulty and the item-level sd, per hyperparameter draw."""
+    """(centre, sd) of a new benchmark's mean difficulty and the item-level sd, per hyperparameter draw
+    (``benchmark_sd``: the benchmarks' sd where the model fixes it, :func:`fixed_benchmark_sd`)."""
     from irtbayes.model.spec import UNLABELLED
 
     item_sd = flatten_samples(post["difficulty_sd"])[rows]
     mu = flatten_samples(post["difficulty_mu"])[rows]
-    var = _between_benchmarks_sd(post, "difficulty", rows) ** 2
+    var = _between_benchmarks_sd(post, "difficulty", rows, benchmark_sd) ** 2
     if _domain_level(post, "difficulty", hierarchy):
         dom = domain if domain is not None else UNLABELLED
         if dom in [str(d) for d in post["difficulty_domain"]["domain"].values]:

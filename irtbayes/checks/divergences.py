@@ -66,7 +66,7 @@ def divergence_sites(posterior: xr.Dataset, sample_stats: xr.Dataset, *, top: in
     for da in posterior.data_vars.values():
         if "chain" not in da.dims or "draw" not in da.dims:
             continue
-        rest = [d for d in da.dims if d not in ("chain", "draw")]
+        rest = [str(d) for d in da.dims if d not in ("chain", "draw")]
         arr = da.transpose("chain", "draw", *rest).values
         if arr.shape[:2] != flags.shape or not np.issubdtype(arr.dtype, np.floating):
             continue
@@ -111,6 +111,9 @@ def sites_phrase(attempt: dict[str, Any]) -> str:
     return "the divergent draws sit at " + ", ".join(attempt["sites"])
 
 
+_CENTRING = {"centred": "centred", "noncentred": "non-centred"}
+
+
 def remedy_text(remedies: list[dict[str, Any]]) -> str:
     """What the remedies of a fit (``fit.sampler["remedies"]``) did, in one sentence; empty when there were none.
 
@@ -128,11 +131,16 @@ def remedy_text(remedies: list[dict[str, Any]]) -> str:
         f"NUTS diverged at target acceptance {first['target_accept']:g} ({first['divergences']} divergent transitions "
         f"in {first['draws']} draws per chain)"
     )
+    before = first.get("centring", "auto")
     for run in rest:
+        how = f"at {run['target_accept']:g}"
+        if run.get("centring", "auto") != before:  # a remedy that moved the benchmark levels to other coordinates
+            how = f"with the benchmark levels {_CENTRING.get(run['centring'], run['centring'])} {how}"
+            before = run["centring"]
         if run["outcome"] == "converged":
-            text += f"; sampled again at {run['target_accept']:g}, which converged"
+            text += f"; sampled again {how}, which converged"
         else:
-            text += f"; sampled again at {run['target_accept']:g}: {run['outcome']}"
+            text += f"; sampled again {how}: {run['outcome']}"
             if run["outcome"] == "divergences":
                 text += f" ({run['divergences']})"
     last = remedies[-1]

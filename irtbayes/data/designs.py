@@ -123,7 +123,8 @@ class SimulatedDesign:
     data
         The responses, items labelled by ``benchmark``.
     truth
-        ``ability`` (subject; standardised), ``difficulty`` and ``discrimination`` (item; coord ``benchmark``).
+        ``ability`` (subject; standardised; coord ``family``, the model family, 0 without ``clusters``),
+        ``difficulty`` and ``discrimination`` (item; coord ``benchmark``).
     drawn
         What the family left to chance, e.g. ``{"systems": 112, "benchmarks": 3, "holes": [...], ...}``.
     design
@@ -139,9 +140,9 @@ class SimulatedDesign:
     seed: int = 0
 
 
-def _abilities(rng: np.random.Generator, kind: str, n: int, clusters: int = 0) -> np.ndarray:
-    """Standardised abilities of ``n`` systems; with ``clusters``, each a family's ability (drawn as ``kind``
-    says) plus a spread within the family of half its sd."""
+def _abilities(rng: np.random.Generator, kind: str, n: int, clusters: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Standardised abilities of ``n`` systems and each one's family (all 0 without ``clusters``); with ``clusters``,
+    each a family's ability (drawn as ``kind`` says) plus a spread within the family of half their sd."""
     size = clusters if clusters > 0 else n
     if kind == "normal":
         raw = rng.normal(size=size)
@@ -149,9 +150,11 @@ def _abilities(rng: np.random.Generator, kind: str, n: int, clusters: int = 0) -
         raw = rng.gamma(2.0, size=size)
     else:
         raw = rng.standard_t(3.0, size=size)
+    family = np.zeros(n, dtype=int)
     if clusters > 0:
-        raw = raw[rng.integers(clusters, size=n)] + rng.normal(0.0, 0.5 * max(float(raw.std()), 0.5), size=n)
-    return (raw - raw.mean()) / raw.std()
+        family = rng.integers(clusters, size=n)
+        raw = raw[family] + rng.normal(0.0, 0.5 * max(float(raw.std()), 0.5), size=n)
+    return (raw - raw.mean()) / raw.std(), family
 
 
 def _population_draw(rng: np.random.Generator, kind: str, n: int, centre: float, half: float) -> np.ndarray:
@@ -254,7 +257,7 @@ def simulate_design(design: Design, *, seed: int) -> SimulatedDesign:
     n_sub = int(rng.integers(design.systems[0], design.systems[1] + 1))
     n_bench = int(rng.integers(design.benchmarks[0], design.benchmarks[1] + 1))
     n_clusters = int(rng.integers(design.clusters[0], design.clusters[1] + 1)) if design.clusters[1] > 0 else 0
-    ability = _abilities(rng, design.abilities, n_sub, n_clusters)
+    ability, family = _abilities(rng, design.abilities, n_sub, n_clusters)
     difficulty, discrimination, bench, kinds, holes, sizes, floors = [], [], [], [], [], [], []
     for k in range(n_bench):
         n = int(rng.integers(design.items[0], design.items[1] + 1))
@@ -289,7 +292,7 @@ def simulate_design(design: Design, *, seed: int) -> SimulatedDesign:
             "difficulty": ("item", b_all),
             "discrimination": ("item", a_all),
         },
-        coords={"subject": subjects, "item": items, "benchmark": ("item", bench_all)},
+        coords={"subject": subjects, "item": items, "benchmark": ("item", bench_all), "family": ("subject", family)},
         attrs={"design": design.name, "seed": int(seed)},
     )
     drawn = {

@@ -446,20 +446,14 @@ def _build_and_sample(
             )
             start = time.perf_counter()
             run = {k: settings[k] for k in ("chains", "draws", "tune", "seed", "cores", "target_accept")}
-            sample = functools.partial(
-                run_sampler,
-                model,
-                sampler=sampler,
-                progress=request.progress,
-                extra=dict(request.sampler_kwargs),
-                state=state,
-                watch=watch,
-                stop=stop,
-                start_at=start_at,
-            )
+            options = {"progress": request.progress, "extra": dict(request.sampler_kwargs), "stop": stop}
+            sample = _Sampling(model, start_at, sampler=sampler, state=state, watch=watch, **options)
             tree = sample(**run)
             if stop is not None and stop.outcome == "divergences" and request.remedy:
-                tree, run = _remedy(tree, sample, stop, run, budget_s=request.budget_s, started=start, watch=watch)
+                tree, run, sample = _remedy(
+                    tree, sample, stop, run, data=data, warm=warm, budget_s=request.budget_s, started=start, watch=watch
+                )
+                spec = sample.model.irtbayes_spec  # a remedy may have changed the coordinates (centring)
                 settings.update(tune=run["tune"], target_accept=run["target_accept"], remedies=stop.remedies)
         except KeyboardInterrupt:
             raise FitInterrupted(state.phase, draws_requested=settings["draws"], chains_requested=chains) from None
@@ -477,61 +471,113 @@ def _build_and_sample(
     return tree, spec, settings, watch.seen
 
 
-#: What sampling until converged tries, in order, when a run ends in divergent transitions: NUTS again on the same
-#: compiled model at a higher target acceptance, so smaller steps through the curvature that diverged, with a longer
-#: warm-up from the second remedy on (the step size adapted to the new target over more draws). Remedies below the
-#: run's own target acceptance are skipped.
-REMEDIES: tuple[dict[str, float], ...] = (
+#: What sampling until converged tries, in order, when a run ends in divergent transitions: NUTS again at a higher
+#: target acceptance, so smaller steps through the curvature that diverged (a longer warm-up from the second on, the
+#: step size adapted to the new target over more draws; a target at or below the run's own is skipped); then, where
+#: the divergent draws name a benchmark level (``*_benchmark_sd`` or its groups), the same model with that level in
+#: the other coordinates (``ModelSpec.centring``: a centred level funnels where its sd is small, a non-centred one
+#: where it is large); then the highest target.
+REMEDIES: tuple[dict[str, Any], ...] = (
     {"target_accept": 0.9, "tune_factor": 1.0},
     {"target_accept": 0.95, "tune_factor": 2.0},
+    {"recentre": True},
     {"target_accept": 0.99, "tune_factor": 2.0},
 )
 
 
+class _Sampling:
+    """Runs the sampler on one built model (``run_sampler``'s arguments but the run's own settings bound)."""
+
+    def __init__(self, model: pm.Model, start_at: Callable[[int], np.ndarray] | None, **options: Any) -> None:
+        self.model, self.options = model, options
+        self.run = functools.partial(run_sampler, model, start_at=start_at, **options)
+
+    def __call__(self, **run: Any) -> xr.DataTree:
+        return self.run(**run)
+
+    def recentred(self, prefix: str, data: ResponseData, *, warm: bool) -> tuple[_Sampling, str] | None:
+        """The same model with the benchmark levels in the other coordinates than ``prefix``'s is in now (built and
+        warm-started anew), and the ``centring`` it was built with; None where that level has a fixed sd."""
+        spec: ModelSpec = self.model.irtbayes_spec
+        if spec.benchmark_sd == "fixed" or spec.hierarchy == "none":
+            return None
+        centred = f"{prefix}_benchmark" in {rv.name for rv in self.model.free_RVs}
+        centring = "noncentred" if centred else "centred"
+        model = build_model(data, spec.replace(centring=centring))
+        start_at = _warm_start(model, data, {"tune": 0}, tune_given=True) if warm else None
+        return _Sampling(model, start_at, **self.options), centring
+
+
+def _named_level(attempt: dict[str, Any]) -> str | None:
+    """The hierarchy's prefix (``difficulty`` or ``log_discrimination``) whose benchmark level the divergent draws of
+    ``attempt`` name first, if any."""
+    for site in attempt.get("sites", []):
+        for prefix in ("difficulty", "log_discrimination"):
+            if str(site).startswith(f"{prefix}_benchmark"):
+                return prefix
+    return None
+
+
 def _remedy(
     tree: xr.DataTree,
-    sample: Callable[..., xr.DataTree],
+    sample: _Sampling,
     stop: StopRule,
     run: dict[str, Any],
     *,
+    data: ResponseData,
+    warm: bool,
     budget_s: float,
     started: float,
     watch: InterruptWatch,
-) -> tuple[xr.DataTree, dict[str, Any]]:
+) -> tuple[xr.DataTree, dict[str, Any], _Sampling]:
     """Sample again with the next remedy of :data:`REMEDIES` while the run ends in divergences and the budget has
-    room for another run as long as the last; returns the last run's trace and settings. Each run is recorded in
-    ``stop.remedies`` (its target acceptance, warm-up, outcome, divergences, draws, seconds and where its
-    divergences sit, :mod:`irtbayes.checks.divergences`)."""
+    room for another run as long as the last; returns the last run's trace, settings and sampler (its model). Each
+    run is recorded in ``stop.remedies`` (its target acceptance, warm-up, centring where a remedy changed it,
+    outcome, divergences, draws, seconds and where its divergences sit, :mod:`irtbayes.checks.divergences`)."""
     last_start = started
     for remedy in REMEDIES:
         if stop.outcome != "divergences" or watch.seen:
             break
-        if remedy["target_accept"] <= run["target_accept"]:
-            continue
         now = time.perf_counter()
-        stop.remedies.append(_attempt(tree, stop, run, seconds=now - last_start))
+        attempt = _attempt(tree, stop, run, seconds=now - last_start, spec=sample.model.irtbayes_spec)
+        if remedy.get("recentre"):
+            prefix = _named_level(attempt)
+            recentred = sample.recentred(prefix, data, warm=warm) if prefix else None
+            if recentred is None:
+                continue
+            change: dict[str, Any] = {"centring": recentred[1]}
+            what = f"the benchmark levels {recentred[1]}"
+        elif remedy["target_accept"] <= run["target_accept"]:
+            continue
+        else:
+            recentred = None
+            change = {"target_accept": remedy["target_accept"], "tune": int(run["tune"] * remedy["tune_factor"])}
+            what = f"target acceptance {change['target_accept']:g}, tune {change['tune']}"
+        stop.remedies.append(attempt)
         left = budget_s - (now - started)
         if left < now - last_start:
-            stop.remedies[-1]["next"] = f"no remedy tried: {left:.0f} s of the budget left, the last run took longer"
-            log.info("until converged: divergences remain; %s", stop.remedies[-1]["next"])
-            return tree, run
-        run = {**run, "target_accept": remedy["target_accept"], "tune": int(run["tune"] * remedy["tune_factor"])}
+            attempt["next"] = f"no remedy tried: {left:.0f} s of the budget left, the last run took longer"
+            log.info("until converged: divergences remain; %s", attempt["next"])
+            return tree, run, sample
         log.info(
-            "until converged: %d divergences at target acceptance %g (%s); sampling again at %g, tune %d",
-            stop.remedies[-1]["divergences"],
-            stop.remedies[-1]["target_accept"],
-            sites_phrase(stop.remedies[-1]),
-            run["target_accept"],
-            run["tune"],
+            "until converged: %d divergences at target acceptance %g (%s); sampling again with %s",
+            attempt["divergences"],
+            attempt["target_accept"],
+            sites_phrase(attempt),
+            what,
         )
+        if recentred is not None:
+            sample = recentred[0]
+        run = {**run, **{k: v for k, v in change.items() if k != "centring"}}
         stop.again(left)
         last_start = time.perf_counter()
         tree = sample(**run)
     if stop.remedies and "next" not in stop.remedies[-1]:
-        stop.remedies.append(_attempt(tree, stop, run, seconds=time.perf_counter() - last_start))
+        last = _attempt(tree, stop, run, seconds=time.perf_counter() - last_start, spec=sample.model.irtbayes_spec)
+        stop.remedies.append(last)
         if stop.outcome == "divergences":
             log.info("until converged: divergences remain after every remedy; %s", sites_phrase(stop.remedies[-1]))
-    return tree, run
+    return tree, run, sample
 
 
 def _posterior_and_stats(tree: xr.DataTree) -> tuple[xr.Dataset, xr.Dataset]:
@@ -539,7 +585,9 @@ def _posterior_and_stats(tree: xr.DataTree) -> tuple[xr.Dataset, xr.Dataset]:
     return tree["posterior"].to_dataset(), stats
 
 
-def _attempt(tree: xr.DataTree, stop: StopRule, run: dict[str, Any], *, seconds: float) -> dict[str, Any]:
+def _attempt(
+    tree: xr.DataTree, stop: StopRule, run: dict[str, Any], *, seconds: float, spec: ModelSpec
+) -> dict[str, Any]:
     """One run of a fit with remedies, as the card records it."""
     from irtbayes.checks.divergences import divergence_sites
 
@@ -548,6 +596,7 @@ def _attempt(tree: xr.DataTree, stop: StopRule, run: dict[str, Any], *, seconds:
     return {
         "target_accept": float(run["target_accept"]),
         "tune": int(run["tune"]),
+        "centring": spec.centring,
         "outcome": stop.outcome,
         "divergences": int(last.get("divergences", 0)),
         "draws": int(last.get("draws", 0)),

@@ -60,7 +60,8 @@ def _data(answers: int):
 
 @pytest.fixture(scope="module")
 def compiled_pair():
-    return compile_model(build_model(_data(3), ModelSpec())), compile_model(build_model(_data(4), ModelSpec()))
+    spec = ModelSpec(benchmark_sd="sampled")  # a non-centred benchmark level (two or three fix its sd by default)
+    return compile_model(build_model(_data(3), spec)), compile_model(build_model(_data(4), spec))
 
 
 def test_the_callbacks_compute_what_pytensor_computes(compiled_pair):
@@ -92,7 +93,7 @@ def test_only_the_model_s_own_variables_are_stored(compiled_pair):
     assert "ability" in names and "discrimination" in names
     assert not [name for name in names if name.endswith(("__", "_z", "_chol"))]
     assert compiled.n_expanded == sum(int(np.prod(shape)) for shape in shapes) == slices[-1].stop
-    model = build_model(_data(3), ModelSpec())
+    model = build_model(_data(3), ModelSpec(benchmark_sd="sampled"))
     point = model.initial_point()
     starts = np.cumsum([0] + [point[model.rvs_to_values[v].name].size for v in model.free_RVs])
     bounds = zip(model.free_RVs, starts[:-1], starts[1:], strict=True)
@@ -170,7 +171,7 @@ def test_a_model_compiled_again_gives_the_same_chains(compiled_pair):
     import nutpie
 
     first, _ = compiled_pair
-    again = compile_model(build_model(_data(3), ModelSpec()))
+    again = compile_model(build_model(_data(3), ModelSpec(benchmark_sd="sampled")))
     assert again.compiled_logp_func.cache_hits == 1
     runs = [nutpie.sample(c, draws=30, tune=30, chains=1, cores=1, seed=7, progress_bar=False) for c in (first, again)]
     np.testing.assert_array_equal(runs[0].posterior["difficulty"].values, runs[1].posterior["difficulty"].values)
@@ -242,7 +243,7 @@ def test_the_log_density_compiles_without_general_reductions_or_splits(compiled_
     from pytensor.tensor.basic import Split
     from pytensor.tensor.elemwise import CAReduce
 
-    free = {var.name for var in build_model(_data(3), ModelSpec()).free_RVs}
+    free = {var.name for var in build_model(_data(3), ModelSpec(benchmark_sd="sampled")).free_RVs}
     assert "difficulty_benchmark_zerosum_z" in free, sorted(free)  # the non-centred level this test is about
     compiled, _ = compiled_pair
     nodes = compiled.logp_func.maker.fgraph.toposort()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 import warnings
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -18,7 +19,7 @@ from irtbayes.fitting.until_converged import StopRule
 from irtbayes.model.spec import ModelSpec
 
 
-def _tree(divergent: int, *, seed: int = 0) -> xr.DataTree:
+def _tree(divergent: int, *, seed: int = 0, sd_name: str = "benchmark_sd") -> xr.DataTree:
     """Draws of a sd whose top ``divergent`` draws are flagged divergent, beside 30 items' unremarkable difficulties."""
     rng = np.random.default_rng(seed)
     sd = np.exp(rng.normal(-2.0, 1.0, (4, 250)))
@@ -27,7 +28,7 @@ def _tree(divergent: int, *, seed: int = 0) -> xr.DataTree:
         flags.reshape(-1)[np.argsort(sd, axis=None)[-divergent:]] = True
     posterior = xr.Dataset(
         {
-            "benchmark_sd": (("chain", "draw"), sd),
+            sd_name: (("chain", "draw"), sd),
             "difficulty": (("chain", "draw", "item"), rng.normal(size=(4, 250, 30))),
         },
         coords={"item": [f"i{k}" for k in range(30)]},
@@ -37,27 +38,38 @@ def _tree(divergent: int, *, seed: int = 0) -> xr.DataTree:
 
 
 class _Runs:
-    """A sampler stand-in: the n-th call ends with ``outcomes[n]`` (divergences or converged), after ``seconds``."""
+    """A sampler stand-in: the n-th call ends with ``outcomes[n]`` (divergences or converged), after ``seconds``;
+    its divergent draws name ``sd_name``. ``recentred`` gives the same stand-in on a model of the other centring."""
 
-    def __init__(self, stop: StopRule, outcomes: list[int], seconds: float = 0.0) -> None:
-        self.stop, self.outcomes, self.seconds, self.calls = stop, outcomes, seconds, []
+    def __init__(self, stop, outcomes, seconds=0.0, sd_name="benchmark_sd", calls=None, centring="auto"):
+        self.stop, self.outcomes, self.seconds, self.sd_name = stop, outcomes, seconds, sd_name
+        self.calls = [] if calls is None else calls
+        self.model = SimpleNamespace(irtbayes_spec=ModelSpec(centring=centring), free_RVs=[])
 
     def __call__(self, **run):
-        self.calls.append(dict(run))
+        self.calls.append({**run, "centring": self.model.irtbayes_spec.centring})
         divergences = self.outcomes[len(self.calls) - 1]
         time.sleep(self.seconds)
         self.stop.outcome = "divergences" if divergences else "converged"
         self.stop.history.append({"draws": 1000, "divergences": divergences})
-        return _tree(divergences, seed=len(self.calls))
+        return _tree(divergences, seed=len(self.calls), sd_name=self.sd_name)
+
+    def recentred(self, prefix, data, *, warm):
+        assert prefix == "difficulty"
+        again = _Runs(self.stop, self.outcomes, self.seconds, self.sd_name, self.calls, centring="noncentred")
+        return again, "noncentred"
 
 
-def _remedied(outcomes: list[int], *, target_accept: float = 0.8, budget_s: float = 900.0, seconds: float = 0.0):
+def _remedied(outcomes, *, target_accept=0.8, budget_s=900.0, seconds=0.0, sd_name="benchmark_sd"):
     stop = StopRule(budget_s=budget_s)
-    runs = _Runs(stop, outcomes, seconds)
+    runs = _Runs(stop, outcomes, seconds, sd_name)
     started = time.perf_counter()
     tree = runs(target_accept=target_accept, tune=200)
+    first = {k: v for k, v in runs.calls[0].items() if k != "centring"}
     with InterruptWatch() as watch:
-        tree, run = fit_module._remedy(tree, runs, stop, runs.calls[0], budget_s=budget_s, started=started, watch=watch)
+        tree, run, _ = fit_module._remedy(
+            tree, runs, stop, first, data=None, warm=False, budget_s=budget_s, started=started, watch=watch
+        )
     return stop, runs, run
 
 
@@ -65,7 +77,7 @@ def test_a_run_that_diverges_is_sampled_again_at_a_higher_target_acceptance_unti
     stop, runs, run = _remedied([9, 3, 0])
     assert [c["target_accept"] for c in runs.calls] == [0.8, 0.9, 0.95]
     assert [c["tune"] for c in runs.calls] == [200, 200, 400]  # the second remedy warms up twice as long
-    assert run == runs.calls[-1] and stop.outcome == "converged"
+    assert run == {k: v for k, v in runs.calls[-1].items() if k != "centring"} and stop.outcome == "converged"
     assert [(r["target_accept"], r["outcome"], r["divergences"]) for r in stop.remedies] == [
         (0.8, "divergences", 9),
         (0.9, "divergences", 3),
@@ -81,10 +93,27 @@ def test_a_run_that_diverges_is_sampled_again_at_a_higher_target_acceptance_unti
 
 def test_every_remedy_failing_stops_not_converged_naming_the_sites():
     stop, runs, _ = _remedied([9, 8, 7, 6])
-    assert [c["target_accept"] for c in runs.calls] == [0.8, *(r["target_accept"] for r in REMEDIES)]
+    # no benchmark level among the sites: the remedy that changes coordinates is skipped
+    targets = [r["target_accept"] for r in REMEDIES if "target_accept" in r]
+    assert [c["target_accept"] for c in runs.calls] == [0.8, *targets]
     assert stop.outcome == "divergences" and len(stop.remedies) == 4
     assert remedy_text(stop.remedies).endswith(
         "every remedy was tried, the divergent draws sit at benchmark_sd (high)."
+    )
+
+
+def test_divergences_at_a_benchmark_level_move_it_to_the_other_coordinates_before_the_highest_target():
+    stop, runs, _ = _remedied([9, 8, 7, 0], sd_name="difficulty_benchmark_sd")
+    assert [(c["target_accept"], c["centring"]) for c in runs.calls] == [
+        (0.8, "auto"),
+        (0.9, "auto"),
+        (0.95, "auto"),
+        (0.95, "noncentred"),
+    ]
+    assert stop.remedies[2]["sites"] == ["difficulty_benchmark_sd (high)"]
+    assert stop.remedies[-1]["centring"] == "noncentred" and stop.outcome == "converged"
+    assert remedy_text(stop.remedies).endswith(
+        "sampled again with the benchmark levels non-centred at 0.95, which converged."
     )
 
 
