@@ -30,11 +30,13 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-__all__ = ["SITE_MARGIN", "Site", "divergence_sites", "remedy_text", "sites_phrase"]
+__all__ = ["BLOCK", "SITE_MARGIN", "Site", "divergence_sites", "remedy_text", "sites_phrase"]
 
 #: A parameter is named as a site where its ``|t|`` passes the bound that chance reaches among its variable's
 #: elements, ``sqrt(2 log m)`` (at least 2), by this much.
 SITE_MARGIN = 1.0
+#: Elements of a variable read at once.
+BLOCK = 1024
 
 
 @dataclass(frozen=True)
@@ -55,42 +57,44 @@ class Site:
 
 def divergence_sites(posterior: xr.Dataset, sample_stats: xr.Dataset, *, top: int = 5) -> list[Site]:
     """The parameters whose divergent draws lie furthest from the rest, at most ``top``, the furthest first (see the
-    module docstring); empty when there are no divergent draws or no parameter passes the bound."""
+    module docstring); empty when there are no divergent draws or no parameter passes the bound. Large variables are
+    read :data:`BLOCK` elements at a time."""
     if "diverging" not in sample_stats:
         return []
     flags = np.asarray(sample_stats["diverging"].values, dtype=bool)
     n = int(flags.sum())
     if n == 0:
         return []
+    divergent = flags.reshape(-1)
     found: list[Site] = []
     for da in posterior.data_vars.values():
-        if "chain" not in da.dims or "draw" not in da.dims:
+        if "chain" not in da.dims or "draw" not in da.dims or not np.issubdtype(da.dtype, np.floating):
             continue
         rest = [str(d) for d in da.dims if d not in ("chain", "draw")]
         arr = da.transpose("chain", "draw", *rest).values
-        if arr.shape[:2] != flags.shape or not np.issubdtype(arr.dtype, np.floating):
+        if arr.shape[:2] != flags.shape:
             continue
-        flat = arr.reshape(arr.shape[0] * arr.shape[1], -1).astype("float64")
-        if not np.all(np.isfinite(flat)):
-            continue
-        scaled = np.where(np.all(flat > 0, axis=0), np.log(np.where(flat > 0, flat, 1.0)), flat)
-        sd = scaled.std(axis=0)
-        ok = sd > 0
-        if not ok.any():
-            continue
-        divergent = flags.reshape(-1)
-        t = np.zeros(flat.shape[1])
-        t[ok] = (scaled[divergent][:, ok].mean(axis=0) - scaled[:, ok].mean(axis=0)) / (sd[ok] / np.sqrt(n))
+        flat = arr.reshape(arr.shape[0] * arr.shape[1], -1)
         bound = max(2.0, float(np.sqrt(2.0 * np.log(max(flat.shape[1], 2))))) + SITE_MARGIN
-        for k in np.flatnonzero(np.abs(t) > bound):
-            found.append(
-                Site(
-                    name=_label(da, rest, int(k)),
-                    t=float(t[k]),
-                    divergent_mean=float(flat[divergent, k].mean()),
-                    mean=float(flat[:, k].mean()),
+        for at in range(0, flat.shape[1], BLOCK):
+            block = flat[:, at : at + BLOCK].astype("float64")
+            if not np.all(np.isfinite(block)):
+                continue
+            positive = np.all(block > 0, axis=0)
+            scaled = np.where(positive, np.log(np.where(block > 0, block, 1.0)), block)
+            sd = scaled.std(axis=0)
+            ok = sd > 0
+            t = np.zeros(block.shape[1])
+            t[ok] = (scaled[divergent][:, ok].mean(axis=0) - scaled[:, ok].mean(axis=0)) / (sd[ok] / np.sqrt(n))
+            for k in np.flatnonzero(np.abs(t) > bound):
+                found.append(
+                    Site(
+                        name=_label(da, rest, at + int(k)),
+                        t=float(t[k]),
+                        divergent_mean=float(block[divergent, k].mean()),
+                        mean=float(block[:, k].mean()),
+                    )
                 )
-            )
     found.sort(key=lambda s: -abs(s.t))
     return found[:top]
 

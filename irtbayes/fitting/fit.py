@@ -472,15 +472,15 @@ def _build_and_sample(
 
 
 #: What sampling until converged tries, in order, when a run ends in divergent transitions: NUTS again at a higher
-#: target acceptance, so smaller steps through the curvature that diverged (a longer warm-up from the second on, the
-#: step size adapted to the new target over more draws; a target at or below the run's own is skipped); then, where
-#: the divergent draws name a benchmark level (``*_benchmark_sd`` or its groups), the same model with that level in
-#: the other coordinates (``ModelSpec.centring``: a centred level funnels where its sd is small, a non-centred one
-#: where it is large); then the highest target.
+#: target acceptance, so smaller steps through the curvature that diverged (a target at or below the run's own is
+#: skipped); where the divergent draws still name a benchmark level (``*_benchmark_sd`` or its groups), the same model
+#: with that level in the other coordinates (``ModelSpec.centring``: a centred level funnels where its sd is small, a
+#: non-centred one where it is large); then higher targets with a longer warm-up (the step size adapted to the new
+#: target over more draws).
 REMEDIES: tuple[dict[str, Any], ...] = (
     {"target_accept": 0.9, "tune_factor": 1.0},
-    {"target_accept": 0.95, "tune_factor": 2.0},
     {"recentre": True},
+    {"target_accept": 0.95, "tune_factor": 2.0},
     {"target_accept": 0.99, "tune_factor": 2.0},
 )
 
@@ -535,17 +535,16 @@ def _remedy(
     run is recorded in ``stop.remedies`` (its target acceptance, warm-up, centring where a remedy changed it,
     outcome, divergences, draws, seconds and where its divergences sit, :mod:`irtbayes.checks.divergences`)."""
     last_start = started
+    attempt = _attempt(tree, stop, run, seconds=time.perf_counter() - started, spec=sample.model.irtbayes_spec)
     for remedy in REMEDIES:
         if stop.outcome != "divergences" or watch.seen:
             break
-        now = time.perf_counter()
-        attempt = _attempt(tree, stop, run, seconds=now - last_start, spec=sample.model.irtbayes_spec)
         if remedy.get("recentre"):
             prefix = _named_level(attempt)
             recentred = sample.recentred(prefix, data, warm=warm) if prefix else None
             if recentred is None:
                 continue
-            change: dict[str, Any] = {"centring": recentred[1]}
+            change: dict[str, Any] = {}
             what = f"the benchmark levels {recentred[1]}"
         elif remedy["target_accept"] <= run["target_accept"]:
             continue
@@ -554,8 +553,9 @@ def _remedy(
             change = {"target_accept": remedy["target_accept"], "tune": int(run["tune"] * remedy["tune_factor"])}
             what = f"target acceptance {change['target_accept']:g}, tune {change['tune']}"
         stop.remedies.append(attempt)
+        now = time.perf_counter()
         left = budget_s - (now - started)
-        if left < now - last_start:
+        if left < attempt["seconds"]:
             attempt["next"] = f"no remedy tried: {left:.0f} s of the budget left, the last run took longer"
             log.info("until converged: divergences remain; %s", attempt["next"])
             return tree, run, sample
@@ -568,15 +568,15 @@ def _remedy(
         )
         if recentred is not None:
             sample = recentred[0]
-        run = {**run, **{k: v for k, v in change.items() if k != "centring"}}
+        run = {**run, **change}
         stop.again(left)
         last_start = time.perf_counter()
         tree = sample(**run)
+        attempt = _attempt(tree, stop, run, seconds=time.perf_counter() - last_start, spec=sample.model.irtbayes_spec)
     if stop.remedies and "next" not in stop.remedies[-1]:
-        last = _attempt(tree, stop, run, seconds=time.perf_counter() - last_start, spec=sample.model.irtbayes_spec)
-        stop.remedies.append(last)
+        stop.remedies.append(attempt)
         if stop.outcome == "divergences":
-            log.info("until converged: divergences remain after every remedy; %s", sites_phrase(stop.remedies[-1]))
+            log.info("until converged: divergences remain after every remedy; %s", sites_phrase(attempt))
     return tree, run, sample
 
 

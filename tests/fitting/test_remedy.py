@@ -76,7 +76,7 @@ def _remedied(outcomes, *, target_accept=0.8, budget_s=900.0, seconds=0.0, sd_na
 def test_a_run_that_diverges_is_sampled_again_at_a_higher_target_acceptance_until_one_passes():
     stop, runs, run = _remedied([9, 3, 0])
     assert [c["target_accept"] for c in runs.calls] == [0.8, 0.9, 0.95]
-    assert [c["tune"] for c in runs.calls] == [200, 200, 400]  # the second remedy warms up twice as long
+    assert [c["tune"] for c in runs.calls] == [200, 200, 400]  # 0.95 warms up twice as long
     assert run == {k: v for k, v in runs.calls[-1].items() if k != "centring"} and stop.outcome == "converged"
     assert [(r["target_accept"], r["outcome"], r["divergences"]) for r in stop.remedies] == [
         (0.8, "divergences", 9),
@@ -102,18 +102,19 @@ def test_every_remedy_failing_stops_not_converged_naming_the_sites():
     )
 
 
-def test_divergences_at_a_benchmark_level_move_it_to_the_other_coordinates_before_the_highest_target():
+def test_divergences_at_a_benchmark_level_move_it_to_the_other_coordinates_after_the_first_remedy():
     stop, runs, _ = _remedied([9, 8, 7, 0], sd_name="difficulty_benchmark_sd")
     assert [(c["target_accept"], c["centring"]) for c in runs.calls] == [
         (0.8, "auto"),
         (0.9, "auto"),
-        (0.95, "auto"),
+        (0.9, "noncentred"),
         (0.95, "noncentred"),
     ]
-    assert stop.remedies[2]["sites"] == ["difficulty_benchmark_sd (high)"]
+    assert stop.remedies[1]["sites"] == ["difficulty_benchmark_sd (high)"]
     assert stop.remedies[-1]["centring"] == "noncentred" and stop.outcome == "converged"
     assert remedy_text(stop.remedies).endswith(
-        "sampled again with the benchmark levels non-centred at 0.95, which converged."
+        "sampled again at 0.9: divergences (8); sampled again with the benchmark levels non-centred at 0.9: "
+        "divergences (7); sampled again at 0.95, which converged."
     )
 
 
