@@ -471,15 +471,15 @@ def _build_and_sample(
     return tree, spec, settings, watch.seen
 
 
-#: What sampling until converged tries, in order, when a run ends in divergent transitions: NUTS again at a higher
-#: target acceptance, so smaller steps through the curvature that diverged (a target at or below the run's own is
-#: skipped); where the divergent draws still name a benchmark level (``*_benchmark_sd`` or its groups), the same model
-#: with that level in the other coordinates (``ModelSpec.centring``: a centred level funnels where its sd is small, a
-#: non-centred one where it is large); then higher targets with a longer warm-up (the step size adapted to the new
-#: target over more draws).
+#: What sampling until converged tries, in order, when a run ends in divergent transitions: where the divergent
+#: draws name a benchmark level (``*_benchmark_sd`` or its groups), the same model with that level in the other
+#: coordinates (``ModelSpec.centring``: a centred level funnels where its sd is small, a non-centred one where it is
+#: large); then NUTS again at higher target acceptances, so smaller steps through the curvature that diverged, with a
+#: longer warm-up from 0.95 on (the step size adapted to the new target over more draws; a target at or below the
+#: run's own is skipped).
 REMEDIES: tuple[dict[str, Any], ...] = (
-    {"target_accept": 0.9, "tune_factor": 1.0},
     {"recentre": True},
+    {"target_accept": 0.9, "tune_factor": 1.0},
     {"target_accept": 0.95, "tune_factor": 2.0},
     {"target_accept": 0.99, "tune_factor": 2.0},
 )

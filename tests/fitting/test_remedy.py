@@ -102,19 +102,18 @@ def test_every_remedy_failing_stops_not_converged_naming_the_sites():
     )
 
 
-def test_divergences_at_a_benchmark_level_move_it_to_the_other_coordinates_after_the_first_remedy():
-    stop, runs, _ = _remedied([9, 8, 7, 0], sd_name="difficulty_benchmark_sd")
+def test_divergences_at_a_benchmark_level_move_it_to_the_other_coordinates_first():
+    stop, runs, _ = _remedied([9, 8, 0], sd_name="difficulty_benchmark_sd")
     assert [(c["target_accept"], c["centring"]) for c in runs.calls] == [
         (0.8, "auto"),
-        (0.9, "auto"),
+        (0.8, "noncentred"),
         (0.9, "noncentred"),
-        (0.95, "noncentred"),
     ]
-    assert stop.remedies[1]["sites"] == ["difficulty_benchmark_sd (high)"]
+    assert stop.remedies[0]["sites"] == ["difficulty_benchmark_sd (high)"]
     assert stop.remedies[-1]["centring"] == "noncentred" and stop.outcome == "converged"
-    assert remedy_text(stop.remedies).endswith(
-        "sampled again at 0.9: divergences (8); sampled again with the benchmark levels non-centred at 0.9: "
-        "divergences (7); sampled again at 0.95, which converged."
+    assert remedy_text(stop.remedies) == (
+        "NUTS diverged at target acceptance 0.8 (9 divergent transitions in 1000 draws per chain); sampled again "
+        "with the benchmark levels non-centred at 0.8: divergences (8); sampled again at 0.9, which converged."
     )
 
 
