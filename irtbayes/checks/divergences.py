@@ -135,12 +135,14 @@ def remedy_text(remedies: list[dict[str, Any]]) -> str:
         f"NUTS diverged at target acceptance {first['target_accept']:g} ({first['divergences']} divergent transitions "
         f"in {first['draws']} draws per chain)"
     )
-    before = first.get("centring", "auto")
+    before = initial = first.get("centring", "auto")
     for run in rest:
         how = f"at {run['target_accept']:g}"
-        if run.get("centring", "auto") != before:  # a remedy that moved the benchmark levels to other coordinates
-            how = f"with the benchmark levels {_CENTRING.get(run['centring'], run['centring'])} {how}"
-            before = run["centring"]
+        centring = run.get("centring", "auto")
+        if centring != before:  # a remedy that moved the benchmark levels to other coordinates, or back
+            moved = _CENTRING.get(centring, centring) if centring != initial else "as first sampled"
+            how = f"with the benchmark levels {moved} {how}"
+            before = centring
         if run["outcome"] == "converged":
             text += f"; sampled again {how}, which converged"
         else:

@@ -472,11 +472,11 @@ def _build_and_sample(
 
 
 #: What sampling until converged tries, in order, when a run ends in divergent transitions: where the divergent
-#: draws name a benchmark level (``*_benchmark_sd`` or its groups), the same model with that level in the other
-#: coordinates (``ModelSpec.centring``: a centred level funnels where its sd is small, a non-centred one where it is
-#: large); then NUTS again at higher target acceptances, so smaller steps through the curvature that diverged, with a
-#: longer warm-up from 0.95 on (the step size adapted to the new target over more draws; a target at or below the
-#: run's own is skipped).
+#: draws lie at the low end of a centred benchmark level's sd (``*_benchmark_sd (low)``, the funnel of a centred level),
+#: the same model with its benchmark levels non-centred (``ModelSpec.centring``), kept only if it diverges less; then
+#: NUTS again at higher target acceptances, so smaller steps through the curvature that diverged, with a longer
+#: warm-up from 0.95 on (the step size adapted to the new target over more draws; a target at or below the run's own
+#: is skipped).
 REMEDIES: tuple[dict[str, Any], ...] = (
     {"recentre": True},
     {"target_accept": 0.9, "tune_factor": 1.0},
@@ -496,24 +496,24 @@ class _Sampling:
         return self.run(**run)
 
     def recentred(self, prefix: str, data: ResponseData, *, warm: bool) -> tuple[_Sampling, str] | None:
-        """The same model with the benchmark levels in the other coordinates than ``prefix``'s is in now (built and
-        warm-started anew), and the ``centring`` it was built with; None where that level has a fixed sd."""
+        """The same model with its benchmark levels non-centred (built and warm-started anew), and that ``centring``;
+        None unless ``prefix``'s level is centred now (a fixed sd or no benchmark level leave nothing to move)."""
         spec: ModelSpec = self.model.irtbayes_spec
         if spec.benchmark_sd == "fixed" or spec.hierarchy == "none":
             return None
-        centred = f"{prefix}_benchmark" in {rv.name for rv in self.model.free_RVs}
-        centring = "noncentred" if centred else "centred"
-        model = build_model(data, spec.replace(centring=centring))
+        if f"{prefix}_benchmark" not in {rv.name for rv in self.model.free_RVs}:
+            return None
+        model = build_model(data, spec.replace(centring="noncentred"))
         start_at = _warm_start(model, data, {"tune": 0}, tune_given=True) if warm else None
-        return _Sampling(model, start_at, **self.options), centring
+        return _Sampling(model, start_at, **self.options), "noncentred"
 
 
 def _named_level(attempt: dict[str, Any]) -> str | None:
-    """The hierarchy's prefix (``difficulty`` or ``log_discrimination``) whose benchmark level the divergent draws of
-    ``attempt`` name first, if any."""
+    """The hierarchy's prefix (``difficulty`` or ``log_discrimination``) whose benchmark sd the divergent draws of
+    ``attempt`` name at its low end (``*_benchmark_sd (low)``: a centred level's funnel), if any."""
     for site in attempt.get("sites", []):
         for prefix in ("difficulty", "log_discrimination"):
-            if str(site).startswith(f"{prefix}_benchmark"):
+            if str(site) == f"{prefix}_benchmark_sd (low)":
                 return prefix
     return None
 
@@ -566,13 +566,22 @@ def _remedy(
             sites_phrase(attempt),
             what,
         )
-        if recentred is not None:
-            sample = recentred[0]
+        before, sample = sample, (recentred[0] if recentred is not None else sample)
         run = {**run, **change}
         stop.again(left)
         last_start = time.perf_counter()
         tree = sample(**run)
-        attempt = _attempt(tree, stop, run, seconds=time.perf_counter() - last_start, spec=sample.model.irtbayes_spec)
+        previous, attempt = (
+            attempt,
+            _attempt(tree, stop, run, seconds=time.perf_counter() - last_start, spec=sample.model.irtbayes_spec),
+        )
+        if (
+            recentred is not None
+            and attempt["outcome"] == "divergences"
+            and attempt["divergences"] > previous["divergences"]
+        ):
+            sample = before  # the other coordinates did worse: the next remedies sample the model as it was
+            attempt["reverted"] = True
     if stop.remedies and "next" not in stop.remedies[-1]:
         stop.remedies.append(attempt)
         if stop.outcome == "divergences":

@@ -19,13 +19,15 @@ from irtbayes.fitting.until_converged import StopRule
 from irtbayes.model.spec import ModelSpec
 
 
-def _tree(divergent: int, *, seed: int = 0, sd_name: str = "benchmark_sd") -> xr.DataTree:
-    """Draws of a sd whose top ``divergent`` draws are flagged divergent, beside 30 items' unremarkable difficulties."""
+def _tree(divergent: int, *, seed: int = 0, sd_name: str = "benchmark_sd", low: bool = False) -> xr.DataTree:
+    """Draws of a sd whose top (``low``: bottom) ``divergent`` draws are flagged divergent, beside 30 items'
+    unremarkable difficulties."""
     rng = np.random.default_rng(seed)
     sd = np.exp(rng.normal(-2.0, 1.0, (4, 250)))
     flags = np.zeros(sd.shape, dtype=bool)
     if divergent:
-        flags.reshape(-1)[np.argsort(sd, axis=None)[-divergent:]] = True
+        order = np.argsort(sd, axis=None)
+        flags.reshape(-1)[order[:divergent] if low else order[-divergent:]] = True
     posterior = xr.Dataset(
         {
             sd_name: (("chain", "draw"), sd),
@@ -41,10 +43,13 @@ class _Runs:
     """A sampler stand-in: the n-th call ends with ``outcomes[n]`` (divergences or converged), after ``seconds``;
     its divergent draws name ``sd_name``. ``recentred`` gives the same stand-in on a model of the other centring."""
 
-    def __init__(self, stop, outcomes, seconds=0.0, sd_name="benchmark_sd", calls=None, centring="auto"):
+    def __init__(self, stop, outcomes, seconds=0.0, sd_name="benchmark_sd", calls=None, centring="auto", **kw):
         self.stop, self.outcomes, self.seconds, self.sd_name = stop, outcomes, seconds, sd_name
+        self.low, self.centred = kw.get("low", False), kw.get("centred", True)
         self.calls = [] if calls is None else calls
-        self.model = SimpleNamespace(irtbayes_spec=ModelSpec(centring=centring), free_RVs=[])
+        spec = ModelSpec(hierarchy="benchmark", benchmark_sd="sampled", centring=centring)
+        free = [SimpleNamespace(name="difficulty_benchmark")] if self.centred and centring == "auto" else []
+        self.model = SimpleNamespace(irtbayes_spec=spec, free_RVs=free)
 
     def __call__(self, **run):
         self.calls.append({**run, "centring": self.model.irtbayes_spec.centring})
@@ -52,17 +57,19 @@ class _Runs:
         time.sleep(self.seconds)
         self.stop.outcome = "divergences" if divergences else "converged"
         self.stop.history.append({"draws": 1000, "divergences": divergences})
-        return _tree(divergences, seed=len(self.calls), sd_name=self.sd_name)
+        return _tree(divergences, seed=len(self.calls), sd_name=self.sd_name, low=self.low)
 
-    def recentred(self, prefix, data, *, warm):
+    def recentred(self, prefix, data, *, warm):  # the real method's rule, on the stand-in's model
         assert prefix == "difficulty"
-        again = _Runs(self.stop, self.outcomes, self.seconds, self.sd_name, self.calls, centring="noncentred")
+        if not any(rv.name == "difficulty_benchmark" for rv in self.model.free_RVs):
+            return None
+        again = _Runs(self.stop, self.outcomes, self.seconds, self.sd_name, self.calls, "noncentred", low=self.low)
         return again, "noncentred"
 
 
-def _remedied(outcomes, *, target_accept=0.8, budget_s=900.0, seconds=0.0, sd_name="benchmark_sd"):
+def _remedied(outcomes, *, target_accept=0.8, budget_s=900.0, seconds=0.0, sd_name="benchmark_sd", **kw):
     stop = StopRule(budget_s=budget_s)
-    runs = _Runs(stop, outcomes, seconds, sd_name)
+    runs = _Runs(stop, outcomes, seconds, sd_name, **kw)
     started = time.perf_counter()
     tree = runs(target_accept=target_accept, tune=200)
     first = {k: v for k, v in runs.calls[0].items() if k != "centring"}
@@ -102,19 +109,40 @@ def test_every_remedy_failing_stops_not_converged_naming_the_sites():
     )
 
 
-def test_divergences_at_a_benchmark_level_move_it_to_the_other_coordinates_first():
-    stop, runs, _ = _remedied([9, 8, 0], sd_name="difficulty_benchmark_sd")
+def test_a_centred_level_whose_sd_diverges_low_is_sampled_non_centred_first():
+    stop, runs, _ = _remedied([9, 8, 0], sd_name="difficulty_benchmark_sd", low=True)
     assert [(c["target_accept"], c["centring"]) for c in runs.calls] == [
         (0.8, "auto"),
         (0.8, "noncentred"),
         (0.9, "noncentred"),
     ]
-    assert stop.remedies[0]["sites"] == ["difficulty_benchmark_sd (high)"]
+    assert stop.remedies[0]["sites"] == ["difficulty_benchmark_sd (low)"]
     assert stop.remedies[-1]["centring"] == "noncentred" and stop.outcome == "converged"
     assert remedy_text(stop.remedies) == (
         "NUTS diverged at target acceptance 0.8 (9 divergent transitions in 1000 draws per chain); sampled again "
         "with the benchmark levels non-centred at 0.8: divergences (8); sampled again at 0.9, which converged."
     )
+
+
+def test_other_coordinates_that_diverge_more_are_left_for_the_next_remedies():
+    stop, runs, _ = _remedied([9, 30, 0], sd_name="difficulty_benchmark_sd", low=True)
+    assert [(c["target_accept"], c["centring"]) for c in runs.calls] == [
+        (0.8, "auto"),
+        (0.8, "noncentred"),
+        (0.9, "auto"),
+    ]
+    assert stop.remedies[1]["reverted"] and stop.outcome == "converged"
+    assert remedy_text(stop.remedies).endswith(
+        "with the benchmark levels non-centred at 0.8: divergences (30); sampled again with the benchmark levels as "
+        "first sampled at 0.9, which converged."
+    )
+
+
+def test_divergences_high_in_a_level_sd_or_in_a_non_centred_level_change_no_coordinates():
+    _, runs, _ = _remedied([9, 0], sd_name="difficulty_benchmark_sd")  # high: a non-centred level's funnel
+    assert [(c["target_accept"], c["centring"]) for c in runs.calls] == [(0.8, "auto"), (0.9, "auto")]
+    _, runs, _ = _remedied([9, 0], sd_name="difficulty_benchmark_sd", low=True, centred=False)
+    assert [(c["target_accept"], c["centring"]) for c in runs.calls] == [(0.8, "auto"), (0.9, "auto")]
 
 
 def test_remedies_below_the_runs_own_target_acceptance_are_skipped():
