@@ -131,9 +131,10 @@ def remedy_text(remedies: list[dict[str, Any]]) -> str:
     if not remedies:
         return ""
     first, *rest = remedies
+    plural = "s" if first["divergences"] != 1 else ""
     text = (
-        f"NUTS diverged at target acceptance {first['target_accept']:g} ({first['divergences']} divergent transitions "
-        f"in {first['draws']} draws per chain)"
+        f"NUTS diverged at target acceptance {first['target_accept']:g} ({first['divergences']} divergent "
+        f"transition{plural} in {first['draws']} draws per chain)"
     )
     before = initial = first.get("centring", "auto")
     for run in rest:
