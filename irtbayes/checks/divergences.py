@@ -18,8 +18,9 @@ Example
 ...                         "difficulty": (("chain", "draw", "item"), rng.normal(size=(4, 500, 50)))})
 >>> diverging = sd > np.quantile(sd, 0.995)  # the divergent draws sit at the top of the sd's tail
 >>> stats = xr.Dataset({"diverging": (("chain", "draw"), diverging)})
->>> [site.name for site in divergence_sites(posterior, stats)]
-['benchmark_sd']
+>>> sites = divergence_sites(posterior, stats)
+>>> len(sites), sites[0].label()  # the sd, at its high end; no item's difficulty stands out
+(1, 'benchmark_sd (high)')
 """
 
 from __future__ import annotations

@@ -198,8 +198,8 @@ def _items_of_benchmark(
     share = float(rng.uniform(*design.extremes)) if design.extremes[1] > 0 else 0.0
     if share > 0:  # items no system can answer, or every system can
         picked = rng.choice(n, size=round(share * n), replace=False)
-        side = np.where(rng.uniform(size=len(picked)) < 0.5, -1.0, 1.0)
-        items[picked] = side * rng.uniform(4.0, 7.0, size=len(picked))
+        sign = np.where(rng.uniform(size=len(picked)) < 0.5, -1.0, 1.0)
+        items[picked] = sign * rng.uniform(4.0, 7.0, size=len(picked))
     return items, hole
 
 
