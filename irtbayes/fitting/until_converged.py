@@ -13,7 +13,7 @@ divergences, E-BFMI) at draw counts chosen from the last check:
   ``1 / draws``, at most :data:`RHAT_GROW` times the draws checked;
 - divergences do not go away with more draws: once the usual draws (:attr:`StopRule.planned`) are done and
   a check has seen divergences, sampling stops (outcome ``"divergences"``), and :func:`irtbayes.fitting.fit.fit`
-  samples again with the next remedy (a higher target acceptance) while the budget lasts.
+  samples again with the next remedy (:data:`irtbayes.fitting.fit.REMEDIES`) while the budget lasts.
 
 Sampling stops at the first check that passes, when ``budget_s`` has passed (the draws so far are then kept
 and checked as usual: they may fail), or at the most draws. The draws done are read from nutpie's progress
