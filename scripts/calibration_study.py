@@ -54,25 +54,30 @@ def parse_seeds(text: str) -> list[int]:
     return out
 
 
-def one_set(family: str, seed: int, *, sampler: str, fits: Path | None, audit_options: dict) -> list[dict]:
+def one_set(
+    family: str, seed: int, *, sampler: str, fits: Path | None, audit_options: dict, model: str = "2pl"
+) -> list[dict]:
     from irtbayes.auditing.run import audit
     from irtbayes.auditing.truth import interval_check, true_measures
     from irtbayes.data.designs import FAMILIES, simulate_design
     from irtbayes.fitting.fit import fit
     from irtbayes.fitting.storage import load_fit, save_fit
+    from irtbayes.model.spec import ModelSpec
 
     logging.getLogger("irtbayes").setLevel(logging.ERROR)
     design = FAMILIES[family]
     sim = simulate_design(design, seed=seed)
     started = time.perf_counter()
-    saved = None if fits is None else fits / f"{family}_seed{seed}_{sampler}"
+    suffix = "" if model == "2pl" else f"_{model}"
+    saved = None if fits is None else fits / f"{family}_seed{seed}_{sampler}{suffix}"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         if saved is not None and saved.exists():
             fitted = load_fit(saved, data=sim.data)
             fit_seconds = float(fitted.sampler.get("wall_time_s", np.nan))  # as recorded when it was fitted
         else:
-            fitted = fit(sim.data, seed=seed, progress=False, **({} if sampler == "default" else {"sampler": sampler}))
+            options = {} if sampler == "default" else {"sampler": sampler}
+            fitted = fit(sim.data, ModelSpec(kind=model), seed=seed, progress=False, **options)
             fit_seconds = time.perf_counter() - started
             if saved is not None:
                 save_fit(fitted, saved, overwrite=True)
@@ -89,6 +94,7 @@ def one_set(family: str, seed: int, *, sampler: str, fits: Path | None, audit_op
         "family": family,
         "seed": seed,
         "sampler": sampler,
+        "model": model,
         "systems": sim.drawn["systems"],
         "benchmarks": sim.drawn["benchmarks"],
         "missing": sim.drawn["missing_observed"],
@@ -242,6 +248,9 @@ def main() -> None:
         help="'default' (the default fit: NUTS until converged) or a fit sampler, e.g. approx",
     )
     parser.add_argument("--ensemble", default=None, help="the audit's ensemble setting (default: the audit's)")
+    parser.add_argument(
+        "--model", default="2pl", help="the model fitted (default 2pl; 3pl: guessing prior on 1/n_options)"
+    )
     parser.add_argument("--plot", action="store_true", help="only redraw the coverage figure from --csv")
     parser.add_argument(
         "--learn", type=Path, nargs="+", default=None, help="learn the recalibration table from these tuning CSVs"
@@ -262,7 +271,9 @@ def main() -> None:
     started = time.perf_counter()
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
         futures = {
-            pool.submit(one_set, f, s, sampler=args.sampler, fits=args.fits, audit_options=audit_options): (f, s)
+            pool.submit(
+                one_set, f, s, sampler=args.sampler, fits=args.fits, audit_options=audit_options, model=args.model
+            ): (f, s)
             for f, s in tasks
         }
         for k, future in enumerate(as_completed(futures), 1):
