@@ -42,7 +42,7 @@ import xarray as xr
 from irtbayes.checks.divergences import remedy_text, sites_phrase
 from irtbayes.checks.sampler import check_convergence
 from irtbayes.checks.verdict import Diagnostics
-from irtbayes.core.errors import FitInterrupted, SpecError, describe_interrupt, refuse_unknown
+from irtbayes.core.errors import FitError, FitInterrupted, SpecError, describe_interrupt, refuse_unknown
 from irtbayes.core.files import json_ready
 from irtbayes.data.responses import ResponseData
 from irtbayes.fitting import warmstart
@@ -258,6 +258,7 @@ def _fit(data: ResponseData, spec: ModelSpec | None, asked: SamplerSettings) -> 
     else:
         tree, spec, record, seen = _build_and_sample(data, spec, request, stop=stop, warm=warm, tune_given=tune_given)
     checked = _record_stop(stop, record)
+    _refuse_empty(stop)
     if choice is not None:
         record["auto"] = choice.to_dict()
     thresholds = {"rhat_max": request.rhat_max, "ess_min": request.ess_min}
@@ -315,6 +316,17 @@ def _record_stop(stop: StopRule | None, settings: dict[str, Any]) -> Diagnostics
         return None
     settings.update(draws_max=settings["draws"], draws=stop.draws_done, until_converged=stop.record())
     return stop.passed if stop.outcome == "converged" else None
+
+
+def _refuse_empty(stop: StopRule | None) -> None:
+    """A run until converged whose budget passed before any draw was kept (still tuning) is an error, not an empty fit
+    that every later step would fail on."""
+    if stop is not None and stop.outcome == "budget" and stop.draws_done == 0:
+        raise FitError(
+            f"fit: the time budget of {stop.budget_s:.0f} s passed while NUTS was still tuning, before any draw was "
+            "kept: there is nothing to check or audit; give a larger budget (budget_s=, --budget MINUTES) or use the "
+            "approximate tier for data this large (sampler='approx', 1PL and 2PL)"
+        )
 
 
 def _note_remedies(result: Fit) -> None:

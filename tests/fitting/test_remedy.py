@@ -11,6 +11,7 @@ import pytest
 import xarray as xr
 
 from irtbayes.checks.divergences import divergence_sites, remedy_text
+from irtbayes.core.errors import FitError
 from irtbayes.data.designs import FAMILIES, simulate_design
 from irtbayes.fitting import fit as fit_module
 from irtbayes.fitting.fit import REMEDIES, fit
@@ -210,3 +211,10 @@ def test_a_fit_that_diverges_is_remedied_and_says_so_in_the_card_the_audit_and_t
     assert f"Fit: {text}" in audited.to_text()
     html = report(result, tmp_path / "report", data=data, audit=audited).read_text()
     assert text in html
+
+
+def test_a_budget_that_passes_before_any_draw_is_kept_is_a_clear_error(hard_design):
+    """Not an empty fit that the audit would fail on later with an unrelated message (the budget is first looked at
+    half a second into the run, while this design's chains are still tuning)."""
+    with pytest.raises(FitError, match=r"budget of 0 s passed while NUTS was still tuning, before any draw was kept"):
+        fit(hard_design, sampler="nutpie", seed=1, progress=False, budget_s=0.01, tune=2000)
