@@ -42,14 +42,11 @@ BLOCK = 1024
 
 @dataclass(frozen=True)
 class Site:
-    """One parameter where divergent draws gather: its label (``variable[index]``), ``t`` (the standardised
-    difference of its divergent draws' mean, on the sampler's scale; positive: above the other draws) and the
-    mean of its divergent draws and of all draws, on the parameter's own scale."""
+    """One parameter where divergent draws gather: its label (``variable[index]``) and ``t``, the standardised
+    difference of its divergent draws' mean, on the sampler's scale (positive: above the other draws)."""
 
     name: str
     t: float
-    divergent_mean: float
-    mean: float
 
     def label(self) -> str:
         """The parameter and the side of its posterior the divergent draws lie on, e.g. ``"difficulty_sd (high)"``."""
@@ -87,15 +84,7 @@ def divergence_sites(posterior: xr.Dataset, sample_stats: xr.Dataset, *, top: in
             ok = sd > 0
             t = np.zeros(block.shape[1])
             t[ok] = (scaled[divergent][:, ok].mean(axis=0) - scaled[:, ok].mean(axis=0)) / (sd[ok] / np.sqrt(n))
-            for k in np.flatnonzero(np.abs(t) > bound):
-                found.append(
-                    Site(
-                        name=_label(da, rest, at + int(k)),
-                        t=float(t[k]),
-                        divergent_mean=float(block[divergent, k].mean()),
-                        mean=float(block[:, k].mean()),
-                    )
-                )
+            found += [Site(_label(da, rest, at + int(k)), float(t[k])) for k in np.flatnonzero(np.abs(t) > bound)]
     found.sort(key=lambda s: -abs(s.t))
     return found[:top]
 
@@ -114,9 +103,6 @@ def sites_phrase(attempt: dict[str, Any]) -> str:
     if not attempt.get("sites"):
         return "no parameter stands out among the divergent draws"
     return "the divergent draws sit at " + ", ".join(attempt["sites"])
-
-
-_CENTRING = {"centred": "centred", "noncentred": "non-centred"}
 
 
 def remedy_text(remedies: list[dict[str, Any]]) -> str:
@@ -142,7 +128,7 @@ def remedy_text(remedies: list[dict[str, Any]]) -> str:
         how = f"at {run['target_accept']:g}"
         centring = run.get("centring", "auto")
         if centring != before:  # a remedy that moved the benchmark levels to other coordinates, or back
-            moved = _CENTRING.get(centring, centring) if centring != initial else "as first sampled"
+            moved = centring.replace("noncentred", "non-centred") if centring != initial else "as first sampled"
             how = f"with the benchmark levels {moved} {how}"
             before = centring
         if run["outcome"] == "converged":
