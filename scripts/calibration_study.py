@@ -77,7 +77,9 @@ def one_set(
             fit_seconds = float(fitted.sampler.get("wall_time_s", np.nan))  # as recorded when it was fitted
         else:
             options = {} if sampler == "default" else {"sampler": sampler}
-            fitted = fit(sim.data, ModelSpec(kind=model), seed=seed, progress=False, **options)
+            kind, _, guessing = model.partition("-")  # "3pl-chance": the 3PL with its floors fixed at chance
+            spec = ModelSpec(kind=kind, **({"guessing": guessing} if guessing else {}))
+            fitted = fit(sim.data, spec, seed=seed, progress=False, **options)
             fit_seconds = time.perf_counter() - started
             if saved is not None:
                 save_fit(fitted, saved, overwrite=True)
@@ -249,7 +251,9 @@ def main() -> None:
     )
     parser.add_argument("--ensemble", default=None, help="the audit's ensemble setting (default: the audit's)")
     parser.add_argument(
-        "--model", default="2pl", help="the model fitted (default 2pl; 3pl: guessing prior on 1/n_options)"
+        "--model",
+        default="2pl",
+        help="the model fitted (default 2pl; 3pl: guessing prior on 1/n_options; 3pl-chance: floors fixed at 1/n_options)",
     )
     parser.add_argument("--plot", action="store_true", help="only redraw the coverage figure from --csv")
     parser.add_argument(

@@ -117,6 +117,10 @@ class AuditResult:
     ci_prob: float
     settings: dict[str, Any]
 
+    def __repr__(self) -> str:
+        """One line, the text's first (``result.to_text()`` and :meth:`summary` give the findings)."""
+        return f"<AuditResult: {self.to_text().splitlines()[0]}>"
+
     def tables(self) -> dict[str, pd.DataFrame]:
         """The tables by file stem."""
         return {

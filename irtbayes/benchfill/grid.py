@@ -18,6 +18,7 @@ from scipy.stats import beta as beta_dist
 
 from irtbayes.core.errors import SpecError
 from irtbayes.core.irt import grid_draws, grid_probabilities, jitter_cells, sample_cells
+from irtbayes.model.spec import NO_FLOOR
 
 log = logging.getLogger(__name__)
 
@@ -248,17 +249,22 @@ class _Guessing:
     alpha: float
     beta: float
     points: int
+    fixed: float | None = None  # a floor fixed at chance (``ModelSpec(guessing="chance")``): one point
 
     @property
     def nodes(self) -> np.ndarray:
+        if self.fixed is not None:
+            return np.full(self.points, self.fixed)
         return np.asarray(beta_dist.ppf((np.arange(self.points) + 0.5) / self.points, self.alpha, self.beta))
 
     @property
     def mean(self) -> float:
-        return self.alpha / (self.alpha + self.beta)
+        return self.fixed if self.fixed is not None else self.alpha / (self.alpha + self.beta)
 
     def draws(self, stratum: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """Draws given each draw's stratum (n,): the prior's shape within the stratum."""
+        if self.fixed is not None:
+            return np.full(len(stratum), self.fixed)
         u = (stratum + rng.random(len(stratum))) / self.points
         return np.asarray(beta_dist.ppf(np.clip(u, 1e-12, 1 - 1e-12), self.alpha, self.beta))
 
@@ -425,8 +431,12 @@ def _narrowed(grid: np.ndarray, marginal: np.ndarray, *, lo: float, hi: float) -
 
 
 def guessing_prior(spec: Any, n_options: Any, *, points: int) -> _Guessing:
-    """The model's guessing prior for one item (centred on chance when the item gives its options)."""
+    """The model's guessing prior for one item (centred on chance when the item gives its options; fixed there,
+    or at no floor for an item without options, under ``guessing="chance"``)."""
     priors = spec.priors
+    known = n_options is not None and not pd.isna(n_options) and int(n_options) >= 2
+    if getattr(spec, "guessing", "pooled") == "chance":
+        return _Guessing(0.0, 0.0, 1, fixed=1.0 / int(n_options) if known else NO_FLOOR)
     mean = float(priors.guessing_mean)
     if priors.guessing_chance and n_options is not None and not pd.isna(n_options) and int(n_options) >= 2:
         mean = 1.0 / int(n_options)

@@ -12,7 +12,7 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -31,9 +31,7 @@ def load_data_argument(args: argparse.Namespace) -> object:
     """Read the data that ``args`` name (see :func:`irtbayes.cli.parser.add_data_arguments`)."""
     from irtbayes.data import io
     from irtbayes.data import registry as datasets
-    from irtbayes.data.io import helm, leaderboard, lm_eval
 
-    scoring, ordinal = _scoring_options(args)
     source = args.data
     if source is None:
         return _checked_kind(datasets.load_folder(datasets.default_data_path()), args)
@@ -41,28 +39,27 @@ def load_data_argument(args: argparse.Namespace) -> object:
     if not path.exists() and args.format in ("auto", "dataset") and source in datasets.list_datasets().index:
         return _checked_kind(datasets.load_dataset(source), args)
     fmt = args.format if args.format != "auto" else _detect_format(path, args)
-    loaders: dict[str, Callable[[], object]] = {
-        "long": lambda: io.load_long(
-            path,
-            subject=args.subject_col,
-            item=args.item_col,
-            response=args.response_col,
-            items=args.items,
-            scoring=scoring,
-            **ordinal,
-        ),
-        "wide": lambda: io.load_wide(path, rows=args.rows, items=args.items, scoring=scoring, **ordinal),
-        "pyirt": lambda: io.load_pyirt(path, scoring=scoring, **ordinal),
-        "lm-eval": lambda: lm_eval.load_lm_eval(
-            path, metric=args.metric, filter=args.lm_filter, scoring=scoring, **ordinal
-        ),
-        "helm": lambda: helm.load_helm(path, scoring=scoring, **ordinal, **_helm_options(args)),
-        "leaderboard": lambda: leaderboard.load_leaderboard(
-            path, metric=args.metric, filter=args.lm_filter, scoring=scoring
-        ),
-        "dataset": lambda: _checked_kind(datasets.load_folder(path), args),
-    }
-    return loaders[fmt]() if fmt in loaders else io.load(path)
+    if fmt == "dataset":
+        return _checked_kind(io.load(path, format=fmt), args)
+    return io.load(path, format=fmt or "auto", **loader_options(args, fmt))
+
+
+def loader_options(args: argparse.Namespace, fmt: str) -> dict[str, Any]:
+    """The options of :func:`irtbayes.data.io.load` for a ``fmt`` file or folder from the data arguments."""
+    scoring, ordinal = _scoring_options(args)
+    options: dict[str, Any] = {"scoring": scoring, **ordinal}
+    if fmt == "long":
+        columns = {"subject": args.subject_col, "item": args.item_col, "response": args.response_col}
+        options.update({key: value for key, value in columns.items() if value != key}, items=args.items)
+    elif fmt == "wide":
+        options.update(rows=args.rows, items=args.items)
+    elif fmt in ("lm-eval", "leaderboard"):
+        options.update(metric=args.metric, filter=args.lm_filter)
+        if fmt == "leaderboard":
+            options = {key: options[key] for key in ("scoring", "metric", "filter")}
+    elif fmt == "helm":
+        options.update(_helm_options(args))
+    return {key: value for key, value in options.items() if value is not None}
 
 
 def _scoring_options(args: argparse.Namespace) -> tuple[Scoring, dict[str, Any]]:
@@ -178,7 +175,7 @@ def _fit_from_args(data: object, args: argparse.Namespace) -> object:
     from irtbayes.fitting.fit import fit
     from irtbayes.model.spec import ModelSpec
 
-    spec = ModelSpec(kind=args.model, hierarchy=args.hierarchy, dims=args.dims)  # other settings: the defaults
+    spec = ModelSpec(kind=args.model, hierarchy=args.hierarchy, dims=args.dims, guessing=args.guessing)
     log.info("fitting a %s model (%s, %d chains)", args.model.upper(), args.sampler, args.chains)
     return fit(
         data,  # type: ignore[arg-type]
@@ -258,35 +255,41 @@ def cmd_fit(args: argparse.Namespace) -> int:
 
 
 def _load_fit_and_data(args: argparse.Namespace, fit_dir: str) -> tuple[object, object]:
-    """A saved fit and the data it was made from: DATA when given, else the source its card records (a fit of
-    ordinal responses reads it as categories, on its own scale unless the command names one).
+    """A saved fit and the data it was made from: DATA when given, else the data its card records, read again as
+    they were read (format, filter, metric, columns, response kind), from any folder. DATA that is the recorded file
+    or folder, given without loader options of its own, is read as recorded too.
 
     The data's checksum must equal the one the fit recorded.
     """
-    from irtbayes.core.errors import FitError
-    from irtbayes.data import registry as datasets
-    from irtbayes.fitting.storage import load_fit
+    from irtbayes.fitting.storage import load_fit, load_fit_data
 
     fit_result = load_fit(fit_dir)
-    if args.data is None:
-        source = str(fit_result.info.get("source") or "")
-        if source and Path(source).exists():
-            args.data = source
-        elif source in datasets.list_datasets().index:
-            args.data = source
-        else:
-            raise FitError(
-                f"{fit_dir}: the data it was fitted to ({source or 'not recorded'}) is not here; "
-                "give the data as an argument"
-            )
-        ordinal = "item_n_categories" in fit_result.constant_data
-        if ordinal and (getattr(args, "response_kind", "auto") or "auto") == "auto":
-            args.response_kind = "ordinal"
-            if getattr(args, "categories", None) is None and getattr(args, "score_bins", None) is None:
-                args.categories = fit_result.category_labels()
-    data = load_data_argument(args)
-    fit_result.check_data(data, where=str(fit_dir))  # type: ignore[arg-type]
-    return fit_result, data
+    reading = fit_result.info.get("reading")
+    recorded = reading and args.data is not None and Path(args.data).resolve() == Path(reading["path"])
+    if args.data is None or (recorded and not _loader_options_given(args)):
+        data = load_fit_data(fit_result, hint="give the data as an argument")
+        if getattr(args, "data", None) is None:
+            args.data = str(reading["path"]) if reading else str(fit_result.info.get("source") or "")
+        return fit_result, data
+    given = load_data_argument(args)
+    fit_result.check_data(given, where=str(fit_dir))  # type: ignore[arg-type]
+    return fit_result, given
+
+
+def _loader_options_given(args: argparse.Namespace) -> bool:
+    """Whether the command line names how to read its data (a format, columns, a metric, a filter, ...)."""
+    defaults = {
+        "format": "auto",
+        "subject_col": "subject",
+        "item_col": "item",
+        "response_col": "response",
+        "rows": "subjects",
+        "response_kind": "auto",
+        "binary": False,
+    }
+    given = any(getattr(args, key, value) not in (value, None) for key, value in defaults.items())
+    optional = ("items", "metric", "lm_filter", "suite", "categories", "score_bins")
+    return given or any(getattr(args, key, None) is not None for key in optional)
 
 
 def _audit_from_args(fit_result: object, data: object, args: argparse.Namespace) -> object:
@@ -376,23 +379,16 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def cmd_export(args: argparse.Namespace) -> int:
     """Write a saved fit for other tools: mirt tables, a tinyBenchmarks anchor set, or py-irt JSON Lines."""
-    from irtbayes.core.errors import DataError, FitError
-    from irtbayes.data import io
+    from irtbayes.core.errors import DataError
     from irtbayes.data.io.pyirt import write_pyirt
-    from irtbayes.fitting.storage import load_fit
+    from irtbayes.fitting.storage import load_fit, load_fit_data
     from irtbayes.reporting import interchange
 
     fit_result = load_fit(args.fit)
     out = Path(args.out)
     data = None
     if args.format == "pyirt":
-        source = args.data or str(fit_result.info.get("source") or "")
-        if not source or not Path(source).exists():
-            raise FitError(
-                f"{args.fit}: the data it was fitted to ({source or 'not recorded'}) is not here; give it with --data"
-            )
-        data = io.load(source)
-        fit_result.check_data(data, where=str(args.fit))
+        data = load_fit_data(fit_result, args.data, hint="give it with --data")
     try:
         if data is not None:
             print(f"py-irt JSON Lines: {write_pyirt(data, out, condition=args.condition)}")

@@ -123,6 +123,13 @@ def add_fit_options(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument("--dims", choices=("one", "domain"), default="one", help="one ability, or one per domain")
     group.add_argument(
+        "--guessing",
+        choices=("pooled", "chance"),
+        default="pooled",
+        help="3pl: each item's floor sampled around its chance level 1/n_options (pooled, default), or fixed there "
+        "(chance; 0 for items without options): as fast as the 2pl",
+    )
+    group.add_argument(
         "--sampler",
         choices=("auto", "nutpie", "pymc", "numpyro", "approx", "advi", "pathfinder"),
         default="auto",

@@ -13,6 +13,7 @@ given), so the same file always gives the same codes.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -83,6 +84,9 @@ class ResponseData:
     notes
         Sentences on how the data were read that a reader should know (e.g. ids made from row numbers);
         shown by :meth:`summary`.
+    reading
+        How :func:`irtbayes.data.io.load` read them (``path``, absolute; ``format``; ``options``), or None for data
+        built in memory: a fit records it, so the verbs read the same data again from any folder.
 
     Examples
     --------
@@ -105,7 +109,29 @@ class ResponseData:
     subjects: pd.DataFrame
     source: str = "<data>"
     notes: tuple[str, ...] = ()
+    reading: Mapping[str, Any] | None = None
     _cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    def __repr__(self) -> str:
+        """One line: where the data came from and their size.
+
+        >>> frame = pd.DataFrame({"subject": ["m1", "m2"], "item": ["q1", "q1"], "response": [1, 0]})
+        >>> ResponseData.from_long(frame, source="toy.csv")
+        <ResponseData toy.csv: 2 subjects x 1 items, 2 binary responses (0% of cells missing)>
+        """
+        cells = self.n_subjects * self.n_items
+        missing = 1 - len(self.responses.drop_duplicates(["subject", "item"])) / cells if cells else 0.0
+        kind = self.response_kind if self.response_kind != "fraction" else "fractional"
+        benchmarks = self.items["benchmark"].nunique() if "benchmark" in self.items.columns else 0
+        where = f" in {benchmarks} benchmarks" if benchmarks > 1 else ""
+        return (
+            f"<ResponseData {self.source}: {self.n_subjects} subjects x {self.n_items} items{where}, "
+            f"{self.n_responses} {kind} responses ({missing:.0%} of cells missing)>"
+        )
+
+    def read_as(self, reading: Mapping[str, Any] | None) -> ResponseData:
+        """The same data, recorded as read by ``reading`` (see :attr:`reading`)."""
+        return dataclasses.replace(self, reading=None if reading is None else dict(reading), _cache={})
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -707,6 +733,7 @@ class ResponseData:
             subjects=self.subjects,
             source=self.source,
             notes=(*self.notes, *notes),
+            reading=self.reading,
         )
 
 

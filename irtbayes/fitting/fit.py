@@ -144,8 +144,9 @@ def _random_seed() -> int:
 
 def fit(
     data: ResponseData,
-    spec: ModelSpec | None = None,
+    spec: ModelSpec | str | None = None,
     *,
+    model: str | None = None,
     settings: SamplerSettings | None = None,
     sampler: Sampler = "auto",
     chains: int = 4,
@@ -169,7 +170,12 @@ def fit(
     Parameters
     ----------
     data, spec
-        Responses; the model (default: 2PL, deepest hierarchy the labels allow, standardised abilities).
+        Responses; the model: a :class:`~irtbayes.model.spec.ModelSpec` or the name of its kind (``"1pl"``,
+        ``"2pl"``, ``"3pl"``, ``"grm"``, ``"gpcm"``; default: 2PL, deepest hierarchy the labels allow,
+        standardised abilities).
+    model
+        The model's kind by name, as the command line's ``--model`` (``fit(data, model="1pl")``); the other
+        settings of the model are :class:`~irtbayes.model.spec.ModelSpec`'s defaults.
     settings
         Every sampler setting below as one :class:`~irtbayes.fitting.settings.SamplerSettings`; with it, leave
         the other keywords at their defaults (a keyword that differs from its default as well is a SpecError).
@@ -227,9 +233,38 @@ def fit(
         Ctrl-C while building, compiling, tuning or sampling, or a sampler that returned fewer chains or draws
         than asked for. It says the phase and the draws done, and carries the partial fit with ``keep_partial``.
     """
-    given = {k: v for k, v in locals().items() if k not in ("data", "spec", "settings")}  # the keywords, as given
+    given = {k: v for k, v in locals().items() if k not in ("data", "spec", "model", "settings")}  # as given
     given["sampler_kwargs"] = {} if sampler_kwargs is None else sampler_kwargs
-    return _fit(data, spec, _settings(settings, given))
+    return _fit(data, model_spec(spec, model), _settings(settings, given))
+
+
+def model_spec(spec: ModelSpec | str | None, model: str | None = None) -> ModelSpec | None:
+    """The :class:`ModelSpec` of :func:`fit`'s ``spec`` and ``model`` (a kind's name); an error saying how to give
+    one for anything else.
+
+    >>> model_spec("1pl").kind, model_spec(None, model="3pl").kind, model_spec(None) is None
+    ('1pl', '3pl', True)
+    >>> model_spec(ModelSpec(kind="2pl"), model="1pl")
+    Traceback (most recent call last):
+    ...
+    irtbayes.core.errors.SpecError: fit: give the model as spec= (a ModelSpec) or as model= (its kind), not both
+    >>> model_spec({"kind": "2pl"})
+    Traceback (most recent call last):
+    ...
+    irtbayes.core.errors.SpecError: fit: spec must be a ModelSpec or a model's name, such as fit(data, model="2pl") or fit(data, ModelSpec(kind="2pl", hierarchy="benchmark")); got dict
+    """
+    if model is not None:
+        if spec is not None:
+            raise SpecError("fit: give the model as spec= (a ModelSpec) or as model= (its kind), not both")
+        spec = model
+    if spec is None or isinstance(spec, ModelSpec):
+        return spec
+    if isinstance(spec, str):
+        return ModelSpec(kind=spec.lower())
+    raise SpecError(
+        'fit: spec must be a ModelSpec or a model\'s name, such as fit(data, model="2pl") or '
+        f'fit(data, ModelSpec(kind="2pl", hierarchy="benchmark")); got {type(spec).__name__}'
+    )
 
 
 def _settings(settings: SamplerSettings | None, given: dict[str, Any]) -> SamplerSettings:
@@ -730,6 +765,7 @@ def _assemble(
     )
     info: dict[str, Any] = {
         "source": data.source,
+        **({"reading": dict(data.reading)} if data.reading else {}),
         "n_subjects": data.n_subjects,
         "n_items": data.n_items,
         "n_responses": data.n_responses,

@@ -124,6 +124,26 @@ class Fit:
     #: sizes), and the saved fit's ``items.csv`` and the report's table are the same table
     _item_tables: dict[float, pd.DataFrame] = field(default_factory=dict, init=False, repr=False)
 
+    def __repr__(self) -> str:
+        """One line: the model, the data's size, the sampler and the verdict of the checks.
+
+        >>> from irtbayes.examples import simulated_fit
+        >>> simulated_fit(20, 30)[0]  # doctest: +ELLIPSIS
+        <Fit 2PL of 20 subjects x 30 items (...), external 2 x 100 draws: checks FAILED>
+        """
+        post = self.idata["posterior"]
+        n_subjects, n_items = post.sizes.get("subject", 0), post.sizes.get("item", 0)
+        verdict = (
+            "APPROXIMATE"
+            if self.approximate
+            else ("PARTIAL" if self.partial else ("checks passed" if self.diagnostics.ok else "checks FAILED"))
+        )
+        source = self.info.get("source") or "data"
+        return (
+            f"<Fit {self.spec.kind.upper()} of {n_subjects} subjects x {n_items} items ({source}), "
+            f"{self.sampler.get('name', '?')} {post.sizes.get('chain', 0)} x {post.sizes.get('draw', 0)} draws: {verdict}>"
+        )
+
     @property
     def approximate(self) -> bool:
         """True for variational / Pathfinder fits (labelled approximate in the card and every table)."""
@@ -454,6 +474,7 @@ class Fit:
             diagnostics=check_convergence(tree),
             info={
                 "source": data.source,
+                **({"reading": dict(data.reading)} if data.reading else {}),
                 "n_subjects": data.n_subjects,
                 "n_items": data.n_items,
                 "n_responses": data.n_responses,

@@ -312,8 +312,9 @@ def _compiled(model: pm.Model) -> Any:
     # checks' numba code and what a caller asked for (irtbayes.core.jit.want) compile on the CPU the model's
     # compilation leaves idle
     warmups = [NUMBA_WARMUP]
-    if inputs is not None and inputs.spec.layout == "fused" and inputs.spec.precision in KERNEL_WARMUPS:
-        warmups.insert(0, KERNEL_WARMUPS[inputs.spec.precision])
+    spec = inputs.spec if inputs is not None else None
+    if spec is not None and spec.layout == "fused" and spec.kind != "3pl" and spec.precision in KERNEL_WARMUPS:
+        warmups.insert(0, KERNEL_WARMUPS[spec.precision])
     compile_in_background(warmups)
     started = time.perf_counter()
     compiled = compile_model(model)

@@ -445,10 +445,12 @@ def load_fit_data(
     *,
     hint: str = "give the fit's own data with --data",
 ) -> ResponseData:
-    """The responses ``fit`` was made from: ``data`` when given, else the source its card records.
+    """The responses ``fit`` was made from: ``data`` when given, else the data its card records, read again as they
+    were read (``info["reading"]``: the absolute path, the format and the loader's options, from any folder).
 
     ``data`` may be a :class:`~irtbayes.data.responses.ResponseData`, a path any :func:`irtbayes.data.io.load` reads, or a
-    registered data set name. Its checksum must equal the fit's. ``hint`` ends the error messages (how to give the
+    registered data set name; a path that is the recorded one is read with the recorded options. Its checksum must
+    equal the fit's. ``hint`` ends the error messages (how to give the
     data where this is called from). A path of a graded fit's data is read as ordinal categories on the fit's own
     scale (:meth:`~irtbayes.fitting.result.Fit.category_labels`).
 
@@ -474,8 +476,14 @@ def load_fit_data(
     from irtbayes.data import io
     from irtbayes.data import registry as datasets
 
+    reading = fit.info.get("reading")
     if isinstance(data, ResponseData):
         loaded = data
+    elif reading and (data is None or Path(data).resolve() == Path(reading["path"])):
+        try:
+            loaded = io.reread(reading)
+        except DataError as err:
+            raise FitError(f"{err}; {hint}") from None
     else:
         source = str(data) if data is not None else str(fit.info.get("source") or "")
         if source and Path(source).exists():

@@ -10,15 +10,20 @@ approximation (the hierarchy's means and sds set from the drawn items, :func:`ir
 The chains are dispersed on the scale of the posterior, as r-hat needs, and :func:`irtbayes.fitting.fit.fit` needs a
 shorter warm-up (:data:`WARM_TUNE`).
 
-Supported: 1PL and 2PL models with one ability dimension (standardised abilities or the N(0, 1) prior).
-Others (3PL, abilities by domain) start as PyMC starts them.
+A 3PL starts from the 2PL's modes moved to the curve with a lower asymptote: each item's guessing at a draw
+around its prior mean (the chance level, 1 / ``n_options``; at that level where it is fixed there), and its
+difficulty and discrimination those of the 3PL curve that crosses 1/2 where the 2PL's does, with the same slope
+there (:func:`floored`).
+
+Supported: 1PL, 2PL and 3PL models with one ability dimension (standardised abilities or the N(0, 1) prior).
+Others (abilities by domain, graded models) start as PyMC starts them.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -29,11 +34,11 @@ from pytensor.graph.replace import clone_replace
 
 from irtbayes.data.responses import ResponseData
 from irtbayes.fitting.approx import Modes, empirical_bayes
-from irtbayes.model.build import start_values
+from irtbayes.model.build import chance_floor, guessing_prior_mean, start_values
 from irtbayes.model.inputs import ModelInputs
 from irtbayes.model.spec import ModelSpec
 
-__all__ = ["COLD_TUNE", "WARM_TUNE", "WarmStart", "supports", "warm_start"]
+__all__ = ["COLD_TUNE", "WARM_TUNE", "WarmStart", "floored", "supports", "warm_start"]
 
 #: Warm-up draws per chain of a warm-started nutpie fit, and of one that starts where PyMC starts it.
 WARM_TUNE = 200
@@ -50,8 +55,8 @@ class WarmStart:
 
 
 def supports(spec: ModelSpec) -> bool:
-    """Whether :func:`warm_start` can start a model of ``spec`` (1PL or 2PL, one ability dimension)."""
-    return spec.kind in ("1pl", "2pl") and spec.dims == "one"
+    """Whether :func:`warm_start` can start a model of ``spec`` (1PL, 2PL or 3PL, one ability dimension)."""
+    return spec.kind in ("1pl", "2pl", "3pl") and spec.dims == "one"
 
 
 def warm_start(model: pm.Model, data: ResponseData) -> WarmStart:
@@ -74,13 +79,16 @@ def warm_start(model: pm.Model, data: ResponseData) -> WarmStart:
     (True, True)
     """
     inputs = model.irtbayes_inputs
-    modes = empirical_bayes(data, inputs.spec)
+    floor = inputs.spec.kind == "3pl"
+    modes = empirical_bayes(data, replace(inputs.spec, kind="2pl") if floor else inputs.spec)
     arrays = (modes.ability, modes.ability_var, modes.difficulty, modes.log_discrimination, modes.item_cov)
     if not all(np.isfinite(a).all() for a in arrays):
         raise FloatingPointError("the empirical-Bayes modes are not finite")
     to_vector = _unconstrained(model)
-    twopl = inputs.spec.kind == "2pl"
+    twopl = inputs.spec.kind != "1pl"
     difficulty, log_discrimination, chol, clipped = _bounded(modes, inputs)
+    fixed = inputs.spec.guessing == "chance"
+    chance = (chance_floor(inputs) if fixed else guessing_prior_mean(inputs)) if floor else None
     ability_sd = np.sqrt(np.maximum(modes.ability_var, 0.0))
     lock = threading.Lock()
 
@@ -94,7 +102,14 @@ def warm_start(model: pm.Model, data: ResponseData) -> WarmStart:
         else:
             b = difficulty + rng.standard_normal(n_items) * chol[:, 0, 0]
             alpha = log_discrimination + rng.standard_normal() * chol[0, 1, 1]
-        values = start_values(inputs, ability=theta, difficulty=b, log_discrimination=alpha)
+        c = None
+        if chance is not None:
+            c = 1.0 / (
+                1.0 + np.exp(-(np.log(chance / (1.0 - chance)) + GUESSING_START_SD * rng.standard_normal(n_items)))
+            )
+            c = np.minimum(c, GUESSING_START_MAX)
+            b, alpha = floored(b, alpha, c)
+        values = start_values(inputs, ability=theta, difficulty=b, log_discrimination=alpha, guessing=c)
         with lock:  # nutpie starts chains from several threads
             return to_vector(values)
 
@@ -106,6 +121,34 @@ def warm_start(model: pm.Model, data: ResponseData) -> WarmStart:
         "seconds": round(modes.seconds, 3),
     }
     return WarmStart(point=point, info=info)
+
+
+#: The sd, on the log-odds scale, of a 3PL start's guessing around its prior mean, and the largest guessing a
+#: start takes (:func:`floored` needs a floor below 1/2).
+GUESSING_START_SD = 0.25
+GUESSING_START_MAX = 0.45
+
+
+def floored(
+    difficulty: np.ndarray, log_discrimination: np.ndarray, guessing: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The difficulty and log-discrimination of the 3PL curve ``c + (1 - c) sigmoid(a (theta - b))`` that
+    crosses 1/2 where the 2PL curve ``sigmoid(a2 (theta - b2))`` does, with the same slope there.
+
+    At that point the 3PL's sigmoid is ``s = (1/2 - c) / (1 - c)``, so ``b = b2 - logit(s) / a`` and
+    ``a = a2 / (4 (1 - c) s (1 - s))``; ``c`` must be below 1/2.
+
+    Examples
+    --------
+    >>> b, la = floored(np.array([0.0]), np.array([0.0]), np.array([0.25]))
+    >>> float(np.exp(la[0])), round(float(b[0]), 4)  # s = 1/3: a = 1.5 a2, b = b2 + log(2) / a
+    (1.5, 0.4621)
+    >>> floored(np.array([0.3]), np.array([0.2]), np.array([0.0]))  # no floor: the 2PL's curve
+    (array([0.3]), array([0.2]))
+    """
+    s = (0.5 - guessing) / (1.0 - guessing)
+    log_a = log_discrimination - np.log(4.0 * (1.0 - guessing) * s * (1.0 - s))
+    return difficulty - np.log(s / (1.0 - s)) / np.exp(log_a), log_a
 
 
 #: Bounds of a start's difficulties (logits on the standardised ability scale) and log-discriminations. An item

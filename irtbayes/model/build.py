@@ -86,10 +86,10 @@ under-dispersed). Set ``fractional="error"`` to refuse fractional data instead. 
 absent rows. The 3PL uses ``y log P + (1 - y) log(1 - P)`` in log-sum-exp form.
 
 The layout of the likelihood (``layout``, :mod:`irtbayes.model.likelihood`): when at least half of the
-(subject, item) cells are observed, 1PL/2PL use ``"fused"``, a PyTensor Op whose numba kernel computes the
-log-likelihood and its gradient in one pass over the dense matrix with one ``exp`` per cell; 3PL uses
-``"dense"`` (the same matrix, plain PyTensor); sparse data use ``"long"`` (one row per response, integer
-indexing). The fused Op has no JAX form: the ``numpyro`` sampler uses ``"dense"``.
+(subject, item) cells are observed, they use ``"fused"``, a PyTensor Op whose numba kernel computes the
+log-likelihood and its gradient in one pass over the dense matrix (1PL/2PL: one ``exp`` per cell; 3PL: an
+``exp`` and two logs, in float64); ``"dense"`` is the same matrix in plain PyTensor; sparse data use ``"long"``
+(one row per response, integer indexing). The fused Op has no JAX form: the ``numpyro`` sampler uses ``"dense"``.
 
 Graded models
 -------------
@@ -138,11 +138,13 @@ from irtbayes.core.irt import graded_location
 from irtbayes.data.responses import ResponseData
 from irtbayes.model.inputs import ModelInputs, model_inputs, step_items
 from irtbayes.model.likelihood import response_loglik
-from irtbayes.model.spec import GRADED_KINDS, ModelSpec
+from irtbayes.model.spec import GRADED_KINDS, NO_FLOOR, ModelSpec
 
 __all__ = [
     "add_derived",
     "build_model",
+    "chance_floor",
+    "guessing_prior_mean",
     "start_values",
 ]
 
@@ -467,13 +469,29 @@ def _discriminations(inputs: ModelInputs, *, centred: bool) -> pt.TensorVariable
     return pm.Deterministic("discrimination", pt.exp(la_loc + la_sd * a_z), dims="item")
 
 
-def _guessing(inputs: ModelInputs) -> pt.TensorVariable:
-    """The 3PL's guessing parameters: Beta around the items' chance level (or the prior mean)."""
+def guessing_prior_mean(inputs: ModelInputs) -> np.ndarray:
+    """The mean of each item's guessing prior: its chance level, 1 / ``n_options``, where the items' metadata
+    give it and ``Priors.guessing_chance`` is on; ``Priors.guessing_mean`` elsewhere."""
     priors = inputs.spec.priors
     mean = np.full(len(inputs.coords["item"]), priors.guessing_mean)
     if priors.guessing_chance:
         mean = np.where(np.isnan(inputs.chance), mean, inputs.chance)
-    kappa = priors.guessing_concentration
+    return mean
+
+
+def chance_floor(inputs: ModelInputs) -> np.ndarray:
+    """Each item's lower asymptote under ``ModelSpec(guessing="chance")``: 1 / ``n_options``, or :data:`NO_FLOOR`
+    for an item without options."""
+    return np.where(np.isnan(inputs.chance), NO_FLOOR, inputs.chance)
+
+
+def _guessing(inputs: ModelInputs) -> pt.TensorVariable:
+    """The 3PL's guessing parameters: Beta around the items' chance level (or the prior mean), or fixed at the
+    chance level (``guessing="chance"``)."""
+    if inputs.spec.guessing == "chance":
+        return pm.Deterministic("guessing", pt.as_tensor_variable(chance_floor(inputs)), dims="item")
+    mean = guessing_prior_mean(inputs)
+    kappa = inputs.spec.priors.guessing_concentration
     return pm.Beta(
         "guessing", _shared(mean * kappa, "guessing_alpha"), _shared((1 - mean) * kappa, "guessing_beta"), dims="item"
     )
@@ -672,14 +690,21 @@ def _zero_sum_coordinates(effects: np.ndarray) -> np.ndarray:
 
 
 def start_values(
-    inputs: ModelInputs, *, ability: np.ndarray, difficulty: np.ndarray, log_discrimination: np.ndarray
+    inputs: ModelInputs,
+    *,
+    ability: np.ndarray,
+    difficulty: np.ndarray,
+    log_discrimination: np.ndarray,
+    guessing: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
-    """Values of the free variables of :func:`build_model` at which the model's abilities, difficulties and
-    discriminations are the given ones: a start for NUTS from a quick estimate (:mod:`irtbayes.fitting.warmstart`).
+    """Values of the free variables of :func:`build_model` at which the model's abilities, difficulties,
+    discriminations (and a 3PL's guessing) are the given ones: a start for NUTS from a quick estimate
+    (:mod:`irtbayes.fitting.warmstart`).
 
     ``ability`` (subjects; one dimension) is standardised where the model standardises it; the hierarchy's
     means are the means of their members, its sds their spreads (at least :data:`START_SD_FLOOR`). A 1PL
-    takes the mean log-discrimination. 3PL and abilities by domain are not supported (:class:`SpecError`).
+    takes the mean log-discrimination; a 3PL without ``guessing`` starts each item at its prior mean
+    (:func:`guessing_prior_mean`). Abilities by domain and graded models are not supported (:class:`SpecError`).
     Returns constrained values keyed by variable name.
 
     Examples
@@ -695,9 +720,9 @@ def start_values(
     True
     """
     spec = inputs.spec
-    if spec.kind not in ("1pl", "2pl") or spec.dims != "one":
+    if spec.kind not in ("1pl", "2pl", "3pl") or spec.dims != "one":
         raise SpecError(
-            f"start values are for 1PL and 2PL models with one ability dimension, not {spec.kind} by {spec.dims}"
+            f"start values are for 1PL, 2PL and 3PL models with one ability dimension, not {spec.kind} by {spec.dims}"
         )
     ability = np.asarray(ability, dtype="float64")
     if spec.identification == "standardise":
@@ -727,6 +752,8 @@ def start_values(
         out["discrimination"] = np.exp(log_discrimination)
     else:
         out["discrimination_z"] = (log_discrimination - a_loc) / a_sd
+    if spec.kind == "3pl" and spec.guessing == "pooled":
+        out["guessing"] = guessing_prior_mean(inputs) if guessing is None else np.asarray(guessing, dtype="float64")
     return out
 
 

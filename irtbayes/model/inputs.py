@@ -258,11 +258,11 @@ def _resolve(spec: ModelSpec, data: ResponseData, labels: _Labels) -> ModelSpec:
             layout = "long"
     elif layout == "auto":
         if data.n_responses >= 0.5 * n_cells and n_cells <= 50_000_000:
-            layout = "fused" if spec.kind in ("1pl", "2pl") else "dense"
+            layout = "fused"
         else:
             layout = "long"
-    if layout == "fused" and spec.kind == "3pl":
-        raise SpecError("layout='fused' is for 1PL and 2PL models; use 'dense' or 'long' for 3PL")
+    if layout == "fused" and spec.kind == "3pl" and spec.precision == "float32":
+        raise SpecError("the 3PL's fused layout computes in float64; use precision='float64' or 'auto'")
     discrimination_sd = spec.discrimination_sd
     if discrimination_sd == "auto":
         discrimination_sd = "fixed" if hierarchy == "none" and data.n_items < SMALL_BANK_ITEMS else "sampled"
@@ -271,7 +271,7 @@ def _resolve(spec: ModelSpec, data: ResponseData, labels: _Labels) -> ModelSpec:
         benchmark_sd = "fixed" if hierarchy == "benchmark" and n_bench <= FIXED_SD_MAX_BENCHMARKS else "sampled"
     precision = spec.precision
     if precision == "auto":
-        precision = "float32" if layout == "fused" else "float64"
+        precision = "float32" if layout == "fused" and spec.kind != "3pl" else "float64"
     return spec.replace(
         hierarchy=hierarchy,
         layout=layout,

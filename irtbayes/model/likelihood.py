@@ -438,6 +438,132 @@ def _numba_fused(op: FusedBernoulliLogit, node: Apply, **kwargs: Any) -> Any:
     return fused, _FUSED_VERSION  # the key holds the Op's props too, so each precision has its own
 
 
+@numba.njit(nogil=True, fastmath=_FAST, error_model="numpy", cache=True)
+def _floored_kernel(
+    theta: np.ndarray,
+    a: np.ndarray,
+    b: np.ndarray,
+    c: np.ndarray,
+    item_dim: np.ndarray,
+    y: np.ndarray,
+    w: np.ndarray,
+) -> tuple[float, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Value and gradient of the 3PL's sum_ij w_ij (y log p + (1 - y) log(1 - p)), p = c_i + (1 - c_i) sigmoid(eta),
+    eta = a_i (theta_j,k(i) - b_i), in one pass (float64; a log per cell, so not vectorised as
+    :func:`_fused_kernel` is).
+
+    log(1 - p) = log(1 - c) - softplus(eta); log p = log(c + (1 - c) sigmoid(eta)). The gradient in eta is
+    y (1 - c) s (1 - s) / p - (1 - y) s with s = sigmoid(eta), in c: y (1 - s) / p - (1 - y) / (1 - c).
+    """
+    n, m = y.shape
+    d_theta = np.zeros_like(theta)
+    d_a = np.zeros(m)
+    d_b = np.zeros(m)
+    d_c = np.zeros(m)
+    log_1mc = np.log1p(-c)
+    total = 0.0
+    one_dim = theta.shape[1] == 1
+    for j in range(n):
+        for i in range(m):
+            w_ji = w[j, i]
+            if w_ji == 0.0:
+                continue
+            t = theta[j, 0] if one_dim else theta[j, item_dim[i]]
+            diff = t - b[i]
+            eta = a[i] * diff
+            e = math.exp(-abs(eta))
+            inv = 1.0 / (1.0 + e)
+            sig = inv if eta >= 0.0 else e * inv
+            softplus = max(eta, 0.0) + math.log1p(e)
+            y_ji = y[j, i]
+            p = c[i] + (1.0 - c[i]) * sig
+            total += w_ji * (y_ji * math.log(p) + (1.0 - y_ji) * (log_1mc[i] - softplus))
+            r = w_ji * (y_ji * (1.0 - c[i]) * sig * (1.0 - sig) / p - (1.0 - y_ji) * sig)
+            g = r * a[i]
+            if one_dim:
+                d_theta[j, 0] += g
+            else:
+                d_theta[j, item_dim[i]] += g
+            d_a[i] += r * diff
+            d_b[i] -= g
+            d_c[i] += w_ji * (y_ji * (1.0 - sig) / p - (1.0 - y_ji) / (1.0 - c[i]))
+    return total, d_theta, d_a, d_b, d_c
+
+
+class FusedFlooredLogit(Op):
+    """Log-likelihood of 3PL responses on a dense matrix, value and gradient in one pass (:func:`_floored_kernel`).
+
+    Inputs ``theta`` (subject, dim), ``a``, ``b``, ``c`` (item), ``item_dim`` (int, item), ``y`` and ``w``
+    (subject, item; w = 1 where observed). Outputs the log-likelihood and its gradient with respect to
+    ``theta``, ``a``, ``b`` and ``c``; second derivatives are not available.
+
+    Examples
+    --------
+    >>> import pytensor
+    >>> from irtbayes.core import irt
+    >>> rng = np.random.default_rng(0)
+    >>> theta, a, b = rng.normal(size=(5, 1)), np.exp(rng.normal(0, 0.2, 4)), rng.normal(size=4)
+    >>> c = np.array([0.25, 0.1, 0.2, 1e-12])
+    >>> y, w = (rng.uniform(size=(5, 4)) < 0.5).astype(float), np.ones((5, 4))
+    >>> w[0, 0] = 0.0
+    >>> node = FusedFlooredLogit().make_node(theta, a, b, c, np.zeros(4, dtype="int64"), y, w)
+    >>> value, d_theta, d_a, d_b, d_c = pytensor.function([], node.outputs)()
+    >>> expected = (w * irt.log_likelihood(y, irt.linear_predictor(theta, b, a), c)).sum()
+    >>> bool(np.isclose(value, expected))
+    True
+    >>> step = np.array([0.0, 1e-6, 0.0, 0.0])  # the gradients in b and c match finite differences
+    >>> moved_b = (w * irt.log_likelihood(y, irt.linear_predictor(theta, b + step, a), c)).sum()
+    >>> moved_c = (w * irt.log_likelihood(y, irt.linear_predictor(theta, b, a), c + step)).sum()
+    >>> bool(np.isclose(d_b[1], (moved_b - expected) / 1e-6, rtol=1e-4))
+    True
+    >>> bool(np.isclose(d_c[1], (moved_c - expected) / 1e-6, rtol=1e-4))
+    True
+    """
+
+    __props__ = ()
+
+    def make_node(self, *inputs: Any) -> Apply:
+        theta, a, b, c, item_dim, y, w = inputs
+        floats = [pt.as_tensor_variable(x).astype("float64") for x in (theta, a, b, c)]
+        item_dim = pt.as_tensor_variable(item_dim).astype("int64")
+        y = pt.as_tensor_variable(y).astype("float64")
+        w = pt.as_tensor_variable(w).astype("float64")
+        outputs = [pt.dscalar(), pt.dmatrix(), pt.dvector(), pt.dvector(), pt.dvector()]
+        return Apply(self, [*floats, item_dim, y, w], outputs)
+
+    def perform(self, node: Apply, inputs: Sequence[Any], output_storage: list[list[Any]]) -> None:
+        theta, a, b, c, item_dim, y, w = inputs
+        results = _floored_kernel(
+            np.ascontiguousarray(theta), a, b, c, item_dim, np.ascontiguousarray(y), np.ascontiguousarray(w)
+        )
+        output_storage[0][0] = np.asarray(results[0], dtype="float64")
+        for k in range(1, 5):
+            output_storage[k][0] = results[k]
+
+    def infer_shape(self, node: Apply, shapes: list[Any]) -> list[Any]:
+        return [(), shapes[0], shapes[1], shapes[2], shapes[3]]
+
+    def connection_pattern(self, node: Apply) -> list[list[bool]]:
+        return [[True] * 5] * 4 + [[False] * 5] * 3
+
+    def pullback(self, inputs: Sequence[Any], outputs: Sequence[Any], output_grads: Sequence[Any]) -> list[Any]:
+        if any(not isinstance(g.type, DisconnectedType) for g in output_grads[1:]):
+            raise NotImplementedError("FusedFlooredLogit has no second derivatives")
+        g = output_grads[0]
+        disconnected = [DisconnectedType()() for _ in range(3)]
+        return [g * outputs[1], g * outputs[2], g * outputs[3], g * outputs[4], *disconnected]
+
+
+@register_funcify_default_op_cache_key(FusedFlooredLogit)
+def _numba_floored(op: FusedFlooredLogit, node: Apply, **kwargs: Any) -> Any:
+    @numba_njit
+    def floored(theta, a, b, c, item_dim, y, w):
+        value, d_theta, d_a, d_b, d_c = _floored_kernel(theta, a, b, c, item_dim, y, w)
+        return np.array(value), d_theta, d_a, d_b, d_c
+
+    return floored, _FUSED_VERSION
+
+
 def _warm_inputs(dtype: type) -> tuple[np.ndarray, ...]:
     """Small inputs of the types the compiled log-density passes the fused kernel (C-contiguous arrays; ``y`` and
     ``w`` of ``dtype``)."""
@@ -495,12 +621,15 @@ def response_loglik(
         w[inputs.subject_code, inputs.item_code] = 1.0
         theta = ability if spec.dims == "domain" else ability[:, None]
         item_dim = inputs.item_domain if spec.dims == "domain" else np.zeros(n_items, dtype="int64")
-        op = FusedBernoulliLogit(single=single)
         # shared, not constants: the compiled log-density then takes them as arguments, and PyTensor's and numba's
         # disk caches keep it whatever their size (numba will not cache code holding an array over 1 MB)
         responses = pytensor.shared(y, name="fused_responses", borrow=True)
         observed = pytensor.shared(w, name="fused_observed", borrow=True)
         dims = pytensor.shared(np.asarray(item_dim, dtype="int64"), name="item_dim")
+        if guessing is not None:
+            node = FusedFlooredLogit().make_node(theta, discrimination, difficulty, guessing, dims, responses, observed)
+            return node.outputs[0]
+        op = FusedBernoulliLogit(single=single)
         return op.make_node(theta, discrimination, difficulty, dims, responses, observed).outputs[0]
     if spec.layout == "dense":
         y = np.zeros((n_subjects, n_items), dtype=dtype)

@@ -23,6 +23,7 @@ __all__ = [
     "IDENTIFICATIONS",
     "KINDS",
     "LAYOUTS",
+    "NO_FLOOR",
     "SMALL_BANK_ITEMS",
     "UNLABELLED",
     "ModelSpec",
@@ -129,6 +130,11 @@ class Priors:
         return cls(**values)
 
 
+#: The floor of an item without options under ``ModelSpec(guessing="chance")``: 0 in effect (a floor that the
+#: 3PL's log-likelihood, which takes log c, can hold).
+NO_FLOOR = 1e-12
+
+
 @dataclass(frozen=True)
 class ModelSpec:
     """What model to fit. JSON round trip: :meth:`to_dict` / :meth:`from_dict`.
@@ -173,6 +179,11 @@ class ModelSpec:
         ``priors.difficulty_group_sd_scale`` and ``priors.log_discrimination_group_sd_scale``; the level is then
         centred), or ``"auto"``: fixed with 2 or 3 benchmarks (and no domain level), where the sd of so few means
         is not identified by the data, sampled otherwise.
+    guessing
+        The 3PL's lower asymptotes: ``"pooled"`` (each item's ``guessing`` sampled from a Beta prior around its
+        chance level, ``Priors.guessing_*``) or ``"chance"`` (fixed at the chance level of its options,
+        1 / ``n_options``, and at 0 for items without options: open answers cannot be guessed). ``"chance"``
+        adds no parameter to the 2PL, so it samples as fast; ``"pooled"`` lets the data move each floor.
     group_sd
         How the sampler moves the sd of a non-centred benchmark or domain level (the model is the same either
         way): ``"signed"`` (default; a signed scale whose absolute value is the sd, which passes through an sd
@@ -205,6 +216,7 @@ class ModelSpec:
     precision: str = "auto"
     discrimination_sd: str = "auto"
     benchmark_sd: str = "auto"
+    guessing: str = "pooled"
     group_sd: str = "signed"
     priors: Priors = field(default_factory=Priors)
 
@@ -221,6 +233,7 @@ class ModelSpec:
             "precision": ("auto", "float64", "float32"),
             "discrimination_sd": ("auto", "sampled", "fixed"),
             "benchmark_sd": ("auto", "sampled", "fixed"),
+            "guessing": ("pooled", "chance"),
             "group_sd": ("signed", "log"),
         }
         for name, allowed in checks.items():

@@ -528,3 +528,18 @@ def test_fixed_bank_calibration_runs_on_an_approximate_bank(bank, new_data, fixe
     nuts_means = fixed["difficulty"].mean(("chain", "draw")).to_series()
     assert np.isfinite(approx_means).all()
     np.testing.assert_allclose(approx_means, nuts_means.loc[approx_means.index], atol=0.2)  # measured: 0.09
+
+
+def test_a_candidate_floor_fixed_at_chance_is_one_point_at_one_over_its_options():
+    """``ModelSpec(guessing="chance")``: a candidate's floor is 1/n_options (no floor without options), not the
+    pooled model's Beta strata."""
+    from irtbayes.benchfill.grid import guessing_prior
+    from irtbayes.model.spec import NO_FLOOR, ModelSpec
+
+    rng = np.random.default_rng(0)
+    fixed = guessing_prior(ModelSpec(kind="3pl", guessing="chance"), 4, points=11)
+    assert fixed.nodes.tolist() == [0.25] and fixed.mean == 0.25
+    assert fixed.draws(np.zeros(5, dtype=int), rng).tolist() == [0.25] * 5
+    assert guessing_prior(ModelSpec(kind="3pl", guessing="chance"), None, points=11).mean == NO_FLOOR
+    pooled = guessing_prior(ModelSpec(kind="3pl"), 4, points=11)
+    assert len(pooled.nodes) == 11 and pooled.mean == pytest.approx(0.25)

@@ -522,3 +522,16 @@ def test_items_table_is_made_once_for_threads_asking_at_once(monkeypatch):
         thread.join()
     assert calls and sorted(calls) == sorted(set(calls))  # each variable summarised once
     assert tables[0] is not tables[1] and tables[0].equals(tables[1])  # each caller its own copy
+
+
+def test_the_model_is_named_as_on_the_command_line():
+    """``fit(data, model="1pl")`` and ``fit(data, "1pl")`` fit the named kind; anything else says how to name it."""
+    from irtbayes.core.errors import SpecError
+    from irtbayes.data.simulate import simulate_responses
+    from irtbayes.fitting.fit import fit
+
+    data, _ = simulate_responses(30, 20, seed=1)
+    assert fit(data, model="1pl", sampler="approx", seed=1, progress=False).spec.kind == "1pl"
+    assert fit(data, "1pl", sampler="approx", seed=1, progress=False).spec.kind == "1pl"
+    with pytest.raises(SpecError, match='fit\\(data, model="2pl"\\)'):
+        fit(data, {"kind": "1pl"}, sampler="approx")  # type: ignore[arg-type]

@@ -110,13 +110,12 @@ def test_warm_start_points_are_dispersed_draws_near_the_truth(simulated):
     assert start.point(5).tolist() == start.point(5).tolist()  # the same seed, the same start
 
 
-def test_supports_only_one_dimensional_1pl_and_2pl(simulated):
+def test_supports_one_dimensional_binary_models(simulated):
     from irtbayes.core.errors import SpecError
     from irtbayes.fitting.approx import empirical_bayes
 
-    assert supports(ModelSpec(kind="2pl")) and supports(ModelSpec(kind="1pl"))
-    assert not supports(ModelSpec(kind="3pl"))
-    assert not supports(ModelSpec(kind="2pl", dims="domain"))
+    assert supports(ModelSpec(kind="2pl")) and supports(ModelSpec(kind="1pl")) and supports(ModelSpec(kind="3pl"))
+    assert not supports(ModelSpec(kind="2pl", dims="domain")) and not supports(ModelSpec(kind="grm"))
     with pytest.raises(SpecError, match="not kind='2pl', dims='domain'"):
         empirical_bayes(simulated[0], ModelSpec(kind="2pl", dims="domain"))
 
@@ -257,3 +256,25 @@ def test_the_command_line_switches_the_warm_start_off(monkeypatch):
     for argv in ([], ["--no-warm-start"]):
         _fit_from_args(object(), parser.parse_args(argv))
     assert seen == [None, False]
+
+
+@pytest.mark.parametrize("guessing", ["pooled", "chance"])
+def test_a_3pl_starts_on_the_floored_curves_near_the_truth(guessing):
+    """3PL data with four options: each chain's floors lie around (or, fixed, at) 1/4, and the start's difficulties,
+    moved from the 2PL's modes to the floored curve, lie nearer the truth than the 2PL's modes themselves."""
+    from irtbayes.fitting.approx import empirical_bayes
+
+    data, truth = simulate_responses(200, 60, kind="3pl", n_options=4, seed=5, missing=0.0)
+    model = build_model(data, ModelSpec(kind="3pl", hierarchy="none", guessing=guessing))
+    start = warm_start(model, data)
+    names = ["difficulty", "guessing"]
+    starts = [_evaluate(model, names, _split(model, start.point(seed))) for seed in (1, 2)]
+    floors = np.array([got[1] for got in starts])
+    if guessing == "chance":
+        np.testing.assert_allclose(floors, 0.25)
+    else:
+        assert abs(np.median(floors) - 0.25) < 0.03 and (floors[0] != floors[1]).all()
+    b_true = truth["difficulty"].values
+    b_start = np.mean([got[0] for got in starts], axis=0)
+    b_2pl = empirical_bayes(data, ModelSpec(kind="2pl", hierarchy="none")).difficulty
+    assert np.median(np.abs(b_start - b_true)) < np.median(np.abs(b_2pl - b_true))

@@ -333,6 +333,8 @@ def test_spec_round_trips_through_json_and_rejects_unknown_keys():
         ("1pl", "one", "float64", (FAST,)),
         ("2pl", "domain", "float64", (FAST,)),
         ("2pl", "one", "auto", ("NUMBA",)),  # nutpie's path; several dimensions: the kernel's own test below
+        ("3pl", "one", "float64", (FAST, "NUMBA")),  # the 3PL's own kernel (float64 only)
+        ("3pl", "domain", "float64", (FAST,)),
     ],
 )
 def test_fused_likelihood_matches_the_plain_graph(labelled, kind, dims, precision, modes):
@@ -357,11 +359,32 @@ def test_fused_likelihood_matches_the_plain_graph(labelled, kind, dims, precisio
         )
 
 
-def test_fused_layout_is_the_default_for_dense_2pl_and_refused_for_3pl(labelled):
+def test_fused_layout_is_the_default_for_dense_data_and_the_3pl_computes_in_float64(labelled):
     assert model_inputs(labelled, ModelSpec()).spec.layout == "fused"
-    assert model_inputs(labelled, ModelSpec(kind="3pl")).spec.layout == "dense"
-    with pytest.raises(SpecError, match="fused"):
-        model_inputs(labelled, ModelSpec(kind="3pl", layout="fused"))
+    three = model_inputs(labelled, ModelSpec(kind="3pl")).spec
+    assert (three.layout, three.precision) == ("fused", "float64")
+    with pytest.raises(SpecError, match="float64"):
+        model_inputs(labelled, ModelSpec(kind="3pl", layout="fused", precision="float32"))
+
+
+def test_guessing_at_chance_is_fixed_per_item_and_matches_the_pooled_model_there(labelled):
+    """``guessing="chance"``: each floor is 1 / n_options (an item without options: no floor), no free parameter;
+    its log-density equals the pooled model's likelihood with the floors set there (the pooled one adds the
+    floors' Beta prior only)."""
+    n_options = np.where(np.arange(labelled.n_items) % 3 == 0, 0, 4)
+    items = labelled.items.assign(n_options=n_options)
+    data = ResponseData(labelled.responses, items, labelled.subjects, source="options")
+    fixed = build_model(data, ModelSpec(kind="3pl", guessing="chance"))
+    assert "guessing" not in [rv.name for rv in fixed.free_RVs]
+    floors = fixed.compile_fn(fixed["guessing"], inputs=[], on_unused_input="ignore")({})
+    assert np.allclose(floors, np.where(n_options == 4, 0.25, 0.0), atol=1e-11)
+    pooled = build_model(data, ModelSpec(kind="3pl"))
+    point = fixed.initial_point()
+    at_floor = {**point, "guessing_logodds__": np.log(floors / (1 - floors))}
+    prior = pooled.compile_logp(vars=[pooled["guessing"]], mode=FAST)(at_floor)
+    assert float(pooled.compile_logp(mode=FAST)(at_floor)) - float(prior) == pytest.approx(
+        float(fixed.compile_logp(mode=FAST)(point)), rel=1e-9
+    )
 
 
 def _extreme_cells(seed: int, n: int, m: int, d: int = 2) -> tuple[np.ndarray, ...]:

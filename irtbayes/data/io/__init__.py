@@ -13,15 +13,20 @@ from irtbayes.data.io.tabular import load_long, load_wide, read_columns
 from irtbayes.data.responses import ResponseData
 
 __all__ = [
+    "FORMATS",
     "detect_format",
     "load",
+    "reread",
 ]
 
 LONG_COLUMNS = {"subject", "item", "response"}
+#: What :func:`load` reads (``format=``); ``"auto"`` chooses by what the path holds.
+FORMATS = ("auto", "long", "wide", "pyirt", "lm-eval", "helm", "leaderboard", "dataset")
 
 
-def load(path: str | Path, **options: Any) -> ResponseData:
-    """Load responses from a path, choosing the loader from what the path holds.
+def load(path: str | Path, *, format: str = "auto", **options: Any) -> ResponseData:
+    """Load responses from a path, choosing the loader from what the path holds (or ``format``, one of
+    :data:`FORMATS`).
 
     - a CSV/Parquet file with ``subject``, ``item`` and ``response`` columns: :func:`load_long`;
     - any other CSV/Parquet file: :func:`load_wide` (rows are subjects, first column their ids);
@@ -33,6 +38,9 @@ def load(path: str | Path, **options: Any) -> ResponseData:
     ``options`` are passed to the chosen loader: for instance ``scoring`` (``"auto"``, ``"binary"``, ``"fraction"``
     or ``"ordinal"``) and, for ordinal responses, ``categories`` (the labels in order) or ``bins`` (edges that cut
     numeric scores into categories), which the tabular, lm-evaluation-harness, HELM and py-irt loaders accept.
+
+    The data remember how they were read (``data.reading``: the absolute path, the format and the options), so a fit
+    of them can be read again the same way from any folder (:func:`reread`).
 
     Examples
     --------
@@ -51,6 +59,8 @@ def load(path: str | Path, **options: Any) -> ResponseData:
     >>> graded = io.load(folder / "graded.csv", scoring="ordinal")
     >>> graded.response_kind, graded.to_matrix().tolist()
     ('ordinal', [[0.0, 2.0], [1.0, 2.0], [1.0, 0.0]])
+    >>> graded.reading["format"], graded.reading["options"], Path(graded.reading["path"]).is_absolute()
+    ('wide', {'scoring': 'ordinal'}, True)
     """
     from irtbayes.data import registry as datasets
     from irtbayes.data.io import helm, lm_eval
@@ -58,6 +68,8 @@ def load(path: str | Path, **options: Any) -> ResponseData:
     path = Path(path)
     if not path.exists():
         raise DataError(f"{path}: no such file or folder")
+    if format not in FORMATS:
+        raise DataError(f"{path}: unknown format {format!r}; choose one of {', '.join(FORMATS)}")
     loaders: dict[str, Callable[..., ResponseData]] = {
         "pyirt": load_pyirt,
         "long": load_long,
@@ -65,13 +77,57 @@ def load(path: str | Path, **options: Any) -> ResponseData:
         "dataset": datasets.load_folder,
     }
     loaders.update({"lm-eval": lm_eval.load_lm_eval, "helm": helm.load_helm, "leaderboard": load_leaderboard})
-    fmt = detect_format(path)
+    columns = {options.get(key, key) for key in ("subject", "item", "response")}
+    fmt = detect_format(path, long_columns=columns) if format == "auto" else format
     if not fmt:
         raise DataError(
             f"{path}: a folder with no evaluation logs irtbayes knows (no lm-evaluation-harness samples_*.jsonl, "
             "no HELM per_instance_stats.json, no Open LLM Leaderboard details Parquet, no data set manifest)"
         )
-    return loaders[fmt](path, **options)
+    data = loaders[fmt](path, **options)
+    return data.read_as(_reading(path, fmt, options))
+
+
+def _reading(path: Path, fmt: str, options: dict[str, Any]) -> dict[str, Any] | None:
+    """How data were read, as ``card.json`` records it: the absolute path, the format and the options (item
+    tables by their absolute path); None where an option is not plain data (a data frame of items)."""
+    recorded: dict[str, Any] = {}
+    for key, value in options.items():
+        if value is None:
+            continue
+        if key == "items" and isinstance(value, str | Path):
+            value = str(Path(value).resolve())
+        elif isinstance(value, tuple | list):
+            value = list(value)
+        if not isinstance(value, str | int | float | bool | list):
+            return None
+        recorded[key] = value
+    return {"path": str(path.resolve()), "format": fmt, "options": recorded}
+
+
+def reread(reading: dict[str, Any], *, where: str = "") -> ResponseData:
+    """Read data again as ``reading`` (``data.reading``, a fit's ``info["reading"]``) says they were read.
+
+    Raises :class:`DataError` naming the path when it is no longer there.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> _ = (folder / "t.csv").write_text("who,q,ok\\na,q1,1\\nb,q1,0\\n")
+    >>> data = load(folder / "t.csv", subject="who", item="q", response="ok")
+    >>> reread(data.reading).checksum() == data.checksum()
+    True
+    >>> (folder / "t.csv").unlink()
+    >>> reread(data.reading)
+    Traceback (most recent call last):
+    ...
+    irtbayes.core.errors.DataError: .../t.csv: the data the fit was made from are no longer there
+    """
+    path = Path(reading["path"])
+    if not path.exists():
+        raise DataError(f"{where + ': ' if where else ''}{path}: the data the fit was made from are no longer there")
+    return load(path, format=reading.get("format", "auto"), **reading.get("options", {}))
 
 
 def detect_format(path: str | Path, *, long_columns: set[str] = LONG_COLUMNS) -> str:
