@@ -84,6 +84,7 @@ from irtbayes.checks.convergence import WORKERS
 from irtbayes.checks.divergences import remedy_text
 from irtbayes.core.errors import FitError, SpecError
 from irtbayes.core.information import curves_by_blocks, item_blocks, theta_grid
+from irtbayes.core.progress import bars_shown
 from irtbayes.core.summaries import spaced, summarize
 from irtbayes.data.responses import ResponseData
 from irtbayes.model.spec import UNLABELLED
@@ -372,7 +373,7 @@ def _coverage_pass(run: _Run, s: AuditSettings) -> np.ndarray:
     with ThreadPoolExecutor(max(1, min(WORKERS, COVERAGE_THREADS, len(run.chunks)))) as pool:
         done = pool.map(chunk, run.chunks)
         for item_counts, found in tqdm(
-            done, total=len(run.chunks), desc="audit: coverage and gaps", disable=not s.progress
+            done, total=len(run.chunks), desc="audit: coverage and gaps", disable=not bars_shown(s.progress)
         ):
             item_codes += item_counts
             for scope, values in zip(run.scopes, found, strict=True):
@@ -386,7 +387,7 @@ def _leaderboard_pass(run: _Run, s: AuditSettings) -> np.ndarray:
     keep = _thin(run.n_samples, s.max_draws)
     rng = np.random.default_rng(s.seed)
     edges, weights = run.target.edges_array, run.target.weights_array
-    for sl in tqdm(draw_chunks(len(keep), run.n_items), desc="audit: leaderboard", disable=not s.progress):
+    for sl in tqdm(draw_chunks(len(keep), run.n_items), desc="audit: leaderboard", disable=not bars_shown(s.progress)):
         rows = keep[sl]
         codes = bin_codes(run.draws.difficulty[rows], edges)
         g = rng.standard_exponential(codes.shape) if s.resample_items else None
@@ -413,7 +414,7 @@ def _information_pass(run: _Run, s: AuditSettings, theta: np.ndarray) -> dict[st
     keep_info = _thin(run.n_samples, s.information_draws)
     blocks = item_blocks(membership)
     chunks = draw_chunks(len(keep_info), run.n_items * s.grid_points)
-    for sl in tqdm(chunks, desc="audit: information", disable=not s.progress):
+    for sl in tqdm(chunks, desc="audit: information", disable=not bars_shown(s.progress)):
         rows = keep_info[sl]
         out = curves_by_blocks(
             theta,

@@ -79,6 +79,7 @@ from irtbayes.auditing.truth import interval_check, true_measures
 from irtbayes.checks.summary import arviz_names
 from irtbayes.core.errors import FitError, SpecError
 from irtbayes.core.files import json_ready
+from irtbayes.core.progress import bars_shown
 from irtbayes.core.summaries import check_ci_prob, spaced
 from irtbayes.data.responses import ResponseData
 from irtbayes.fitting.fit import fit
@@ -470,7 +471,7 @@ def _simulated_checks(
 
     checks: list[pd.DataFrame] = []
     failures: list[str] = []
-    for k in tqdm(range(n_sets), desc="self-check", disable=not progress):
+    for k in tqdm(range(n_sets), desc="self-check", disable=not bars_shown(progress)):
         t0 = time.perf_counter()
         s = int(picks[k])
         try:

@@ -12,7 +12,8 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Sequence
+import warnings
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -491,6 +492,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     level = logging.DEBUG if args.debug else logging.WARNING if args.quiet else logging.INFO
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     log.setLevel(level)
+    with warnings.catch_warnings():
+        if not args.debug:
+            warnings.showwarning = _plain_warning(set())
+        return _run(args)
+
+
+def _plain_warning(seen: set[str]) -> Callable[..., None]:
+    """A ``warnings.showwarning`` that prints each warning once, as one line (``warning: ...``), without the
+    source path and line that Python's default shows (``--debug`` keeps Python's form)."""
+
+    def show(message: Warning | str, category: type[Warning], *args: Any, **kwargs: Any) -> None:
+        text = str(message).strip()
+        if text not in seen:
+            seen.add(text)
+            print(f"warning: {text}", file=sys.stderr)
+
+    return show
+
+
+def _run(args: argparse.Namespace) -> int:
+    """Run the verb ``args`` name; returns the exit code."""
     try:
         return int(args.func(args))
     except IrtbayesError as err:

@@ -14,13 +14,20 @@ phase (tuning or sampling) for the interrupt handling in :mod:`irtbayes.fitting.
 from __future__ import annotations
 
 import logging
+import sys
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-__all__ = ["SamplingProgress", "format_duration"]
+__all__ = ["SamplingProgress", "bars_shown", "format_duration"]
 
 log = logging.getLogger(__name__)
+
+
+def bars_shown(progress: bool) -> bool:
+    """Whether to draw progress bars: asked for, and standard error is a terminal (redraws would fill a log file
+    or a CI log with lines)."""
+    return bool(progress) and sys.stderr.isatty()
 
 
 def format_duration(seconds: float) -> str:

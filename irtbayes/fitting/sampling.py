@@ -28,7 +28,7 @@ import pytensor
 import xarray as xr
 
 from irtbayes.core.errors import SpecError
-from irtbayes.core.progress import SamplingProgress
+from irtbayes.core.progress import SamplingProgress, bars_shown
 
 if TYPE_CHECKING:
     from irtbayes.fitting.until_converged import StopRule
@@ -150,7 +150,7 @@ def run_sampler(
                 chains=chains,
                 cores=cores,
                 random_seed=seed,
-                progressbar=progress,
+                progressbar=bars_shown(progress),
                 model=model,
                 target_accept=target_accept,
                 compute_convergence_checks=False,
@@ -341,7 +341,9 @@ def _run_approximation(
     if sampler == "advi":
         n_steps = int(extra.pop("n", max(10 * tune, 2000)))
         with pytensor.config.change_flags(mode="NUMBA"):
-            approx = pm.fit(n=n_steps, method="advi", model=model, random_seed=seed, progressbar=progress, **extra)
+            approx = pm.fit(
+                n=n_steps, method="advi", model=model, random_seed=seed, progressbar=bars_shown(progress), **extra
+            )
             return approx.sample(draws=draws * chains, random_seed=seed)
     try:
         import pymc_extras as pmx

@@ -531,7 +531,12 @@ def _diagnostics_section(doc: Document, fit: Fit, figure: Callable[[str, Any, st
     doc.heading("Diagnostics")
     css = "verdict-ok" if diag.ok else "verdict-bad"
     head = diag.to_text().split("\n")
-    doc.paragraph(f"Verdict: {'PASS' if diag.ok else 'FAIL'}. " + " ".join(head[:2]), css=css)
+    if fit.approximate:  # the MCMC checks neither pass nor fail an approximation
+        verdict = "Verdict: approximate, MCMC checks do not apply. "
+        css = "verdict-bad"
+    else:
+        verdict = f"Verdict: {'PASS' if diag.ok else 'FAIL'}. "
+    doc.paragraph(verdict + " ".join(head[:2]), css=css)
     if diag.variables:
         doc.table(
             pd.DataFrame([v.to_dict() for v in diag.variables]),

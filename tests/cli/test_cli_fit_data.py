@@ -105,3 +105,16 @@ def test_data_read_by_load_remember_how() -> None:
     assert data.reading is not None and data.reading["options"] == {"filter": "strict-match"}
     assert io.reread(data.reading).checksum() == data.checksum()
     assert repr(data).startswith(f"<ResponseData {LM_EVAL}: 3 subjects x 50 items")
+
+
+def test_warnings_are_one_plain_line_each(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    """Python's warnings reach the terminal once each, as ``warning: ...``, without source paths."""
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run(
+        ["fit", str(LM_EVAL), "--filter", "flexible-extract", "--sampler", "approx", "--out", "f", "--no-progress"],
+        capsys,
+    )
+    assert code == 0, err
+    lines = [line for line in err.splitlines() if "standardised over only 3 subjects" in line]
+    assert len(lines) == 1 and lines[0].startswith("warning: "), err
+    assert "UserWarning" not in err and ".py:" not in err

@@ -202,6 +202,9 @@ def test_an_untrusted_fit_is_said_first_and_every_finding_is_marked(
     page = doc.to_html()
     section = page[page.index(f">{HEADING}</h2>") :]
     assert section.split("</h2>", 1)[1].lstrip().startswith(f'<p class="verdict-bad">{opening}')
+    verdict = "Verdict: approximate, MCMC checks do not apply" if case == "approximate" else "Verdict: FAIL"
+    assert verdict in doc.to_markdown()
+    assert case == "unconverged" or "Verdict: FAIL" not in doc.to_markdown()
 
 
 def test_no_scientific_notation_for_shares_or_probabilities(
