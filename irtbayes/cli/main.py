@@ -60,6 +60,8 @@ def loader_options(args: argparse.Namespace, fmt: str) -> dict[str, Any]:
             options = {key: options[key] for key in ("scoring", "metric", "filter")}
     elif fmt == "helm":
         options.update(_helm_options(args))
+    elif fmt == "inspect":
+        options = {"scoring": scoring, "metric": args.metric}
     return {key: value for key, value in options.items() if value is not None}
 
 

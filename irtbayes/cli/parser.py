@@ -33,7 +33,7 @@ __all__ = [
 #: What a verb runs: the parsed arguments in, the exit code out.
 Command = Callable[[argparse.Namespace], int]
 
-FORMATS = ("auto", "long", "wide", "lm-eval", "helm", "leaderboard", "dataset")
+FORMATS = ("auto", "long", "wide", "pyirt", "lm-eval", "helm", "leaderboard", "inspect", "dataset")
 
 
 def picked(args: argparse.Namespace, *names: str) -> dict[str, Any]:
@@ -59,8 +59,8 @@ def add_data_arguments(parser: argparse.ArgumentParser, *, required: bool = True
     group.add_argument("--items", help="a CSV/Parquet file of item metadata (item, benchmark, domain, text, ...)")
     group.add_argument(
         "--metric",
-        help="lm-eval/HELM/leaderboard: the metric to read (e.g. acc, acc_norm, exact_match); leaderboard: also "
-        "TASK=METRIC,... for some tasks",
+        help="lm-eval/HELM/leaderboard: the metric to read (e.g. acc, acc_norm, exact_match); inspect: the scorer; "
+        "leaderboard and inspect: also TASK=METRIC,... for some tasks",
     )
     group.add_argument("--filter", dest="lm_filter", help="lm-eval: the filter, when a task logs several")
     group.add_argument("--suite", help="HELM: the suite(s) to read from a runs/ tree, comma-separated (default: all)")

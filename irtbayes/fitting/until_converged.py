@@ -474,4 +474,19 @@ def sample_until_converged(
     rule.draws_done = length
     if rule.outcome == "interrupted":
         return tree
+    if rule.outcome == "most draws":  # a run that ended before a check could stop it (a small model samples fast)
+        _last_divergences(rule, tree, length)
     return complete_part(tree, length)
+
+
+def _last_divergences(rule: StopRule, tree: xr.DataTree, length: int) -> None:
+    """A run that used all its draws with divergences among them: the outcome is ``"divergences"`` (which a remedy
+    answers, :func:`irtbayes.fitting.fit.fit`), recorded as a last entry of the history."""
+    stats = tree["sample_stats"].to_dataset() if "sample_stats" in tree.children else None
+    if stats is None or "diverging" not in stats:
+        return
+    divergences = int(stats["diverging"].isel(draw=slice(0, length)).sum())
+    if divergences:
+        rule.outcome = "divergences"
+        rule.history.append({"draws": length, "divergences": divergences, "ok": False, "at": "the last draw"})
+        log.info("until converged: the run used all %d draws per chain with %d divergences", length, divergences)

@@ -218,3 +218,24 @@ def test_a_budget_that_passes_before_any_draw_is_kept_is_a_clear_error(hard_desi
     half a second into the run, while this design's chains are still tuning)."""
     with pytest.raises(FitError, match=r"budget of 0 s passed while NUTS was still tuning, before any draw was kept"):
         fit(hard_design, sampler="nutpie", seed=1, progress=False, budget_s=0.01, tune=2000)
+
+
+def test_a_run_that_used_all_its_draws_with_divergences_is_answered_by_a_remedy():
+    """A small model can sample every draw before a check stops it: divergences among them make the outcome
+    ``divergences`` (so the remedies run), recorded as the history's last entry; none leaves "most draws"."""
+    from irtbayes.fitting.until_converged import _last_divergences
+
+    diverging = np.zeros((4, 50), dtype=bool)
+    diverging[2, 7] = True
+    tree = xr.DataTree.from_dict(
+        {"sample_stats": xr.Dataset({"diverging": (("chain", "draw"), diverging)}), "posterior": xr.Dataset()}
+    )
+    rule = StopRule(budget_s=60.0, min_draws=10, planned=50)
+    rule.outcome = "most draws"
+    _last_divergences(rule, tree, 50)
+    assert rule.outcome == "divergences" and rule.history[-1]["divergences"] == 1
+    clean = StopRule(budget_s=60.0, min_draws=10, planned=50)
+    clean.outcome = "most draws"
+    none = xr.Dataset({"diverging": (("chain", "draw"), np.zeros((4, 50), dtype=bool))})
+    _last_divergences(clean, xr.DataTree.from_dict({"sample_stats": none}), 50)
+    assert clean.outcome == "most draws" and clean.history == []

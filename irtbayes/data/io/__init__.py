@@ -21,7 +21,7 @@ __all__ = [
 
 LONG_COLUMNS = {"subject", "item", "response"}
 #: What :func:`load` reads (``format=``); ``"auto"`` chooses by what the path holds.
-FORMATS = ("auto", "long", "wide", "pyirt", "lm-eval", "helm", "leaderboard", "dataset")
+FORMATS = ("auto", "long", "wide", "pyirt", "lm-eval", "helm", "leaderboard", "inspect", "dataset")
 
 
 def load(path: str | Path, *, format: str = "auto", **options: Any) -> ResponseData:
@@ -31,6 +31,8 @@ def load(path: str | Path, *, format: str = "auto", **options: Any) -> ResponseD
     - a CSV/Parquet file with ``subject``, ``item`` and ``response`` columns: :func:`load_long`;
     - any other CSV/Parquet file: :func:`load_wide` (rows are subjects, first column their ids);
     - a ``.jsonl``/``.jsonlines`` file: py-irt's JSON Lines (:func:`load_pyirt`);
+    - an inspect_ai log (``.eval``, or an EvalLog ``.json``), or a folder of them
+      (:func:`~irtbayes.data.io.inspect.load_inspect`);
     - a folder: lm-evaluation-harness ``--log_samples`` output, a HELM run folder or ``runs/`` tree, Open LLM
       Leaderboard details (per-sample Parquet, :func:`~irtbayes.data.io.leaderboard.load_leaderboard`), or a data
       set folder known to :mod:`irtbayes.data.registry`.
@@ -63,7 +65,7 @@ def load(path: str | Path, *, format: str = "auto", **options: Any) -> ResponseD
     ('wide', {'scoring': 'ordinal'}, True)
     """
     from irtbayes.data import registry as datasets
-    from irtbayes.data.io import helm, lm_eval
+    from irtbayes.data.io import helm, inspect, lm_eval
 
     path = Path(path)
     if not path.exists():
@@ -77,12 +79,14 @@ def load(path: str | Path, *, format: str = "auto", **options: Any) -> ResponseD
         "dataset": datasets.load_folder,
     }
     loaders.update({"lm-eval": lm_eval.load_lm_eval, "helm": helm.load_helm, "leaderboard": load_leaderboard})
+    loaders["inspect"] = inspect.load_inspect
     columns = {options.get(key, key) for key in ("subject", "item", "response")}
     fmt = detect_format(path, long_columns=columns) if format == "auto" else format
     if not fmt:
         raise DataError(
             f"{path}: a folder with no evaluation logs irtbayes knows (no lm-evaluation-harness samples_*.jsonl, "
-            "no HELM per_instance_stats.json, no Open LLM Leaderboard details Parquet, no data set manifest)"
+            "no HELM per_instance_stats.json, no Open LLM Leaderboard details Parquet, no inspect_ai .eval or .json "
+            "logs, no data set manifest)"
         )
     data = loaders[fmt](path, **options)
     return data.read_as(_reading(path, fmt, options))
@@ -131,24 +135,28 @@ def reread(reading: dict[str, Any], *, where: str = "") -> ResponseData:
 
 
 def detect_format(path: str | Path, *, long_columns: set[str] = LONG_COLUMNS) -> str:
-    """What ``path`` holds: ``"pyirt"``, ``"long"`` (a table with ``long_columns``) or ``"wide"`` for a file;
-    ``"dataset"``, ``"lm-eval"``, ``"helm"`` or ``"leaderboard"`` for a folder (the first that fits); else ``""``.
+    """What ``path`` holds: ``"pyirt"``, ``"inspect"`` (an inspect_ai log), ``"long"`` (a table with
+    ``long_columns``) or ``"wide"`` for a file; ``"dataset"``, ``"lm-eval"``, ``"helm"``, ``"leaderboard"`` or
+    ``"inspect"`` for a folder (the first that fits); else ``""``.
 
     >>> detect_format("no/such/path")
     ''
     """
     from irtbayes.data import registry as datasets
-    from irtbayes.data.io import helm, leaderboard, lm_eval
+    from irtbayes.data.io import helm, inspect, leaderboard, lm_eval
 
     path = Path(path)
     if path.is_file():
         if path.suffix.lower() in PYIRT_SUFFIXES:
             return "pyirt"
+        if inspect.is_inspect_log(path):
+            return "inspect"
         return "long" if long_columns <= set(read_columns(path)) else "wide"
     folders = {
         "dataset": datasets.is_dataset_folder,
         "lm-eval": lm_eval.is_lm_eval_folder,
         "helm": helm.is_helm_folder,
         "leaderboard": leaderboard.is_leaderboard_folder,
+        "inspect": inspect.is_inspect_folder,
     }
     return next((fmt for fmt, holds in folders.items() if path.is_dir() and holds(path)), "")
