@@ -105,6 +105,8 @@ _PUBLIC: dict[str, str] = {
     "run_adaptive": "irtbayes.evaluating.adaptive",
     "Exposure": "irtbayes.evaluating.adaptive",
     "ItemBank": "irtbayes.evaluating.bank",
+    "track": "irtbayes.evaluating.tracking",
+    "Tracking": "irtbayes.evaluating.tracking",
     "file_responder": "irtbayes.evaluating.responders",
     "EndpointResponder": "irtbayes.evaluating.responders",
 }
@@ -143,6 +145,7 @@ __all__ = [
     "SpecError",
     "StopRule",
     "Target",
+    "Tracking",
     "__version__",
     "audit",
     "calibrate_candidates",
@@ -172,6 +175,7 @@ __all__ = [
     "score",
     "select_items",
     "simulate_responses",
+    "track",
     "uniform_target",
     "weights_target",
     "write_audit",
@@ -221,6 +225,7 @@ if TYPE_CHECKING:  # what IDEs and mypy see; at run time the names load on first
     from irtbayes.evaluating.prediction import PredictedScores, predict_scores
     from irtbayes.evaluating.responders import EndpointResponder, file_responder
     from irtbayes.evaluating.selection import Selection, select_items
+    from irtbayes.evaluating.tracking import Tracking, track
     from irtbayes.fitting.fit import fit
     from irtbayes.fitting.result import Fit
     from irtbayes.fitting.scoring import Scores, score

@@ -365,6 +365,53 @@ def _bank(fit_result: Fit, args: argparse.Namespace, *, prior: str = "normal") -
     )
 
 
+def cmd_track(args: argparse.Namespace) -> int:
+    """``track``: changes between checkpoints by region; writes changes.csv, abilities.csv, tracking.txt and the
+    trajectory figure."""
+    from irtbayes.data import io as data_io
+    from irtbayes.data.responses import ResponseData
+    from irtbayes.evaluating.tracking import track
+    from irtbayes.fitting.storage import load_fit
+
+    fit_result = load_fit(args.fit)
+    parts = [data_io.load(Path(p), **fit_result.read_options()) for p in args.checkpoints]
+    checkpoints = parts[0] if len(parts) == 1 else ResponseData.combine(parts)
+    step = _steps(Path(args.checkpoints[0]), args.step) if args.step and len(parts) == 1 else None
+    if args.step and len(parts) > 1:
+        raise SpecError("--step orders the checkpoints of one table; several files are taken in the order given")
+    result = track(
+        fit_result,
+        checkpoints,
+        bank=_bank(fit_result, args),
+        baseline=args.baseline,
+        step=step,
+        regions=args.region,
+        bins=args.bins,
+        ci_prob=args.ci,
+        seed=args.seed,
+    )
+    written = result.write(args.out)
+    print(result.to_text())
+    print(f"\nWrote {', '.join(written)} to {args.out}")
+    return 0
+
+
+def _steps(path: Path, column: str) -> dict[str, float]:
+    """Each checkpoint's step from the ``column`` of the table at ``path`` (one value per subject)."""
+    from irtbayes.data.io.tabular import read_table
+
+    table = read_table(path)
+    if column not in table.columns or "subject" not in table.columns:
+        raise DataError(
+            f"{path}: --step {column} needs the columns subject and {column}; found {listed(table.columns)}"
+        )
+    per = table.groupby(table["subject"].astype(str))[column].agg(["min", "max"])
+    varying = per.index[per["min"] != per["max"]]
+    if len(varying):
+        raise DataError(f"{path}: column {column!r} varies within checkpoint(s) {listed(list(varying), 5)}")
+    return {str(k): float(v) for k, v in per["min"].items()}
+
+
 def cmd_adaptive(args: argparse.Namespace) -> int:
     """``adaptive``: one adaptive test; writes log.csv, predicted_accuracy.csv, summary.json and trace.png."""
     from irtbayes.core.summaries import check_ci_prob

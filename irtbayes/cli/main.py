@@ -478,6 +478,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_parser.add_score_verb(verbs, evaluate_commands.cmd_score)
     cli_parser.add_select_verb(verbs, evaluate_commands.cmd_select)
     cli_parser.add_adaptive_verb(verbs, evaluate_commands.cmd_adaptive)
+    cli_parser.add_track_verb(verbs, evaluate_commands.cmd_track)
     cli_parser.add_export_verb(verbs, cmd_export)
     cli_parser.add_robustness_verb(verbs, cmd_robustness)
 

@@ -26,6 +26,7 @@ __all__ = [
     "add_score_verb",
     "add_select_verb",
     "add_target_arguments",
+    "add_track_verb",
     "picked",
     "target_value",
 ]
@@ -361,6 +362,41 @@ def _add_prior_arguments(parser: argparse.ArgumentParser) -> None:
         help="score subjects the bank was fitted to (labelled in every output; their intervals are too narrow) "
         "instead of refusing them",
     )
+
+
+def add_track_verb(verbs: Any, command: Command) -> None:
+    """The ``track`` verb."""
+    track_p = verbs.add_parser(
+        "track",
+        help="where checkpoints of a model gained and lost, by region of difficulty, against a fitted bank",
+        description="Compares checkpoints (or versions) of one model on a fitted item bank: the change of accuracy "
+        "in each region of difficulty and benchmark, what the change of ability alone predicts there, and the "
+        "smallest change each region can show (docs/tracking.md). Writes changes.csv, abilities.csv, tracking.txt "
+        "and trajectory.png.",
+    )
+    track_p.add_argument(
+        "checkpoints",
+        nargs="+",
+        help="the checkpoints' responses: one file with a subject per checkpoint, or one file or log folder per "
+        "checkpoint (in order)",
+    )
+    _add_bank_arguments(track_p, draws=400, seed="the ability draws and the re-run spread")
+    track_p.add_argument("--out", required=True, metavar="DIR", help="folder for the tables and the figure")
+    track_p.add_argument("--baseline", metavar="NAME", help="compare every checkpoint with this one (default: each "
+                         "with the one before)")  # fmt: skip
+    track_p.add_argument("--step", metavar="COL", help="a column of the checkpoints' table that orders them")
+    track_p.add_argument(
+        "--region",
+        nargs=2,
+        type=float,
+        action="append",
+        default=[],
+        metavar=("LO", "HI"),
+        help="a stretch of difficulty to compare besides the audit's bins (repeatable)",
+    )
+    track_p.add_argument("--bins", type=int, default=None, help="the audit's bins over the bank's range (default 10)")
+    track_p.add_argument("--ci", type=float, default=0.9, help="credible interval probability (default 0.9)")
+    track_p.set_defaults(func=command)
 
 
 def add_score_verb(verbs: Any, command: Command) -> None:
