@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import textwrap
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -77,7 +78,7 @@ from irtbayes.auditing.ranking import MAX_AHEAD_SUBJECTS, draw_ranks, reweighted
 from irtbayes.auditing.recalibration import interval_calibration_note
 from irtbayes.auditing.result import DDM_DEFINITIONS, AuditResult
 from irtbayes.auditing.scopes import Scope, build_scopes, response_matrix
-from irtbayes.auditing.settings import ENSEMBLES, AuditFields, AuditSettings, resolve_target
+from irtbayes.auditing.settings import ENSEMBLES, AuditFields, AuditSettings, resolve_target, settings_help
 from irtbayes.auditing.tables import ahead_table, benchmark_row, items_table, ranking_table
 from irtbayes.auditing.targets import RANGE_WIDEN, Target, check_range_holds_subjects
 from irtbayes.checks.convergence import WORKERS
@@ -143,7 +144,7 @@ def audit(
         ``min_items``, ``max_draws``, ``information_draws``, ``resample_items``, ``top_k``, ``group_threshold``,
         ``grid_points``, ``ability_dim``, ``seed``, ``progress``, ``ensemble``, ``fixed_items``,
         ``calibrated_intervals``, ``self_check``); they override
-        ``settings``. An unknown name is a SpecError.
+        ``settings``. An unknown name is a SpecError. Each one's meaning and default: "Settings" below.
 
     Returns
     -------
@@ -162,6 +163,7 @@ def audit(
     --------
     A hand-built posterior near the truth of a simulated benchmark whose items leave a known stretch empty:
 
+    >>> import numpy as np
     >>> import xarray as xr
     >>> from irtbayes.auditing.run import audit
     >>> from irtbayes.data.simulate import PLANTED_GAP, planted_gap_responses
@@ -610,3 +612,6 @@ def _ensemble_locations(
         return values, "draws", {}
     smoothing = {names[g]: float(pop.smoothing) for g, pop in populations.items()}
     return locations, "deconvolved", smoothing
+
+
+audit.__doc__ = f"{audit.__doc__}\n{textwrap.indent(settings_help(), '    ')}\n"

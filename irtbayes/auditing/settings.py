@@ -233,6 +233,26 @@ class AuditFields(TypedDict, total=False):
     graded_points: str
 
 
+def settings_help() -> str:
+    """The audit's settings, each with its meaning and default, as a docstring section (``help(irt.audit)``).
+
+    >>> text = settings_help()
+    >>> text.splitlines()[0], "bins (default None)" in text, "Number of bins K" in text
+    ('Settings', True, True)
+    """
+    doc = AuditSettings.__doc__ or ""
+    block = doc.split("----------\n", 1)[1].split("\n    Examples", 1)[0]
+    defaults = {f.name: f.default for f in dataclasses.fields(AuditSettings)}
+    lines = ["Settings", "--------"]
+    for line in block.splitlines():
+        names = [n.strip() for n in line.split(",")]
+        if line.startswith("    ") and not line.startswith("        ") and all(n in defaults for n in names):
+            said = [f"{n} default {defaults[n]!r}" if len(names) > 1 else f"default {defaults[n]!r}" for n in names]
+            line = f"{line} ({', '.join(said)})"
+        lines.append(line[4:] if line.startswith("    ") else line)
+    return "\n".join(lines)
+
+
 def _check_int(value: Any, name: str, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
         raise SpecError(f"{name} must be a whole number >= {minimum}, got {value!r}")

@@ -129,7 +129,8 @@ def clean_scores(
         first = int(np.flatnonzero(out_of_range)[0])
         raise DataError(
             f"{source}: column '{column}' at {row(first)} holds {float(arr[first]):g}, outside [0, 1] "
-            "(responses must be 1/0 or a score in [0, 1])"
+            "(responses must be 1/0 or a score in [0, 1]; ratings or categories are read with --response-kind "
+            "ordinal, scoring='ordinal' in Python)"
         )
     if scoring == "binary":
         fractional = ~np.isnan(arr) & (arr != 0) & (arr != 1)

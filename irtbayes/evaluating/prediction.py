@@ -741,7 +741,27 @@ def predict_scores(
     scores = predict_from_arrays(
         bank, y, w, responses.subject_ids.to_numpy(dtype=str), target=target, widen=widen, seed=seed, notes=notes
     )
-    return dataclasses.replace(scores, calibrated_on=calibrated_on)
+    outside = beyond_the_bank(bank, scores.ability)
+    return dataclasses.replace(scores, calibrated_on=calibrated_on, warnings=(*scores.warnings, *outside))
+
+
+def beyond_the_bank(bank: ItemBank, ability: xr.DataArray) -> list[str]:
+    """A warning naming the systems whose ability (posterior mean) lies beyond the bank's systems' (outside the
+    range of :attr:`ItemBank.population`, the quantiles 1/64 to 63/64 of their pooled ability draws): their
+    scores extrapolate the item curves past where the bank was fitted, and no system of the bank calibrated them.
+    """
+    means = ability.mean(("chain", "draw")).to_series()
+    low, high = float(bank.population.min()), float(bank.population.max())
+    above, below = means.index[means > high].tolist(), means.index[means < low].tolist()
+    out = []
+    for names, side, edge in ((above, "above", high), (below, "below", low)):
+        if names:
+            out.append(
+                f"BEYOND THE BANK: {listed([str(n) for n in names], 5)} {'is' if len(names) == 1 else 'are'} {side} "
+                f"the abilities of the bank's systems (their pooled draws' edge {edge:.2f}): the predicted scores "
+                "extrapolate past where the items were fitted, and their intervals may be too narrow."
+            )
+    return out
 
 
 class ChosenItems(Protocol):

@@ -77,6 +77,7 @@ def test_item_metadata_file_is_joined(tmp_path: Path) -> None:
         ("subject,item,response\na,q1,1\na,q1,0\n", "appear 2 times (line 2, line 3) with different values"),
         ("subject,item,response\na,q1,1\nb,q1,maybe\n", "line 3 holds 'maybe'"),
         ("subject,item,response\na,q1,1\nb,q1,3\n", "line 3 holds 3, outside [0, 1]"),
+        ("subject,item,response\na,q1,1\nb,q1,3\n", "read with --response-kind ordinal"),
     ],
 )
 def test_bad_long_files_name_file_and_line(tmp_path: Path, content: str, needle: str) -> None:

@@ -427,3 +427,22 @@ def test_intervals_from_ten_selected_items_per_benchmark_cover_the_full_benchmar
     assert 0.75 <= covered <= 0.99, f"90% intervals cover {covered:.2%} of {len(table)} (system, benchmark) pairs"
     assert mae_model < mae_plain, f"mean absolute error {mae_model:.4f}, plain mean of the 10 items {mae_plain:.4f}"
     assert (table["items_seen"] == 10).all() and (table["items_total"] == 100).all()
+
+
+def test_a_system_beyond_the_banks_systems_is_said_to_be_extrapolated():
+    """A system answering every item correctly lies above every fitted system: its scores carry BEYOND THE
+    BANK; one in the middle does not."""
+    import pandas as pd
+
+    from irtbayes.data.responses import ResponseData
+    from irtbayes.evaluating.prediction import predict_scores
+    from irtbayes.examples import simulated_fit
+
+    fit, data = simulated_fit(60, 40, n_benchmarks=2)
+    items = list(data.item_ids)
+    frame = pd.DataFrame(
+        {"subject": ["strong"] * 40 + ["mid"] * 40, "item": items * 2, "response": [1.0] * 40 + [1.0, 0.0] * 20}
+    )
+    scores = predict_scores(fit, ResponseData.from_long(frame, items=data.items), n_draws=50, seed=1, data=False)
+    beyond = [w for w in scores.warnings if w.startswith("BEYOND THE BANK")]
+    assert len(beyond) == 1 and beyond[0].startswith("BEYOND THE BANK: strong is above"), scores.warnings

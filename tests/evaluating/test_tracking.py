@@ -65,7 +65,7 @@ def _overlaps(row: pd.Series, span: tuple[float, float]) -> bool:
 
 @pytest.mark.parametrize("seed", [1, 2])  # 30 seeds: scripts/tracking_study.py, docs/validation.md
 def test_planted_changes_are_found_and_identical_checkpoints_show_none(bank, item_bank, seed: int) -> None:
-    fitted, data, truth = bank
+    fitted, _, truth = bank
     result = track(fitted, checkpoints(truth, seed), bank=item_bank, seed=seed)
     rows = result.changes
     credible = rows[rows["credible"]]
