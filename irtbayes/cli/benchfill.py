@@ -47,15 +47,24 @@ def _interval(args: argparse.Namespace) -> tuple[float, float] | None:
 
 
 def _target(fit: Fit, data: ResponseData, args: argparse.Namespace) -> TargetChoice:
-    """The target the command line names (a bin, an interval or the widest gap's bin) for ``fit``."""
+    """The target the command line names (a bin, an interval or the widest gap's bin) for ``fit``; its gaps from
+    the saved audit ``--audit`` names (checked to be of this fit and these data), else from a new audit."""
+    from irtbayes.auditing.folder import load_audit
     from irtbayes.benchfill.target import choose_target
 
+    saved = None
+    if getattr(args, "audit", None):
+        if getattr(args, "bins", None) is not None or getattr(args, "range", None) is not None:
+            raise SpecError("--audit brings its own bins and range; leave out --bins and --range")
+        saved = load_audit(args.audit, fit=fit, data=data)
+        log.info("target from the saved audit %s (no new audit)", args.audit)
     choice, _ = choose_target(
         fit,
         data,
         **picked(args, "benchmark", "target_bin", "bins", "range"),
         interval=_interval(args),
         gap_interval=getattr(args, "gap_interval", False),
+        audit_result=saved,
     )
     return choice
 
@@ -242,6 +251,12 @@ def add_parser(subparsers: Any) -> None:
     source.add_argument("--temperature", type=float, default=0.7, help="LLM sampling temperature (default 0.7)")
     source.add_argument("--cache-dir", help="LLM response cache (default OUT/llm_cache; a rerun costs nothing)")
     p.add_argument("--out", required=True, help="folder for candidates.jsonl, target.json, rejections.jsonl")
+    p.add_argument(
+        "--audit",
+        metavar="DIR",
+        help="an audit of the same fit (`irtbayes audit --fit FIT --out DIR`) whose gaps choose the target, instead "
+        "of auditing again (its bins and range are the audit's)",
+    )
     p.set_defaults(func=cmd_propose)
 
     e = verbs.add_parser("export", help="write the candidates as an lm-eval task or a CSV template")

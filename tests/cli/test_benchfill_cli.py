@@ -451,3 +451,24 @@ def test_decisions_say_when_the_fit_behind_them_failed_its_checks(bank, default_
     assert _unconverged_note({"mode": "fixed"}).startswith("the bank's fit did not pass")
     assert _unconverged_note({"mode": "full", "refit_converged": True}) == ""
     assert _unconverged_note({"mode": "fixed", "bank_converged": True}) == ""
+
+
+def test_propose_reads_a_saved_audit_instead_of_auditing_again(bank, tmp_path, capsys, monkeypatch):
+    from irtbayes.auditing.folder import write_audit
+    from irtbayes.auditing.run import audit
+    from irtbayes.benchfill import target as target_module
+    from irtbayes.fitting.storage import load_fit, load_fit_data
+
+    fit = load_fit(bank.fit_dir)
+    data = load_fit_data(fit)
+    write_audit(audit(fit, data, seed=0), tmp_path / "audit")
+
+    def no_audit(*args, **kwargs):
+        raise AssertionError("audited again")
+
+    monkeypatch.setattr(target_module, "audit", no_audit)
+    code, _, err = propose_from_file(bank, tmp_path / "bf", capsys, "--audit", str(tmp_path / "audit"))
+    assert code == 0, err
+    assert json.loads((tmp_path / "bf" / "target.json").read_text())["benchmark"] == "bench00"
+    code, _, err = propose_from_file(bank, tmp_path / "bf2", capsys, "--audit", str(tmp_path / "audit"), "--bins", "4")
+    assert code == 2 and "--audit brings its own bins and range" in err
