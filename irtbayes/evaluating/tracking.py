@@ -281,13 +281,18 @@ def track(
     scopes = [ALL, *bank.benchmarks]
     m = len(scopes) * len(spans)
     level = 1 - (1 - ci_prob) / m
+    onehot = np.stack([np.ones(bank.n_items, bool)] + [bank.benchmark == b for b in bank.benchmarks], axis=1)
     rows: list[dict[str, Any]] = []
     for a, b in pairs:
         ja, jb = order.index(a), order.index(b)
-        for scope in scopes:
-            in_scope = np.ones(bank.n_items, bool) if scope == ALL else bank.benchmark == scope
-            for label, lo, hi in spans:
-                row = _compare(bank, y, w, prob, ja, jb, in_scope, lo, hi, rng, ci_prob=ci_prob, level=level)
+        sums = _PairSums(y, w, prob, ja, jb)
+        for label, lo, hi in spans:
+            member = (bank.difficulty >= lo) & (bank.difficulty < hi)  # (S, N): per draw
+            if hi >= bank.difficulty.max():  # the top of the range holds its edge
+                member |= bank.difficulty == hi
+            totals = sums.by_scope(member, onehot.astype("float64"))
+            for k, scope in enumerate(scopes):
+                row = _row({name: t[:, k] for name, t in totals.items()}, lo, hi, rng, ci_prob=ci_prob, level=level)
                 rows.append({"from": a, "to": b, "scope": scope, "region": label, **row})
     changes = pd.DataFrame(rows)
     empty = changes.loc[changes["items"] == 0, ["scope", "region"]].drop_duplicates()
@@ -349,62 +354,57 @@ class _Probabilities:
         return self.cache[j]
 
 
-def _compare(
-    bank: ItemBank,
-    y: np.ndarray,
-    w: np.ndarray,
-    prob: _Probabilities,
-    ja: int,
-    jb: int,
-    in_scope: np.ndarray,
-    lo: float,
-    hi: float,
-    rng: np.random.Generator,
-    *,
-    ci_prob: float,
-    level: float,
-) -> dict[str, Any]:
-    """One (pair, scope, region) row (module docstring)."""
-    member = in_scope[None, :] & (bank.difficulty >= lo) & (bank.difficulty < hi)  # (S, N) per draw
-    if hi >= bank.difficulty.max():  # the top of the range holds its edge
-        member |= in_scope[None, :] & (bank.difficulty == hi)
-    count = member.sum(axis=1).astype("float64")
-    base = {"region_low": lo, "region_high": hi, "items": float(count.mean())}
-    base["answered_from"] = int((w[ja][None, :] * member).sum(axis=1).mean().round())
-    base["answered_to"] = int((w[jb][None, :] * member).sum(axis=1).mean().round())
-    if not count.any():
-        return {
-            **base,
-            **dict.fromkeys(_COLUMNS, np.nan),
-            "detectable_change": np.nan,
-            "credible": False,
-            "direction": "",
+class _PairSums:
+    """Per-item quantities of one pair of checkpoints (each (S, N)), summed over a region's items by scope."""
+
+    def __init__(self, y: np.ndarray, w: np.ndarray, prob: _Probabilities, ja: int, jb: int) -> None:
+        pa, pb = prob[ja], prob[jb]
+        qa = np.where(w[ja][None, :] > 0, y[ja][None, :], pa)
+        qb = np.where(w[jb][None, :] > 0, y[jb][None, :], pb)
+        self.parts = {
+            "observed": qb - qa,
+            "expected": pb - pa,
+            "spread_a": pa * (1 - pa) * w[ja][None, :],
+            "spread_b": pb * (1 - pb) * w[jb][None, :],
         }
-    n = np.maximum(count, 1.0)
-    pa, pb = prob[ja], prob[jb]
-    qa = np.where(w[ja][None, :] > 0, y[ja][None, :], pa)
-    qb = np.where(w[jb][None, :] > 0, y[jb][None, :], pb)
-    observed = ((qb - qa) * member).sum(axis=1) / n
-    spread_a = (pa * (1 - pa) * w[ja][None, :] * member).sum(axis=1)
-    spread_b = (pb * (1 - pb) * w[jb][None, :] * member).sum(axis=1)
-    change = observed + rng.standard_normal(len(n)) * np.sqrt(spread_a + spread_b) / n
-    expected = ((pb - pa) * member).sum(axis=1) / n
-    beyond = change - expected
+        self.answered = {"answered_from": w[ja], "answered_to": w[jb]}
+
+    def by_scope(self, member: np.ndarray, onehot: np.ndarray) -> dict[str, np.ndarray]:
+        """Each quantity summed over the region's items in each draw and scope: (S, scopes); ``count`` too."""
+        inside = member.astype("float64")
+        out = {name: (values * inside) @ onehot for name, values in self.parts.items()}
+        out["count"] = inside @ onehot
+        out.update({name: (inside * mask[None, :]) @ onehot for name, mask in self.answered.items()})
+        return out
+
+
+def _row(
+    totals: dict[str, np.ndarray], lo: float, hi: float, rng: np.random.Generator, *, ci_prob: float, level: float
+) -> dict[str, Any]:
+    """One (pair, scope, region) row from its per-draw sums (module docstring)."""
+    count = totals["count"]
+    base = {"region_low": lo, "region_high": hi, "items": float(count.mean())}
+    base["answered_from"] = int(totals["answered_from"].mean().round())
+    base["answered_to"] = int(totals["answered_to"].mean().round())
+    if not count.any():
+        empty = {"detectable_change": np.nan, "credible": False, "direction": ""}
+        return {**base, **dict.fromkeys(_COLUMNS, np.nan), **empty}
     valid = count > 0
+    n = count[valid]
+    spread_a, spread_b = totals["spread_a"][valid], totals["spread_b"][valid]
+    change = totals["observed"][valid] / n + rng.standard_normal(len(n)) * np.sqrt(spread_a + spread_b) / n
+    expected = totals["expected"][valid] / n
     out: dict[str, Any] = dict(base)
-    for name, values in (("accuracy_change", change), ("expected_change", expected), ("beyond_ability", beyond)):
-        v = values[valid]
+    for name, v in (("accuracy_change", change), ("expected_change", expected), ("beyond_ability", change - expected)):
         out[f"{name}_mean"] = float(v.mean())
-        out[f"{name}_ci_low"], out[f"{name}_ci_high"] = (
-            float(q) for q in np.quantile(v, [(1 - ci_prob) / 2, (1 + ci_prob) / 2])
-        )
+        low, high = np.quantile(v, [(1 - ci_prob) / 2, (1 + ci_prob) / 2])
+        out[f"{name}_ci_low"], out[f"{name}_ci_high"] = float(low), float(high)
     z = norm.ppf(1 - (1 - level) / 2)
-    v = change[valid]
-    sd = float(v.std(ddof=1)) if len(v) > 1 else 0.0
-    out["credible"] = bool(sd > 0 and abs(v.mean()) > z * sd)
-    out["direction"] = ("gain" if v.mean() > 0 else "loss") if out["credible"] else ""
-    null_sd = np.sqrt(2 * spread_a[valid]) / n[valid]
-    out["detectable_change"] = float((z + norm.ppf(POWER)) * null_sd.mean()) if null_sd.mean() > 0 else math.inf
+    sd = float(change.std(ddof=1)) if len(change) > 1 else 0.0
+    out["credible"] = bool(sd > 0 and abs(change.mean()) > z * sd)
+    out["direction"] = ("gain" if change.mean() > 0 else "loss") if out["credible"] else ""
+    null_sd = float((np.sqrt(2 * spread_a) / n).mean())
+    out["detectable_change"] = float((z + norm.ppf(POWER)) * null_sd) if null_sd > 0 else math.inf
     return out
 
 
