@@ -36,6 +36,7 @@ from dataclasses import replace
 from typing import Any, cast
 
 import numpy as np
+import pandas as pd
 import pymc as pm
 import xarray as xr
 
@@ -302,6 +303,7 @@ def _fit(data: ResponseData, spec: ModelSpec | None, asked: SamplerSettings) -> 
     result = _assemble(tree, **assemble, checked=checked)
     _note_remedies(result)
     _note_unsettled_modes(result)
+    _note_chance_floors(result, data)
     _warn_if_not_checked(result, sampler)
     return result
 
@@ -369,6 +371,23 @@ def _note_remedies(result: Fit) -> None:
     text = remedy_text(result.sampler.get("remedies") or [])
     if text:
         result.diagnostics.notes.append(text)
+
+
+def _note_chance_floors(result: Fit, data: ResponseData) -> None:
+    """A 1PL or 2PL fit of multiple-choice items (``n_options``) says that it leaves out their chance floor, and how
+    to fit it (docs/model.md, "Multiple-choice floors")."""
+    if result.spec.kind not in ("1pl", "2pl") or "n_options" not in data.items.columns:
+        return
+    options = pd.to_numeric(data.items["n_options"], errors="coerce")
+    chosen = options[options >= 2]
+    if len(chosen):
+        low, high = int(chosen.min()), int(chosen.max())
+        result.diagnostics.notes.append(
+            f"{len(chosen)} of {data.n_items} items are multiple choice ({low if low == high else f'{low}-{high}'} "
+            f"options): the {result.spec.kind.upper()} leaves out their chance floor of 1/options, which moves their "
+            "difficulties and narrows the spread the audit measures; the 3PL with the floors fixed at chance "
+            "(--model 3pl --guessing chance; ModelSpec(kind='3pl', guessing='chance')) fits it"
+        )
 
 
 def _note_unsettled_modes(result: Fit) -> None:

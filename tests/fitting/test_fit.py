@@ -535,3 +535,21 @@ def test_the_model_is_named_as_on_the_command_line():
     assert fit(data, "1pl", sampler="approx", seed=1, progress=False).spec.kind == "1pl"
     with pytest.raises(SpecError, match='fit\\(data, model="2pl"\\)'):
         fit(data, {"kind": "1pl"}, sampler="approx")  # type: ignore[arg-type]
+
+
+def test_a_2pl_of_multiple_choice_items_says_it_leaves_out_their_floor():
+    import dataclasses
+
+    from irtbayes.data.simulate import simulate_responses
+    from irtbayes.fitting.fit import _note_chance_floors, fit
+
+    data, _ = simulate_responses(30, 20, kind="3pl", n_options=4, seed=1)
+    fitted = fit(data, sampler="approx", seed=1, progress=False)
+    notes = fitted.diagnostics.notes
+    assert any(
+        "20 of 20 items are multiple choice (4 options): the 2PL leaves out their chance floor" in n for n in notes
+    )
+    three = dataclasses.replace(fitted, spec=fitted.spec.replace(kind="3pl"))
+    three.diagnostics = dataclasses.replace(fitted.diagnostics, notes=[])
+    _note_chance_floors(three, data)
+    assert three.diagnostics.notes == []
