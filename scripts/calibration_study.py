@@ -55,7 +55,14 @@ def parse_seeds(text: str) -> list[int]:
 
 
 def one_set(
-    family: str, seed: int, *, sampler: str, fits: Path | None, audit_options: dict, model: str = "2pl"
+    family: str,
+    seed: int,
+    *,
+    sampler: str,
+    fits: Path | None,
+    audit_options: dict,
+    model: str = "2pl",
+    choices: int | None = None,
 ) -> list[dict]:
     from irtbayes.auditing.run import audit
     from irtbayes.auditing.truth import interval_check, true_measures
@@ -66,6 +73,11 @@ def one_set(
 
     logging.getLogger("irtbayes").setLevel(logging.ERROR)
     design = FAMILIES[family]
+    if choices is not None:  # the family with every benchmark's items of this many options
+        import dataclasses
+
+        family = f"{family}_{choices}_options"
+        design = dataclasses.replace(design, name=family, choices=(choices,))
     sim = simulate_design(design, seed=seed)
     started = time.perf_counter()
     suffix = "" if model == "2pl" else f"_{model}"
@@ -255,6 +267,9 @@ def main() -> None:
         default="2pl",
         help="the model fitted (default 2pl; 3pl: guessing prior on 1/n_options; 3pl-chance: floors fixed at 1/n_options)",
     )
+    parser.add_argument(
+        "--choices", type=int, default=None, help="give every benchmark's items this many options (a floor of 1/K)"
+    )
     parser.add_argument("--plot", action="store_true", help="only redraw the coverage figure from --csv")
     parser.add_argument(
         "--learn", type=Path, nargs="+", default=None, help="learn the recalibration table from these tuning CSVs"
@@ -276,7 +291,14 @@ def main() -> None:
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
         futures = {
             pool.submit(
-                one_set, f, s, sampler=args.sampler, fits=args.fits, audit_options=audit_options, model=args.model
+                one_set,
+                f,
+                s,
+                sampler=args.sampler,
+                fits=args.fits,
+                audit_options=audit_options,
+                model=args.model,
+                choices=args.choices,
             ): (f, s)
             for f, s in tasks
         }

@@ -132,10 +132,13 @@ class Tracking:
         left.plot(x, ab["ability_mean"], "o-", color="C0")
         left.set(xlabel="step", ylabel="ability (logits)", title="Ability")
         rows = self.changes[(self.changes["scope"] == ALL) & (self.changes["region"] != WHOLE)]
-        for k, (region, part) in enumerate(rows.groupby("region", sort=False)):
+        groups = list(rows.groupby("region", sort=False))
+        spacing = float(np.diff(np.unique(x)).min()) if len(np.unique(x)) > 1 else 1.0
+        for k, (region, part) in enumerate(groups):
             steps = ab.set_index("checkpoint").loc[part["to"], "step"].to_numpy(dtype="float64")
+            shift = (k - (len(groups) - 1) / 2) * 0.5 * spacing / max(len(groups), 1)  # side by side, centred
             right.errorbar(
-                steps + 0.02 * k * (np.ptp(x) or 1),
+                steps + shift,
                 part["accuracy_change_mean"],
                 yerr=[
                     part["accuracy_change_mean"] - part["accuracy_change_ci_low"],
@@ -146,7 +149,8 @@ class Tracking:
                 capsize=2,
             )
         right.axhline(0, color="grey", lw=0.8)
-        right.set(xlabel="step of the later checkpoint", ylabel="accuracy change", title="Change by region (all)")
+        ylabel = f"accuracy change ({self.settings.get('ci_prob', 0.9):.0%} intervals)"
+        right.set(xlabel="step of the later checkpoint", ylabel=ylabel, title="Change by region, all items")
         right.legend(fontsize=7, ncol=2)
         fig.tight_layout()
         return fig
@@ -423,9 +427,17 @@ def _abilities(
     w: np.ndarray,
     ci_prob: float,
 ) -> pd.DataFrame:
-    """Each checkpoint's ability and expected accuracy over the bank's items (answered: its answers)."""
+    """Each checkpoint's ability and accuracy over the bank's items: its answers where it answered, the model's
+    probabilities elsewhere, with a re-run's binomial spread of the answered items (as the changes have)."""
     lo, hi = (1 - ci_prob) / 2, (1 + ci_prob) / 2
-    completed = np.stack([np.where(w[j][None] > 0, y[j][None], prob[j]).mean(axis=1) for j in range(len(order))], 1)
+    rng = np.random.default_rng(0)
+    columns = []
+    for j in range(len(order)):
+        p = prob[j]
+        mean = np.where(w[j][None] > 0, y[j][None], p).mean(axis=1)
+        spread = np.sqrt((p * (1 - p) * w[j][None]).sum(axis=1)) / p.shape[1]
+        columns.append(mean + rng.standard_normal(len(mean)) * spread)
+    completed = np.stack(columns, axis=1)
     rows = []
     for j, name in enumerate(order):
         rows.append(
