@@ -139,12 +139,9 @@ def audit(
     settings
         The audit's settings (default: :class:`~irtbayes.auditing.settings.AuditSettings` with its defaults).
     **fields
-        Fields of :class:`~irtbayes.auditing.settings.AuditSettings` given one by one, typed by
-        :class:`~irtbayes.auditing.settings.AuditFields` (``target``, ``bins``, ``range``, ``group``, ``ci_prob``,
-        ``min_items``, ``max_draws``, ``information_draws``, ``resample_items``, ``top_k``, ``group_threshold``,
-        ``grid_points``, ``ability_dim``, ``seed``, ``progress``, ``ensemble``, ``fixed_items``,
-        ``calibrated_intervals``, ``self_check``); they override
-        ``settings``. An unknown name is a SpecError. Each one's meaning and default: "Settings" below.
+        Fields of :class:`~irtbayes.auditing.settings.AuditSettings` given one by one (``bins=8, seed=1``), typed
+        by :class:`~irtbayes.auditing.settings.AuditFields`; they override ``settings``, and an unknown name is a
+        SpecError. Each one's meaning and default: "Settings" at the end (``help(irt.audit)``).
 
     Returns
     -------

@@ -219,19 +219,8 @@ def _target_arguments(parser: argparse.ArgumentParser, *, allow_json: bool) -> N
     group.add_argument("--range", nargs=2, type=float, metavar=("L", "U"), help="the audit's range")
 
 
-def add_parser(subparsers: Any) -> None:
-    """Add the ``benchfill`` verb and its sub-verbs to ``subparsers`` (from ``parser.add_subparsers()``).
-
-    Each sub-verb sets ``func``, which takes the parsed :class:`argparse.Namespace` and returns the exit code.
-    """
-    bf = subparsers.add_parser(
-        "benchfill",
-        help="fill difficulty gaps with new items, accepted only on posterior evidence",
-        description="Propose candidate items for a difficulty gap, export them for the systems to answer, then "
-        "calibrate them and accept those the posterior places in the target bin.",
-    )
-    verbs = bf.add_subparsers(dest="benchfill_verb", required=True, metavar="ACTION")
-
+def _add_propose(verbs: Any) -> None:
+    """The ``benchfill propose`` sub-verb."""
     p = verbs.add_parser("propose", help="choose the target bin and obtain candidates (LLM or file)")
     _fit_arguments(p)
     _target_arguments(p, allow_json=False)
@@ -258,6 +247,22 @@ def add_parser(subparsers: Any) -> None:
         "of auditing again (its bins and range are the audit's)",
     )
     p.set_defaults(func=cmd_propose)
+
+
+def add_parser(subparsers: Any) -> None:
+    """Add the ``benchfill`` verb and its sub-verbs to ``subparsers`` (from ``parser.add_subparsers()``).
+
+    Each sub-verb sets ``func``, which takes the parsed :class:`argparse.Namespace` and returns the exit code.
+    """
+    bf = subparsers.add_parser(
+        "benchfill",
+        help="fill difficulty gaps with new items, accepted only on posterior evidence",
+        description="Propose candidate items for a difficulty gap, export them for the systems to answer, then "
+        "calibrate them and accept those the posterior places in the target bin.",
+    )
+    verbs = bf.add_subparsers(dest="benchfill_verb", required=True, metavar="ACTION")
+
+    _add_propose(verbs)
 
     e = verbs.add_parser("export", help="write the candidates as an lm-eval task or a CSV template")
     e.add_argument("dir", help="a folder written by `benchfill propose`")

@@ -496,9 +496,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     log.setLevel(level)
     with warnings.catch_warnings():
-        if not args.debug:
+        if not args.debug and not _recording_warnings():
             warnings.showwarning = _plain_warning(set())
         return _run(args)
+
+
+def _recording_warnings() -> bool:
+    """Whether a caller records warnings (``catch_warnings(record=True)``, ``pytest.warns``): they are its to keep.
+    CPython's recorder is the ``append`` of a list, installed as the warnings module's ``_showwarnmsg_impl``."""
+    return isinstance(getattr(getattr(warnings, "_showwarnmsg_impl", None), "__self__", None), list)
 
 
 def _plain_warning(seen: set[str]) -> Callable[..., None]:

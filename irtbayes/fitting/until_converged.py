@@ -474,14 +474,16 @@ def sample_until_converged(
     rule.draws_done = length
     if rule.outcome == "interrupted":
         return tree
-    if rule.outcome == "most draws":  # a run that ended before a check could stop it (a small model samples fast)
-        _last_divergences(rule, tree, length)
+    _last_divergences(rule, tree, length)
     return complete_part(tree, length)
 
 
 def _last_divergences(rule: StopRule, tree: xr.DataTree, length: int) -> None:
-    """A run that used all its draws with divergences among them: the outcome is ``"divergences"`` (which a remedy
-    answers, :func:`irtbayes.fitting.fit.fit`), recorded as a last entry of the history."""
+    """A run that used all its draws (``"most draws"``: it ended before a check could stop it, as a small model
+    does) with divergences among them: the outcome is ``"divergences"`` (which a remedy answers,
+    :func:`irtbayes.fitting.fit.fit`), recorded as a last entry of the history. Other outcomes are left as they are."""
+    if rule.outcome != "most draws":
+        return
     stats = tree["sample_stats"].to_dataset() if "sample_stats" in tree.children else None
     if stats is None or "diverging" not in stats:
         return

@@ -161,7 +161,7 @@ def test_warm_start_settings_are_checked():
     with pytest.raises(SpecError, match="warm_start must be True, False or None"):
         fit(data, warm_start="yes")
     with pytest.raises(SpecError, match="warm_start needs sampler='nutpie'"):
-        fit(data, ModelSpec(kind="3pl"), warm_start=True)
+        fit(data, ModelSpec(kind="2pl", dims="domain"), warm_start=True)
     with pytest.raises(SpecError, match="warm_start needs sampler='nutpie'"):
         fit(data, sampler="pymc", warm_start=True)
 
