@@ -373,7 +373,12 @@ def cmd_report(args: argparse.Namespace) -> int:
         from irtbayes.benchfill.result import load_benchfill_result
 
         benchfill = load_benchfill_result(args.benchfill)
-    path = report(fit_result, args.out, data=data, audit=result, benchfill=benchfill)  # type: ignore[arg-type]
+    tracking = None
+    if getattr(args, "tracking", None):
+        from irtbayes.evaluating.tracking import Tracking
+
+        tracking = Tracking.read(args.tracking)
+    path = report(fit_result, args.out, data=data, audit=result, benchfill=benchfill, tracking=tracking)  # type: ignore[arg-type]
     if fit_result.partial:  # type: ignore[attr-defined]
         print(fit_result.partial_text())  # type: ignore[attr-defined]
     print(f"Report: {path}")

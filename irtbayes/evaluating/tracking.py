@@ -121,6 +121,42 @@ class Tracking:
         plt.close(figure)
         return ["changes.csv", "abilities.csv", "tracking.txt", "trajectory.png"]
 
+    @classmethod
+    def read(cls, folder: str | Any) -> Tracking:
+        """A tracking written by :meth:`write` (its tables and notes; the settings it states)."""
+        from pathlib import Path
+
+        root = Path(folder)
+        for name in ("changes.csv", "abilities.csv"):
+            if not (root / name).is_file():
+                raise DataError(f"{root}: no {name}; give a folder written by `irtbayes track`")
+        changes = pd.read_csv(root / "changes.csv", keep_default_na=False, na_values=[""])
+        changes["direction"] = changes["direction"].fillna("").astype(str)
+        text = (root / "tracking.txt").read_text() if (root / "tracking.txt").is_file() else ""
+        notes = tuple(line[len("note: ") :] for line in text.splitlines() if line.startswith("note: "))
+        pairs = changes[["from", "to"]].drop_duplicates()
+        per_pair = len(changes) // max(len(pairs), 1)
+        settings = {"ci_prob": 0.9, "rows_per_pair": per_pair}
+        return cls(changes=changes, abilities=pd.read_csv(root / "abilities.csv"), notes=notes, settings=settings)
+
+    def report_section(self, doc: Any, figure: Any) -> None:
+        """The report's section: the text per pair, the figure and the abilities
+        (:func:`irtbayes.reporting.report.build_report`)."""
+        doc.heading("Checkpoints: where a change helped and where it hurt")
+        doc.paragraph(
+            "Each checkpoint against the one before (or the baseline), by region of difficulty and benchmark: the "
+            "change of accuracy with a re-run's spread, what the change of ability alone predicts, and the smallest "
+            "change each region could show (docs/tracking.md)."
+        )
+        for note in self.notes:
+            doc.paragraph(f"Note: {note}")
+        for (a, b), rows in self.changes.groupby(["from", "to"], sort=False):
+            doc.heading(f"{a} to {b}", level=3)
+            doc.bullets([line.strip() for line in _pair_text(rows)])
+        doc.figure("tracking", self.plot(), caption="Ability by step, and each region's change of accuracy (all items)")
+        shown = self.abilities.round(3)
+        doc.table(shown, caption="Each checkpoint's ability and accuracy over the bank's items, with intervals")
+
     def plot(self) -> Figure:
         """Ability against step with its band, and each region's accuracy change from the first checkpoint's."""
         import matplotlib.pyplot as plt

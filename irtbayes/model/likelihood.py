@@ -351,7 +351,29 @@ def _fused_kernel32(
     return lin - logs, d_theta, d_a, d_b
 
 
-class FusedBernoulliLogit(Op):
+class _FusedLoglik(Op):
+    """A log-likelihood whose outputs are its value and its gradient with respect to its first ``n_params`` inputs
+    (the parameters), then three data inputs (``item_dim``, ``y``, ``w``); the gradient of the value is read from
+    the other outputs, so the logp and gradient of a model share one evaluation. No second derivatives."""
+
+    n_params = 0
+
+    def infer_shape(self, node: Apply, shapes: list[Any]) -> list[Any]:
+        return [(), *shapes[: self.n_params]]
+
+    def connection_pattern(self, node: Apply) -> list[list[bool]]:
+        outputs = self.n_params + 1
+        return [[True] * outputs] * self.n_params + [[False] * outputs] * 3
+
+    def pullback(self, inputs: Sequence[Any], outputs: Sequence[Any], output_grads: Sequence[Any]) -> list[Any]:
+        if any(not isinstance(g.type, DisconnectedType) for g in output_grads[1:]):
+            raise NotImplementedError(f"{type(self).__name__} has no second derivatives")
+        g = output_grads[0]
+        disconnected = [DisconnectedType()() for _ in range(3)]
+        return [g * out for out in outputs[1:]] + disconnected
+
+
+class FusedBernoulliLogit(_FusedLoglik):
     """Log-likelihood of 1PL/2PL responses on a dense matrix, value and gradient in one pass.
 
     Inputs ``theta`` (subject, dim), ``a``, ``b`` (item), ``item_dim`` (int, item), ``y`` and ``w``
@@ -380,6 +402,7 @@ class FusedBernoulliLogit(Op):
     """
 
     __props__ = ("single",)
+    n_params = 3
 
     def __init__(self, single: bool = False) -> None:
         self.single = bool(single)
@@ -406,19 +429,6 @@ class FusedBernoulliLogit(Op):
         output_storage[1][0] = d_theta
         output_storage[2][0] = d_a
         output_storage[3][0] = d_b
-
-    def infer_shape(self, node: Apply, shapes: list[Any]) -> list[Any]:
-        return [(), shapes[0], shapes[1], shapes[2]]
-
-    def connection_pattern(self, node: Apply) -> list[list[bool]]:
-        return [[True] * 4] * 3 + [[False] * 4] * 3
-
-    def pullback(self, inputs: Sequence[Any], outputs: Sequence[Any], output_grads: Sequence[Any]) -> list[Any]:
-        if any(not isinstance(g.type, DisconnectedType) for g in output_grads[1:]):
-            raise NotImplementedError("FusedBernoulliLogit has no second derivatives")
-        g = output_grads[0]
-        disconnected = [DisconnectedType()() for _ in range(3)]
-        return [g * outputs[1], g * outputs[2], g * outputs[3], *disconnected]
 
 
 fused_bernoulli_logit = FusedBernoulliLogit()
@@ -490,7 +500,7 @@ def _floored_kernel(
     return total, d_theta, d_a, d_b, d_c
 
 
-class FusedFlooredLogit(Op):
+class FusedFlooredLogit(_FusedLoglik):
     """Log-likelihood of 3PL responses on a dense matrix, value and gradient in one pass (:func:`_floored_kernel`).
 
     Inputs ``theta`` (subject, dim), ``a``, ``b``, ``c`` (item), ``item_dim`` (int, item), ``y`` and ``w``
@@ -521,6 +531,7 @@ class FusedFlooredLogit(Op):
     """
 
     __props__ = ()
+    n_params = 4
 
     def make_node(self, *inputs: Any) -> Apply:
         theta, a, b, c, item_dim, y, w = inputs
@@ -539,19 +550,6 @@ class FusedFlooredLogit(Op):
         output_storage[0][0] = np.asarray(results[0], dtype="float64")
         for k in range(1, 5):
             output_storage[k][0] = results[k]
-
-    def infer_shape(self, node: Apply, shapes: list[Any]) -> list[Any]:
-        return [(), shapes[0], shapes[1], shapes[2], shapes[3]]
-
-    def connection_pattern(self, node: Apply) -> list[list[bool]]:
-        return [[True] * 5] * 4 + [[False] * 5] * 3
-
-    def pullback(self, inputs: Sequence[Any], outputs: Sequence[Any], output_grads: Sequence[Any]) -> list[Any]:
-        if any(not isinstance(g.type, DisconnectedType) for g in output_grads[1:]):
-            raise NotImplementedError("FusedFlooredLogit has no second derivatives")
-        g = output_grads[0]
-        disconnected = [DisconnectedType()() for _ in range(3)]
-        return [g * outputs[1], g * outputs[2], g * outputs[3], g * outputs[4], *disconnected]
 
 
 @register_funcify_default_op_cache_key(FusedFlooredLogit)

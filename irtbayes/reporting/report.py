@@ -849,6 +849,7 @@ def build_report(
     *,
     audit: AuditResult | None = None,
     benchfill: Any = None,
+    tracking: Any = None,
     title: str | None = None,
 ) -> Document:
     """Compose the report (no files written).
@@ -864,8 +865,9 @@ def build_report(
         The fit and the data it was fitted to.
     audit
         An :class:`~irtbayes.auditing.result.AuditResult` of the same fit.
-    benchfill
-        An object with a ``report_section(doc, figure)`` method (BenchFill results), or None.
+    benchfill, tracking
+        Objects with a ``report_section(doc, figure)`` method (BenchFill results; a
+        :class:`~irtbayes.evaluating.tracking.Tracking` of checkpoints on this fit), or None.
 
     Examples
     --------
@@ -908,6 +910,8 @@ def build_report(
             _leaderboard_section(doc, audit, figure)
         if benchfill is not None:
             benchfill.report_section(doc, figure)
+        if tracking is not None:
+            tracking.report_section(doc, figure)
         doc.heading("What this does not support")
         if not found.trusted:
             doc.paragraph(found.verdict, css="verdict-bad")
@@ -933,6 +937,7 @@ def report(
     data: ResponseData | None = None,
     audit: AuditResult | None = None,
     benchfill: Any = None,
+    tracking: Any = None,
     title: str | None = None,
 ) -> Path:
     """Write the report: ``out/report.html``, ``out/report.md``, ``out/figures/`` and ``out/tables/``, atomically.
@@ -951,6 +956,8 @@ def report(
         the audit.
     benchfill
         BenchFill results (an object with a ``report_section(doc, figure)`` method), or None.
+    tracking
+        A :class:`~irtbayes.evaluating.tracking.Tracking` of checkpoints on this fit (``irt.track``), or None.
     title
         The report's title (default: ``irtbayes audit of <source>``).
 
@@ -980,7 +987,7 @@ def report(
     """
     fit.refuse_if_unsettled("report")
     data = load_fit_data(fit, data, hint="give it as data=")
-    doc = build_report(fit, data, audit=audit, benchfill=benchfill, title=title)
+    doc = build_report(fit, data, audit=audit, benchfill=benchfill, tracking=tracking, title=title)
     with atomic_dir(out) as tmp:
         write_report_files(doc, fit, tmp, audit=audit)
     return Path(out) / "report.html"

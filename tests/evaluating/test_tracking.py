@@ -129,3 +129,10 @@ def test_the_command_line_writes_the_tables(bank, tmp_path: Path, capsys: pytest
     assert abilities["step"].tolist() == [0.0, 100.0, 200.0, 300.0]
     assert (tmp_path / "out" / "trajectory.png").stat().st_size > 1000
     assert "c1 -> c2" in out
+    # the report takes the folder as written: a section per pair, the figure and the abilities
+    code = main(["report", str(tmp_path / "bank.csv"), "--fit", str(tmp_path / "bank"),
+                 "--tracking", str(tmp_path / "out"), "--out", str(tmp_path / "rep")])  # fmt: skip
+    assert code == 0, capsys.readouterr().err
+    page = (tmp_path / "rep" / "report.md").read_text()
+    assert "## Checkpoints: where a change helped and where it hurt" in page
+    assert "### c1 to c2" in page and (tmp_path / "rep" / "figures" / "tracking.svg").exists()
