@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -68,14 +69,16 @@ class Tracking:
     Attributes
     ----------
     changes
-        One row per (from, to, scope, region): ``from``, ``to``, ``scope``, ``region_low``, ``region_high``,
+        One row per (from, to, scope, region): ``from``, ``to``, ``scope``, ``region`` (its label, or
+        :data:`WHOLE`), ``region_low``, ``region_high``,
         ``items`` (the mean number of the bank's items in the region over the draws), ``answered_from``,
         ``answered_to``, ``accuracy_change_{mean,ci_low,ci_high}``, ``expected_change_{...}``,
         ``beyond_ability_{...}``, ``detectable_change``, ``credible`` (and ``direction``: ``gain``, ``loss`` or
         empty).
     abilities
         One row per checkpoint in order: ``checkpoint``, ``step``, ``ability_{mean,ci_low,ci_high}``,
-        ``accuracy_{mean,ci_low,ci_high}`` (the predicted accuracy over every item of the bank).
+        ``accuracy_{mean,ci_low,ci_high}`` (its accuracy over every item of the bank: answered items by its answers,
+        the others by the model, with a re-run's spread), ``answered``.
     notes
         Sentences every output carries (the bank's warnings, items left out, empty regions).
     settings
@@ -107,18 +110,21 @@ class Tracking:
         """Write ``changes.csv``, ``abilities.csv``, ``tracking.txt`` and ``trajectory.png`` to the folder ``out``."""
         from pathlib import Path
 
-        from irtbayes.core.files import atomic_write_text
+        from irtbayes.core.files import atomic_write_bytes, atomic_write_text
 
         folder = Path(out)
         folder.mkdir(parents=True, exist_ok=True)
         atomic_write_text(folder / "changes.csv", self.changes.to_csv(index=False))
         atomic_write_text(folder / "abilities.csv", self.abilities.to_csv(index=False))
         atomic_write_text(folder / "tracking.txt", self.to_text() + "\n")
-        figure = self.plot()
-        figure.savefig(folder / "trajectory.png", dpi=120, bbox_inches="tight")
+        import io
+
         import matplotlib.pyplot as plt
 
+        figure, png = self.plot(), io.BytesIO()
+        figure.savefig(png, format="png", dpi=120, bbox_inches="tight")
         plt.close(figure)
+        atomic_write_bytes(folder / "trajectory.png", png.getvalue())
         return ["changes.csv", "abilities.csv", "tracking.txt", "trajectory.png"]
 
     @classmethod
@@ -135,8 +141,11 @@ class Tracking:
         text = (root / "tracking.txt").read_text() if (root / "tracking.txt").is_file() else ""
         notes = tuple(line[len("note: ") :] for line in text.splitlines() if line.startswith("note: "))
         pairs = changes[["from", "to"]].drop_duplicates()
-        per_pair = len(changes) // max(len(pairs), 1)
-        settings = {"ci_prob": 0.9, "rows_per_pair": per_pair}
+        stated = re.search(r"(\d+)% over each pair", text)  # the text's first line states the interval
+        settings = {
+            "ci_prob": int(stated.group(1)) / 100 if stated else 0.9,
+            "rows_per_pair": len(changes) // max(len(pairs), 1),
+        }
         return cls(changes=changes, abilities=pd.read_csv(root / "abilities.csv"), notes=notes, settings=settings)
 
     def report_section(self, doc: Any, figure: Any) -> None:

@@ -175,20 +175,23 @@ def _score(value: Any, where: str) -> float:
 
 
 def _text(value: Any) -> str | None:
-    """A sample's input or target as text: a string, or the contents of a chat input's user messages."""
-    if value is None:
-        return None
-    if isinstance(value, str):
+    """A sample's input or target as text: a string; a chat input's user messages; a message's content given as
+    parts (``{"type": "text", "text": ...}``).
+
+    >>> _text([{"role": "system", "content": "Be brief."}, {"role": "user", "content": [{"type": "text", "text": "2+2?"}]}])
+    '2+2?'
+    >>> _text(["A", "B"])
+    'A | B'
+    """
+    if value is None or isinstance(value, str):
         return value
-    if isinstance(value, list):
-        parts = [
-            _text(m.get("content")) if isinstance(m, dict) and m.get("role", "user") == "user" else _text(m)
-            for m in value
-            if not isinstance(m, dict) or m.get("role", "user") == "user"
-        ]
-        return " | ".join(p for p in parts if p) or None
     if isinstance(value, dict):
-        return _text(value.get("text") or value.get("content"))
+        if "role" in value:  # a chat message: its content, if the user wrote it
+            return _text(value.get("content")) if value["role"] == "user" else None
+        return _text(value.get("text") if "text" in value else value.get("content"))
+    if isinstance(value, list):
+        parts = [_text(part) for part in value]
+        return " | ".join(p for p in parts if p) or None
     return str(value)
 
 
