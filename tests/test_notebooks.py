@@ -32,6 +32,7 @@ ORDER = (
     "08_report",
     "09_evaluation",
     "10_graded",
+    "11_tracking",
 )
 
 needs_data = pytest.mark.skipif(
@@ -375,3 +376,15 @@ def test_10_graded(nb_out: Path) -> None:
     for fig in ("graded_science_vs_mirt.png", "graded_xstest_locations.png"):
         assert (nb_out / "figures" / fig).stat().st_size > 0, fig
     assert "published estimates lie inside" in proc.stdout
+
+
+@pytest.mark.slow
+def test_11_tracking(nb_out: Path) -> None:
+    """Runs on the embedded MMLU-Pro (no shared data needed): the planted changes and the Llama line, written."""
+    proc, _ = run_notebook("11_tracking", nb_out)
+    planted = pd.read_csv(nb_out / "tracking_planted" / "changes.csv", keep_default_na=False)
+    whole = planted[(planted["scope"] == "all") & (planted["region"] == "whole range")].set_index("from")
+    assert bool(whole.loc["c0", "credible"]) and not planted[planted["from"] == "c2"]["credible"].astype(bool).any()
+    llama = pd.read_csv(nb_out / "tracking_llama8b" / "abilities.csv")
+    assert llama["checkpoint"].tolist()[0] == "Llama-2-7b-hf" and llama["ability_mean"].is_monotonic_increasing
+    assert "Llama-2-7b-hf -> Meta-Llama-3-8B" in proc.stdout

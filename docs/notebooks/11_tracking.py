@@ -1,0 +1,1 @@
+../../notebooks/11_tracking.py
