@@ -389,6 +389,7 @@ def cmd_track(args: argparse.Namespace) -> int:
         bins=args.bins,
         ci_prob=args.ci,
         seed=args.seed,
+        effect=args.effect,
     )
     written = result.write(args.out)
     print(result.to_text())

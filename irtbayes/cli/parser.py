@@ -397,6 +397,12 @@ def add_track_verb(verbs: Any, command: Command) -> None:
     )
     track_p.add_argument("--bins", type=int, default=None, help="the audit's bins over the bank's range (default 10)")
     track_p.add_argument("--ci", type=float, default=0.9, help="credible interval probability (default 0.9)")
+    track_p.add_argument(
+        "--effect",
+        type=float,
+        default=0.10,
+        help="the change of accuracy an intervention aims at: regions that could not show it are named (default 0.10)",
+    )
     track_p.set_defaults(func=command)
 
 

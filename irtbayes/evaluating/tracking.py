@@ -98,12 +98,13 @@ class Tracking:
         """For each pair: the change over the whole range, then the credible gains and losses by region."""
         lines = [
             f"Changes between checkpoints (credible: rule in docs/tracking.md, {self.settings['ci_prob']:.0%} "
-            f"over each pair's {self.settings['rows_per_pair']} rows)"
+            f"over each pair's {self.settings['rows_per_pair']} rows; effect aimed at "
+            f"{self.settings.get('effect', 0.10):.2f})"
         ]
         lines += [f"note: {n}" for n in self.notes]
         for (a, b), rows in self.changes.groupby(["from", "to"], sort=False):
             lines.append(f"\n{a} -> {b}")
-            lines.extend(_pair_text(rows))
+            lines.extend(_pair_text(rows, self.settings.get("effect", 0.10)))
         return "\n".join(lines)
 
     def write(self, out: str | Any) -> list[str]:
@@ -142,9 +143,11 @@ class Tracking:
         notes = tuple(line[len("note: ") :] for line in text.splitlines() if line.startswith("note: "))
         pairs = changes[["from", "to"]].drop_duplicates()
         stated = re.search(r"(\d+)% over each pair", text)  # the text's first line states the interval
+        effect = re.search(r"effect aimed at ([0-9.]+)\)", text)
         settings = {
             "ci_prob": int(stated.group(1)) / 100 if stated else 0.9,
             "rows_per_pair": len(changes) // max(len(pairs), 1),
+            "effect": float(effect.group(1)) if effect else 0.10,
         }
         return cls(changes=changes, abilities=pd.read_csv(root / "abilities.csv"), notes=notes, settings=settings)
 
@@ -161,7 +164,7 @@ class Tracking:
             doc.paragraph(f"Note: {note}")
         for (a, b), rows in self.changes.groupby(["from", "to"], sort=False):
             doc.heading(f"{a} to {b}", level=3)
-            doc.bullets([line.strip() for line in _pair_text(rows)])
+            doc.bullets([line.strip() for line in _pair_text(rows, self.settings.get("effect", 0.10))])
         doc.figure("tracking", self.plot(), caption="Ability by step, and each region's change of accuracy (all items)")
         shown = self.abilities.round(3)
         doc.table(shown, caption="Each checkpoint's ability and accuracy over the bank's items, with intervals")
@@ -201,7 +204,7 @@ class Tracking:
         return fig
 
 
-def _pair_text(rows: pd.DataFrame) -> list[str]:
+def _pair_text(rows: pd.DataFrame, effect: float = 0.10) -> list[str]:
     whole = rows[(rows["scope"] == ALL) & (rows["region"] == WHOLE)].iloc[0]
     out = [f"  all items: {_change(whole)}{' (credible)' if whole['credible'] else ''}"]
     for direction in ("gain", "loss"):
@@ -211,6 +214,9 @@ def _pair_text(rows: pd.DataFrame) -> list[str]:
     regions = rows[(rows["scope"] == ALL) & (rows["region"] != WHOLE)]
     if len(out) == 1:
         out.append("  no credible change in any region or benchmark")
+    thin = regions.loc[~(regions["detectable_change"] <= effect), "region"].tolist()  # NaN (no items) is thin
+    if thin:
+        out.append(f"  too thin to show a change of {effect:.2f} (all items): {', '.join(thin)}")
     smallest = ", ".join(f"{r} {d:.2f}" for r, d in zip(regions["region"], regions["detectable_change"], strict=True))
     out.append(f"  smallest change each region could show (all items): {smallest}")
     return out
@@ -271,6 +277,7 @@ def track(
     data: ResponseData | str | bool | None = None,
     seed: int = 0,
     bank: ItemBank | None = None,
+    effect: float = 0.10,
 ) -> Tracking:
     """Compare checkpoints of one model on a fitted bank, by region of difficulty (module docstring).
 
@@ -294,6 +301,9 @@ def track(
         The bank's own responses (:meth:`ItemBank.from_fit`): None reads what the fit records.
     bank
         The :class:`ItemBank` of ``fit`` when already made (``n_draws`` and ``data`` are then its own).
+    effect
+        The change of accuracy an intervention aims at: the text names the regions whose detectable change is
+        larger (too thin to show it).
 
     Examples
     --------
@@ -352,6 +362,7 @@ def track(
         )
     abilities = _abilities(bank, order, steps, theta, prob, y, w, ci_prob)
     settings = {"ci_prob": ci_prob, "rows_per_pair": m, "level": level, "baseline": baseline, "n_draws": bank.n_draws}
+    settings["effect"] = float(effect)
     return Tracking(changes=changes, abilities=abilities, notes=tuple(notes), settings=settings)
 
 

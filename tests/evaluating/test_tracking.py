@@ -115,7 +115,7 @@ def test_the_command_line_writes_the_tables(bank, tmp_path: Path, capsys: pytest
     frame.to_csv(tmp_path / "ckpts.csv", index=False)
     code = main(
         ["track", str(tmp_path / "ckpts.csv"), "--fit", str(tmp_path / "bank"), "--data", str(tmp_path / "bank.csv"),
-         "--step", "step", "--region", "1", "2", "--draws", "50", "--out", str(tmp_path / "out")]
+         "--step", "step", "--region", "1", "2", "--draws", "50", "--effect", "0.05", "--out", str(tmp_path / "out")]
     )  # fmt: skip
     out, err = capsys.readouterr()
     assert code == 0, err
@@ -129,6 +129,7 @@ def test_the_command_line_writes_the_tables(bank, tmp_path: Path, capsys: pytest
     assert abilities["step"].tolist() == [0.0, 100.0, 200.0, 300.0]
     assert (tmp_path / "out" / "trajectory.png").stat().st_size > 1000
     assert "c1 -> c2" in out
+    assert "too thin to show a change of 0.05 (all items): " in out  # no region of this bank can show 0.05
     # the report takes the folder as written: a section per pair, the figure and the abilities
     code = main(["report", str(tmp_path / "bank.csv"), "--fit", str(tmp_path / "bank"),
                  "--tracking", str(tmp_path / "out"), "--out", str(tmp_path / "rep")])  # fmt: skip
