@@ -217,6 +217,15 @@ class BenchfillResult:
         """Plain JSON values: :meth:`summary_dict`, what ``before_after.json`` holds."""
         return self.summary_dict()
 
+    def _with_every_reason(self) -> pd.DataFrame:
+        """The decisions with ``reason`` naming every rule a rejected candidate failed (the ``failed`` column,
+        ``"too easy; flat"``), not only the first."""
+        table = self.decisions.copy()
+        if "failed" in table.columns:
+            failed = table["failed"].fillna("").astype(str)
+            table["reason"] = table["reason"].where(failed == "", failed)
+        return table
+
     def to_text(self) -> str:
         """A few lines for the terminal: target, decisions, Maximum Gap and DDM before and after."""
         t = self.target
@@ -232,8 +241,8 @@ class BenchfillResult:
         unconverged = _unconverged_note(s)
         if unconverged:
             lines.append(f"WARNING: {unconverged}")
-        shown = self.decisions[["decision", "reason", "p_in_target", "difficulty_mean", "difficulty_ci_low",
-                                "difficulty_ci_high", "n_responses"]]  # fmt: skip
+        shown = self._with_every_reason()[["decision", "reason", "p_in_target", "difficulty_mean", "difficulty_ci_low",
+                                           "difficulty_ci_high", "n_responses"]]  # fmt: skip
         with pd.option_context("display.width", 160, "display.max_rows", 100, "display.precision", 3):
             lines += ["", shown.to_string()]
         lines.append("")
@@ -293,7 +302,8 @@ class BenchfillResult:
         )
         cols = ["decision", "reason", "p_in_target", "difficulty_mean", "difficulty_ci_low", "difficulty_ci_high",
                 "discrimination_mean", "n_responses"]  # fmt: skip
-        doc.table(self.decisions[[c for c in cols if c in self.decisions.columns]].reset_index(), caption="Candidates")
+        table = self._with_every_reason()
+        doc.table(table[[c for c in cols if c in table.columns]].reset_index(), caption="Candidates")
         shown = self._shown_bins()
         figure(
             "benchfill_coverage",

@@ -392,3 +392,21 @@ def test_no_least_slope_reads_as_zero_without_a_bank():
         posterior(), target_lo=LO, target_hi=HI, n_responses=20, rule=AcceptanceRule(min_discrimination=0)
     )
     assert table.equals(zero) and (table["min_discrimination"] == 0.0).all()
+
+
+def test_the_candidates_table_names_every_rule_a_candidate_failed():
+    """A candidate rejected as too easy and flat reads "too easy; flat" in the table, as in the ledger; one rejected
+    for one reason, and an accepted one, keep theirs."""
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from irtbayes.benchfill.result import BenchfillResult
+
+    decisions = pd.DataFrame(
+        {"decision": ["rejected", "rejected", "accepted"], "reason": ["too easy", "too hard", "in target"],
+         "failed": ["too easy; flat", "too hard", ""]},
+        index=pd.Index(["a", "b", "c"], name="item"),
+    )  # fmt: skip
+    table = BenchfillResult._with_every_reason(SimpleNamespace(decisions=decisions))
+    assert table["reason"].tolist() == ["too easy; flat", "too hard", "in target"]
