@@ -245,6 +245,11 @@ def plot_item_person_map(
     >>> ax = plot_item_person_map(subjects, items)
     >>> ax.get_ylabel(), [label.get_text() for label in ax.get_xticklabels()]
     ('ability / difficulty (logits)', ['subjects', 'x', 'y'])
+    >>> "target range" in [t.get_text() for t in ax.get_legend().get_texts()]  # none drawn, none named
+    False
+    >>> ax = plot_item_person_map(subjects, items, target_range=(-1.0, 1.0))
+    >>> "target range" in [t.get_text() for t in ax.get_legend().get_texts()]
+    True
     """
     labels = text_labels(items[group]) if group in items.columns else [""] * len(items)
     groups = list(dict.fromkeys(labels))
@@ -296,7 +301,8 @@ def plot_item_person_map(
     ax.set_title("Item-person map: abilities beside item difficulties (posterior means)")
     handles = [Line2D([], [], color=OKABE_ITO[7], marker="o", ls="", label=subject_label)]
     handles += [Line2D([], [], color=c, marker="o", ls="", label=d or "items") for d, c in colours.items()]
-    handles.append(Line2D([], [], color="#E69F00", lw=6, alpha=0.3, label="target range"))
+    if target_range is not None:  # the legend names only what is drawn
+        handles.append(Line2D([], [], color="#E69F00", lw=6, alpha=0.3, label="target range"))
     _legend(ax, handles)
     return ax
 
