@@ -245,11 +245,6 @@ def plot_item_person_map(
     >>> ax = plot_item_person_map(subjects, items)
     >>> ax.get_ylabel(), [label.get_text() for label in ax.get_xticklabels()]
     ('ability / difficulty (logits)', ['subjects', 'x', 'y'])
-    >>> "target range" in [t.get_text() for t in ax.get_legend().get_texts()]  # none drawn, none named
-    False
-    >>> ax = plot_item_person_map(subjects, items, target_range=(-1.0, 1.0))
-    >>> "target range" in [t.get_text() for t in ax.get_legend().get_texts()]
-    True
     """
     labels = text_labels(items[group]) if group in items.columns else [""] * len(items)
     groups = list(dict.fromkeys(labels))

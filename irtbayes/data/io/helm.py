@@ -331,19 +331,16 @@ def load_helm(
     (['org/a', 'org/b'], ['mmlu/id0', 'mmlu/id1'], [[1.0, 0.0], [1.0, 1.0]])
     >>> list(load_helm(runs, suite="v2").subject_ids)
     ['org/b']
-    >>> data.notes[-1]
-    'metric read (test split): mmlu: exact_match (choose another with --metric)'
     """
     root = checked_folder(path, "a HELM run or suite folder")
     scale = scoring_scale(scoring, categories=categories, bins=bins, source=str(root))
     rows: list[dict[str, Any]] = []
     items: dict[str, dict[str, Any]] = {}
     provided: dict[tuple[str, str, str], Path] = {}
-    read: dict[str, set[str]] = {}  # benchmark -> the metrics read, said in the notes
+    read: dict[str, set[str]] = {}  # benchmark -> the metrics read
     for folder in _chosen_folders(root, suite):
         run = _read_run(folder, folder.parent.name)
-        run_metric = metric.get(run.benchmark, "exact_match") if isinstance(metric, Mapping) else metric
-        read.setdefault(run.benchmark, set()).add(run_metric)
+        read.setdefault(run.benchmark, set()).add(run_metric := _metric_of(metric, run.benchmark))
         scores = _run_scores(run, metric=run_metric, split=split, scoring=scoring, scale=scale)
         instances = _instances(run)
         for (instance_id, condition), values in scores.items():
@@ -359,9 +356,22 @@ def load_helm(
     if not rows:
         raise DataError(f"{root}: no per-instance '{metric}' values in the runs found")
     data = _response_data(rows, items, scoring=scoring, source=str(root), categories=categories, bins=bins)
+    return data.with_notes(_metric_note(read, split))  # which metric and split were read
+
+
+def _metric_of(metric: str | Mapping[str, str], benchmark: str) -> str:
+    """The metric read for ``benchmark``: ``metric``, or its entry in a mapping (default ``exact_match``)."""
+    return metric.get(benchmark, "exact_match") if isinstance(metric, Mapping) else metric
+
+
+def _metric_note(read: dict[str, set[str]], split: str | None) -> str:
+    """The note saying which metric was read for each benchmark, and from which split.
+
+    >>> _metric_note({"mmlu": {"exact_match"}}, "test")
+    'metric read (test split): mmlu: exact_match (choose another with --metric)'
+    """
     said = "; ".join(f"{bench}: {', '.join(sorted(names))}" for bench, names in sorted(read.items()))
-    splits = f"{split} split" if split else "every split"
-    return data.with_notes(f"metric read ({splits}): {said} (choose another with --metric)")
+    return f"metric read ({f'{split} split' if split else 'every split'}): {said} (choose another with --metric)"
 
 
 def _chosen_folders(root: Path, suite: str | Sequence[str] | None) -> list[Path]:
