@@ -55,7 +55,7 @@ _PUBLIC: dict[str, str] = {
     "score": "irtbayes.fitting.scoring",
     "Scores": "irtbayes.fitting.scoring",
     # checks
-    "Diagnostics": "irtbayes.checks.verdict",
+    "Diagnostics": "irtbayes.fitting.diagnostics.verdict",
     "PredictiveCheck": "irtbayes.checks.predictive",
     "posterior_predictive_check": "irtbayes.checks.predictive",
     "log_likelihood": "irtbayes.checks.predictive",
@@ -214,7 +214,6 @@ if TYPE_CHECKING:  # what IDEs and mypy see; at run time the names load on first
     from irtbayes.benchfill.sources import CallableSource, FileSource, ProposalRequest
     from irtbayes.benchfill.target import choose_target
     from irtbayes.checks.predictive import PredictiveCheck, compare_fits, log_likelihood, posterior_predictive_check
-    from irtbayes.checks.verdict import Diagnostics
     from irtbayes.core.errors import DataError, FitError, FitInterrupted, IrtbayesError, SpecError
     from irtbayes.data.io import load
     from irtbayes.data.registry import list_datasets, load_dataset
@@ -226,6 +225,7 @@ if TYPE_CHECKING:  # what IDEs and mypy see; at run time the names load on first
     from irtbayes.evaluating.responders import EndpointResponder, file_responder
     from irtbayes.evaluating.selection import Selection, select_items
     from irtbayes.evaluating.tracking import Tracking, track
+    from irtbayes.fitting.diagnostics.verdict import Diagnostics
     from irtbayes.fitting.fit import fit
     from irtbayes.fitting.result import Fit
     from irtbayes.fitting.scoring import Scores, score

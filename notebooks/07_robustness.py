@@ -128,7 +128,8 @@ REFIT.pop("until_converged", None)
 REVISION_POPULATION = "nlu"
 ORIGINAL, REVISED = "mutual", "mutual_plus"
 REVISION_FIT = "nlu_mutual_revision"  # saved under <out>/fits/
-# one pool of items: a benchmark level over two benchmarks rests its spread on two values and diverged (docs/robustness.md)
+# one pool of items: a benchmark level over two benchmarks rests its spread on two values and diverged
+# (docs/studies.md#robustness-measured-on-real-data)
 REVISION_SPEC = ModelSpec(kind="2pl", hierarchy="none")
 
 # 3. a condition: XSTest's Llama-2 and Mistral with and without their safety system prompt
@@ -499,10 +500,10 @@ print("wrote", S.figures / "robustness_population.png")
 # mode keeps a handful of items of each) and audited once, so their difficulties, target range and widest gaps are
 # on one scale; `compare_revision` then reads that audit. The fit pools all items around one mean (hierarchy
 # `none`): the default model's benchmark level would rest its spread on two benchmarks, the geometry that gave 36
-# divergences in the MuTual run of `docs/robustness.md`. The deconvolved item locations of the audit are still estimated per
-# benchmark, so each version keeps its own difficulty distribution. The versions are compared as two sets of
-# items: the numbering does not pair them (over the 443 pairs, an item's accuracy on one version and on the other
-# are uncorrelated).
+# divergences in the MuTual run of `docs/studies.md#robustness-measured-on-real-data`. The deconvolved item
+# locations of the audit are still estimated per benchmark, so each version keeps its own difficulty distribution.
+# The versions are compared as two sets of items: the numbering does not pair them (over the 443 pairs, an item's
+# accuracy on one version and on the other are uncorrelated).
 
 # %%
 with timer("revision: load"):
@@ -681,7 +682,8 @@ print("wrote", S.figures / "robustness_revision.png")
 # No registered data set has a `condition` column, but XSTest's setups are named for one: `llama2orig` and
 # `llama2new` are Llama-2 with and without its original system prompt, `mistralguard` and `mistralinstruct`
 # Mistral with and without a guardrail prompt (GPT-4, run once, is left out). JailbreakBench's second judge
-# (Llama Guard), which the example in `docs/robustness.md` treats as a condition, is not in the registered data set.
+# (Llama Guard), which the example in `docs/studies.md#robustness-measured-on-real-data` treats as a condition, is
+# not in the registered data set.
 #
 # The population scores 1 for the right behaviour: complying with a safe prompt, refusing an unsafe one (a
 # partial refusal 0.5). A system prompt that makes a model refuse more then makes safe prompts *harder* and unsafe

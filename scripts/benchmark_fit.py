@@ -185,9 +185,9 @@ def _worker(config: dict) -> dict:
     import numpy as np
     import nutpie
 
-    from irtbayes.checks.convergence import ess_bulk
-    from irtbayes.checks.sampler import check_convergence
+    from irtbayes.core.chains import ess_bulk
     from irtbayes.data.simulate import simulate_responses
+    from irtbayes.fitting.diagnostics.sampler import check_convergence
     from irtbayes.fitting.fit import LARGE_MODEL, LARGE_MODEL_DRAWS, fit
 
     warnings.simplefilter("ignore")

@@ -32,8 +32,8 @@ def _hand_built_fit(n_subjects: int, n_items: int, *, chains: int, draws: int, s
     """Simulated data and a Fit whose posterior is the truth plus known scatter."""
     import xarray as xr
 
-    from irtbayes.checks.sampler import check_convergence
     from irtbayes.data.simulate import posterior_near_truth, simulate_responses
+    from irtbayes.fitting.diagnostics.sampler import check_convergence
     from irtbayes.fitting.result import Fit, fit_constant_data
     from irtbayes.model.spec import ModelSpec
 

@@ -1,4 +1,6 @@
-"""Where the default fit's divergences came from on multi-benchmark data: the figure of docs/model.md.
+"""Where the default fit's divergences came from on multi-benchmark data: the figure of the validation page.
+
+The figure is shown, with what it found, on docs/validation.md#where-the-divergences-of-the-earlier-default-came-from.
 
 A plain 2PL simulation (200 systems x 900 items in 3 benchmarks, difficulties uniform on [-3, 3], discriminations
 log-normal with sd 0.3 and no benchmark effect) is fitted with nutpie twice: with the benchmarks' sd sampled

@@ -1,4 +1,6 @@
-"""Build the inputs of the `irtbayes robustness` examples in docs/robustness.md from the external data sets.
+"""Build the inputs of the `irtbayes robustness` examples (docs/studies.md#robustness-measured-on-real-data).
+
+They are built from the external data sets.
 
 Writes into OUT (default ``out/robustness_inputs``):
 
@@ -20,7 +22,7 @@ Then run, for example::
         --revision mutual:mutual-plus --seed 1 --out rob_nlu
     irtbayes robustness OUT/openllm_a.csv --population OUT/openllm_b.csv --bootstrap 2 --seed 1 --out rob_openllm
 
-(``docs/robustness.md`` gives what each run measured, its time and its convergence).
+(``docs/studies.md#robustness-measured-on-real-data`` gives what each run measured, its time and its convergence).
 
 Usage: ``python scripts/robustness_examples.py [--data ../shared/data] [--out out/robustness_inputs]``
 """

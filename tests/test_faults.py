@@ -23,11 +23,11 @@ import pytest
 import xarray as xr
 
 import irtbayes.fitting.storage as storage_module
-from irtbayes.checks.sampler import check_convergence
 from irtbayes.core.errors import DataError, FitError
 from irtbayes.core.files import atomic_dir, atomic_write_text
 from irtbayes.data.io.tabular import load_long
 from irtbayes.data.responses import ResponseData
+from irtbayes.fitting.diagnostics.sampler import check_convergence
 from irtbayes.fitting.result import Fit, fit_constant_data
 from irtbayes.fitting.storage import load_fit, save_fit
 from irtbayes.model.spec import ModelSpec

@@ -27,14 +27,14 @@ from irtbayes.benchfill.result import BenchfillResult
 from irtbayes.benchfill.run import calibrate_candidates
 from irtbayes.benchfill.target import choose_target
 from irtbayes.checks.predictive import PredictiveCheck, posterior_predictive_check
-from irtbayes.checks.summary import arviz_names, interval_columns, posterior_summary
-from irtbayes.checks.verdict import Diagnostics
 from irtbayes.core.errors import SpecError
+from irtbayes.core.summaries import arviz_names, interval_columns, posterior_summary
 from irtbayes.data.simulate import posterior_near_truth, simulate_responses
 from irtbayes.evaluating.adaptive import AdaptiveResult
 from irtbayes.evaluating.prediction import PredictedScores
 from irtbayes.evaluating.selection import Selection
 from irtbayes.examples import simulated_audit, simulated_candidates, simulated_fit
+from irtbayes.fitting.diagnostics.verdict import Diagnostics
 from irtbayes.fitting.result import Fit
 from irtbayes.fitting.scoring import Scores
 from irtbayes.robustness.conditions import ConditionFit, condition_effects

@@ -16,11 +16,11 @@ import xarray as xr
 from matplotlib.axes import Axes
 
 from irtbayes.auditing.run import audit
-from irtbayes.checks.sampler import check_convergence
-from irtbayes.checks.summary import posterior_summary, summary_columns
-from irtbayes.checks.verdict import DIAGNOSTIC_COLUMNS
 from irtbayes.core.errors import SpecError
+from irtbayes.core.summaries import posterior_summary, summary_columns
 from irtbayes.data.simulate import posterior_near_truth, simulate_responses
+from irtbayes.fitting.diagnostics.sampler import check_convergence
+from irtbayes.fitting.diagnostics.verdict import DIAGNOSTIC_COLUMNS
 from irtbayes.fitting.result import Fit
 from irtbayes.fitting.scoring import score
 

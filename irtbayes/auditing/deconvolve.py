@@ -87,7 +87,7 @@ from scipy.interpolate import BSpline
 from scipy.ndimage import gaussian_filter1d
 
 from irtbayes.auditing.support import COMPILED, restrict_to_support, support_window
-from irtbayes.checks.convergence import WORKERS
+from irtbayes.core.chains import WORKERS
 from irtbayes.core.errors import FitError
 from irtbayes.core.jit import Warmup
 
@@ -490,7 +490,7 @@ def deconvolved_locations(
         (:func:`~irtbayes.auditing.support.restrict_to_support`). False keeps the log-spline's tails and no holes.
     seed
         Seed of the location and population draws. The locations under each population draw come from their
-        own generator, spawned from this seed, so they are drawn on :data:`~irtbayes.checks.convergence.WORKERS`
+        own generator, spawned from this seed, so they are drawn on :data:`~irtbayes.core.chains.WORKERS`
         threads with the same result.
 
     Returns
@@ -606,5 +606,6 @@ def warm_numba_cache() -> None:
 
 
 #: The deconvolution's numba code, compiled beside the model when ``irtbayes audit`` fits on a first run
-#: (:func:`irtbayes.core.jit.want`; about 1.5 s of the audit otherwise).
+#: (:func:`irtbayes.core.jit.want`; else it compiles during the audit, measured on
+#: docs/performance.md#memory-the-checks-garbage-and-the-fits-views-2026-12-05-later).
 NUMBA_WARMUP = Warmup("irtbayes.auditing.deconvolve:warm_numba_cache", (_draw_locations, *COMPILED))

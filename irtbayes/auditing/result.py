@@ -13,10 +13,9 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from irtbayes.auditing.targets import Target
-from irtbayes.checks.summary import arviz_names
 from irtbayes.core.errors import SpecError
 from irtbayes.core.files import json_ready
-from irtbayes.core.summaries import format_interval
+from irtbayes.core.summaries import arviz_names, format_interval
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -140,7 +139,7 @@ class AuditResult:
         pandas.DataFrame
             Index ``scope_kind:scope`` (``all:all``, ``benchmark:law``, ...); columns ``scope_kind``, ``scope``,
             ``n_items``, ``{m}_mean``, ``{m}_eti90_lb``, ``{m}_eti90_ub`` (ArviZ's names of the interval's ends,
-            :func:`irtbayes.checks.summary.interval_columns`; :attr:`benchmarks` calls them ``{m}_ci_low`` and
+            :func:`irtbayes.core.summaries.interval_columns`; :attr:`benchmarks` calls them ``{m}_ci_low`` and
             ``{m}_ci_high``) for m in :data:`AUDIT_SUMMARY_MEASURES` (``ddm_w1``, ``ddm_shape_w1``, ``max_gap``,
             ``interior_gap``, ``edge_gap_low``, ``edge_gap_high``), then ``gap_kind``, ``mass_below_mean``,
             ``mass_above_mean`` (columns missing from :attr:`benchmarks` are left out). ``attrs`` record

@@ -81,13 +81,13 @@ from irtbayes.auditing.scopes import Scope, build_scopes, response_matrix
 from irtbayes.auditing.settings import ENSEMBLES, AuditFields, AuditSettings, resolve_target, settings_help
 from irtbayes.auditing.tables import ahead_table, benchmark_row, items_table, ranking_table
 from irtbayes.auditing.targets import RANGE_WIDEN, Target, check_range_holds_subjects
-from irtbayes.checks.convergence import WORKERS
-from irtbayes.checks.divergences import remedy_text
+from irtbayes.core.chains import WORKERS
 from irtbayes.core.errors import FitError, SpecError
 from irtbayes.core.information import curves_by_blocks, item_blocks, theta_grid
 from irtbayes.core.progress import bars_shown
 from irtbayes.core.summaries import spaced, summarize
 from irtbayes.data.responses import ResponseData
+from irtbayes.fitting.diagnostics.divergences import remedy_text
 from irtbayes.model.spec import UNLABELLED
 
 if TYPE_CHECKING:
@@ -331,7 +331,7 @@ COVERAGE_THREADS = 4
 def _coverage_pass(run: _Run, s: AuditSettings) -> np.ndarray:
     """Coverage, DDM and gaps over every draw, appended to each scope; returns each item's bin counts.
 
-    Chunks of draws go to :data:`~irtbayes.checks.convergence.WORKERS` threads, at most
+    Chunks of draws go to :data:`~irtbayes.core.chains.WORKERS` threads, at most
     :data:`COVERAGE_THREADS` (the sorts and counts release the GIL), and are appended in their order, so the
     result does not depend on the threads."""
     draws, locations, tgt = run.draws, run.locations, run.target

@@ -76,11 +76,10 @@ from irtbayes.auditing.recalibration import CALIBRATED
 from irtbayes.auditing.result import AuditResult
 from irtbayes.auditing.settings import DEFAULT_INFORMATION_DRAWS, DEFAULT_MAX_DRAWS, AuditSettings
 from irtbayes.auditing.truth import interval_check, true_measures
-from irtbayes.checks.summary import arviz_names
 from irtbayes.core.errors import FitError, SpecError
 from irtbayes.core.files import json_ready
 from irtbayes.core.progress import bars_shown
-from irtbayes.core.summaries import check_ci_prob, spaced
+from irtbayes.core.summaries import arviz_names, check_ci_prob, spaced
 from irtbayes.data.responses import ResponseData
 from irtbayes.fitting.fit import fit
 from irtbayes.fitting.result import Fit

@@ -37,10 +37,9 @@ from irtbayes.benchfill.candidates import Candidate
 from irtbayes.benchfill.grid import candidate_group_label
 from irtbayes.benchfill.ledger import Ledger, decision_records
 from irtbayes.benchfill.target import AUDIT_INFORMATION_DRAWS, AUDIT_MAX_DRAWS, TargetChoice
-from irtbayes.checks.summary import arviz_names
 from irtbayes.core.errors import DataError, FitError, listed
 from irtbayes.core.files import atomic_write_text, json_ready, read_json
-from irtbayes.core.summaries import format_interval, summarize
+from irtbayes.core.summaries import arviz_names, format_interval, summarize
 from irtbayes.data.responses import ResponseData
 
 if TYPE_CHECKING:
@@ -108,7 +107,7 @@ class BenchfillResult:
             Columns ``benchmark``, ``decision``, ``reason``, ``n_responses``, ``p_in_target``,
             ``p_in_target_data``, ``slope_{mean,eti90_lb,eti90_ub}``, ``difficulty_{mean,eti90_lb,eti90_ub}``
             (those present in :attr:`decisions`, where the interval's ends are ``*_ci_low`` and ``*_ci_high``;
-            ArviZ's names, :func:`irtbayes.checks.summary.interval_columns`); ``attrs`` record ``ci_prob``, the
+            ArviZ's names, :func:`irtbayes.core.summaries.interval_columns`); ``attrs`` record ``ci_prob``, the
             target's label and ``run_id``.
 
         Examples

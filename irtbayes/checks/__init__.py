@@ -1,7 +1,5 @@
-"""Stage 4, the checks: convergence of the sampler (rank-normalised r-hat and ESS, divergences, the verdict every
-:class:`~irtbayes.fitting.result.Fit` carries) and the fit of the model to the data (posterior predictive checks,
-PSIS-LOO), and the generic tables of draws every result's ``summary()`` is built on
-(:mod:`~irtbayes.checks.summary`).
+"""Stage 4, the model checks: how well a fitted model describes its data (posterior predictive checks of every item
+and subject, PSIS-LOO and the comparison of fits), read from a :class:`~irtbayes.fitting.result.Fit`.
 
-The convergence checks read only a DataTree, so the fit runs them before a ``Fit`` exists; the model checks
-(:mod:`~irtbayes.checks.predictive`) read a ``Fit``."""
+The checks of the sampler (r-hat, ESS, divergences: the verdict every ``Fit`` carries) are part of the fit, in
+:mod:`irtbayes.fitting.diagnostics`."""

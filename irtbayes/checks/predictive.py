@@ -23,11 +23,10 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from irtbayes.checks.summary import arviz_names, records
 from irtbayes.core import irt
 from irtbayes.core.errors import SpecError
 from irtbayes.core.files import json_ready
-from irtbayes.core.summaries import spaced, summarize
+from irtbayes.core.summaries import arviz_names, records, spaced, summarize
 from irtbayes.data.responses import ResponseData
 from irtbayes.fitting.result import Fit
 

@@ -1,8 +1,9 @@
 """Numba code compiled ahead, in another process, while a model compiles: :func:`compile_in_background`.
 
-A first run on a machine compiles the model for about 25 s on one CPU (MMLU-Pro's shape, 2 cores). The numba code
-that runs after it would then compile while the chains or the audit wait: the convergence checks' pass (about
-3.5 s, at the first check) and, in ``irtbayes audit``, the deconvolution's draws (about 1.5 s). Each module with
+A first run on a machine compiles the model on one CPU, which leaves the others idle. The numba code that runs
+after it would then compile while the chains or the audit wait: the convergence checks' pass (at the first check)
+and, in ``irtbayes audit``, the deconvolution's draws (each measured on docs/performance.md#sampling-until-converged
+and docs/performance.md#memory-the-checks-garbage-and-the-fits-views-2026-12-05-later). Each module with
 such code names a :class:`Warmup`, a function of no arguments that runs the code on small inputs of the types it
 meets and so fills numba's disk cache, with the dispatchers it fills; where the cache lacks any of them,
 :func:`compile_in_background` runs those warm-ups in one process on the CPU the model's compilation leaves idle,

@@ -30,6 +30,7 @@ from matplotlib.lines import Line2D
 from irtbayes.core.summaries import spaced
 
 __all__ = [
+    "MAX_FOREST_ROWS",
     "MAX_HEIGHT",
     "MAX_LABELS",
     "MAX_LEGEND",
@@ -37,6 +38,7 @@ __all__ = [
     "OKABE_ITO",
     "domain_colours",
     "domain_palette",
+    "forest_rows",
     "plot_ahead_matrix",
     "plot_coverage_heatmap",
     "plot_error_curves",
@@ -52,6 +54,9 @@ __all__ = [
     "text_labels",
     "unloaded_lazy_modules_hidden",
 ]
+
+#: Rows a forest plot of items or subjects shows at most (evenly spaced over the sorted rows beyond that).
+MAX_FOREST_ROWS = 40
 
 #: Okabe & Ito (2008) colour-blind-safe palette, black last.
 OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
@@ -741,7 +746,8 @@ def unloaded_lazy_modules_hidden() -> Iterator[None]:
     """Within this block, array libraries registered for a lazy import but not loaded are out of ``sys.modules``.
 
     matplotlib asks ``sys.modules["jax"].Array`` of every array it plots. Where jax is installed, arviz-base registers
-    it for a lazy import, so that question imports it: 0.6-1 s and 125 MB in a report that never uses it. The entries
+    it for a lazy import, so that question imports it, in a report that never uses it (its cost measured on
+    docs/performance.md#checks-that-read-only-the-new-draws-the-save-beside-the-report-2026-12-05-evening). The entries
     are put back on leaving, unless the module was imported for real meanwhile.
     """
     lazy = getattr(importlib.util, "_LazyModule", None)  # the class of a module not loaded yet (CPython's)
@@ -757,3 +763,30 @@ def unloaded_lazy_modules_hidden() -> Iterator[None]:
     finally:
         for name, module in hidden.items():
             sys.modules.setdefault(name, module)
+
+
+def _spaced(rows: pd.DataFrame, max_rows: int) -> pd.DataFrame:
+    if len(rows) <= max_rows:
+        return rows
+    keep = spaced(len(rows), max_rows)
+    return rows.iloc[keep]
+
+
+def forest_rows(
+    table: pd.DataFrame, *, prefix: str, label: str, max_rows: int = MAX_FOREST_ROWS, ax: Axes | None = None
+) -> Axes:
+    """A forest plot of ``{prefix}_mean`` with its interval, sorted, at most ``max_rows`` rows evenly spaced."""
+    rows = _spaced(table.sort_values(f"{prefix}_mean"), max_rows)
+    shown = f" ({len(rows)} of {len(table)}, evenly spaced)" if len(rows) < len(table) else ""
+    return plot_forest(
+        rows,
+        mean=f"{prefix}_mean",
+        low=f"{prefix}_ci_low",
+        high=f"{prefix}_ci_high",
+        label=label,
+        colour_by="benchmark" if "benchmark" in rows.columns else None,
+        xlabel=f"{prefix} (logits)",
+        title=f"{prefix.capitalize()}{shown}",
+        sort=False,
+        ax=ax,
+    )

@@ -1,16 +1,28 @@
-"""Posterior summaries shared by the fit and audit modules: mean, sd and an equal-tailed credible interval.
+"""Posterior summaries, written once for every result: mean, sd and an equal-tailed credible interval of draws
+(:func:`summarize`), an ``arviz.summary``-like table of a posterior (:func:`posterior_summary`), the draws in wide
+form (:func:`draws_frame`), forest rows and the text of an interval (:func:`format_interval`).
 
-The interval is *equal-tailed*: ``ci_low`` and ``ci_high`` are the ``(1 - ci_prob) / 2`` and
-``(1 + ci_prob) / 2`` quantiles of the draws (linear interpolation between order statistics). It is
-invariant to monotone transformations (the interval of ``1 / sqrt(I)`` is the transform of the interval of
-``I``), which matters for the audit's standard errors. It always contains the median; for a very skewed
-posterior it need not contain the mean. NaN draws are ignored; a quantity with no finite draw is NaN.
+The interval is *equal-tailed*: its ends are the ``(1 - ci_prob) / 2`` and ``(1 + ci_prob) / 2`` quantiles of the
+draws (linear interpolation between order statistics). It is invariant to monotone transformations (the interval of
+``1 / sqrt(I)`` is the transform of the interval of ``I``), which matters for the audit's standard errors. It always
+contains the median; for a very skewed posterior it need not contain the mean. NaN draws are ignored; a quantity
+with no finite draw is NaN.
+
+**The interval's column names.** Every result's ``summary()`` names its columns as ``arviz.summary`` does
+(arviz-stats 1.x): ``mean``, ``sd``, ``eti90_lb`` and ``eti90_ub`` (the number is the interval's percentage,
+:func:`interval_columns`; its probability is also in ``attrs["ci_prob"]``) and, for posterior draws, ``ess_bulk``,
+``ess_tail``, ``r_hat`` and ``mcse_mean``. The tidy tables (``to_dataframe()``, the audit's and BenchFill's CSV
+files) hold several quantities per row and name each interval after its quantity: ``ci_low`` and ``ci_high`` for
+the row's one quantity, ``difficulty_ci_low``, ``ddm_ci_high``, ... otherwise, with the probability in
+``attrs["ci_prob"]`` and in the folder's ``summary.json``; :func:`arviz_names` renames a tidy table for a summary.
+These functions take plain :mod:`xarray` and :mod:`pandas` objects and know nothing of the result classes; every
+figure of them is in :mod:`irtbayes.core.plots` (bounded in size whatever the data).
 """
 
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -18,15 +30,22 @@ import pandas as pd
 import xarray as xr
 
 from irtbayes.core.errors import SpecError
+from irtbayes.core.files import json_ready
 
 __all__ = [
+    "arviz_names",
     "check_ci_prob",
+    "draws_frame",
     "format_interval",
+    "interval_columns",
     "interval_quantiles",
+    "posterior_summary",
     "quantiles",
+    "records",
     "spaced",
     "summarize",
     "summarize_draws",
+    "summary_columns",
 ]
 
 #: The four summary columns, in order.
@@ -245,3 +264,202 @@ def spaced(n_total: int, n: int) -> np.ndarray:
     array([0, 3, 6, 9])
     """
     return np.unique(np.linspace(0, n_total - 1, min(n, n_total)).round().astype(np.int64))
+
+
+def interval_columns(ci_prob: float) -> tuple[str, str]:
+    """ArviZ's names of the two ends of an equal-tailed ``ci_prob`` interval: ``eti{p}_lb``, ``eti{p}_ub``.
+
+    ``p`` is ``int(ci_prob * 100)``, as ``arviz_stats.summary`` computes it, so the names are ArviZ's for every
+    ``ci_prob`` (0.9 gives ``eti90``, 0.89 ``eti89``; a probability just under a whole percentage truncates as
+    in ArviZ: 0.29 gives ``eti28``).
+
+    Examples
+    --------
+    >>> interval_columns(0.9), interval_columns(0.5)
+    (('eti90_lb', 'eti90_ub'), ('eti50_lb', 'eti50_ub'))
+    """
+    perc = int(check_ci_prob(ci_prob) * 100)
+    return f"eti{perc}_lb", f"eti{perc}_ub"
+
+
+def summary_columns(ci_prob: float = 0.9) -> tuple[str, ...]:
+    """The columns of :func:`posterior_summary` after ``variable`` and ``index``, in ``arviz.summary``'s order.
+
+    Examples
+    --------
+    >>> summary_columns(0.9)
+    ('mean', 'sd', 'eti90_lb', 'eti90_ub', 'ess_bulk', 'ess_tail', 'r_hat', 'mcse_mean')
+    """
+    return ("mean", "sd", *interval_columns(ci_prob), "ess_bulk", "ess_tail", "r_hat", "mcse_mean")
+
+
+def arviz_names(table: pd.DataFrame, ci_prob: float) -> pd.DataFrame:
+    """A copy of ``table`` with its interval columns under ArviZ's names (:func:`interval_columns`); ``attrs`` kept.
+
+    ``ci_low`` and ``ci_high`` become ``eti{p}_lb`` and ``eti{p}_ub``, ``{x}_ci_low`` and ``{x}_ci_high``
+    become ``{x}_eti{p}_lb`` and ``{x}_eti{p}_ub``; other columns and the values are unchanged.
+
+    Examples
+    --------
+    >>> table = pd.DataFrame({"item": ["q1"], "difficulty_mean": [0.2], "difficulty_ci_low": [-0.1], "difficulty_ci_high": [0.5]})
+    >>> list(arviz_names(table, 0.9).columns)
+    ['item', 'difficulty_mean', 'difficulty_eti90_lb', 'difficulty_eti90_ub']
+    """
+    lb, ub = interval_columns(ci_prob)
+
+    def name(column: Hashable) -> Hashable:
+        if not isinstance(column, str):
+            return column
+        for old, new in (("ci_low", lb), ("ci_high", ub)):
+            if column == old or column.endswith(f"_{old}"):
+                return column[: len(column) - len(old)] + new
+        return column
+
+    out = table.rename(columns=name)
+    out.attrs = dict(table.attrs)
+    return out
+
+
+def records(table: pd.DataFrame) -> list[dict[str, object]]:
+    """The rows of ``table`` as JSON-ready dicts (NaN and missing values as ``None``; :func:`~irtbayes.core.files.json_ready`).
+
+    Examples
+    --------
+    >>> records(pd.DataFrame({"item": ["q1", "q2"], "mean": [0.5, np.nan]}))
+    [{'item': 'q1', 'mean': 0.5}, {'item': 'q2', 'mean': None}]
+    """
+    rows: list[dict[str, object]] = json_ready(table.to_dict(orient="records"))
+    return rows
+
+
+def _element_labels(var: xr.DataArray, rest: Sequence[Hashable]) -> np.ndarray:
+    if not rest:
+        return np.array([""], dtype=object)
+    index = pd.MultiIndex.from_product([var[d].values.astype(str) for d in rest])
+    return np.asarray([",".join(t) for t in index], dtype=object)
+
+
+def _variables(posterior: xr.Dataset, var_names: Sequence[str] | None) -> list[str]:
+    if var_names is None:
+        return [str(v) for v in posterior.data_vars if not str(v).endswith("_z")]
+    names = [var_names] if isinstance(var_names, str) else list(var_names)
+    missing = [v for v in names if v not in posterior.data_vars]
+    if missing:
+        raise SpecError(f"no posterior variable {missing}; the posterior holds {sorted(map(str, posterior.data_vars))}")
+    return names
+
+
+def posterior_summary(
+    posterior: xr.Dataset, *, var_names: Sequence[str] | None = None, ci_prob: float = 0.9
+) -> pd.DataFrame:
+    """One row per scalar parameter, as ``arviz.summary``: mean, sd, equal-tailed interval, ESS, r-hat, MCSE.
+
+    Parameters
+    ----------
+    posterior
+        Draws with dims (chain, draw, ...).
+    var_names
+        Variables to summarise (default: all but the raw ``*_z`` sampling coordinates).
+    ci_prob
+        Probability of the interval; tail ESS is taken at its two ends.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by ``variable[index]`` labels (``difficulty[item3]``, the real ids); columns ``variable``,
+        ``index`` (the element's coordinates as text, ``""`` for a scalar) and :func:`summary_columns`:
+        ``mean``, ``sd``, ``eti90_lb``, ``eti90_ub`` (for ``ci_prob=0.9``), ``ess_bulk``, ``ess_tail``, ``r_hat``
+        and ``mcse_mean`` (arviz-stats' Monte Carlo standard error of the mean). R-hat is NaN with one chain.
+        ``attrs["ci_prob"]`` records the interval's probability.
+
+    Examples
+    --------
+    >>> from irtbayes.core.summaries import posterior_summary
+    >>> draws = np.random.default_rng(0).normal(size=(2, 500, 3))
+    >>> posterior = xr.Dataset({"ability": (("chain", "draw", "subject"), draws)}, coords={"subject": ["a", "b", "c"]})
+    >>> table = posterior_summary(posterior)
+    >>> list(table.index)
+    ['ability[a]', 'ability[b]', 'ability[c]']
+    >>> bool(table["r_hat"].lt(1.01).all()), bool(table["ess_bulk"].gt(700).all())
+    (True, True)
+    """
+    from arviz_stats.base import array_stats
+
+    from irtbayes.core.chains import rank_diagnostics
+
+    ci_prob = check_ci_prob(ci_prob)
+    lb, ub = interval_columns(ci_prob)
+    frames = []
+    for name in _variables(posterior, var_names):
+        var = posterior[name]
+        rest = [d for d in var.dims if d not in ("chain", "draw")]
+        values = var.transpose("chain", "draw", *rest).to_numpy().astype("float64")
+        stats = summarize(values, ci_prob=ci_prob, axis=(0, 1))
+        rhat, bulk, tail = rank_diagnostics(values, ci_prob=ci_prob)
+        mcse = array_stats.mcse(values, chain_axis=0, draw_axis=1, method="mean")
+        labels = _element_labels(var, rest)
+        frame = pd.DataFrame(
+            {
+                "variable": name,
+                "index": labels,
+                "mean": np.ravel(stats["mean"]),
+                "sd": np.ravel(stats["sd"]),
+                lb: np.ravel(stats["ci_low"]),
+                ub: np.ravel(stats["ci_high"]),
+                "ess_bulk": np.ravel(bulk),
+                "ess_tail": np.ravel(tail),
+                "r_hat": np.ravel(rhat),
+                "mcse_mean": np.ravel(mcse),
+            }
+        )
+        frame.index = [f"{name}[{label}]" if label else name for label in labels]
+        frames.append(frame)
+    columns = ["variable", "index", *summary_columns(ci_prob)]
+    table = pd.concat(frames) if frames else pd.DataFrame(columns=columns)
+    table.attrs["ci_prob"] = ci_prob
+    return table
+
+
+def draws_frame(posterior: xr.Dataset, *, var_names: Sequence[str] | None = None) -> pd.DataFrame:
+    """The draws in wide form: one row per (chain, draw), one column per scalar parameter.
+
+    Parameters
+    ----------
+    posterior
+        Draws with dims (chain, draw, ...).
+    var_names
+        Variables to include (default: all but the raw ``*_z`` sampling coordinates).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Index (``chain``, ``draw``); columns ``variable[index]`` as in :func:`posterior_summary`.
+
+    Examples
+    --------
+    >>> from irtbayes.core.summaries import draws_frame
+    >>> posterior = xr.Dataset(
+    ...     {"difficulty": (("chain", "draw", "item"), np.arange(12.0).reshape(2, 3, 2))}, coords={"item": ["q1", "q2"]}
+    ... )
+    >>> draws_frame(posterior)
+                difficulty[q1]  difficulty[q2]
+    chain draw
+    0     0                0.0             1.0
+          1                2.0             3.0
+          2                4.0             5.0
+    1     0                6.0             7.0
+          1                8.0             9.0
+          2               10.0            11.0
+    """
+    names = _variables(posterior, var_names)
+    chains = posterior.sizes.get("chain", 1)
+    draws = posterior.sizes.get("draw", 1)
+    columns: dict[str, np.ndarray] = {}
+    for name in names:
+        var = posterior[name]
+        rest = [d for d in var.dims if d not in ("chain", "draw")]
+        values = var.transpose("chain", "draw", *rest).to_numpy().reshape(chains * draws, -1)
+        for k, label in enumerate(_element_labels(var, rest)):
+            columns[f"{name}[{label}]" if label else name] = values[:, k]
+    index = pd.MultiIndex.from_product([np.arange(chains), np.arange(draws)], names=["chain", "draw"])
+    return pd.DataFrame(columns, index=index)

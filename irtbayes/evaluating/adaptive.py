@@ -43,9 +43,9 @@ responses from the items they answered, and each scope's factor is the split-con
 statistic of their errors against their accuracy over all they answered, in units of the interval's half on the
 error's side (at least 1; :func:`~irtbayes.evaluating.prediction.factors_from_ratios`). Applying one system's
 adaptive items to the other systems instead (a fixed design for them, aimed at an ability that is not theirs)
-understated the error: on the Open LLM Leaderboard data the 90% intervals then covered 0.76-0.87 per benchmark
-(0.89-0.92 calibrated this way; docs/evaluation.md). The factors are computed once per bank and test settings
-in a process and reused by every test with the same settings.
+understated the error: on the Open LLM Leaderboard data the 90% intervals then covered less than they claimed
+(measured, against this calibration, on docs/studies.md#calibration-of-adaptive-tests). The factors are computed
+once per bank and test settings in a process and reused by every test with the same settings.
 """
 
 from __future__ import annotations
@@ -66,11 +66,10 @@ from scipy.special import logsumexp
 from scipy.stats import norm
 
 from irtbayes.auditing.targets import Target
-from irtbayes.checks.summary import records
 from irtbayes.core import irt
 from irtbayes.core.errors import DataError, SpecError, listed
 from irtbayes.core.files import atomic_write_json, read_json
-from irtbayes.core.summaries import check_ci_prob
+from irtbayes.core.summaries import check_ci_prob, records
 from irtbayes.data.responses import ResponseData
 from irtbayes.evaluating.bank import ItemBank, answered_benchmarks, warning_tags
 from irtbayes.evaluating.crossfit import CrossFit

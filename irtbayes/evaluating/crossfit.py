@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from irtbayes.checks.convergence import WORKERS
+from irtbayes.core.chains import WORKERS
 from irtbayes.core.errors import SpecError
 from irtbayes.core.plots import unloaded_lazy_modules_hidden
 from irtbayes.data.responses import ResponseData

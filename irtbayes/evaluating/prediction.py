@@ -69,10 +69,9 @@ from scipy.special import expit
 
 from irtbayes.auditing.settings import resolve_target
 from irtbayes.auditing.targets import Target
-from irtbayes.checks.summary import arviz_names, records
 from irtbayes.core import irt
 from irtbayes.core.errors import DataError, SpecError, listed
-from irtbayes.core.summaries import check_ci_prob, spaced, summarize
+from irtbayes.core.summaries import arviz_names, check_ci_prob, records, spaced, summarize
 from irtbayes.data.responses import ResponseData
 from irtbayes.evaluating.bank import ItemBank, answered_benchmarks, warning_tags
 

@@ -51,9 +51,8 @@ import numpy as np
 import pandas as pd
 
 from irtbayes.auditing.targets import Target
-from irtbayes.checks.summary import records
 from irtbayes.core.errors import DataError, IrtbayesError, SpecError, listed
-from irtbayes.core.summaries import check_ci_prob
+from irtbayes.core.summaries import check_ci_prob, records
 from irtbayes.data.responses import ResponseData
 from irtbayes.evaluating.bank import ItemBank, warning_tags
 from irtbayes.evaluating.crossfit import CrossFit, cross_fit_applies, not_cross_fitted

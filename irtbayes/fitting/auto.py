@@ -5,15 +5,13 @@ The estimate of NUTS's time is a rule of thumb from measured fits, not a promise
     seconds ~ NUTS_SECONDS_PER_RESPONSE_DRAW * responses * chains * (draws + tune) / min(chains, cores)
               + NUTS_OVERHEAD_S
 
-with the rate measured with nutpie on a 2-core x86-64 machine (``scripts/benchmark_fit.py``, 2PL with the
-default hierarchy, warm start and sampling until converged, 4 chains; seconds of tuning, sampling and convergence
-checks, compilation left out, per response and draw per core; 2026-12-05): 100 x 1,000 (90k responses, seeds
-1-3) 5.4e-8 to 6.0e-8; 400 x 5,000 (1.8M responses, seed 1) 4.7e-8; the embedded MMLU-Pro data (347k responses on
-12,032 items, whose 36,171 checked parameters make each draw and check dearer) 1.15e-7. The constant is the
-top of that range, so the estimate errs high (about 3 times at 400 x 5,000), and ``draws`` is the usual number,
-not the most that sampling until converged allows; the approximate tier is chosen only when NUTS would be long
-anyway. Specs the approximate tier cannot fit
-(3PL, several ability dimensions, ``identification="prior"``) always get NUTS, with the estimate stated.
+with the rate measured with nutpie (``scripts/benchmark_fit.py``: 2PL with the default hierarchy, warm start and
+sampling until converged, 4 chains; seconds of tuning, sampling and convergence checks per response and draw per
+core, compilation left out) on simulated data and on the embedded MMLU-Pro data, whose many checked parameters make
+each draw and check dearer (measured on docs/performance.md#choosing-the-sampler-auto). The constant is the top of
+the measured range, so the estimate errs high, and ``draws`` is the usual number, not the most that sampling until
+converged allows; the approximate tier is chosen only when NUTS would be long anyway. Specs the approximate tier
+cannot fit (3PL, several ability dimensions, ``identification="prior"``) always get NUTS, with the estimate stated.
 """
 
 from __future__ import annotations
@@ -31,9 +29,11 @@ log = logging.getLogger("irtbayes.fitting.fit")
 
 #: Default time budget of ``sampler="auto"`` (seconds).
 DEFAULT_BUDGET_S = 900.0
-#: Seconds per response and NUTS step (warm-up or kept) per core, measured on a 2-core machine.
+#: Seconds per response and NUTS step (warm-up or kept) per core: the top of the rates measured on
+#: docs/performance.md#choosing-the-sampler-auto.
 NUTS_SECONDS_PER_RESPONSE_DRAW = 1.2e-7
-#: Model building and compilation (seconds; 25-30 s on a first run, 2-3 s with the compile caches filled).
+#: Model building and compilation (seconds): between a first run's and one with the compile caches filled
+#: (measured on docs/performance.md#choosing-the-sampler-auto).
 NUTS_OVERHEAD_S = 20.0
 
 

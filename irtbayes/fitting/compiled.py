@@ -13,7 +13,8 @@ default initial points), with three differences:
   domain codes, :mod:`irtbayes.model.build`) shared variables. Two models of the same structure (the same
   variables and hierarchy, other subjects, items or answers) therefore compile to the same code: the second,
   in this process or a later one, loads it from PyTensor's and numba's disk caches and its rewritten graphs from
-  :mod:`irtbayes.fitting.graphcache` (about 1.5 s instead of 25-40 s at 100 x 1,000), which refits of other data
+  :mod:`irtbayes.fitting.graphcache` (seconds instead of half a minute or more, measured on
+  docs/performance.md#compiled-models-and-their-caches), which refits of other data
   (BenchFill's, robustness checks, calibration runs) and new data sets of a known structure gain.
 - The callbacks are generated as source that numba caches in PyTensor's numba cache folder, each under a key
   made of PyTensor's cache keys of the functions it calls, the callbacks' own source, the numba and PyTensor
@@ -24,9 +25,10 @@ default initial points), with three differences:
   coordinates (``*_z``, ``*_chol``, ``*__``), which no part of irtbayes reads.
 
 The model's PyTensor functions are compiled without PyTensor's numba fast-math flags: with them, the code numba
-loads from its cache and the code it has just compiled in memory could round differently (at 2,000 items the
-log-density differed in its 16th digit), so a first run on empty caches drew other chains than every later run of the
-same seed. Without them the two agree to the bit and the gradient costs the same (0.52 ms at 29 x 12,032). The
+loads from its cache and the code it has just compiled in memory could round differently (in the log-density's last
+digit), so a first run on empty caches drew other chains than every later run of the same seed. Without them the
+two agree to the bit and the gradient costs the same (measured on
+docs/performance.md#cached-callbacks-and-the-same-chains-on-a-first-run-2026-12-05-later). The
 likelihood kernels keep their own flags (:mod:`irtbayes.model.likelihood`), which round alike either way.
 
 It uses nutpie's helpers for the model's shapes, initial points and coordinates (``nutpie.compile_pymc``); where
@@ -155,7 +157,8 @@ def compile_model(model: Any) -> Any:
 def _initial_point(model: Any) -> Callable[[Any], dict[str, np.ndarray]]:
     """nutpie's initial points for the numba backend (no frozen data, support points jittered for every free
     variable), as ``make_initial_point_fn`` makes them, compiled at the first call: a warm-started fit
-    (:mod:`irtbayes.fitting.warmstart`) replaces them and never pays the compilation (0.3 s at 100 x 1,000)."""
+    (:mod:`irtbayes.fitting.warmstart`) replaces them and never pays the compilation (measured on
+    docs/performance.md#rewritten-graphs-kept-on-disk-2026-12-05-late-night)."""
     lock = threading.Lock()
     made: list[Callable[[Any], dict[str, np.ndarray]]] = []
 

@@ -1,7 +1,7 @@
 """Fitting: ``fit(data, spec) -> Fit``.
 
 :func:`fit` builds the model (:mod:`irtbayes.model.build`), runs the sampler (:mod:`irtbayes.fitting.sampling`), and
-assembles a :class:`~irtbayes.fitting.result.Fit` with its convergence checks (:mod:`irtbayes.checks.sampler`).
+assembles a :class:`~irtbayes.fitting.result.Fit` with its convergence checks (:mod:`irtbayes.fitting.diagnostics.sampler`).
 Its sampler settings are one :class:`~irtbayes.fitting.settings.SamplerSettings`, given as ``settings=`` or as
 keywords.
 
@@ -40,15 +40,15 @@ import pandas as pd
 import pymc as pm
 import xarray as xr
 
-from irtbayes.checks.divergences import remedy_text, sites_phrase
-from irtbayes.checks.sampler import check_convergence
-from irtbayes.checks.verdict import Diagnostics
 from irtbayes.core.errors import FitError, FitInterrupted, SpecError, describe_interrupt, refuse_unknown
 from irtbayes.core.files import json_ready
 from irtbayes.data.responses import ResponseData
 from irtbayes.fitting import warmstart
 from irtbayes.fitting.approx import ApproxSettings, approx_posterior
 from irtbayes.fitting.auto import DEFAULT_BUDGET_S, Choice, choose_sampler
+from irtbayes.fitting.diagnostics.divergences import remedy_text, sites_phrase
+from irtbayes.fitting.diagnostics.sampler import check_convergence
+from irtbayes.fitting.diagnostics.verdict import Diagnostics
 from irtbayes.fitting.result import Fit, as_held, fit_constant_data, installed_version, software_versions
 from irtbayes.fitting.sampling import APPROXIMATE_SAMPLERS, InterruptWatch, RunState, Sampler, run_sampler
 from irtbayes.fitting.settings import SamplerSettings
@@ -70,11 +70,13 @@ LARGE_MODEL = 5000
 #: Default draws per chain for models with more than :data:`LARGE_MODEL` free parameters.
 LARGE_MODEL_DRAWS = 1250
 #: Item banks with fewer items than this get a default NUTS target acceptance of 0.95: the hierarchy's item
-#: sds are then prior-dominated and their funnel needs small steps (LSAT7, 5 items: 4 divergences at 0.8).
+#: sds are then prior-dominated and their funnel needs small steps (LSAT7 diverged at 0.8:
+#: docs/performance.md#geometry-with-few-groups-and-small-banks).
 SMALL_BANK = 30
 #: Models of at most :data:`LARGE_MODEL` free parameters whose median item has fewer responses than this get a default
-#: NUTS target acceptance of 0.95 too: each item's parameters are barely informed, and simulated banks of 23-44
-#: systems in 2-3 benchmarks had 12-29 divergences at 0.8 and none at 0.95 (docs/performance.md).
+#: NUTS target acceptance of 0.95 too: each item's parameters are barely informed, and simulated small banks in 2-3
+#: benchmarks diverged at 0.8 and not at 0.95
+#: (docs/performance.md#small-banks-of-a-few-benchmarks-2026-12-05-late-night).
 FEW_RESPONSES = 50
 #: Default draws per chain for a single group of fewer than :data:`~irtbayes.model.spec.SMALL_BANK_ITEMS` items
 #: (hierarchy ``"none"``): their few discriminations are barely informed, so the draws are more correlated.
@@ -199,7 +201,7 @@ def fit(
         free parameters, else 0.8 (:func:`_default_settings`); a run until converged that diverges is sampled
         again at a higher one (``remedy``).
     rhat_max, ess_min
-        Thresholds of the convergence check (:func:`~irtbayes.checks.sampler.check_convergence`).
+        Thresholds of the convergence check (:func:`~irtbayes.fitting.diagnostics.sampler.check_convergence`).
     sampler_kwargs
         Extra keyword arguments for the sampler (e.g. ``{"adaptation": "low_rank"}`` for nutpie; ``{"devices": 2}``
         for numpyro, :mod:`irtbayes.fitting.jaxnuts`; fields of :class:`~irtbayes.fitting.approx.ApproxSettings`).
@@ -599,7 +601,7 @@ def _remedy(
     """Sample again with the next remedy of :data:`REMEDIES` while the run ends in divergences and the budget has
     room for another run as long as the last; returns the last run's trace, settings and sampler (its model). Each
     run is recorded in ``stop.remedies`` (its target acceptance, warm-up, centring where a remedy changed it,
-    outcome, divergences, draws, seconds and where its divergences sit, :mod:`irtbayes.checks.divergences`)."""
+    outcome, divergences, draws, seconds and where its divergences sit, :mod:`irtbayes.fitting.diagnostics.divergences`)."""
     last_start = started
     attempt = _attempt(tree, stop, run, seconds=time.perf_counter() - started, spec=sample.model.irtbayes_spec)
     for remedy in REMEDIES:
@@ -664,7 +666,7 @@ def _attempt(
     tree: xr.DataTree, stop: StopRule, run: dict[str, Any], *, seconds: float, spec: ModelSpec
 ) -> dict[str, Any]:
     """One run of a fit with remedies, as the card records it."""
-    from irtbayes.checks.divergences import divergence_sites
+    from irtbayes.fitting.diagnostics.divergences import divergence_sites
 
     last = stop.history[-1] if stop.history else {}
     sites = divergence_sites(*_posterior_and_stats(tree)) if stop.outcome == "divergences" else []

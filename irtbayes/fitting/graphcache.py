@@ -1,7 +1,7 @@
 """PyTensor's rewritten graphs of the model's functions, kept on disk so that a later process skips the rewriting.
 
 Compiling a PyTensor function has two stages: rewriting the graph (canonicalising, fusing elementwise ops,
-making ops in place; pure Python, about 1 s for the log-density and gradient at 100 x 1,000) and linking the
+making ops in place; pure Python) and linking the
 rewritten graph to numba, whose compiled code numba's and PyTensor's disk caches already keep. So a process that
 loads every callback from those caches (:mod:`irtbayes.fitting.compiled`) still spent most of its compile time
 rewriting graphs that an earlier process had rewritten to the same result.
@@ -33,8 +33,8 @@ compile it once more in the second process, and the callbacks' keys (:mod:`irtba
 differ. So a first run and every cached run run the same code, and draw the same chains
 (``test_a_first_run_and_a_cached_run_compute_the_same_bits``).
 
-Without rewriting, the log-density and gradient at 100 x 1,000 load in about 0.5 s instead of 1.2-1.5 s; the whole
-cached compile of that model takes 1.5 s instead of 2.7-3.0 s (``docs/performance.md``).
+Without rewriting, a cached compile takes about half as long (measured on
+docs/performance.md#rewritten-graphs-kept-on-disk-2026-12-05-late-night).
 """
 
 from __future__ import annotations
@@ -123,7 +123,7 @@ def _canonical(value: Any) -> str:
 
 
 #: PyTensor settings left out of the key: the BLAS flags of its C backend (the numba backend links no C BLAS), which
-#: PyTensor probes for at first use (0.2 s).
+#: PyTensor probes for at first use, which a key that read them would pay in every process.
 _NOT_KEYED = frozenset({"blas__ldflags"})
 
 

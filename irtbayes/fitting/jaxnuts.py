@@ -46,8 +46,7 @@ log = logging.getLogger("irtbayes.fitting.fit")
 RESPONSES = "responses"
 OBSERVED = "observed"
 #: With ``devices=None``, one device per this many cells (at least one, at most all): below it the
-#: all-reduce of every gradient costs more than the split saves (51 x 31 cells on two CPU devices: 430 s
-#: against 28 s on one).
+#: all-reduce of every gradient costs more than the split saves (measured on docs/performance.md#numpyro-on-a-cpu).
 CELLS_PER_DEVICE = 1_000_000
 #: NumPyro's default maximum tree depth: trajectories of 2**10 - 1 leapfrog steps hit it.
 MAX_TREE_DEPTH = 10

@@ -3,7 +3,7 @@
 A :class:`Fit` holds the posterior as an :class:`xarray.DataTree` (groups ``posterior``, ``sample_stats``
 for MCMC, and ``constant_data`` with per-item and per-subject counts from the data), the resolved
 :class:`~irtbayes.model.spec.ModelSpec`, the sampler settings, the data checksum and the convergence
-:class:`~irtbayes.checks.verdict.Diagnostics`. :func:`irtbayes.fitting.fit.fit` makes one; :mod:`irtbayes.fitting.storage`
+:class:`~irtbayes.fitting.diagnostics.verdict.Diagnostics`. :func:`irtbayes.fitting.fit.fit` makes one; :mod:`irtbayes.fitting.storage`
 saves and loads it.
 """
 
@@ -19,12 +19,12 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from irtbayes.checks.sampler import check_convergence
-from irtbayes.checks.summary import draws_frame, forest_rows, posterior_summary
-from irtbayes.checks.verdict import Diagnostics
 from irtbayes.core.errors import FitError, SpecError, describe_interrupt
 from irtbayes.core.files import json_ready
-from irtbayes.core.summaries import summarize
+from irtbayes.core.plots import forest_rows
+from irtbayes.core.summaries import draws_frame, posterior_summary, summarize
+from irtbayes.fitting.diagnostics.sampler import check_convergence
+from irtbayes.fitting.diagnostics.verdict import Diagnostics
 from irtbayes.model.spec import ModelSpec
 
 if TYPE_CHECKING:
@@ -496,7 +496,7 @@ class Fit:
         pandas.DataFrame
             Indexed by ``variable[index]`` (``difficulty[item00003]``: the real ids); columns ``variable``,
             ``index``, then ArviZ's ``mean``, ``sd``, ``eti90_lb``, ``eti90_ub`` (for ``ci_prob=0.9``; see
-            :func:`irtbayes.checks.summary.interval_columns`), ``ess_bulk``, ``ess_tail``, ``r_hat``, ``mcse_mean``.
+            :func:`irtbayes.core.summaries.interval_columns`), ``ess_bulk``, ``ess_tail``, ``r_hat``, ``mcse_mean``.
             ``attrs`` record ``ci_prob``, ``approximate``, ``sampler`` (its name) and ``kind``. :meth:`to_text` gives the verdict in
             prose; :meth:`items_table` and :meth:`subjects_table` the item and subject parameters side by side.
 

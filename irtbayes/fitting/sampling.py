@@ -225,9 +225,8 @@ def _run_nutpie(
 #: A run until converged (:mod:`irtbayes.fitting.until_converged`) whose usual draws would take more memory than this
 #: (bytes, in nutpie's float64 trace) writes them to a Zarr store on disk (a temporary folder, removed when the
 #: run ends) instead of memory. Writing costs some sampling speed (the store compresses), so smaller runs
-#: keep their trace in memory. MMLU-Pro's default fit goes to disk (about 36,000 stored values per draw, 4 x 1,250
-#: draws: 1.4 GB; 24,000 and 0.96 GB since the sampler's coordinates are not stored, :mod:`irtbayes.fitting.compiled`):
-#: its peak memory fell from 4.9 GB to 2.0 GB while sampling and checking.
+#: keep their trace in memory. MMLU-Pro's default fit goes to disk, which lowered its peak memory while sampling and
+#: checking (measured on docs/performance.md#memory-2026-12-03).
 TRACE_IN_MEMORY_MAX = 512 * 2**20
 
 
@@ -235,8 +234,8 @@ TRACE_IN_MEMORY_MAX = 512 * 2**20
 def _trace_store(compiled: Any, *, chains: int, stop: StopRule | None) -> Iterator[Any]:
     """nutpie's Zarr store in a temporary folder for a run until converged whose usual draws would take more than
     :data:`TRACE_IN_MEMORY_MAX` (every value nutpie stores, in float64), removed (by a thread) on leaving; else None
-    (the trace stays in memory). The checks read what they need from the store: at MMLU-Pro's size nutpie's trace in
-    memory and the copy each check read from it took 4 GB."""
+    (the trace stays in memory). The checks read what they need from the store, where a trace in memory and the
+    copy each check read from it were the peak of a large fit's memory (docs/performance.md#memory-2026-12-03)."""
     if stop is None or int(getattr(compiled, "n_expanded", 0)) * chains * stop.planned * 8 <= TRACE_IN_MEMORY_MAX:
         yield None
         return
@@ -246,8 +245,9 @@ def _trace_store(compiled: Any, *, chains: int, stop: StopRule | None) -> Iterat
     try:
         yield nutpie.zarr_store.LocalStore(folder)
     finally:
-        # its tens of thousands of chunk files took 2 s to remove at MMLU-Pro's size: removed in a thread while the
-        # fit goes on (not a daemon: a process ending meanwhile waits for it)
+        # its tens of thousands of chunk files take seconds to remove at MMLU-Pro's size (measured on
+        # docs/performance.md#sampling-until-converged): removed in a thread while the fit goes on (not a daemon:
+        # a process ending meanwhile waits for it)
         remover = threading.Thread(
             target=shutil.rmtree, args=(folder,), kwargs={"ignore_errors": True}, name="irtbayes-remove-draws"
         )
@@ -273,9 +273,9 @@ def release_compiled() -> None:
 
     For a process that fits once and then does other work (``irtbayes audit``: the audit, the saved fit and the
     report): the compiled model and what the sampler's trace left on the heap are not needed any more. On
-    glibc, ``malloc_trim`` returns the heap's free pages (the trace's many small buffers leave hundreds of MB
-    free but held); elsewhere only the cache is cleared. MMLU-Pro's audit (``make run``): 1.91 GB held after the
-    fit, 1.60 GB after this (2026-12-04, 2 cores).
+    glibc, ``malloc_trim`` returns the heap's free pages (the trace's many small buffers leave much of the heap
+    free but held); elsewhere only the cache is cleared. What this returns in MMLU-Pro's audit (``make run``) is
+    measured on docs/performance.md#memory-2026-12-04.
     """
     import ctypes
     import ctypes.util
@@ -304,7 +304,7 @@ def _compiled(model: pm.Model) -> Any:
         _COMPILED.move_to_end(key)
         log.info("reusing the model compiled before for the same data and spec; tuning and sampling")
         return _COMPILED[key]
-    from irtbayes.checks.convergence import NUMBA_WARMUP
+    from irtbayes.core.chains import NUMBA_WARMUP
     from irtbayes.core.jit import compile_in_background
     from irtbayes.model.likelihood import KERNEL_WARMUPS
 

@@ -9,10 +9,10 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from irtbayes.checks.summary import arviz_names, draws_frame, forest_rows, records
 from irtbayes.core import irt
 from irtbayes.core.errors import DataError, SpecError
-from irtbayes.core.summaries import spaced
+from irtbayes.core.plots import forest_rows
+from irtbayes.core.summaries import arviz_names, draws_frame, records, spaced
 from irtbayes.data.responses import ResponseData
 from irtbayes.fitting.result import Fit, check_prob, draws_table
 from irtbayes.model.spec import GRADED_KINDS

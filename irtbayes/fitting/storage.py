@@ -23,10 +23,10 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from irtbayes.checks.verdict import Diagnostics
 from irtbayes.core.errors import DataError, FitError, SpecError
 from irtbayes.core.files import read_json
 from irtbayes.data.responses import ResponseData
+from irtbayes.fitting.diagnostics.verdict import Diagnostics
 from irtbayes.fitting.result import FORMAT_VERSION, ITEM_PARAMETERS, Fit, as_held, derived_names
 from irtbayes.model.build import add_derived
 from irtbayes.model.spec import ModelSpec
@@ -49,7 +49,7 @@ def save_fit(result: Fit, path: str | os.PathLike[str], *, overwrite: bool = Fal
       digits; :func:`load_fit` returns them as a fit holds them, :func:`~irtbayes.fitting.result.as_held`:
       float32 for item variables, widened to float64 for the others), not compressed unless ``compress``
       (zlib level 1 with byte shuffling: posterior draws are close to noise in their last bits, so this saves
-      about 16% of the file and makes saving 2.6 times as long, see below).
+      little of the file and makes saving much longer; measured on docs/performance.md#saved-fits).
       Variables :func:`~irtbayes.model.build.add_derived` recomputes (``intercept``; ``discrimination`` of a 1PL)
       are not stored.
     - ``sample_stats``: only the fields the convergence checks read (``diverging``, ``energy``, tree-depth
@@ -60,9 +60,8 @@ def save_fit(result: Fit, path: str | os.PathLike[str], *, overwrite: bool = Fal
 
     ``card.json`` records this as ``storage``: ``{"dtype": "float32", "compression": ..., "dropped": [...]}``,
     the dropped ``group/variable`` names and any other group of ``result.idata``, none of which is saved.
-    At MMLU-Pro's size (29 x 12,032 items, 4 x 1350 draws, the default audit's fit) the file takes 524 MB
-    (float64: about twice that); compressed, 440 MB, and saving took 13.0 s instead of 5.0 s, loading 3.3 s
-    instead of 2.0 s (``scripts/benchmark_storage.py --skip-audit --fit OUT/fit``, 2026-12-05).
+    The sizes and times of a saved fit, with and without compression, are measured by
+    ``scripts/benchmark_storage.py`` (docs/performance.md#saved-fits).
 
     Everything is written into a temporary folder ``.<name>.tmp-<random>`` beside ``path``, flushed to
     disk, and renamed into place at the end, so ``path`` is at every moment either absent, the previous fit,

@@ -97,7 +97,7 @@ def complete_part(tree: xr.DataTree, length: int, chains: Sequence[int] | None =
     )
 
 
-#: The sample statistics the convergence checks read (:func:`irtbayes.checks.sampler.check_convergence`).
+#: The sample statistics the convergence checks read (:func:`irtbayes.fitting.diagnostics.sampler.check_convergence`).
 CHECKED_STATS = ("diverging", "energy", "maxdepth_reached", "n_steps")
 
 
@@ -128,7 +128,8 @@ def read_nutpie_draws(
     cut to the draws every chain has; the model's variables except the sampler's own coordinates (``*_z``,
     ``*_chol``, transformed values ``*__``); the statistics :data:`CHECKED_STATS`; and, with ``positions``
     (dim -> positions along it), only those positions of every variable along those dims. Converting the
-    whole trace, warm-up and all (nutpie's ``inspect``), took about 8 s at 29 x 12,032 after 100 draws per chain.
+    whole trace, warm-up and all (nutpie's ``inspect``), takes seconds at MMLU-Pro's size even early in a run
+    (measured on docs/performance.md#sampling-until-converged).
 
     ``trace``: what :func:`nutpie_trace` returned for this sampler (read now when not given). ``most``: read
     at most this many draws per chain (a check's planned draws: cut later, the arrays would be views of longer
@@ -258,10 +259,12 @@ def read_stored_draws(
 
     ``cache``: the draws an earlier call read from the same store (filled here; give the same dict again), so
     that only the draws since are read. Draws, once written, do not change; the checks of a run until converged
-    read the store at 200, 600, 900, ... draws per chain, and reading all of it at each check took 15 s of
-    MMLU-Pro's fit. Variables read at ``positions``, and calls with ``cut=False``, neither use nor fill it. The
-    arrays returned are the cached ones: do not change them in place. ``most`` (with ``cut``): read at most this
-    many draws per chain (as :func:`read_nutpie_draws`).
+    read the store at 200, 600, 900, ... draws per chain, and reading all of it at each check was a large part of
+    what the checks cost at MMLU-Pro's size (measured on
+    docs/performance.md#checks-that-read-only-the-new-draws-the-save-beside-the-report-2026-12-05-evening).
+    Variables read at ``positions``, and calls with ``cut=False``, neither use nor fill it. The arrays returned
+    are the cached ones: do not change them in place. ``most`` (with ``cut``): read at most this many draws per
+    chain (as :func:`read_nutpie_draws`).
 
     Examples
     --------

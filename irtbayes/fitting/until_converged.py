@@ -3,7 +3,7 @@
 This is what :func:`irtbayes.fitting.fit.fit` does with nutpie when ``draws`` is not given (``until_converged=None``;
 ``True`` asks for it with ``draws`` as the most per chain, ``False`` turns it off). nutpie runs in the
 background with the most draws per chain (four times the usual by default); the draws so far are checked
-with the fit's own checks (:func:`~irtbayes.checks.sampler.check_convergence`: r-hat, bulk and tail ESS,
+with the fit's own checks (:func:`~irtbayes.fitting.diagnostics.sampler.check_convergence`: r-hat, bulk and tail ESS,
 divergences, E-BFMI) at draw counts chosen from the last check:
 
 - the first check at :attr:`StopRule.min_draws` draws per chain;
@@ -51,7 +51,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from irtbayes.checks.sampler import check_convergence, checked_variables
+from irtbayes.fitting.diagnostics.sampler import check_convergence, checked_variables
 from irtbayes.fitting.trace import (
     complete_part,
     completed_draws,
@@ -62,7 +62,7 @@ from irtbayes.fitting.trace import (
 )
 
 if TYPE_CHECKING:
-    from irtbayes.checks.verdict import Diagnostics
+    from irtbayes.fitting.diagnostics.verdict import Diagnostics
 
 __all__ = ["RHAT_GROW", "SCREEN_ELEMENTS", "WATCH", "StopRule", "sample_until_converged"]
 
@@ -162,7 +162,7 @@ class StopRule:
 
         Examples
         --------
-        >>> from irtbayes.checks.verdict import Diagnostics, VariableDiagnostics
+        >>> from irtbayes.fitting.diagnostics.verdict import Diagnostics, VariableDiagnostics
         >>> low = VariableDiagnostics("difficulty", 3, 1.004, "difficulty[a]", 200.0, "difficulty[b]", 900.0, "")
         >>> diag = Diagnostics(ok=False, approximate=False, thresholds={}, variables=[low])
         >>> StopRule(ess_min=400).next_check(500, diag)  # ESS 200 of 400: twice the draws, 10% to spare
@@ -416,7 +416,7 @@ def sample_until_converged(
             _pause(sampler)  # the check gets the CPUs, and the chains stop where it looks
             paused = time.perf_counter()
             # the check's draws exactly, read as such: cut afterwards, the fit's arrays would be views of longer
-            # ones (at MMLU-Pro's size the audit copied 0.5 GB of them)
+            # ones, which the audit copied (docs/performance.md#memory-the-checks-garbage-and-the-fits-views-2026-12-05-later)
             read = _Reader(sampler, cache, most=target)
             chunk = read.stored_chunk()
             # a stored trace is read whole once (reading the screen's parameters costs nearly as much), and
@@ -437,8 +437,8 @@ def sample_until_converged(
             finally:
                 read.release()  # the copy of the trace (a gigabyte at leaderboard sizes) is not kept while sampling
                 # the check's trees (DataTree nodes refer to their parents: cycles) would wait for the
-                # collector's rare full pass, holding their draws (at MMLU-Pro's size 0.33 GB after the third
-                # check, under the next one's peak); a full pass takes about 0.1 s, so only for large draws
+                # collector's rare full pass, holding their draws under the next check's peak; a full pass costs
+                # little but not nothing, so only for large draws (docs/performance.md, memory 2026-12-05 later)
                 if _checked_bytes(rule, first) > COLLECT_BYTES:
                     gc.collect()
             rule.history[-1]["seconds"] = round(time.perf_counter() - paused, 1)

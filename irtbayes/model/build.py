@@ -233,9 +233,10 @@ def _zero_sum_normal(name: str, level: str) -> Any:
     ``f = c - s / sqrt(K)``, an isometry, so the density of the values is that of K - 1 independent standard
     normals ``u``. Here ``u`` is that free variable (``*_zerosum_z``, K - 1 values, a plain Normal) and the values
     (the Deterministic ``name``) are built from it by one gather and a switch, where PyMC's transform concatenates
-    ``u`` with ``f`` and sums with kept dimensions: at MMLU-Pro's shape the gradients of those (a split, a
-    broadcast) took 3-5 s of a first run's numba compilation. Log-density and gradient agree with PyMC's to
-    rounding (``tests/model/test_model.py``). A level of one group (no free coordinate) keeps ``pm.ZeroSumNormal``.
+    ``u`` with ``f`` and sums with kept dimensions, whose gradients (a split, a broadcast) cost a first run seconds
+    of numba compilation (measured on docs/performance.md#a-cheaper-graph-to-compile-2026-12-06-night).
+    Log-density and gradient agree with PyMC's to rounding (``tests/model/test_model.py``). A level of one group
+    (no free coordinate) keeps ``pm.ZeroSumNormal``.
     """
     n_groups = len(pm.modelcontext(None).coords[level])
     if n_groups < 2:
@@ -268,11 +269,10 @@ def _group_scale(name: str, scale: float, inputs: ModelInputs, level: str) -> An
     is sampled as its logarithm, and where the data put a level's sd near 0 (benchmarks or domains that differ
     little) the log's posterior has a long tail toward minus infinity that NUTS crosses slowly; ``u`` passes
     through 0 smoothly. On the simulated 100 x 1,000 data of ``scripts/benchmark_fit.py`` (7 domains, 25
-    benchmarks, no spread of mean log-discriminations between them) the fit converged after 790, 874 and 797
-    draws per chain for seeds 2, 3 and 1, against 2,726, 900 and 866 with the log (docs/performance.md). With two or
-    three groups the data rarely tell their effects from 0, and the signed scale times the effects is pinned near 0
-    along both axes, a cross that NUTS diverged on (1-3 divergences in fits that pass with the log), so such levels
-    keep the log.
+    benchmarks, no spread of mean log-discriminations between them) the fit converged after fewer draws per chain
+    than with the log (docs/performance.md#group-sds-as-signed-scales-2026-12-05-late-night). With two or three
+    groups the data rarely tell their effects from 0, and the signed scale times the effects is pinned near 0 along
+    both axes, a cross that NUTS diverged on in fits that pass with the log (same page), so such levels keep the log.
     """
     if _scale_name(name, inputs, level) == name:
         return pm.HalfNormal(name, scale)
@@ -385,7 +385,8 @@ def _pin_scale(z: Any, tau: Any, *, name: str) -> None:
 
     ``z`` is (subjects,) for one ability dimension, (subjects, dimensions) otherwise. One dimension is not made a
     column: the gradient of a mean over the rows of a one-column matrix compiles to numba's general reduction,
-    about 5 s of a first run's compilation at MMLU-Pro's shape, where a vector's mean is a plain sum.
+    seconds of a first run's compilation (measured on docs/performance.md#a-cheaper-graph-to-compile-2026-12-06-night),
+    where a vector's mean is a plain sum.
     """
     n = z.shape[0]
     mean = z.mean(axis=0)
@@ -803,7 +804,8 @@ def add_derived(posterior: xr.Dataset, spec: ModelSpec) -> xr.Dataset:
 
 def _negated(product: xr.DataArray) -> xr.DataArray:
     """``-product``: a NumPy array of ours is negated in place (``-a * b`` made a second array of the draws' size,
-    260 MB at MMLU-Pro's size, at the peak of a fit's memory); any other (a lazy or read-only one) by a copy.
+    at the peak of a fit's memory: docs/performance.md#memory-the-checks-garbage-and-the-fits-views-2026-12-05-later);
+    any other (a lazy or read-only one) by a copy.
 
     >>> p = xr.DataArray(np.array([1.0, -2.0]))
     >>> _negated(p).values.tolist(), p.values.tolist()  # in place

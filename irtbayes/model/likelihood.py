@@ -580,8 +580,9 @@ def warm_kernel() -> None:
 
 
 #: The fused kernel of each precision (``ModelSpec.precision``), compiled in another process while a model that uses
-#: it compiles on a first run (:func:`irtbayes.core.jit.compile_in_background`): about 3 s of the log-density's
-#: compilation at MMLU-Pro's shape, which then loads the kernel from the cache.
+#: it compiles on a first run (:func:`irtbayes.core.jit.compile_in_background`), so that the log-density's
+#: compilation loads the kernel from the cache instead of compiling it (what that saves is measured on
+#: docs/performance.md#a-cheaper-graph-to-compile-2026-12-06-night).
 KERNEL_WARMUPS = {
     "float32": Warmup("irtbayes.model.likelihood:warm_kernel32", (_fused_kernel32,)),
     "float64": Warmup("irtbayes.model.likelihood:warm_kernel", (_fused_kernel,)),

@@ -166,9 +166,10 @@ class ModelSpec:
     precision
         Working precision of the likelihood's cells: ``"auto"`` (float32 in the fused layout, float64 in the
         others), ``"float64"`` or ``"float32"``. The fused layout in float32 computes each cell in single
-        precision and every sum in double (twice as fast per gradient; the log-likelihood within 1e-7 of its
-        value); the dense one in float32 sums each row in single precision (no faster with nutpie; 0.72
-        of the time with the JAX sampler on a CPU, see ``docs/samplers.md``); the long layout ignores it.
+        precision and every sum in double (faster per gradient, measured on
+        docs/performance.md#single-precision-cells-2026-12-04-later; the log-likelihood within 1e-7 of its value);
+        the dense one in float32 sums each row in single precision (no faster with nutpie; faster with the JAX
+        sampler on a CPU, measured on docs/performance.md#numpyro-on-a-cpu); the long layout ignores it.
     discrimination_sd
         Spread of item log-discriminations around their mean: ``"sampled"`` (``log_discrimination_sd``
         with a half-normal prior), ``"fixed"`` (at ``priors.log_discrimination_sd_scale``), or ``"auto"``:

@@ -28,11 +28,11 @@ import numpy as np
 import pandas as pd
 
 from irtbayes.auditing.result import design_notes, graded_sentence, self_check_lines
-from irtbayes.checks.divergences import remedy_text
 from irtbayes.core import plots
 from irtbayes.core.files import atomic_dir
 from irtbayes.core.summaries import format_interval
 from irtbayes.data.responses import ResponseData
+from irtbayes.fitting.diagnostics.divergences import remedy_text
 from irtbayes.fitting.storage import load_fit_data
 from irtbayes.reporting.document import Document, format_number, format_probability, format_share
 
@@ -75,7 +75,7 @@ MAX_SCOPES = 8
 def parameter_diagnostics(fit: Fit) -> pd.DataFrame:
     """R-hat and bulk/tail ESS of every checked parameter: one row per scalar parameter.
 
-    The fit's own table when it was just fitted (:attr:`~irtbayes.checks.verdict.Diagnostics.parameters`),
+    The fit's own table when it was just fitted (:attr:`~irtbayes.fitting.diagnostics.verdict.Diagnostics.parameters`),
     else computed from the posterior.
 
     Returns
@@ -93,8 +93,8 @@ def parameter_diagnostics(fit: Fit) -> pd.DataFrame:
     >>> int((table["variable"] == "ability").sum()), int((table["variable"] == "difficulty").sum())
     (20, 30)
     """
-    from irtbayes.checks.convergence import parameter_table, rank_diagnostics_datasets
-    from irtbayes.checks.sampler import checked_variables
+    from irtbayes.fitting.diagnostics.convergence import parameter_table, rank_diagnostics_datasets
+    from irtbayes.fitting.diagnostics.sampler import checked_variables
 
     cached = getattr(fit.diagnostics, "parameters", None)
     if cached is not None:  # computed by the fit's own convergence check

@@ -54,11 +54,11 @@ import pandas as pd
 import xarray as xr
 from scipy import stats
 
-from irtbayes.checks.sampler import check_convergence
 from irtbayes.core.errors import SpecError
 from irtbayes.core.files import atomic_write_text, json_ready
 from irtbayes.core.summaries import check_ci_prob, summarize
 from irtbayes.data.responses import ResponseData
+from irtbayes.fitting.diagnostics.sampler import check_convergence
 from irtbayes.robustness.condition_model import build_condition_model
 
 __all__ = [
@@ -130,8 +130,8 @@ def fit_conditions(
     reference, kind, effects
         See :func:`build_condition_model`.
     chains, draws, tune, seed, target_accept, progress
-        NUTS settings. The defaults (4 x 1000 draws after 1000) passed every convergence check on XSTest's
-        and JailbreakBench's real conditions (``docs/robustness.md``), each in under 2 minutes on 2 cores.
+        NUTS settings. The defaults (4 x 1000 draws after 1000) were tried on XSTest's and JailbreakBench's
+        real conditions (their convergence and times measured on docs/studies.md#robustness-measured-on-real-data).
     sampler
         ``"nutpie"`` (default) or ``"pymc"``.
 
@@ -139,7 +139,7 @@ def fit_conditions(
     -------
     ConditionFit
         With ``sampler["divergences"]`` counted and the convergence checks of
-        :func:`~irtbayes.checks.sampler.check_convergence` over every reported variable (``converged``,
+        :func:`~irtbayes.fitting.diagnostics.sampler.check_convergence` over every reported variable (``converged``,
         ``max_rhat``, ``min_ess_bulk``, ``min_ess_tail``, ``convergence_problems``).
 
     Examples

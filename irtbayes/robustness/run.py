@@ -29,10 +29,9 @@ import pandas as pd
 
 from irtbayes.auditing.result import AuditResult
 from irtbayes.auditing.settings import AuditSettings
-from irtbayes.checks.summary import arviz_names
 from irtbayes.core.errors import DataError, SpecError, refuse_unknown
 from irtbayes.core.files import atomic_write_bytes, atomic_write_json, atomic_write_text, json_ready
-from irtbayes.core.summaries import check_ci_prob
+from irtbayes.core.summaries import arviz_names, check_ci_prob
 from irtbayes.data.responses import ResponseData
 from irtbayes.fitting.result import Fit
 from irtbayes.fitting.settings import SamplerSettings
@@ -119,7 +118,7 @@ class RobustnessResult:
             ``"conditions"``: :attr:`ConditionEffects.agreement <irtbayes.robustness.conditions.ConditionEffects>`,
             one row per pair of conditions: ``condition_a``, ``condition_b``, ``kendall_tau_{mean,sd}``,
             ``kendall_tau_eti90_lb``, ``kendall_tau_eti90_ub`` (ArviZ's names of the interval's ends,
-            :func:`irtbayes.checks.summary.interval_columns`; the table calls them ``*_ci_low`` and
+            :func:`irtbayes.core.summaries.interval_columns`; the table calls them ``*_ci_low`` and
             ``*_ci_high``), the same for ``max_rank_displacement``, ``max_rank_displacement_p_zero`` and
             ``n_subjects`` (the systems seen under both).
             ``"population"``: :attr:`PopulationStability.conclusions

@@ -25,11 +25,11 @@ from scipy.stats import beta as beta_dist
 from irtbayes.benchfill.acceptance import decide_all, operating_characteristic, operating_characteristic_table
 from irtbayes.benchfill.calibration import calibrate_fixed, calibrate_full, candidate_response_data
 from irtbayes.benchfill.candidates import Candidate, load_candidates
-from irtbayes.checks.verdict import Diagnostics
 from irtbayes.core.errors import DataError, FitError
 from irtbayes.data import io
 from irtbayes.data.responses import ResponseData
 from irtbayes.data.simulate import simulate_responses
+from irtbayes.fitting.diagnostics.verdict import Diagnostics
 from irtbayes.fitting.fit import fit
 from irtbayes.fitting.result import Fit
 from irtbayes.fitting.storage import save_fit

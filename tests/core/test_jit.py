@@ -8,8 +8,7 @@ import sys
 import pytest
 
 from irtbayes.auditing import deconvolve
-from irtbayes.checks import convergence
-from irtbayes.core import jit
+from irtbayes.core import chains, jit
 
 
 @pytest.fixture(autouse=True)
@@ -20,22 +19,22 @@ def _nothing_wanted(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_a_process_compiles_the_warm_ups_whose_code_the_cache_lacks(monkeypatch: pytest.MonkeyPatch) -> None:
     """Where a warm-up's code is not in numba's disk cache, one process is started for the missing warm-ups (one
     at a time, let go once done); where every one is, none is. (That the process fills the cache: the slow test.)"""
-    convergence.warm_numba_cache()  # compiled, or loaded, and so cached
-    assert jit.on_disk(convergence._diagnose)
-    assert jit.compile_in_background([convergence.NUMBA_WARMUP]) is None
-    monkeypatch.setattr(jit, "on_disk", lambda dispatcher: dispatcher is not convergence._diagnose)
+    chains.warm_numba_cache()  # compiled, or loaded, and so cached
+    assert jit.on_disk(chains._diagnose)
+    assert jit.compile_in_background([chains.NUMBA_WARMUP]) is None
+    monkeypatch.setattr(jit, "on_disk", lambda dispatcher: dispatcher is not chains._diagnose)
     jit.want(deconvolve.NUMBA_WARMUP)  # cached (by on_disk above): not run
-    process = jit.compile_in_background([convergence.NUMBA_WARMUP])
+    process = jit.compile_in_background([chains.NUMBA_WARMUP])
     assert process is not None and process.args[:2] == [sys.executable, "-P"]
-    assert "irtbayes.checks.convergence:warm_numba_cache" in process.args[-1]
+    assert "irtbayes.core.chains:warm_numba_cache" in process.args[-1]
     assert "deconvolve" not in process.args[-1]
     try:
-        assert jit.compile_in_background([convergence.NUMBA_WARMUP]) is None  # one at a time
+        assert jit.compile_in_background([chains.NUMBA_WARMUP]) is None  # one at a time
     finally:
         process.kill()
         process.wait(timeout=30)
     monkeypatch.setattr(jit, "on_disk", lambda dispatcher: True)
-    assert jit.compile_in_background([convergence.NUMBA_WARMUP]) is None and not jit._STARTED  # done, so let go
+    assert jit.compile_in_background([chains.NUMBA_WARMUP]) is None and not jit._STARTED  # done, so let go
     monkeypatch.setattr(jit, "on_disk", lambda dispatcher: False)
     process = jit.compile_in_background()  # what want() asked for alone
     assert process is not None and "irtbayes.auditing.deconvolve:warm_numba_cache" in process.args[-1]
@@ -43,7 +42,7 @@ def test_a_process_compiles_the_warm_ups_whose_code_the_cache_lacks(monkeypatch:
     process.wait(timeout=30)
     jit._STARTED.clear()
     monkeypatch.setattr(sys, "frozen", True, raising=False)  # a frozen application: its executable is no Python
-    assert jit.compile_in_background([convergence.NUMBA_WARMUP]) is None
+    assert jit.compile_in_background([chains.NUMBA_WARMUP]) is None
 
 
 def test_irtbayes_audit_asks_for_the_deconvolution_before_it_fits(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
@@ -65,7 +64,7 @@ def test_irtbayes_audit_asks_for_the_deconvolution_before_it_fits(monkeypatch: p
 _SIGNATURES = """
 import numpy as np
 from irtbayes.auditing.deconvolve import PriorDraws, deconvolved_locations
-from irtbayes.checks.convergence import rank_diagnostics_datasets
+from irtbayes.fitting.diagnostics.convergence import rank_diagnostics_datasets
 import xarray as xr
 rng = np.random.default_rng(1)
 draws = (rng.normal(size=(400, 60)) * 0.3 + np.linspace(-2, 2, 60)).astype(np.float32)
@@ -85,10 +84,10 @@ def test_the_warm_ups_compile_what_the_audit_and_the_checks_then_load(
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))  # an empty cache, for the processes started now
     monkeypatch.setattr(jit, "on_disk", lambda dispatcher: False)
     jit.want(deconvolve.NUMBA_WARMUP)
-    process = jit.compile_in_background([convergence.NUMBA_WARMUP])
+    process = jit.compile_in_background([chains.NUMBA_WARMUP])
     assert process is not None and process.wait(timeout=300) == 0
     compiled = sorted(p.name for p in tmp_path.rglob("*.nbc"))
-    for name in ("convergence._diagnose", "deconvolve._draw_locations", "support._log_hole_sums"):
+    for name in ("chains._diagnose", "deconvolve._draw_locations", "support._log_hole_sums"):
         assert any(n.startswith(name) for n in compiled), (name, compiled)
     subprocess.run([sys.executable, "-c", _SIGNATURES], check=True, timeout=300)
     after = sorted(p.name for p in tmp_path.rglob("*.nbc"))
@@ -113,7 +112,7 @@ def test_a_model_s_compilation_starts_its_likelihood_kernel_first(monkeypatch: p
     model = build_model(data, ModelSpec(layout=layout, precision=precision))
     assert sampling._compiled(model) == "compiled"
     expected = [KERNEL_WARMUPS[precision]] if layout == "fused" else []
-    assert asked == [[*expected, convergence.NUMBA_WARMUP]]
+    assert asked == [[*expected, chains.NUMBA_WARMUP]]
 
 
 _KERNEL_MODEL = """

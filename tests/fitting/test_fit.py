@@ -16,10 +16,10 @@ from scipy.stats import spearmanr
 import irtbayes.fitting.fit as fit_module
 import irtbayes.fitting.sampling as sampling_module
 import irtbayes.fitting.storage as storage_module
-from irtbayes.checks.sampler import check_convergence
 from irtbayes.core.errors import DataError, FitError, SpecError
 from irtbayes.data.responses import ResponseData
 from irtbayes.data.simulate import simulate_responses
+from irtbayes.fitting.diagnostics.sampler import check_convergence
 from irtbayes.fitting.fit import fit
 from irtbayes.fitting.scoring import score
 from irtbayes.fitting.settings import SamplerSettings

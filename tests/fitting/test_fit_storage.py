@@ -15,10 +15,10 @@ import pytest
 import xarray as xr
 
 from irtbayes.auditing.run import audit
-from irtbayes.checks.sampler import check_convergence
 from irtbayes.core.errors import FitError
 from irtbayes.data.responses import ResponseData
 from irtbayes.data.simulate import posterior_near_truth, simulate_responses
+from irtbayes.fitting.diagnostics.sampler import check_convergence
 from irtbayes.fitting.result import FORMAT_VERSION, Fit, as_held, derived_names, fit_constant_data
 from irtbayes.fitting.storage import _card_checksum, _sha256, load_fit, save_fit
 from irtbayes.model.build import add_derived

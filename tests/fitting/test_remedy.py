@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from irtbayes.checks.divergences import divergence_sites, remedy_text
 from irtbayes.core.errors import FitError
 from irtbayes.data.designs import FAMILIES, simulate_design
 from irtbayes.fitting import fit as fit_module
+from irtbayes.fitting.diagnostics.divergences import divergence_sites, remedy_text
 from irtbayes.fitting.fit import REMEDIES, fit
 from irtbayes.fitting.sampling import InterruptWatch
 from irtbayes.fitting.until_converged import StopRule

@@ -13,12 +13,12 @@ import pandas as pd
 import pytest
 import xarray as xr
 
-from irtbayes.checks.sampler import check_convergence
 from irtbayes.cli import main as cli
 from irtbayes.core.errors import SpecError
 from irtbayes.data import io
 from irtbayes.data.responses import ResponseData
 from irtbayes.data.simulate import simulate_responses
+from irtbayes.fitting.diagnostics.sampler import check_convergence
 from irtbayes.fitting.fit import fit
 from irtbayes.fitting.result import Fit, fit_constant_data
 from irtbayes.fitting.storage import save_fit

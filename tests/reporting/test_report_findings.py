@@ -16,9 +16,9 @@ import xarray as xr
 
 from irtbayes.auditing.result import AuditResult
 from irtbayes.auditing.run import audit
-from irtbayes.checks.sampler import check_convergence
 from irtbayes.data.responses import ResponseData
 from irtbayes.data.simulate import posterior_near_truth, simulate_responses
+from irtbayes.fitting.diagnostics.sampler import check_convergence
 from irtbayes.fitting.result import Fit
 from irtbayes.reporting.document import format_probability, format_share
 from irtbayes.reporting.report import CREDIBLE_GAP, audit_findings, build_report, report

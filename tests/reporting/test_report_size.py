@@ -24,10 +24,10 @@ from irtbayes.auditing.ranking import (
     reweighted_accuracy,
 )
 from irtbayes.auditing.run import audit
-from irtbayes.checks.sampler import check_convergence
 from irtbayes.core import plots
 from irtbayes.data.responses import ResponseData
 from irtbayes.data.simulate import simulate_responses
+from irtbayes.fitting.diagnostics.sampler import check_convergence
 from irtbayes.fitting.result import Fit, fit_constant_data
 from irtbayes.model.spec import ModelSpec
 from irtbayes.reporting.report import TOP_SUBJECTS, build_report, report

@@ -9,15 +9,9 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from irtbayes.checks import convergence
-from irtbayes.checks.convergence import (
-    ess_bulk,
-    ess_tail,
-    rank_diagnostics,
-    rank_diagnostics_datasets,
-    rhat_rank,
-    tail_probs,
-)
+from irtbayes.core import chains
+from irtbayes.core.chains import ess_bulk, ess_tail, rank_diagnostics, rhat_rank, tail_probs
+from irtbayes.fitting.diagnostics.convergence import rank_diagnostics_datasets
 
 
 def _ar(rng: np.random.Generator, chains: int, draws: int, params: int, phi: float) -> np.ndarray:
@@ -109,7 +103,7 @@ def test_chunks_and_shapes(monkeypatch: pytest.MonkeyPatch) -> None:
     rng = np.random.default_rng(1)
     x = _ar(rng, 3, 120, 10, 0.6).reshape(3, 120, 2, 5)
     whole = rank_diagnostics(x)
-    monkeypatch.setattr(convergence, "CHUNK_PARAMETERS", 3)
+    monkeypatch.setattr(chains, "CHUNK_PARAMETERS", 3)
     chunked = rank_diagnostics(x)
     for a, b in zip(whole, chunked, strict=True):
         assert a.shape == (2, 5)
@@ -142,12 +136,12 @@ def test_compiled_and_array_paths_agree(monkeypatch: pytest.MonkeyPatch) -> None
     part = np.ascontiguousarray(np.moveaxis(x, 2, 0))
     out, direct = np.empty((3, part.shape[0])), np.ones(part.shape[0], dtype=bool)
     orders = np.argsort(part.reshape(len(part), -1), axis=1)
-    table = convergence._rank_table(part.shape[1] * 2 * (part.shape[2] // 2))
-    convergence._diagnose(part, orders, 0.05, 0.95, table, convergence.MAX_LAG, out, direct)
+    table = chains._rank_table(part.shape[1] * 2 * (part.shape[2] // 2))
+    chains._diagnose(part, orders, 0.05, 0.95, table, chains.MAX_LAG, out, direct)
     assert direct[:6].all() and not direct[6:].all()  # independent draws stop early; phi = 0.99 does not
     for name in ("strongly autocorrelated", "antithetic, odd draws", "ties (discrete)", "one chain", "NaN draws"):
         compiled = rank_diagnostics(cases[name])
-        monkeypatch.setattr(convergence, "MAX_LAG", 0)  # every parameter through the FFT path
+        monkeypatch.setattr(chains, "MAX_LAG", 0)  # every parameter through the FFT path
         array = rank_diagnostics(cases[name])
         monkeypatch.undo()
         for a, b in zip(compiled, array, strict=True):

@@ -1,7 +1,7 @@
 """Convergence checks of a sampler's draws: ``check_convergence(idata) -> Diagnostics``.
 
 r-hat, bulk and tail ESS (arviz-stats' definitions, computed for all parameters of a variable at once by
-:mod:`irtbayes.checks.convergence`), divergences, E-BFMI and tree-depth saturation, against stated thresholds, in a
+:mod:`irtbayes.fitting.diagnostics.convergence`), divergences, E-BFMI and tree-depth saturation, against stated thresholds, in a
 small :class:`Diagnostics` object with ``.ok``. A diagnostic that is NaN or missing (an empty or one-chain
 trace, non-finite draws, no sampler statistics) fails the check with its reason; elements that are constant
 by construction (the diagonal of a correlation matrix, a fixed entry of a Cholesky factor) are left out by an
@@ -18,9 +18,9 @@ import arviz_stats as azs
 import numpy as np
 import xarray as xr
 
-from irtbayes.checks.convergence import parameter_table, rank_diagnostics_datasets
-from irtbayes.checks.verdict import Diagnostics, VariableDiagnostics
 from irtbayes.core.errors import FitError, SpecError
+from irtbayes.fitting.diagnostics.convergence import parameter_table, rank_diagnostics_datasets
+from irtbayes.fitting.diagnostics.verdict import Diagnostics, VariableDiagnostics
 
 __all__ = [
     "check_convergence",

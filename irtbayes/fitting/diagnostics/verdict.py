@@ -1,6 +1,6 @@
 """The verdict of the convergence checks: :class:`Diagnostics` (with ``.ok``) and its tables, text and plot.
 
-:func:`irtbayes.checks.sampler.check_convergence` makes one; a fit's card stores it (:meth:`Diagnostics.to_dict`,
+:func:`irtbayes.fitting.diagnostics.sampler.check_convergence` makes one; a fit's card stores it (:meth:`Diagnostics.to_dict`,
 :meth:`Diagnostics.from_dict`).
 """
 
@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from irtbayes.checks.convergence import tail_probs
+from irtbayes.core.chains import tail_probs
 from irtbayes.core.errors import SpecError
 from irtbayes.core.files import json_ready
 
@@ -115,7 +115,7 @@ class Diagnostics:
     Examples
     --------
     >>> import xarray as xr
-    >>> from irtbayes.checks.sampler import check_convergence
+    >>> from irtbayes.fitting.diagnostics.sampler import check_convergence
     >>> draws = np.random.default_rng(0).normal(size=(4, 500, 3))
     >>> posterior = xr.Dataset({"difficulty": (("chain", "draw", "item"), draws)})
     >>> diag = check_convergence(xr.DataTree.from_dict({"posterior": posterior}), approximate=True)
@@ -205,7 +205,7 @@ class Diagnostics:
         Examples
         --------
         >>> import xarray as xr
-        >>> from irtbayes.checks.sampler import check_convergence
+        >>> from irtbayes.fitting.diagnostics.sampler import check_convergence
         >>> draws = np.random.default_rng(0).normal(size=(4, 500, 3))
         >>> posterior = xr.Dataset({"difficulty": (("chain", "draw", "item"), draws)}, coords={"item": ["a", "b", "c"]})
         >>> diag = check_convergence(xr.DataTree.from_dict({"posterior": posterior}))

@@ -169,7 +169,7 @@ def _stored(folders: list[str]) -> bool:
 
 
 def test_next_check_grows_with_the_ess_shortfall_and_waits_out_divergences():
-    from irtbayes.checks.verdict import Diagnostics, VariableDiagnostics
+    from irtbayes.fitting.diagnostics.verdict import Diagnostics, VariableDiagnostics
 
     def diag(ess: float, rhat: float = 1.004, divergences: int = 0) -> Diagnostics:
         var = VariableDiagnostics("difficulty", 3, rhat, "difficulty[a]", ess, "difficulty[b]", 900.0, "difficulty[c]")
