@@ -45,8 +45,11 @@ def _table_csv(name: str, frame: pd.DataFrame) -> str:
     return frame.to_csv(index=name == "ahead", lineterminator="\n")
 
 
-def write_audit(result: AuditResult, out_dir: str | os.PathLike[str]) -> Path:
+def write_audit(result: AuditResult, out_dir: str | os.PathLike[str], *, text: str | None = None) -> Path:
     """Write ``summary.json``, ``audit.txt``, ``target.csv`` and one CSV per table into ``out_dir``.
+
+    ``audit.txt`` holds ``text`` (the command line gives the findings followed by the tables) or, by default,
+    :meth:`~irtbayes.auditing.result.AuditResult.to_text`.
 
     Every file's content is prepared first, then each is written through a temporary file and
     :func:`os.replace`, so no file is ever half-written; ``summary.json`` is written last. Files:
@@ -75,7 +78,7 @@ def write_audit(result: AuditResult, out_dir: str | os.PathLike[str]) -> Path:
     out = Path(out_dir)
     payloads: dict[str, str] = {f"{name}.csv": _table_csv(name, frame) for name, frame in result.tables().items()}
     payloads["target.csv"] = result.target.to_frame().to_csv(index=False, lineterminator="\n")
-    payloads["audit.txt"] = result.to_text() + "\n"
+    payloads["audit.txt"] = (result.to_text() if text is None else text) + "\n"
     files: dict[str, Any] = {
         name: {"sha256": hashlib.sha256(text.encode("utf-8")).hexdigest()} for name, text in payloads.items()
     }

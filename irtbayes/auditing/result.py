@@ -80,7 +80,9 @@ class AuditResult:
         ``information``: one row per (scope, theta): ``scope_kind``, ``scope``, ``theta``,
         ``{info,se,score,slope}_{mean,sd,ci_low,ci_high}``.
         ``items``: one row per item: ``item``, ``benchmark``, ``domain``, ``difficulty_{...}``, ``p_below``,
-        ``p_above``, ``modal_bin``, ``p_modal_bin``, ``saturated``, ``separates_top_k``.
+        ``p_above``, ``modal_bin``, ``p_modal_bin``, ``saturated``, ``separates_top_k``, ``accuracy`` (the mean
+        response, as a share of the item's most) and ``answered_alike`` (every subject who answered gave the same
+        response).
     target
         The target the audit compared with.
     ci_prob

@@ -250,4 +250,16 @@ def items_table(
         filled[idx] = True
     table["saturated"] = saturated
     table["separates_top_k"] = separates
+    table["accuracy"], table["answered_alike"] = _answers(data)
     return table
+
+
+def _answers(data: ResponseData) -> tuple[np.ndarray, np.ndarray]:
+    """Each item's mean response as a share of its most (NaN when nobody answered it), and whether every subject
+    who answered it gave the same response."""
+    codes = data.item_codes
+    answered = np.bincount(codes, minlength=data.n_items)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        accuracy = np.bincount(codes, weights=data.shares, minlength=data.n_items) / answered
+    alike = np.asarray(data.item_ids.astype(str).isin(data.uninformative_items().index.astype(str)))
+    return accuracy, alike

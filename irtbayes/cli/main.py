@@ -8,6 +8,7 @@ exits 130; an interrupted fit saves nothing unless ``--keep-partial`` is given.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
 import os
@@ -319,6 +320,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
     from irtbayes.auditing.folder import write_audit
     from irtbayes.core.files import atomic_dir
     from irtbayes.fitting.storage import save_fit
+    from irtbayes.reporting.findings import audit_findings
     from irtbayes.reporting.report import build_report, write_report_files
 
     if args.fit:
@@ -340,16 +342,20 @@ def cmd_audit(args: argparse.Namespace) -> int:
     # the fit is saved while the report is written (each about 6 s at MMLU-Pro's size, much of it in NumPy and
     # file writes, which let the other thread run); leaving the block waits for both, error or Ctrl-C, before
     # the folder is put in place or removed
+    fit_folder = str(args.fit or Path(args.out) / "fit")
+    found = audit_findings(fit_result, result, fit_folder=fit_folder)  # type: ignore[arg-type]
     with atomic_dir(args.out) as tmp, ThreadPoolExecutor(1) as pool:
-        write_audit(result, tmp)  # type: ignore[arg-type]
+        write_audit(result, tmp, text=found.to_text() + "\n\n" + result.to_text())  # type: ignore[arg-type, attr-defined]
         saved = None if args.fit else pool.submit(save_fit, fit_result, tmp / "fit")  # type: ignore[arg-type]
         if not args.no_report:
             log.info("writing the report")
-            doc = build_report(fit_result, data, audit=result)  # type: ignore[arg-type]
+            doc = build_report(fit_result, data, audit=result, fit_folder=fit_folder)  # type: ignore[arg-type]
             write_report_files(doc, fit_result, tmp / "report", audit=result)  # type: ignore[arg-type]
         if saved is not None:
             saved.result()  # its error, if any
     print(fit_result.to_text())  # type: ignore[attr-defined]
+    print()
+    print(dataclasses.replace(found, open=[], glossary=[]).to_text())
     print()
     print(result.to_text())  # type: ignore[attr-defined]
     print(f"\nWrote {Path(args.out) / 'summary.json'}, bins.csv, ranking.csv and the other tables")

@@ -316,6 +316,7 @@ def plot_coverage_heatmap(
     empty_threshold: float = 0.8,
     domains: dict[str, str] | None = None,
     colours: Mapping[str, str] | None = None,
+    outside: pd.DataFrame | None = None,
     ax: Axes | None = None,
 ) -> Axes:
     """Benchmarks x difficulty bins, shaded by the expected share of items; ``×`` where P(empty) is high.
@@ -325,6 +326,10 @@ def plot_coverage_heatmap(
     bins
         The audit's bin table: one row per (scope, bin) with ``scope_kind``, ``scope``, ``bin``, ``lo``,
         ``hi``, ``value`` and ``p_empty`` columns.
+    outside
+        The expected shares of each scope's items below and above the range (index ``scope``, columns
+        ``below`` and ``above``), drawn as a column at each end, set apart, so that a benchmark whose items lie
+        mostly outside the range does not read as merely pale.
     domains
         Benchmark -> domain, to group rows by domain (rows keep their order within a domain).
     colours
@@ -348,6 +353,10 @@ def plot_coverage_heatmap(
     (['x', 'y'], (2, 2))
     >>> ax.collections[0].get_offsets().tolist()  # one cross: benchmark y (row 1), bin 0 (column 0)
     [[0.0, 1.0]]
+    >>> ends = pd.DataFrame({"below": [0.0, 0.3], "above": [0.1, 0.0]}, index=["x", "y"])
+    >>> ax = plot_coverage_heatmap(bins, outside=ends)  # a column at each end: below and above the range
+    >>> [label.get_text() for label in ax.get_xticklabels()], ax.collections[0].get_offsets().tolist()
+    (['below -1.0', '[-1.0, 0.0)', '[0.0, 1.0)', 'above 1.0'], [[1.0, 1.0]])
     """
     table = bins.loc[bins["scope_kind"] == scope_kind] if "scope_kind" in bins.columns else bins
     table = table.assign(scope=text_labels(table["scope"]))
@@ -359,19 +368,23 @@ def plot_coverage_heatmap(
     grid = table.pivot_table(index="scope", columns="bin", values=value, aggfunc="first").reindex(scopes)
     empty = table.pivot_table(index="scope", columns="bin", values=p_empty, aggfunc="first").reindex(scopes)
     edges = table.drop_duplicates("bin").sort_values("bin")
+    labels = [f"[{lo:.1f}, {hi:.1f})" for lo, hi in zip(edges["lo"], edges["hi"], strict=False)]
+    shift = 0
+    if outside is not None:
+        ends = outside.set_axis(text_labels(outside.index), axis=0).reindex(scopes)
+        grid.insert(0, "below", ends["below"].to_numpy(dtype=float))
+        grid["above"] = ends["above"].to_numpy(dtype=float)
+        labels = [f"below {float(edges['lo'].iloc[0]):.1f}", *labels, f"above {float(edges['hi'].iloc[-1]):.1f}"]
+        shift = 1
     ax = _axes(ax, width=max(6.0, 2.5 + 0.55 * grid.shape[1]), height=max(3.0, 1.2 + 0.28 * len(scopes)))
     image = ax.imshow(grid.to_numpy(dtype=float), aspect="auto", cmap=SHADE, vmin=0, interpolation="nearest")
+    if shift:
+        for x in (0.5, grid.shape[1] - 1.5):
+            ax.axvline(x, color="white", lw=4)
     rows, cols = np.nonzero(empty.to_numpy(dtype=float) >= empty_threshold)
-    ax.scatter(cols, rows, marker="x", color="#D55E00", s=22, lw=1.2)
+    ax.scatter(cols + shift, rows, marker="x", color="#D55E00", s=22, lw=1.2)
     _row_labels(ax, "y", scopes, fontsize="small")
-    _row_labels(
-        ax,
-        "x",
-        [f"[{lo:.1f}, {hi:.1f})" for lo, hi in zip(edges["lo"], edges["hi"], strict=False)],
-        rotation=60,
-        ha="right",
-        fontsize="small",
-    )
+    _row_labels(ax, "x", labels, rotation=60, ha="right", fontsize="small")
     if domain_of and len(scopes) <= MAX_LABELS:
         shown = _shared(colours, domain_colours, [domain_of.get(s, "") for s in scopes])
         for tick, scope in zip(ax.get_yticklabels(), scopes, strict=False):

@@ -22,7 +22,7 @@ figure of them is in :mod:`irtbayes.core.plots` (bounded in size whatever the da
 from __future__ import annotations
 
 import warnings
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -240,20 +240,27 @@ def summarize_draws(
     return frame
 
 
-def format_interval(row: Mapping[str, Any] | pd.Series, prefix: str, *, digits: int = 2) -> str:
+def format_interval(
+    row: Mapping[str, Any] | pd.Series,
+    prefix: str,
+    *,
+    digits: int = 2,
+    fmt: Callable[[float], str] | None = None,
+) -> str:
     """``"mean [ci_low, ci_high]"`` from the ``{prefix}_mean``, ``{prefix}_ci_low``, ``{prefix}_ci_high`` fields.
 
-    The one way intervals are written in text (summaries, reports, command output).
+    The one way intervals are written in text (summaries, reports, command output); ``fmt`` writes each number
+    (default: ``digits`` decimals).
 
     Examples
     --------
     >>> format_interval({"gap_mean": 1.234, "gap_ci_low": 0.5, "gap_ci_high": 2.0}, "gap")
     '1.23 [0.50, 2.00]'
+    >>> format_interval({"s_mean": 0.171, "s_ci_low": 0.15, "s_ci_high": 0.19}, "s", fmt=lambda v: f"{v:.0%}")
+    '17% [15%, 19%]'
     """
-    return (
-        f"{row[f'{prefix}_mean']:.{digits}f} "
-        f"[{row[f'{prefix}_ci_low']:.{digits}f}, {row[f'{prefix}_ci_high']:.{digits}f}]"
-    )
+    write = fmt or (lambda value: f"{value:.{digits}f}")
+    return f"{write(row[f'{prefix}_mean'])} [{write(row[f'{prefix}_ci_low'])}, {write(row[f'{prefix}_ci_high'])}]"
 
 
 def spaced(n_total: int, n: int) -> np.ndarray:

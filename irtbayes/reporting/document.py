@@ -10,6 +10,7 @@ import base64
 import html
 import io
 import math
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -184,13 +185,13 @@ class Document:
 
     def paragraph(self, text: str, *, css: str | None = None) -> None:
         cls = f' class="{html.escape(css)}"' if css else ""
-        self.html_parts.append(f"<p{cls}>{html.escape(text)}</p>")
+        self.html_parts.append(f"<p{cls}>{_html_text(text)}</p>")
         self.md_parts.append(f"{_md_escape(text)}\n")
 
     def bullets(self, items: Sequence[str]) -> None:
         if not items:
             return
-        self.html_parts.append("<ul>" + "".join(f"<li>{html.escape(i)}</li>" for i in items) + "</ul>")
+        self.html_parts.append("<ul>" + "".join(f"<li>{_html_text(i)}</li>" for i in items) + "</ul>")
         self.md_parts.append("\n".join(f"- {_md_escape(i)}" for i in items) + "\n")
 
     def table(
@@ -274,6 +275,18 @@ class Document:
         (folder / "report.md").write_text(self.to_markdown(), encoding="utf-8")
 
 
+def _html_text(text: str) -> str:
+    """Text as HTML: escaped, so data can't inject markup, with `commands` in backticks set as code (as the
+    Markdown shows them).
+
+    Examples
+    --------
+    >>> _html_text("run `irtbayes fit <data>` & wait")
+    'run <code>irtbayes fit &lt;data&gt;</code> &amp; wait'
+    """
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(text))
+
+
 def _md_escape(text: str) -> str:
     """Markdown text with HTML-significant characters escaped, so data can't inject markup."""
     return html.escape(text, quote=False)
@@ -297,6 +310,7 @@ caption{caption-side:top;text-align:left;font-weight:600;padding:.3rem 0}
 figure{margin:1rem 0}figure img{max-width:100%;height:auto;border:1px solid #eee}
 figcaption{font-size:.85rem;color:#555}
 .note{color:#555;font-size:.85rem}
+code{background:#f3f6f9;padding:0 .2rem;font-size:.85rem}
 .verdict-ok{background:#e8f4ea;border-left:4px solid #009E73;padding:.5rem .8rem}
 .verdict-bad{background:#fdf0e6;border-left:4px solid #D55E00;padding:.5rem .8rem}
 """

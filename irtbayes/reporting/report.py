@@ -2,11 +2,11 @@
 
 :func:`build_report` turns a fit, its data and (optionally) an audit and BenchFill results into a
 :class:`~irtbayes.reporting.document.Document`; :func:`report` writes it atomically. The report opens with
-"What this audit found", generated from the numbers (:func:`audit_findings`): whether the fit passed its
+"What this audit found" (:func:`irtbayes.reporting.findings.audit_findings`): whether the fit passed its
 convergence checks (a fit that did not, or an approximate one, is said so first and every finding is marked
-provisional), which benchmarks have credible gaps and where, how far each is from the target, and what the
-target does to the leaderboard. The key figures follow, then the data, the model, the settings and the
-diagnostics; the closing section says what the data cannot decide.
+provisional), the findings in plain sentences, largest first, and what to do about them. The key figures follow,
+then the data, the model, the settings and the diagnostics; it closes with what the data cannot decide and a
+glossary of the measures.
 
 The report's size is bounded whatever the number of subjects, items and benchmarks: the leaderboard figure,
 the P(ahead) matrix and the leaderboard table show the top :data:`TOP_SUBJECTS` subjects by posterior mean
@@ -20,33 +20,27 @@ from __future__ import annotations
 import logging
 import platform
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import pandas as pd
 
-from irtbayes.auditing.result import design_notes, graded_sentence, self_check_lines
+from irtbayes.auditing.result import graded_sentence
 from irtbayes.core import plots
 from irtbayes.core.files import atomic_dir
-from irtbayes.core.summaries import format_interval
 from irtbayes.data.responses import ResponseData
-from irtbayes.fitting.diagnostics.divergences import remedy_text
 from irtbayes.fitting.storage import load_fit_data
-from irtbayes.reporting.document import Document, format_number, format_probability, format_share
+from irtbayes.reporting.document import Document, format_number, format_probability
+from irtbayes.reporting.findings import Findings, audit_findings
 
 if TYPE_CHECKING:
     from irtbayes.auditing.result import AuditResult
     from irtbayes.fitting.result import Fit
 
 __all__ = [
-    "CREDIBLE_GAP",
     "MAX_SCOPES",
     "TOP_BENCHMARKS",
     "TOP_SUBJECTS",
-    "Findings",
-    "audit_findings",
     "build_report",
     "parameter_diagnostics",
     "report",
@@ -54,16 +48,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-#: P(bin empty) at or above which a gap is called credible, and the band where the data cannot decide.
-CREDIBLE_EMPTY = 0.9
-UNDECIDED_EMPTY = 0.5
-#: A gap is credible when the lower end of its Maximum Gap interval exceeds this many logits: the audit's false-gap
-#: threshold (scripts/gap_calibration.py; no simulated benchmark without a gap had its lower end above it).
-CREDIBLE_GAP = 0.5
-#: Benchmarks or systems named in one finding; the rest are counted (every one is in tables/).
-MAX_NAMED = 8
-#: Benchmarks named at each end of the DDM finding (the closest and the furthest).
-DDM_NAMED = 3
 #: Subjects shown in the leaderboard figure, the P(ahead) matrix and the leaderboard table.
 TOP_SUBJECTS = 30
 #: Benchmarks shown in the coverage and forest figures (those with the largest DDM).
@@ -103,375 +87,6 @@ def parameter_diagnostics(fit: Fit) -> pd.DataFrame:
     names = checked_variables(posterior)
     rhat, bulk, tail = rank_diagnostics_datasets(posterior[names])
     return parameter_table(rhat, bulk, tail, names)
-
-
-@dataclass(frozen=True)
-class Findings:
-    """What the report leads with, generated from the numbers.
-
-    Attributes
-    ----------
-    verdict
-        One sentence on the fit's convergence checks (or that the posterior is approximate or partial).
-    trusted
-        The fit passed its checks and is neither approximate nor partial. When False every sentence of
-        ``found`` opens with ``PROVISIONAL`` and the reason.
-    found
-        The findings: credible gaps and where, each benchmark's distance from the target, what the target
-        does to the leaderboard. Empty without an audit.
-    open
-        What the data cannot decide or the report does not support (the closing section).
-    """
-
-    verdict: str
-    trusted: bool
-    found: list[str]
-    open: list[str]
-
-
-def audit_findings(fit: Fit, audit: AuditResult | None, *, ci_prob: float | None = None) -> Findings:
-    """The findings the report opens with and the open questions it closes with.
-
-    Parameters
-    ----------
-    fit
-        The fit; its convergence checks decide whether the findings are marked provisional.
-    audit
-        Its audit, or None (then only the verdict).
-    ci_prob
-        Probability of the intervals the sentences name (default the audit's, else 0.9).
-
-    Examples
-    --------
-    >>> from irtbayes.examples import simulated_audit, simulated_fit
-    >>> fit, data = simulated_fit(30, 60, n_benchmarks=2)
-    >>> result, _ = simulated_audit(30, 60, bins=5)
-    >>> findings = audit_findings(fit, result)
-    >>> findings.trusted, findings.verdict.startswith("The fit FAILED its convergence checks")
-    (False, True)
-    >>> all(sentence.startswith("PROVISIONAL") for sentence in findings.found)
-    True
-    """
-    verdict, reason = _verdict(fit, audit)
-    found: list[str] = []
-    unsupported: list[str] = []
-    if audit is not None:
-        pct = f"{(ci_prob if ci_prob is not None else audit.ci_prob):.0%}"
-        found += _gap_findings(audit, pct, unsupported)
-        found += _ddm_findings(audit, pct, unsupported)
-        found += _ranking_findings(audit, pct, unsupported)
-        target = audit.target
-        unsupported.append(
-            f"Conclusions about weighting hold for the chosen target ({target.kind}: {target.description}); "
-            "another target (the workload a decision is about) can give another DDM and another re-weighted order."
-        )
-        unsupported.append(_gap_width_caveat(fit, audit))
-        unsupported += design_notes(audit.benchmarks, audit.settings)
-        checked = self_check_lines(audit.benchmarks, audit.settings, pct)
-        if checked:
-            found.append(" ".join(line.strip() for line in checked))
-    mark = f"PROVISIONAL ({reason}): " if reason else ""
-    return Findings(verdict=verdict, trusted=not reason, found=[mark + s for s in found], open=unsupported)
-
-
-def _verdict(fit: Fit, audit: AuditResult | None) -> tuple[str, str]:
-    """Whether the fit passed its convergence checks, in one sentence, and why its numbers are provisional
-    (empty when they are not)."""
-    diag = fit.diagnostics
-    if fit.partial:
-        return (
-            f"Warning: {fit.partial_text()} An unfinished run has not converged: every number in this report is "
-            "provisional.",
-            "partial fit",
-        )
-    if fit.approximate:
-        return (
-            f"The posterior is an approximation ({fit.sampler.get('name')}): MCMC convergence checks do not apply "
-            "and its intervals may be too narrow. Every number in this report is provisional; refit with NUTS "
-            "before relying on it.",
-            "approximate posterior",
-        )
-    if not diag.ok:
-        more = f"; {len(diag.problems) - 3} more" if len(diag.problems) > 3 else ""
-        remedy = remedy_text(list(fit.sampler.get("remedies") or []))
-        return (
-            "The fit FAILED its convergence checks (" + "; ".join(diag.problems[:3]) + more + "): every number in "
-            "this report is provisional until a longer or better-conditioned fit passes."
-            + (f" {remedy}" if remedy else ""),
-            "failed convergence checks",
-        )
-    if audit is not None and audit.settings.get("converged") is False:
-        return ("The audit records that the draws it was made from failed their convergence checks: every "
-                "number in this report is provisional.", "failed convergence checks")  # fmt: skip
-    remedy = remedy_text(list(fit.sampler.get("remedies") or []))
-    return (
-        f"The fit passed its convergence checks (max r-hat {diag.max_rhat:.3f}, min bulk ESS "
-        f"{diag.min_ess_bulk:.0f}, {diag.divergences} divergences)." + (f" {remedy}" if remedy else ""),
-        "",
-    )
-
-
-def _scope_kind(audit: AuditResult) -> str:
-    """The scopes the findings speak of: the benchmarks, or all items when the items carry no benchmark labels."""
-    return "benchmark" if (audit.benchmarks["scope_kind"] == "benchmark").any() else "all"
-
-
-def _scope_name(row: pd.Series) -> str:
-    return "all items" if row["scope_kind"] == "all" else str(row["scope"])
-
-
-def _more(n: int, what: str) -> str:
-    return f" … and {n:,} more {what} (tables/benchmarks.csv)." if n > 0 else ""
-
-
-def _gap_findings(audit: AuditResult, pct: str, unsupported: list[str]) -> list[str]:
-    """Which benchmarks have a credible gap, where, and how wide its interior and edge parts are."""
-    kind = _scope_kind(audit)
-    bench = audit.benchmarks.loc[audit.benchmarks["scope_kind"] == kind]
-    bins = audit.bins.loc[audit.bins["scope_kind"] == kind]
-    empty = bins.loc[bins["p_empty"] >= CREDIBLE_EMPTY]
-    rule = (
-        f"the lower end of the {pct} interval of the Maximum Gap above {CREDIBLE_GAP:g} logits; in the audit's "
-        "calibration study (nine design families, docs/validation.md) at most 1% of the benchmarks whose true "
-        "widest gap was under that had their lower end there"
-    )
-    credible = bench.loc[bench["max_gap_ci_low"] > CREDIBLE_GAP].sort_values("max_gap_ci_low", ascending=False)
-    found: list[str] = []
-    if credible.empty:
-        widest = bench.sort_values("max_gap_ci_low", kind="stable").iloc[-1]
-        where = f"any of the {len(bench)} benchmarks" if kind == "benchmark" and len(bench) > 1 else _scope_name(widest)
-        found.append(
-            f"No credible coverage gap ({rule}) in {where}: the highest lower end is {_scope_name(widest)}'s, "
-            f"Maximum Gap {format_interval(widest, 'max_gap')} logits."
-        )
-    else:
-        names = ", ".join(_scope_name(r) for _, r in credible.head(MAX_NAMED).iterrows())
-        found.append(
-            f"Credible coverage gap ({rule}) in {names}."
-            if len(bench) == 1
-            else f"Credible coverage gaps ({rule}) in {len(credible)} of {len(bench)} benchmarks: {names}"
-            + (_more(len(credible) - MAX_NAMED, "benchmarks") if len(credible) > MAX_NAMED else ".")
-        )
-        for _, row in credible.head(MAX_NAMED).iterrows():
-            found.append(_gap_sentence(audit, row, empty))
-    # bins credibly empty in benchmarks whose widest gap is not credible (bins narrower than the threshold)
-    narrow = empty.loc[~empty["scope"].isin(credible["scope"])]
-    by_scope = bench.set_index("scope")
-    for scope, rows in list(narrow.groupby("scope", sort=False))[:MAX_NAMED]:
-        row = by_scope.loc[scope]
-        found.append(
-            f"{'all items' if kind == 'all' else scope}: no item in {_spans(rows)} with P ≥ {CREDIBLE_EMPTY:g}, "
-            f"but its Maximum Gap, {format_interval(row, 'max_gap')} logits, does not clear the "
-            f"{CREDIBLE_GAP:g}-logit threshold: a narrow empty stretch, not counted as a credible gap."
-        )
-    undecided = bins.loc[(bins["p_empty"] >= UNDECIDED_EMPTY) & (bins["p_empty"] < CREDIBLE_EMPTY)]
-    for scope, rows in list(undecided.groupby("scope", sort=False))[:MAX_NAMED]:
-        spans = ", ".join(
-            f"[{r.lo:.2f}, {r.hi:.2f}) (P(empty) {format_probability(r.p_empty)})" for r in rows.itertuples()
-        )
-        unsupported.append(f"{scope}: whether {spans} is empty; the difficulty estimates are too uncertain to say.")
-    return found
-
-
-def _spans(rows: pd.DataFrame) -> str:
-    """The bins of ``rows`` as intervals, adjacent bins joined: ``[-0.26, 2.80)``."""
-    spans: list[list[float]] = []
-    for r in rows.sort_values("lo").itertuples():
-        if spans and abs(spans[-1][1] - float(r.lo)) < 1e-9:
-            spans[-1][1] = float(r.hi)
-        else:
-            spans.append([float(r.lo), float(r.hi)])
-    return ", ".join(f"[{lo:.2f}, {hi:.2f})" for lo, hi in spans)
-
-
-def _gap_sentence(audit: AuditResult, row: pd.Series, empty: pd.DataFrame) -> str:
-    """Where one benchmark's credible gap lies, its interior and edge parts, and the bins credibly empty."""
-    target = audit.target
-    k = int(row["gap_modal_bin"])
-    kind = str(row["gap_kind"])
-    where = {"interior": "between two items", "whole range": "no item inside the range"}.get(kind, f"at the {kind}")
-    text = (
-        f"{_scope_name(row)}: Maximum Gap {format_interval(row, 'max_gap')} logits, around "
-        f"[{row['gap_lo']:.2f}, {row['gap_hi']:.2f}] ({where}; in bin {k} {target.bin_label(k)} in "
-        f"{format_share(row['gap_p_modal_bin'])} of draws). Interior gap {format_interval(row, 'interior_gap')}; "
-        f"edge gaps {format_interval(row, 'edge_gap_low')} at L = {target.lo:.2f} and "
-        f"{format_interval(row, 'edge_gap_high')} at U = {target.hi:.2f}."
-    )
-    inner = audit.settings.get("edge_gap_inner_range")
-    side = {"low edge": "low", "high edge": "high"}.get(kind)
-    if side is not None and inner is not None and pd.notna(row.get(f"edge_gap_{side}_inner_mean")):
-        margin = float(inner[0]) - target.lo
-        text += (
-            f" Up to {margin:.2f} logits of an edge gap can be the range's margin beyond the systems' abilities; "
-            f"inside [{float(inner[0]):.2f}, {float(inner[1]):.2f}] this edge gap is "
-            f"{format_interval(row, f'edge_gap_{side}_inner')}."
-        )
-    rows = empty.loc[empty["scope"] == row["scope"]]
-    if len(rows):
-        text += f" No item in {_spans(rows)} with P ≥ {CREDIBLE_EMPTY:g}."
-    return text
-
-
-def _ddm_findings(audit: AuditResult, pct: str, unsupported: list[str]) -> list[str]:
-    """How far each benchmark is from the target (DDM with intervals), and which are credibly further."""
-    kind = _scope_kind(audit)
-    bench = audit.benchmarks.loc[audit.benchmarks["scope_kind"] == kind].sort_values("ddm_w1_mean", kind="stable")
-    target = audit.target
-    shown = bench if len(bench) <= 2 * DDM_NAMED else pd.concat([bench.head(DDM_NAMED), bench.tail(DDM_NAMED)])
-    listed = ", ".join(f"{_scope_name(r)} {format_interval(r, 'ddm_w1')}" for _, r in shown.iterrows())
-    which = (
-        f" (the {DDM_NAMED} closest and the {DDM_NAMED} furthest of {len(bench):,})" if len(shown) < len(bench) else ""
-    )
-    found = [
-        f"Distance from the target ({target.description}), DDM with {pct} intervals (0: the items follow the "
-        f"target; items outside [{target.lo:.2f}, {target.hi:.2f}] count in full){which}: {listed}."
-    ]
-    worst = bench.iloc[-1]
-    found.append(
-        f"{_scope_name(worst)}{' (the furthest)' if len(bench) > 1 else ''}: {format_share(worst['mass_below_mean'])} "
-        f"of its items lie below the range and {format_share(worst['mass_above_mean'])} above; "
-        f"{format_share(worst['unrepresented_mean'])} of the target's weight (interval "
-        f"{format_share(worst['unrepresented_ci_low'])} to {format_share(worst['unrepresented_ci_high'])}) falls in "
-        "bins where it has no item."
-    )
-    if len(bench) < 2:
-        return found
-    best = bench.iloc[0]
-    if worst["ddm_w1_ci_low"] > best["ddm_w1_ci_high"]:
-        further = bench.loc[bench["ddm_w1_ci_low"] > best["ddm_w1_ci_high"], "scope"].astype(str).tolist()
-        names = ", ".join(further[:MAX_NAMED]) + (
-            f" and {len(further) - MAX_NAMED:,} more" if len(further) > MAX_NAMED else ""
-        )
-        found.append(
-            f"Credibly further from the target than the closest benchmark, {best['scope']} (DDM interval entirely "
-            f"above its): {names}."
-        )
-    else:
-        unsupported.append(
-            "That any benchmark matches the target better than another: the DDM intervals of the closest "
-            f"({best['scope']}) and furthest ({worst['scope']}) overlap."
-        )
-    overlaps = bench.loc[bench["ddm_w1_ci_low"] <= best["ddm_w1_ci_high"], "scope"].tolist()
-    if len(overlaps) > 1:
-        names = ", ".join(map(str, overlaps[:MAX_NAMED])) + (" …" if len(overlaps) > MAX_NAMED else "")
-        unsupported.append(f"An order among {names} by DDM: their intervals overlap the best one's.")
-    return found
-
-
-def _ranking_findings(audit: AuditResult, pct: str, unsupported: list[str]) -> list[str]:
-    """What re-weighting to the target does to the leaderboard: who moves, and with what P(ahead)."""
-    ranking = audit.ranking.loc[audit.ranking["scope_kind"] == "all"].sort_values("rank_mean", kind="stable")
-    if not len(ranking):
-        return []
-    found: list[str] = []
-    ahead = audit.ahead
-    ahead = ahead.set_axis(ahead.index.astype(str), axis=0).set_axis(ahead.columns.astype(str), axis=1)
-    subjects = ranking["subject"].astype(str)
-    raw = pd.Series(ranking["raw_rank"].to_numpy(), index=subjects)
-    # systems tied on raw accuracy share the raw ranks from raw_rank (the best of them) to raw_last
-    raw_last = ranking["raw_accuracy"].rank(ascending=False, method="max").to_numpy()
-    up = ranking["raw_rank"].to_numpy() > ranking["rank_ci_high"].to_numpy()
-    down = raw_last < ranking["rank_ci_low"].to_numpy()
-    distance = np.where(up, ranking["raw_rank"] - ranking["rank_ci_high"], ranking["rank_ci_low"] - raw_last)
-    moved = ranking.assign(raw_last=raw_last, moved_up=up, moved_by=distance).loc[up | down]
-    moved = moved.sort_values("moved_by", ascending=False, kind="stable")
-    if len(moved):
-        parts = [
-            f"{r.subject} (raw rank {_raw_ranks(int(r.raw_rank), int(r.raw_last))}, re-weighted "
-            f"{int(r.rank_ci_low)}–{int(r.rank_ci_high)}"
-            f"{_overtakes(str(r.subject), int(r.raw_rank), up=bool(r.moved_up), raw=raw, ahead=ahead)})"
-            for r in moved.head(MAX_NAMED).itertuples()
-        ]
-        n_up = int(moved["moved_up"].sum())
-        found.append(
-            f"Re-weighting to the target moves {len(moved)} of {len(ranking)} systems outside their {pct} rank "
-            f"interval ({n_up} up, {len(moved) - n_up} down; the furthest moved first): "
-            + "; ".join(parts)
-            + (" …" if len(moved) > MAX_NAMED else "")
-            + "."
-        )
-    else:
-        found.append(
-            f"Re-weighting to the target moves no system credibly: the raw rank of each of the {len(ranking)} systems "
-            f"(for ties, one of the ranks it shares) lies inside its {pct} re-weighted rank interval."
-        )
-    if len(ranking) > 1:
-        first, second = subjects.iloc[0], subjects.iloc[1]
-        lead = ranking.iloc[0]
-        group = int((ranking["group"] == lead["group"]).sum())
-        p = ahead.at[first, second] if first in ahead.index and second in ahead.columns else float("nan")
-        found.append(
-            f"{first} leads the re-weighted leaderboard (rank interval {int(lead['rank_ci_low'])}–"
-            f"{int(lead['rank_ci_high'])}); P({first} ahead of {second}) = {format_probability(p)}"
-            + (
-                f"; the posterior cannot order the first {group} systems (P(ahead) < "
-                f"{format_probability(audit.settings.get('group_threshold', 0.9))})."
-                if group > 1
-                else "."
-            )
-        )
-    groups = ranking.groupby("group")["subject"].apply(list)
-    ties = [g for g in groups if len(g) > 1]
-    if ties:
-        shown = "; ".join(", ".join(map(str, g[:6])) + (" …" if len(g) > 6 else "") for g in ties[:4])
-        unsupported.append(
-            f"Orderings within these groups of systems under the re-weighted score ({len(ties)} group(s) the "
-            f"posterior cannot separate at P(ahead) < {audit.settings.get('group_threshold', 0.9)}): {shown}."
-        )
-    return found
-
-
-def _raw_ranks(first: int, last: int) -> str:
-    """A raw rank, or the ranks a group tied on raw accuracy shares: ``3`` or ``1–308 (tied)``."""
-    return str(first) if first == last else f"{first}–{last} (tied)"
-
-
-def _overtakes(subject: str, raw_rank: int, *, up: bool, raw: pd.Series, ahead: pd.DataFrame) -> str:
-    """``; ahead of B, raw rank 2, with P = 0.97`` for a system moved up past another (the most probable, the best
-    raw rank among equals); ``; behind B, ...`` for one moved down; empty when none is more probably passed."""
-    if subject not in ahead.index:
-        return ""
-    others = raw.loc[(raw < raw_rank) if up else (raw > raw_rank)].index
-    others = [o for o in others if o in ahead.columns and o != subject]
-    if not others:
-        return ""
-    p = (ahead.loc[subject, others] if up else ahead.loc[others, subject]).astype(float)
-    # the most probable; among equals, the one with the best raw rank
-    order = pd.DataFrame({"p": p.to_numpy(), "raw": raw.loc[others].to_numpy()}, index=others)
-    best = str(order.sort_values(["p", "raw"], ascending=[False, True], kind="stable").index[0])
-    value = float(order.at[best, "p"])
-    if value < 0.5:
-        return ""
-    if up:
-        return f"; ahead of {best}, raw rank {int(raw[best])}, with P = {format_probability(value)}"
-    return f"; behind {best}, raw rank {int(raw[best])}, with P = {format_probability(value)}"
-
-
-def _gap_width_caveat(fit: Fit, audit: AuditResult) -> str:
-    """Why the exact width of a gap is not supported, for the item locations the audit used."""
-    difficulty_sd = float(fit.posterior["difficulty"].std(dim=("chain", "draw")).mean())
-    if audit.settings.get("ensemble") == "deconvolved":
-        return (
-            "The exact width of a gap. Gaps are measured on deconvolved item locations (each benchmark's estimated "
-            "difficulty population, cut to a support with at most one empty stretch), which keep items beside an "
-            "empty region out of it; a gap's edges are still blurred by the items' uncertainty (mean posterior sd "
-            f"of a difficulty here: {difficulty_sd:.2f}). Over nine simulated design families the posterior mean "
-            "read the widest gap 0.1-0.6 logits narrow (0.23 on average) and the posterior's own 90% interval held "
-            "it in only 75% of the benchmarks; "
-            + (
-                "the intervals reported here are therefore recalibrated across those families (they held it in "
-                "93-100% of each family on held-out seeds), which makes them wide: read the interval as the range "
-                "of plausible widths, and the posterior mean as likely too low."
-                if audit.settings.get("calibrated_intervals")
-                else "the intervals reported here are the posterior's own (calibrated_intervals=False): read their "
-                "upper ends, not their means."
-            )
-        )
-    return (
-        f"The exact width of a gap: per-draw Maximum Gaps scatter items into gaps by the difficulty "
-        f"uncertainty (mean posterior sd of a difficulty here: {difficulty_sd:.2f}), so gaps narrower than "
-        "about twice that are understated; the location of the widest gap is the more reliable reading."
-    )
 
 
 def _first_of(n: int, shown: int) -> str:
@@ -590,27 +205,30 @@ def _palette(data: ResponseData) -> tuple[pd.Series, dict[str, str], dict[str, s
 
 
 def _findings_section(doc: Document, fit: Fit, data: ResponseData, audit: AuditResult | None, found: Findings) -> None:
-    """The report's opening: the fit's verdict, what was audited, and the findings."""
+    """The report's opening: the fit's verdict, what was audited, the findings and what to do about them."""
     doc.heading("What this audit found")
     doc.paragraph(found.verdict, css="verdict-ok" if found.trusted else "verdict-bad")
     context = (
-        f"{data.n_subjects} systems, {data.n_items} items in {max(len(data.benchmarks), 1)} benchmark(s) and "
-        f"{max(len(data.domains), 1)} domain(s); {fit.spec.kind.upper()} IRT fitted with {fit.sampler.get('name')}"
-        f"{' (approximate)' if fit.approximate else ''}."
+        f"{data.n_subjects:,} systems answered {data.n_items:,} items"
+        + (f" in {len(data.benchmarks)} benchmarks" if len(data.benchmarks) > 1 else "")
+        + (f" ({len(data.domains)} domains)" if len(data.domains) > 1 else "")
+        + f"; {fit.spec.kind.upper()} IRT fitted with {fit.sampler.get('name')}"
+        + (" (approximate)." if fit.approximate else ".")
     )
     if audit is None:
         doc.paragraph(context + " No audit was run, so there are no coverage, mismatch or leaderboard findings; "
                       "the sections below describe the data, the model and its diagnostics.")  # fmt: skip
         return
-    t = audit.target
     doc.paragraph(
-        f"{context} Target: {t.description} on the ability scale; intervals are {audit.ci_prob:.0%} equal-tailed "
-        "credible intervals."
+        f"{context} Target: {audit.target.description}; intervals are {audit.ci_prob:.0%} credible intervals. "
+        "The terms are defined in the glossary at the end."
     )
     doc.bullets(found.found)
+    doc.heading("What to do", level=3)
+    doc.bullets(found.todo)
     doc.paragraph(
-        "What these data cannot decide is listed at the end (What this does not support); the key figures follow, "
-        "then the data, the model, the settings and the diagnostics.",
+        "What these data cannot decide is listed at the end; the key figures follow, then the data, the model, "
+        "the settings and the diagnostics.",
         css="note",
     )
 
@@ -742,11 +360,18 @@ def _benchmark_figures(
             f"largest DDM; the other {n_bench - TOP_BENCHMARKS:,} are in tables/benchmarks.csv and tables/bins.csv."
         )
     shown_bins = audit.bins.loc[(audit.bins["scope_kind"] == kind) & audit.bins["scope"].isin(bench["scope"])]
+    outside = bench.set_index("scope")[["mass_below_mean", "mass_above_mean"]]
     figure(
         "coverage",
-        plots.plot_coverage_heatmap(shown_bins, scope_kind=kind, domains=domains.to_dict(), colours=colours),
-        "Coverage: expected share of each benchmark's items per difficulty bin; × marks bins empty with "
-        "probability ≥ 0.8. Rows are grouped and coloured by domain.",
+        plots.plot_coverage_heatmap(
+            shown_bins,
+            scope_kind=kind,
+            domains=domains.to_dict(),
+            colours=colours,
+            outside=outside.set_axis(["below", "above"], axis=1),
+        ),
+        "Coverage: expected share of each benchmark's items per difficulty bin of the range, and below and above "
+        "it (the end columns); × marks bins empty with probability ≥ 0.8. Rows are grouped and coloured by domain.",
     )
     forests = (
         ("ddm", "ddm_w1", "DDM (share outside [L, U] + share inside × W1 / (U − L))",
@@ -851,6 +476,7 @@ def build_report(
     benchfill: Any = None,
     tracking: Any = None,
     title: str | None = None,
+    fit_folder: str | None = None,
 ) -> Document:
     """Compose the report (no files written).
 
@@ -868,6 +494,8 @@ def build_report(
     benchfill, tracking
         Objects with a ``report_section(doc, figure)`` method (BenchFill results; a
         :class:`~irtbayes.evaluating.tracking.Tracking` of checkpoints on this fit), or None.
+    fit_folder
+        Where the fit is saved, for the commands the report suggests (default ``FIT``).
 
     Examples
     --------
@@ -892,7 +520,7 @@ def build_report(
         plt.rc_context({"figure.dpi": 100, "font.size": 9, "svg.fonttype": "none"}),
         plots.unloaded_lazy_modules_hidden(),  # matplotlib would import jax only to ask whether an array is one of its
     ):
-        found = audit_findings(fit, audit, ci_prob=ci_prob)
+        found = audit_findings(fit, audit, ci_prob=ci_prob, fit_folder=fit_folder)
         _findings_section(doc, fit, data, audit, found)
         if audit is not None:
             _key_figures(doc, data, audit, figure)
@@ -927,6 +555,9 @@ def build_report(
                 "The target distribution is a choice about the decision at hand, not a property of the benchmark.",
             ]
         )
+        if found.glossary:
+            doc.heading("Glossary")
+            doc.bullets([f"{term}: {text}" for term, text in found.glossary])
     return doc
 
 

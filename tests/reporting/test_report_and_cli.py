@@ -134,6 +134,11 @@ def test_cli_fit_audit_report_score_round_trip(hostile: dict[str, object], tmp_p
         assert block["ci_low"] <= block["mean"] <= block["ci_high"]
     assert (out / "bins.csv").is_file() and (out / "ranking.csv").is_file()
     assert (out / "report" / "report.html").is_file()
+    # audit.txt opens with the findings and what to do, its commands naming the saved fit, then the tables
+    text = (out / "audit.txt").read_text()
+    assert text.startswith("What this audit found\n") and "\nWhat to do\n" in text and "\nGlossary\n" in text
+    assert text.index("Glossary") < text.index("Audit of ")
+    assert f"--fit {fit_dir}" in text or "No gap needs filling, and inside the range" in text, text[:3000]
     bench = pd.read_csv(out / "benchmarks.csv")
     assert (bench["max_gap_ci_high"] >= bench["max_gap_posterior_ci_high"]).all()  # recalibrated, never narrower
     assert summary["settings"]["calibrated_intervals"] is True

@@ -21,7 +21,8 @@ from irtbayes.data.simulate import posterior_near_truth, simulate_responses
 from irtbayes.fitting.diagnostics.sampler import check_convergence
 from irtbayes.fitting.result import Fit
 from irtbayes.reporting.document import format_probability, format_share
-from irtbayes.reporting.report import CREDIBLE_GAP, audit_findings, build_report, report
+from irtbayes.reporting.findings import CREDIBLE_GAP, audit_findings
+from irtbayes.reporting.report import build_report, report
 
 #: The planted stretch without items in the benchmark with a gap, inside the audit's range [-2, 2].
 GAP = (0.0, 1.5)
@@ -112,15 +113,20 @@ def test_a_planted_gap_is_found_where_it_is_and_the_other_benchmark_has_none(
     ]
     found = audit_findings(fit, result)
     assert found.trusted and not any(s.startswith("PROVISIONAL") for s in found.found)
-    head = found.found[0]
-    assert head.startswith("Credible coverage gaps") and "in 1 of 2 benchmarks: bench01." in head, head
-    (sentence,) = [s for s in found.found if s.startswith("bench01: Maximum Gap")]
+    assert "1 of 2 benchmarks have a credible coverage gap: bench01." in found.found, found.found
+    (sentence,) = [s for s in found.found if s.startswith("bench01 has a credible coverage gap")]
     lo, hi = (float(v) for v in re.search(r"around \[(-?[\d.]+), (-?[\d.]+)\]", sentence).groups())  # type: ignore[union-attr]
     assert abs(lo - GAP[0]) < 0.25 and abs(hi - GAP[1]) < 0.25, sentence
-    assert "between two items" in sentence and "Interior gap" in sentence, sentence
+    assert "between two items" in sentence, sentence
     row = rows.loc["bench01"]
-    assert f"{row['max_gap_mean']:.2f} [{row['max_gap_ci_low']:.2f}, {row['max_gap_ci_high']:.2f}]" in sentence
-    assert not any(s.startswith("bench00: Maximum Gap") for s in found.found), found.found
+    assert (
+        f"{row['max_gap_mean']:.2f} [{row['max_gap_ci_low']:.2f}, {row['max_gap_ci_high']:.2f}] logits wide" in sentence
+    )
+    assert not any(s.startswith("bench00 has") for s in found.found), found.found
+    # the gap is the first place to add items, with the command that targets it
+    (where,) = [s for s in found.todo if s.startswith("New items count most")]
+    k = int(row["gap_modal_bin"])
+    assert f"bench01's gap, difficulty {result.target.bin_label(k)}" in where and "--benchmark bench01" in where
 
 
 def test_without_a_planted_gap_the_findings_say_none(without_gap: tuple[Fit, ResponseData, AuditResult]) -> None:
@@ -128,17 +134,22 @@ def test_without_a_planted_gap_the_findings_say_none(without_gap: tuple[Fit, Res
     assert (result.benchmarks["max_gap_ci_low"] <= CREDIBLE_GAP).all(), result.benchmarks["max_gap_ci_low"]
     md = build_report(fit, data, audit=result).to_markdown()
     block = findings_block(md)
-    assert "No credible coverage gap" in block and "any of the 2 benchmarks" in block, block
-    assert "Credible coverage gaps" not in block
+    bench = result.benchmarks.loc[result.benchmarks["scope_kind"] == "benchmark"]
+    widest = bench.loc[bench["max_gap_mean"].idxmax()]
+    expected = (
+        f"No benchmark has a credible coverage gap. The widest is {widest['scope']}'s: "
+        f"{widest['max_gap_mean']:.2f} [{widest['max_gap_ci_low']:.2f}, {widest['max_gap_ci_high']:.2f}] logits."
+    )
+    assert expected in block, block
+    assert "has a credible coverage gap:" not in block
     # a bin credibly empty whose stretch does not clear the threshold is named, and not called a credible gap
     bins = result.bins.copy()
     at = (bins["scope"] == "bench00") & (bins["bin"] == 1)
     bins.loc[at, "p_empty"] = 0.95
     found = audit_findings(fit, dataclasses.replace(result, bins=bins)).found
-    (narrow,) = [s for s in found if s.startswith("bench00: no item in")]
+    (narrow,) = [s for s in found if s.startswith("bench00 has no item in")]
     lo, hi = bins.loc[at, ["lo", "hi"]].iloc[0]
-    assert f"[{lo:.2f}, {hi:.2f}) with P ≥ 0.9" in narrow and "not counted as a credible gap" in narrow, narrow
-    assert found[0].startswith("No credible coverage gap"), found[0]
+    assert f"[{lo:.2f}, {hi:.2f}) (P ≥ 0.9), a stretch too narrow for a credible gap" in narrow, narrow
 
 
 def test_findings_state_the_distance_from_the_target_and_the_leaderboard(
@@ -146,39 +157,47 @@ def test_findings_state_the_distance_from_the_target_and_the_leaderboard(
 ) -> None:
     fit, _, result = with_gap
     found = audit_findings(fit, result)
-    (ddm,) = [s for s in found.found if s.startswith("Distance from the target")]
-    for row in result.benchmarks.loc[result.benchmarks["scope_kind"] == "benchmark"].itertuples():
-        assert f"{row.scope} {row.ddm_w1_mean:.2f} [{row.ddm_w1_ci_low:.2f}, {row.ddm_w1_ci_high:.2f}]" in ddm, ddm
+    bench = result.benchmarks.loc[result.benchmarks["scope_kind"] == "benchmark"].sort_values("ddm_w1_mean")
+    (ddm,) = [s for s in found.found if " is furthest from the target, DDM " in s]
+    far, near = bench.iloc[-1], bench.iloc[0]
+    for label, row in (("is furthest from the target, DDM", far), ("is closest,", near)):
+        value = f"{row.ddm_w1_mean:.2f} [{row.ddm_w1_ci_low:.2f}, {row.ddm_w1_ci_high:.2f}]"
+        assert f"{row.scope} {label} {value}" in ddm, ddm
     ranking = result.ranking.loc[result.ranking["scope_kind"] == "all"].sort_values("rank_mean", kind="stable")
     first, second = ranking["subject"].iloc[:2]
-    (lead,) = [s for s in found.found if " leads the re-weighted leaderboard" in s]
+    (board,) = [s for s in found.found if s.startswith("Weighting the items to the target")]
     p = format_probability(result.ahead.at[first, second])
-    assert lead.startswith(first) and f"P({first} ahead of {second}) = {p}" in lead, lead
-    (moves,) = [s for s in found.found if s.startswith("Re-weighting to the target moves")]
+    assert f"{first} leads, rank " in board and f"ahead of {second} with P = {p}" in board, board
     # raw ranks shared by ties: a system moves when none of them lies inside its re-weighted interval
     first_rank = ranking["raw_accuracy"].rank(ascending=False, method="min")
     last_rank = ranking["raw_accuracy"].rank(ascending=False, method="max")
     moved = (first_rank > ranking["rank_ci_high"]) | (last_rank < ranking["rank_ci_low"])
-    assert ("moves no system credibly" in moves) == (not moved.any()), moves
+    assert ("keeps every one of the" in board) == (not moved.any()), board
+    assert any(s.startswith("The raw leaderboard's order holds") for s in found.todo) == (not moved.any())
 
     # the last system by re-weighted rank given the best raw accuracy: it moves down, behind the system that
     # is most probably ahead of it
     last = ranking.iloc[-1]
-    board = result.ranking.copy()
-    at = (board["scope_kind"] == "all") & (board["subject"] == last["subject"])
-    board.loc[at, "raw_accuracy"] = board["raw_accuracy"].max() + 0.01
-    everyone = board["scope_kind"] == "all"
-    board.loc[everyone, "raw_rank"] = board.loc[everyone, "raw_accuracy"].rank(ascending=False, method="min")
-    changed = dataclasses.replace(result, ranking=board)
-    (moves,) = [s for s in audit_findings(fit, changed).found if s.startswith("Re-weighting to the target moves")]
-    assert f"moves 1 of {len(ranking)} systems" in moves and "(0 up, 1 down" in moves, moves
+    board_table = result.ranking.copy()
+    at = (board_table["scope_kind"] == "all") & (board_table["subject"] == last["subject"])
+    board_table.loc[at, "raw_accuracy"] = board_table["raw_accuracy"].max() + 0.01
+    everyone = board_table["scope_kind"] == "all"
+    board_table.loc[everyone, "raw_rank"] = board_table.loc[everyone, "raw_accuracy"].rank(
+        ascending=False, method="min"
+    )
+    changed = audit_findings(fit, dataclasses.replace(result, ranking=board_table))
+    (moves,) = [s for s in changed.found if s.startswith("Weighting the items to the target moves")]
+    assert f"moves 1 of {len(ranking)} systems" in moves, moves
     ahead = result.ahead.loc[:, last["subject"]].drop(last["subject"])
-    raw = board.loc[everyone].set_index("subject")["raw_rank"].astype(int)
+    raw = board_table.loc[everyone].set_index("subject")["raw_rank"].astype(int)
     behind = min(ahead.index[ahead == ahead.max()], key=lambda s: raw[s])  # the best raw rank among equals
+    low, high = int(last["rank_ci_low"]), int(last["rank_ci_high"])
+    interval = str(low) if low == high else f"{low}–{high}"
     assert (
-        f"{last['subject']} (raw rank 1, re-weighted {int(last['rank_ci_low'])}–{int(last['rank_ci_high'])}; "
-        f"behind {behind}, raw rank {raw[behind]}, with P = {format_probability(ahead.max())})" in moves
+        f"{last['subject']} from raw rank 1 to {interval}, behind {behind} (raw rank {raw[behind]}) with "
+        f"P = {format_probability(ahead.max())}" in moves
     ), moves
+    assert "under this target 1 system change rank beyond its interval" in " ".join(changed.todo), changed.todo
 
 
 @pytest.mark.parametrize("case", ["unconverged", "approximate"])
@@ -197,8 +216,10 @@ def test_an_untrusted_fit_is_said_first_and_every_finding_is_marked(
     block = findings_block(doc.to_markdown())
     body = block.split("\n", 2)[2]
     assert body.startswith(opening), body[:300]
-    bullets = [line for line in block.splitlines() if line.startswith("- ")]
+    findings, todo = block.split("### What to do")
+    bullets = [line for line in findings.splitlines() if line.startswith("- ")]
     assert bullets and all(line.startswith("- PROVISIONAL (") for line in bullets), bullets
+    assert todo.split("\n- ", 1)[1].startswith("Act on none of this until a fit passes its convergence checks"), todo
     page = doc.to_html()
     section = page[page.index(f">{HEADING}</h2>") :]
     assert section.split("</h2>", 1)[1].lstrip().startswith(f'<p class="verdict-bad">{opening}')
@@ -257,3 +278,60 @@ def test_report_reads_the_data_the_fit_records_and_refuses_other_data(tmp_path: 
     )
     html = irt.report(Fit.from_posterior(posterior, data), tmp_path / "lsat7")
     assert "lsat7" in html.read_text(encoding="utf-8") and (tmp_path / "lsat7" / "report.md").is_file()
+
+
+def test_outside_alike_and_where_to_add_are_read_from_the_tables(
+    without_gap: tuple[Fit, ResponseData, AuditResult],
+) -> None:
+    fit, _, result = without_gap
+    everything = result.benchmarks.loc[result.benchmarks["scope_kind"] == "all"].iloc[0]
+    # items moved above the range, and two items everyone answered alike, change what is said
+    bench = result.benchmarks.copy()
+    everyone = bench["scope_kind"] == "all"
+    bench.loc[everyone, ["mass_above_mean", "mass_above_ci_low", "mass_above_ci_high"]] = [0.3, 0.25, 0.35]
+    bench.loc[everyone, ["mass_below_mean", "mass_below_ci_low", "mass_below_ci_high"]] = [0.0, 0.0, 0.0]
+    items = result.items.copy()
+    items.loc[items.index[:2], ["answered_alike", "accuracy"]] = [True, 1.0]
+    items.loc[items.index[2], ["answered_alike", "accuracy"]] = [True, 0.0]
+    items.loc[items.index[3:], "answered_alike"] = False
+    found = audit_findings(fit, dataclasses.replace(result, benchmarks=bench, items=items), fit_folder="models/f")
+    (outside,) = [s for s in found.found if "of the items lie outside the systems' ability range" in s]
+    assert outside.startswith("30% of the items lie outside") and "30% [25%, 35%] above it" in outside, outside
+    assert "below it" not in outside, outside
+    (alike,) = [s for s in found.found if "answered alike by every system" in s]
+    assert alike.startswith(f"3 items ({format_share(3 / len(items))})") and "(2 solved by all, 1 by none)" in alike
+    assert found.found.index(outside) < found.found.index(alike)  # the larger share first
+    assert any(s.startswith("Leave out or replace the 3 items") for s in found.todo), found.todo
+    assert any("the 30% of items outside it" in s for s in found.todo), found.todo
+    # where to add: the bin thinnest against the target, with the command that aims there
+    bins = result.bins.loc[result.bins["scope_kind"] == "all"]
+    ratio = bins["share_in_range_mean"] / bins["target_weight"]
+    (where,) = [s for s in found.todo if "count most" in s or "not needed for coverage" in s]
+    if ratio.min() < 0.8:
+        k = int(bins["bin"].iloc[int(ratio.to_numpy().argmin())])
+        assert f"thinnest at difficulty {result.target.bin_label(k)}" in where, where
+        assert where.endswith(
+            f"`irtbayes benchfill propose --fit models/f --candidates items.csv --out benchfill --target-bin {k}`."
+        ), where
+    else:
+        assert "new items are not needed for coverage" in where, where
+    assert everything["mass_above_mean"] < 0.3  # the planted bank itself is inside the range
+    terms = [term for term, _ in found.glossary]
+    assert {"DDM", "Maximum Gap", "Credible gap", "Re-weighted accuracy", "Answered alike"} <= set(terms)
+    assert "\nGlossary\n" in found.to_text() and found.to_text().startswith("What this audit found")
+
+
+def test_the_items_table_says_which_items_every_system_answered_alike() -> None:
+    data, truth = simulate_responses(30, 12, missing=0.0, seed=3)
+    frame = data.responses.copy()
+    frame["subject"] = frame["subject"].astype(str)
+    frame["item"] = frame["item"].astype(str)
+    items = list(dict.fromkeys(frame["item"]))
+    frame.loc[frame["item"] == items[0], "response"] = 1.0
+    frame.loc[frame["item"] == items[1], "response"] = 0.0
+    changed = ResponseData.from_long(frame, source="alike")
+    fit = Fit.from_posterior(posterior_near_truth(changed, truth, chains=2, draws=50, seed=1), changed)
+    table = audit(fit, changed, bins=3, max_draws=50, ensemble="draws").items.set_index("item")
+    assert table["answered_alike"].tolist() == [i in items[:2] for i in table.index]
+    expected = frame.groupby("item")["response"].mean()
+    np.testing.assert_allclose(table["accuracy"], expected.loc[table.index], rtol=0, atol=1e-12)
