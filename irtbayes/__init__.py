@@ -95,6 +95,7 @@ _PUBLIC: dict[str, str] = {
     "check_robustness": "irtbayes.robustness.run",
     "RobustnessSettings": "irtbayes.robustness.run",
     "RobustnessResult": "irtbayes.robustness.run",
+    "report_robustness": "irtbayes.reporting.robustness",
     # evaluating new systems on a few items
     "predict_scores": "irtbayes.evaluating.prediction",
     "PredictedScores": "irtbayes.evaluating.prediction",
@@ -170,6 +171,7 @@ __all__ = [
     "propose",
     "read_target",
     "report",
+    "report_robustness",
     "run_adaptive",
     "save_fit",
     "score",
@@ -235,4 +237,5 @@ if TYPE_CHECKING:  # what IDEs and mypy see; at run time the names load on first
     from irtbayes.model.spec import ModelSpec, Priors
     from irtbayes.reporting.interchange import write_mirt, write_tinybenchmarks
     from irtbayes.reporting.report import report
+    from irtbayes.reporting.robustness import report_robustness
     from irtbayes.robustness.run import RobustnessResult, RobustnessSettings, check_robustness

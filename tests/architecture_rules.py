@@ -24,8 +24,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("fitting",),
     ("checks",),
     ("auditing",),
-    ("reporting",),
     ("benchfill", "robustness", "evaluating"),
+    ("reporting",),
     ("cli", "examples", "__main__"),
 )
 

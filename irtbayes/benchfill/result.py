@@ -10,17 +10,16 @@ fixed-bank approximation the new items' posterior does not depend on the bank's 
 draw from the joint approximation. The original items' results stay separate from the added ones: per bin,
 the expected count of original items and of added items; per subject, accuracy on each.
 
-**Figures** (:func:`plot_candidate_intervals`, :func:`plot_coverage_before_after`): candidates against the
-target, coverage before and after.
+Its figures (:meth:`BenchfillResult.plot_candidates`, :meth:`BenchfillResult.plot_coverage`) are drawn by
+:mod:`irtbayes.core.plots`; its report section is :mod:`irtbayes.reporting.benchfill`.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import math
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -39,6 +38,7 @@ from irtbayes.benchfill.ledger import Ledger, decision_records
 from irtbayes.benchfill.target import AUDIT_INFORMATION_DRAWS, AUDIT_MAX_DRAWS, TargetChoice
 from irtbayes.core.errors import DataError, FitError, listed
 from irtbayes.core.files import atomic_write_text, json_ready, read_json
+from irtbayes.core.plots import plot_candidate_intervals, plot_coverage_before_after
 from irtbayes.core.summaries import arviz_names, format_interval, summarize
 from irtbayes.data.responses import ResponseData
 
@@ -184,9 +184,9 @@ class BenchfillResult:
     def plot_coverage(self, *, ax: Axes | None = None) -> Axes:
         """Expected items per bin before and after, for the target's benchmark (or all items); see the class example."""
         t = self.target
-        return plot_coverage_before_after(self._shown_bins(), target_lo=t.lo, target_hi=t.hi, ax=ax)
+        return plot_coverage_before_after(self.shown_bins(), target_lo=t.lo, target_hi=t.hi, ax=ax)
 
-    def _shown_bins(self) -> pd.DataFrame:
+    def shown_bins(self) -> pd.DataFrame:
         """The bins of the target's benchmark (all items when it has none, or no rows for it)."""
         t = self.target
         scope_kind, scope = ("benchmark", t.benchmark) if t.benchmark else ("all", "all")
@@ -204,7 +204,7 @@ class BenchfillResult:
                 "n_candidates": len(self.decisions),
                 "accepted": self.accepted,
                 "reasons": {str(k): int(v) for k, v in reasons.items()},
-                "method": _METHODS.get(str(self.settings.get("mode")), ""),
+                "method": METHODS.get(str(self.settings.get("mode")), ""),
                 "comparison": self.comparison.to_dict(orient="records"),
                 "bins": self.bins.to_dict(orient="records"),
                 "subjects": self.subjects.to_dict(orient="records"),
@@ -216,7 +216,7 @@ class BenchfillResult:
         """Plain JSON values: :meth:`summary_dict`, what ``before_after.json`` holds."""
         return self.summary_dict()
 
-    def _with_every_reason(self) -> pd.DataFrame:
+    def with_every_reason(self) -> pd.DataFrame:
         """The decisions with ``reason`` naming every rule a rejected candidate failed (the ``failed`` column,
         ``"too easy; flat"``), not only the first."""
         table = self.decisions.copy()
@@ -237,10 +237,10 @@ class BenchfillResult:
         ]
         if s.get("kind") in ("grm", "gpcm"):
             lines.append(f"Graded items ({str(s['kind']).upper()}): {GRADED_RULE}")
-        unconverged = _unconverged_note(s)
+        unconverged = unconverged_note(s)
         if unconverged:
             lines.append(f"WARNING: {unconverged}")
-        shown = self._with_every_reason()[["decision", "reason", "p_in_target", "difficulty_mean", "difficulty_ci_low",
+        shown = self.with_every_reason()[["decision", "reason", "p_in_target", "difficulty_mean", "difficulty_ci_low",
                                            "difficulty_ci_high", "n_responses"]]  # fmt: skip
         with pd.option_context("display.width", 160, "display.max_rows", 100, "display.precision", 3):
             lines += ["", shown.to_string()]
@@ -260,71 +260,8 @@ class BenchfillResult:
             ] or ["no conclusion changed credibly"]
         return "\n".join(lines)
 
-    def report_section(self, doc: Any, figure: Callable[[str, Any, str], None]) -> None:
-        """Add a BenchFill section to a report.
 
-        Parameters
-        ----------
-        doc
-            An :class:`irtbayes.reporting.document.Document` (``heading``, ``paragraph``, ``bullets``, ``table``).
-        figure
-            ``figure(name, ax, caption)`` embeds a matplotlib Axes.
-        """
-        t = self.target
-        s = self.settings
-        ci = self.ci_prob
-        doc.heading("BenchFill: new items for the widest gap")
-        doc.paragraph(
-            f"Target interval [{t.lo:.2f}, {t.hi:.2f}) on the ability scale: {t.how}. A candidate is accepted when "
-            f"the posterior puts its difficulty in the interval with probability at least {s.get('tau')}, its "
-            f"sign-free slope above {s.get('min_discrimination', 0):g} with probability at least "
-            f"{s.get('discrimination_prob')}, and at least {s.get('min_responses')} systems answered it. "
-            f"{_METHODS.get(str(s.get('mode')), '')}"
-            + (f" Graded items ({str(s['kind']).upper()}): {GRADED_RULE}" if s.get("kind") in ("grm", "gpcm") else "")
-        )
-        reasons = self.decisions["reason"].value_counts()
-        doc.paragraph(
-            "A candidate must also be new (not a near-verbatim copy of a bank item or of another candidate, and "
-            "not an unasked rewrite of a bank item), on-construct (its responses fit the model; with several "
-            "ability dimensions, its own domain's ability carries it) and correctly keyed (the slope screen)."
-        )
-        doc.bullets(
-            [f"{len(self.decisions)} candidates, {len(self.accepted)} accepted."]
-            + [f"{int(v)} {k}" for k, v in reasons.items() if k != "in target"]
-            + ([_unconverged_note(s)] if _unconverged_note(s) else [])
-        )
-        figure(
-            "benchfill_candidates",
-            plot_candidate_intervals(self.decisions, target_lo=t.lo, target_hi=t.hi),
-            f"Each candidate's posterior difficulty (mean and {ci:.0%} interval) against the target interval "
-            "(shaded); accepted candidates in colour.",
-        )
-        cols = ["decision", "reason", "p_in_target", "difficulty_mean", "difficulty_ci_low", "difficulty_ci_high",
-                "discrimination_mean", "n_responses"]  # fmt: skip
-        table = self._with_every_reason()
-        doc.table(table[[c for c in cols if c in table.columns]].reset_index(), caption="Candidates")
-        shown = self._shown_bins()
-        figure(
-            "benchfill_coverage",
-            plot_coverage_before_after(shown, target_lo=t.lo, target_hi=t.hi),
-            f"Coverage of {t.benchmark or 'all items'} before and after: expected items per bin, the original "
-            f"items and the added ones stacked, with {ci:.0%} intervals of the totals.",
-        )
-        comp_cols = ["scope", "version", "n_items", "n_added", "max_gap_mean", "max_gap_ci_low", "max_gap_ci_high",
-                     "ddm_w1_mean", "ddm_w1_ci_low", "ddm_w1_ci_high", "gap_lo", "gap_hi"]  # fmt: skip
-        doc.table(self.comparison[comp_cols], caption="Maximum Gap and DDM before and after (original items kept)")
-        doc.paragraph(
-            "Every original item stays in the extended benchmark; the table below gives each system's raw "
-            "accuracy on the original and on the added items separately, and its re-weighted rank (all items) "
-            "before and after, so a change in rank can be traced to the new items."
-        )
-        sub_cols = ["subject", "accuracy_original", "accuracy_added", "rank_before_mean", "rank_after_mean",
-                    "reweighted_before_mean", "reweighted_after_mean"]  # fmt: skip
-        doc.table(self.subjects[[c for c in sub_cols if c in self.subjects.columns]], caption="Systems")
-        editorial_section(self, doc)
-
-
-_METHODS = {
+METHODS = {
     "full": "Calibration: the bank was refitted with the candidates' responses (full concurrent calibration); the "
     "after-audit uses the refit.",
     "fixed": "Calibration: fixed bank (the bank held at its posterior, each candidate's difficulty and "
@@ -333,7 +270,7 @@ _METHODS = {
 }
 
 
-def _unconverged_note(settings: dict[str, Any]) -> str:
+def unconverged_note(settings: dict[str, Any]) -> str:
     """A sentence when the fit behind the decisions failed its convergence checks or did not record them.
 
     A missing record counts as a failure: decisions are never presented as resting on a converged fit
@@ -465,207 +402,6 @@ def load_benchfill_result(folder: str | os.PathLike[str]) -> BenchfillResult:
         frame.attrs.update(ci_prob=ci_prob, target=choice.target.to_dict())
     settings, run_id = dict(summary["settings"]), str(summary["run_id"])
     return BenchfillResult(decisions=decisions, target=choice, settings=settings, run_id=run_id, **tables)
-
-
-#: Characters of an item's text shown in the report's tables.
-TEXT_SHOWN = 160
-
-
-def _short(value: object) -> str:
-    text = "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
-    return text if len(text) <= TEXT_SHOWN else text[: TEXT_SHOWN - 1] + "…"
-
-
-def editorial_section(result: BenchfillResult, doc: Any) -> None:
-    """The editorial part of the BenchFill report section: every decision with each screen's verdict, each
-    accepted item beside its closest bank item, and which conclusions changed by composition alone.
-
-    Texts go to ``doc`` as plain strings; :class:`irtbayes.reporting.document.Document` escapes them (HTML and
-    Markdown), so an item's text cannot inject markup.
-    """
-    d = result.decisions
-    novelty = result.settings.get("novelty") or {}
-    screens = ["decision", "reason", "bin_check", "key_check", "novelty", "construct"]
-    if set(screens) <= set(d.columns):
-        doc.table(d[screens].reset_index(), caption="Every decision with its reasons: bin, key, novelty, construct")
-    if novelty.get("bank_texts", 1) == 0:
-        doc.paragraph(
-            "The bank's items have no text (no 'text' column in the data), so the candidates were not compared with "
-            "the bank: their novelty is unchecked against it (they were compared with one another)."
-        )
-    if "closest_item" in d.columns and result.accepted:
-        acc = d.loc[result.accepted]
-        table = pd.DataFrame(
-            {
-                "candidate_id": acc.index,
-                "candidate text": [_short(x) for x in acc["text"]],
-                "closest bank item": acc["closest_item"].to_numpy(),
-                "its text": [_short(x) for x in acc.get("closest_text", pd.Series(None, index=acc.index))],
-                "word similarity": acc["closest_word_similarity"].to_numpy(),
-                "content similarity": acc["closest_content_similarity"].to_numpy(),
-                "novelty": acc["novelty"].to_numpy(),
-            }
-        )
-        doc.table(table, caption="Accepted items beside their closest bank item")
-    c = result.conclusions
-    if not c.empty:
-        changed = c.loc[c["changed"].astype(bool)]
-        lines = [
-            f"{row['scope']}: {row['measure']} {row['verdict']} ({row['from']} to {row['to']}), by {row['cause']}"
-            for _, row in changed.iterrows()
-        ]
-        doc.paragraph(
-            "Conclusions that changed because of the new composition alone compare the original items with the "
-            "extended benchmark under the same posterior; after a full refit, changes of the original items' "
-            "own estimates are reported as re-estimation."
-        )
-        doc.bullets(lines or ["No conclusion changed credibly."])
-        doc.table(c.drop(columns=["scope_kind"]), caption="Conclusions before and after, and why they changed")
-
-
-# ============================================================================================ plots
-_ACCEPTED = "#009E73"
-_REJECTED = "#999999"
-_BEFORE = "#0072B2"
-_ADDED = "#E69F00"
-
-
-def plot_candidate_intervals(
-    decisions: pd.DataFrame, *, target_lo: float, target_hi: float, ax: Axes | None = None
-) -> Axes:
-    """Each candidate's posterior difficulty interval against the target interval.
-
-    Parameters
-    ----------
-    decisions
-        One row per candidate (index or column ``candidate_id``) with ``difficulty_mean``,
-        ``difficulty_ci_low``, ``difficulty_ci_high`` and ``decision``; rows without numbers (no responses)
-        are listed without an interval.
-    target_lo, target_hi
-        The target interval, shaded.
-
-    Returns
-    -------
-    matplotlib.axes.Axes
-
-    Examples
-    --------
-    >>> from irtbayes.benchfill.result import plot_candidate_intervals
-    >>> decisions = pd.DataFrame(
-    ...     {"difficulty_mean": [0.4, 2.1], "difficulty_ci_low": [0.1, 1.6], "difficulty_ci_high": [0.7, 2.6],
-    ...      "decision": ["accepted", "rejected"]},
-    ...     index=pd.Index(["c1", "c2"], name="candidate_id"),
-    ... )
-    >>> ax = plot_candidate_intervals(decisions, target_lo=0.0, target_hi=1.0)
-    >>> [t.get_text() for t in ax.get_yticklabels()]
-    ['c1', 'c2']
-    """
-    import matplotlib.pyplot as plt
-
-    table = decisions.reset_index() if "candidate_id" not in decisions.columns else decisions.copy()
-    table = table.sort_values("difficulty_mean", na_position="first", kind="stable").reset_index(drop=True)
-    if ax is None:
-        _, ax = plt.subplots(figsize=(6.5, max(2.0, 0.28 * len(table) + 1.0)))
-    ax.axvspan(target_lo, target_hi, color=_ACCEPTED, alpha=0.12, lw=0, label="target interval")
-    for y, row in table.iterrows():
-        accepted = row["decision"] == "accepted"
-        colour = _ACCEPTED if accepted else _REJECTED
-        mean = row.get("difficulty_mean")
-        if mean is None or pd.isna(mean):
-            ax.text(target_lo, y, " no responses", va="center", fontsize=7, color=_REJECTED)
-            continue
-        ax.plot([row["difficulty_ci_low"], row["difficulty_ci_high"]], [y, y], color=colour, lw=2)
-        ax.plot([mean], [y], "o", color=colour, ms=4)
-    ax.set_yticks(range(len(table)))
-    ax.set_yticklabels([str(c)[:28] for c in table["candidate_id"]], fontsize=7)
-    ax.set_xlabel("difficulty (ability scale)")
-    ax.set_title("Candidates: posterior difficulty against the target")
-    from matplotlib.lines import Line2D
-    from matplotlib.patches import Patch
-
-    ax.legend(
-        handles=[
-            Patch(color=_ACCEPTED, alpha=0.12, label="target"),
-            Line2D([], [], color=_ACCEPTED, lw=2, label="accepted"),
-            Line2D([], [], color=_REJECTED, lw=2, label="rejected"),
-        ],
-        fontsize=7,
-        loc="best",
-    )
-    return ax
-
-
-def plot_coverage_before_after(
-    bins: pd.DataFrame, *, target_lo: float | None = None, target_hi: float | None = None, ax: Axes | None = None
-) -> Axes:
-    """Expected items per bin before and after: original items and added items stacked.
-
-    Parameters
-    ----------
-    bins
-        One scope's rows of the ``bins`` table of :func:`before_after` (``lo``, ``hi``,
-        ``count_before_{mean,ci_low,ci_high}``, ``count_original_after_mean``, ``count_added_mean``,
-        ``count_after_{ci_low,ci_high}``).
-    target_lo, target_hi
-        Mark the target interval.
-
-    Returns
-    -------
-    matplotlib.axes.Axes
-
-    Examples
-    --------
-    >>> from irtbayes.benchfill.result import plot_coverage_before_after
-    >>> bins = pd.DataFrame(
-    ...     {"lo": [-1.0, 0.0], "hi": [0.0, 1.0], "count_before_mean": [5.0, 0.2], "count_before_ci_low": [4.0, 0.0],
-    ...      "count_before_ci_high": [6.0, 1.0], "count_original_after_mean": [5.0, 0.2], "count_added_mean": [0.0, 2.9],
-    ...      "count_after_ci_low": [4.0, 2.0], "count_after_ci_high": [6.0, 4.0]}
-    ... )
-    >>> plot_coverage_before_after(bins, target_lo=0.0, target_hi=1.0).get_ylabel()
-    'expected items'
-    """
-    import matplotlib.pyplot as plt
-
-    if ax is None:
-        _, ax = plt.subplots(figsize=(7.0, 3.2))
-    table = bins.sort_values("lo").reset_index(drop=True)
-    x = np.arange(len(table))
-    w = 0.38
-    before = table["count_before_mean"].to_numpy(float)
-    orig = table["count_original_after_mean"].to_numpy(float)
-    added = table["count_added_mean"].to_numpy(float)
-    ax.bar(x - w / 2, before, w, color=_BEFORE, alpha=0.55, label="before")
-    ax.errorbar(
-        x - w / 2,
-        before,
-        yerr=[before - table["count_before_ci_low"], table["count_before_ci_high"] - before],
-        fmt="none",
-        ecolor="black",
-        lw=0.8,
-    )
-    ax.bar(x + w / 2, orig, w, color=_BEFORE, label="after: original items")
-    ax.bar(x + w / 2, added, w, bottom=orig, color=_ADDED, label="after: added items")
-    total = orig + added
-    ax.errorbar(
-        x + w / 2,
-        total,
-        yerr=[np.maximum(total - table["count_after_ci_low"], 0), np.maximum(table["count_after_ci_high"] - total, 0)],
-        fmt="none",
-        ecolor="black",
-        lw=0.8,
-    )
-    if target_lo is not None and target_hi is not None:
-        inside = (table["lo"] < target_hi) & (table["hi"] > target_lo)
-        for k in np.flatnonzero(inside.to_numpy()):
-            ax.axvspan(k - 0.5, k + 0.5, color=_ACCEPTED, alpha=0.1, lw=0)
-    ax.set_xticks(x)
-    ax.set_xticklabels([f"{lo:.1f}–{hi:.1f}" for lo, hi in zip(table["lo"], table["hi"], strict=True)], rotation=45,
-                       fontsize=7, ha="right")  # fmt: skip
-    ax.set_xlabel("difficulty bin")
-    ax.set_ylabel("expected items")
-    ax.set_title("Coverage before and after BenchFill")
-    ax.legend(fontsize=7)
-    return ax
 
 
 # ======================================================================================================= before/after

@@ -459,7 +459,6 @@ def cmd_robustness(args: argparse.Namespace) -> int:
         **cli_parser.picked(args, "reference_condition", "bootstrap", "engine", "workers", "dask_address"),
         **cli_parser.picked(args, "fdr", "min_effect", "against", "agreement", "seed"),
         ci_prob=args.ci,
-        report=not args.no_report,
     )
     result = check_robustness(
         data,  # type: ignore[arg-type]
@@ -467,6 +466,10 @@ def cmd_robustness(args: argparse.Namespace) -> int:
         fit=load_fit(args.fit) if args.fit else None,
         settings=settings,
     )
+    if not args.no_report:
+        from irtbayes.reporting.robustness import report_robustness
+
+        result.files.update(report_robustness(result, args.out))
     print(result.to_text())
     print(f"\nWrote {', '.join(sorted(p.name for p in result.files.values()))} to {args.out}")
     return 0

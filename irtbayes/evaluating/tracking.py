@@ -44,7 +44,7 @@ from scipy.stats import norm
 
 from irtbayes.core import irt
 from irtbayes.core.errors import DataError, SpecError, listed
-from irtbayes.core.summaries import check_ci_prob
+from irtbayes.core.summaries import check_ci_prob, format_interval
 from irtbayes.data.responses import ResponseData
 from irtbayes.evaluating.bank import ItemBank
 from irtbayes.evaluating.prediction import ALL, ability_draws, check_new_responses, evaluation_target
@@ -54,7 +54,7 @@ if TYPE_CHECKING:
 
     from irtbayes.fitting.result import Fit
 
-__all__ = ["POWER", "Tracking", "track"]
+__all__ = ["POWER", "Tracking", "pair_lines", "track"]
 
 #: The probability with which ``detectable_change`` is shown credible.
 POWER = 0.8
@@ -104,7 +104,7 @@ class Tracking:
         lines += [f"note: {n}" for n in self.notes]
         for (a, b), rows in self.changes.groupby(["from", "to"], sort=False):
             lines.append(f"\n{a} -> {b}")
-            lines.extend(_pair_text(rows, self.settings.get("effect", 0.10)))
+            lines.extend(pair_lines(rows, self.settings.get("effect", 0.10)))
         return "\n".join(lines)
 
     def write(self, out: str | Any) -> list[str]:
@@ -151,24 +151,6 @@ class Tracking:
         }
         return cls(changes=changes, abilities=pd.read_csv(root / "abilities.csv"), notes=notes, settings=settings)
 
-    def report_section(self, doc: Any, figure: Any) -> None:
-        """The report's section: the text per pair, the figure and the abilities
-        (:func:`irtbayes.reporting.report.build_report`)."""
-        doc.heading("Checkpoints: where a change helped and where it hurt")
-        doc.paragraph(
-            "Each checkpoint against the one before (or the baseline), by region of difficulty and benchmark: the "
-            "change of accuracy with a re-run's spread, what the change of ability alone predicts, and the smallest "
-            "change each region could show (docs/tracking.md)."
-        )
-        for note in self.notes:
-            doc.paragraph(f"Note: {note}")
-        for (a, b), rows in self.changes.groupby(["from", "to"], sort=False):
-            doc.heading(f"{a} to {b}", level=3)
-            doc.bullets([line.strip() for line in _pair_text(rows, self.settings.get("effect", 0.10))])
-        doc.figure("tracking", self.plot(), caption="Ability by step, and each region's change of accuracy (all items)")
-        shown = self.abilities.round(3)
-        doc.table(shown, caption="Each checkpoint's ability and accuracy over the bank's items, with intervals")
-
     def plot(self) -> Figure:
         """Ability against step with its band, and each region's accuracy change from the first checkpoint's."""
         import matplotlib.pyplot as plt
@@ -204,7 +186,9 @@ class Tracking:
         return fig
 
 
-def _pair_text(rows: pd.DataFrame, effect: float = 0.10) -> list[str]:
+def pair_lines(rows: pd.DataFrame, effect: float = 0.10) -> list[str]:
+    """What changed from one checkpoint to the next, a line each: all items, each credible gain and loss by region
+    and benchmark, the regions too thin to show the effect, and the smallest change each region could show."""
     whole = rows[(rows["scope"] == ALL) & (rows["region"] == WHOLE)].iloc[0]
     out = [f"  all items: {_change(whole)}{' (credible)' if whole['credible'] else ''}"]
     for direction in ("gain", "loss"):
@@ -223,10 +207,8 @@ def _pair_text(rows: pd.DataFrame, effect: float = 0.10) -> list[str]:
 
 
 def _change(row: pd.Series) -> str:
-    return (
-        f"{row['accuracy_change_mean']:+.3f} [{row['accuracy_change_ci_low']:+.3f}, {row['accuracy_change_ci_high']:+.3f}]"
-        f", ability alone {row['expected_change_mean']:+.3f}"
-    )
+    change = format_interval(row, "accuracy_change", fmt=lambda v: f"{v:+.3f}")
+    return f"{change}, ability alone {row['expected_change_mean']:+.3f}"
 
 
 def _ordered(responses: ResponseData, step: str | Mapping[str, float] | None) -> tuple[list[str], np.ndarray]:

@@ -30,11 +30,15 @@ from irtbayes.core import plots
 from irtbayes.core.files import atomic_dir
 from irtbayes.data.responses import ResponseData
 from irtbayes.fitting.storage import load_fit_data
+from irtbayes.reporting.benchfill import benchfill_section
 from irtbayes.reporting.document import Document, format_number, format_probability
 from irtbayes.reporting.findings import Findings, audit_findings
+from irtbayes.reporting.tracking import tracking_section
 
 if TYPE_CHECKING:
     from irtbayes.auditing.result import AuditResult
+    from irtbayes.benchfill.result import BenchfillResult
+    from irtbayes.evaluating.tracking import Tracking
     from irtbayes.fitting.result import Fit
 
 __all__ = [
@@ -473,8 +477,8 @@ def build_report(
     data: ResponseData,
     *,
     audit: AuditResult | None = None,
-    benchfill: Any = None,
-    tracking: Any = None,
+    benchfill: BenchfillResult | None = None,
+    tracking: Tracking | None = None,
     title: str | None = None,
     fit_folder: str | None = None,
 ) -> Document:
@@ -491,9 +495,10 @@ def build_report(
         The fit and the data it was fitted to.
     audit
         An :class:`~irtbayes.auditing.result.AuditResult` of the same fit.
-    benchfill, tracking
-        Objects with a ``report_section(doc, figure)`` method (BenchFill results; a
-        :class:`~irtbayes.evaluating.tracking.Tracking` of checkpoints on this fit), or None.
+    benchfill
+        A BenchFill round's :class:`~irtbayes.benchfill.result.BenchfillResult` on this fit, or None.
+    tracking
+        A :class:`~irtbayes.evaluating.tracking.Tracking` of checkpoints on this fit, or None.
     fit_folder
         Where the fit is saved, for the commands the report suggests (default ``FIT``).
 
@@ -537,9 +542,9 @@ def build_report(
             _audit_details(doc, data, audit, figure)
             _leaderboard_section(doc, audit, figure)
         if benchfill is not None:
-            benchfill.report_section(doc, figure)
+            benchfill_section(benchfill, doc, figure)
         if tracking is not None:
-            tracking.report_section(doc, figure)
+            tracking_section(tracking, doc)
         doc.heading("What this does not support")
         if not found.trusted:
             doc.paragraph(found.verdict, css="verdict-bad")
@@ -567,8 +572,8 @@ def report(
     *,
     data: ResponseData | None = None,
     audit: AuditResult | None = None,
-    benchfill: Any = None,
-    tracking: Any = None,
+    benchfill: BenchfillResult | None = None,
+    tracking: Tracking | None = None,
     title: str | None = None,
 ) -> Path:
     """Write the report: ``out/report.html``, ``out/report.md``, ``out/figures/`` and ``out/tables/``, atomically.
@@ -586,7 +591,7 @@ def report(
         An :class:`~irtbayes.auditing.result.AuditResult` of the same fit: the findings, figures and tables of
         the audit.
     benchfill
-        BenchFill results (an object with a ``report_section(doc, figure)`` method), or None.
+        A BenchFill round's :class:`~irtbayes.benchfill.result.BenchfillResult` on this fit, or None.
     tracking
         A :class:`~irtbayes.evaluating.tracking.Tracking` of checkpoints on this fit (``irt.track``), or None.
     title

@@ -10,7 +10,8 @@ Files written into ``out`` (each atomically):
 - ``revision_versions.csv``, ``revision_subjects.csv`` (when a revision was compared);
 - ``robustness.json``: Kendall's tau and the maximum rank displacement between conditions with credible
   intervals, the flagging rule, the stability labels and the revision's findings;
-- ``report.html``, ``report.md`` and ``figures/``.
+- and, written by :func:`irtbayes.reporting.robustness.report_robustness` (the command line does it unless
+  ``--no-report``), ``report.html``, ``report.md`` and ``figures/``.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import pandas as pd
 from irtbayes.auditing.result import AuditResult
 from irtbayes.auditing.settings import AuditSettings
 from irtbayes.core.errors import DataError, SpecError, refuse_unknown
-from irtbayes.core.files import atomic_write_bytes, atomic_write_json, atomic_write_text, json_ready
+from irtbayes.core.files import atomic_write_json, atomic_write_text, json_ready
 from irtbayes.core.summaries import arviz_names, check_ci_prob
 from irtbayes.data.responses import ResponseData
 from irtbayes.fitting.result import Fit
@@ -65,7 +66,7 @@ __all__ = [
     "RobustnessResult",
     "RobustnessSettings",
     "check_robustness",
-    "write_report",
+    "convergence_problem",
 ]
 
 log = logging.getLogger(__name__)
@@ -283,7 +284,7 @@ class RobustnessResult:
                 f"{len(c.subjects)} systems flagged (Bayesian FDR {c.fdr:g})"
             )
             if not c.sampler.get("converged", True):
-                lines.append(f"  NOT CONVERGED: {_convergence_problem(c.sampler)}; read these as provisional")
+                lines.append(f"  NOT CONVERGED: {convergence_problem(c.sampler)}; read these as provisional")
             for _, row in c.agreement.iterrows():
                 lines.append(
                     f"  {row['condition_a']} vs {row['condition_b']}: Kendall tau {row['kendall_tau_mean']:.3f} "
@@ -412,8 +413,6 @@ class RobustnessSettings:
         Share of agreeing refits a stable conclusion needs, in (0, 1] (default 0.8).
     seed
         Seeds the bootstrap and the fits (default 0).
-    report
-        Write ``report.html`` / ``report.md`` with figures (default True).
 
     Examples
     --------
@@ -447,7 +446,6 @@ class RobustnessSettings:
     fdr_rule: str = "each"
     agreement: float = 0.8
     seed: int = 0
-    report: bool = True
 
     def __post_init__(self) -> None:
         _check_int("robustness: bootstrap", self.bootstrap, 0)
@@ -469,8 +467,6 @@ class RobustnessSettings:
             raise SpecError(f"robustness: fdr_rule must be one of {list(FDR_RULES)}, got {self.fdr_rule!r}")
         if not (_is_number(self.agreement) and 0 < self.agreement <= 1):
             raise SpecError(f"robustness: agreement must be in (0, 1], got {self.agreement!r}")
-        if not isinstance(self.report, bool):
-            raise SpecError(f"robustness: report must be True or False, got {self.report!r}")
         if self.family is not None and not isinstance(self.family, (str, Mapping)):
             raise SpecError(f"robustness: family must be a column name or a mapping, got {type(self.family).__name__}")
         if self.revision is not None and (
@@ -572,7 +568,7 @@ def check_robustness(
     >>> data, _ = simulate_responses(20, 30, seed=1)
     >>> result = check_robustness(data, out=tempfile.mkdtemp())
     >>> result.conditions, result.population, sorted(result.files)
-    (None, None, ['report_html', 'report_md', 'robustness'])
+    (None, None, ['robustness'])
     """
     s = RobustnessSettings() if settings is None else settings
     if not isinstance(s, RobustnessSettings):
@@ -593,8 +589,6 @@ def check_robustness(
         if s.revision is not None:
             _run_revision(result, folder, data, base, reference_audit, s.revision)
     result.files["robustness"] = atomic_write_json(folder / "robustness.json", result.summary_dict())
-    if s.report:
-        result.files.update(write_report(result, folder))
     return result
 
 
@@ -688,89 +682,6 @@ def _run_revision(
     )
 
 
-def write_report(result: RobustnessResult, out: str | os.PathLike[str], *, top_k: int = 30) -> dict[str, Path]:
-    """Write ``report.html``, ``report.md`` and ``figures/*.png|svg`` of ``result`` into ``out``.
-
-    Item and system names are escaped (HTML and Markdown); each figure shows at most ``top_k`` rows.
-
-    Returns
-    -------
-    dict
-        ``"report_html"``, ``"report_md"`` -> the paths written.
-
-    Examples
-    --------
-    >>> import tempfile
-    >>> from irtbayes.robustness.run import RobustnessResult, write_report
-    >>> sorted(write_report(RobustnessResult(), tempfile.mkdtemp()))
-    ['report_html', 'report_md']
-    """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from irtbayes.reporting.document import Document
-
-    folder = Path(out)
-    doc = Document(title="Robustness of the audit's conclusions")
-    if result.conditions is not None:
-        c = result.conditions
-        doc.heading("Format and condition sensitivity")
-        doc.paragraph(
-            f"Conditions: {', '.join(c.conditions)} (reference {c.reference}). Effects are flagged when the set of "
-            f"flagged effects has a posterior expected false-flag share of at most {c.fdr:g} (Bayesian FDR over "
-            f"local false sign rates{'' if c.min_effect == 0 else f', beyond {c.min_effect:g} logits'}; "
-            f"{'effects against the condition' + chr(39) + 's common shift' if c.against == 'shift' else 'effects against 0'}). "
-            f"{int(c.items['flagged'].sum())} of {len(c.items)} items and {int(c.subjects['flagged'].sum())} of "
-            f"{len(c.subjects)} systems are flagged (rule: {c.fdr_rule})."
-        )
-        if not c.sampler.get("converged", True):
-            doc.paragraph(
-                f"**The condition-effects fit did not pass its convergence checks** ({_convergence_problem(c.sampler)}): "
-                "every number in this section is provisional; rerun with more draws (--draws, --tune)."
-            )
-        doc.table(c.agreement, caption=f"Rank agreement between conditions ({c.ci_prob:.0%} intervals over draws)")
-        doc.table(c.shifts, caption="Common difficulty shift of each condition (positive: every item harder)")
-        for cond in c.conditions[1:]:
-            fig, ax = plt.subplots(figsize=(6.5, 6))
-            result.plot_rank_shifts(condition=cond, top_k=top_k, ax=ax)
-            doc.figure(f"rank_shifts_{_slug(cond)}", fig, caption=f"Ranks under {c.reference} and {cond}")
-            fig, ax = plt.subplots(figsize=(6.5, 6))
-            result.plot_condition_effects(condition=cond, top_k=top_k, ax=ax)
-            doc.figure(f"condition_effects_{_slug(cond)}", fig, caption=f"Effects of {cond} on item difficulty")
-        flagged = c.items.loc[c.items["flagged"]].head(top_k)
-        if len(flagged):
-            doc.table(flagged, caption="Flagged items (the first rows; all in conditions_items.csv)", max_rows=top_k)
-    if result.population is not None:
-        p = result.population
-        doc.heading("Population dependence")
-        doc.paragraph(
-            f"{len(result.refits)} refits on other populations of systems. A conclusion is stable when at least "
-            f"{p.agreement:.0%} of the refits agree with the reference (rule in robustness.json)."
-        )
-        doc.table(p.conclusions, caption="Stability of each conclusion per benchmark", max_rows=200)
-        for scope in p.conclusions["scope"].drop_duplicates().head(6):
-            fig, ax = plt.subplots(figsize=(6.5, 4))
-            result.plot_gap_locations(scope=str(scope), ax=ax)
-            doc.figure(f"gap_locations_{_slug(str(scope))}", fig, caption=f"Widest gap of {scope} across populations")
-    if result.revision is not None:
-        doc.heading("Revised against original")
-        doc.bullets(result.revision.summary)
-        doc.table(result.revision.versions, caption="The two versions on one scale")
-        doc.table(
-            result.revision.subjects.head(top_k), caption="Largest rank changes (positive: worse on the revision)"
-        )
-    written = {
-        "report_html": atomic_write_text(folder / "report.html", doc.to_html()),
-        "report_md": atomic_write_text(folder / "report.md", doc.to_markdown()),
-    }
-    for name, (png, svg) in doc.figures.items():
-        atomic_write_bytes(folder / "figures" / f"{name}.png", png)
-        atomic_write_bytes(folder / "figures" / f"{name}.svg", svg)
-    return written
-
-
 def _reference_gap(population: PopulationStability, scope: str) -> tuple[float, float]:
     """The reference's gap interval of ``scope``, as the conclusions table states it (``[lo, hi]``)."""
     table = population.conclusions
@@ -781,11 +692,7 @@ def _reference_gap(population: PopulationStability, scope: str) -> tuple[float, 
     return lo, hi
 
 
-def _slug(text: str) -> str:
-    return "".join(ch if ch.isalnum() else "_" for ch in text)[:40] or "x"
-
-
-def _convergence_problem(sampler: dict[str, Any]) -> str:
+def convergence_problem(sampler: dict[str, Any]) -> str:
     """The first convergence problem a condition fit recorded, with its worst r-hat and ESS."""
     problems = sampler.get("convergence_problems") or ["no convergence checks recorded"]
     return (

@@ -408,5 +408,5 @@ def test_the_candidates_table_names_every_rule_a_candidate_failed():
          "failed": ["too easy; flat", "too hard", ""]},
         index=pd.Index(["a", "b", "c"], name="item"),
     )  # fmt: skip
-    table = BenchfillResult._with_every_reason(SimpleNamespace(decisions=decisions))
+    table = BenchfillResult.with_every_reason(SimpleNamespace(decisions=decisions))
     assert table["reason"].tolist() == ["too easy; flat", "too hard", "in target"]

@@ -19,6 +19,7 @@ from irtbayes.benchfill.target import choose_target
 from irtbayes.data.responses import ResponseData
 from irtbayes.data.simulate import posterior_near_truth, simulate_responses
 from irtbayes.fitting.result import Fit
+from irtbayes.reporting.benchfill import benchfill_section
 from irtbayes.reporting.document import Document
 
 PAIRS = pd.read_csv(Path(__file__).parents[1] / "fixtures" / "benchfill_novelty_pairs.csv")
@@ -114,7 +115,7 @@ def test_ledger_and_report_record_every_reason_and_escape_texts(round_, tmp_path
     assert back.conclusions.shape == result.conclusions.shape
 
     doc = Document(title="t")
-    back.report_section(doc, lambda name, ax, caption: doc.figure(name, ax.figure, caption=caption))
+    benchfill_section(back, doc, lambda name, ax, caption: doc.figure(name, ax.figure, caption=caption))
     html, markdown = doc.to_html(), doc.to_markdown()
     assert "Accepted items beside their closest bank item" in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and SCRIPT not in html

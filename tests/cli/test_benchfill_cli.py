@@ -24,6 +24,7 @@ from irtbayes.benchfill.ledger import CSV_COLUMNS, Ledger
 from irtbayes.benchfill.result import load_benchfill_result
 from irtbayes.cli import benchfill as commands
 from irtbayes.core.errors import IrtbayesError
+from irtbayes.reporting.benchfill import benchfill_section
 from irtbayes.reporting.document import Document
 
 # tests/ is not a package: the bank is built by tests/benchfill/test_benchfill_calibration.py, imported from its folder
@@ -212,7 +213,7 @@ def test_calibrate_writes_the_ledger_and_the_before_after_audit(bank, tmp_path, 
     assert result.run_id == records["run_id"].iloc[-1]
     assert result.accepted == ["cand2", "cand3"]
     doc = Document(title="t")
-    result.report_section(doc, lambda name, ax, caption: doc.figure(name, ax.figure, caption=caption))
+    benchfill_section(result, doc, lambda name, ax, caption: doc.figure(name, ax.figure, caption=caption))
     markdown = doc.to_markdown()
     assert "BenchFill" in markdown and "Maximum Gap" in markdown
     assert set(doc.figures) == {"benchfill_candidates", "benchfill_coverage"}
@@ -438,7 +439,7 @@ def test_calibrate_full_mode_refits(bank, tmp_path, capsys):
 
 
 def test_decisions_say_when_the_fit_behind_them_failed_its_checks(bank, default_round):
-    from irtbayes.benchfill.result import _unconverged_note
+    from irtbayes.benchfill.result import unconverged_note
     from irtbayes.fitting.storage import load_fit
 
     out, text = default_round
@@ -447,10 +448,10 @@ def test_decisions_say_when_the_fit_behind_them_failed_its_checks(bank, default_
     assert (records["bank_converged"] == bank_ok).all()
     assert ("WARNING: the bank's fit did not pass" in text) == (not bank_ok), text
     # a missing record is a failure, never a pass
-    assert _unconverged_note({"mode": "full"}).startswith("the refit did not pass")
-    assert _unconverged_note({"mode": "fixed"}).startswith("the bank's fit did not pass")
-    assert _unconverged_note({"mode": "full", "refit_converged": True}) == ""
-    assert _unconverged_note({"mode": "fixed", "bank_converged": True}) == ""
+    assert unconverged_note({"mode": "full"}).startswith("the refit did not pass")
+    assert unconverged_note({"mode": "fixed"}).startswith("the bank's fit did not pass")
+    assert unconverged_note({"mode": "full", "refit_converged": True}) == ""
+    assert unconverged_note({"mode": "fixed", "bank_converged": True}) == ""
 
 
 def test_propose_reads_a_saved_audit_instead_of_auditing_again(bank, tmp_path, capsys, monkeypatch):

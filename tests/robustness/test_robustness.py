@@ -13,6 +13,7 @@ from irtbayes.auditing.run import audit
 from irtbayes.core.errors import DataError, SpecError
 from irtbayes.data.responses import ResponseData
 from irtbayes.data.simulate import posterior_near_truth, simulate_responses
+from irtbayes.reporting.robustness import report_robustness
 from irtbayes.robustness.condition_model import build_condition_model
 from irtbayes.robustness.conditions import (
     ConditionFit,
@@ -32,7 +33,7 @@ from irtbayes.robustness.population import (
     refit_populations,
 )
 from irtbayes.robustness.revision import compare_revision, revision_data
-from irtbayes.robustness.run import RobustnessResult, write_report
+from irtbayes.robustness.run import RobustnessResult
 from irtbayes.robustness.simulation import simulate_condition_responses
 
 
@@ -151,7 +152,7 @@ def test_condition_effects_flag_the_planted_items_and_systems(tmp_path) -> None:
     assert back["flagged"].sum() == len(planted_items)
     summary = effects.summary_dict()
     assert summary["flagging"]["items_flagged"] == 4 and summary["reference"] == "original"
-    written = write_report(RobustnessResult(conditions=effects), tmp_path)
+    written = report_robustness(RobustnessResult(conditions=effects), tmp_path)
     html = written["report_html"].read_text()
     assert "Rank agreement between conditions" in html and html.count("<figure>") == 2
     assert (tmp_path / "figures" / "condition_effects_reformatted.png").stat().st_size > 1000
@@ -260,7 +261,7 @@ def test_the_report_draws_the_gap_of_each_scope_across_populations(tmp_path) -> 
         for p, result in [_with_gap(data, truth, -0.5, 1.0, seed=k + 1)]
     ]
     result = RobustnessResult(population=population_stability(reference, post, refits), refits=refits)
-    written = write_report(result, tmp_path)
+    written = report_robustness(result, tmp_path)
     scopes = ["all", "bench00", "bench01"]
     assert list(result.summary()["scope"].drop_duplicates()) == scopes
     for scope in scopes:
@@ -370,9 +371,10 @@ def test_robustness_writes_the_condition_tables_json_and_report(tmp_path, monkey
         "conditions_items.csv",
         "conditions_subjects.csv",
         "robustness.json",
-        "report.html",
-        "report.md",
     }
+    assert not (tmp_path / "report.html").exists()  # the report is the reporting stage's
+    written = report_robustness(result, tmp_path)
+    assert {p.name for p in written.values()} == {"report.html", "report.md"}
     summary = json.loads((tmp_path / "robustness.json").read_text())
     pair = summary["conditions"]["rank_agreement"][0]
     assert pair["condition_a"] == "original" and pair["condition_b"] == "reformatted"
@@ -400,6 +402,7 @@ def test_an_unconverged_condition_fit_is_marked_in_the_text_json_and_report(tmp_
     monkeypatch.setattr(run_module, "fit_conditions", lambda data, **kwargs: cfit)
     result = run_module.check_robustness(cfit.data, out=tmp_path)
     assert "NOT CONVERGED: r-hat 1.080 > 1.01 at ability[s03]; max r-hat 1.080" in result.to_text()
+    report_robustness(result, tmp_path)
     assert "**The condition-effects fit did not pass its convergence checks**" in (tmp_path / "report.md").read_text()
     assert json.loads((tmp_path / "robustness.json").read_text())["conditions"]["sampler"]["converged"] is False
 
@@ -517,7 +520,6 @@ def test_robustness_settings_check_each_field_and_record_themselves() -> None:
         ("fdr_rule", "all"),
         ("agreement", 1.2),
         ("seed", 1.5),
-        ("report", "yes"),
         ("revision", "a:b"),
         ("family", 3),
         ("fit", {"chains": 2}),
@@ -568,7 +570,7 @@ def test_check_robustness_hands_each_stage_its_settings(tmp_path, monkeypatch) -
     monkeypatch.setattr(run_module, "refit_populations", fake_refits)
     monkeypatch.setattr(run_module, "population_stability", lambda *args, **kwargs: empty)
     spec = ModelSpec(kind="1pl")
-    settings = RobustnessSettings(bootstrap=2, spec=spec, ci_prob=0.8, agreement=0.7, seed=3, report=False)
+    settings = RobustnessSettings(bootstrap=2, spec=spec, ci_prob=0.8, agreement=0.7, seed=3)
     result = run_module.check_robustness(data, out=tmp_path, settings=settings)
     assert seen["fit"] == (spec, SamplerSettings(progress=False, seed=3))
     assert seen["audit"].ci_prob == 0.8
@@ -606,5 +608,6 @@ def test_the_robustness_verb_builds_the_settings_its_flags_say(tmp_path, monkeyp
         **{"chains": 1, "draws": 500, "tune": 500, "cores": 1, "seed": 5, "progress": False, **given}
     )
     assert s.conditions == ConditionSettings(chains=1, **given)
-    assert (s.bootstrap, s.seed, s.ci_prob, s.engine, s.report) == (2, 5, 0.8, "serial", False)
+    assert (s.bootstrap, s.seed, s.ci_prob, s.engine) == (2, 5, 0.8, "serial")
+    assert not (tmp_path / "rob" / "report.html").exists()  # --no-report
     assert seen["fit"] is None and seen["out"] == str(tmp_path / "rob")
