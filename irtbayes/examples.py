@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from irtbayes.core import irt
 from irtbayes.data.responses import ResponseData
 from irtbayes.data.simulate import posterior_near_truth, simulate_responses
 from irtbayes.fitting.result import Fit
@@ -93,7 +94,7 @@ def simulated_candidates(
             {
                 "subject": data.subject_ids,
                 "item": cid,
-                "response": (rng.random(len(theta)) < 1 / (1 + np.exp(-slope * (theta - difficulty)))).astype(float),
+                "response": (rng.random(len(theta)) < irt.probability(theta, difficulty, slope)).astype(float),
             }
         )
         for cid, slope in (("good", 1.5), ("mis-keyed", -1.5))

@@ -427,10 +427,7 @@ class AuditResult:
             top = ranking.head(max_subjects)
             board = pd.DataFrame(
                 {
-                    "rank": [
-                        f"{r['rank_mean']:.1f} [{r['rank_ci_low']:.0f}, {r['rank_ci_high']:.0f}]"
-                        for _, r in top.iterrows()
-                    ],
+                    "rank": [format_interval(r, "rank", digits=1, ends="{:.0f}".format) for _, r in top.iterrows()],
                     "group": top["group"].to_numpy(),
                     "subject": top["subject"].to_numpy(),
                     "reweighted": [format_interval(r, "reweighted") for _, r in top.iterrows()],

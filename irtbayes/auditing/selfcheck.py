@@ -76,10 +76,11 @@ from irtbayes.auditing.recalibration import CALIBRATED
 from irtbayes.auditing.result import AuditResult
 from irtbayes.auditing.settings import DEFAULT_INFORMATION_DRAWS, DEFAULT_MAX_DRAWS, AuditSettings
 from irtbayes.auditing.truth import interval_check, true_measures
+from irtbayes.core import irt
 from irtbayes.core.errors import FitError, SpecError
 from irtbayes.core.files import json_ready
 from irtbayes.core.progress import bars_shown
-from irtbayes.core.summaries import arviz_names, check_ci_prob, spaced
+from irtbayes.core.summaries import arviz_names, check_ci_prob, format_interval, spaced
 from irtbayes.data.responses import ResponseData
 from irtbayes.fitting.fit import fit
 from irtbayes.fitting.result import Fit
@@ -297,8 +298,7 @@ class SelfCheck:
             parts = []
             for _, r in rows.loc[rows["measure"].isin(list(names))].iterrows():
                 text = (
-                    f"{names[str(r['measure'])]} {r['mean']:.2f} [{r['ci_low']:.2f}, {r['ci_high']:.2f}] held the "
-                    f"truth in {r['coverage']:.0%} of sets"
+                    f"{names[str(r['measure'])]} {format_interval(r, '')} held the truth in {r['coverage']:.0%} of sets"
                 )
                 if r["coverage"] < self.nominal - SHORTFALL:
                     text += (
@@ -622,8 +622,7 @@ def _simulate(
     rng = np.random.default_rng([seed, 20261203])
     theta = draws.ability[s, :, 0]
     a = np.ones(difficulty.shape) if draws.discrimination is None else draws.discrimination[s]
-    eta = a[item_code] * (theta[subject_code] - difficulty[item_code])
-    p = 1.0 / (1.0 + np.exp(-eta))
+    p = irt.probability(theta[subject_code], difficulty[item_code], a[item_code])
     y = (rng.uniform(size=p.shape) < p).astype("float64")
     frame = pd.DataFrame(
         {

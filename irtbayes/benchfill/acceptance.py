@@ -71,6 +71,7 @@ from irtbayes.benchfill.calibration import calibrate_fixed, default_min_discrimi
 from irtbayes.benchfill.grid import SAMPLE_DIMS, Prior, fixed_benchmark_sd, flatten_samples, level_prior
 from irtbayes.core.errors import DataError, FitError, SpecError
 from irtbayes.core.irt import probability
+from irtbayes.core.summaries import format_interval
 from irtbayes.data.responses import ResponseData
 
 if TYPE_CHECKING:
@@ -354,10 +355,7 @@ def _verdict(row: Mapping[str, Any], *, n: int, rule: _Rule) -> tuple[str, str, 
     if not row["related"] and row["relation"] != "mis-keyed":
         failed.append(str(row["relation"]))
     interval = f"P({target_lo:g} <= b < {target_hi:g}) = {row['p_in_target']:.3f}"
-    slope = (
-        f"slope {row['slope_mean']:.2f} [{row['slope_ci_low']:.2f}, {row['slope_ci_high']:.2f}], "
-        f"P(slope > {md:g}) = {row['p_slope_above_min']:.3f}"
-    )
+    slope = f"slope {format_interval(row, 'slope')}, P(slope > {md:g}) = {row['p_slope_above_min']:.3f}"
     if not failed:
         detail = (
             f"{interval} ({row['p_in_target_data']:.3f} from the data alone) >= tau {tau:g} and {slope} >= "

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from irtbayes.cli.parser import picked
 from irtbayes.core.errors import DataError, SpecError
 from irtbayes.core.files import read_json
+from irtbayes.core.summaries import format_interval
 
 if TYPE_CHECKING:
     from irtbayes.benchfill.target import TargetChoice
@@ -99,8 +100,8 @@ def cmd_propose(args: argparse.Namespace) -> int:
     gap = choice.gap
     print(f"Target {choice.label}: {choice.how}.")
     print(
-        f"Widest gap of {gap.get('scope')}: {gap.get('max_gap_mean', float('nan')):.2f} "
-        f"[{gap.get('max_gap_ci_low', float('nan')):.2f}, {gap.get('max_gap_ci_high', float('nan')):.2f}] logits."
+        f"Widest gap of {gap.get('scope')}: "
+        f"{format_interval({k: gap.get(k, float('nan')) for k in ('max_gap_mean', 'max_gap_ci_low', 'max_gap_ci_high')}, 'max_gap')} logits."
     )
     print(f"{len(proposal.candidates)} candidate(s) from {label}; {len(proposal.rejections)} rejected.")
     for rejection in proposal.rejections[:10]:

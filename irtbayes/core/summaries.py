@@ -246,11 +246,13 @@ def format_interval(
     *,
     digits: int = 2,
     fmt: Callable[[float], str] | None = None,
+    ends: Callable[[float], str] | None = None,
 ) -> str:
-    """``"mean [ci_low, ci_high]"`` from the ``{prefix}_mean``, ``{prefix}_ci_low``, ``{prefix}_ci_high`` fields.
+    """``"mean [ci_low, ci_high]"`` from the ``{prefix}_mean``, ``{prefix}_ci_low``, ``{prefix}_ci_high`` fields
+    (``mean``, ``ci_low``, ``ci_high`` for an empty prefix).
 
     The one way intervals are written in text (summaries, reports, command output); ``fmt`` writes each number
-    (default: ``digits`` decimals).
+    (default: ``digits`` decimals), ``ends`` the interval's ends when they differ (whole ranks).
 
     Examples
     --------
@@ -258,9 +260,13 @@ def format_interval(
     '1.23 [0.50, 2.00]'
     >>> format_interval({"s_mean": 0.171, "s_ci_low": 0.15, "s_ci_high": 0.19}, "s", fmt=lambda v: f"{v:.0%}")
     '17% [15%, 19%]'
+    >>> format_interval({"rank_mean": 3.4, "rank_ci_low": 2, "rank_ci_high": 5}, "rank", digits=1, ends="{:.0f}".format)
+    '3.4 [2, 5]'
     """
     write = fmt or (lambda value: f"{value:.{digits}f}")
-    return f"{write(row[f'{prefix}_mean'])} [{write(row[f'{prefix}_ci_low'])}, {write(row[f'{prefix}_ci_high'])}]"
+    end = ends or write
+    name = f"{prefix}_" if prefix else ""
+    return f"{write(row[f'{name}mean'])} [{end(row[f'{name}ci_low'])}, {end(row[f'{name}ci_high'])}]"
 
 
 def spaced(n_total: int, n: int) -> np.ndarray:

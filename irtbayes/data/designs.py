@@ -48,6 +48,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from irtbayes.core import irt
 from irtbayes.core.errors import SpecError
 from irtbayes.data.responses import ResponseData
 
@@ -215,7 +216,7 @@ def _missing_cells(
     if design.missing_kind == "random":
         p = np.full((n_sub, n_item), share)
     else:  # weaker systems skip harder items: the chance grows with b - theta, scaled to the share
-        raw = 1.0 / (1.0 + np.exp(-1.5 * (difficulty[None, :] - ability[:, None])))
+        raw = irt.sigmoid_mix(1.5 * (difficulty[None, :] - ability[:, None]))
         p = np.clip(raw * share / raw.mean(), 0.0, 0.95)
     observed = (rng.uniform(size=p.shape) >= p) & blocks
     for j in np.flatnonzero(~observed.any(axis=1)):
@@ -275,7 +276,7 @@ def simulate_design(design: Design, *, seed: int) -> SimulatedDesign:
         sizes.append(n)
     b_all, a_all, bench_all = np.concatenate(difficulty), np.concatenate(discrimination), np.concatenate(bench)
     floor = np.concatenate(floors)
-    p = floor + (1.0 - floor) / (1.0 + np.exp(-a_all[None, :] * (ability[:, None] - b_all[None, :])))
+    p = irt.probability(ability[:, None], b_all[None, :], a_all[None, :], floor)
     y = (rng.uniform(size=p.shape) < p).astype(float)
     observed, share = _missing_cells(rng, design, ability, b_all, bench_all)
     subjects = np.array([f"sys{j:03d}" for j in range(n_sub)])

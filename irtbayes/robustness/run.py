@@ -32,7 +32,7 @@ from irtbayes.auditing.result import AuditResult
 from irtbayes.auditing.settings import AuditSettings
 from irtbayes.core.errors import DataError, SpecError, refuse_unknown
 from irtbayes.core.files import atomic_write_json, atomic_write_text, json_ready
-from irtbayes.core.summaries import arviz_names, check_ci_prob
+from irtbayes.core.summaries import arviz_names, check_ci_prob, format_interval
 from irtbayes.data.responses import ResponseData
 from irtbayes.fitting.result import Fit
 from irtbayes.fitting.settings import SamplerSettings
@@ -287,10 +287,9 @@ class RobustnessResult:
                 lines.append(f"  NOT CONVERGED: {convergence_problem(c.sampler)}; read these as provisional")
             for _, row in c.agreement.iterrows():
                 lines.append(
-                    f"  {row['condition_a']} vs {row['condition_b']}: Kendall tau {row['kendall_tau_mean']:.3f} "
-                    f"[{row['kendall_tau_ci_low']:.3f}, {row['kendall_tau_ci_high']:.3f}], max rank displacement "
-                    f"{row['max_rank_displacement_mean']:.1f} [{row['max_rank_displacement_ci_low']:.0f}, "
-                    f"{row['max_rank_displacement_ci_high']:.0f}]"
+                    f"  {row['condition_a']} vs {row['condition_b']}: Kendall tau "
+                    f"{format_interval(row, 'kendall_tau', digits=3)}, max rank displacement "
+                    f"{format_interval(row, 'max_rank_displacement', digits=1, ends='{:.0f}'.format)}"
                 )
         if self.population is not None:
             table = self.population.conclusions

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from irtbayes.core import irt
 from irtbayes.core.errors import SpecError
 from irtbayes.data.responses import ResponseData
 
@@ -57,7 +58,7 @@ def simulate_condition_responses(
     frames = []
     for k, condition in enumerate(conditions):
         eta = ability[:, None] + k * delta[:, None] - difficulty[None, :] - k * gamma[None, :]
-        y = (rng.uniform(size=eta.shape) < 1 / (1 + np.exp(-eta))).astype(float)
+        y = (rng.uniform(size=eta.shape) < irt.sigmoid_mix(eta)).astype(float)
         frames.append(
             pd.DataFrame(
                 {
