@@ -29,6 +29,7 @@ __all__ = [
     "STUDIED_SYSTEMS",
     "AuditResult",
     "design_notes",
+    "flags_sentence",
     "graded_sentence",
     "self_check_lines",
 ]
@@ -371,6 +372,7 @@ class AuditResult:
             *([graded_sentence(str(s["graded"]), s.get("graded_points"))] if s.get("graded") else []),
             _interval_sentence(s.get("calibrated_intervals"), pct),
             *_fit_sentences(s),
+            *([flags_sentence(s)] if s.get("item_flags") else []),
             *design_notes(self.benchmarks, s),
             "",
         ]
@@ -492,6 +494,28 @@ def self_check_lines(table: pd.DataFrame, settings: dict[str, Any], pct: str) ->
         if parts:
             lines.append(f"  {r['scope'] if r['scope_kind'] != 'all' else 'All items'}: " + "; ".join(parts) + ".")
     return lines
+
+
+def flags_sentence(settings: dict[str, Any]) -> str:
+    """How many items were flagged (``settings["item_flags"]``: flag -> count) and whether the measures counted them.
+
+    >>> flags_sentence({"item_flags": {"flat": 2, "reversed": 1}, "excluded_items": []})
+    '3 items are flagged (1 reversed, 2 flat) and counted in every measure; exclude_flagged=True (--exclude-flagged) leaves them out.'
+    >>> flags_sentence({"item_flags": {"reversed": 1}, "excluded_items": ["q7"]})
+    '1 flagged item (1 reversed) is left out of every measure.'
+    """
+    counts = dict(settings.get("item_flags") or {})
+    n = sum(int(v) for v in counts.values())
+    order = [k for k in ("reversed", "flat", "dif") if k in counts] + sorted(set(counts) - {"reversed", "flat", "dif"})
+    kinds = ", ".join(f"{int(counts[k])} {k}" for k in order)
+    if settings.get("excluded_items"):
+        return (
+            f"{n} flagged item{'s' if n != 1 else ''} ({kinds}) {'are' if n != 1 else 'is'} left out of every measure."
+        )
+    return (
+        f"{n} item{'s are' if n != 1 else ' is'} flagged ({kinds}) and counted in every measure; exclude_flagged=True "
+        "(--exclude-flagged) leaves them out."
+    )
 
 
 def _fit_sentences(settings: dict[str, Any]) -> list[str]:

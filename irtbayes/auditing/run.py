@@ -69,6 +69,7 @@ from irtbayes.auditing.draws import (
     draws_identity,
     extract_draws,
     fit_created,
+    fit_identity,
     posterior_dataset,
     recorded_checksum,
 )
@@ -183,7 +184,8 @@ def audit(
         raise SpecError(f"data must be a ResponseData, got {type(data).__name__}")
     getattr(posterior, "refuse_if_unsettled", lambda verb: None)("audit")  # a Fit; a bare posterior has no record
     s = (settings or AuditSettings()).replace(**fields).checked()
-    run = _prepare(posterior, data, s)
+    full, data = data, _counted(data, s)
+    run = _prepare(posterior, data, s, full=full)
     timer = {"ensemble": time.perf_counter() - started}
     item_codes = _coverage_pass(run, s)
     timer["coverage"] = time.perf_counter() - started
@@ -195,7 +197,7 @@ def audit(
     tables = _scope_tables(run, data, s, theta, curve_draws)
     saturation_by_scope = tables.pop("saturation")
     tables["items"] = items_table(data, run.draws.difficulty, item_codes, run.n_samples, saturation_by_scope, s.ci_prob)
-    recorded = _recorded_settings(posterior, data, s, run, n_ranking=len(keep), n_information=len(curve_draws["info"]))
+    recorded = _recorded_settings(posterior, full, s, run, n_ranking=len(keep), n_information=len(curve_draws["info"]))
     for frame in tables.values():
         frame.attrs.update(ci_prob=s.ci_prob, target=run.target.to_dict())
     log.info(
@@ -282,15 +284,34 @@ class _Run:
         return int(self.draws.difficulty.shape[1])
 
 
-def _prepare(posterior: Any, data: ResponseData, s: AuditSettings) -> _Run:
-    """Check the posterior against the data, extract its draws, build the scopes, resolve the target."""
+def _counted(data: ResponseData, s: AuditSettings) -> ResponseData:
+    """The data the measures count: all of it, or without the flagged items when ``exclude_flagged``."""
+    flagged = s.flagged()
+    unknown = sorted(set(flagged) - set(data.item_ids.astype(str)))
+    if unknown:
+        raise SpecError(f"item_flags name {len(unknown)} item(s) that are not in {data.source}: {unknown[:5]}")
+    if not (s.exclude_flagged and flagged):
+        return data
+    keep = [i for i in data.item_ids.astype(str) if i not in flagged]
+    if not keep:
+        raise SpecError(f"exclude_flagged leaves no item of {data.source}: all {data.n_items} are flagged")
+    return data.subset(items=keep)
+
+
+def _prepare(posterior: Any, data: ResponseData, s: AuditSettings, *, full: ResponseData | None = None) -> _Run:
+    """Check the posterior against the data (``full``: the whole data it was fitted to, when ``data`` leaves items
+    out), extract its draws, build the scopes, resolve the target."""
+    full = data if full is None else full
     post = posterior_dataset(posterior)
     recorded = recorded_checksum(posterior, post)
-    if recorded is not None and recorded != data.checksum():
+    if recorded is not None and recorded != full.checksum():
         raise FitError(
-            f"the posterior records data checksum {recorded[:12]}... but {data.source} has {data.checksum()[:12]}...; "
+            f"the posterior records data checksum {recorded[:12]}... but {full.source} has {full.checksum()[:12]}...; "
             "this looks like a fit from a different data set"
         )
+    if data is not full:  # the items left out leave the draws too
+        kept = post["item"].to_index().astype(str).isin(data.item_ids.astype(str))
+        post = post.isel(item=np.flatnonzero(kept))
     draws = extract_draws(post, data)
     if s.ability_dim is not None and s.ability_dim not in draws.dims:
         raise SpecError(
@@ -497,13 +518,19 @@ def _remedies(posterior: Any) -> list[dict[str, Any]]:
 def _recorded_settings(
     posterior: Any, data: ResponseData, s: AuditSettings, run: _Run, *, n_ranking: int, n_information: int
 ) -> dict[str, Any]:
-    """``AuditResult.settings``: what the audit was made from and with (``summary.json``'s ``settings``)."""
+    """``AuditResult.settings``: what the audit was made from and with (``summary.json``'s ``settings``); ``data`` is
+    the whole data the fit was made from, whatever items the measures left out."""
     draws = run.draws
+    flagged = s.flagged()
+    counts = dict(sorted(pd.Series(list(flagged.values()), dtype=object).value_counts().items())) if flagged else {}
+    left_out = s.exclude_flagged and bool(flagged)
     return {
         "source": data.source,
         # what the audit was made from, checked when a saved audit is read back with its fit (load_audit)
         "data_checksum": data.checksum(),
-        "fit_identity": draws_identity(draws, data),
+        "fit_identity": fit_identity(posterior, data) if left_out else draws_identity(draws, data),
+        "item_flags": {str(k): int(v) for k, v in counts.items()},
+        "excluded_items": sorted(flagged) if left_out else [],
         "fit_created": fit_created(posterior),
         "partial": bool(getattr(posterior, "partial", False) or getattr(posterior, "attrs", {}).get("partial", 0)),
         # None when the draws come without a fit's checks (a bare posterior): never read as a pass

@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
@@ -116,6 +116,13 @@ class AuditSettings:
         K - 1 thresholds, the abilities where the next category becomes the likelier side (an item of five
         categories then counts four times, and covers the stretch between its lowest and highest threshold).
         The items table, the leaderboard and the information curves are the same either way.
+    item_flags
+        Flags of bank items, item id -> flag (``"reversed"``, ``"flat"``, ``"dif"``; an empty flag is none), as
+        :func:`irtbayes.checks.items.check_items` gives them. By default the audit counts every item and records
+        how many are flagged (``settings["item_flags"]``).
+    exclude_flagged
+        Leave the flagged items out of every measure (coverage, DDM, gaps, the leaderboard, information); the
+        audit records how many were left out and why (``settings["excluded_items"]``).
 
     Examples
     --------
@@ -145,6 +152,8 @@ class AuditSettings:
     calibrated_intervals: bool = True
     self_check: int = 0
     graded_points: str = "location"
+    item_flags: Mapping[str, str] | None = None
+    exclude_flagged: bool = False
 
     def replace(self, **changes: Any) -> AuditSettings:
         """A copy with ``changes`` (field names as keywords); :class:`SpecError` for a name that is no field."""
@@ -189,7 +198,14 @@ class AuditSettings:
         bins = self.bins
         if isinstance(bins, (int, np.integer)) and not isinstance(bins, bool) and bins < 1:
             raise SpecError(f"the number of bins must be at least 1, got {bins}")
+        flags = _checked_flags(self.item_flags, self.exclude_flagged)
+        if self_check and self.exclude_flagged and any(flags.values()):
+            raise SpecError(
+                "self_check simulates the whole bank the fit was made from: give it without exclude_flagged"
+            )
         return self.replace(
+            item_flags=flags or None,
+            exclude_flagged=bool(self.exclude_flagged),
             ci_prob=ci_prob,
             min_items=min_items,
             top_k=top_k,
@@ -200,11 +216,32 @@ class AuditSettings:
             calibrated_intervals=bool(self.calibrated_intervals),
         )
 
+    def flagged(self) -> dict[str, str]:
+        """The flagged items, item id -> flag (items with an empty flag left out)."""
+        return {item: flag for item, flag in (self.item_flags or {}).items() if flag}
+
     def group_names(self) -> list[str] | None:
         """``group`` as a list of subject ids (a single id given as a string is one name)."""
         if self.group is None:
             return None
         return [str(self.group)] if isinstance(self.group, str) else [str(g) for g in self.group]
+
+
+def _checked_flags(flags: Mapping[str, str] | None, exclude: object) -> dict[str, str]:
+    """``item_flags`` as plain strings; :class:`SpecError` for a flag that is no text or ``exclude_flagged`` that is
+    no boolean."""
+    if not isinstance(exclude, (bool, np.bool_)):
+        raise SpecError(f"exclude_flagged must be True or False, got {exclude!r}")
+    if flags is None:
+        return {}
+    if not isinstance(flags, Mapping):
+        raise SpecError(f"item_flags must map item ids to flags, got {type(flags).__name__}")
+    out = {}
+    for item, flag in flags.items():
+        if flag is not None and not isinstance(flag, str):
+            raise SpecError(f"item_flags: the flag of item {item!r} must be text, got {flag!r}")
+        out[str(item)] = "" if flag is None else flag
+    return out
 
 
 class AuditFields(TypedDict, total=False):
@@ -231,6 +268,8 @@ class AuditFields(TypedDict, total=False):
     calibrated_intervals: bool
     self_check: int
     graded_points: str
+    item_flags: Mapping[str, str] | None
+    exclude_flagged: bool
 
 
 def settings_help() -> str:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from irtbayes.auditing.result import design_notes, self_check_lines
+from irtbayes.auditing.result import design_notes, flags_sentence, self_check_lines
 from irtbayes.core.summaries import format_interval
 from irtbayes.fitting.diagnostics.divergences import remedy_text
 from irtbayes.reporting.document import format_probability, format_share
@@ -137,6 +137,7 @@ def audit_findings(
     pct = f"{(ci_prob if ci_prob is not None else audit.ci_prob):.0%}"
     unsupported: list[str] = []
     effects = [
+        *_flagged(audit),
         *_outside(audit),
         *_answered_alike(audit),
         *_saturation(audit),
@@ -269,6 +270,16 @@ def _outside(audit: AuditResult) -> list[Finding]:
         if named:
             text += f" Most outside: {_listed(named)}."
     return [Finding(below + above, text)]
+
+
+def _flagged(audit: AuditResult) -> list[Finding]:
+    """Items flagged as reversed, flat or showing DIF (``irtbayes check-items``), counted or left out."""
+    counts = audit.settings.get("item_flags") or {}
+    n = sum(int(v) for v in counts.values())
+    if not n:
+        return []
+    total = len(audit.items) + len(audit.settings.get("excluded_items") or [])
+    return [Finding(n / max(total, 1), flags_sentence(audit.settings))]
 
 
 def _answered_alike(audit: AuditResult) -> list[Finding]:
@@ -568,6 +579,17 @@ def _todo(audit: AuditResult, reason: str, fit_folder: str) -> list[str]:
             "(the default) and the remedy the verdict names."
         )
     todo.append(_where_to_add(audit, fit_folder))
+    flagged = sum(int(v) for v in (audit.settings.get("item_flags") or {}).values())
+    if not audit.settings.get("item_flags"):
+        todo.append(
+            f"Check the items for mis-keyed, flat or leaked ones (`irtbayes check-items --fit {fit_folder} --out "
+            "flags`); the audit counts every item until told otherwise."
+        )
+    elif flagged and not audit.settings.get("excluded_items"):
+        todo.append(
+            f"Read the {flagged:,} flagged item{'s' if flagged != 1 else ''} (item_flags.csv) and, where the flag "
+            "holds, audit again with `--exclude-flagged` to leave them out of every measure."
+        )
     items = audit.items
     if "answered_alike" in items.columns and items["answered_alike"].astype(bool).any():
         n = int(items["answered_alike"].astype(bool).sum())
