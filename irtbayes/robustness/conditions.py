@@ -24,7 +24,10 @@ log-discriminations ``log_discrimination_sd * z`` (``kind="1pl"``: every a is 1)
 through the fractional-logit quasi-likelihood, 0/1 responses through the Bernoulli.
 
 An item is flagged when its effect differs credibly from its condition's common shift ``shift_c`` (the
-items a format moves differently from the rest; ``against="zero"`` tests the effect itself). Flagging
+items a format moves differently from the rest; ``against="zero"`` tests the effect itself). A system is flagged
+when its ability shift differs credibly from the typical system's, the median over systems in each draw
+(:func:`typical_shift`): the shifts sum to zero, so against their mean the systems a format leaves alone would rise
+as the few it hurts fall. Flagging
 (:func:`condition_effects`) controls the Bayesian false discovery rate (Newton et al. 2004; Muller et al. 2006)
 over all (item, condition) effects together, and separately over all (subject, condition) shifts. Each effect
 gets a *local false sign rate* ``v = min(P(effect <= m), P(effect >= -m))``, the posterior probability that it
@@ -69,6 +72,7 @@ __all__ = [
     "fit_conditions",
     "local_false_sign_rate",
     "rank_agreement",
+    "typical_shift",
     "write_conditions",
 ]
 
@@ -424,8 +428,8 @@ def condition_effects(
         has few responses), ``{c}_beyond_shift_mean`` (the effect minus the condition's common shift), ``{c}_lfsr`` (of
         what is tested, see ``against``), ``{c}_flagged``, then ``flagged`` (any condition) and ``flagged_conditions``.
         ``subjects``: one row per subject: ``subject``, per non-reference c ``shift_{c}_mean``,
-        ``shift_{c}_ci_low``, ``shift_{c}_ci_high``, ``shift_{c}_lfsr``, ``shift_{c}_flagged`` (positive:
-        stronger under c than the average system is), per condition (reference included) ``rank_{c}_mean``,
+        ``shift_{c}_ci_low``, ``shift_{c}_ci_high``, ``shift_{c}_lfsr``, ``shift_{c}_flagged`` (the shift
+        against the typical system's, :func:`typical_shift`; positive: stronger under c than most systems are), per condition (reference included) ``rank_{c}_mean``,
         ``rank_{c}_ci_low``, ``rank_{c}_ci_high`` (among the systems observed under c; NaN for the others),
         then ``flagged``. Effects of an item or system never observed under a condition are not flagged.
         ``agreement``: :func:`rank_agreement` over every pair of conditions, on the systems observed under
@@ -449,14 +453,15 @@ def condition_effects(
     seen_items = _seen(result.data, "item", item_ids, conditions)
     tested = beyond if against == "shift" else gamma
     item_v, item_flags = _flag_effects(tested, seen_items, min_effect=min_effect, fdr=fdr, fdr_rule=fdr_rule)
-    subject_v, subject_flags = _flag_effects(delta, seen_subjects, min_effect=min_effect, fdr=fdr, fdr_rule=fdr_rule)
+    relative = delta - typical_shift(delta, seen_subjects)
+    subject_v, subject_flags = _flag_effects(relative, seen_subjects, min_effect=min_effect, fdr=fdr, fdr_rule=fdr_rule)
 
     items = _items_table(result, item_ids, others, gamma, beyond, item_v, item_flags, ci_prob=ci_prob)
     abilities = {result.reference: theta}
     for k, c in enumerate(others):
         abilities[c] = theta + delta[:, k, :]
     subjects = _subjects_table(
-        subject_ids, others, delta, subject_v, subject_flags, abilities, seen_subjects, ci_prob=ci_prob
+        subject_ids, others, relative, subject_v, subject_flags, abilities, seen_subjects, ci_prob=ci_prob
     )
 
     s = summarize(shift, ci_prob=ci_prob)
@@ -490,6 +495,30 @@ def _finite_effect_draws(post: xr.Dataset) -> tuple[np.ndarray, np.ndarray, np.n
         if not np.isfinite(arr).all():
             raise SpecError(f"condition effects: '{name}' holds non-finite draws")
     return gamma, delta, theta
+
+
+def typical_shift(delta: np.ndarray, seen: np.ndarray) -> np.ndarray:
+    """The typical system's ability shift under each condition, per draw: the median over the systems observed under
+    it and the reference, (draw, condition, 1).
+
+    A system reacts to a condition when its shift differs from the typical system's. The model's shifts sum to zero
+    over systems, so when a few systems drop under a format the others rise by as much in total; against the mean
+    they would all look stronger. The median is the shift of most systems, and stays there while fewer than half
+    react.
+
+    Examples
+    --------
+    >>> delta = np.array([[[-1.5, -1.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.0]]])  # two systems drop; the zero sum lifts the rest
+    >>> seen = np.array([[True] * 8, [True] * 7 + [False]])
+    >>> (delta - typical_shift(delta, seen))[0, 0, :7].tolist()
+    [-2.0, -2.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+    """
+    both = seen[1:] & seen[:1]  # (condition, subject)
+    masked = np.where(both[None, :, :], delta, np.nan)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a condition no system was observed under: NaN, not flagged
+        typical = np.nanmedian(masked, axis=2, keepdims=True)
+    return np.nan_to_num(typical, nan=0.0)
 
 
 def _flag_effects(

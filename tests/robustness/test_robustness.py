@@ -123,6 +123,21 @@ def _hand_built_condition_fit(seed: int = 0, common: float = 0.0) -> tuple[Condi
     return ConditionFit(posterior=post, reference="original", data=data), set(items), set(subjects)
 
 
+def test_systems_a_format_leaves_alone_are_not_flagged_when_others_drop() -> None:
+    """Four of twelve systems drop by 1.2 logits; the shifts sum to zero, so the other eight rise by 0.6 against the
+    mean. Against the typical (median) system only the four are flagged; against the mean all twelve would be."""
+    cfit, _, _ = _hand_built_condition_fit()
+    rng = np.random.default_rng(3)
+    raw = np.where(np.arange(12) < 4, -1.2, 0.0) + 0.1 * rng.standard_normal((400, 1, 12))
+    delta = raw - raw.mean(axis=2, keepdims=True)  # the model's zero sum
+    post = cfit.posterior.assign(ability_shift=(("chain", "draw", "condition", "subject"), delta[None]))
+    subjects = condition_effects(ConditionFit(post, cfit.reference, cfit.data), fdr=0.05).subjects
+    ids = list(cfit.data.subject_ids.astype(str))
+    assert set(subjects.loc[subjects["flagged"], "subject"]) == set(ids[:4])
+    np.testing.assert_allclose(subjects["shift_reformatted_mean"].to_numpy()[4:], 0.0, atol=0.1)
+    assert (local_false_sign_rate(delta[:, :, 4:]) < 0.05).all()  # the mean's rule would flag the other eight
+
+
 def test_condition_effects_flag_the_planted_items_and_systems(tmp_path) -> None:
     cfit, planted_items, planted_subjects = _hand_built_condition_fit()
     effects = condition_effects(cfit, fdr=0.05)
