@@ -140,11 +140,13 @@ def write_proposal(
     fit_dir: str | os.PathLike[str] | None = None,
     data_source: str | None = None,
     source: str | None = None,
+    audit_dir: str | os.PathLike[str] | None = None,
 ) -> dict[str, Path]:
     """Write ``candidates.jsonl``, ``target.json`` and ``rejections.jsonl`` into ``out_dir``, each atomically.
 
-    ``target.json`` holds :meth:`TargetChoice.to_dict` plus ``fit`` (the fit folder, absolute), ``data``,
-    ``source``, ``n_candidates``, ``n_rejections`` and ``created``.
+    ``target.json`` holds :meth:`TargetChoice.to_dict` plus ``fit`` (the fit folder, absolute), ``audit`` (the
+    saved audit the target came from, absolute, or None), ``data``, ``source``, ``n_candidates``, ``n_rejections``
+    and ``created``.
 
     Examples
     --------
@@ -194,6 +196,7 @@ def write_proposal(
     meta = {
         **choice.to_dict(),
         "fit": str(Path(fit_dir).resolve()) if fit_dir is not None else None,
+        "audit": str(Path(audit_dir).resolve()) if audit_dir is not None else None,
         "data": data_source,
         "source": source,
         "n_candidates": len(proposal.candidates),

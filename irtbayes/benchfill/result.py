@@ -36,7 +36,7 @@ from irtbayes.benchfill.candidates import Candidate
 from irtbayes.benchfill.grid import candidate_group_label
 from irtbayes.benchfill.ledger import Ledger, decision_records
 from irtbayes.benchfill.target import AUDIT_INFORMATION_DRAWS, AUDIT_MAX_DRAWS, TargetChoice
-from irtbayes.core.errors import DataError, FitError, listed
+from irtbayes.core.errors import DataError, FitError, SpecError, listed
 from irtbayes.core.files import atomic_write_text, json_ready, read_json
 from irtbayes.core.plots import plot_candidate_intervals, plot_coverage_before_after
 from irtbayes.core.summaries import arviz_names, format_interval, summarize
@@ -577,6 +577,7 @@ def before_after(
     benchmark: str | None = None,
     target_bin: int | None = None,
     ci_prob: float = 0.9,
+    bank_audit: AuditResult | None = None,
 ) -> dict[str, pd.DataFrame]:
     """Audit the original bank and the extended bank with the same target, side by side.
 
@@ -593,6 +594,10 @@ def before_after(
         The audit target (bins) of both audits.
     benchmark
         Besides all items, compare this benchmark (and every benchmark an added item joins).
+    bank_audit
+        The saved audit of ``fit`` (:func:`~irtbayes.auditing.folder.load_audit`): it is the ``before`` version,
+        not run again, and the other versions are audited with its settings (draws, seed, top-k, intervals). Its
+        target must be ``target``. Without it every version is audited with BenchFill's thinned draws.
 
     Returns
     -------
@@ -631,7 +636,9 @@ def before_after(
     unknown = [a for a in added if a not in set(extended_data.item_ids)]
     if unknown:
         raise DataError(f"before_after: added item(s) {unknown[:5]} are not in the extended data")
-    versions = _audits(fit, data, extended_posterior, extended_data, added, target=target, ci_prob=ci_prob)
+    versions = _audits(
+        fit, data, extended_posterior, extended_data, added, target=target, ci_prob=ci_prob, bank_audit=bank_audit
+    )
     ext_items = extended_data.items
     scopes: list[tuple[str, str]] = [("all", "all")]
     names = {benchmark} if benchmark else set()
@@ -675,20 +682,18 @@ def _audits(
     *,
     target: Target,
     ci_prob: float,
+    bank_audit: AuditResult | None = None,
 ) -> dict[str, AuditResult]:
-    """The audits of the comparison, by version (see :data:`VERSIONS`), all with the same ensemble."""
-    settings: dict[str, Any] = {
-        "target": target,
-        "ci_prob": ci_prob,
-        "max_draws": AUDIT_MAX_DRAWS,
-        "information_draws": AUDIT_INFORMATION_DRAWS,
-        "progress": False,
-    }
+    """The audits of the comparison, by version (see :data:`VERSIONS`), all with the same ensemble; with
+    ``bank_audit`` (the saved audit of the bank), it is the ``before`` version and the others take its settings."""
+    settings = _audit_settings(bank_audit, target=target, ci_prob=ci_prob)
     original = [str(i) for i in data.item_ids]
     refitted = not _same_draws(fit.posterior["difficulty"], extended["difficulty"], original)
     for ensemble in (None, "draws"):
         opts: dict[str, Any] = settings | ({} if ensemble is None else {"ensemble": ensemble})
-        out = {"before": audit(fit, data, **opts)}
+        reuse = bank_audit is not None and (ensemble is None or bank_audit.settings.get("ensemble") == ensemble)
+        before = bank_audit if reuse and bank_audit is not None else audit(fit, data, **opts)
+        out = {"before": before}
         if refitted:
             out["original"] = audit(extended.sel(item=original), data, **opts)
         if added:
@@ -696,9 +701,39 @@ def _audits(
             only = extended_data.subset(items=added)
             out["added"] = audit(extended.sel(item=added), only, fixed_items=added, **opts)
         out["after"] = audit(extended, extended_data, fixed_items=added, **opts)
-        if len({r.settings["ensemble"] for r in out.values()}) == 1:
+        # the added items alone are all fixed: they enter as they are under either ensemble
+        if len({r.settings["ensemble"] for name, r in out.items() if name != "added"}) == 1:
             break
     return {name: out[name] for name in VERSIONS if name in out}
+
+
+#: The settings a saved audit records (``AuditResult.settings``) that its comparison's audits take over.
+SHARED_AUDIT_SETTINGS = (
+    "max_draws", "information_draws", "seed", "top_k", "group_threshold", "grid_points", "min_items",
+    "resample_items", "calibrated_intervals",
+)  # fmt: skip
+
+
+def _audit_settings(bank_audit: AuditResult | None, *, target: Target, ci_prob: float) -> dict[str, Any]:
+    """The settings of the comparison's audits: the saved bank audit's own, or BenchFill's thinned defaults."""
+    if bank_audit is None:
+        return {
+            "target": target,
+            "ci_prob": ci_prob,
+            "max_draws": AUDIT_MAX_DRAWS,
+            "information_draws": AUDIT_INFORMATION_DRAWS,
+            "progress": False,
+        }
+    theirs, ours = bank_audit.target, target
+    same = len(theirs.edges) == len(ours.edges) and np.allclose(theirs.edges_array, ours.edges_array)
+    if not (same and np.allclose(theirs.weights_array, ours.weights_array)):
+        raise SpecError(
+            f"the saved audit's target ({bank_audit.target.description}) is not the round's ({target.description}); "
+            "choose the round's target from that audit (`benchfill propose --audit DIR`)"
+        )
+    recorded = bank_audit.settings
+    shared = {k: recorded[k] for k in SHARED_AUDIT_SETTINGS if k in recorded}
+    return {"target": bank_audit.target, "ci_prob": bank_audit.ci_prob, "progress": False, **shared}
 
 
 def _same_draws(base: xr.DataArray, extended: xr.DataArray, items: list[str]) -> bool:

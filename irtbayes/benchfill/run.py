@@ -43,6 +43,7 @@ from irtbayes.data.responses import ResponseData
 from irtbayes.model.spec import GRADED_KINDS
 
 if TYPE_CHECKING:
+    from irtbayes.auditing.result import AuditResult
     from irtbayes.fitting.result import Fit
 
 __all__ = [
@@ -88,6 +89,7 @@ def calibrate_candidates(
     seed: int | None = None,
     progress: bool = False,
     allow_rewrites: bool = False,
+    bank_audit: AuditResult | None = None,
 ) -> BenchfillResult:
     """Calibrate the candidates, decide each one, and compare the bank before and after.
 
@@ -117,6 +119,9 @@ def calibrate_candidates(
     allow_rewrites
         Accept a rewrite of a bank item that is not the candidate's seed (see
         :func:`~irtbayes.benchfill.screens.screen_novelty`).
+    bank_audit
+        The saved audit of the bank the target came from: the before/after comparison reads it as the ``before``
+        audit and audits the extended bank with its settings (see :func:`~irtbayes.benchfill.result.before_after`).
 
     Returns
     -------
@@ -159,7 +164,7 @@ def calibrate_candidates(
     extended, extended_data = _extended_bank(fit, data, new_data, posterior, refit, accepted)
     tables = before_after(
         fit, data, extended, extended_data, added=accepted, target=choice.target, benchmark=choice.benchmark,
-        target_bin=_bin_of(choice), ci_prob=settings["ci_prob"],
+        target_bin=_bin_of(choice), ci_prob=settings["ci_prob"], bank_audit=bank_audit,
     )  # fmt: skip
     return _round_result(decisions, tables, choice, settings)
 

@@ -96,7 +96,9 @@ def cmd_propose(args: argparse.Namespace) -> int:
         label = f"llm:{args.llm_model} at {args.llm}"
     n_choices: Any = "auto" if args.n_choices is None else (None if args.n_choices == 0 else args.n_choices)
     proposal = propose(fit, data, choice, source, n=args.n, n_choices=n_choices, max_seeds=args.max_seeds)
-    paths = write_proposal(out, proposal, choice, fit_dir=args.fit, data_source=str(data.source), source=label)
+    paths = write_proposal(
+        out, proposal, choice, fit_dir=args.fit, data_source=str(data.source), source=label, audit_dir=args.audit
+    )
     gap = choice.gap
     print(f"Target {choice.label}: {choice.how}.")
     print(
@@ -141,6 +143,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------------------------------- calibrate
 def cmd_calibrate(args: argparse.Namespace) -> int:
     """``benchfill calibrate``: responses -> calibration -> decisions -> ledger and before/after audit."""
+    from irtbayes.auditing.folder import load_audit
     from irtbayes.benchfill.acceptance import AcceptanceRule
     from irtbayes.benchfill.calibration import load_candidate_responses
     from irtbayes.benchfill.candidates import load_candidates
@@ -150,15 +153,20 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
     fit, data = _load(args)
     candidates = load_candidates(args.candidates)
+    audit_dir = args.audit
     if args.target_json:
         path = Path(args.target_json)
         if path.is_dir():
             path = path / "target.json"
         if not path.is_file():
             raise DataError(f"{path}: no such file (a target.json written by `benchfill propose`)")
-        choice = TargetChoice.from_dict(read_json(path), where=str(path))
+        record = read_json(path)
+        choice = TargetChoice.from_dict(record, where=str(path))
+        audit_dir = audit_dir or record.get("audit")
     else:
         choice = _target(fit, data, args)
+    # the bank's saved audit is the comparison's "before", not run again; the extended bank is audited alike
+    bank_audit = load_audit(audit_dir, fit=fit, data=data) if audit_dir else None
     new_data = load_candidate_responses(
         args.responses, candidates, fit=fit, metric=args.metric, lm_filter=args.lm_filter
     )
@@ -179,6 +187,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         rule=rule,
         **picked(args, "mode", "prior", "chains", "draws", "tune", "seed", "allow_rewrites"),
         progress=not args.no_progress,
+        bank_audit=bank_audit,
     )
     paths = write_benchfill(result, args.out, candidates=candidates)
     if min_discrimination is None:
@@ -283,6 +292,12 @@ def add_parser(subparsers: Any) -> None:
         help="a long CSV subject,item,response (item = candidate id) or lm-eval --log_samples output",
     )
     _target_arguments(c, allow_json=True)
+    c.add_argument(
+        "--audit",
+        metavar="DIR",
+        help="the saved audit of the fit (default: the one target.json names): the before/after comparison reads it "
+        "as the bank's audit and audits the extended bank with its settings",
+    )
     rule = c.add_argument_group("the acceptance rule")
     rule.add_argument("--tau", type=float, default=0.8, help="least P(b in target) (default 0.8)")
     rule.add_argument("--min-responses", type=int, default=10, help="least responses per candidate (default 10)")
