@@ -640,12 +640,19 @@ class Modes:
     seconds: float
 
 
-def empirical_bayes(data: ResponseData, spec: ModelSpec, settings: ApproxSettings | None = None) -> Modes:
+def empirical_bayes(
+    data: ResponseData,
+    spec: ModelSpec,
+    settings: ApproxSettings | None = None,
+    *,
+    inputs: ModelInputs | None = None,
+) -> Modes:
     """The first stage of the approximate tier alone: empirical-Bayes modes with Laplace variances.
 
     ``spec`` is a 1PL or 2PL with one ability dimension (abilities standardised or not: the modes are on the
     standardised scale either way); items are grouped by the model's benchmark level. :mod:`irtbayes.fitting.warmstart`
-    starts NUTS from them.
+    starts NUTS from them, passing the ``inputs`` its model was built from (``model.irtbayes_inputs``, with
+    ``spec`` as their spec) so that they are not built again.
 
     Examples
     --------
@@ -658,7 +665,7 @@ def empirical_bayes(data: ResponseData, spec: ModelSpec, settings: ApproxSetting
     True
     """
     settings = settings or ApproxSettings()
-    inputs = model_inputs(data, spec)
+    inputs = model_inputs(data, spec) if inputs is None else inputs
     if inputs.spec.kind not in ("1pl", "2pl") or inputs.spec.dims != "one":
         raise SpecError(
             "empirical-Bayes modes are for 1PL and 2PL models with one ability dimension, "

@@ -80,7 +80,8 @@ def warm_start(model: pm.Model, data: ResponseData) -> WarmStart:
     """
     inputs = model.irtbayes_inputs
     floor = inputs.spec.kind == "3pl"
-    modes = empirical_bayes(data, replace(inputs.spec, kind="2pl") if floor else inputs.spec)
+    own = replace(inputs, spec=replace(inputs.spec, kind="2pl")) if floor else inputs  # a floor's modes: the 2PL's
+    modes = empirical_bayes(data, own.spec, inputs=own)
     arrays = (modes.ability, modes.ability_var, modes.difficulty, modes.log_discrimination, modes.item_cov)
     if not all(np.isfinite(a).all() for a in arrays):
         raise FloatingPointError("the empirical-Bayes modes are not finite")

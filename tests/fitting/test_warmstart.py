@@ -278,3 +278,20 @@ def test_a_3pl_starts_on_the_floored_curves_near_the_truth(guessing):
     b_start = np.mean([got[0] for got in starts], axis=0)
     b_2pl = empirical_bayes(data, ModelSpec(kind="2pl", hierarchy="none")).difficulty
     assert np.median(np.abs(b_start - b_true)) < np.median(np.abs(b_2pl - b_true))
+
+
+def test_the_warm_start_reuses_the_models_inputs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The empirical-Bayes modes read the inputs the model was built from; they are not built a second time."""
+    import irtbayes.fitting.approx as approx_module
+    from irtbayes.data.simulate import simulate_responses
+    from irtbayes.fitting.warmstart import warm_start
+    from irtbayes.model.build import build_model
+
+    data, _ = simulate_responses(30, 40, n_benchmarks=2, seed=2)
+    model = build_model(data)
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("model_inputs built again")
+
+    monkeypatch.setattr(approx_module, "model_inputs", refuse)
+    assert np.isfinite(warm_start(model, data).point(1)).all()
