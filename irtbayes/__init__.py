@@ -60,6 +60,8 @@ _PUBLIC: dict[str, str] = {
     "posterior_predictive_check": "irtbayes.checks.predictive",
     "log_likelihood": "irtbayes.checks.predictive",
     "compare_fits": "irtbayes.checks.predictive",
+    "check_items": "irtbayes.checks.items",
+    "ItemChecks": "irtbayes.checks.items",
     # audit
     "audit": "irtbayes.auditing.run",
     "AuditSettings": "irtbayes.auditing.settings",
@@ -131,6 +133,7 @@ __all__ = [
     "FitInterrupted",
     "IrtbayesError",
     "ItemBank",
+    "ItemChecks",
     "LLMSource",
     "ModelSpec",
     "PredictedScores",
@@ -150,6 +153,7 @@ __all__ = [
     "__version__",
     "audit",
     "calibrate_candidates",
+    "check_items",
     "check_robustness",
     "choose_target",
     "compare_fits",
@@ -215,6 +219,7 @@ if TYPE_CHECKING:  # what IDEs and mypy see; at run time the names load on first
     from irtbayes.benchfill.run import calibrate_candidates
     from irtbayes.benchfill.sources import CallableSource, FileSource, ProposalRequest
     from irtbayes.benchfill.target import choose_target
+    from irtbayes.checks.items import ItemChecks, check_items
     from irtbayes.checks.predictive import PredictiveCheck, compare_fits, log_likelihood, posterior_predictive_check
     from irtbayes.core.errors import DataError, FitError, FitInterrupted, IrtbayesError, SpecError
     from irtbayes.data.io import load

@@ -33,6 +33,7 @@ ORDER = (
     "09_evaluation",
     "10_graded",
     "11_tracking",
+    "12_item_flags",
 )
 
 needs_data = pytest.mark.skipif(
@@ -388,3 +389,17 @@ def test_11_tracking(nb_out: Path) -> None:
     llama = pd.read_csv(nb_out / "tracking_llama8b" / "abilities.csv")
     assert llama["checkpoint"].tolist()[0] == "Llama-2-7b-hf" and llama["ability_mean"].is_monotonic_increasing
     assert "Llama-2-7b-hf -> Meta-Llama-3-8B" in proc.stdout
+
+
+@pytest.mark.slow
+def test_12_item_flags(nb_out: Path) -> None:
+    """Runs on the embedded MMLU-Pro (no shared data needed): the planted faults flagged as their kind, sound items
+    left alone, MMLU-Pro's flags written and the audit without them."""
+    proc, _ = run_notebook("12_item_flags", nb_out)
+    planted = pd.read_csv(nb_out / "item_flags_planted" / "item_flags.csv", keep_default_na=False)
+    assert (planted["flag"] == "reversed").sum() >= 6 and (planted["flag"] == "dif").sum() >= 6
+    assert "sound items flagged: 0 of" in proc.stdout
+    mmlu = pd.read_csv(nb_out / "item_flags_mmlu_pro" / "item_flags.csv", keep_default_na=False)
+    assert len(mmlu) > 2000 and (mmlu["flag"] == "reversed").any()
+    assert "are left out of every measure" in proc.stdout or "is left out of every measure" in proc.stdout
+

@@ -63,6 +63,8 @@ def loader_options(args: argparse.Namespace, fmt: str) -> dict[str, Any]:
         options.update(_helm_options(args))
     elif fmt == "inspect":
         options = {"scoring": scoring, "metric": args.metric}
+    elif fmt == "lighteval":
+        options.update(metric=args.metric)
     return {key: value for key, value in options.items() if value is not None}
 
 
@@ -313,7 +315,24 @@ def _audit_from_args(fit_result: object, data: object, args: argparse.Namespace)
         progress=not getattr(args, "no_progress", False),
         calibrated_intervals=not getattr(args, "posterior_intervals", False),
         self_check=getattr(args, "self_check", 0),
+        item_flags=_item_flags(fit_result, data, args),
+        exclude_flagged=bool(getattr(args, "exclude_flagged", False)),
     )
+
+
+def _item_flags(fit_result: object, data: object, args: argparse.Namespace) -> dict[str, str] | None:
+    """The item flags the audit counts or leaves out: ``--flags`` (a check-items output), or with
+    ``--exclude-flagged`` alone, the checks run now."""
+    if getattr(args, "flags", None):
+        from irtbayes.checks.items import read_item_flags
+
+        return read_item_flags(args.flags)
+    if getattr(args, "exclude_flagged", False):
+        from irtbayes.checks.items import check_items
+
+        log.info("checking the items for reversed, flat and DIF flags (irtbayes check-items)")
+        return check_items(fit_result, data).item_flags()  # type: ignore[arg-type]
+    return None
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
@@ -495,6 +514,9 @@ def build_parser() -> argparse.ArgumentParser:
     cli_parser.add_track_verb(verbs, evaluate_commands.cmd_track)
     cli_parser.add_export_verb(verbs, cmd_export)
     cli_parser.add_robustness_verb(verbs, cmd_robustness)
+    from irtbayes.cli import items as items_commands
+
+    cli_parser.add_check_items_verb(verbs, items_commands.cmd_check_items)
 
     from irtbayes.cli import benchfill as benchfill_commands
 

@@ -15,6 +15,7 @@ __all__ = [
     "Command",
     "add_adaptive_verb",
     "add_audit_verb",
+    "add_check_items_verb",
     "add_data_arguments",
     "add_data_verb",
     "add_evaluation_target_arguments",
@@ -34,7 +35,9 @@ __all__ = [
 #: What a verb runs: the parsed arguments in, the exit code out.
 Command = Callable[[argparse.Namespace], int]
 
-FORMATS = ("auto", "long", "wide", "pyirt", "lm-eval", "helm", "leaderboard", "inspect", "dataset")
+FORMATS = (
+    "auto", "long", "wide", "pyirt", "lm-eval", "helm", "leaderboard", "inspect", "lighteval", "opencompass", "dataset",
+)  # fmt: skip
 
 
 def picked(args: argparse.Namespace, *names: str) -> dict[str, Any]:
@@ -47,8 +50,8 @@ def add_data_arguments(parser: argparse.ArgumentParser, *, required: bool = True
     parser.add_argument(
         "data",
         nargs=None if required else "?",
-        help="a CSV/Parquet file, an lm-eval, HELM or Open LLM Leaderboard details folder, a data set folder, "
-        "or a registered data set name (see `irtbayes data list`)"
+        help="a CSV/Parquet file, an lm-eval, HELM, Open LLM Leaderboard details, inspect_ai, lighteval or OpenCompass "
+        "folder, a data set folder, or a registered data set name (see `irtbayes data list`)"
         + ("" if required else "; default: the embedded data"),
     )
     group = parser.add_argument_group("reading the data")
@@ -60,8 +63,8 @@ def add_data_arguments(parser: argparse.ArgumentParser, *, required: bool = True
     group.add_argument("--items", help="a CSV/Parquet file of item metadata (item, benchmark, domain, text, ...)")
     group.add_argument(
         "--metric",
-        help="lm-eval/HELM/leaderboard: the metric to read (e.g. acc, acc_norm, exact_match); inspect: the scorer; "
-        "leaderboard and inspect: also TASK=METRIC,... for some tasks",
+        help="lm-eval/HELM/leaderboard/lighteval: the metric to read (e.g. acc, acc_norm, exact_match); inspect: the "
+        "scorer; leaderboard, inspect and lighteval: also TASK=METRIC,... for some tasks",
     )
     group.add_argument("--filter", dest="lm_filter", help="lm-eval: the filter, when a task logs several")
     group.add_argument("--suite", help="HELM: the suite(s) to read from a runs/ tree, comma-separated (default: all)")
@@ -287,6 +290,19 @@ def add_audit_verb(verbs: Any, command: Command) -> None:
         help="report the Maximum Gap's and the DDM's posterior intervals as they are, not recalibrated across "
         "design families (the default; see docs/validation.md)",
     )
+    flags = audit_p.add_argument_group("flagged items")
+    flags.add_argument(
+        "--flags",
+        metavar="PATH",
+        help="the item flags of `irtbayes check-items` (its folder or item_flags.csv): counted and reported, or left "
+        "out with --exclude-flagged",
+    )
+    flags.add_argument(
+        "--exclude-flagged",
+        action="store_true",
+        help="leave the flagged items (reversed, flat, DIF) out of every measure; without --flags, check the items "
+        "first",
+    )
     audit_p.add_argument("--out", default="out/audit", help="output folder (default out/audit)")
     audit_p.add_argument("--no-report", action="store_true", help="skip the HTML/Markdown report")
     audit_p.set_defaults(func=command)
@@ -363,6 +379,33 @@ def _add_prior_arguments(parser: argparse.ArgumentParser) -> None:
         help="score subjects the bank was fitted to (labelled in every output; their intervals are too narrow) "
         "instead of refusing them",
     )
+
+
+def add_check_items_verb(verbs: Any, command: Command) -> None:
+    """The ``check-items`` verb."""
+    items_p = verbs.add_parser(
+        "check-items",
+        help="flag reversed (mis-keyed), flat and differentially functioning (leaked) items of a saved fit",
+        description="For every item of a saved fit, the evidence that it is reversed, flat or functions differently "
+        "for one group of subjects, flagged at a stated Bayesian false discovery rate (docs/item-flags.md). Writes "
+        "item_flags.csv, item_flags.txt and item_flags.png.",
+    )
+    items_p.add_argument("--fit", required=True, help="a saved fit folder")
+    items_p.add_argument("--data", help="the fit's data (default: the data its card records)")
+    items_p.add_argument("--out", required=True, metavar="DIR", help="folder for item_flags.csv, .txt and .png")
+    groups = items_p.add_mutually_exclusive_group()
+    groups.add_argument("--group-col", metavar="COL", help="a subject column of the data naming each subject's group")
+    groups.add_argument("--groups", metavar="FILE", help="a CSV with columns subject, group (instead of --group-col)")
+    items_p.add_argument(
+        "--alpha", type=float, default=0.05, help="Bayesian false discovery rate per flag (default 0.05)"
+    )
+    items_p.add_argument("--rule", choices=("each", "mean"), default="each", help="multiplicity rule (default each)")
+    items_p.add_argument("--draws", type=int, default=60, help="posterior draws used (default 60)")
+    items_p.add_argument("--flat-slope", type=float, default=0.3, help="|slope| below which an item is flat (0.3)")
+    items_p.add_argument("--min-effect", type=float, default=0.5, help="the smallest DIF effect in logits (0.5)")
+    items_p.add_argument("--ci", type=float, default=0.9, help="credible interval probability (default 0.9)")
+    items_p.add_argument("--seed", type=int, default=0, help="seed of the intervals' samples (default 0)")
+    items_p.set_defaults(func=command)
 
 
 def add_track_verb(verbs: Any, command: Command) -> None:

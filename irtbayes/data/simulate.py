@@ -37,9 +37,11 @@ __all__ = [
     "GPCM_STEP_MEAN",
     "GPCM_STEP_SD",
     "GRM_STEP_LOG_SD",
+    "ITEM_FAULTS",
     "PLANTED_GAP",
     "graded_thresholds",
     "planted_gap_responses",
+    "planted_item_faults",
     "posterior_near_truth",
     "simulate_responses",
 ]
@@ -559,3 +561,86 @@ def posterior_near_truth(
             "item": data.item_ids.to_numpy(dtype=str),
         },
     )
+
+
+#: What :func:`planted_item_faults` plants, in the order it chooses the items.
+ITEM_FAULTS = ("reversed", "flat", "dif")
+
+
+def planted_item_faults(
+    n_subjects: int,
+    n_items: int,
+    *,
+    n_reversed: int = 5,
+    n_flat: int = 5,
+    n_leaked: int = 5,
+    n_groups: int = 4,
+    leak_shift: float = 3.0,
+    seed: int,
+    **simulate: object,
+) -> tuple[ResponseData, xr.Dataset, pd.DataFrame]:
+    """2PL responses (:func:`simulate_responses`) with reversed, flat and leaked items planted among sound ones.
+
+    Subjects are spread evenly at random over ``n_groups`` groups (subject column ``group``: ``g0``, ``g1``, ...).
+    A **reversed** item answers as a mis-keyed one, with the true slope's sign turned: P = sigmoid(-a (theta - b)).
+    A **flat** item is answered at a constant rate whatever the ability, drawn uniformly from [0.15, 0.6]. A
+    **leaked** item (one of the harder half, b > 0, so that a leak shows) is answered by one group's members as if
+    ``leak_shift`` logits easier, the other subjects as the model says. The missing cells stay as simulated.
+
+    Returns
+    -------
+    data : ResponseData
+        The responses, with the subject column ``group``.
+    truth : xarray.Dataset
+        :func:`simulate_responses`' truth (the sound model of every item).
+    planted : pandas.DataFrame
+        One row per item, in the data's order: ``item``, ``fault`` (``"reversed"``, ``"flat"``, ``"dif"`` or
+        ``""``), ``group`` (the leaking group, else ``""``) and ``direction`` (``"above"`` for a leak, else ``""``).
+
+    Examples
+    --------
+    >>> data, truth, planted = planted_item_faults(60, 80, seed=1)
+    >>> planted["fault"].value_counts().to_dict()
+    {'': 65, 'dif': 5, 'flat': 5, 'reversed': 5}
+    >>> sorted(data.subjects["group"].unique())
+    ['g0', 'g1', 'g2', 'g3']
+    """
+    rng = np.random.default_rng(seed)
+    data, truth = simulate_responses(n_subjects, n_items, seed=rng, **simulate)  # type: ignore[arg-type]
+    if n_reversed + n_flat + n_leaked > n_items or n_groups < 2:
+        raise SpecError(f"planted_item_faults: {n_items} items cannot hold the faults, or fewer than 2 groups")
+    group = np.array([f"g{k}" for k in rng.permutation(np.arange(n_subjects) % n_groups)])
+    b, a = truth["difficulty"].values, truth["discrimination"].values
+    order = rng.permutation(n_items)
+    reversed_, flat = order[:n_reversed], order[n_reversed : n_reversed + n_flat]
+    rest = order[n_reversed + n_flat :]
+    leaked = rest[b[rest] > 0][:n_leaked]
+    fault = np.full(n_items, "", dtype=object)
+    fault[reversed_], fault[flat], fault[leaked] = "reversed", "flat", "dif"
+    leak_group = np.full(n_items, "", dtype=object)
+    leak_group[leaked] = rng.choice(np.unique(group), size=len(leaked))
+
+    frame = data.responses.copy()
+    s, i = data.subject_codes, data.item_codes
+    theta = truth["ability"].values[s]
+    eta = a[i] * (theta - b[i])
+    eta = np.where(fault[i] == "reversed", -eta, eta)
+    eta = np.where((fault[i] == "dif") & (group[s] == leak_group[i]), eta + leak_shift, eta)
+    p = irt.sigmoid_mix(eta)
+    rate = rng.uniform(0.15, 0.6, size=n_items)
+    p = np.where(fault[i] == "flat", rate[i], p)
+    changed = fault[i] != ""
+    frame.loc[changed, "response"] = (rng.uniform(size=int(changed.sum())) < p[changed]).astype("float64")
+    subjects = pd.DataFrame({"subject": data.subject_ids.to_numpy(dtype=str), "group": group})
+    planted_data = ResponseData.from_long(
+        frame, items=data.items.reset_index(), subjects=subjects, source=f"{data.source}, faults planted"
+    )
+    planted = pd.DataFrame(
+        {
+            "item": data.item_ids.to_numpy(dtype=str),
+            "fault": fault.astype(str),
+            "group": leak_group.astype(str),
+            "direction": np.where(fault == "dif", "above", ""),
+        }
+    )
+    return planted_data, truth, planted

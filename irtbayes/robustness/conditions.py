@@ -34,7 +34,8 @@ gets a *local false sign rate* ``v = min(P(effect <= m), P(effect >= -m))``, the
 is not beyond ``m`` (``min_effect``, default 0) in its more likely direction (Stephens 2017). By default every
 effect with ``v <= fdr`` (0.05) is flagged, so the posterior expected share of false flags among the flagged
 is at most ``fdr`` however many items there are; ``fdr_rule="mean"`` flags the largest set whose mean ``v``
-is at most ``fdr``, which flags more but relies on the prior being right (see :func:`bayes_fdr_flags`).
+is at most ``fdr``, which flags more but relies on the prior being right (see
+:func:`irtbayes.core.multiplicity.bayes_fdr_flags`).
 
 Rank agreement between conditions is computed per draw: in each draw, systems are ranked by their ability
 under each condition (1 = best), and Kendall's tau and the maximum rank displacement (the largest
@@ -59,6 +60,7 @@ from scipy import stats
 
 from irtbayes.core.errors import SpecError
 from irtbayes.core.files import atomic_write_text, json_ready
+from irtbayes.core.multiplicity import bayes_fdr_flags
 from irtbayes.core.summaries import check_ci_prob, summarize
 from irtbayes.data.responses import ResponseData
 from irtbayes.fitting.diagnostics.sampler import check_convergence
@@ -67,7 +69,6 @@ from irtbayes.robustness.condition_model import build_condition_model
 __all__ = [
     "ConditionEffects",
     "ConditionFit",
-    "bayes_fdr_flags",
     "condition_effects",
     "fit_conditions",
     "local_false_sign_rate",
@@ -77,9 +78,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-#: Rules of :func:`bayes_fdr_flags`.
-FDR_RULES = ("each", "mean")
 
 
 @dataclass(eq=False)
@@ -230,52 +228,6 @@ def local_false_sign_rate(draws: np.ndarray, *, min_effect: float = 0.0, axis: i
     not_up = (arr <= min_effect).mean(axis=axis)
     not_down = (arr >= -min_effect).mean(axis=axis)
     return np.minimum(not_up, not_down)
-
-
-def bayes_fdr_flags(lfsr: np.ndarray, *, fdr: float = 0.05, rule: str = "each") -> np.ndarray:
-    """Flag effects so that the posterior expected share of false flags among the flagged is at most ``fdr``.
-
-    Parameters
-    ----------
-    lfsr
-        One local false sign rate per effect, in [0, 1] (any shape).
-    fdr
-        Bound on the posterior expected share of false flags among the flagged.
-    rule
-        ``"each"`` (default): flag every effect whose own rate is at most ``fdr`` (then their mean is too);
-        ``"mean"``: flag the largest set, taken in order of increasing rate, whose *mean* rate is at most
-        ``fdr`` (Newton et al. 2004), which also admits effects with rates above ``fdr``. The mean rule is
-        exact when the prior is right; in the planted simulation of the test suite (40 systems x 60 items, 4
-        systems shifted) it flagged 8 systems of which 4 were false, the ``"each"`` rule exactly the 4 planted.
-
-    Returns
-    -------
-    numpy.ndarray
-        Booleans of the shape of ``lfsr``.
-
-    Examples
-    --------
-    >>> from irtbayes.robustness.conditions import bayes_fdr_flags
-    >>> bayes_fdr_flags(np.array([0.001, 0.02, 0.3, 0.6]), fdr=0.05)
-    array([ True,  True, False, False])
-    """
-    if not 0 < fdr < 1:
-        raise SpecError(f"fdr must be strictly between 0 and 1, got {fdr}")
-    if rule not in FDR_RULES:
-        raise SpecError(f"rule must be one of {list(FDR_RULES)}, got {rule!r}")
-    v = np.asarray(lfsr, dtype="float64")
-    if np.isnan(v).any():
-        raise SpecError("bayes_fdr_flags: a local false sign rate is NaN")
-    if rule == "each":
-        return v <= fdr
-    flat = v.ravel()
-    order = np.argsort(flat, kind="stable")
-    running = np.cumsum(flat[order]) / np.arange(1, flat.size + 1)
-    ok = np.flatnonzero(running <= fdr)
-    flags = np.zeros(flat.size, dtype=bool)
-    if ok.size:
-        flags[order[: ok[-1] + 1]] = True
-    return flags.reshape(v.shape)
 
 
 def _stacked(post: xr.Dataset, name: str, *rest: str) -> np.ndarray:

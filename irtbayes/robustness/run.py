@@ -32,6 +32,7 @@ from irtbayes.auditing.result import AuditResult
 from irtbayes.auditing.settings import AuditSettings
 from irtbayes.core.errors import DataError, SpecError, refuse_unknown
 from irtbayes.core.files import atomic_write_json, atomic_write_text, json_ready
+from irtbayes.core.multiplicity import FDR_RULES
 from irtbayes.core.summaries import arviz_names, check_ci_prob, format_interval
 from irtbayes.data.responses import ResponseData
 from irtbayes.fitting.result import Fit
@@ -39,7 +40,6 @@ from irtbayes.fitting.settings import SamplerSettings
 from irtbayes.model.spec import ModelSpec
 from irtbayes.robustness.condition_model import EFFECT_PRIORS
 from irtbayes.robustness.conditions import (
-    FDR_RULES,
     ConditionEffects,
     condition_effects,
     fit_conditions,

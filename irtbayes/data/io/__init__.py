@@ -21,7 +21,9 @@ __all__ = [
 
 LONG_COLUMNS = {"subject", "item", "response"}
 #: What :func:`load` reads (``format=``); ``"auto"`` chooses by what the path holds.
-FORMATS = ("auto", "long", "wide", "pyirt", "lm-eval", "helm", "leaderboard", "inspect", "dataset")
+FORMATS = (
+    "auto", "long", "wide", "pyirt", "lm-eval", "helm", "leaderboard", "inspect", "lighteval", "opencompass", "dataset",
+)  # fmt: skip
 
 
 def load(path: str | Path, *, format: str = "auto", **options: Any) -> ResponseData:
@@ -34,12 +36,16 @@ def load(path: str | Path, *, format: str = "auto", **options: Any) -> ResponseD
     - an inspect_ai log (``.eval``, or an EvalLog ``.json``), or a folder of them
       (:func:`~irtbayes.data.io.inspect.load_inspect`);
     - a folder: lm-evaluation-harness ``--log_samples`` output, a HELM run folder or ``runs/`` tree, Open LLM
-      Leaderboard details (per-sample Parquet, :func:`~irtbayes.data.io.leaderboard.load_leaderboard`), or a data
-      set folder known to :mod:`irtbayes.data.registry`.
+      Leaderboard details (per-sample Parquet, :func:`~irtbayes.data.io.leaderboard.load_leaderboard`), lighteval
+      details (``details/<model>/<date>/details_<task>_<date>.parquet``,
+      :func:`~irtbayes.data.io.lighteval.load_lighteval`), OpenCompass results with ``--dump-eval-details``
+      (``<time>/results/<model_abbr>/<dataset_abbr>.json``, :func:`~irtbayes.data.io.opencompass.load_opencompass`),
+      or a data set folder known to :mod:`irtbayes.data.registry`.
 
     ``options`` are passed to the chosen loader: for instance ``scoring`` (``"auto"``, ``"binary"``, ``"fraction"``
     or ``"ordinal"``) and, for ordinal responses, ``categories`` (the labels in order) or ``bins`` (edges that cut
-    numeric scores into categories), which the tabular, lm-evaluation-harness, HELM and py-irt loaders accept.
+    numeric scores into categories), which the tabular, lm-evaluation-harness, HELM, lighteval and py-irt loaders
+    accept; ``metric`` for the harness loaders (lm-evaluation-harness, HELM, leaderboard, inspect_ai, lighteval).
 
     The data remember how they were read (``data.reading``: the absolute path, the format and the options), so a fit
     of them can be read again the same way from any folder (:func:`reread`).
@@ -65,7 +71,7 @@ def load(path: str | Path, *, format: str = "auto", **options: Any) -> ResponseD
     ('wide', {'scoring': 'ordinal'}, True)
     """
     from irtbayes.data import registry as datasets
-    from irtbayes.data.io import helm, inspect, lm_eval
+    from irtbayes.data.io import helm, inspect, lighteval, lm_eval, opencompass
 
     path = Path(path)
     if not path.exists():
@@ -80,13 +86,14 @@ def load(path: str | Path, *, format: str = "auto", **options: Any) -> ResponseD
     }
     loaders.update({"lm-eval": lm_eval.load_lm_eval, "helm": helm.load_helm, "leaderboard": load_leaderboard})
     loaders["inspect"] = inspect.load_inspect
+    loaders.update({"lighteval": lighteval.load_lighteval, "opencompass": opencompass.load_opencompass})
     columns = {options.get(key, key) for key in ("subject", "item", "response")}
     fmt = detect_format(path, long_columns=columns) if format == "auto" else format
     if not fmt:
         raise DataError(
             f"{path}: a folder with no evaluation logs irtbayes knows (no lm-evaluation-harness samples_*.jsonl, "
             "no HELM per_instance_stats.json, no Open LLM Leaderboard details Parquet, no inspect_ai .eval or .json "
-            "logs, no data set manifest)"
+            "logs, no lighteval details_*.parquet, no OpenCompass results/, no data set manifest)"
         )
     data = loaders[fmt](path, **options)
     return data.read_as(_reading(path, fmt, options))
@@ -136,14 +143,14 @@ def reread(reading: dict[str, Any], *, where: str = "") -> ResponseData:
 
 def detect_format(path: str | Path, *, long_columns: set[str] = LONG_COLUMNS) -> str:
     """What ``path`` holds: ``"pyirt"``, ``"inspect"`` (an inspect_ai log), ``"long"`` (a table with
-    ``long_columns``) or ``"wide"`` for a file; ``"dataset"``, ``"lm-eval"``, ``"helm"``, ``"leaderboard"`` or
-    ``"inspect"`` for a folder (the first that fits); else ``""``.
+    ``long_columns``) or ``"wide"`` for a file; ``"dataset"``, ``"lm-eval"``, ``"helm"``, ``"lighteval"``,
+    ``"leaderboard"``, ``"opencompass"`` or ``"inspect"`` for a folder (the first that fits); else ``""``.
 
     >>> detect_format("no/such/path")
     ''
     """
     from irtbayes.data import registry as datasets
-    from irtbayes.data.io import helm, inspect, leaderboard, lm_eval
+    from irtbayes.data.io import helm, inspect, leaderboard, lighteval, lm_eval, opencompass
 
     path = Path(path)
     if path.is_file():
@@ -156,7 +163,9 @@ def detect_format(path: str | Path, *, long_columns: set[str] = LONG_COLUMNS) ->
         "dataset": datasets.is_dataset_folder,
         "lm-eval": lm_eval.is_lm_eval_folder,
         "helm": helm.is_helm_folder,
+        "lighteval": lighteval.is_lighteval_folder,
         "leaderboard": leaderboard.is_leaderboard_folder,
+        "opencompass": opencompass.is_opencompass_folder,
         "inspect": inspect.is_inspect_folder,
     }
     return next((fmt for fmt, holds in folders.items() if path.is_dir() and holds(path)), "")

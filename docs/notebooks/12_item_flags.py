@@ -1,0 +1,1 @@
+../../notebooks/12_item_flags.py
