@@ -402,4 +402,3 @@ def test_12_item_flags(nb_out: Path) -> None:
     mmlu = pd.read_csv(nb_out / "item_flags_mmlu_pro" / "item_flags.csv", keep_default_na=False)
     assert len(mmlu) > 2000 and (mmlu["flag"] == "reversed").any()
     assert "are left out of every measure" in proc.stdout or "is left out of every measure" in proc.stdout
-
