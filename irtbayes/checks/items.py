@@ -78,7 +78,7 @@ from irtbayes.fitting.result import Fit
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["FLAGS", "FLAT_SLOPE", "MIN_EFFECT", "ItemChecks", "check_items", "read_item_flags"]
+__all__ = ["FLAGS", "FLAT_SLOPE", "MIN_EFFECT", "ItemChecks", "check_items", "read_item_checks", "read_item_flags"]
 
 #: The flags, in the order an item flagged for several takes its ``flag``.
 FLAGS = ("reversed", "flat", "dif")
@@ -236,9 +236,8 @@ class ItemChecks:
         return ["item_flags.csv", "item_flags.txt", "item_flags.png"]
 
 
-def read_item_flags(path: str | os.PathLike[str]) -> dict[str, str]:
-    r"""The flags an ``item_flags.csv`` holds (or the ``check-items`` folder holding it), item id -> flag, as the
-    audit's ``item_flags`` takes them.
+def read_item_checks(path: str | os.PathLike[str]) -> pd.DataFrame:
+    r"""The table an ``item_flags.csv`` holds (or the ``check-items`` folder holding it): :attr:`ItemChecks.items`.
 
     Raises
     ------
@@ -250,18 +249,29 @@ def read_item_flags(path: str | os.PathLike[str]) -> dict[str, str]:
     >>> import tempfile
     >>> folder = Path(tempfile.mkdtemp())
     >>> _ = (folder / "item_flags.csv").write_text("item,flag,slope_mean\nq1,reversed,-1.2\nq2,,0.9\n")
-    >>> read_item_flags(folder)
-    {'q1': 'reversed', 'q2': ''}
+    >>> read_item_checks(folder)["flag"].tolist()
+    ['reversed', '']
     """
     file = Path(path)
     if file.is_dir():
         file = file / "item_flags.csv"
     if not file.is_file():
         raise DataError(f"{file}: no such file (the item_flags.csv `irtbayes check-items` writes)")
-    table = pd.read_csv(file, dtype={"item": str, "flag": str}, keep_default_na=False)
+    labels = ("item", "flag", "flags", "benchmark", "dif_group", "dif_direction", "text")
+    # only empty cells are missing (an item called "NA" stays one); the label columns keep "" for none
+    table = pd.read_csv(file, dtype=dict.fromkeys(labels, str), keep_default_na=False, na_values=[""])
     missing = [c for c in ("item", "flag") if c not in table.columns]
     if missing:
         raise DataError(f"{file}: no column {missing} (columns: {list(table.columns)[:10]})")
+    for column in (c for c in labels if c in table.columns):
+        table[column] = table[column].fillna("")
+    return table
+
+
+def read_item_flags(path: str | os.PathLike[str]) -> dict[str, str]:
+    """The flags of :func:`read_item_checks`, item id -> flag (``""`` when unflagged), as the audit's
+    ``item_flags`` takes them."""
+    table = read_item_checks(path)
     return dict(zip(table["item"], table["flag"], strict=True))
 
 

@@ -24,6 +24,8 @@ from irtbayes.cli import parser as cli_parser
 from irtbayes.core.errors import DataError, FitInterrupted, IrtbayesError
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from irtbayes.data.columns import Scoring
 
 log = logging.getLogger("irtbayes")
@@ -298,7 +300,9 @@ def _loader_options_given(args: argparse.Namespace) -> bool:
     return given or any(getattr(args, key, None) is not None for key in optional)
 
 
-def _audit_from_args(fit_result: object, data: object, args: argparse.Namespace) -> object:
+def _audit_from_args(
+    fit_result: object, data: object, args: argparse.Namespace, checks: pd.DataFrame | None = None
+) -> object:
     from irtbayes.auditing.run import audit
 
     target = cli_parser.target_value(args.target)
@@ -315,23 +319,23 @@ def _audit_from_args(fit_result: object, data: object, args: argparse.Namespace)
         progress=not getattr(args, "no_progress", False),
         calibrated_intervals=not getattr(args, "posterior_intervals", False),
         self_check=getattr(args, "self_check", 0),
-        item_flags=_item_flags(fit_result, data, args),
+        item_flags=None if checks is None else dict(zip(checks["item"], checks["flag"], strict=True)),
         exclude_flagged=bool(getattr(args, "exclude_flagged", False)),
     )
 
 
-def _item_flags(fit_result: object, data: object, args: argparse.Namespace) -> dict[str, str] | None:
-    """The item flags the audit counts or leaves out: ``--flags`` (a check-items output), or with
+def _item_checks(fit_result: object, data: object, args: argparse.Namespace) -> pd.DataFrame | None:
+    """The item checks the audit counts or leaves out: ``--flags`` (a check-items output), or with
     ``--exclude-flagged`` alone, the checks run now."""
     if getattr(args, "flags", None):
-        from irtbayes.checks.items import read_item_flags
+        from irtbayes.checks.items import read_item_checks
 
-        return read_item_flags(args.flags)
+        return read_item_checks(args.flags)
     if getattr(args, "exclude_flagged", False):
         from irtbayes.checks.items import check_items
 
         log.info("checking the items for reversed, flat and DIF flags (irtbayes check-items)")
-        return check_items(fit_result, data).item_flags()  # type: ignore[arg-type]
+        return check_items(fit_result, data).items  # type: ignore[arg-type]
     return None
 
 
@@ -357,7 +361,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
         from irtbayes.fitting.sampling import release_compiled
 
         release_compiled()  # this process fits once: the audit, the saved fit and the report need the memory
-    result = _audit_from_args(fit_result, data, args)
+    checks = _item_checks(fit_result, data, args)
+    result = _audit_from_args(fit_result, data, args, checks)
     # the fit is saved while the report is written (each about 6 s at MMLU-Pro's size, much of it in NumPy and
     # file writes, which let the other thread run); leaving the block waits for both, error or Ctrl-C, before
     # the folder is put in place or removed
@@ -368,7 +373,13 @@ def cmd_audit(args: argparse.Namespace) -> int:
         saved = None if args.fit else pool.submit(save_fit, fit_result, tmp / "fit")  # type: ignore[arg-type]
         if not args.no_report:
             log.info("writing the report")
-            doc = build_report(fit_result, data, audit=result, fit_folder=fit_folder)  # type: ignore[arg-type]
+            doc = build_report(
+                fit_result,  # type: ignore[arg-type]
+                data,  # type: ignore[arg-type]
+                audit=result,  # type: ignore[arg-type]
+                fit_folder=fit_folder,
+                item_checks=checks,
+            )
             write_report_files(doc, fit_result, tmp / "report", audit=result)  # type: ignore[arg-type]
         if saved is not None:
             saved.result()  # its error, if any
@@ -403,7 +414,20 @@ def cmd_report(args: argparse.Namespace) -> int:
         from irtbayes.evaluating.tracking import Tracking
 
         tracking = Tracking.read(args.tracking)
-    path = report(fit_result, args.out, data=data, audit=result, benchfill=benchfill, tracking=tracking)  # type: ignore[arg-type]
+    item_checks = None
+    if getattr(args, "flags", None):
+        from irtbayes.checks.items import read_item_checks
+
+        item_checks = read_item_checks(args.flags)
+    path = report(
+        fit_result,  # type: ignore[arg-type]
+        args.out,
+        data=data,  # type: ignore[arg-type]
+        audit=result,
+        benchfill=benchfill,
+        tracking=tracking,
+        item_checks=item_checks,
+    )
     if fit_result.partial:  # type: ignore[attr-defined]
         print(fit_result.partial_text())  # type: ignore[attr-defined]
     print(f"Report: {path}")

@@ -317,6 +317,7 @@ def add_report_verb(verbs: Any, command: Command) -> None:
     )
     report_p.add_argument("--benchfill", help="a `benchfill calibrate` output folder to report on")
     report_p.add_argument("--tracking", help="an `irtbayes track` output folder (checkpoints on this fit) to report on")
+    report_p.add_argument("--flags", help="an `irtbayes check-items` output folder (or its item_flags.csv) to list")
     report_p.add_argument("--out", required=True, help="folder for report.html, report.md, figures and tables")
     add_data_arguments(report_p, required=False)
     report_p.set_defaults(func=command)

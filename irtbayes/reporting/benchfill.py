@@ -8,7 +8,6 @@ Markdown), so an item's text cannot inject markup.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -16,12 +15,13 @@ import pandas as pd
 
 from irtbayes.benchfill.result import GRADED_RULE, METHODS, unconverged_note
 from irtbayes.core.plots import plot_candidate_intervals, plot_coverage_before_after
+from irtbayes.reporting.document import shortened
 
 if TYPE_CHECKING:
     from irtbayes.benchfill.result import BenchfillResult
     from irtbayes.reporting.document import Document
 
-__all__ = ["TEXT_SHOWN", "benchfill_section", "editorial_section"]
+__all__ = ["benchfill_section", "editorial_section"]
 
 
 def benchfill_section(result: BenchfillResult, doc: Document, figure: Callable[[str, Any, str], None]) -> None:
@@ -91,15 +91,6 @@ def benchfill_section(result: BenchfillResult, doc: Document, figure: Callable[[
     editorial_section(result, doc)
 
 
-#: Characters of an item's text shown in the report's tables.
-TEXT_SHOWN = 160
-
-
-def _short(value: object) -> str:
-    text = "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
-    return text if len(text) <= TEXT_SHOWN else text[: TEXT_SHOWN - 1] + "…"
-
-
 def editorial_section(result: BenchfillResult, doc: Document) -> None:
     """The editorial part of the BenchFill report section: every decision with each screen's verdict, each
     accepted item beside its closest bank item, and which conclusions changed by composition alone.
@@ -122,9 +113,9 @@ def editorial_section(result: BenchfillResult, doc: Document) -> None:
         table = pd.DataFrame(
             {
                 "candidate_id": acc.index,
-                "candidate text": [_short(x) for x in acc["text"]],
+                "candidate text": [shortened(x) for x in acc["text"]],
                 "closest bank item": acc["closest_item"].to_numpy(),
-                "its text": [_short(x) for x in acc.get("closest_text", pd.Series(None, index=acc.index))],
+                "its text": [shortened(x) for x in acc.get("closest_text", pd.Series(None, index=acc.index))],
                 "word similarity": acc["closest_word_similarity"].to_numpy(),
                 "content similarity": acc["closest_content_similarity"].to_numpy(),
                 "novelty": acc["novelty"].to_numpy(),

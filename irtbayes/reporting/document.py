@@ -18,7 +18,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-__all__ = ["Document", "column_format", "format_number", "format_probability", "format_share"]
+__all__ = [
+    "TEXT_SHOWN",
+    "Document",
+    "column_format",
+    "format_number",
+    "format_probability",
+    "format_share",
+    "shortened",
+]
 
 
 def format_number(value: object, *, digits: int = 3) -> str:
@@ -273,6 +281,20 @@ class Document:
             (figures / f"{name}.svg").write_bytes(svg)
         (folder / "report.html").write_text(self.to_html(), encoding="utf-8")
         (folder / "report.md").write_text(self.to_markdown(), encoding="utf-8")
+
+
+#: Characters of an item's text shown in the report's tables.
+TEXT_SHOWN = 160
+
+
+def shortened(value: object, limit: int = TEXT_SHOWN) -> str:
+    """An item's text for a table: at most ``limit`` characters, cut with an ellipsis; "" for a missing one.
+
+    >>> shortened("a" * 200)[-3:], len(shortened("a" * 200)), shortened(None), shortened(float("nan"))
+    ('aa…', 160, '', '')
+    """
+    text = "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _html_text(text: str) -> str:

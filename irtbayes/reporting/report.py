@@ -33,6 +33,7 @@ from irtbayes.fitting.storage import load_fit_data
 from irtbayes.reporting.benchfill import benchfill_section
 from irtbayes.reporting.document import Document, format_number, format_probability
 from irtbayes.reporting.findings import Findings, audit_findings
+from irtbayes.reporting.items import item_flags_section
 from irtbayes.reporting.tracking import tracking_section
 
 if TYPE_CHECKING:
@@ -481,6 +482,7 @@ def build_report(
     tracking: Tracking | None = None,
     title: str | None = None,
     fit_folder: str | None = None,
+    item_checks: pd.DataFrame | None = None,
 ) -> Document:
     """Compose the report (no files written).
 
@@ -501,6 +503,9 @@ def build_report(
         A :class:`~irtbayes.evaluating.tracking.Tracking` of checkpoints on this fit, or None.
     fit_folder
         Where the fit is saved, for the commands the report suggests (default ``FIT``).
+    item_checks
+        The item checks of this fit (:attr:`irtbayes.checks.items.ItemChecks.items`, or
+        :func:`irtbayes.checks.items.read_item_checks` of its CSV): a section listing the flagged items.
 
     Examples
     --------
@@ -541,6 +546,9 @@ def build_report(
             doc.data_tables.update(items=fit.items_table(ci_prob), subjects=fit.subjects_table(ci_prob))
             _audit_details(doc, data, audit, figure)
             _leaderboard_section(doc, audit, figure)
+        if item_checks is not None:
+            excluded = bool(audit is not None and audit.settings.get("excluded_items"))
+            item_flags_section(doc, item_checks, excluded=excluded)
         if benchfill is not None:
             benchfill_section(benchfill, doc, figure)
         if tracking is not None:
@@ -575,6 +583,7 @@ def report(
     benchfill: BenchfillResult | None = None,
     tracking: Tracking | None = None,
     title: str | None = None,
+    item_checks: pd.DataFrame | None = None,
 ) -> Path:
     """Write the report: ``out/report.html``, ``out/report.md``, ``out/figures/`` and ``out/tables/``, atomically.
 
@@ -594,6 +603,8 @@ def report(
         A BenchFill round's :class:`~irtbayes.benchfill.result.BenchfillResult` on this fit, or None.
     tracking
         A :class:`~irtbayes.evaluating.tracking.Tracking` of checkpoints on this fit (``irt.track``), or None.
+    item_checks
+        The item checks of this fit (``irt.check_items(...).items``): a section listing the flagged items.
     title
         The report's title (default: ``irtbayes audit of <source>``).
 
@@ -623,7 +634,9 @@ def report(
     """
     fit.refuse_if_unsettled("report")
     data = load_fit_data(fit, data, hint="give it as data=")
-    doc = build_report(fit, data, audit=audit, benchfill=benchfill, tracking=tracking, title=title)
+    doc = build_report(
+        fit, data, audit=audit, benchfill=benchfill, tracking=tracking, title=title, item_checks=item_checks
+    )
     with atomic_dir(out) as tmp:
         write_report_files(doc, fit, tmp, audit=audit)
     return Path(out) / "report.html"

@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 from matplotlib.figure import Figure
 
-from irtbayes.checks.items import MAX_PANELS, ItemChecks, _laplace, check_items, read_item_flags
+from irtbayes.checks.items import MAX_PANELS, ItemChecks, _laplace, check_items, read_item_checks, read_item_flags
 from irtbayes.cli.items import cmd_check_items
 from irtbayes.cli.main import main
 from irtbayes.cli.parser import add_check_items_verb
@@ -244,8 +244,21 @@ def test_the_audit_leaves_the_flagged_items_out_and_says_so(saved: tuple[Path, P
     assert left, "the planted faults are flagged"
     out = tmp_path / "audit"
     argv = ["audit", "--fit", str(root / "fit"), "--flags", str(flags), "--exclude-flagged", "--bins", "4"]
-    assert main([*argv, "--no-report", "--out", str(out)]) == 0
+    assert main([*argv, "--out", str(out)]) == 0
     settings = json.loads((out / "summary.json").read_text())["settings"]
     assert settings["excluded_items"] == left
     assert len(pd.read_csv(out / "items.csv")) == 40 - len(left)
     assert f"{len(left)} flagged item" in (out / "audit.txt").read_text()
+    # the report lists them, most certain first, and says they were left out
+    md = (out / "report" / "report.md").read_text()
+    assert f"{len(left)} of 40 items flagged" in md and "left out of every measure above" in md
+    first = read_item_checks(flags).iloc[0]
+    assert first["flag"] != "" and f"| {first['item']} |" in md.split("## Flagged items")[1]
+    report_dir = tmp_path / "report"
+    assert (
+        main(
+            ["report", "--fit", str(root / "fit"), "--audit", str(out), "--flags", str(flags), "--out", str(report_dir)]
+        )
+        == 0
+    )
+    assert "## Flagged items" in (report_dir / "report.md").read_text()
