@@ -54,7 +54,7 @@ from irtbayes.data.io.lm_eval import Collected, answer_of, choose_filters, optio
 from irtbayes.data.io.tabular import checked_folder, checked_score
 from irtbayes.data.responses import ResponseData
 
-__all__ = ["ALL", "DEFAULT_METRICS", "is_leaderboard_folder", "list_choices", "load_leaderboard"]
+__all__ = ["ALL", "DEFAULT_METRICS", "is_leaderboard_folder", "list_choices", "load_leaderboard", "parquet_schema"]
 
 log = logging.getLogger(__name__)
 
@@ -206,7 +206,8 @@ def _runs(root: Path) -> list[_Run]:
     return kept
 
 
-def _schema(path: Path) -> Any:
+def parquet_schema(path: Path) -> Any:
+    """The Arrow schema of a Parquet file; a :class:`DataError` naming it when it is empty or unreadable."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -410,7 +411,7 @@ def load_leaderboard(
 def _check_requested(root: Path, runs: list[_Run], requested: str | Mapping[str, str] | None) -> None:
     """An error when ``metric=`` names a metric no task logs, or tasks that are not here."""
     if isinstance(requested, str) and requested != ALL:
-        logged_anywhere = {m for run in runs for f in run.files for m in _metric_names(_schema(f))}
+        logged_anywhere = {m for run in runs for f in run.files for m in _metric_names(parquet_schema(f))}
         if requested not in logged_anywhere:
             raise DataError(f"{root}: no task logs metric '{requested}'; the metrics are {sorted(logged_anywhere)}")
     if isinstance(requested, Mapping):
@@ -428,7 +429,7 @@ def _run_metrics(
     notes: list[str],
 ) -> list[str]:
     """The metrics read from one run (a note added when chosen for the user); an error when another model's differ."""
-    logged = _metric_names(_schema(run.files[0]))
+    logged = _metric_names(parquet_schema(run.files[0]))
     metrics, note = _choose_metrics(run, logged, requested, where=str(run.files[0]))
     if note and note not in notes:
         notes.append(note)
@@ -488,7 +489,7 @@ def _read_run(
 
 def _read_columns(file: Path, metrics: list[str]) -> tuple[list[str], dict[str, list[Any]]]:
     """The file's column names, and the columns read from it (documents only when there is no hash to compare)."""
-    schema = _schema(file)
+    schema = parquet_schema(file)
     names = list(schema.names)
     if "doc_id" not in names:
         raise DataError(f"{file}: no 'doc_id' column; the columns are {names}")
@@ -597,7 +598,7 @@ def list_choices(path: str | Path) -> pd.DataFrame:
     root = Path(path)
     rows: dict[str, dict[str, Any]] = {}
     for run in _runs(root):
-        logged = _metric_names(_schema(run.files[0]))
+        logged = _metric_names(parquet_schema(run.files[0]))
         row = rows.get(run.task)
         if row is None:
             default = logged[0] if len(logged) == 1 else DEFAULT_METRICS.get(run.task, "")

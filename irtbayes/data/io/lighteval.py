@@ -45,6 +45,7 @@ import pandas as pd
 from irtbayes.core.errors import DataError, listed
 from irtbayes.core.files import read_json
 from irtbayes.data.columns import OrdinalScale, Scoring, scoring_scale
+from irtbayes.data.io.leaderboard import parquet_schema
 from irtbayes.data.io.tabular import checked_folder, checked_score, harness_responses
 from irtbayes.data.responses import ResponseData
 
@@ -167,18 +168,6 @@ def _newest(runs: list[_Run], notes: list[str]) -> list[_Run]:
     return sorted(kept.values(), key=lambda r: (r.subject, r.benchmark))
 
 
-def _schema(path: Path) -> Any:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    try:
-        if path.stat().st_size == 0:
-            raise DataError(f"{path}: the file is empty (0 bytes)")
-        return pq.read_schema(path)
-    except (OSError, pa.ArrowException) as err:
-        raise DataError(f"{path}: not a readable Parquet file ({err})") from None
-
-
 def _read_columns(path: Path, columns: list[str]) -> dict[str, list[Any]]:
     """Columns of a Parquet file (``doc.query`` reads one field of a struct, named ``query``) as Python lists."""
     import pyarrow as pa
@@ -194,7 +183,7 @@ def _read_samples(path: Path) -> list[_Sample]:
     """The samples of one details file, in either layout; an error naming the file when it is neither."""
     import pyarrow as pa
 
-    schema = _schema(path)
+    schema = parquet_schema(path)
     names = list(schema.names)
     if "doc" in names and "metric" in names and pa.types.is_struct(schema.field("doc").type):
         samples = _new_samples(path, schema)
