@@ -26,6 +26,7 @@ from irtbayes.core.files import read_json
 from irtbayes.core.summaries import format_interval
 
 if TYPE_CHECKING:
+    from irtbayes.auditing.result import AuditResult
     from irtbayes.benchfill.target import TargetChoice
     from irtbayes.data.responses import ResponseData
     from irtbayes.fitting.result import Fit
@@ -47,9 +48,10 @@ def _interval(args: argparse.Namespace) -> tuple[float, float] | None:
     return None if args.target is None else (float(args.target[0]), float(args.target[1]))
 
 
-def _target(fit: Fit, data: ResponseData, args: argparse.Namespace) -> TargetChoice:
+def _target(fit: Fit, data: ResponseData, args: argparse.Namespace) -> tuple[TargetChoice, AuditResult | None]:
     """The target the command line names (a bin, an interval or the widest gap's bin) for ``fit``; its gaps from
-    the saved audit ``--audit`` names (checked to be of this fit and these data), else from a new audit."""
+    the saved audit ``--audit`` names (checked to be of this fit and these data, and returned), else from a new
+    audit (then None)."""
     from irtbayes.auditing.folder import load_audit
     from irtbayes.benchfill.target import choose_target
 
@@ -67,7 +69,7 @@ def _target(fit: Fit, data: ResponseData, args: argparse.Namespace) -> TargetCho
         gap_interval=getattr(args, "gap_interval", False),
         audit_result=saved,
     )
-    return choice
+    return choice, saved
 
 
 # ---------------------------------------------------------------------------------------------- propose
@@ -78,7 +80,7 @@ def cmd_propose(args: argparse.Namespace) -> int:
     from irtbayes.benchfill.sources import FileSource
 
     fit, data = _load(args)
-    choice = _target(fit, data, args)
+    choice, _ = _target(fit, data, args)
     out = Path(args.out)
     if args.candidates:
         source: Any = FileSource(args.candidates)
@@ -163,10 +165,10 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         record = read_json(path)
         choice = TargetChoice.from_dict(record, where=str(path))
         audit_dir = audit_dir or record.get("audit")
+        bank_audit = load_audit(audit_dir, fit=fit, data=data) if audit_dir else None
     else:
-        choice = _target(fit, data, args)
+        choice, bank_audit = _target(fit, data, args)
     # the bank's saved audit is the comparison's "before", not run again; the extended bank is audited alike
-    bank_audit = load_audit(audit_dir, fit=fit, data=data) if audit_dir else None
     new_data = load_candidate_responses(
         args.responses, candidates, fit=fit, metric=args.metric, lm_filter=args.lm_filter
     )
