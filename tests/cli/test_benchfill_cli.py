@@ -470,6 +470,20 @@ def test_propose_reads_a_saved_audit_instead_of_auditing_again(bank, tmp_path, c
     monkeypatch.setattr(target_module, "audit", no_audit)
     code, _, err = propose_from_file(bank, tmp_path / "bf", capsys, "--audit", str(tmp_path / "audit"))
     assert code == 0, err
-    assert json.loads((tmp_path / "bf" / "target.json").read_text())["benchmark"] == "bench00"
+    target = json.loads((tmp_path / "bf" / "target.json").read_text())
+    assert target["benchmark"] == "bench00" and Path(target["audit"]) == (tmp_path / "audit").resolve()
     code, _, err = propose_from_file(bank, tmp_path / "bf2", capsys, "--audit", str(tmp_path / "audit"), "--bins", "4")
     assert code == 2 and "--audit brings its own bins and range" in err
+    # calibrate reads the audit target.json records as the bank's "before" and does not audit the bank again
+    import irtbayes.benchfill.result as result_module
+
+    audited = []
+    real = result_module.audit
+    monkeypatch.setattr(result_module, "audit", lambda *a, **k: audited.append(len(a[1].item_ids)) or real(*a, **k))
+    code, _, err = calibrate(bank, tmp_path / "cal", capsys, "--target-json", str(tmp_path / "bf"))
+    assert code == 0, err
+    # nothing was accepted: one audit, the extended bank's (re-auditing the bank would have made it two)
+    assert audited == [data.n_items], audited
+    before = pd.read_csv(tmp_path / "cal" / "before_after.csv").query("scope == 'all' and version == 'before'")
+    saved = pd.read_csv(tmp_path / "audit" / "benchmarks.csv").query("scope_kind == 'all'")
+    np.testing.assert_allclose(before["ddm_w1_mean"].to_numpy(), saved["ddm_w1_mean"].to_numpy(), rtol=1e-12)
