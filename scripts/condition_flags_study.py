@@ -1,7 +1,8 @@
 """How many systems the condition check flags when several systems react to a format the same way.
 
 Simulated 2PL responses of ``--systems`` systems to 200 items under two conditions; under the second the first
-``--reacting`` systems are 1.5 logits weaker and 10 items 1.5 logits harder or easier (alternating). The condition
+``--reacting`` systems are 1.5 logits weaker (``--both-ways``: alternately weaker and stronger, so the shifts
+cancel) and 10 items 1.5 logits harder or easier (alternating). The condition
 model is fitted once per seed (NUTS, 2 chains x 500 draws after 500: short, so some fits miss the convergence
 thresholds; the flags are compared on the same draws) and the systems are flagged two ways: against the typical
 system (the median shift per draw, what ``condition_effects`` does) and against the mean (the zero sum alone, the
@@ -31,7 +32,9 @@ from irtbayes.robustness.conditions import (
 ITEMS, SHIFT, ITEM_EFFECT, REACTING_ITEMS = 200, 1.5, 1.5, 10
 
 
-def simulate(n_systems: int, n_reacting: int, seed: int) -> tuple[ResponseData, set[str], set[str]]:
+def simulate(
+    n_systems: int, n_reacting: int, seed: int, *, both_ways: bool = False
+) -> tuple[ResponseData, set[str], set[str]]:
     rng = np.random.default_rng(seed)
     ability = rng.normal(size=n_systems)
     ability = (ability - ability.mean()) / ability.std()
@@ -41,6 +44,8 @@ def simulate(n_systems: int, n_reacting: int, seed: int) -> tuple[ResponseData, 
     gamma[:REACTING_ITEMS] = ITEM_EFFECT * np.where(np.arange(REACTING_ITEMS) % 2 == 0, 1.0, -1.0)
     delta = np.zeros(n_systems)
     delta[:n_reacting] = -SHIFT
+    if both_ways:
+        delta[1:n_reacting:2] = SHIFT
     systems = [f"s{j:02d}" for j in range(n_systems)]
     items = [f"q{i:03d}" for i in range(ITEMS)]
     frames = []
@@ -61,8 +66,8 @@ def simulate(n_systems: int, n_reacting: int, seed: int) -> tuple[ResponseData, 
     return data, set(systems[:n_reacting]), set(items[:REACTING_ITEMS])
 
 
-def one(seed: int, n_systems: int, n_reacting: int) -> dict[str, object]:
-    data, reacting, _ = simulate(n_systems, n_reacting, seed)
+def one(seed: int, n_systems: int, n_reacting: int, *, both_ways: bool = False) -> dict[str, object]:
+    data, reacting, _ = simulate(n_systems, n_reacting, seed, both_ways=both_ways)
     started = time.perf_counter()
     fit = fit_conditions(data, chains=2, draws=500, tune=500, seed=seed)
     seconds = time.perf_counter() - started
@@ -77,6 +82,7 @@ def one(seed: int, n_systems: int, n_reacting: int) -> dict[str, object]:
         "seed": seed,
         "systems": n_systems,
         "reacting": n_reacting,
+        "both_ways": both_ways,
         "converged": bool(fit.sampler.get("converged")),
         "seconds": round(seconds),
         "typical_flagged": len(typical),
@@ -93,12 +99,13 @@ def main() -> None:
     parser.add_argument("--seeds", default="1-4", help="a range, e.g. 1-4")
     parser.add_argument("--systems", type=int, default=17)
     parser.add_argument("--reacting", type=int, default=5)
+    parser.add_argument("--both-ways", action="store_true", help="reacting systems alternately weaker and stronger")
     parser.add_argument("--csv", help="write the rows here")
     args = parser.parse_args()
     lo, hi = (int(x) for x in args.seeds.split("-"))
     rows = []
     for seed in range(lo, hi + 1):
-        rows.append(one(seed, args.systems, args.reacting))
+        rows.append(one(seed, args.systems, args.reacting, both_ways=args.both_ways))
         print(rows[-1], flush=True)
     table = pd.DataFrame(rows)
     print(table.to_string(index=False))
