@@ -78,11 +78,14 @@ def test_3pl_recovers_difficulties_and_guessing(fitted_3pl):
     assert items["guessing_mean"].between(0.05, 0.5).all(), items["guessing_mean"].describe().to_string()
 
 
+@pytest.mark.slow  # the two-dimensional model compiles on its own: about 65 s on empty caches
 def test_2dim_recovers_abilities_per_domain_and_their_correlation(fitted_2dim):
     _check_recovery(fitted_2dim, params=("difficulty",))
     corr = fitted_2dim.fit.posterior["ability_corr"].isel(dim=0, dim2=1)
     lo, hi = np.quantile(corr.values, [0.05, 0.95])
     assert lo < 0.5 < hi or abs(float(corr.mean()) - 0.5) < 0.25, f"correlation 90% interval [{lo:.2f}, {hi:.2f}]"
+    two = fitted_2dim.fit.subjects_table()
+    assert len(two) == 2 * fitted_2dim.data.n_subjects and set(two["dim"]) == set(fitted_2dim.data.domains)
 
 
 def test_abilities_are_standardised_in_every_draw(fitted_2pl):
@@ -114,12 +117,10 @@ def test_items_table_columns_and_ci_prob(fitted_2pl):
     assert np.allclose(d["intercept"], -d["discrimination"] * d["difficulty"]), "intercept must be -a*b"
 
 
-def test_subjects_table(fitted_2pl, fitted_2dim):
+def test_subjects_table(fitted_2pl):
     table = fitted_2pl.fit.subjects_table()
     assert list(table["subject"]) == list(fitted_2pl.data.subject_ids)
     assert {"ability_mean", "ability_sd", "ability_ci_low", "ability_ci_high", "n_responses"} <= set(table.columns)
-    two = fitted_2dim.fit.subjects_table()
-    assert len(two) == 2 * fitted_2dim.data.n_subjects and set(two["dim"]) == set(fitted_2dim.data.domains)
 
 
 def test_save_and_load_round_trip(fitted_2pl, tmp_path):
@@ -348,6 +349,8 @@ def test_check_convergence_flags_a_stuck_chain(fitted_2pl):
     assert ok.to_dict()["thresholds"]["ess_min"] == 10
 
 
+@pytest.mark.slow  # ADVI's graph compiles on its own (about 20 s on empty caches); the approximate tier's labels are
+# checked in the default suite by tests/fitting/test_approx.py
 def test_advi_is_labelled_approximate(tmp_path):
     data, _ = simulate_responses(15, 10, seed=31)
     with pytest.warns(UserWarning, match="approximate"):

@@ -42,7 +42,8 @@ def _inside(posterior, truth, name: str, prob: float = 0.9) -> np.ndarray:
     return ((t >= lo) & (t <= hi)).values[valid]
 
 
-@pytest.mark.parametrize("which", ["fitted_grm", "fitted_gpcm"])
+# the GPCM compiles on its own (about 50 s on empty caches): its recovery runs in the slow tier, here and over seeds
+@pytest.mark.parametrize("which", ["fitted_grm", pytest.param("fitted_gpcm", marks=pytest.mark.slow)])
 def test_graded_fits_converge_and_recover_the_truth(which, request):
     fitted = request.getfixturevalue(which)
     post, diag = fitted.fit.posterior, fitted.fit.diagnostics
@@ -172,22 +173,27 @@ def test_stages_for_binary_models_refuse_a_graded_fit(fitted_grm):
 
 def test_ordinal_file_fit_audit_and_score_from_the_command_line(tmp_path, capsys):
     """The README's path for graded items: a wide file of ratings 1..4 read as categories, fitted with the GRM,
-    audited from the saved fit alone (its data re-read on the fit's own scale) and new ratings scored."""
+    audited from the saved fit alone (its data re-read on the fit's own scale) and new ratings scored.
+
+    Two benchmarks, named in an item file, give the model of ``fitted_grm``'s structure, whose compiled code this
+    fit loads instead of compiling a model of its own (about 45 s on empty caches)."""
     from irtbayes.cli.main import main
 
-    data, _ = simulate_responses(60, 5, kind="grm", n_categories=4, missing=0.0, seed=9)
+    data, _ = simulate_responses(60, 8, kind="grm", n_categories=4, n_benchmarks=2, missing=0.0, seed=9)
     wide = data.to_matrix().astype(int) + 1
     path = tmp_path / "ratings.csv"
     pd.DataFrame(wide, columns=data.item_ids, index=data.subject_ids).rename_axis("subject").to_csv(path)
+    data.items[["benchmark"]].rename_axis("item").to_csv(tmp_path / "items.csv")
     loaded = load_wide(path, scoring="ordinal")
-    assert loaded.response_kind == "ordinal" and loaded.n_categories.tolist() == [4] * 5
+    assert loaded.response_kind == "ordinal" and loaded.n_categories.tolist() == [4] * 8
     np.testing.assert_array_equal(loaded.to_matrix(), data.to_matrix())
     fitted = tmp_path / "fit"
     argv = ["fit", str(path), "--response-kind", "ordinal", "--model", "grm", "--out", str(fitted)]
+    argv += ["--items", str(tmp_path / "items.csv")]
     assert main([*argv, "--chains", "2", "--draws", "200", "--tune", "200", "--seed", "1", "--no-progress"]) == 0
     assert main(["audit", "--fit", str(fitted), "--out", str(tmp_path / "audit"), "--no-report", "--no-progress"]) == 0
     assert "Graded items (graded response model)" in (tmp_path / "audit" / "audit.txt").read_text()
-    new = pd.DataFrame({"subject": ["new"] * 5, "item": data.item_ids, "response": [4, 4, 3, 4, 4]})
+    new = pd.DataFrame({"subject": ["new"] * 8, "item": data.item_ids, "response": [4, 4, 3, 4, 4, 4, 3, 4]})
     new.to_csv(tmp_path / "new.csv", index=False)
     assert main(["score", "--fit", str(fitted), str(tmp_path / "new.csv"), "--out", str(tmp_path / "scores")]) == 0
     ability = pd.read_csv(tmp_path / "scores" / "scores.csv").set_index("subject").loc["new", "ability_mean"]

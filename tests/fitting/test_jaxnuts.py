@@ -68,6 +68,7 @@ TWO_DEVICES = textwrap.dedent(
 )
 
 
+@pytest.mark.slow  # a subprocess with two virtual devices compiles JAX afresh every run (10-26 s)
 def test_sharded_density_equals_the_model_on_two_devices():
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     proc = subprocess.run([sys.executable, "-c", TWO_DEVICES], capture_output=True, text=True, env=env, timeout=600)
@@ -97,7 +98,7 @@ def test_data_arguments_need_the_dense_layout():
         _data_arguments(model.logp(), device_mesh(1))
 
 
-@pytest.mark.slow  # a real JAX fit (about 30 s); the sharded density check above stays in the default suite
+@pytest.mark.slow  # a real JAX fit (about 30 s)
 def test_numpyro_fit_converges_and_recovers_difficulties():
     data, truth = simulate_responses(50, 30, kind="2pl", n_benchmarks=2, missing=0.1, seed=11)
     result = fit(data, sampler="numpyro", chains=4, draws=1000, tune=500, seed=11, progress=False)

@@ -365,12 +365,14 @@ def test_reading_nutpie_s_arrow_trace_gives_its_draws_and_only_what_the_checks_n
 
     import nutpie
 
+    from irtbayes.fitting.compiled import compile_model
     from irtbayes.fitting.trace import CHECKED_STATS, read_nutpie_draws
     from irtbayes.model.build import build_model
     from irtbayes.model.spec import ModelSpec
 
     data, _ = simulate_responses(40, 30, seed=2)
-    compiled = nutpie.compile_pymc_model(build_model(data, ModelSpec()))
+    # the fits' own compiled model: the structure of the test above, loaded from the disk caches
+    compiled = compile_model(build_model(data, ModelSpec()))
     run = nutpie.sample(
         compiled, draws=100_000, tune=100, chains=2, cores=2, seed=1, blocking=False, progress_bar=False
     )

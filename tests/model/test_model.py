@@ -332,8 +332,11 @@ def test_spec_round_trips_through_json_and_rejects_unknown_keys():
         ("2pl", "one", "float64", (FAST,)),  # the numba path is the same Op's, with the other kernel
         ("1pl", "one", "float64", (FAST,)),
         ("2pl", "domain", "float64", (FAST,)),
-        ("2pl", "one", "auto", ("NUMBA",)),  # nutpie's path; several dimensions: the kernel's own test below
-        ("3pl", "one", "float64", (FAST, "NUMBA")),  # the 3PL's own kernel (float64 only)
+        # nutpie's path: compiling the Op through numba costs 15-25 s on empty caches; the kernels' own tests below
+        # check their values in the default suite, and every real fit samples through this path
+        pytest.param("2pl", "one", "auto", ("NUMBA",), marks=pytest.mark.slow),
+        ("3pl", "one", "float64", (FAST,)),  # the 3PL's own kernel (float64 only)
+        pytest.param("3pl", "one", "float64", ("NUMBA",), marks=pytest.mark.slow),
         ("3pl", "domain", "float64", (FAST,)),
     ],
 )

@@ -421,6 +421,7 @@ def test_an_unconverged_condition_fit_is_marked_in_the_text_json_and_report(tmp_
     assert json.loads((tmp_path / "robustness.json").read_text())["conditions"]["sampler"]["converged"] is False
 
 
+@pytest.mark.slow  # compiles the condition-effects model of its own: about 80 s on empty caches
 def test_a_short_real_condition_fit_runs_the_convergence_checks() -> None:
     data, _, _ = simulate_condition_responses(8, 10, n_sensitive_items=1, n_sensitive_subjects=1, seed=3)
     cfit = fit_conditions(data, chains=2, draws=20, tune=20, seed=1)
