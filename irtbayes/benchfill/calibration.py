@@ -147,6 +147,7 @@ __all__ = [
     "default_min_discrimination",
     "load_candidate_responses",
     "response_counts",
+    "trial_rows",
     "typical_discrimination",
 ]
 
@@ -368,6 +369,7 @@ def _candidate_inputs(
     subject_pos = subject_ids.get_indexer(new_data.subject_ids)
     items = new_data.items
     y_all = new_data.shares  # graded responses enter the share-curve grid as shares of the item's maximum
+    trials = new_data.trials if new_data.has_trials else None
     s_codes = new_data.subject_codes
     i_codes = new_data.item_codes
     per_item: list[dict[str, Any]] = []
@@ -390,12 +392,15 @@ def _candidate_inputs(
         if spec.kind == "3pl":
             n_opt = items["n_options"].iloc[i] if "n_options" in items.columns else None
             guessing = guessing_prior(spec, n_opt, points=guessing_points)
+        y, theta = y_all[mask], quant[:, subject_pos[s_codes[mask]], d].T  # (n_j, Q)
+        if trials is not None:
+            y, theta = trial_rows(y, trials[mask], theta)
         per_item.append(
             {
                 "bench": bench,
                 "dom": dom,
-                "y": y_all[mask],
-                "theta": quant[:, subject_pos[s_codes[mask]], d].T,  # (n_j, Q)
+                "y": y,
+                "theta": theta,
                 "guessing": guessing,
                 "prior_la": None
                 if spec.kind == "1pl"
@@ -412,6 +417,24 @@ def _candidate_inputs(
             }
         )
     return per_item
+
+
+def trial_rows(y: np.ndarray, trials: np.ndarray, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Responses of k successes of n trials (shares ``y``, ``trials`` n) as n rows each, k of them 1 and the others 0,
+    each with its subject's ability quantiles (rows of ``theta``): summed over them, the grids' Bernoulli terms are
+    the binomial log-likelihood (less log C(n, k)). A response of one trial stays one row, as it is.
+
+    Examples
+    --------
+    >>> y, theta = trial_rows(np.array([2 / 3, 0.5]), np.array([3, 1]), np.array([[0.1], [0.2]]))
+    >>> y.tolist(), theta.ravel().tolist()
+    ([1.0, 1.0, 0.0, 0.5], [0.1, 0.1, 0.1, 0.2])
+    """
+    reps = np.asarray(trials, dtype="int64")
+    position = np.arange(int(reps.sum())) - np.repeat(np.cumsum(reps) - reps, reps)
+    successes = np.repeat(np.round(y * reps), reps)
+    many = np.repeat(reps > 1, reps)
+    return np.where(many, (position < successes).astype("float64"), np.repeat(y, reps)), np.repeat(theta, reps, axis=0)
 
 
 def data_alone_and_slope(
@@ -879,7 +902,8 @@ def candidate_response_data(
     ----------
     responses
         The candidates' responses: a :class:`~irtbayes.data.responses.ResponseData` (any loader) or a long frame with
-        ``subject``, ``item`` (the candidate id) and ``response`` columns.
+        ``subject``, ``item`` (the candidate id) and ``response`` columns, and a ``trials`` column for k successes of
+        n trials (the response their share k / n).
     candidates
         The candidates (their ids, labels and choices become the item metadata).
     fit
@@ -915,7 +939,8 @@ def candidate_response_data(
     irtbayes.core.errors.DataError: <responses>: 1 subject(s) are not among the fit's 100 subjects: stranger. Candidates are calibrated against the systems the bank was fitted to; evaluate them with those systems (check the spelling of the names), or fit the bank again with the new systems first
     """
     frame, name = _response_frame(responses, source)
-    frame = frame[["subject", "item", "response"]].copy()
+    trials = "trials" if "trials" in frame.columns else None  # k successes of n trials keep their n
+    frame = frame[["subject", "item", "response", *([trials] if trials else [])]].copy()
     frame["subject"] = frame["subject"].astype(str).str.strip()
     frame["item"] = frame["item"].astype(str).str.strip()
     by_id = {c.candidate_id: c for c in candidates}
@@ -944,7 +969,7 @@ def candidate_response_data(
     if not answered:
         raise DataError(f"{name}: no responses to any candidate")
     meta = _with_bank_domains(items_table(answered), fit)
-    return ResponseData.from_long(frame, items=meta.reset_index(), source=name, **_fit_scale(fit, name))
+    return ResponseData.from_long(frame, trials=trials, items=meta.reset_index(), source=name, **_fit_scale(fit, name))
 
 
 def _fit_scale(fit: Fit, name: str) -> dict[str, Any]:

@@ -8,22 +8,23 @@
 - **dif**: differential item functioning between groups of subjects (model family, organisation, release date):
   one group answers the item far above (a *leaked* item) or below what its ability predicts.
 
-**Method.** The fit's posterior draws are thinned evenly to ``n_draws`` (60 by default). In each draw, every
-item's observed responses are regressed on the drawn abilities of the subjects who answered it, standardised
-over the subjects (so the slope is in logits per sd of ability; a multidimensional fit uses each item's own
-dimension): ``y ~ Bernoulli(sigmoid(c + a z))`` with priors ``c ~ N(0, 3^2)``, ``a ~ N(0, 2^2)`` and the slope
-``a`` of either sign. Fractional scores enter through the same terms (the fractional-logit quasi-likelihood of the
-fit itself). The posterior mode is found by Newton steps vectorised over all items at once and the Laplace
-approximation taken there; the draws' normal approximations are then mixed (an equal mixture over draws), which
-carries the abilities' uncertainty into the slope. This gives ``P(a < 0)`` (reversed) and ``P(|a| < flat_slope)``
-(flat, :data:`FLAT_SLOPE` = 0.3 logits per sd by default, a quarter of a typical discrimination). For DIF, each
-item and group g gets the model's own predicted logit from the fit's draws of ability, difficulty and
-discrimination (and guessing: :func:`irtbayes.core.irt.linear_predictor`, :func:`~irtbayes.core.irt.sigmoid_mix`)
-plus an offset ``c0`` common to the item's respondents and an effect ``delta`` for the group's members, fitted
-the same way with ``c0 ~ N(0, 3^2)`` and ``delta ~ N(0, 1)``: ``delta`` is the group's departure from the rest of
-the subjects on the item, whatever the fit's own difficulty made of the two (a leak pulls the fitted difficulty
-down for everyone; a group-against-the-curve offset, as first suggested, would then also flag the other groups,
-"below"). With two groups the two contrasts are one; the item is reported for the group above.
+**Method.** The fit's posterior draws are thinned evenly to ``n_draws`` (60 by default). In each draw, every item's
+observed responses are regressed on the drawn abilities of the subjects who answered it, standardised over the
+subjects (so the slope is in logits per sd of ability; a multidimensional fit uses each item's own dimension):
+``y ~ Bernoulli(sigmoid(c + a z))`` with priors ``c ~ N(0, 3^2)``, ``a ~ N(0, 2^2)`` and the slope ``a`` of either sign.
+Fractional scores enter through the same terms (the fractional-logit quasi-likelihood of the fit itself), k
+successes of n trials with weight n (binomial). The posterior mode is found by Newton steps vectorised over all
+items at once and the Laplace approximation taken there; the draws' normal approximations are then mixed (an equal
+mixture over draws), which carries the abilities' uncertainty into the slope. This gives ``P(a < 0)`` (reversed) and
+``P(|a| < flat_slope)`` (flat, :data:`FLAT_SLOPE` = 0.3 logits per sd by default, a quarter of a typical
+discrimination). For DIF, each item and group g gets the model's own predicted logit from the fit's draws of
+ability, difficulty and discrimination (and guessing: :func:`irtbayes.core.irt.linear_predictor`,
+:func:`~irtbayes.core.irt.sigmoid_mix`) plus an offset ``c0`` common to the item's respondents and an effect
+``delta`` for the group's members, fitted the same way with ``c0 ~ N(0, 3^2)`` and ``delta ~ N(0, 1)``: ``delta`` is
+the group's departure from the rest of the subjects on the item, whatever the fit's own difficulty made of the two
+(a leak pulls the fitted difficulty down for everyone; a group-against-the-curve offset, as first suggested, would
+then also flag the other groups, "below"). With two groups the two contrasts are one; the item is reported for the
+group above.
 
 **The DIF effects' prior is fitted to the bank** (an improvement on the fixed N(0, 1), ``dif_prior="normal"``):
 most of a bank's (item, group) effects are nil, and under a wide fixed prior the chance fluctuations of a few of
@@ -413,7 +414,9 @@ def check_items(
         **dict(alpha=alpha, rule=rule, flat_slope=flat_slope, min_effect=min_effect, ci_prob=ci_prob),
         **dict(n_draws=drawn.n_draws, n_subjects=data.n_subjects, groups=group_source, n_groups=len(group_names)),
         "approximate": fit.approximate,
-        "likelihood": "bernoulli" if data.is_binary else "fractional-logit quasi-likelihood",
+        "likelihood": {"binary": "bernoulli", "counts": "binomial"}.get(
+            data.response_kind, "fractional-logit quasi-likelihood"
+        ),
         "priors": {"intercept_sd": INTERCEPT_SD, "slope_sd": SLOPE_SD, "offset_sd": OFFSET_SD},
         "dif_prior": dif_prior,
         "dif_prior_weights": dif.attrs.get("dif_prior", {}),
@@ -452,7 +455,7 @@ def _notes(
         notes.append("the fit did not pass its convergence checks: the abilities behind the flags may be off")
     if "dim" in fit.posterior["ability"].dims:
         notes.append("multidimensional fit: each item is checked against the ability of its own dimension")
-    if not data.is_binary:
+    if data.response_kind == "fraction":
         notes.append("fractional scores: the regressions use the fractional-logit quasi-likelihood")
     sd = float(np.nanmedian(np.sqrt(np.mean(slope_fits[1] ** 2, axis=0))))
     best = 2 * float(ndtr(settings["flat_slope"] / sd)) - 1
@@ -588,9 +591,11 @@ def _laplace(
     offset: np.ndarray | None,
     guessing: np.ndarray | None,
     prior_sd: tuple[float, float],
+    trials: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, bool]:
     """Posterior modes of ``(c, b)`` per key, with the Laplace sd of ``b``, for responses
-    ``y ~ g + (1 - g) sigmoid(offset + c + b x)`` and priors ``c ~ N(0, sd0^2)``, ``b ~ N(0, sd1^2)``.
+    ``y ~ g + (1 - g) sigmoid(offset + c + b x)`` and priors ``c ~ N(0, sd0^2)``, ``b ~ N(0, sd1^2)``; with
+    ``trials`` n, ``y`` is the share of successes of n trials (binomial: each response's score and weight times n).
 
     Fisher scoring (Newton's method for the logistic case), vectorised over the keys (``start``: (key, 2)).
 
@@ -617,6 +622,8 @@ def _laplace(
         else:
             r = expit(eta - log_g)  # s / p: the 3PL's score weight
             resid, w = r * (y - (guessing + (1.0 - guessing) * s)), r * (1.0 - guessing) * s * (1.0 - s)
+        if trials is not None:
+            resid, w = trials * resid, trials * w
         wx = w * x
         g0 = np.bincount(key, weights=resid, minlength=n_keys) - mode[:, 0] * inv0
         g1 = np.bincount(key, weights=resid * x, minlength=n_keys) - mode[:, 1] * inv1
@@ -639,6 +646,7 @@ def _laplace_passes(
     """Per draw, the slope regressions of every item and the DIF contrasts of every (item, group): the modes and
     Laplace sds of the slope (draw, item) and of the group effect (draw, item, group)."""
     y, i, s = data.values, data.item_codes, data.subject_codes
+    n = data.trials if data.has_trials else None
     n_items, n_draws = data.n_items, drawn.n_draws
     slope_m, slope_s = np.empty((n_draws, n_items)), np.empty((n_draws, n_items))
     dif_m, dif_s = np.zeros((n_draws, n_items, n_groups)), np.ones((n_draws, n_items, n_groups))
@@ -647,13 +655,15 @@ def _laplace_passes(
     member = [(membership[s] == g).astype("float64") for g in range(n_groups)]
     converged = True
     for d, (z, _, eta, guessing) in enumerate(drawn.rows(data)):
-        start, slope_s[d], ok = _laplace(y, z, i, start, offset=None, guessing=None, prior_sd=(INTERCEPT_SD, SLOPE_SD))
+        start, slope_s[d], ok = _laplace(
+            y, z, i, start, offset=None, guessing=None, prior_sd=(INTERCEPT_SD, SLOPE_SD), trials=n
+        )
         slope_m[d] = start[:, 1]
         converged &= ok
         for g in range(n_groups):
             prior = (OFFSET_SD, EFFECT_SD)
             dif_start[g], dif_s[d, :, g], ok = _laplace(
-                y, member[g], i, dif_start[g], offset=eta, guessing=guessing, prior_sd=prior
+                y, member[g], i, dif_start[g], offset=eta, guessing=guessing, prior_sd=prior, trials=n
             )
             dif_m[d, :, g] = dif_start[g][:, 1]
             converged &= ok

@@ -4,6 +4,9 @@
   item-rest relation, each against its posterior predictive distribution (Bayesian p-values).
 - :func:`log_likelihood` and :func:`compare_fits`: pointwise log-likelihood and PSIS-LOO comparison of fits.
 
+k successes of n repeated trials (:mod:`irtbayes.data.trials`) have the binomial likelihood: their log-likelihood is
+the binomial log pmf (LOO values are exact and compare with other binomial fits of the same data) and their
+replications are Binomial(n, p) draws, compared as shares.
 Fractional responses are fitted with the fractional-logit quasi-likelihood (:mod:`irtbayes.model.build`): the
 predictive check, the log-likelihood and the LOO comparison say so (in their summaries, their ``attrs`` and a
 warning), since a quasi-likelihood is not the density of the data. Ordinal responses fitted with a graded
@@ -50,7 +53,7 @@ GRADED_LIKELIHOODS = {"grm": "graded response (categorical)", "gpcm": "generalis
 def _likelihood_name(data: ResponseData, kind: str = "2pl") -> str:
     if kind in GRADED_LIKELIHOODS:
         return GRADED_LIKELIHOODS[kind]
-    return "bernoulli" if data.is_binary else "fractional-logit quasi-likelihood"
+    return {"binary": "bernoulli", "counts": "binomial"}.get(data.response_kind, "fractional-logit quasi-likelihood")
 
 
 def _is_quasi(data: ResponseData) -> bool:
@@ -446,16 +449,21 @@ def _replicate(
 def _replications(
     result: Fit, data: ResponseData, chains: np.ndarray, draws: np.ndarray, rng: np.random.Generator
 ) -> Iterator[np.ndarray]:
-    """One replicated response per row of ``data``, per (chain, draw): 0/1 draws, or categories of a graded fit."""
+    """One replicated response per row of ``data``, per (chain, draw): 0/1 draws, shares of successes of Binomial(n,
+    p) draws for data with trials, or categories of a graded fit."""
     kind = result.spec.kind
     if kind in GRADED_LIKELIHOODS:
         for _, _, theta, a, b in _graded_rows(result, data, chains, draws):
             cumulative = np.cumsum(irt.graded_probabilities(theta, a, b, kind=kind), axis=-1)
             yield (rng.random(len(theta))[:, None] > cumulative[:, :-1]).sum(axis=1).astype("float64")
         return
+    trials = data.trials if data.has_trials else None
     for _, _, eta, guessing in _response_predictors(result, data, chains, draws):
         p = irt.sigmoid_mix(eta, guessing)
-        yield (rng.random(len(p)) < p).astype("float64")
+        if trials is None:
+            yield (rng.random(len(p)) < p).astype("float64")
+        else:  # k of n trials: the share of successes of n draws
+            yield rng.binomial(trials, p) / trials
 
 
 # ---------------------------------------------------------------------------------------------- LOO
@@ -473,8 +481,9 @@ def log_likelihood(result: Fit, data: ResponseData, *, n_draws: int | None = 100
     Returns
     -------
     xarray.DataArray
-        ``log_likelihood`` (chain, draw, response); coords ``subject`` and ``item`` on ``response``. ``attrs``:
-        ``likelihood`` (``"bernoulli"``, ``"fractional-logit quasi-likelihood"`` or, for a graded fit, the
+        ``log_likelihood`` (chain, draw, response); coords ``subject`` and ``item`` on ``response``; for k successes
+        of n trials the binomial log pmf, log C(n, k) included. ``attrs``: ``likelihood`` (``"bernoulli"``,
+        ``"binomial"``, ``"fractional-logit quasi-likelihood"`` or, for a graded fit, the
         categorical likelihood of its model, :data:`GRADED_LIKELIHOODS`), ``quasi_likelihood`` and,
         for fractional responses, ``note`` (:data:`QUASI_LIKELIHOOD_NOTE`, also given as a warning): the
         values are then quasi-log-likelihoods, not comparable with those of binary responses.
@@ -497,6 +506,11 @@ def log_likelihood(result: Fit, data: ResponseData, *, n_draws: int | None = 100
     if kind in GRADED_LIKELIHOODS:
         for c, d, theta, a, b in _graded_rows(result, data, chains, draws):
             out[c, d] = irt.graded_log_likelihood(y, theta, a, b, kind=kind)
+    elif data.has_trials:  # the binomial log pmf, log C(n, k) included, so that LOO values are the data's density
+        n = data.trials
+        constant = irt.log_binomial_coefficient(n, data.successes)
+        for c, d, eta, guessing in _response_predictors(result, data, chains, draws):
+            out[c, d] = irt.log_likelihood(y, eta, guessing, trials=n) + constant
     else:
         for c, d, eta, guessing in _response_predictors(result, data, chains, draws):
             out[c, d] = irt.log_likelihood(y, eta, guessing)

@@ -40,7 +40,7 @@ class DataError(IrtbayesError, ValueError):
     ...     ResponseData.from_long(frame)
     ... except DataError as err:
     ...     print(err)
-    <data frame>: subject 'a' and item 'q1' appear 2 times (row 0, row 1) with different values [0.0, 1.0]; each (subject, item) pair must appear once (name a condition column if these are different runs or prompts)
+    <data frame>: subject 'a' and item 'q1' appear 2 times (row 0, row 1) with different values [0.0, 1.0]; each (subject, item) pair must appear once (name a condition column if these are different prompts or judges); if they are repeated trials of one item, read them as k successes of n trials with repeats='trials' (--repeats trials on the command line)
     """
 
 

@@ -8,7 +8,8 @@ with discrimination ``a`` (1 for the 1PL), difficulty ``b`` and guessing ``c`` (
 Log-probabilities are computed from log-sigmoids, ``log sigmoid(eta) = -log(1 + exp(-eta))``, with
 :func:`numpy.logaddexp`, so they stay finite and exact for any ``eta`` (no ``log(0)`` where the probability
 rounds to 0 or 1). Fractional scores ``y`` in [0, 1] use the same terms: ``y log P + (1 - y) log(1 - P)`` is
-the fractional-logit quasi-log-likelihood.
+the fractional-logit quasi-log-likelihood; k successes of n trials (``y = k / n``) weigh them by n, the binomial
+log-likelihood less log C(n, k) (:func:`log_binomial_coefficient`).
 
 Graded (ordinal) items have categories ``0..K-1``, a discrimination and ``K - 1`` thresholds, NaN-padded to the
 longest item's: Samejima's graded response model (``kind="grm"``, cumulative logits) and Muraki's generalised
@@ -32,7 +33,7 @@ from __future__ import annotations
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.special import expit
+from scipy.special import expit, gammaln
 
 from irtbayes.core.errors import SpecError
 
@@ -49,6 +50,7 @@ __all__ = [
     "grid_probabilities",
     "jitter_cells",
     "linear_predictor",
+    "log_binomial_coefficient",
     "log_likelihood",
     "log_probabilities",
     "probability",
@@ -132,8 +134,14 @@ def log_probabilities(eta: ArrayLike, guessing: ArrayLike | None = None) -> tupl
     return np.logaddexp(log_c, log_1mc + log_p), log_1mc + log_q
 
 
-def log_likelihood(y: ArrayLike, eta: ArrayLike, guessing: ArrayLike | None = None) -> np.ndarray:
+def log_likelihood(
+    y: ArrayLike, eta: ArrayLike, guessing: ArrayLike | None = None, *, trials: ArrayLike | None = None
+) -> np.ndarray:
     """Per-response ``y log P + (1 - y) log(1 - P)``: Bernoulli for 0/1 ``y``, fractional-logit for scores in [0, 1].
+
+    With ``trials`` n, ``y`` is the share of successes k / n and the terms are the binomial kernel
+    ``k log P + (n - k) log(1 - P)`` (n times the above), without the constant log C(n, k) that
+    :func:`log_binomial_coefficient` gives.
 
     Examples
     --------
@@ -142,13 +150,31 @@ def log_likelihood(y: ArrayLike, eta: ArrayLike, guessing: ArrayLike | None = No
     array([-0.6931, -0.6931])
     >>> float(log_likelihood(1.0, -800.0))  # finite where P rounds to 0
     -800.0
+    >>> float(log_likelihood(0.75, 0.0, trials=4))  # 3 of 4 at P = 1/2: 4 log(1/2)
+    -2.772588722239781
     """
     y = np.asarray(y, dtype="float64")
     if guessing is None:  # the same terms, with one logaddexp per response: y eta - log(1 + e^eta)
         eta = np.asarray(eta, dtype="float64")
-        return y * eta - np.logaddexp(0.0, eta)
-    log_p, log_q = log_probabilities(eta, guessing)
-    return y * log_p + (1 - y) * log_q
+        terms = y * eta - np.logaddexp(0.0, eta)
+    else:
+        log_p, log_q = log_probabilities(eta, guessing)
+        terms = y * log_p + (1 - y) * log_q
+    return terms if trials is None else np.asarray(trials, dtype="float64") * terms
+
+
+def log_binomial_coefficient(trials: ArrayLike, successes: ArrayLike) -> np.ndarray:
+    """``log C(n, k)``, the constant that makes :func:`log_likelihood` with ``trials`` the binomial log pmf (0 for one
+    trial), broadcast.
+
+    Examples
+    --------
+    >>> log_binomial_coefficient(np.array([4, 1, 10]), np.array([2, 1, 0])).round(4).tolist()  # log 6, 0, 0
+    [1.7918, 0.0, 0.0]
+    """
+    n = np.asarray(trials, dtype="float64")
+    k = np.asarray(successes, dtype="float64")
+    return np.asarray(gammaln(n + 1.0) - gammaln(k + 1.0) - gammaln(n - k + 1.0))
 
 
 # ---------------------------------------------------------------------------------------------- graded models

@@ -1,7 +1,8 @@
 """Response data: one long table of (subject, item, response) plus item and subject metadata.
 
 :class:`ResponseData` is what every later stage consumes. A *subject* is the AI system (or person) under
-test, an *item* is one benchmark question. Responses are 1/0, a fractional score in [0, 1] that is kept
+test, an *item* is one benchmark question. Responses are 1/0, k successes of n repeated trials (held as the
+share k / n with the number of trials n, :mod:`irtbayes.data.trials`), a fractional score in [0, 1] that is kept
 as such, or an ordinal (graded) category held as its code 0..K_i-1, K_i being the item's ``n_categories``
 (:attr:`ResponseData.response_kind` says which). Missing cells are simply absent rows (long format), so sparse
 benchmark matrices cost nothing.
@@ -41,10 +42,19 @@ from irtbayes.data.columns import (
     row_namer,
     scoring_scale,
 )
+from irtbayes.data.trials import (
+    REPEATS,
+    WHOLE_TOLERANCE,
+    clean_trials,
+    repeats_as_trials,
+    share_of_successes,
+    whole_counts,
+)
 
 __all__ = [
     "ITEM_COLUMNS",
     "DataSummary",
+    "Repeats",
     "ResponseData",
     "ResponseKind",
 ]
@@ -56,7 +66,9 @@ ITEM_COLUMNS: tuple[str, ...] = (
     "benchmark", "domain", "text", "answer", "source", "n_options", "n_categories", "categories"
 )  # fmt: skip
 #: What the responses are (:attr:`ResponseData.response_kind`).
-ResponseKind = Literal["binary", "fraction", "ordinal"]
+ResponseKind = Literal["binary", "fraction", "counts", "ordinal"]
+#: How repeated rows of one (subject, item[, condition]) are read (:data:`irtbayes.data.trials.REPEATS`).
+Repeats = Literal["error", "trials"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -71,7 +83,8 @@ class ResponseData:
     responses
         One row per response: ``subject`` (str), ``item`` (str), ``response`` (float64 in [0, 1], or for
         ordinal data the category code 0..K_i-1 as a float) and, when present, ``condition`` (str: prompt format,
-        perturbation, run).
+        perturbation, run) and ``trials`` (int64 n >= 1, present when some response counts more than one trial:
+        ``response`` is then the share of successes k / n, :mod:`irtbayes.data.trials`).
     items
         Indexed by item id (index name ``item``), in code order. Columns ``benchmark`` and ``domain``
         (may be missing values), optional ``text``, ``answer``, ``source``, ``n_options`` and free columns.
@@ -121,7 +134,7 @@ class ResponseData:
         """
         cells = self.n_subjects * self.n_items
         missing = 1 - len(self.responses.drop_duplicates(["subject", "item"])) / cells if cells else 0.0
-        kind = self.response_kind if self.response_kind != "fraction" else "fractional"
+        kind = {"fraction": "fractional", "counts": "k-of-n"}.get(self.response_kind, self.response_kind)
         benchmarks = self.items["benchmark"].nunique() if "benchmark" in self.items.columns else 0
         where = f" in {benchmarks} benchmarks" if benchmarks > 1 else ""
         return (
@@ -143,6 +156,9 @@ class ResponseData:
         item: str = "item",
         response: str = "response",
         condition: str | None = None,
+        trials: str | None = None,
+        successes: str | None = None,
+        repeats: Repeats = "error",
         items: pd.DataFrame | None = None,
         subjects: pd.DataFrame | None = None,
         scoring: Scoring = "auto",
@@ -164,6 +180,12 @@ class ResponseData:
             One row per response.
         subject, item, response, condition
             Column names in ``frame`` (``condition`` optional).
+        trials, successes, repeats
+            Repeated trials (:mod:`irtbayes.data.trials`): ``trials`` names a column of each response's number of trials
+            n >= 1, ``response`` being the share of successes k / n (a whole k where n > 1); ``successes`` a column of
+            k, read instead of ``response`` (found by name in a table with ``successes`` and ``trials`` columns and no
+            ``response``). Rows that repeat a (subject, item[, condition]) are an error unless ``repeats="trials"``
+            reads them (each 0/1, or k of n) as k successes of n trials.
         items
             Item metadata with an ``item`` column (or index) and any of :data:`ITEM_COLUMNS`; every item
             in ``frame`` must appear here. Item columns found in ``frame`` itself (e.g. ``benchmark``) are
@@ -171,28 +193,23 @@ class ResponseData:
         subjects
             Subject metadata with a ``subject`` column (or index).
         scoring
-            ``"binary"`` refuses anything but 0/1; ``"fraction"`` and ``"auto"`` keep scores in [0, 1];
-            ``"ordinal"`` reads graded categories and holds them as codes 0..K-1 (see ``categories`` and ``bins``).
+            ``"binary"`` refuses anything but 0/1 (and k of n > 1 trials); ``"fraction"`` and ``"auto"`` keep scores
+            in [0, 1]; ``"ordinal"`` reads graded categories as codes 0..K-1 (see ``categories`` and ``bins``).
         categories, bins
-            With ``scoring="ordinal"``: the category labels in order (strings or numbers), each response one of
-            them and coded by its position; or increasing edges e1 < e2 < ... that cut numeric scores into
-            categories: below e1 is category 0, [e1, e2) category 1, ..., at or above the last edge ``len(bins)``
-            (labels ``<e1``, ``e1-e2``, ..., ``>=ek`` unless ``categories`` names them). With neither, the responses
-            must be integers and the categories are every integer from the smallest to the largest (1..4 become
-            codes 0..3, which :attr:`notes` records); an integer in between that no response uses is an error.
-        require_benchmark
-            Refuse items without a ``benchmark`` label.
-        source
-            Name of the file or object, used in error messages.
-        first_line
-            File line number of ``frame``'s first row, so errors can name lines (2 for a CSV with a header).
+            With ``scoring="ordinal"``: the category labels in order, each response one of them and coded by its
+            position; or increasing edges e1 < e2 < ... that cut numeric scores into categories (below e1 is
+            category 0, ..., at or above the last edge ``len(bins)``). With neither, the responses must be integers
+            and the categories are every integer from the smallest to the largest (1..4 become codes 0..3, which
+            :attr:`notes` records); an integer in between that no response uses is an error.
+        require_benchmark, source, first_line
+            Refuse items without a ``benchmark`` label; the file's name, and the file line of ``frame``'s first row
+            (2 for a CSV with a header), for error messages.
 
         Raises
         ------
         DataError
             Empty input, unknown columns, missing ids, non-numeric or out-of-range responses, an ordinal response
-            outside the categories (or a gap in inferred ones), duplicate (subject, item[, condition]) rows, or
-            items missing from ``items``.
+            outside the categories (or a gap in inferred ones), bad trials or successes, duplicate rows, unknown items.
 
         Examples
         --------
@@ -200,29 +217,27 @@ class ResponseData:
         >>> data = ResponseData.from_long(frame, scoring="ordinal")
         >>> data.response_kind, data.n_categories.tolist(), data.values.tolist(), data.items["categories"].iloc[0]
         ('ordinal', [4, 4], [0.0, 3.0, 1.0, 2.0], '1 | 2 | 3 | 4')
-        >>> data.notes
-        ('ordinal categories inferred from the data: 1, 2, 3, 4 -> codes 0-3',)
+        >>> counts = pd.DataFrame({"subject": ["a", "b"], "item": "q1", "successes": [3, 1], "trials": [5, 5]})
+        >>> data = ResponseData.from_long(counts)
+        >>> data.response_kind, data.values.tolist(), data.trials.tolist()
+        ('counts', [0.6, 0.2], [5, 5])
         """
         row = row_namer(first_line)
-        wanted = [subject, item, response] + ([condition] if condition else [])
+        successes, trials = _count_columns(frame, response=response, successes=successes, trials=trials)
+        wanted = [subject, item, successes or response] + [c for c in (trials, condition) if c]
         frame = _checked_frame(frame, wanted, source=source)
         scale = scoring_scale(scoring, categories=categories, bins=bins, source=source)
-        if scoring == "ordinal":
-            scores, scale = clean_ordinal(frame[response], column=response, source=source, row=row, scale=scale)
-        else:
-            scores = clean_scores(frame[response], column=response, source=source, row=row, scoring=scoring)
-        long = pd.DataFrame(
-            {
-                "subject": clean_ids(frame[subject], column=subject, source=source, row=row),
-                "item": clean_ids(frame[item], column=item, source=source, row=row),
-                "response": scores,
-            }
-        )
-        if condition:
-            long["condition"] = frame[condition].astype("string").fillna("").astype(str)
+        scores, n, scale = _read_responses(
+            frame, response=response, successes=successes, trials=trials, scoring=scoring, scale=scale, source=source,
+            row=row, repeats=repeats,
+        )  # fmt: skip
+        long = _long_table(frame, (subject, item, condition), scores, n, source=source, row=row)
         if items is None:
             present = [c for c in frame.columns if c in ITEM_COLUMNS and c not in wanted]
             items = items_from_rows(frame[present], row_items=long["item"], source=source)
+        if repeats == "trials":
+            keys = ["subject", "item"] + (["condition"] if condition else [])
+            long = repeats_as_trials(long, keys, source=source, row=row)
         return cls._from_clean(
             long,
             items=items,
@@ -260,7 +275,9 @@ class ResponseData:
                 f"{source}: subject '{first['subject']}' and item '{first['item']}' appear "
                 f"{len(same)} times ({where}) with {differ} {values}; each (subject, item"
                 f"{', condition' if condition else ''}) pair must appear once"
-                + ("" if condition else " (name a condition column if these are different runs or prompts)")
+                + ("" if condition else " (name a condition column if these are different prompts or judges)")
+                + "; if they are repeated trials of one item, read them as k successes of n trials with "
+                "repeats='trials' (--repeats trials on the command line)"
             )
 
         n_missing = int(long["response"].isna().sum())
@@ -269,6 +286,10 @@ class ResponseData:
             long = long.loc[long["response"].notna()].reset_index(drop=True)
             if len(long) == 0:
                 raise DataError(f"{source}: every response is empty")
+        if "trials" in long.columns and bool((long["trials"] == 1).all()):
+            long = long.drop(columns="trials")  # one trial each: the same data as without the column
+        elif "trials" in long.columns:
+            long["trials"] = long["trials"].astype("int64")
 
         item_table = clean_items(items, long["item"], source=source, require_benchmark=require_benchmark)
         item_table = _with_categories(item_table, long, scale, source=source)
@@ -380,7 +401,8 @@ class ResponseData:
         """Stack data sets over shared subject ids; item ids must not collide (prefix them by benchmark).
 
         Ordinal parts combine with binary parts (a mixed bank: the binary items get ``n_categories`` 2 and the
-        categories ``0 | 1``), not with fractional ones. The parts' :attr:`notes` are kept.
+        categories ``0 | 1``), not with fractional or count ones. Parts with trials keep them (the others count one
+        trial per response). The parts' :attr:`notes` are kept.
 
         Examples
         --------
@@ -415,9 +437,12 @@ class ResponseData:
             subjects.index.name = "subject"
         has_condition = "condition" in responses.columns
         ordinal = "n_categories" in items.columns and bool((items["n_categories"] >= 3).any())
+        if "trials" in responses.columns:
+            responses["trials"] = responses["trials"].fillna(1).astype("int64")
         combined = cls.from_long(
             responses,
             condition="condition" if has_condition else None,
+            trials="trials" if "trials" in responses.columns else None,
             items=items.reset_index(),
             subjects=subjects.reset_index() if subjects is not None else None,
             scoring="ordinal" if ordinal else "auto",
@@ -482,13 +507,53 @@ class ResponseData:
         return values
 
     @property
+    def trials(self) -> np.ndarray:
+        """The number of trials n of each response (int64, one per row of :attr:`responses`): its ``trials`` column,
+        ones when there is none (:mod:`irtbayes.data.trials`)."""
+        if "trials" not in self.responses.columns:
+            return np.ones(self.n_responses, dtype="int64")
+        return self.responses["trials"].to_numpy(dtype="int64")
+
+    @property
+    def successes(self) -> np.ndarray:
+        """The successes k = share * n of each response (float64, one per row of :attr:`responses`): whole numbers
+        for binary and count data (a fractional score is its share of one trial).
+
+        Examples
+        --------
+        >>> frame = pd.DataFrame({"subject": ["s1", "s2"], "item": "q", "response": [0.6, 1.0], "trials": [5, 2]})
+        >>> data = ResponseData.from_long(frame, trials="trials")
+        >>> data.successes.tolist(), data.trials.tolist(), data.response_kind
+        ([3.0, 2.0], [5, 2], 'counts')
+        """
+        k = self.values * self.trials
+        rounded = np.round(k)
+        return np.where(np.abs(k - rounded) <= WHOLE_TOLERANCE, rounded, k)
+
+    @property
+    def has_trials(self) -> bool:
+        """Whether some response counts more than one trial (the data carry a ``trials`` column)."""
+        return "trials" in self.responses.columns and bool((self.responses["trials"] > 1).any())
+
+    @property
     def response_kind(self) -> ResponseKind:
         """What the responses are: ``"ordinal"`` when the items have ``n_categories`` and one has 3 or more (the
-        responses are then category codes), else ``"binary"`` when every response is 0 or 1, else ``"fraction"``."""
+        responses are then category codes); ``"counts"`` when some response is k successes of n > 1 trials and every
+        one is a whole number of successes; else ``"binary"`` when every response is 0 or 1, else ``"fraction"``
+        (scores in [0, 1], fitted under the fractional-logit quasi-likelihood)."""
+        if "response_kind" not in self._cache:
+            self._cache["response_kind"] = self._kind()
+        kind: ResponseKind = self._cache["response_kind"]
+        return kind
+
+    def _kind(self) -> ResponseKind:
         if "n_categories" in self.items.columns:
             graded = pd.to_numeric(self.items["n_categories"], errors="coerce") >= 3
             if bool(graded.fillna(False).any()):
                 return "ordinal"
+        if self.has_trials:
+            k = self.values * self.trials
+            return "counts" if bool(np.all(np.abs(k - np.round(k)) <= WHOLE_TOLERANCE)) else "fraction"
         v = self.values
         return "binary" if bool(np.all((v == 0) | (v == 1))) else "fraction"
 
@@ -576,8 +641,9 @@ class ResponseData:
         Returns
         -------
         xarray.Dataset
-            ``response`` with dims (``subject``, ``item``), NaN where missing; the item metadata columns
-            ``benchmark`` and ``domain`` (and ``n_categories`` for ordinal data) as coordinates on ``item``.
+            ``response`` with dims (``subject``, ``item``), NaN where missing (and, for data with trials, ``trials``,
+            0 where missing); the item metadata columns ``benchmark`` and ``domain`` (and ``n_categories`` for
+            ordinal data) as coordinates on ``item``.
         """
         matrix = self.to_matrix(condition=condition)
         coords: dict[str, Any] = {
@@ -588,7 +654,13 @@ class ResponseData:
         }
         if self.response_kind == "ordinal":
             coords["n_categories"] = ("item", self.n_categories)
-        return xr.Dataset({"response": (("subject", "item"), matrix)}, coords=coords, attrs={"source": self.source})
+        variables = {"response": (("subject", "item"), matrix)}
+        if self.has_trials:
+            frame = self._single_condition_frame(condition)
+            n = np.zeros((self.n_subjects, self.n_items), dtype="int64")
+            n[frame["subject"].cat.codes.to_numpy(), frame["item"].cat.codes.to_numpy()] = frame["trials"].to_numpy()
+            variables["trials"] = (("subject", "item"), n)
+        return xr.Dataset(variables, coords=coords, attrs={"source": self.source})
 
     def subset(
         self,
@@ -602,7 +674,8 @@ class ResponseData:
         """Keep only the named benchmarks, domains, subjects, items and conditions.
 
         Unknown names raise :class:`DataError` listing them; codes are renumbered in the original order. The item
-        and subject tables keep their columns (``n_categories`` and ``categories`` too), and the data its :attr:`notes`.
+        and subject tables keep their columns (``n_categories`` and ``categories`` too), the responses their
+        ``trials``, and the data its :attr:`notes`.
         """
         keep_items = np.ones(self.n_items, dtype=bool)
         for column, wanted in (("benchmark", benchmarks), ("domain", domains)):
@@ -647,6 +720,8 @@ class ResponseData:
         out["item"] = pd.Categorical(out["item"].astype(str), categories=item_table.index)
         if "condition" in out.columns:
             out["condition"] = out["condition"].astype(str).astype("category")
+        if "trials" in out.columns and bool((out["trials"] == 1).all()):
+            out = out.drop(columns="trials")  # one trial each: the same data as without the column
         return ResponseData(
             responses=out.reset_index(drop=True),
             items=item_table,
@@ -723,6 +798,28 @@ class ResponseData:
             responses=self.responses, items=items, subjects=self.subjects, source=self.source, notes=self.notes
         )
 
+    def without_trials(self) -> ResponseData:
+        """The same shares with no ``trials``: each k of n read as one fractional score (the fractional-logit
+        quasi-likelihood), as irtbayes read repeated trials before it counted them.
+
+        Examples
+        --------
+        >>> frame = pd.DataFrame({"subject": ["s1", "s2"], "item": "q", "successes": [3, 1], "trials": [4, 4]})
+        >>> data = ResponseData.from_long(frame)
+        >>> data.response_kind, data.without_trials().response_kind, data.without_trials().values.tolist()
+        ('counts', 'fraction', [0.75, 0.25])
+        """
+        if not self.has_trials:
+            return self
+        return ResponseData(
+            responses=self.responses.drop(columns="trials"),
+            items=self.items,
+            subjects=self.subjects,
+            source=self.source,
+            notes=self.notes,
+            reading=None,
+        )
+
     def with_notes(self, *notes: str) -> ResponseData:
         """The same data with ``notes`` added (see :attr:`notes`)."""
         if not notes:
@@ -735,6 +832,89 @@ class ResponseData:
             notes=(*self.notes, *notes),
             reading=self.reading,
         )
+
+
+def _long_table(
+    frame: pd.DataFrame,
+    columns: tuple[str, str, str | None],
+    scores: np.ndarray,
+    trials: np.ndarray | None,
+    *,
+    source: str,
+    row: Callable[[int], str],
+) -> pd.DataFrame:
+    """The long table of clean string ids (the ``subject``, ``item`` and optional ``condition`` columns of
+    ``frame``), the checked responses and, when given, their trials."""
+    subject, item, condition = columns
+    long = pd.DataFrame(
+        {
+            "subject": clean_ids(frame[subject], column=subject, source=source, row=row),
+            "item": clean_ids(frame[item], column=item, source=source, row=row),
+            "response": scores,
+        }
+    )
+    if trials is not None:
+        long["trials"] = trials
+    if condition:
+        long["condition"] = frame[condition].astype("string").fillna("").astype(str)
+    return long
+
+
+def _count_columns(
+    frame: pd.DataFrame, *, response: str, successes: str | None, trials: str | None
+) -> tuple[str | None, str | None]:
+    """The ``successes`` and ``trials`` columns to read: as given, or ``successes`` and ``trials`` when the table has
+    them and no ``response`` column."""
+    if successes is not None and trials is None:
+        raise DataError(f"successes={successes!r} needs the column of trials too (trials=...)")
+    columns = set(frame.columns) if isinstance(frame, pd.DataFrame) else set()
+    if successes is None and trials is None and response not in columns and {"successes", "trials"} <= columns:
+        return "successes", "trials"
+    return successes, trials
+
+
+def _read_responses(
+    frame: pd.DataFrame,
+    *,
+    response: str,
+    successes: str | None,
+    trials: str | None,
+    scoring: Scoring,
+    scale: OrdinalScale | None,
+    source: str,
+    row: Callable[[int], str],
+    repeats: str,
+) -> tuple[np.ndarray, np.ndarray | None, OrdinalScale | None]:
+    """The responses (scores, shares of successes or ordinal codes), the trials of each (None without a trials
+    column) and the ordinal scale, each column checked."""
+    if repeats not in REPEATS:
+        raise DataError(f"{source}: repeats must be one of {', '.join(map(repr, REPEATS))}, got {repeats!r}")
+    if scoring == "ordinal":
+        if trials is not None or repeats != "error":
+            raise DataError(
+                f"{source}: trials (k successes of n) are counts of correct answers, not ordinal categories; "
+                "read them with scoring='auto'"
+            )
+        scores, scale = clean_ordinal(frame[response], column=response, source=source, row=row, scale=scale)
+        return scores, None, scale
+    if trials is None:
+        return clean_scores(frame[response], column=response, source=source, row=row, scoring=scoring), None, scale
+    if successes is not None:
+        present = frame[successes].notna().to_numpy()
+        n = clean_trials(frame[trials], column=trials, source=source, row=row, present=present)
+        scores = share_of_successes(frame[successes], n, column=successes, source=source, row=row)
+    else:
+        scores = clean_scores(frame[response], column=response, source=source, row=row, scoring=scoring)
+        n = clean_trials(frame[trials], column=trials, source=source, row=row, present=~np.isnan(scores))
+        whole_counts(scores, n, column=response, trials_column=trials, source=source, row=row)
+    many = ~np.isnan(scores) & (n > 1)
+    if scoring == "binary" and many.any():
+        first = int(np.flatnonzero(many)[0])
+        raise DataError(
+            f"{source}: column '{trials}' at {row(first)} holds {int(n[first])} trials, but binary (0/1) responses "
+            "were required; pass scoring='auto' to read k successes of n trials"
+        )
+    return scores, n, scale
 
 
 def _checked_frame(frame: pd.DataFrame, wanted: list[str], *, source: str) -> pd.DataFrame:
@@ -846,10 +1026,11 @@ def _combined_items(parts: Sequence[ResponseData]) -> list[pd.DataFrame]:
     ordinal = [p for p in parts if p.response_kind == "ordinal"]
     if not ordinal:
         return [p.items for p in parts]
-    fraction = [p for p in parts if p.response_kind == "fraction"]
+    fraction = [p for p in parts if p.response_kind in ("fraction", "counts")]
     if fraction:
+        held = "k successes of n trials" if fraction[0].response_kind == "counts" else "fractional scores"
         raise DataError(
-            f"combine: {fraction[0].source} holds fractional scores and {ordinal[0].source} ordinal categories; one "
+            f"combine: {fraction[0].source} holds {held} and {ordinal[0].source} ordinal categories; one "
             "item bank cannot hold both: bin the scores into categories (scoring='ordinal' with bins=[...]) or "
             "score them 0/1"
         )
@@ -900,6 +1081,8 @@ class DataSummary:
     by_condition: pd.DataFrame | None = None
     response_kind: ResponseKind = "binary"  #: see :attr:`ResponseData.response_kind`
     n_categories: tuple[int, int] = (2, 2)  #: the fewest and the most categories of an item
+    n_trials: tuple[int, int] = (1, 1)  #: the fewest and the most trials of a response (:attr:`ResponseData.trials`)
+    total_trials: int | None = None  #: the trials of every response together (None without trials)
 
     @classmethod
     def of(cls, data: ResponseData) -> DataSummary:
@@ -955,6 +1138,8 @@ class DataSummary:
             ),
             response_kind=kind,
             n_categories=(int(counts.min()), int(counts.max())),
+            n_trials=(int(data.trials.min()), int(data.trials.max())),
+            total_trials=int(data.trials.sum()) if data.has_trials else None,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -973,6 +1158,8 @@ class DataSummary:
             "binary": self.binary,
             "response_kind": self.response_kind,
             "n_categories": list(self.n_categories),
+            "n_trials": list(self.n_trials),
+            "total_trials": self.total_trials,
             "conditions": self.conditions,
             "checksum": self.checksum,
             "benchmarks": records(self.benchmarks, "benchmark"),
@@ -987,11 +1174,18 @@ class DataSummary:
 
     @property
     def kind_text(self) -> str:
-        """The responses in words: ``binary``, ``fractional scores``, ``ordinal (4 categories)`` or
-        ``ordinal (2-5 categories)``."""
+        """The responses in words: ``binary``, ``fractional scores``, ``ordinal (4 categories)``, ``ordinal (2-5
+        categories)``, ``k successes of n trials (5 trials each)`` or ``k successes of n trials (1-5 trials, 1,234 in
+        all)``."""
         if self.response_kind == "ordinal":
             low, high = self.n_categories
             return f"ordinal ({high if low == high else f'{low}-{high}'} categories)"
+        low, high = self.n_trials
+        trials = f"{high} trials each" if low == high else f"{low}-{high} trials, {self.total_trials:,} in all"
+        if self.response_kind == "counts":
+            return f"k successes of n trials ({trials})"
+        if self.total_trials is not None:
+            return f"fractional scores and k successes of n trials ({trials})"
         return "binary" if self.binary else "fractional scores"
 
     def to_text(self, *, max_rows: int = 40) -> str:

@@ -96,7 +96,7 @@ def simulate_responses(
     missing
         Share of (subject, item) cells removed at random; every subject and item keeps one response.
     n_trials
-        1 gives 0/1 responses; more gives fractional scores (the share of ``n_trials`` Bernoulli trials).
+        1 gives 0/1 responses; more gives k successes of ``n_trials`` trials per cell (:mod:`irtbayes.data.trials`).
     n_options
         Options per item, stored in the item metadata (``n_options``) and used as the 3PL chance level.
     n_categories
@@ -142,7 +142,8 @@ def simulate_responses(
 
     labels = {"benchmark": (n_benchmarks, bench_ids[bench_of_item]), "domain": (n_domains, domain_ids[domain_of_item])}
     cells = _observed_cells(rng, n_subjects, n_items, missing=missing)
-    data = _response_data(response, cells, subject_ids, item_ids, kind=kind, counts=(n_options, n_cat), labels=labels)
+    sizes = (n_options, n_cat, n_trials)
+    data = _response_data(response, cells, subject_ids, item_ids, kind=kind, counts=sizes, labels=labels)
 
     truth = _truth(
         subject_ids,
@@ -326,19 +327,22 @@ def _response_data(
     item_ids: np.ndarray,
     *,
     kind: str,
-    counts: tuple[int, np.ndarray],
+    counts: tuple[int, np.ndarray, int],
     labels: dict[str, tuple[int, np.ndarray]],
 ) -> ResponseData:
-    """The kept (row, column) cells as long data; items get ``n_options`` (the first of ``counts``) or, for graded
-    kinds, ``n_categories`` (the second; the responses read as ordinal codes) and each label whose count is over 1."""
+    """The kept (row, column) cells as long data, with the trials of each (the third of ``counts``) when over 1; items
+    get ``n_options`` (the first of ``counts``) or, for graded kinds, ``n_categories`` (the second; the responses read
+    as ordinal codes) and each label whose count is over 1."""
     rows, cols = cells
     frame = pd.DataFrame({"subject": subject_ids[rows], "item": item_ids[cols], "response": response[rows, cols]})
     source = f"simulated {kind} ({response.shape[0]} subjects x {response.shape[1]} items)"
-    n_options, n_categories = counts
+    n_options, n_categories, trials = counts
     if kind not in _GRADED:
         items = pd.DataFrame({"item": item_ids, "n_options": np.full(len(item_ids), n_options)})
         items = items.assign(**{name: values for name, (count, values) in labels.items() if count > 1})
-        return ResponseData.from_long(frame, items=items, source=source)
+        if trials > 1:
+            frame["trials"] = trials
+        return ResponseData.from_long(frame, items=items, source=source, trials="trials" if trials > 1 else None)
     items = pd.DataFrame({"item": item_ids, "n_categories": n_categories})
     items = items.assign(**{name: values for name, (count, values) in labels.items() if count > 1})
     categories = list(range(int(n_categories.max())))  # codes declared: a category no one chose keeps its code
@@ -388,8 +392,8 @@ def _checked_categories(
         return np.full(n_items, 2, dtype="int64")
     if n_trials != 1:
         raise SpecError(
-            f"simulate_responses: n_trials={n_trials} gives fractional scores, which graded kinds ({kind!r}) do not "
-            "have; leave n_trials at 1"
+            f"simulate_responses: n_trials={n_trials} gives k successes of n trials, which graded kinds ({kind!r}) "
+            "do not have; leave n_trials at 1"
         )
     given = 4 if n_categories is None else n_categories
     values = np.atleast_1d(np.asarray(given))

@@ -138,7 +138,7 @@ class ItemBank:
     grid
         The ability grid.
     binary
-        False when the bank was fitted to fractional scores.
+        False when the bank was fitted to fractional scores (True for 0/1 responses and k successes of n trials).
     warnings
         See :func:`bank_warnings`.
     source
@@ -227,7 +227,8 @@ class ItemBank:
         population = np.quantile(ability, (np.arange(POPULATION_POINTS) + 0.5) / POPULATION_POINTS)
         benchmark = fit.constant_data["item_benchmark"].values.astype(str)
         benchmark = np.where(benchmark == "", "(unlabelled)", benchmark)
-        binary = bool(fit.info.get("binary", True))
+        # a bank fitted to k successes of n trials is binary: each trial is answered right or wrong
+        binary = bool(fit.info.get("binary", True)) or fit.info.get("response_kind") == "counts"
         bank = cls(
             items=fit.item_ids,
             benchmark=benchmark,
@@ -325,6 +326,24 @@ class ItemBank:
         y[data.subject_codes[keep], cols[keep]] = data.values[keep]
         w[data.subject_codes[keep], cols[keep]] = 1.0
         return y, w
+
+    def trial_arrays(self, data: ResponseData) -> np.ndarray:
+        """(systems, N) the number of trials of each of ``data``'s responses on the bank's items (1 where missing), in
+        the layout of :meth:`response_arrays`, whose shares of successes they weigh in the likelihood.
+
+        Examples
+        --------
+        >>> from irtbayes.examples import simulated_fit
+        >>> fit, data = simulated_fit(20, 30)
+        >>> n = ItemBank.from_fit(fit, n_draws=10, data=False).trial_arrays(data)
+        >>> n.shape, int(n.max())
+        ((20, 30), 1)
+        """
+        cols = self.columns(data.item_ids)[data.item_codes]
+        keep = cols >= 0
+        n = np.ones((data.n_subjects, self.n_items))
+        n[data.subject_codes[keep], cols[keep]] = data.trials[keep]
+        return n
 
     def columns(self, items: pd.Index | list[str]) -> np.ndarray:
         """Positions of ``items`` in the bank (-1 for an item the bank does not hold)."""
@@ -430,6 +449,7 @@ def estimate_deviations(bank: ItemBank, data: ResponseData) -> np.ndarray:
     cols = bank.columns(data.item_ids)
     keep = cols[data.item_codes] >= 0
     subj, col, y = data.subject_codes[keep], cols[data.item_codes][keep], data.values[keep]
+    n = data.trials[keep] if data.has_trials else None
     grid = bank.grid
     n_bench = len(bank.benchmarks)
     bench_of = bank.benchmark_index[col]
@@ -438,7 +458,7 @@ def estimate_deviations(bank: ItemBank, data: ResponseData) -> np.ndarray:
     cell = bench_of * data.n_subjects + subj
     for g, theta in enumerate(grid):
         eta = irt.linear_predictor(theta, b[col], a[col])
-        ll = irt.log_likelihood(y, eta, None if c is None else c[col])
+        ll = irt.log_likelihood(y, eta, None if c is None else c[col], trials=n)
         log_lik[:, g, :] = np.bincount(cell, weights=ll, minlength=n_bench * data.n_subjects).reshape(n_bench, -1)
     answered = np.zeros((n_bench, data.n_subjects), dtype=bool)
     answered[bench_of, subj] = True

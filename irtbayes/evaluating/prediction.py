@@ -185,12 +185,16 @@ def target_bins(bank: ItemBank, target: Target) -> np.ndarray:
     return index.astype(np.int32)
 
 
-def _benchmark_log_likelihoods(bank: ItemBank, s: int, y: np.ndarray, w: np.ndarray) -> np.ndarray:
+def _benchmark_log_likelihoods(
+    bank: ItemBank, s: int, y: np.ndarray, w: np.ndarray, trials: np.ndarray | None = None
+) -> np.ndarray:
     """(benchmarks, G, J) the log-likelihood of each system's answers on each benchmark at each grid ability, under
-    draw ``s`` of the item parameters."""
+    draw ``s`` of the item parameters; ``trials`` (J, N) weighs a share of successes by its number of trials."""
     grid = bank.grid
     out = np.zeros((len(bank.benchmarks), len(grid), y.shape[0]))
     answered = w.any(axis=0)
+    if trials is not None:
+        w = w * trials  # k of n: n log-likelihood terms of the share
     for k in range(len(bank.benchmarks)):
         cols = np.flatnonzero(answered & (bank.benchmark_index == k))
         if not len(cols):
@@ -225,9 +229,10 @@ def ability_posteriors(bank: ItemBank, y: np.ndarray, w: np.ndarray) -> np.ndarr
 
 
 def benchmark_abilities(
-    bank: ItemBank, y: np.ndarray, w: np.ndarray, rng: np.random.Generator
+    bank: ItemBank, y: np.ndarray, w: np.ndarray, rng: np.random.Generator, trials: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per item draw, each system's general ability and its abilities on the benchmarks, drawn jointly.
+    """Per item draw, each system's general ability and its abilities on the benchmarks, drawn jointly (``trials``
+    (J, N): the number of trials of each share of successes in ``y``; None: one each).
 
     Returns
     -------
@@ -243,7 +248,7 @@ def benchmark_abilities(
     theta_b = np.empty((bank.n_draws, n_bench, n_subjects))
     post_b = np.empty((bank.n_draws, n_bench, len(grid), n_subjects))
     for s in range(bank.n_draws):
-        pi, lik, e = _draw_posteriors(bank, _benchmark_log_likelihoods(bank, s, y, w))
+        pi, lik, e = _draw_posteriors(bank, _benchmark_log_likelihoods(bank, s, y, w, trials))
         cell = irt.sample_cells(pi.T, 1, rng)[:, 0]
         theta[s] = irt.jitter_cells(grid[None, :], cell[:, None], rng, width=width)[:, 0]
         for k in range(n_bench):
@@ -260,10 +265,12 @@ def benchmark_abilities(
     return theta, theta_b, post_b
 
 
-def ability_draws(bank: ItemBank, y: np.ndarray, w: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+def ability_draws(
+    bank: ItemBank, y: np.ndarray, w: np.ndarray, rng: np.random.Generator, trials: np.ndarray | None = None
+) -> np.ndarray:
     """(S, J) general-ability draws of J systems with responses ``y`` and observed-mask ``w`` (J, N), one per item
-    draw."""
-    return benchmark_abilities(bank, y, w, rng)[0]
+    draw (``trials`` (J, N): the number of trials of each share of successes; None: one each)."""
+    return benchmark_abilities(bank, y, w, rng, trials)[0]
 
 
 #: Equal-mass nodes of each draw's ability posterior over which unanswered items' probabilities are averaged.
@@ -737,9 +744,9 @@ def predict_scores(
     else:
         widen = calibration_factors(bank, w, ci_prob=ci_prob, seed=seed or 0) if calibrate else None
         calibrated_on = "the bank's own systems"
-    scores = predict_from_arrays(
-        bank, y, w, responses.subject_ids.to_numpy(dtype=str), target=target, widen=widen, seed=seed, notes=notes
-    )
+    n = bank.trial_arrays(responses) if responses.has_trials else None  # k of n trials: the binomial likelihood
+    subjects = responses.subject_ids.to_numpy(dtype=str)
+    scores = predict_from_arrays(bank, y, w, subjects, target=target, widen=widen, seed=seed, notes=notes, trials=n)
     outside = beyond_the_bank(bank, scores.ability)
     return dataclasses.replace(scores, calibrated_on=calibrated_on, warnings=(*scores.warnings, *outside))
 
@@ -889,9 +896,12 @@ def predict_from_arrays(
     widen: np.ndarray | None = None,
     seed: int | np.random.Generator | None = 0,
     notes: Sequence[str] = (),
+    trials: np.ndarray | None = None,
 ) -> PredictedScores:
     """:class:`PredictedScores` of J systems with responses ``y`` and observed-mask ``w`` (J, N) on the bank's
-    items, in the bank's order (no checks: :func:`predict_scores` checks a :class:`ResponseData` first).
+    items, in the bank's order (no checks: :func:`predict_scores` checks a :class:`ResponseData` first). ``trials``
+    (J, N) gives the number of trials of each response where ``y`` holds shares of k successes of n trials: the
+    abilities then come from the binomial likelihood (the accuracies stay the mean share per item).
 
     ``count`` (J, N), when given, says which items count toward each system's scores (default: every item of the
     bank); an answered item always counts. A held-out system with missing cells is scored on the items it has.
@@ -915,7 +925,7 @@ def predict_from_arrays(
     for j in range(n_subjects):
         if j % chunk == 0:  # the ability posteriors of the next systems
             theta[:, j : j + chunk], theta_b, post_b = benchmark_abilities(
-                bank, y[j : j + chunk], w[j : j + chunk], rng
+                bank, y[j : j + chunk], w[j : j + chunk], rng, None if trials is None else trials[j : j + chunk]
             )
         jj = j % chunk
         drawn, expected = predicted_draws(bank, y[j], w[j], theta_b[:, :, jj], rng, post=post_b[:, :, :, jj])

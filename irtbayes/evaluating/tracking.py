@@ -315,9 +315,9 @@ def track(
     target = evaluation_target(fit, "uniform", bins=bins) if not isinstance(fit, ItemBank) else None
     edges = list(target.edges) if target is not None else _bank_edges(bank, bins).tolist()
     spans = _regions(edges, regions)
-    y, w = _matrix(bank, checkpoints, order)
+    y, w, trials, spread = _matrix(bank, checkpoints, order)
     rng = np.random.default_rng(seed)
-    theta = ability_draws(bank, y, w, rng)  # (S, J)
+    theta = ability_draws(bank, y, w, rng, trials)  # (S, J)
     prob = _Probabilities(bank, theta)
     scopes = [ALL, *bank.benchmarks]
     m = len(scopes) * len(spans)
@@ -326,7 +326,7 @@ def track(
     rows: list[dict[str, Any]] = []
     for a, b in pairs:
         ja, jb = order.index(a), order.index(b)
-        sums = _PairSums(y, w, prob, ja, jb)
+        sums = _PairSums(y, spread, prob, ja, jb, answered=w)
         for label, lo, hi in spans:
             member = (bank.difficulty >= lo) & (bank.difficulty < hi)  # (S, N): per draw
             if hi >= bank.difficulty.max():  # the top of the range holds its edge
@@ -342,7 +342,7 @@ def track(
             f"{len(empty)} (scope, region) row(s) hold no items of the bank and have no change: "
             + listed([f"{s} {r}" for s, r in empty.itertuples(index=False)], 5)
         )
-    abilities = _abilities(bank, order, steps, theta, prob, y, w, ci_prob)
+    abilities = _abilities(bank, order, steps, theta, prob, y, spread, ci_prob)
     settings = {"ci_prob": ci_prob, "rows_per_pair": m, "level": level, "baseline": baseline, "n_draws": bank.n_draws}
     settings["effect"] = float(effect)
     return Tracking(changes=changes, abilities=abilities, notes=tuple(notes), settings=settings)
@@ -366,17 +366,28 @@ def _bank_edges(bank: ItemBank, bins: int | Sequence[float] | None) -> np.ndarra
     return np.linspace(float(b.min()), float(b.max()), (bins or 10) + 1)
 
 
-def _matrix(bank: ItemBank, responses: ResponseData, order: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """(J, N) responses and observed mask of the checkpoints in ``order`` on the bank's items."""
-    frame = responses.long_frame()
-    frame = frame.groupby(["subject", "item"], observed=True, as_index=False)["response"].mean()
+def _matrix(
+    bank: ItemBank, responses: ResponseData, order: list[str]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray]:
+    """(J, N) responses and observed mask of the checkpoints in ``order`` on the bank's items; for k successes of n
+    trials the trials (1 where missing; None without trials), the responses being the shares of successes over all of
+    a cell's trials; and the weight of each observed share's variance p (1 - p) (the mask, over n with trials)."""
+    frame = responses.long_frame().assign(successes=responses.successes, trials=responses.trials)
+    frame = frame.groupby(["subject", "item"], observed=True, as_index=False).agg(
+        response=("response", "mean"), successes=("successes", "sum"), trials=("trials", "sum")
+    )
     rows = pd.Index(order).get_indexer(frame["subject"].astype(str))
     cols = pd.Index(bank.items).get_indexer(frame["item"].astype(str))
     y = np.zeros((len(order), bank.n_items))
     w = np.zeros_like(y)
-    y[rows, cols] = frame["response"].to_numpy(dtype="float64")
     w[rows, cols] = 1.0
-    return y, w
+    if not responses.has_trials:
+        y[rows, cols] = frame["response"].to_numpy(dtype="float64")
+        return y, w, None, w
+    n = np.ones_like(y)
+    n[rows, cols] = frame["trials"].to_numpy(dtype="float64")
+    y[rows, cols] = frame["successes"].to_numpy(dtype="float64") / n[rows, cols]
+    return y, w, n, w / n
 
 
 class _Probabilities:
@@ -399,17 +410,21 @@ class _Probabilities:
 class _PairSums:
     """Per-item quantities of one pair of checkpoints (each (S, N)), summed over a region's items by scope."""
 
-    def __init__(self, y: np.ndarray, w: np.ndarray, prob: _Probabilities, ja: int, jb: int) -> None:
+    def __init__(
+        self, y: np.ndarray, w: np.ndarray, prob: _Probabilities, ja: int, jb: int, *, answered: np.ndarray
+    ) -> None:
+        """``w`` weighs each observed share's sampling variance p (1 - p) (1 over its number of trials, 0 where
+        missing); ``answered`` is the observed mask."""
         pa, pb = prob[ja], prob[jb]
-        qa = np.where(w[ja][None, :] > 0, y[ja][None, :], pa)
-        qb = np.where(w[jb][None, :] > 0, y[jb][None, :], pb)
+        qa = np.where(answered[ja][None, :] > 0, y[ja][None, :], pa)
+        qb = np.where(answered[jb][None, :] > 0, y[jb][None, :], pb)
         self.parts = {
             "observed": qb - qa,
             "expected": pb - pa,
             "spread_a": pa * (1 - pa) * w[ja][None, :],
             "spread_b": pb * (1 - pb) * w[jb][None, :],
         }
-        self.answered = {"answered_from": w[ja], "answered_to": w[jb]}
+        self.answered = {"answered_from": answered[ja], "answered_to": answered[jb]}
 
     def by_scope(self, member: np.ndarray, onehot: np.ndarray) -> dict[str, np.ndarray]:
         """Each quantity summed over the region's items in each draw and scope: (S, scopes); ``count`` too."""
@@ -466,7 +481,8 @@ def _abilities(
     ci_prob: float,
 ) -> pd.DataFrame:
     """Each checkpoint's ability and accuracy over the bank's items: its answers where it answered, the model's
-    probabilities elsewhere, with a re-run's binomial spread of the answered items (as the changes have)."""
+    probabilities elsewhere, with a re-run's binomial spread of the answered items (as the changes have). ``w`` is
+    the observed mask, or 1 / n where a share of n trials was observed."""
     lo, hi = (1 - ci_prob) / 2, (1 + ci_prob) / 2
     rng = np.random.default_rng(0)
     columns = []

@@ -125,10 +125,15 @@ class _State:
 
 
 def _matrix(data: ResponseData) -> tuple[np.ndarray, np.ndarray]:
-    """Responses as a dense matrix with missing cells at 0, and the mask of observed cells."""
+    """Responses as a dense matrix with missing cells at 0, and each cell's weight in the likelihood: the mask of
+    observed cells, or for k successes of n trials the number of trials n (0 where missing), so that ``weight *
+    log_likelihood(share, eta)`` is the binomial kernel."""
     matrix = data.to_matrix()
     mask = ~np.isnan(matrix)
-    return np.where(mask, matrix, 0.0), mask
+    if not data.has_trials:
+        return np.where(mask, matrix, 0.0), mask
+    weight = data.to_dataset()["trials"].to_numpy().astype("float64")
+    return np.where(mask, matrix, 0.0), weight
 
 
 def _group_mean(values: np.ndarray, groups: np.ndarray, n_groups: int) -> np.ndarray:
@@ -138,11 +143,11 @@ def _group_mean(values: np.ndarray, groups: np.ndarray, n_groups: int) -> np.nda
 
 def _init(y: np.ndarray, mask: np.ndarray, groups: np.ndarray, n_groups: int) -> _State:
     n = mask.sum(axis=1)
-    p_subject = (y.sum(axis=1) + 0.5) / (n + 1.0)
+    p_subject = ((y * mask).sum(axis=1) + 0.5) / (n + 1.0)
     z = np.log(p_subject / (1 - p_subject))
     theta = (z - z.mean()) / max(float(z.std()), 1e-6)
     m = mask.sum(axis=0)
-    p_item = (y.sum(axis=0) + 0.5) / (m + 1.0)
+    p_item = ((y * mask).sum(axis=0) + 0.5) / (m + 1.0)
     b = -np.log(p_item / (1 - p_item)) / 1.7
     mu = _group_mean(b, groups, n_groups)
     n_items = y.shape[1]
@@ -164,8 +169,8 @@ def _item_step(y: np.ndarray, mask: np.ndarray, st: _State, groups: np.ndarray, 
     a = np.exp(st.alpha)
     eta = a[None, :] * (st.theta[:, None] - st.b[None, :])
     p = sigmoid_mix(eta)
-    r = np.where(mask, y - p, 0.0)
-    w = np.where(mask, p * (1 - p), 0.0)
+    r = mask * (y - p)
+    w = mask * (p * (1 - p))
     prec_b = 1.0 / st.sd_b**2
     g_b = -a * r.sum(axis=0) - (st.b - st.mu[groups]) * prec_b
     h_bb = -(a**2) * w.sum(axis=0) - prec_b
@@ -202,7 +207,7 @@ def _item_log_posterior(
 ) -> np.ndarray:
     """Log posterior (up to a constant) of the items ``cols`` at (b, alpha), abilities at their modes."""
     eta = np.exp(alpha)[None, :] * (st.theta[:, None] - b[None, :])
-    ll = np.where(mask[:, cols], log_likelihood(y[:, cols], eta), 0.0).sum(axis=0)
+    ll = (mask[:, cols] * log_likelihood(y[:, cols], eta)).sum(axis=0)
     g = groups[cols]
     return ll - 0.5 * ((b - st.mu[g]) / st.sd_b) ** 2 - 0.5 * ((alpha - st.nu[g]) / st.sd_a) ** 2
 
@@ -221,7 +226,7 @@ def _backtrack(
     """Halve each item's Newton step until its log posterior does not fall (the 2PL's item posterior is not
     concave in (b, log a), and a full step can overshoot back and forth); an item with no such step stays."""
     g = groups
-    current = np.where(mask, loglik, 0.0).sum(axis=0)
+    current = (mask * loglik).sum(axis=0)
     current -= 0.5 * ((st.b - st.mu[g]) / st.sd_b) ** 2 + 0.5 * ((st.alpha - st.nu[g]) / st.sd_a) ** 2
     todo = np.arange(len(st.b))
     step_b, step_a = step_b.copy(), step_a.copy()
@@ -242,8 +247,8 @@ def _ability_step(y: np.ndarray, mask: np.ndarray, st: _State) -> float:
     a = np.exp(st.alpha)
     eta = a[None, :] * (st.theta[:, None] - st.b[None, :])
     p = sigmoid_mix(eta)
-    g = (np.where(mask, y - p, 0.0) * a[None, :]).sum(axis=1) - st.theta
-    h = -(np.where(mask, p * (1 - p), 0.0) * (a**2)[None, :]).sum(axis=1) - 1.0
+    g = (mask * (y - p) * a[None, :]).sum(axis=1) - st.theta
+    h = -(mask * (p * (1 - p)) * (a**2)[None, :]).sum(axis=1) - 1.0
     step = np.clip(-g / h, -1.0, 1.0)
     st.theta = st.theta + step
     st.theta_var = -1.0 / h
@@ -438,7 +443,7 @@ def _item_grids(
         ea = np.exp(aa)[None, :, :]
         eta = ea * (theta - bb[None, :, :]) / np.sqrt(1.0 + _PROBIT * ea**2 * var)  # (S, c, G)
         # abilities enter through their normal moments (probit), not as quantile points: not BenchFill's kernel
-        ll = np.where(mask[:, idx, None], log_likelihood(y[:, idx, None], eta), 0.0).sum(axis=0)  # (c, G)
+        ll = (mask[:, idx, None] * log_likelihood(y[:, idx, None], eta)).sum(axis=0)  # (c, G)
         g = groups[idx, None]
         ll += -0.5 * ((bb - st.mu[g]) / st.sd_b) ** 2
         if twopl:
@@ -511,7 +516,7 @@ def _ability_grids(
         mean = ea_mean * diff - ea_mean * items["ab_cov"]
         var = ea_mean**2 * items["b_var"] + diff**2 * ea_var
         eta = mean / np.sqrt(1.0 + _PROBIT * var)
-        ll = np.where(mask[sl, None, :], log_likelihood(y[sl, None, :], eta), 0.0).sum(axis=2) - 0.5 * pts**2
+        ll = (mask[sl, None, :] * log_likelihood(y[sl, None, :], eta)).sum(axis=2) - 0.5 * pts**2
         w = grid_probabilities(ll, axis=1)
         (draws[sl],) = grid_draws(w, (pts,), draws.shape[1], rng)
         edge_mass[sl] = w[:, 0] + w[:, -1]
@@ -532,7 +537,7 @@ def approx_posterior(
     Parameters
     ----------
     data
-        Responses (binary or fractional scores in [0, 1]).
+        Responses (binary, k successes of n trials, or fractional scores in [0, 1]).
     spec
         A 1PL or 2PL spec with one ability dimension and standardised abilities.
     chains, draws

@@ -791,6 +791,7 @@ def _assemble(
         "n_items": data.n_items,
         "n_responses": data.n_responses,
         "binary": data.is_binary,
+        "response_kind": data.response_kind,
         "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "package_versions": software_versions(),
     }

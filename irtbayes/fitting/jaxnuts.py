@@ -38,13 +38,15 @@ from irtbayes.core.errors import SpecError
 if TYPE_CHECKING:
     import pymc as pm
 
-__all__ = ["OBSERVED", "RESPONSES", "device_mesh", "sample_numpyro"]
+__all__ = ["OBSERVED", "RESPONSES", "TRIALS", "device_mesh", "sample_numpyro"]
 
 log = logging.getLogger("irtbayes.fitting.fit")
 
-#: Names of the response matrix and the mask of observed cells in the ``"dense"`` likelihood graph.
+#: Names of the response matrix and the mask of observed cells in the ``"dense"`` likelihood graph; of data with
+#: repeated trials, the successes and the trials of each cell (0 where missing), which take the mask's place.
 RESPONSES = "responses"
 OBSERVED = "observed"
+TRIALS = "trials"
 #: With ``devices=None``, one device per this many cells (at least one, at most all): below it the
 #: all-reduce of every gradient costs more than the split saves (measured on docs/performance.md#numpyro-on-a-cpu).
 CELLS_PER_DEVICE = 1_000_000
@@ -89,7 +91,7 @@ def _response_constants(logp: Any) -> dict[str, Any]:
     found = {
         v.name: v
         for v in ancestors([logp])
-        if isinstance(v, TensorConstant | SharedVariable) and v.name in (RESPONSES, OBSERVED)
+        if isinstance(v, TensorConstant | SharedVariable) and v.name in (RESPONSES, OBSERVED, TRIALS)
     }
     if RESPONSES not in found:
         raise SpecError("sampler='numpyro' needs the 'dense' likelihood layout (ModelSpec(layout='dense'))")
@@ -120,7 +122,7 @@ def _data_arguments(logp: Any, mesh: Any) -> tuple[Any, list[Any], list[Any], in
     spec = PartitionSpec("cells", None) if axis == 0 else PartitionSpec(None, "cells")
     sharding = NamedSharding(mesh, spec)
     replace, inputs, arrays = {}, [], []
-    for name in (RESPONSES, OBSERVED):
+    for name in (RESPONSES, OBSERVED, TRIALS):
         if name not in found:
             continue  # every cell observed: the mask is left out of the graph
         const = found[name]

@@ -478,6 +478,8 @@ class Fit:
                 "n_subjects": data.n_subjects,
                 "n_items": data.n_items,
                 "n_responses": data.n_responses,
+                "binary": data.is_binary,
+                "response_kind": data.response_kind,
             },
         )
 

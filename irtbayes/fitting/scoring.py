@@ -141,7 +141,8 @@ def score(
     under the population prior N(0, 1) is computed on a grid, and one ability is drawn from it (with
     uniform jitter within the grid cell). The draws therefore carry both the subject's own uncertainty and
     the uncertainty of the item parameters. With ``dims="domain"`` each dimension is scored from the
-    items of its domain, independently (the ability correlation is not used).
+    items of its domain, independently (the ability correlation is not used). k successes of n trials enter
+    with the binomial likelihood.
 
     Parameters
     ----------
@@ -209,7 +210,7 @@ def score(
     y = np.zeros((new_responses.n_subjects, new_responses.n_items))
     w = np.zeros_like(y)
     y[new_responses.subject_codes, new_responses.item_codes] = new_responses.values
-    w[new_responses.subject_codes, new_responses.item_codes] = 1.0
+    w[new_responses.subject_codes, new_responses.item_codes] = new_responses.trials  # k of n: weighed by n
     multi = "dim" in post["ability"].dims
     if multi:
         dims = post["dim"].values.astype(str)

@@ -78,7 +78,10 @@ unchanged.
 
 Likelihood
 ----------
-Binary responses: Bernoulli with logit link, ``y * eta - softplus(eta)``. Fractional responses y in
+Binary responses: Bernoulli with logit link, ``y * eta - softplus(eta)``. k successes of n repeated trials
+(inspect_ai epochs, OpenCompass runs, pass@k samples: :mod:`irtbayes.data.trials`): binomial,
+``k * eta - n * softplus(eta)`` (the constant log C(n, k) left out), in the ``"long"`` or ``"dense"`` layout.
+Fractional responses y in
 [0, 1] (partial credit): the same expression, the fractional-logit quasi-likelihood of Papke and
 Wooldridge (1996), which has the right mean (E[y] = P) and is the Bernoulli likelihood when y is 0/1; its
 posterior is a quasi-posterior (intervals are approximate when responses are strongly over- or
@@ -90,6 +93,7 @@ The layout of the likelihood (``layout``, :mod:`irtbayes.model.likelihood`): whe
 log-likelihood and its gradient in one pass over the dense matrix (1PL/2PL: one ``exp`` per cell; 3PL: an
 ``exp`` and two logs, in float64); ``"dense"`` is the same matrix in plain PyTensor; sparse data use ``"long"``
 (one row per response, integer indexing). The fused Op has no JAX form: the ``numpyro`` sampler uses ``"dense"``.
+Data with repeated trials take ``"dense"`` where the fused layout would be chosen (its kernel weighs a cell 0 or 1).
 
 Graded models
 -------------
@@ -315,7 +319,7 @@ def _item_centring(inputs: ModelInputs) -> tuple[bool, bool]:
     if choice == "noncentred":
         return False, False
     n_items = len(inputs.coords["item"])
-    per_item = np.median(np.bincount(inputs.item_code, minlength=n_items))
+    per_item = np.median(np.bincount(inputs.item_code, weights=inputs.trials, minlength=n_items))  # trials count
     return bool(per_item >= CENTRED_MIN_RESPONSES), False
 
 
@@ -347,12 +351,12 @@ def _benchmark_spread(inputs: ModelInputs) -> tuple[float, float]:
     Each item's empirical difficulty is ``-logit`` of its share of correct answers (half an answer added to each
     side); a benchmark's mean has the standard error ``sd / sqrt(n)`` of its items'. Returns the between-benchmark
     sd of the means, less what those errors explain (method of moments, at least 0), and the root mean square of the
-    errors. Binary (or fractional) responses.
+    errors. Binary or fractional responses, or k successes of n trials (counted as n answers).
     """
     assert inputs.item_benchmark is not None
     n_items = len(inputs.coords["item"])
-    right = np.bincount(inputs.item_code, weights=inputs.response, minlength=n_items)
-    answers = np.bincount(inputs.item_code, minlength=n_items).astype("float64")
+    right = np.bincount(inputs.item_code, weights=inputs.successes, minlength=n_items)
+    answers = np.bincount(inputs.item_code, weights=inputs.trials, minlength=n_items).astype("float64")
     b = -np.log((right + 0.5) / (answers - right + 0.5))
     n_bench = len(inputs.coords["benchmark"])
     means = np.array([b[inputs.item_benchmark == k].mean() for k in range(n_bench)])
@@ -397,6 +401,8 @@ def _pin_scale(z: Any, tau: Any, *, name: str) -> None:
 def _pin_width(inputs: ModelInputs) -> float:
     """About the posterior sd of an ability: 1 / sqrt(Fisher information), 0.15 per response."""
     n = len(inputs.coords["subject"])
+    # responses, not trials: weighing the trials narrowed the pin below what the standardised abilities of a few
+    # systems move by, and the inspect_ai fixture (3 systems, 2 epochs) diverged where per response it did not
     per_subject = np.bincount(inputs.subject_code, minlength=n).astype("float64")
     if inputs.spec.dims == "domain":
         per_subject = per_subject / len(inputs.coords["dim"])

@@ -15,6 +15,7 @@ import pandas as pd
 
 from irtbayes.core.errors import SpecError
 from irtbayes.data.responses import ResponseData
+from irtbayes.data.trials import WHOLE_TOLERANCE
 from irtbayes.model.spec import FIXED_SD_MAX_BENCHMARKS, GRADED_KINDS, SMALL_BANK_ITEMS, UNLABELLED, ModelSpec
 
 __all__ = ["ModelInputs", "model_inputs", "step_items"]
@@ -45,6 +46,19 @@ class ModelInputs:
     item_domain: np.ndarray | None  #: domain code per item
     chance: np.ndarray  #: 1 / n_options per item (NaN where unknown)
     n_categories: np.ndarray | None = None  #: graded models: categories per item (2 for a binary item)
+    #: per response, the number of trials n of data with repeated trials (``response`` is then the share k / n and
+    #: the likelihood binomial); None when every response is one trial
+    trials: np.ndarray | None = None
+
+    @property
+    def successes(self) -> np.ndarray:
+        """Per response, the successes k = share * n of data with trials (whole numbers where n > 1); the responses
+        themselves otherwise."""
+        if self.trials is None:
+            return self.response
+        k = self.response * self.trials
+        rounded = np.round(k)
+        return np.where(np.abs(k - rounded) <= WHOLE_TOLERANCE, rounded, k)
 
     def key(self) -> str:
         """SHA-256 of everything here: equal keys build the same model (the sampler reuses its compilation).
@@ -64,6 +78,8 @@ class ModelInputs:
             if field.name in ("spec", "coords"):
                 continue
             value = getattr(self, field.name)
+            if field.name == "trials" and value is None:
+                continue  # data without trials keep the keys (and compiled models) they had before trials existed
             digest.update(field.name.encode())
             if value is not None:
                 value = np.ascontiguousarray(value)
@@ -85,7 +101,8 @@ def model_inputs(data: ResponseData, spec: ModelSpec) -> ModelInputs:
     ------
     SpecError
         The data cannot support the spec (no labels for a hierarchy, one domain for ``dims="domain"``,
-        fractional responses with ``fractional="error"``, too few subjects to standardise).
+        fractional responses with ``fractional="error"``, too few subjects to standardise, k successes of n trials
+        with a graded model or ``layout="fused"``).
 
     Examples
     --------
@@ -132,6 +149,7 @@ def model_inputs(data: ResponseData, spec: ModelSpec) -> ModelInputs:
         item_domain=item_domain,
         chance=chance,
         n_categories=n_categories,
+        trials=data.trials if data.has_trials else None,
     )
 
 
@@ -170,16 +188,17 @@ def _check_supported(data: ResponseData, spec: ModelSpec) -> None:
             f"{data.source}: several conditions give more than one response per (subject, item); "
             f"subset to one condition first (data.subset(conditions=[...])), conditions: {list(data.conditions)}"
         )
-    if spec.fractional == "error" and not data.is_binary:
+    kind = data.response_kind
+    if spec.fractional == "error" and kind == "fraction":
         raise SpecError(
             f"{data.source}: responses are fractional (scores strictly between 0 and 1) but the spec has "
             "fractional='error'; use fractional='quasi' for the fractional-logit quasi-likelihood"
         )
-    kind = data.response_kind
-    if spec.kind in GRADED_KINDS and kind == "fraction":
+    if spec.kind in GRADED_KINDS and (kind == "fraction" or data.has_trials):
+        held = "k successes of n trials" if data.has_trials else "fractional scores"
         raise SpecError(
-            f"{data.source}: responses are fractional scores, but model '{spec.kind}' is for ordinal categories; "
-            "read them as categories (scoring='ordinal', with categories or bins) or fit a binary model"
+            f"{data.source}: responses are {held}, but model '{spec.kind}' is for ordinal categories; fit them with "
+            "a binary model ('1pl', '2pl' or '3pl'), or read them as categories (scoring='ordinal')"
         )
     if spec.kind not in GRADED_KINDS and kind == "ordinal":
         raise SpecError(
@@ -257,10 +276,14 @@ def _resolve(spec: ModelSpec, data: ResponseData, labels: _Labels) -> ModelSpec:
         if layout == "auto":
             layout = "long"
     elif layout == "auto":
-        if data.n_responses >= 0.5 * n_cells and n_cells <= 50_000_000:
-            layout = "fused"
-        else:
-            layout = "long"
+        dense = data.n_responses >= 0.5 * n_cells and n_cells <= 50_000_000
+        # the fused kernel weighs each cell 0 or 1: k of n trials take the dense matrix in plain PyTensor instead
+        layout = ("dense" if data.has_trials else "fused") if dense else "long"
+    if layout == "fused" and data.has_trials:
+        raise SpecError(
+            f"{data.source}: layout='fused' has no per-cell trials; responses of k successes of n trials use "
+            "layout='dense' or 'long' (or 'auto')"
+        )
     if layout == "fused" and spec.kind == "3pl" and spec.precision == "float32":
         raise SpecError("the 3PL's fused layout computes in float64; use precision='float64' or 'auto'")
     discrimination_sd = spec.discrimination_sd

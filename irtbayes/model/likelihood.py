@@ -2,7 +2,9 @@
 
 ``"long"`` (one term per response), ``"dense"`` (a subject x item matrix, masked where missing) and
 ``"fused"`` (1PL/2PL only: :class:`FusedBernoulliLogit`, value and gradient in one numba pass). Fractional
-scores enter the same Bernoulli-logit terms (the fractional-logit quasi-likelihood). Graded responses
+scores enter the same Bernoulli-logit terms (the fractional-logit quasi-likelihood); k successes of n repeated
+trials the binomial terms ``k*eta - n*softplus(eta)`` (long or dense layout: the fused kernel has no weights other
+than 0 and 1). Graded responses
 (category codes) have their own terms, :func:`graded_terms` (long or dense layout).
 """
 
@@ -39,15 +41,20 @@ __all__ = [
 ]
 
 
-def _bernoulli_terms(y: Any, eta: Any, guessing: Any) -> Any:
-    """Per-cell log-likelihood: ``y*eta - softplus(eta)`` (2PL), or the 3PL mixture form."""
+def _bernoulli_terms(y: Any, eta: Any, guessing: Any, trials: Any = None) -> Any:
+    """Per-cell log-likelihood: ``y*eta - softplus(eta)`` (2PL), or the 3PL mixture form.
+
+    With ``trials`` n, ``y`` holds the successes k and the terms are the binomial kernel, ``k*eta - n*softplus(eta)``
+    (3PL: ``k log p + (n - k) log(1 - p)``), without the constant log C(n, k); without, the graph is the Bernoulli
+    one (no multiplication by ones).
+    """
     if guessing is None:
-        return y * eta - pt.softplus(eta)
+        return y * eta - (pt.softplus(eta) if trials is None else trials * pt.softplus(eta))
     log_c = pt.log(guessing)
     log_1mc = pt.log1p(-guessing)
     log_p = pt.logaddexp(log_c, log_1mc - pt.softplus(-eta))
     log_q = log_1mc - pt.softplus(eta)
-    return y * log_p + (1 - y) * log_q
+    return y * log_p + ((1 - y) if trials is None else (trials - y)) * log_q
 
 
 def graded_terms(y: Any, theta: Any, discrimination: Any, thresholds: Any, n_categories: Any, *, kind: str) -> Any:
@@ -598,7 +605,9 @@ def response_loglik(
     *,
     n_subjects: int,
 ) -> Any:
-    """The summed log-likelihood of ``inputs.response`` (float64), in the layout of ``inputs.spec``.
+    """The summed log-likelihood of ``inputs.response`` (float64), in the layout of ``inputs.spec``: Bernoulli (the
+    fractional-logit quasi-likelihood for scores in [0, 1]), or binomial where ``inputs.trials`` gives each response's
+    number of trials (long or dense layout).
 
     Graded models (``spec.kind`` ``"grm"`` or ``"gpcm"``) pass their thresholds (item, Kmax - 1) as
     ``difficulty`` (see :func:`graded_terms`) and no guessing.
@@ -613,6 +622,8 @@ def response_loglik(
         return pt.cast(x, dtype) if dtype == "float32" else x
 
     if spec.layout == "fused":
+        if inputs.trials is not None:
+            raise SpecError("layout='fused' weighs each cell 0 or 1; k successes of n trials use 'dense' or 'long'")
         single = spec.precision == "float32"
         y = np.zeros((n_subjects, n_items), dtype="float32" if single else "float64")
         w = np.zeros_like(y)
@@ -633,8 +644,8 @@ def response_loglik(
     if spec.layout == "dense":
         y = np.zeros((n_subjects, n_items), dtype=dtype)
         w = np.zeros((n_subjects, n_items), dtype=dtype)
-        y[inputs.subject_code, inputs.item_code] = inputs.response
-        w[inputs.subject_code, inputs.item_code] = 1.0
+        y[inputs.subject_code, inputs.item_code] = inputs.successes
+        w[inputs.subject_code, inputs.item_code] = 1.0 if inputs.trials is None else inputs.trials
         if spec.dims == "domain":
             onehot = np.zeros((len(inputs.coords["dim"]), n_items), dtype=dtype)
             onehot[inputs.item_domain, np.arange(n_items)] = 1.0
@@ -645,9 +656,12 @@ def response_loglik(
         g = None if guessing is None else cast(guessing)[None, :]
         # shared (so one structure's compiled code serves any data) and named, so that the JAX sampler can pass
         # them as sharded arguments (:mod:`irtbayes.fitting.jaxnuts`)
-        terms = _bernoulli_terms(pytensor.shared(y, name="responses"), eta, g)
-        if not w.all():
-            terms = pytensor.shared(w, name="observed") * terms
+        if inputs.trials is not None:  # k of n trials; a missing cell has n = 0 = k and adds nothing
+            terms = _bernoulli_terms(pytensor.shared(y, name="responses"), eta, g, pytensor.shared(w, name="trials"))
+        else:
+            terms = _bernoulli_terms(pytensor.shared(y, name="responses"), eta, g)
+            if not w.all():
+                terms = pytensor.shared(w, name="observed") * terms
         # sum each subject's row in the working precision, the rows in float64
         return pt.cast(terms.sum(axis=1), "float64").sum()
     # shared, not constants: the compiled code then serves every data set of the model's structure
@@ -661,7 +675,8 @@ def response_loglik(
         theta = ability[s]
     eta = cast(discrimination[i]) * (cast(theta) - cast(difficulty[i]))
     g = None if guessing is None else cast(guessing[i])
-    terms = _bernoulli_terms(pytensor.shared(inputs.response.astype(dtype), name="response"), eta, g)
+    n = None if inputs.trials is None else pytensor.shared(inputs.trials.astype(dtype), name="trials")
+    terms = _bernoulli_terms(pytensor.shared(inputs.successes.astype(dtype), name="response"), eta, g, n)
     return pt.cast(terms, "float64").sum()
 
 

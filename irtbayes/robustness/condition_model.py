@@ -126,7 +126,9 @@ def build_condition_model(
             (ability[None, :] + delta)[:, :, None] - difficulty[None, None, :] - gamma[:, None, :]
         )
         eta = eta_all.reshape((-1,))[cell]
-        if np.all((y == 0) | (y == 1)):
+        if data.response_kind == "counts":  # k successes of n trials
+            pm.Binomial("response", n=data.trials, logit_p=eta, observed=data.successes.astype("int64"))
+        elif np.all((y == 0) | (y == 1)):
             pm.Bernoulli("response", logit_p=eta, observed=y.astype("int64"))
         else:  # fractional-logit quasi-likelihood for scores in [0, 1]
             pm.Potential("response", pt.sum(y * pt.log(pt.sigmoid(eta)) + (1 - y) * pt.log(pt.sigmoid(-eta))))

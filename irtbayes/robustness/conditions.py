@@ -21,7 +21,8 @@ Abilities theta have a N(0, 1) prior centred over the systems (:class:`pymc.Zero
 ability is the scale's origin, so it cannot trade against the mean difficulty; with the plain N(0, 1) prior that
 ridge left r-hat at 1.03 on XSTest's two systems), difficulties ``b = difficulty_mu + difficulty_sd * z`` (non-centred),
 log-discriminations ``log_discrimination_sd * z`` (``kind="1pl"``: every a is 1). Scores in [0, 1] enter
-through the fractional-logit quasi-likelihood, 0/1 responses through the Bernoulli.
+through the fractional-logit quasi-likelihood, 0/1 responses through the Bernoulli, k successes of n trials
+through the binomial.
 
 An item is flagged when its effect differs credibly from its condition's common shift ``shift_c`` (the
 items a format moves differently from the rest; ``against="zero"`` tests the effect itself). A system is flagged

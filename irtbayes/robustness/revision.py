@@ -67,7 +67,8 @@ def revision_data(
         if len(data.conditions) > 1:
             raise DataError(f"{data.source}: choose one condition before comparing versions")
         frame = data.long_frame()
-        frame = frame.loc[frame["subject"].isin(common), ["subject", "item", "response"]].copy()
+        kept = ["subject", "item", "response", *(["trials"] if "trials" in frame.columns else [])]
+        frame = frame.loc[frame["subject"].isin(common), kept].copy()
         frame["item"] = name + ":" + frame["item"].astype(str)
         frames.append(frame)
         meta = data.items.reset_index()
@@ -77,7 +78,14 @@ def revision_data(
     items = pd.concat(metas, ignore_index=True)
     long = pd.concat(frames, ignore_index=True)
     items = items.loc[items["item"].isin(long["item"].unique())]
-    return ResponseData.from_long(long, items=items, source=f"{original_name} vs {revised_name}")
+    if "trials" in long.columns:
+        long["trials"] = long["trials"].fillna(1).astype("int64")
+    return ResponseData.from_long(
+        long,
+        trials="trials" if "trials" in long.columns else None,
+        items=items,
+        source=f"{original_name} vs {revised_name}",
+    )
 
 
 @dataclass(frozen=True)

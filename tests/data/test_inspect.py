@@ -119,11 +119,12 @@ def test_the_command_line_detects_the_logs_and_fits_them(tmp_path: Path, capsys:
 
 @pytest.mark.slow
 def test_the_default_fit_of_the_inspect_logs_converges() -> None:
-    """NUTS on 3 systems x 11 samples of fractional scores. With this seed the first run samples all its draws
-    before a check can stop it and ends with a divergence at 0.95; the remedy (0.99) converges."""
+    """NUTS on 3 systems x 11 samples: 28 cells of k correct of 2 epochs (binomial) and 5 with partial scores
+    (fractional), in the dense layout. With this seed the first run converges, no remedy needed."""
     from irtbayes.fitting.fit import fit
 
     fitted = fit(io.load(LOGS), seed=20260101, progress=False)
     assert fitted.diagnostics.ok, fitted.diagnostics.to_text()
-    runs = [(r["target_accept"], r["outcome"]) for r in fitted.sampler["remedies"]]
-    assert runs == [(0.95, "divergences"), (0.99, "converged")]
+    assert fitted.spec.layout == "dense"
+    runs = [(r["target_accept"], r["outcome"]) for r in fitted.sampler.get("remedies", [])]
+    assert runs == [], runs

@@ -122,7 +122,7 @@ def test_default_is_four_categories_and_all_binary_banks_are_binary_data() -> No
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"kind": "grm", "n_trials": 3}, "n_trials=3 gives fractional scores"),
+        ({"kind": "grm", "n_trials": 3}, "n_trials=3 gives k successes of n trials"),
         ({"kind": "2pl", "n_categories": 3}, "n_categories is for the graded kinds"),
         ({"kind": "gpcm", "n_categories": 1}, "at least 2 categories"),
         ({"kind": "gpcm", "n_categories": [3, 4]}, "one per item"),

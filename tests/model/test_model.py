@@ -304,8 +304,10 @@ def test_guessing_prior_centred_on_chance_from_n_options():
 
 
 def test_fractional_responses_use_the_quasi_likelihood_or_are_refused():
-    data, _ = simulate_responses(12, 20, n_trials=4, seed=7)
-    assert not data.is_binary
+    counts, _ = simulate_responses(12, 20, n_trials=4, seed=7)
+    build_model(counts, ModelSpec(fractional="error"))  # k of n trials have an exact (binomial) likelihood
+    data = counts.without_trials()  # the same shares as scores in [0, 1]
+    assert not data.is_binary and data.response_kind == "fraction"
     model = build_model(data)
     assert np.isfinite(_finite_logp_and_grad(model)[0])
     with pytest.raises(SpecError, match="fractional"):

@@ -30,7 +30,8 @@ def load(path: str | Path, *, format: str = "auto", **options: Any) -> ResponseD
     """Load responses from a path, choosing the loader from what the path holds (or ``format``, one of
     :data:`FORMATS`).
 
-    - a CSV/Parquet file with ``subject``, ``item`` and ``response`` columns: :func:`load_long`;
+    - a CSV/Parquet file with ``subject``, ``item`` and ``response`` columns (or ``successes`` and ``trials`` in
+      place of ``response``): :func:`load_long`;
     - any other CSV/Parquet file: :func:`load_wide` (rows are subjects, first column their ids);
     - a ``.jsonl``/``.jsonlines`` file: py-irt's JSON Lines (:func:`load_pyirt`);
     - an inspect_ai log (``.eval``, or an EvalLog ``.json``), or a folder of them
@@ -45,7 +46,8 @@ def load(path: str | Path, *, format: str = "auto", **options: Any) -> ResponseD
     ``options`` are passed to the chosen loader: for instance ``scoring`` (``"auto"``, ``"binary"``, ``"fraction"``
     or ``"ordinal"``) and, for ordinal responses, ``categories`` (the labels in order) or ``bins`` (edges that cut
     numeric scores into categories), which the tabular, lm-evaluation-harness, HELM, lighteval and py-irt loaders
-    accept; ``metric`` for the harness loaders (lm-evaluation-harness, HELM, leaderboard, inspect_ai, lighteval).
+    accept; ``metric`` for the harness loaders (lm-evaluation-harness, HELM, leaderboard, inspect_ai, lighteval);
+    ``repeats="trials"`` for a long table whose repeated rows are trials of one item (:func:`load_long`).
 
     The data remember how they were read (``data.reading``: the absolute path, the format and the options), so a fit
     of them can be read again the same way from any folder (:func:`reread`).
@@ -158,7 +160,10 @@ def detect_format(path: str | Path, *, long_columns: set[str] = LONG_COLUMNS) ->
             return "pyirt"
         if inspect.is_inspect_log(path):
             return "inspect"
-        return "long" if long_columns <= set(read_columns(path)) else "wide"
+        columns = set(read_columns(path))
+        # k successes of n trials stand for the response column
+        counts = len(long_columns - columns) == 1 and {"successes", "trials"} <= columns
+        return "long" if long_columns <= columns or counts else "wide"
     folders = {
         "dataset": datasets.is_dataset_folder,
         "lm-eval": lm_eval.is_lm_eval_folder,

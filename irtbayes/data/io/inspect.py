@@ -13,9 +13,11 @@ instead) and one ``samples/<id>_epoch_<n>.json`` per sample and epoch, each with
   numbers in [0, 1]; other values are an error naming the file and sample. Each task is read by one scorer:
   its only one, else the one ``metric=`` names (``NAME``, or ``TASK=NAME,...``), else its logs' headline scorer,
   and the notes say which were found. A sample its scorer did not score is a missing cell.
-- **epochs**: a sample scored in several epochs gets the mean of its scores, as inspect_ai reduces them by
-  default (``mean``); the notes say how many trials were averaged. The mean of several trials is a fraction,
-  fitted under the fractional-logit quasi-likelihood (:mod:`irtbayes.model.build`).
+- **epochs**: a sample scored in several epochs, each correct or incorrect (``C``/``I``/``N``, booleans, 0/1), is
+  k correct of its n epochs: ``response`` k / n with ``trials`` n, fitted with the binomial likelihood
+  (:mod:`irtbayes.data.trials`). A sample with a partial score in some epoch (``P``, a number strictly between 0
+  and 1) gets the mean of its epochs' scores, as inspect_ai reduces them by default (``mean``): a fractional score,
+  fitted under the fractional-logit quasi-likelihood. The notes say which and how many epochs.
 - A log whose ``status`` is ``error`` or ``cancelled`` is read for the samples it holds, and the notes say so;
   of several logs of one (model, task) the newest (``eval.created``) is read, and the notes say which were left.
 """
@@ -30,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from irtbayes.core.errors import DataError, listed
@@ -264,7 +267,7 @@ def load_inspect(
         The scorer to read where the logs hold several (default: the logs' headline scorer).
     scoring
         As in :meth:`~irtbayes.data.responses.ResponseData.from_long` (``"binary"`` refuses partial scores and
-        the means of several epochs).
+        samples scored in several epochs).
 
     Examples
     --------
@@ -273,9 +276,12 @@ def load_inspect(
     >>> data = load_inspect(logs)
     >>> data.n_subjects, data.n_items, sorted(data.items["benchmark"].unique())
     (3, 11, ['arith', 'capitals'])
-    >>> frame = data.long_frame().set_index(["subject", "item"])["response"]
-    >>> float(frame.loc[("mockllm/sys-00", "capitals/capitals-0")])  # P and I over two epochs
+    >>> frame = data.long_frame().set_index(["subject", "item"])
+    >>> float(frame.loc[("mockllm/sys-00", "capitals/capitals-0"), "response"])  # P and I: their mean, one trial
     0.25
+    >>> cell = frame.loc[("mockllm/sys-00", "arith/arith-0")]  # 1 correct of 2 epochs
+    >>> float(cell["response"]), int(cell["trials"])
+    (0.5, 2)
     """
     path = Path(path)
     if path.is_file():
@@ -294,20 +300,47 @@ def load_inspect(
             raise DataError(f"{log.path}: the log holds no samples (was it run with log_samples off?)")
     logs = _newest(logs, notes)
     scorers = _scorers(logs, metric, notes)
-    rows, items, trials = _rows(logs, scorers)
-    frame = pd.DataFrame(rows).groupby(["subject", "item"], sort=False, as_index=False)["response"].mean()
-    most = int(max(trials.values()))
-    if most > 1:
-        notes.append(
-            f"samples scored in several epochs (up to {most}): each (model, sample) is the mean of its epochs' "
-            "scores, as inspect_ai reduces them"
-        )
+    rows, items, _ = _rows(logs, scorers)
+    frame = _epochs(pd.DataFrame(rows), notes)
     _one_task_models(logs, notes)
     item_table = pd.DataFrame(list(items.values()))
     for column in ("text", "answer"):
         item_table[column] = item_table[column].astype("string")
-    data = ResponseData.from_long(frame, items=item_table, scoring=scoring, source=str(path))
+    data = ResponseData.from_long(frame, items=item_table, trials="trials", scoring=scoring, source=str(path))
     return data.with_notes(*notes)
+
+
+def _epochs(rows: pd.DataFrame, notes: list[str]) -> pd.DataFrame:
+    """One row per (model, sample) from its epochs' scores: k correct of n epochs (``response`` k / n, ``trials`` n)
+    where every epoch is scored 0 or 1, else the mean of the scores as one trial (a fractional score); said in
+    ``notes``.
+
+    >>> rows = pd.DataFrame({"subject": "m", "item": ["a", "a", "a", "b", "b"], "response": [1, 0, 1, 0.5, 0]})
+    >>> _epochs(rows, notes := [])
+      subject item  response  trials
+    0       m    a  0.666667       3
+    1       m    b  0.250000       1
+    """
+    rows = rows.assign(whole=rows["response"].isin([0.0, 1.0]))
+    cells = rows.groupby(["subject", "item"], sort=False, as_index=False).agg(
+        response=("response", "mean"), epochs=("response", "size"), whole=("whole", "all")
+    )
+    cells["trials"] = np.where(cells["whole"], cells["epochs"], 1).astype("int64")
+    counted = cells["whole"] & (cells["epochs"] > 1)
+    partial = ~cells["whole"] & (cells["epochs"] > 1)
+    if counted.any():
+        notes.append(
+            f"samples scored in several epochs (up to {int(cells.loc[counted, 'epochs'].max())}): each (model, "
+            "sample) whose epochs are scored correct or incorrect is k correct of its n epochs, fitted with the "
+            "binomial likelihood"
+        )
+    if partial.any():
+        notes.append(
+            f"{int(partial.sum())} (model, sample) cells scored in several epochs (up to "
+            f"{int(cells.loc[partial, 'epochs'].max())}) hold partial scores (P or numbers between 0 and 1): each is "
+            "the mean of its epochs' scores, as inspect_ai reduces them, fitted as a fractional score"
+        )
+    return cells[["subject", "item", "response", "trials"]]
 
 
 def _rows(

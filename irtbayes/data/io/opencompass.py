@@ -22,8 +22,9 @@ its ``results/`` folder) into a :class:`~irtbayes.data.responses.ResponseData`:
 - **item**: ``<dataset_abbr>/<example index>`` (the index in the dataset, as the predictions file counts it);
   **benchmark**: the dataset's abbreviation. The item's ``text`` is the example's prompt (``origin_prompt`` of
   the details or the predictions file), ``answer`` its reference.
-- **response**: 1 correct, 0 not; an example run ``n`` times gets the share of its runs that were correct (a
-  fraction, fitted under the fractional-logit quasi-likelihood), and the notes say how many runs were averaged.
+- **response**: 1 correct, 0 not; an example run ``n`` times is k correct of its n runs (``response`` k / n with
+  ``trials`` n, fitted with the binomial likelihood: :mod:`irtbayes.data.trials`), and the notes say how many runs
+  there were. Runs scored by a number strictly between 0 and 1 give their mean, one fractional score.
 - Of several runs of one (model, dataset) in different ``<time>`` folders, the newest is read, and the notes name
   the others. A results file without ``details`` is an error asking to rerun with ``--dump-eval-details``.
 """
@@ -203,15 +204,16 @@ def load_opencompass(
         A work folder (``outputs/default``, whose ``<time>`` folders are searched), one ``<time>`` folder, or its
         ``results/`` folder.
     scoring
-        ``"binary"`` refuses the shares of repeated runs; ``"auto"`` and ``"fraction"`` keep them as fractions.
-        ``"ordinal"`` is refused (with ``categories`` and ``bins``): OpenCompass records correct or not.
+        ``"binary"`` refuses repeated runs that disagree; ``"auto"`` and ``"fraction"`` read them as k correct of n
+        runs. ``"ordinal"`` is refused (with ``categories`` and ``bins``): OpenCompass records correct or not.
 
     Returns
     -------
     ResponseData
-        One response per (model, example): subjects the models' abbreviations, items
-        ``<dataset_abbr>/<index>``; ``items`` has ``benchmark`` (the dataset), ``text``, ``answer`` and ``trials``
-        (the runs averaged); ``subjects`` has ``run`` (the ``<time>`` folder of its first dataset).
+        One response per (model, example), with its ``trials`` (the runs) where a dataset was run several times:
+        subjects the models' abbreviations, items ``<dataset_abbr>/<index>``; ``items`` has ``benchmark`` (the
+        dataset), ``text``, ``answer`` and ``trials`` (the most runs of the example); ``subjects`` has ``run`` (the
+        ``<time>`` folder of its first dataset).
 
     Raises
     ------
@@ -224,8 +226,9 @@ def load_opencompass(
     >>> data = load_opencompass("tests/fixtures/opencompass/outputs/default")
     >>> data.subject_ids.tolist(), sorted(data.benchmarks)
     (['hf_tiny_a', 'hf_tiny_b', 'hf_tiny_c'], ['demo_gsm8k', 'demo_mmlu'])
-    >>> float(data.long_frame().set_index(["subject", "item"]).loc[("hf_tiny_c", "demo_gsm8k/0"), "response"])
-    0.6666666666666666
+    >>> cell = data.long_frame().set_index(["subject", "item"]).loc[("hf_tiny_c", "demo_gsm8k/0")]
+    >>> float(cell["response"]), int(cell["trials"]), data.response_kind  # 2 correct of 3 runs
+    (0.6666666666666666, 3, 'counts')
     """
     root = checked_folder(path, "an OpenCompass work folder (outputs/default, one of its runs or its results/)")
     if scoring == "ordinal" or categories is not None or bins is not None:
@@ -240,23 +243,24 @@ def load_opencompass(
         )
     notes: list[str] = []
     results = _newest([_Result(p, p.parent.name, p.stem, p.parents[2].name) for p in files], notes)
-    rows: dict[str, list[Any]] = {"subject": [], "item": [], "response": [], "condition": []}
+    rows: dict[str, list[Any]] = {"subject": [], "item": [], "response": [], "trials": [], "condition": []}
     items: dict[str, dict[str, Any]] = {}
     repeated: dict[str, dict[str, int]] = {}  # dataset -> model -> most runs of an example
     for result in results:
-        for item, response, trials in _read_result(result, items, scoring=scoring):
+        for item, response, trials, runs_read in _read_result(result, items, scoring=scoring):
             rows["subject"].append(result.model)
             rows["item"].append(item)
             rows["response"].append(response)
+            rows["trials"].append(trials)
             rows["condition"].append("")
-            if trials > 1:
+            if runs_read > 1:
                 runs = repeated.setdefault(result.dataset, {})
-                runs[result.model] = max(runs.get(result.model, 1), trials)
+                runs[result.model] = max(runs.get(result.model, 1), runs_read)
     for dataset, runs in sorted(repeated.items()):
         models = ", ".join(f"{model} {n}" for model, n in sorted(runs.items()))
         notes.append(
-            f"{dataset}: examples run several times (runs: {models}); each (model, example) is the share of its runs "
-            "that were correct"
+            f"{dataset}: examples run several times (runs: {models}); each (model, example) is k correct of its n "
+            "runs, fitted with the binomial likelihood (the mean of its runs where a run has a partial score)"
         )
     ran = {r.model: {q.dataset: q.path for q in results if q.model == r.model} for r in results}
     for message in partial_subjects(ran, what="datasets"):
@@ -277,8 +281,9 @@ def load_opencompass(
 
 def _read_result(
     result: _Result, items: dict[str, dict[str, Any]], *, scoring: Scoring
-) -> list[tuple[str, float, int]]:
-    """(item, response, runs) for each example of one results file; its items added to ``items``."""
+) -> list[tuple[str, float, int, int]]:
+    """(item, response, trials, runs) for each example of one results file: k correct of n runs (the share k / n,
+    n trials) where each run is 0/1, else the mean of the runs as one trial; its items added to ``items``."""
     pairs = _details(result)
     replicated = all("example_abbr" in entry for _, entry in pairs)  # every field lists the runs
     predictions: dict[str, Any] | None = None
@@ -291,9 +296,10 @@ def _read_result(
         if scoring == "binary" and share not in (0.0, 1.0):
             raise DataError(
                 f"{where}: {len(trials)} runs, {sum(trials):g} correct: a share, but binary (0/1) responses were "
-                "required; pass scoring='fraction' to keep the shares of repeated runs"
+                "required; pass scoring='auto' to read k correct of n runs"
             )
-        out.append((item, share, len(trials)))
+        whole = all(value in (0.0, 1.0) for value in trials)
+        out.append((item, share, len(trials) if whole else 1, len(trials)))
         if item in items:
             items[item]["trials"] = max(items[item]["trials"], len(trials))
             continue

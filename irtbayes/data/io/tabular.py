@@ -12,7 +12,7 @@ import pandas as pd
 
 from irtbayes.core.errors import DataError, listed
 from irtbayes.data.columns import OrdinalScale, Scoring, category_label, scoring_scale
-from irtbayes.data.responses import ResponseData
+from irtbayes.data.responses import Repeats, ResponseData
 
 __all__ = [
     "checked_folder",
@@ -107,8 +107,9 @@ def harness_responses(
     bins: Sequence[float] | None = None,
 ) -> ResponseData:
     """The responses read from an evaluation harness's logs, with their item table: ``text_columns`` as
-    strings, ``n_options`` as nullable integers, and a ``condition`` column only ``with_condition``; ``scoring``,
-    ``categories`` and ``bins`` as in :meth:`ResponseData.from_long`."""
+    strings, ``n_options`` as nullable integers, and a ``condition`` column only ``with_condition``; a ``trials``
+    column of ``rows`` gives each response's number of trials; ``scoring``, ``categories`` and ``bins`` as in
+    :meth:`ResponseData.from_long`."""
     frame = pd.DataFrame(rows)
     if not with_condition:
         frame = frame.drop(columns="condition")
@@ -119,6 +120,7 @@ def harness_responses(
     return ResponseData.from_long(
         frame,
         condition="condition" if with_condition else None,
+        trials="trials" if "trials" in frame.columns else None,
         items=item_table,
         subjects=subjects,
         scoring=scoring,
@@ -237,6 +239,9 @@ def load_long(
     item: str = "item",
     response: str = "response",
     condition: str | None = None,
+    trials: str | None = None,
+    successes: str | None = None,
+    repeats: Repeats = "error",
     items: str | Path | pd.DataFrame | None = None,
     item_id: str = "item",
     scoring: Scoring = "auto",
@@ -252,6 +257,11 @@ def load_long(
     ``bins`` are as in :meth:`ResponseData.from_long <irtbayes.data.responses.ResponseData.from_long>`:
     ``scoring="ordinal"`` reads graded categories (declared labels in order, numeric scores cut at ``bins``
     edges, or integers), held as codes 0..K-1.
+
+    Repeated trials (:mod:`irtbayes.data.trials`): a ``trials`` column (found by that name unless named) gives each
+    response's number of trials n, the response being the share of successes k / n; a table with ``successes`` and
+    ``trials`` columns (and no response column) gives k and n themselves; ``repeats="trials"`` reads rows that
+    repeat a (subject, item[, condition]), each 0/1, as k successes of n trials (by default they are an error).
 
     Examples
     --------
@@ -280,17 +290,33 @@ def load_long(
     ... )
     >>> data.values.tolist(), data.items["categories"].iloc[0]
     ([2.0, 1.0, 0.0], 'compliance | partial | refusal')
+
+    k successes of n trials, given as counts or as repeated 0/1 rows:
+
+    >>> _ = path.write_text("subject,item,successes,trials\\nm1,q1,3,5\\nm2,q1,5,5\\n")
+    >>> data = load_long(path)
+    >>> data.response_kind, data.values.tolist(), data.trials.tolist()
+    ('counts', [0.6, 1.0], [5, 5])
+    >>> _ = path.write_text("subject,item,response\\nm1,q1,1\\nm1,q1,0\\nm1,q1,1\\nm2,q1,1\\n")
+    >>> data = load_long(path, repeats="trials")
+    >>> data.successes.tolist(), data.trials.tolist()
+    ([2.0, 1.0], [3, 1])
     """
     path = Path(path)
     frame = read_table(path)
     if condition is None and "condition" in frame.columns:
         condition = "condition"
+    if trials is None and "trials" in frame.columns and (successes is not None or response in frame.columns):
+        trials = "trials"
     return ResponseData.from_long(
         frame,
         subject=subject,
         item=item,
         response=response,
         condition=condition,
+        trials=trials,
+        successes=successes,
+        repeats=repeats,
         items=_items_table(items, item_id=item_id),
         scoring=scoring,
         categories=categories,
