@@ -23,7 +23,7 @@ $(STAMP): pyproject.toml
 	 echo "Using $$py ($$($$py --version))"; \
 	 [ -x $(BIN)/python ] || $$py -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[test,jax]"
+	$(BIN)/python -m pip install --quiet -e ".[test,jax,dask]"
 	@touch $(STAMP)
 
 run: $(STAMP)

@@ -19,6 +19,10 @@ Usage::
     OMP_NUM_THREADS=1 .venv/bin/python scripts/calibration_study.py --seeds 1-12 --jobs 2 \
         --fits /tmp/calib_fits --csv notebooks/results/calibration_study.csv
     .venv/bin/python scripts/calibration_study.py --families leaderboard --seeds 101 --csv /tmp/look.csv
+    .venv/bin/python scripts/calibration_study.py --seeds 1-12 --scheduler tcp://host:8786 --csv study.csv
+
+``--scheduler`` (or ``IRTBAYES_SCHEDULER``) runs the data sets on a Dask cluster instead of ``--jobs`` local
+processes (docs/scale.md); ``--fits`` must then be a folder every worker sees.
 
 The summary printed at the end (and written next to the CSV as ``*_summary.csv``) gives per family and
 measure: benchmarks, coverage of the 90% interval, bias of the posterior mean, mean width, and for the
@@ -32,7 +36,6 @@ import logging
 import os
 import time
 import warnings
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 import numpy as np
@@ -52,6 +55,11 @@ def parse_seeds(text: str) -> list[int]:
         elif part:
             out.append(int(part))
     return out
+
+
+def one_task(task: tuple[str, int], **options: object) -> list[dict]:
+    """:func:`one_set` of one (family, seed), as the map hands it."""
+    return one_set(*task, **options)  # type: ignore[arg-type]
 
 
 def one_set(
@@ -248,12 +256,14 @@ def learn_table(csvs: list[Path], out: Path) -> None:
 
 
 def main() -> None:
+    from irtbayes.core.parallel import map_tasks
     from irtbayes.data.designs import FAMILIES
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--families", nargs="+", default=list(FAMILIES), choices=list(FAMILIES))
     parser.add_argument("--seeds", default="1-12", help="e.g. 1-12 or 101,102")
     parser.add_argument("--jobs", type=int, default=1, help="data sets fitted at once (one process each)")
+    parser.add_argument("--scheduler", help="a dask.distributed scheduler to fit the data sets on (not --jobs)")
     parser.add_argument("--csv", type=Path, required=True, help="where the rows go, data set by data set")
     parser.add_argument("--fits", type=Path, default=None, help="keep each fit here and reuse those found")
     parser.add_argument(
@@ -288,40 +298,45 @@ def main() -> None:
     tasks = [(f, s) for s in parse_seeds(args.seeds) for f in args.families]
     rows: list[dict] = []
     started = time.perf_counter()
-    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-        futures = {
-            pool.submit(
-                one_set,
-                f,
-                s,
-                sampler=args.sampler,
-                fits=args.fits,
-                audit_options=audit_options,
-                model=args.model,
-                choices=args.choices,
-            ): (f, s)
-            for f, s in tasks
-        }
-        for k, future in enumerate(as_completed(futures), 1):
-            family, seed = futures[future]
-            try:
-                got = future.result()
-            except Exception as exc:  # one failed data set is reported, the study goes on
-                print(f"[{k}/{len(tasks)}] {family} seed {seed}: FAILED {type(exc).__name__}: {exc}", flush=True)
-                continue
-            rows.extend(got)
-            pd.DataFrame(rows).sort_values(["family", "seed", "scope", "measure"]).to_csv(args.csv, index=False)
-            gaps = [r for r in got if r["measure"] == "max_gap"]
-            text = "; ".join(
-                f"{r['truth']:.2f} in [{r['ci_low']:.2f}, {r['ci_high']:.2f}]{'' if r['covers'] else ' MISS'}"
-                for r in gaps
-            )
-            g0 = got[0]
-            print(
-                f"[{k}/{len(tasks)}] {family} seed {seed}: {g0['systems']} systems, r-hat {g0['max_rhat']:.3f}, "
-                f"fit {g0['fit_seconds']:.0f} s, audit {g0['audit_seconds']:.0f} s; max gap {text}",
-                flush=True,
-            )
+    arrived = 0
+
+    def done(index: int, got: list[dict] | BaseException) -> None:
+        nonlocal arrived
+        arrived += 1
+        family, seed = tasks[index]
+        if isinstance(got, BaseException):  # one failed data set is reported, the study goes on
+            print(f"[{arrived}/{len(tasks)}] {family} seed {seed}: FAILED {type(got).__name__}: {got}", flush=True)
+            return
+        rows.extend(got)
+        pd.DataFrame(rows).sort_values(["family", "seed", "scope", "measure"]).to_csv(args.csv, index=False)
+        gaps = [r for r in got if r["measure"] == "max_gap"]
+        text = "; ".join(
+            f"{r['truth']:.2f} in [{r['ci_low']:.2f}, {r['ci_high']:.2f}]{'' if r['covers'] else ' MISS'}" for r in gaps
+        )
+        g0 = got[0]
+        print(
+            f"[{arrived}/{len(tasks)}] {family} seed {seed}: {g0['systems']} systems, r-hat {g0['max_rhat']:.3f}, "
+            f"fit {g0['fit_seconds']:.0f} s, audit {g0['audit_seconds']:.0f} s; max gap {text}",
+            flush=True,
+        )
+
+    options = {
+        "sampler": args.sampler,
+        "fits": args.fits,
+        "audit_options": audit_options,
+        "model": args.model,
+        "choices": args.choices,
+    }
+    map_tasks(
+        one_task,
+        tasks,
+        common=options,
+        scheduler=args.scheduler,
+        local="processes",
+        workers=args.jobs,
+        on_done=done,
+        failures="return",
+    )
     table = pd.DataFrame(rows)
     summary = summarise(table)
     summary.to_csv(args.csv.with_name(args.csv.stem + "_summary.csv"), index=False)

@@ -9,6 +9,9 @@ system (the median shift per draw, what ``condition_effects`` does) and against 
 earlier rule). Prints one row per seed and writes ``--csv``.
 
     .venv/bin/python scripts/condition_flags_study.py --seeds 1-4 --systems 17 --reacting 5 --csv out.csv
+
+The seeds run one after another, or on a Dask cluster with ``--scheduler ADDRESS`` (or ``IRTBAYES_SCHEDULER``;
+docs/scale.md), each fit seeded by its own seed either way.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import pandas as pd
 
 from irtbayes.core import irt
 from irtbayes.core.multiplicity import bayes_fdr_flags
+from irtbayes.core.parallel import map_tasks
 from irtbayes.data.responses import ResponseData
 from irtbayes.robustness.conditions import (
     condition_effects,
@@ -101,12 +105,16 @@ def main() -> None:
     parser.add_argument("--reacting", type=int, default=5)
     parser.add_argument("--both-ways", action="store_true", help="reacting systems alternately weaker and stronger")
     parser.add_argument("--csv", help="write the rows here")
+    parser.add_argument("--scheduler", help="a dask.distributed scheduler to fit the seeds on")
     args = parser.parse_args()
     lo, hi = (int(x) for x in args.seeds.split("-"))
-    rows = []
-    for seed in range(lo, hi + 1):
-        rows.append(one(seed, args.systems, args.reacting, both_ways=args.both_ways))
-        print(rows[-1], flush=True)
+    rows = map_tasks(
+        one,
+        list(range(lo, hi + 1)),
+        common={"n_systems": args.systems, "n_reacting": args.reacting, "both_ways": args.both_ways},
+        scheduler=args.scheduler,
+        on_done=lambda _, row: print(row, flush=True),
+    )
     table = pd.DataFrame(rows)
     print(table.to_string(index=False))
     if args.csv:

@@ -21,9 +21,12 @@ Usage::
     OMP_NUM_THREADS=1 .venv/bin/python scripts/gap_calibration.py --sets 5 --jobs 2 --design lattice \
         --fits /tmp/gap_fits_lattice --csv notebooks/results/gap_calibration_lattice.csv
     .venv/bin/python scripts/gap_calibration.py --sets 1 --subjects 30 --csv /tmp/quick.csv           # a look
+    .venv/bin/python scripts/gap_calibration.py --sets 20 --scheduler tcp://host:8786 --csv gaps.csv  # a Dask cluster
 
 ``--fits DIR`` keeps each data set's fit there and reuses it on the next run, so a change to the audit is
 measured again in minutes (the fits do not depend on it). The ``seconds`` column is then the audit's alone.
+``--scheduler`` (or ``IRTBAYES_SCHEDULER``) fits the data sets on a Dask cluster instead of ``--jobs`` local
+processes (docs/scale.md); ``--fits`` must then be a folder every worker sees.
 """
 
 from __future__ import annotations
@@ -32,14 +35,15 @@ import argparse
 import logging
 import time
 import warnings
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from irtbayes.auditing.gaps import widest_gap
 from irtbayes.auditing.run import audit
+from irtbayes.core.parallel import map_tasks
 from irtbayes.data.responses import ResponseData
 from irtbayes.fitting.fit import fit
 from irtbayes.fitting.storage import load_fit, save_fit
@@ -99,6 +103,11 @@ def simulate(difficulty: np.ndarray, n_subjects: int, *, seed: int) -> ResponseD
         {"subject": np.repeat(subjects, len(items)), "item": np.tile(items, n_subjects), "response": y.ravel()}
     )
     return ResponseData.from_long(frame, items=pd.DataFrame({"item": items, "benchmark": "planted"}))
+
+
+def one_task(task: tuple[float, str, int, int], **options: object) -> dict[str, object]:
+    """:func:`one_set` of one (gap, where, subjects, seed), as the map hands it."""
+    return one_set(*task, **options)  # type: ignore[arg-type]
 
 
 def one_set(
@@ -164,6 +173,7 @@ def main() -> None:
     parser.add_argument("--design", choices=("iid", "lattice"), default="iid", help="how true difficulties are laid")
     parser.add_argument("--ensemble", default="auto", help="the audit's ensemble setting")
     parser.add_argument("--jobs", type=int, default=1, help="data sets fitted at once (one process each)")
+    parser.add_argument("--scheduler", help="a dask.distributed scheduler to fit the data sets on (not --jobs)")
     parser.add_argument("--csv", type=Path, required=True, help="where the rows go, one by one")
     parser.add_argument(
         "--fits", type=Path, default=None, help="keep each data set's fit in this folder and reuse those found there"
@@ -180,18 +190,20 @@ def main() -> None:
     if args.fits is not None:
         args.fits.mkdir(parents=True, exist_ok=True)
     rows: list[dict[str, object]] = []
-    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-        futures = [pool.submit(one_set, *task, **options) for task in tasks]
-        for future in as_completed(futures):
-            row = future.result()
-            rows.append(row)
-            pd.DataFrame(rows).sort_values(["gap", "subjects", "seed"]).to_csv(args.csv, index=False)
-            print(
-                f"gap {row['gap']:.1f} ({row['where']}), N={row['subjects']}, seed {row['seed']}: true "
-                f"{row['true_gap']:.2f}, audit {row['mean']:.2f} [{row['ci_low']:.2f}, {row['ci_high']:.2f}], "
-                f"r-hat {row['max_rhat']:.3f}, {row['seconds']:.0f} s",
-                flush=True,
-            )
+
+    def done(_: int, row: dict[str, Any]) -> None:
+        rows.append(row)
+        pd.DataFrame(rows).sort_values(["gap", "subjects", "seed"]).to_csv(args.csv, index=False)
+        print(
+            f"gap {row['gap']:.1f} ({row['where']}), N={row['subjects']}, seed {row['seed']}: true "
+            f"{row['true_gap']:.2f}, audit {row['mean']:.2f} [{row['ci_low']:.2f}, {row['ci_high']:.2f}], "
+            f"r-hat {row['max_rhat']:.3f}, {row['seconds']:.0f} s",
+            flush=True,
+        )
+
+    map_tasks(
+        one_task, tasks, common=options, scheduler=args.scheduler, local="processes", workers=args.jobs, on_done=done
+    )
     table = pd.DataFrame(rows)
     print("\n" + summarise(table).to_string(index=False, float_format=lambda v: f"{v:.2f}"))
     big = table["subjects"] >= 80

@@ -50,6 +50,8 @@ def modules(root: Path, package: str = "irtbayes") -> dict[str, Module]:
         for node in _top_level(tree.body):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 module.defined.add(node.name)
+            elif isinstance(node, ast.TypeAlias):  # type X = ... defines X
+                module.defined.add(node.name.id)
             elif isinstance(node, (ast.Assign, ast.AnnAssign)):
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 for target in targets:

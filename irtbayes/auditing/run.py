@@ -240,6 +240,7 @@ def _with_self_check(
         max_draws=None if s.max_draws is None else min(s.max_draws, SELF_CHECK_MAX_DRAWS),
         audit_fn=audit,
         locations=locations,  # the audit's own item locations: not deconvolved a second time
+        scheduler=s.scheduler,
     )
     bench = result.benchmarks.copy()
     kinds = np.where(bench["scope_kind"].to_numpy() == "all", "all", bench["scope"].astype(str).to_numpy())

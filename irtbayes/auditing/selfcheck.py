@@ -29,7 +29,9 @@ For k = 0, ..., ``n_sets`` - 1:
    :data:`MEASURES` and every benchmark scope and ``all``.
 
 A set whose refit or audit fails is skipped with a logged warning and counted (``n_failed``); if fewer than
-half of the sets succeed, :class:`~irtbayes.core.errors.FitError`.
+half of the sets succeed, :class:`~irtbayes.core.errors.FitError`. The sets are independent, each with its own
+seed: they run one after another, or on a Dask cluster (``scheduler=``, :mod:`irtbayes.core.parallel`) with the
+same result.
 
 What is reported
 ----------------
@@ -68,7 +70,6 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import pandas as pd
-from tqdm.auto import tqdm
 
 from irtbayes.auditing.deconvolve import deconvolved_locations, prior_draws
 from irtbayes.auditing.draws import PosteriorDraws, draw_chunks, extract_draws
@@ -79,7 +80,7 @@ from irtbayes.auditing.truth import interval_check, true_measures
 from irtbayes.core import irt
 from irtbayes.core.errors import FitError, SpecError
 from irtbayes.core.files import json_ready
-from irtbayes.core.progress import bars_shown
+from irtbayes.core.parallel import Scheduler, map_tasks
 from irtbayes.core.summaries import arviz_names, check_ci_prob, format_interval, spaced
 from irtbayes.data.responses import ResponseData
 from irtbayes.fitting.fit import fit
@@ -347,6 +348,7 @@ def self_check(
     max_draws: int | None = None,
     audit_fn: Callable[..., AuditResult] | None = None,
     locations: np.ndarray | None = None,
+    scheduler: Scheduler = None,
 ) -> SelfCheck:
     """Check the coverage of an audit's intervals on this design by simulation from the posterior.
 
@@ -376,6 +378,11 @@ def self_check(
     locations
         (sample, item) the audit's own item locations, the simulated truths (``audit(..., self_check=N)`` passes
         them); None deconvolves them again with the audit's seed and chunks.
+    scheduler
+        Where the sets are refitted: None (default) one after another on this machine, or on the Dask cluster
+        named by :data:`~irtbayes.core.parallel.SCHEDULER_ENV` when it is set; an address (``tcp://host:8786``)
+        or a ``dask.distributed.Client``: on that cluster (:func:`~irtbayes.core.parallel.map_tasks`). Each set
+        carries its own seed, so the check is the same wherever it runs.
 
     Returns
     -------
@@ -385,7 +392,8 @@ def self_check(
     ------
     SpecError
         ``posterior`` is not a Fit, the data are not binary, the model is not a one-dimensional 1PL or 2PL,
-        ``n_sets`` < 1 or a bad ``ci_prob``.
+        ``n_sets`` < 1 or a bad ``ci_prob``; a scheduler that cannot be reached, or one given without
+        ``dask.distributed`` installed.
     FitError
         Fewer than half of the sets could be refitted and audited.
 
@@ -408,17 +416,8 @@ def self_check(
     audit_fn = _check_inputs(posterior, data, audited, n_sets, audit_fn)
     nominal = check_ci_prob(audited.ci_prob if ci_prob is None else ci_prob)
     settings = _audit_settings(audited, max_draws)
-    checks, failures = _simulated_checks(
-        posterior,
-        data,
-        audited,
-        settings,
-        audit_fn,
-        n_sets=n_sets,
-        seed=int(seed),
-        progress=progress,
-        locations=locations,
-    )
+    options: dict[str, Any] = {"seed": int(seed), "progress": progress, "locations": locations, "scheduler": scheduler}
+    checks, failures = _simulated_checks(posterior, data, audited, settings, audit_fn, n_sets=n_sets, **options)
     n_ok = len(checks)
     if n_ok == 0 or n_ok < n_sets / 2:
         raise FitError(
@@ -448,6 +447,7 @@ def _simulated_checks(
     seed: int,
     progress: bool,
     locations: np.ndarray | None,
+    scheduler: Scheduler,
 ) -> tuple[list[pd.DataFrame], list[str]]:
     """Each set simulated, refitted, audited and compared with its truth; the checks and the failures."""
     post = posterior.posterior
@@ -461,36 +461,96 @@ def _simulated_checks(
                 f"locations must be (sample, item) = {draws.difficulty.shape}, as the posterior's draws; got "
                 f"{truth_locations.shape}"
             )
-    labels = _benchmark_labels(data)
     picks = spaced(draws.difficulty.shape[0], n_sets)
     if len(picks) < n_sets:  # fewer draws than sets: draws are reused, each set with its own responses
         picks = np.resize(picks, n_sets)
-    cells = _observed_cells(data)
-    size = _refit_size(posterior)
-
-    checks: list[pd.DataFrame] = []
-    failures: list[str] = []
-    for k in tqdm(range(n_sets), desc="self-check", disable=not bars_shown(progress)):
-        t0 = time.perf_counter()
+    tasks = []
+    for k in range(n_sets):
         s = int(picks[k])
-        try:
-            sim = _simulate(data, draws, s, truth_locations[s], cells, seed=int(seed) + k, set_index=k)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # the approximate tier warns that MCMC checks do not apply
-                refit = fit(sim, posterior.spec, sampler=SAMPLER, seed=int(seed) + k, progress=False, **size)
-            t_fit = time.perf_counter() - t0
-            result = audit_fn(refit, sim, settings=settings)
-        except Exception as error:  # a failed set is skipped and counted, as documented
-            failures.append(f"{type(error).__name__}: {error}")
-            log.warning("self-check set %d of %d (draw %d) failed and is skipped: %s", k + 1, n_sets, s, failures[-1])
-            continue
-        checks.append(_compare(result, truth_locations[s], labels, audited, k))
-        elapsed = time.perf_counter() - t0
-        log.info(
-            "self-check set %d of %d (draw %d): %.1fs (approximate fit %.1fs, audit %.1fs)",
-            *(k + 1, n_sets, s, elapsed, t_fit, elapsed - t_fit),
-        )
-    return checks, failures
+        a = None if draws.discrimination is None else draws.discrimination[s]
+        tasks.append(_SetTask(k, s, int(seed) + k, draws.ability[s, :, 0], a, truth_locations[s]))
+    common = {
+        "data": data,
+        "cells": _observed_cells(data),
+        "spec": posterior.spec,
+        "size": _refit_size(posterior),
+        "settings": settings,
+        "audit_fn": audit_fn,
+        "labels": _benchmark_labels(data),
+        "target": audited.target,
+    }
+
+    def logged(index: int, outcome: _SetOutcome) -> None:
+        if outcome.failure:
+            log.warning(
+                "self-check set %d of %d (draw %d) failed and is skipped: %s",
+                *(index + 1, n_sets, outcome.draw, outcome.failure),
+            )
+        else:
+            log.info(
+                "self-check set %d of %d (draw %d): %.1fs (approximate fit %.1fs, audit %.1fs)",
+                *(index + 1, n_sets, outcome.draw, outcome.seconds, outcome.fit_seconds),
+                outcome.seconds - outcome.fit_seconds,
+            )
+
+    outcomes = map_tasks(
+        _one_set, tasks, common=common, scheduler=scheduler, progress=progress, desc="self-check", on_done=logged
+    )
+    checks = [o.check for o in outcomes if o.check is not None]
+    return checks, [o.failure for o in outcomes if o.failure]
+
+
+@dataclass(frozen=True)
+class _SetTask:
+    """One simulated set: its index, the posterior draw it simulates from (abilities, discriminations or None for
+    1, the truth's difficulties) and the seed of its responses and refit."""
+
+    k: int
+    draw: int
+    seed: int
+    ability: np.ndarray
+    discrimination: np.ndarray | None
+    difficulty: np.ndarray
+
+
+@dataclass(frozen=True)
+class _SetOutcome:
+    """What one set gives back: its intervals against the truth (None when it failed), the failure, its times."""
+
+    draw: int
+    check: pd.DataFrame | None
+    failure: str
+    seconds: float
+    fit_seconds: float
+
+
+def _one_set(
+    task: _SetTask,
+    *,
+    data: ResponseData,
+    cells: tuple[np.ndarray, np.ndarray],
+    spec: Any,
+    size: dict[str, Any],
+    settings: AuditSettings,
+    audit_fn: Callable[..., AuditResult],
+    labels: list[str],
+    target: Any,
+) -> _SetOutcome:
+    """Simulate set ``task.k``, refit it with the approximate tier, audit it and compare its intervals with the
+    truth; a failed set is returned with its error, to be skipped and counted (runs wherever the map sends it)."""
+    t0 = time.perf_counter()
+    t_fit = 0.0
+    try:
+        sim = _simulate(data, task, cells)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the approximate tier warns that MCMC checks do not apply
+            refit = fit(sim, spec, sampler=SAMPLER, seed=task.seed, progress=False, **size)
+        t_fit = time.perf_counter() - t0
+        result = audit_fn(refit, sim, settings=settings)
+        check = _compare(result, task.difficulty, labels, target, task.k)
+    except Exception as error:  # a failed set is skipped and counted, as documented
+        return _SetOutcome(task.draw, None, f"{type(error).__name__}: {error}", time.perf_counter() - t0, t_fit)
+    return _SetOutcome(task.draw, check, "", time.perf_counter() - t0, t_fit)
 
 
 def _check_inputs(
@@ -509,9 +569,10 @@ def _check_inputs(
     if isinstance(n_sets, bool) or not isinstance(n_sets, (int, np.integer)) or n_sets < 1:
         raise SpecError(f"n_sets must be a whole number >= 1, got {n_sets!r}")
     if not data.is_binary:
+        held = "k successes of n trials" if data.response_kind == "counts" else "fractional scores"
         raise SpecError(
             "the self-check supports binary (0/1) responses only: it simulates Bernoulli responses and refits "
-            f"with the approximate tier; {data.source} has fractional scores"
+            f"with the approximate tier; {data.source} has {held}"
         )
     spec = posterior.spec
     if spec.kind not in ("1pl", "2pl") or spec.dims != "one":
@@ -607,22 +668,14 @@ def _observed_cells(data: ResponseData) -> tuple[np.ndarray, np.ndarray]:
     return cells[:, 0], cells[:, 1]
 
 
-def _simulate(
-    data: ResponseData,
-    draws: PosteriorDraws,
-    s: int,
-    difficulty: np.ndarray,
-    cells: tuple[np.ndarray, np.ndarray],
-    *,
-    seed: int,
-    set_index: int,
-) -> ResponseData:
-    """2PL Bernoulli responses of draw ``s`` on the observed cells, with the data's ids and item table."""
+def _simulate(data: ResponseData, task: _SetTask, cells: tuple[np.ndarray, np.ndarray]) -> ResponseData:
+    """2PL Bernoulli responses of the task's posterior draw on the observed cells, with the data's ids and item
+    table."""
     subject_code, item_code = cells
-    rng = np.random.default_rng([seed, 20261203])
-    theta = draws.ability[s, :, 0]
-    a = np.ones(difficulty.shape) if draws.discrimination is None else draws.discrimination[s]
-    p = irt.probability(theta[subject_code], difficulty[item_code], a[item_code])
+    rng = np.random.default_rng([task.seed, 20261203])
+    difficulty = task.difficulty
+    a = np.ones(difficulty.shape) if task.discrimination is None else task.discrimination
+    p = irt.probability(task.ability[subject_code], difficulty[item_code], a[item_code])
     y = (rng.uniform(size=p.shape) < p).astype("float64")
     frame = pd.DataFrame(
         {
@@ -638,15 +691,14 @@ def _simulate(
         items=items,
         subjects=subjects,
         scoring="binary",
-        source=f"self-check set {set_index} of {data.source} (posterior draw {s})",
+        source=f"self-check set {task.k} of {data.source} (posterior draw {task.draw})",
     )
 
 
-def _compare(
-    result: AuditResult, difficulty: np.ndarray, labels: list[str], audited: AuditResult, k: int
-) -> pd.DataFrame:
-    """Set ``k``'s intervals (``all`` and the benchmark scopes) against the measures of its true difficulties."""
-    truth = true_measures(difficulty, labels, audited.target)
+def _compare(result: AuditResult, difficulty: np.ndarray, labels: list[str], target: Any, k: int) -> pd.DataFrame:
+    """Set ``k``'s intervals (``all`` and the benchmark scopes) against the measures of its true difficulties on
+    the audit's ``target``."""
+    truth = true_measures(difficulty, labels, target)
     table = result.benchmarks
     check = interval_check(table.loc[table["scope_kind"].isin(["all", "benchmark"])], truth, measures=MEASURES)
     check.insert(0, "set", k)

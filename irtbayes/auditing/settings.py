@@ -30,6 +30,7 @@ from irtbayes.auditing.targets import (
 )
 from irtbayes.core.errors import SpecError, refuse_unknown
 from irtbayes.core.information import DEFAULT_GRID_POINTS
+from irtbayes.core.parallel import Scheduler, check_scheduler, scheduler_label
 from irtbayes.core.summaries import check_ci_prob
 
 __all__ = [
@@ -110,6 +111,11 @@ class AuditSettings:
         cells, refit each with the approximate tier, audit it, and report the achieved coverage of every
         benchmark's Maximum Gap and DDM intervals (:mod:`irtbayes.auditing.selfcheck`; needs a Fit). 0 (default):
         no self-check.
+    scheduler
+        Where the self-check's refits run: None (default) on this machine, or on the Dask cluster whose address
+        the environment variable ``IRTBAYES_SCHEDULER`` holds; an address (``tcp://host:8786``) or a
+        ``dask.distributed.Client``: on that cluster (:mod:`irtbayes.core.parallel`; the ``dask`` extra). The
+        results are the same wherever they run, so it is not recorded with the audit.
     graded_points
         Graded fits (GRM, GPCM): where each item enters coverage, DDM and the gaps. ``"location"`` (default):
         once, at the ability where its expected score is half its maximum; ``"thresholds"``: at each of its
@@ -151,6 +157,7 @@ class AuditSettings:
     fixed_items: Sequence[str] | None = None
     calibrated_intervals: bool = True
     self_check: int = 0
+    scheduler: Scheduler = None
     graded_points: str = "location"
     item_flags: Mapping[str, str] | None = None
     exclude_flagged: bool = False
@@ -167,6 +174,7 @@ class AuditSettings:
             value = getattr(self, f.name)
             is_sequence = isinstance(value, (Sequence, np.ndarray)) and not isinstance(value, (str, bytes))
             out[f.name] = list(value) if is_sequence else value
+        out["scheduler"] = scheduler_label(self.scheduler)  # a Client as its address
         return out
 
     def checked(self) -> AuditSettings:
@@ -213,6 +221,7 @@ class AuditSettings:
             max_draws=max_draws,
             information_draws=information_draws,
             self_check=self_check,
+            scheduler=check_scheduler(self.scheduler, "audit: scheduler"),
             calibrated_intervals=bool(self.calibrated_intervals),
         )
 
@@ -267,6 +276,7 @@ class AuditFields(TypedDict, total=False):
     fixed_items: Sequence[str] | None
     calibrated_intervals: bool
     self_check: int
+    scheduler: Scheduler
     graded_points: str
     item_flags: Mapping[str, str] | None
     exclude_flagged: bool

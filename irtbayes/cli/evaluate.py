@@ -205,6 +205,7 @@ def cmd_select(args: argparse.Namespace) -> int:
         ci_prob=args.ci,
         source_fit=fit_result,
         data=_bank_data(args),
+        scheduler=args.scheduler,
     )
     out = Path(args.out)
     written = ["selected_items.csv", "precision.csv"]
@@ -430,9 +431,11 @@ def cmd_adaptive(args: argparse.Namespace) -> int:
     cross_fit = None
     if args.calibrate and bank.reference is not None and cross_fit_applies(fit_result, "adaptive", args.cross_fit):
         try:
-            cross_fit = CrossFit.from_fit(fit_result, bank, data=_bank_data(args), seed=args.seed)
+            cross_fit = CrossFit.from_fit(
+                fit_result, bank, data=_bank_data(args), seed=args.seed, scheduler=args.scheduler
+            )
         except IrtbayesError as err:
-            if args.cross_fit:  # asked for: say why it could not be done
+            if args.cross_fit or args.scheduler:  # asked for: say why it could not be done
                 raise
             notes.append(not_cross_fitted(err, "the final intervals"))
     test = AdaptiveTest(

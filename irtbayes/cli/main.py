@@ -55,6 +55,8 @@ def loader_options(args: argparse.Namespace, fmt: str) -> dict[str, Any]:
     if fmt == "long":
         columns = {"subject": args.subject_col, "item": args.item_col, "response": args.response_col}
         options.update({key: value for key, value in columns.items() if value != key}, items=args.items)
+        if getattr(args, "repeats", "error") != "error":
+            options["repeats"] = args.repeats
     elif fmt == "wide":
         options.update(rows=args.rows, items=args.items)
     elif fmt in ("lm-eval", "leaderboard"):
@@ -67,6 +69,8 @@ def loader_options(args: argparse.Namespace, fmt: str) -> dict[str, Any]:
         options = {"scoring": scoring, "metric": args.metric}
     elif fmt == "lighteval":
         options.update(metric=args.metric)
+    if fmt != "long" and getattr(args, "repeats", "error") != "error":
+        raise DataError(f"--repeats reads repeated rows of a long table; {fmt or 'this'} data are not one")
     return {key: value for key, value in options.items() if value is not None}
 
 
@@ -319,6 +323,7 @@ def _audit_from_args(
         progress=not getattr(args, "no_progress", False),
         calibrated_intervals=not getattr(args, "posterior_intervals", False),
         self_check=getattr(args, "self_check", 0),
+        scheduler=getattr(args, "scheduler", None),
         item_flags=None if checks is None else dict(zip(checks["item"], checks["flag"], strict=True)),
         exclude_flagged=bool(getattr(args, "exclude_flagged", False)),
     )
@@ -464,6 +469,19 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _refit_engine(args: argparse.Namespace) -> dict[str, Any]:
+    """``--engine`` and ``--scheduler`` as robustness settings; the deprecated ``--engine dask`` and ``--dask-address``
+    are read, with a warning, as the local processes and ``--scheduler``."""
+    engine, scheduler = args.engine, args.scheduler
+    if engine == "dask" or args.dask_address is not None:
+        log.warning(
+            "--engine dask and --dask-address are deprecated and will be removed in the next release: give "
+            "--scheduler ADDRESS to run the refits on a Dask cluster"
+        )
+        engine, scheduler = "process" if engine == "dask" else engine, scheduler or args.dask_address
+    return {"engine": engine, "scheduler": scheduler}
+
+
 def cmd_robustness(args: argparse.Namespace) -> int:
     """Condition sensitivity, population dependence and revisions of a data set's audit."""
     import pandas as pd
@@ -499,7 +517,8 @@ def cmd_robustness(args: argparse.Namespace) -> int:
         fit=SamplerSettings(**fits),
         refit=SamplerSettings(**{**REFIT_DEFAULTS, **fits}),
         conditions=ConditionSettings(chains=args.chains, **given),
-        **cli_parser.picked(args, "reference_condition", "bootstrap", "engine", "workers", "dask_address"),
+        **cli_parser.picked(args, "reference_condition", "bootstrap", "workers"),
+        **_refit_engine(args),
         **cli_parser.picked(args, "fdr", "min_effect", "against", "agreement", "seed"),
         ci_prob=args.ci,
     )

@@ -45,6 +45,16 @@ def picked(args: argparse.Namespace, *names: str) -> dict[str, Any]:
     return {name: getattr(args, name) for name in names}
 
 
+def add_scheduler_argument(parser: Any, what: str) -> None:
+    """``--scheduler ADDRESS``: the Dask cluster ``what`` run on (docs/scale.md)."""
+    parser.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help=f"run {what} on the dask.distributed scheduler at ADDRESS (tcp://host:8786; needs the dask extra); "
+        "default: the address in IRTBAYES_SCHEDULER, else this machine",
+    )
+
+
 def add_data_arguments(parser: argparse.ArgumentParser, *, required: bool = True) -> None:
     """Arguments that say how to read a data source; shared by every verb that reads responses."""
     parser.add_argument(
@@ -61,6 +71,13 @@ def add_data_arguments(parser: argparse.ArgumentParser, *, required: bool = True
     group.add_argument("--item-col", default="item", help="long tables: the item column")
     group.add_argument("--response-col", default="response", help="long tables: the response column")
     group.add_argument("--items", help="a CSV/Parquet file of item metadata (item, benchmark, domain, text, ...)")
+    group.add_argument(
+        "--repeats",
+        choices=("error", "trials"),
+        default="error",
+        help="long tables: rows that repeat a (subject, item) are an error (default), or, with trials, 0/1 trials "
+        "of the item read as k successes of n trials (a table with successes and trials columns is read so anyway)",
+    )
     group.add_argument(
         "--metric",
         help="lm-eval/HELM/leaderboard/lighteval: the metric to read (e.g. acc, acc_norm, exact_match); inspect: the "
@@ -284,6 +301,7 @@ def add_audit_verb(verbs: Any, command: Command) -> None:
         "achieved coverage of its Maximum Gap and DDM intervals, with intervals widened to their calibrated level "
         "where it falls short (summary.json, the text and the report; 20 or more; default 0: off)",
     )
+    add_scheduler_argument(check, "the self-check's refits")
     check.add_argument(
         "--posterior-intervals",
         action="store_true",
@@ -510,6 +528,7 @@ def add_select_verb(verbs: Any, command: Command) -> None:
         "4 folds of the fit's systems (approximate tier) and choosing again (default: for posterior and anchors on "
         "fits of at most 200 systems whose data are found; docs/evaluation.md)",
     )
+    add_scheduler_argument(select_p, "the cross-fitting's refits")
     select_p.add_argument(
         "--ci", type=float, default=0.9, help="the interval probability the cross-fitted factors are for (default 0.9)"
     )
@@ -596,6 +615,7 @@ def add_adaptive_verb(verbs: Any, command: Command) -> None:
         "approximate tier), so that no test's choices rest on its own answers (default: on fits of at most 200 "
         "systems whose data are found; docs/evaluation.md)",
     )
+    add_scheduler_argument(test, "the cross-fitting's refits")
     test.add_argument("--no-progress", action="store_true", help="log each answer instead of a progress bar")
     exposure = ada.add_argument_group("exposure control across tests")
     exposure.add_argument(
@@ -651,9 +671,15 @@ def add_robustness_verb(verbs: Any, command: Command) -> None:
     rob.add_argument("--families", help="a CSV with columns subject, family (instead of --family-col)")
     rob.add_argument("--population", action="append", help="a second population's responses (repeatable)")
     rob.add_argument("--revision", help="ORIGINAL:REVISED benchmark names in DATA to compare on one scale")
-    rob.add_argument("--engine", choices=("process", "serial", "dask"), default="process", help="where refits run")
+    rob.add_argument(
+        "--engine",
+        choices=("process", "serial", "dask"),
+        default="process",
+        help="where refits run on this machine: processes (default) or serially (dask: deprecated, use --scheduler)",
+    )
     rob.add_argument("--workers", type=int, help="parallel refit processes (default: the CPU count)")
-    rob.add_argument("--dask-address", help="a dask.distributed scheduler to run refits on (with --engine dask)")
+    add_scheduler_argument(rob, "the population refits")
+    rob.add_argument("--dask-address", help="deprecated: use --scheduler ADDRESS")
     rob.add_argument("--chains", type=int, default=4, help="chains per fit (default 4)")
     rob.add_argument("--draws", type=int, help="draws per chain (default: 1000 for condition fits, fit's own else)")
     rob.add_argument("--tune", type=int, help="tuning steps per chain")

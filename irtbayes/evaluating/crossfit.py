@@ -24,7 +24,9 @@ method looks at the data (``posterior``, ``anchors``); with more systems one sys
 little to matter and the in-sample calibration stands.
 
 The folds are refitted and scored :data:`CROSS_FIT_WORKERS` at a time, in threads; each has its own seed, so the
-factors are those of the folds run one after another.
+factors are those of the folds run one after another. Given a scheduler (``scheduler=``, ``--scheduler`` or the
+``IRTBAYES_SCHEDULER`` environment variable), the refits run on that Dask cluster instead
+(:func:`~irtbayes.core.parallel.map_tasks`), with the same result.
 """
 
 from __future__ import annotations
@@ -36,13 +38,14 @@ import warnings
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from irtbayes.core.chains import WORKERS
 from irtbayes.core.errors import SpecError
+from irtbayes.core.parallel import Scheduler, map_tasks
 from irtbayes.core.plots import unloaded_lazy_modules_hidden
 from irtbayes.data.responses import ResponseData
 from irtbayes.evaluating.bank import ItemBank
@@ -126,17 +129,19 @@ class CrossFit:
         folds: int = CROSS_FIT_FOLDS,
         sampler: Sampler = "approx",
         seed: int = 0,
+        scheduler: Scheduler = None,
     ) -> CrossFit:
         """Refit ``fit``'s model (its spec) ``folds`` times, each without one fold of its systems (a seeded random
-        split), with ``sampler``; each fold's bank has ``bank``'s draws count and deviation sds.
+        split), with ``sampler``; each fold's bank has ``bank``'s draws count and deviation sds. The refits run in
+        threads here, or on the Dask cluster of ``scheduler`` (an address or a ``dask.distributed.Client``; None:
+        the address in ``IRTBAYES_SCHEDULER`` if set).
 
         Raises
         ------
         SpecError
-            Fewer than 2 folds, or fewer systems than twice the folds.
+            Fewer than 2 folds, or fewer systems than twice the folds; a scheduler that cannot be reached, or one
+            given without ``dask.distributed`` installed.
         """
-        from irtbayes.fitting.fit import fit as refit
-
         loaded = load_fit_data(fit, data, hint="give the fit's own data (data=, --data)")
         subjects = np.asarray(loaded.subject_ids, dtype=str)
         if int(folds) < 2 or len(subjects) < 2 * int(folds):
@@ -147,24 +152,23 @@ class CrossFit:
         order = np.random.default_rng(seed).permutation(len(subjects))
         parts = np.array_split(order, int(folds))
 
-        def one(k: int) -> tuple[ItemBank, tuple[str, ...], np.ndarray, np.ndarray]:
-            log.info("cross-fitting: fold %d of %d (%d systems left out)", k + 1, folds, len(parts[k]))
-            left_out = set(subjects[parts[k]].tolist())
-            keep = [s for s in subjects.tolist() if s not in left_out]
-            fold_fit = refit(loaded.subset(subjects=keep), fit.spec, sampler=sampler, seed=seed + k, progress=False)
-            fold_bank = ItemBank.from_fit(fold_fit, n_draws=bank.n_draws, data=False)
-            fold_bank = dataclasses.replace(
+        common = {"data": loaded, "spec": fit.spec, "sampler": sampler, "n_draws": bank.n_draws}
+        tasks = [(k, len(parts), seed + k, subjects[part]) for k, part in enumerate(parts)]
+        with warnings.catch_warnings():  # set here, for every thread: the refits' approximate-tier warnings
+            warnings.simplefilter("ignore", UserWarning)  # the outputs say how the refits were made
+            with unloaded_lazy_modules_hidden():  # see _in_parallel
+                folds_done = map_tasks(
+                    _fold, tasks, common=common, scheduler=scheduler, local="threads", workers=CROSS_FIT_WORKERS
+                )
+        banks, held_out, ys, ws = zip(*folds_done, strict=True)
+        banks = tuple(
+            dataclasses.replace(
                 fold_bank,
                 deviation_sd=_deviations_for(bank, fold_bank),
                 log_prior=bank.log_prior if np.array_equal(bank.grid, fold_bank.grid) else fold_bank.log_prior,
             )
-            held = loaded.subset(subjects=sorted(left_out), items=fold_bank.items.intersection(loaded.item_ids))
-            y, w = fold_bank.response_arrays(held)
-            return fold_bank, tuple(str(s) for s in held.subject_ids), y, w
-
-        with warnings.catch_warnings():  # set here, for every thread: the refits' approximate-tier warnings
-            warnings.simplefilter("ignore", UserWarning)  # the outputs say how the refits were made
-            banks, held_out, ys, ws = zip(*_in_parallel(one, len(parts)), strict=True)
+            for fold_bank in banks
+        )
         scopes = tuple(scope_membership(bank)[0])
         return cls(
             banks=tuple(banks),
@@ -234,6 +238,24 @@ def _in_parallel[T](work: Callable[[int], T], n: int) -> list[T]:
     # at once, which CPython's lazy loader does not guard before 3.12.3 (an AttributeError); kept out meanwhile
     with unloaded_lazy_modules_hidden(), ThreadPoolExecutor(workers) as pool:
         return list(pool.map(work, range(n)))
+
+
+def _fold(
+    task: tuple[int, int, int, np.ndarray], *, data: ResponseData, spec: Any, sampler: Sampler, n_draws: int
+) -> tuple[ItemBank, tuple[str, ...], np.ndarray, np.ndarray]:
+    """Fold ``k`` of ``n`` (``task``: its index, the number of folds, its seed, its systems): the model refitted
+    without its systems, the refit's bank of ``n_draws`` draws, and its systems' responses on that bank's items."""
+    from irtbayes.fitting.fit import fit as refit
+
+    k, n, seed, part = task
+    log.info("cross-fitting: fold %d of %d (%d systems left out)", k + 1, n, len(part))
+    left_out = set(np.asarray(part, dtype=str).tolist())
+    keep = [s for s in data.subject_ids.astype(str) if s not in left_out]
+    fold_fit = refit(data.subset(subjects=keep), spec, sampler=sampler, seed=seed, progress=False)
+    fold_bank = ItemBank.from_fit(fold_fit, n_draws=n_draws, data=False)
+    held = data.subset(subjects=sorted(left_out), items=fold_bank.items.intersection(data.item_ids))
+    y, w = fold_bank.response_arrays(held)
+    return fold_bank, tuple(str(s) for s in held.subject_ids), y, w
 
 
 def _deviations_for(bank: ItemBank, fold_bank: ItemBank) -> np.ndarray | None:

@@ -52,6 +52,7 @@ import pandas as pd
 
 from irtbayes.auditing.targets import Target
 from irtbayes.core.errors import DataError, IrtbayesError, SpecError, listed
+from irtbayes.core.parallel import Scheduler
 from irtbayes.core.summaries import check_ci_prob, records
 from irtbayes.data.responses import ResponseData
 from irtbayes.evaluating.bank import ItemBank, warning_tags
@@ -506,6 +507,7 @@ def select_items(
     cross_fit: bool | None = None,
     ci_prob: float = 0.9,
     source_fit: Fit | None = None,
+    scheduler: Scheduler = None,
 ) -> Selection:
     """The items a new system should answer so that its scores are most precise (see the module docstring).
 
@@ -537,6 +539,10 @@ def select_items(
         :data:`~irtbayes.evaluating.crossfit.CROSS_FIT_MAX_SYSTEMS` systems whose data are found.
     source_fit
         With an :class:`ItemBank` as ``fit``: the fit it was made from, for cross-fitting.
+    scheduler
+        Where the cross-fitting's refits run: None (default) in threads here, or on the Dask cluster whose address
+        ``IRTBAYES_SCHEDULER`` holds; an address (``tcp://host:8786``) or a ``dask.distributed.Client``: on that
+        cluster (:func:`~irtbayes.core.parallel.map_tasks`).
 
     Examples
     --------
@@ -581,10 +587,12 @@ def select_items(
         own = [e for e in exclude if fold_bank.columns([e])[0] >= 0]
         return _choose(fold_bank, items, per_benchmark, target, method, own, seed)[0]["item"].tolist()
 
-    folds_data = None if data is None or isinstance(data, bool) else data
-    return _cross_fitted(
-        selection, source, bank, choose, data=folds_data, asked=bool(cross_fit), ci_prob=ci_prob, seed=seed or 0
-    )
+    folds: dict[str, Any] = {
+        "data": None if isinstance(data, bool) else data,
+        "seed": seed or 0,
+        "scheduler": scheduler,
+    }
+    return _cross_fitted(selection, source, bank, choose, asked=bool(cross_fit), ci_prob=ci_prob, **folds)
 
 
 def _cross_fitted(
@@ -597,14 +605,16 @@ def _cross_fitted(
     asked: bool,
     ci_prob: float,
     seed: int,
+    scheduler: Scheduler,
 ) -> Selection:
     """``selection`` with its cross-fitted factors (:class:`CrossFit`, the same selection ``choose`` made on each
-    fold's bank); where the refits fail, with a warning instead, or the error when cross-fitting was ``asked``."""
+    fold's bank); where the refits fail, with a warning instead, or the error when cross-fitting was ``asked`` or a
+    scheduler named to run it."""
     try:
-        folds = CrossFit.from_fit(source, bank, data=data, seed=seed)
+        folds = CrossFit.from_fit(source, bank, data=data, seed=seed, scheduler=scheduler)
         calibration = folds.factors(choose, ci_prob=ci_prob, seed=seed)
     except IrtbayesError as err:
-        if asked:  # say why it could not be done
+        if asked or scheduler is not None:  # say why it could not be done
             raise
         note = not_cross_fitted(err, "the intervals of systems answering these items")
         return dataclasses.replace(selection, warnings=(*selection.warnings, note))

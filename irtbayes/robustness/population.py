@@ -8,8 +8,8 @@ population per family left out when systems carry a family or organisation label
 population is any other :class:`~irtbayes.data.responses.ResponseData` wrapped in a :class:`Population`.
 
 :func:`refit_populations` fits and audits each population with :func:`irtbayes.fitting.fit.fit` and
-:func:`irtbayes.auditing.run.audit`, in parallel processes by default (:mod:`concurrent.futures`), or through Dask
-(``engine="dask"``; a running ``dask.distributed`` scheduler when ``dask_address`` is given).
+:func:`irtbayes.auditing.run.audit`, in parallel processes by default, serially, or on a ``dask.distributed`` cluster
+when a scheduler is given (:func:`irtbayes.core.parallel.map_tasks`).
 
 :func:`population_stability` compares every refit with the reference audit and labels each conclusion
 **stable** or **population-dependent** by one rule: a refit *agrees* with the reference when
@@ -32,9 +32,8 @@ Each refit is also put on the reference scale by mean/sigma linking through the 
 from __future__ import annotations
 
 import logging
-import multiprocessing
+import warnings
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,10 +43,12 @@ import xarray as xr
 
 from irtbayes.auditing.settings import AuditSettings
 from irtbayes.core.errors import DataError, SpecError
+from irtbayes.core.parallel import Scheduler, map_tasks
 from irtbayes.data.responses import ResponseData
 from irtbayes.fitting.settings import SamplerSettings
 
 __all__ = [
+    "DASK_ENGINE_DEPRECATED",
     "ENGINES",
     "REFIT_DEFAULTS",
     "Population",
@@ -61,6 +62,7 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
+#: Where refits run on this machine; ``"dask"`` is deprecated (give ``scheduler=``) and runs as ``"process"``.
 ENGINES = ("process", "serial", "dask")
 #: The sampler settings of a refit by default: 2 chains of 500 draws after 500 warm-up, one core each, no
 #: progress bar (:func:`refit_populations` adds seed 0; ``RobustnessSettings.refit`` its own seed).
@@ -70,6 +72,12 @@ FAMILY_COLUMNS = ("family", "organisation", "organization", "org")
 #: Difficulty draws kept from each refit for linking.
 LINK_DRAWS = 200
 _MEASURES = ("ddm_w1", "max_gap")
+#: What ``engine="dask"`` and ``dask_address`` say, for one release.
+DASK_ENGINE_DEPRECATED = (
+    "engine='dask' and dask_address are deprecated and will be removed in the next release: give scheduler= "
+    "(a dask.distributed scheduler's address or Client; --scheduler ADDRESS on the command line) to run refits on "
+    "a Dask cluster; without one, engine='dask' runs as engine='process'"
+)
 
 
 @dataclass(frozen=True, eq=False)
@@ -126,8 +134,10 @@ def _bootstrap_data(data: ResponseData, drawn: np.ndarray, name: str) -> Respons
     long = frame.iloc[np.concatenate(take)].reset_index(drop=True)
     long["subject"] = np.concatenate(names)
     items = data.items.loc[data.items.index.isin(long["item"].unique())].reset_index()
+    trials = "trials" if "trials" in long.columns else None
     return ResponseData.from_long(
-        long[["subject", "item", "response"]],
+        long[["subject", "item", "response", *([trials] if trials else [])]],
+        trials=trials,
         items=items,
         source=f"{data.source} [{name}]",
     )
@@ -326,10 +336,11 @@ def refit_populations(
     audit: AuditSettings | None = None,
     engine: str = "process",
     workers: int | None = None,
+    scheduler: Scheduler = None,
     dask_address: str | None = None,
     on_done: Callable[[RefitOutcome], None] | None = None,
 ) -> list[RefitOutcome]:
-    """Fit and audit every population; in parallel processes, serially, or through Dask.
+    """Fit and audit every population; in parallel processes, serially, or on a Dask cluster.
 
     Parameters
     ----------
@@ -345,15 +356,19 @@ def refit_populations(
         ``range`` and ``bins`` to audit every population against the same target; default: the defaults, so
         each population's own range).
     engine
-        ``"process"`` (default: a :class:`concurrent.futures.ProcessPoolExecutor` of ``workers`` processes),
-        ``"serial"``, or ``"dask"`` (:func:`dask.compute` with the process scheduler, or the
-        ``dask.distributed`` scheduler at ``dask_address``).
+        Where refits run when no scheduler is given: ``"process"`` (default: ``workers`` spawned processes) or
+        ``"serial"``. ``"dask"`` is deprecated (a :class:`DeprecationWarning`): it runs as ``"process"``, or on
+        the cluster at ``dask_address``.
     workers
         Processes for ``engine="process"`` (default: the executor's).
+    scheduler
+        A ``dask.distributed`` cluster to run the refits on: its address (``tcp://host:8786``) or a Client; None
+        (default): the address in ``IRTBAYES_SCHEDULER`` if set, else this machine
+        (:func:`~irtbayes.core.parallel.map_tasks`).
     dask_address
-        Address of a running ``dask.distributed`` scheduler (``engine="dask"`` only).
+        Deprecated alias of ``scheduler`` (with ``engine="dask"``), kept for one release.
     on_done
-        Called with each outcome as it arrives (``"process"`` and ``"serial"``), e.g. to log progress.
+        Called with each outcome as it arrives, e.g. to log progress.
 
     Returns
     -------
@@ -363,7 +378,8 @@ def refit_populations(
     Raises
     ------
     SpecError
-        Unknown engine, ``engine="dask"`` without Dask installed, or ``settings``/``audit`` of the wrong type.
+        Unknown engine, ``dask_address`` without ``engine="dask"``, ``settings``/``audit`` of the wrong type, a
+        scheduler that cannot be reached or given without ``dask.distributed`` installed.
 
     Examples
     --------
@@ -377,6 +393,9 @@ def refit_populations(
         raise SpecError(f"unknown engine {engine!r}; choose one of {list(ENGINES)}")
     if dask_address is not None and engine != "dask":
         raise SpecError("dask_address needs engine='dask'")
+    if engine == "dask":
+        warnings.warn(DASK_ENGINE_DEPRECATED, DeprecationWarning, stacklevel=2)
+        engine, scheduler = "process", dask_address if scheduler is None else scheduler
     sampler_settings = SamplerSettings(**REFIT_DEFAULTS, seed=0) if settings is None else settings
     audit_settings = AuditSettings() if audit is None else audit
     if not isinstance(sampler_settings, SamplerSettings):
@@ -384,36 +403,15 @@ def refit_populations(
     if not isinstance(audit_settings, AuditSettings):
         raise SpecError(f"refit_populations: audit must be an AuditSettings, got {type(audit).__name__}")
     tasks = [(p, spec, sampler_settings, audit_settings) for p in populations]
-    if engine == "dask":
-        try:
-            import dask
-        except ImportError:
-            raise SpecError(
-                "engine='dask' needs Dask: pip install 'dask[distributed]' (or use engine='process')"
-            ) from None
-        if dask_address is not None:
-            try:
-                from dask.distributed import Client
-            except ImportError:
-                raise SpecError("dask_address needs dask.distributed: pip install 'dask[distributed]'") from None
-            with Client(dask_address) as client:
-                return list(client.gather(client.map(_refit_one, tasks, pure=False)))
-        delayed = [dask.delayed(_refit_one)(t) for t in tasks]
-        return list(dask.compute(*delayed, scheduler="processes", num_workers=workers))
-    outcomes: list[RefitOutcome] = []
-    if engine == "serial":
-        for task in tasks:
-            outcomes.append(_refit_one(task))
-            if on_done is not None:
-                on_done(outcomes[-1])
-        return outcomes
-    context = multiprocessing.get_context("spawn")  # forked samplers and thread pools do not mix
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        for outcome in pool.map(_refit_one, tasks):
-            outcomes.append(outcome)
-            if on_done is not None:
-                on_done(outcome)
-    return outcomes
+    return map_tasks(
+        _refit_one,
+        tasks,
+        scheduler=scheduler,
+        local="processes" if engine == "process" else "serial",
+        workers=workers,
+        desc="population refits",
+        on_done=None if on_done is None else lambda _, outcome: on_done(outcome),
+    )
 
 
 # ---------------------------------------------------------------------------------------------- stability

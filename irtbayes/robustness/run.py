@@ -20,6 +20,7 @@ import dataclasses
 import logging
 import math
 import os
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +34,7 @@ from irtbayes.auditing.settings import AuditSettings
 from irtbayes.core.errors import DataError, SpecError, refuse_unknown
 from irtbayes.core.files import atomic_write_json, atomic_write_text, json_ready
 from irtbayes.core.multiplicity import FDR_RULES
+from irtbayes.core.parallel import Scheduler, check_scheduler, scheduler_label
 from irtbayes.core.summaries import arviz_names, check_ci_prob, format_interval
 from irtbayes.data.responses import ResponseData
 from irtbayes.fitting.result import Fit
@@ -46,6 +48,7 @@ from irtbayes.robustness.conditions import (
     write_conditions,
 )
 from irtbayes.robustness.population import (
+    DASK_ENGINE_DEPRECATED,
     ENGINES,
     REFIT_DEFAULTS,
     Population,
@@ -398,10 +401,15 @@ class RobustnessSettings:
     audit
         Settings of every audit (default: :class:`~irtbayes.auditing.settings.AuditSettings` with ``ci_prob``);
         its ``ci_prob`` must be ``ci_prob``.
-    engine, workers, dask_address
-        Where refits run: ``"process"`` (default), ``"serial"`` or ``"dask"``; the processes (default None: the
-        executor's); a ``dask.distributed`` scheduler's address (default None; ``engine="dask"`` only). See
-        :func:`~irtbayes.robustness.population.refit_populations`.
+    engine, workers
+        Where refits run on this machine: ``"process"`` (default) or ``"serial"``; the processes (default None: the
+        executor's). See :func:`~irtbayes.robustness.population.refit_populations`.
+    scheduler
+        A ``dask.distributed`` cluster to run the refits on: its address (``tcp://host:8786``) or a Client
+        (default None: the address in ``IRTBAYES_SCHEDULER`` if set, else this machine; docs/scale.md).
+    dask_address
+        Deprecated, with ``engine="dask"``, for one release (a :class:`DeprecationWarning`): read as
+        ``scheduler``, and ``engine="dask"`` as ``"process"``.
     ci_prob
         Probability of every credible interval (default 0.9).
     fdr, min_effect, against, fdr_rule
@@ -437,6 +445,7 @@ class RobustnessSettings:
     audit: AuditSettings | None = None
     engine: str = "process"
     workers: int | None = None
+    scheduler: Scheduler = None
     dask_address: str | None = None
     ci_prob: float = 0.9
     fdr: float = 0.05
@@ -455,6 +464,12 @@ class RobustnessSettings:
             raise SpecError(f"robustness: unknown engine {self.engine!r}; choose one of {list(ENGINES)}")
         if self.dask_address is not None and self.engine != "dask":
             raise SpecError("robustness: dask_address needs engine='dask'")
+        object.__setattr__(self, "scheduler", check_scheduler(self.scheduler, "robustness: scheduler"))
+        if self.engine == "dask":  # read as the scheduler and the local processes, for one release
+            warnings.warn(DASK_ENGINE_DEPRECATED, DeprecationWarning, stacklevel=3)
+            object.__setattr__(self, "scheduler", self.dask_address if self.scheduler is None else self.scheduler)
+            object.__setattr__(self, "engine", "process")
+            object.__setattr__(self, "dask_address", None)
         ci_prob = check_ci_prob(self.ci_prob)
         if not (_is_number(self.fdr) and 0 < self.fdr <= 1):
             raise SpecError(f"robustness: fdr must be in (0, 1], got {self.fdr!r}")
@@ -508,6 +523,7 @@ class RobustnessSettings:
         out["fit"], out["refit"] = self.fit.to_dict(), self.refit.to_dict()
         out["conditions"] = self.conditions.to_dict()
         out["audit"] = self.audit_settings().to_dict()
+        out["scheduler"] = scheduler_label(self.scheduler)  # a Client as its address
         return out
 
     def audit_settings(self) -> AuditSettings:
@@ -646,7 +662,7 @@ def _run_populations(
         audit=s.audit_settings(),
         engine=s.engine,
         workers=s.workers,
-        dask_address=s.dask_address,
+        scheduler=s.scheduler,
         on_done=lambda r: log.info("refit %s done (%d systems)", r.name, r.n_subjects),
     )
     result.population = population_stability(reference_audit, fit, result.refits, agreement=s.agreement)

@@ -315,11 +315,8 @@ def test_refit_engines_are_checked_before_any_fit() -> None:
         refit_populations(plans, engine="threads")
     with pytest.raises(SpecError, match="dask_address needs engine='dask'"):
         refit_populations(plans, dask_address="tcp://x:8786")
-    try:
-        import dask  # noqa: F401
-    except ImportError:
-        with pytest.raises(SpecError, match="needs Dask"):
-            refit_populations(plans, engine="dask")
+    with pytest.raises(SpecError, match="scheduler must be a Dask scheduler's address"):
+        refit_populations(plans, scheduler=8786)  # type: ignore[arg-type]
 
 
 # ---------------------------------------------------------------------------------------------- revisions
@@ -431,30 +428,28 @@ def test_a_short_real_condition_fit_runs_the_convergence_checks() -> None:
     assert not any("_local" in str(v) for v in cfit.posterior.data_vars)  # the horseshoe's scales are not kept
 
 
-def test_the_dask_engine_hands_every_refit_to_dask_compute(monkeypatch) -> None:
-    import sys
-    import types
-
+def test_the_deprecated_dask_engine_warns_and_runs_on_the_scheduler_or_in_processes(monkeypatch) -> None:
     import irtbayes.robustness.population as population_module
 
-    calls: dict[str, object] = {}
-    fake = types.ModuleType("dask")
+    calls: list[dict] = []
 
-    def delayed(func):  # dask.delayed(f)(task) -> a lazy call
-        return lambda task: (func, task)
+    def recording(func, tasks, **kwargs):
+        calls.append(kwargs)
+        return [task[0].name for task in tasks]
 
-    def compute(*lazy, scheduler=None, num_workers=None):
-        calls.update(scheduler=scheduler, num_workers=num_workers, n=len(lazy))
-        return tuple(func(task) for func, task in lazy)
-
-    fake.delayed = delayed  # type: ignore[attr-defined]
-    fake.compute = compute  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "dask", fake)
-    monkeypatch.setattr(population_module, "_refit_one", lambda task: task[0].name)
+    monkeypatch.setattr(population_module, "map_tasks", recording)
     data, _ = simulate_responses(5, 6, seed=1)
     plans = [Population(name, "population", data) for name in ("first", "second", "third")]
-    assert refit_populations(plans, engine="dask", workers=3) == ["first", "second", "third"]
-    assert calls == {"scheduler": "processes", "num_workers": 3, "n": 3}
+    assert refit_populations(plans, scheduler="tcp://new:8786", workers=3) == ["first", "second", "third"]
+    assert (calls[-1]["scheduler"], calls[-1]["local"], calls[-1]["workers"]) == ("tcp://new:8786", "processes", 3)
+    with pytest.warns(DeprecationWarning, match="give scheduler="):
+        assert refit_populations(plans, engine="dask", dask_address="tcp://old:8786") == ["first", "second", "third"]
+    assert (calls[-1]["scheduler"], calls[-1]["local"]) == ("tcp://old:8786", "processes")
+    with pytest.warns(DeprecationWarning, match="engine='dask' runs as engine='process'"):
+        refit_populations(plans, engine="dask")
+    assert (calls[-1]["scheduler"], calls[-1]["local"]) == (None, "processes")
+    refit_populations(plans, engine="serial")
+    assert (calls[-1]["scheduler"], calls[-1]["local"]) == (None, "serial")
 
 
 def test_refit_populations_hands_every_fit_and_audit_the_settings_given(monkeypatch) -> None:
@@ -544,6 +539,12 @@ def test_robustness_settings_check_each_field_and_record_themselves() -> None:
             RobustnessSettings(**{field: bad})
     with pytest.raises(SpecError, match="dask_address needs engine='dask'"):
         RobustnessSettings(dask_address="tcp://here:8786")
+    with pytest.raises(SpecError, match="robustness: scheduler must be"):
+        RobustnessSettings(scheduler=8786)  # type: ignore[arg-type]
+    with pytest.warns(DeprecationWarning, match="engine='dask' and dask_address are deprecated"):
+        old = RobustnessSettings(engine="dask", dask_address="tcp://here:8786")
+    assert (old.engine, old.scheduler, old.dask_address) == ("process", "tcp://here:8786", None)
+    assert RobustnessSettings(scheduler="tcp://here:8786").to_dict()["scheduler"] == "tcp://here:8786"
     with pytest.raises(SpecError, match=r"audit\.ci_prob \(0\.9\) differs from ci_prob \(0\.8\)"):
         RobustnessSettings(ci_prob=0.8, audit=AuditSettings())
     for field, bad in [("kind", "3pl"), ("effects", "cauchy"), ("draws", 0), ("target_accept", 1.0)]:
@@ -626,3 +627,24 @@ def test_the_robustness_verb_builds_the_settings_its_flags_say(tmp_path, monkeyp
     assert (s.bootstrap, s.seed, s.ci_prob, s.engine) == (2, 5, 0.8, "serial")
     assert not (tmp_path / "rob" / "report.html").exists()  # --no-report
     assert seen["fit"] is None and seen["out"] == str(tmp_path / "rob")
+
+
+def test_the_robustness_verb_reads_scheduler_and_the_deprecated_dask_flags(tmp_path, monkeypatch, caplog) -> None:
+    import irtbayes.robustness.run as run_module
+    from irtbayes.cli.main import main
+    from irtbayes.robustness.run import RobustnessResult
+
+    data, _ = simulate_responses(12, 10, seed=1)
+    path = tmp_path / "responses.csv"
+    data.long_frame().to_csv(path, index=False)
+    seen = []
+    monkeypatch.setattr(
+        run_module, "check_robustness", lambda *a, settings, **k: seen.append(settings) or RobustnessResult()
+    )
+    base = ["robustness", str(path), "--out", str(tmp_path / "rob"), "--bootstrap", "1", "--no-report"]
+    assert main([*base, "--scheduler", "tcp://new:8786"]) == 0
+    assert (seen[-1].engine, seen[-1].scheduler) == ("process", "tcp://new:8786")
+    assert "deprecated" not in caplog.text
+    assert main([*base, "--engine", "dask", "--dask-address", "tcp://old:8786"]) == 0
+    assert (seen[-1].engine, seen[-1].scheduler, seen[-1].dask_address) == ("process", "tcp://old:8786", None)
+    assert "--engine dask and --dask-address are deprecated" in caplog.text
