@@ -187,31 +187,34 @@ def edge_hole_runs():
     return out
 
 
-def _coverage(runs, *, calibrated: bool) -> float:
+def _coverage(runs) -> tuple[float, float]:
+    """The shares of the benchmarks' true Maximum Gaps inside the 90% intervals, (the posterior's own, the
+    recalibrated), from one audit per data set: a recalibrated audit keeps the posterior's own intervals beside
+    its own (``max_gap_posterior_ci_low``/``_high``, the intervals ``calibrated_intervals=False`` reports)."""
     checks = []
     for sim, fitted in runs:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            result = audit(
-                fitted, sim.data, seed=1, calibrated_intervals=calibrated, max_draws=200, information_draws=20
-            )
+            result = audit(fitted, sim.data, seed=1, calibrated_intervals=True, max_draws=200, information_draws=20)
         truth = true_measures(sim.truth["difficulty"].values, sim.truth["benchmark"].values, result.target)
         check = interval_check(result.benchmarks, truth, measures=["max_gap"])
         checks.append(check[check["scope"] != "all"])
-    return float(pd.concat(checks)["covers"].mean())
+    table = pd.concat(checks)
+    raw = (table["posterior_ci_low"] <= table["truth"]) & (table["truth"] <= table["posterior_ci_high"])
+    return float(raw.mean()), float(table["covers"].mean())
 
 
 def test_recalibration_restores_coverage_on_a_design_family(edge_hole_runs):
     """The Maximum Gap's 90% intervals where a hole lies beside an end of the range: the posterior's own hold the
     true widest gap in 2 of 7 benchmarks, the recalibrated ones in 6 (measured; the runs are seeded)."""
-    raw = _coverage(edge_hole_runs, calibrated=False)
-    fixed = _coverage(edge_hole_runs, calibrated=True)
+    raw, fixed = _coverage(edge_hole_runs)
     assert raw < 0.6
     assert fixed >= 0.8
 
 
 def test_audit_reports_its_self_check(edge_hole_runs, tmp_path, monkeypatch):
-    """audit(..., self_check=N): coverage and calibrated intervals per benchmark, in the table, summary and text."""
+    """audit(..., self_check=N): coverage and calibrated intervals per benchmark, in the table, summary and text
+    (N = 2, the fewest the self-check takes: the checks here are of its form, not of its coverage)."""
     from irtbayes.auditing import selfcheck
     from irtbayes.auditing.folder import load_audit, write_audit
 
@@ -222,21 +225,21 @@ def test_audit_reports_its_self_check(edge_hole_runs, tmp_path, monkeypatch):
     sim, fitted = edge_hole_runs[0]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        result = audit(fitted, sim.data, seed=1, self_check=3, max_draws=100, information_draws=20)
+        result = audit(fitted, sim.data, seed=1, self_check=2, max_draws=100, information_draws=20)
     bench = result.benchmarks.set_index("scope")
     names = sorted(set(sim.truth["benchmark"].values.tolist()))
     for m in ("max_gap", "ddm_w1"):
         cov = bench.loc[["all", *names], f"{m}_self_check_coverage"]
         assert cov.between(0, 1).all()
-        assert (cov * 3).round(6).mod(1).eq(0).all()  # a share of 3 sets
+        assert (cov * 2).round(6).mod(1).eq(0).all()  # a share of 2 sets
         assert (bench.loc[names, f"{m}_self_check_ci_low"] <= bench.loc[names, f"{m}_ci_low"] + 1e-12).all()
         assert (bench.loc[names, f"{m}_self_check_ci_high"] >= bench.loc[names, f"{m}_ci_high"] - 1e-12).all()
     check = result.settings["self_check"]
-    assert check["n_sets"] + check["n_failed"] == 3 and check["sampler"] == "approx"
+    assert check["n_sets"] + check["n_failed"] == 2 and check["sampler"] == "approx"
     summary = result.to_dict()
     assert set(summary["benchmarks"][names[0]]["self_check"]) >= {"max_gap", "ddm_w1"}
     text = result.to_text()
-    assert "Self-check on this design: 3 data sets" in text and "approximate tier" in text
+    assert "Self-check on this design: 2 data sets" in text and "approximate tier" in text
     # written and read back with the audit folder
     again = load_audit(write_audit(result, tmp_path / "audit"), data=sim.data)
     assert again.benchmarks.equals(result.benchmarks)

@@ -74,12 +74,24 @@ def default_round(bank: Bank, tmp_path_factory: pytest.TempPathFactory) -> tuple
     return out, stdout.getvalue()
 
 
+def propose_argv(bank: Bank, out: Path, *extra: str) -> list[str]:
+    return ["benchfill", "propose", "--fit", str(bank.fit_dir), "--benchmark", "bench00", "--candidates",
+            str(bank.candidates_path), "--out", str(out), *extra]  # fmt: skip
+
+
 def propose_from_file(bank: Bank, out: Path, capsys, *extra: str) -> tuple[int, str, str]:
-    return run_cli(
-        ["benchfill", "propose", "--fit", str(bank.fit_dir), "--benchmark", "bench00", "--candidates",
-         str(bank.candidates_path), "--out", str(out), *extra],
-        capsys,
-    )  # fmt: skip
+    return run_cli(propose_argv(bank, out, *extra), capsys)
+
+
+@pytest.fixture(scope="module")
+def proposed(bank: Bank, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int, str, str]:
+    """One proposal from the candidates file for bench00 (``propose_from_file`` without extra arguments): its
+    folder, exit code, stdout and stderr; tests that add files to the folder copy it first."""
+    out = tmp_path_factory.mktemp("proposed") / "bf"
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+        code = _invoke(propose_argv(bank, out))
+    return out, code, stdout.getvalue(), stderr.getvalue()
 
 
 def calibrate(bank: Bank, out: Path, capsys, *extra: str, responses: Path | None = None) -> tuple[int, str, str]:
@@ -87,10 +99,10 @@ def calibrate(bank: Bank, out: Path, capsys, *extra: str, responses: Path | None
 
 
 # ---------------------------------------------------------------------------------------------- propose
-def test_propose_from_a_file_targets_the_widest_gap(bank, tmp_path, capsys):
-    code, out, err = propose_from_file(bank, tmp_path / "bf", capsys)
+def test_propose_from_a_file_targets_the_widest_gap(bank, proposed):
+    folder, code, out, err = proposed
     assert code == 0, err
-    target = json.loads((tmp_path / "bf" / "target.json").read_text())
+    target = json.loads((folder / "target.json").read_text())
     gap = target["gap"]
     assert target["benchmark"] == "bench00"
     assert target["target_bin"] == gap["modal_bin"], target
@@ -98,9 +110,9 @@ def test_propose_from_a_file_targets_the_widest_gap(bank, tmp_path, capsys):
     assert (target["target_lo"], target["target_hi"]) == (edges[gap["modal_bin"]], edges[gap["modal_bin"] + 1])
     assert "widest gap of benchmark 'bench00'" in target["how"]
     assert Path(target["fit"]) == bank.fit_dir.resolve()
-    lines = (tmp_path / "bf" / "candidates.jsonl").read_text().splitlines()
+    lines = (folder / "candidates.jsonl").read_text().splitlines()
     assert [json.loads(line)["candidate_id"] for line in lines] == [c.candidate_id for c in bank.candidates]
-    assert (tmp_path / "bf" / "rejections.jsonl").read_text() == ""
+    assert (folder / "rejections.jsonl").read_text() == ""
     assert "6 candidate(s)" in out
 
 
@@ -146,8 +158,9 @@ def test_propose_with_an_llm_records_its_rejections(bank, tmp_path, capsys):
 
 
 # ---------------------------------------------------------------------------------------------- export
-def test_export_writes_an_lm_eval_task_and_a_csv_template(bank, tmp_path, capsys):
-    assert propose_from_file(bank, tmp_path / "bf", capsys)[0] == 0
+def test_export_writes_an_lm_eval_task_and_a_csv_template(bank, proposed, tmp_path, capsys):
+    assert proposed[1] == 0, proposed[3]
+    shutil.copytree(proposed[0], tmp_path / "bf")
     code, _, err = run_cli(["benchfill", "export", str(tmp_path / "bf"), "--format", "lm-eval"], capsys)
     assert code == 0, err
     docs = [json.loads(line) for line in (tmp_path / "bf" / "export" / f"{TASK}.jsonl").read_text().splitlines()]
@@ -162,10 +175,10 @@ def test_export_writes_an_lm_eval_task_and_a_csv_template(bank, tmp_path, capsys
 
 
 # ---------------------------------------------------------------------------------------------- calibrate
-def test_calibrate_writes_the_ledger_and_the_before_after_audit(bank, tmp_path, capsys):
-    out = tmp_path / "round"
-    code, text, err = calibrate(bank, out, capsys, "--target", "-0.5", "1.5")
-    assert code == 0, err
+def test_calibrate_writes_the_ledger_and_the_before_after_audit(bank, default_round, tmp_path, capsys):
+    # the module's round (this command: `calibrate ... --target -0.5 1.5`, exit code 0), copied to be continued
+    out = shutil.copytree(default_round[0], tmp_path / "round")
+    text = default_round[1]
     ledger_csv = pd.read_csv(out / "ledger.csv")
     assert list(ledger_csv.columns[: len(CSV_COLUMNS)]) == list(CSV_COLUMNS)
     assert ledger_csv["candidate_id"].tolist() == [c.candidate_id for c in bank.candidates]
@@ -252,8 +265,9 @@ def _write_lm_eval_logs(root: Path, docs_path: Path, responses: pd.DataFrame) ->
     return root
 
 
-def test_calibrate_reads_lm_eval_logs_through_candidate_ids(bank, tmp_path, capsys):
-    assert propose_from_file(bank, tmp_path / "bf", capsys)[0] == 0
+def test_calibrate_reads_lm_eval_logs_through_candidate_ids(bank, proposed, tmp_path, capsys):
+    assert proposed[1] == 0, proposed[3]
+    shutil.copytree(proposed[0], tmp_path / "bf")
     assert run_cli(["benchfill", "export", str(tmp_path / "bf"), "--format", "lm-eval"], capsys)[0] == 0
     logs = _write_lm_eval_logs(tmp_path / "logs", tmp_path / "bf" / "export" / f"{TASK}.jsonl", bank.responses)
     target = ["--target-json", str(tmp_path / "bf")]

@@ -21,6 +21,8 @@ from irtbayes.evaluating.prediction import calibration_factors, interval_factors
 
 N_ITEMS = 120
 DRAWS = 100  # the true item parameters in every draw: the draws carry the ability's and the responses' spread
+#: Draws of the banks of the tests that check which systems and designs calibrate, not how well the intervals cover.
+FEW_DRAWS = 20
 
 
 @pytest.fixture(scope="module")
@@ -33,12 +35,12 @@ def world():
     return y, a, b
 
 
-def _bank(a: np.ndarray, b: np.ndarray, reference: np.ndarray | None) -> ItemBank:
+def _bank(a: np.ndarray, b: np.ndarray, reference: np.ndarray | None, *, draws: int = DRAWS) -> ItemBank:
     return ItemBank(
         items=pd.Index([f"q{i}" for i in range(N_ITEMS)]),
         benchmark=np.array(["B"] * N_ITEMS),
-        difficulty=np.repeat(b[None, :], DRAWS, axis=0),
-        discrimination=np.repeat(a[None, :], DRAWS, axis=0),
+        difficulty=np.repeat(b[None, :], draws, axis=0),
+        discrimination=np.repeat(a[None, :], draws, axis=0),
         guessing=None,
         population=np.linspace(-2, 2, 32),
         log_prior=-0.5 * DEFAULT_GRID**2,
@@ -150,9 +152,9 @@ def test_adaptive_intervals_are_calibrated_on_systems_tested_adaptively(world, m
     assert len(calls) == 1  # one calibration for the 60 tests of the same bank and settings
 
 
-def _two_benchmark_bank(a: np.ndarray, b: np.ndarray, reference: np.ndarray) -> ItemBank:
+def _two_benchmark_bank(a: np.ndarray, b: np.ndarray, reference: np.ndarray, *, draws: int = DRAWS) -> ItemBank:
     return dataclasses.replace(
-        _bank(a, b, reference), benchmark=np.array(["B1"] * (N_ITEMS // 2) + ["B2"] * (N_ITEMS // 2))
+        _bank(a, b, reference, draws=draws), benchmark=np.array(["B1"] * (N_ITEMS // 2) + ["B2"] * (N_ITEMS // 2))
     )
 
 
@@ -216,7 +218,7 @@ def test_systems_that_answered_other_benchmarks_are_calibrated_apart(world, monk
     import irtbayes.evaluating.prediction as prediction
 
     y, a, b = world
-    steep = _two_benchmark_bank(2.5 * a, b, y[:200])
+    steep = _two_benchmark_bank(2.5 * a, b, y[:200], draws=FEW_DRAWS)
     design = np.zeros(N_ITEMS)
     design[::6] = 1.0
     first_only = design.copy()
@@ -250,7 +252,7 @@ def test_adaptive_calibration_takes_systems_that_answered_the_pool_s_benchmarks(
     half = N_ITEMS // 2
     reference = y[:200].copy()
     reference[::2, half:] = np.nan  # every other system answered B1 only
-    bank = _two_benchmark_bank(a, b, reference)
+    bank = _two_benchmark_bank(a, b, reference, draws=FEW_DRAWS)
     masks = []
     original = adaptive.error_ratios
     monkeypatch.setattr(

@@ -6,12 +6,14 @@ import html
 import json
 import re
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
+from irtbayes.auditing.result import AuditResult
 from irtbayes.auditing.run import audit
 from irtbayes.cli.main import main
 from irtbayes.data.responses import ResponseData
@@ -46,31 +48,28 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     return {"csv": csv, "data": hostile_data, "fit": result, "folder": folder}
 
 
-def test_report_escapes_data_text_and_is_self_contained(hostile: dict[str, object], tmp_path: Path) -> None:
-    from irtbayes.reporting.report import report
+@pytest.fixture
+def text_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Figures drawn but not rendered (their PNG and SVG are empty), for the tests that read only the report's text
+    and tables: rendering them is most of the time a report takes (the report of ``reported`` renders them)."""
+    from matplotlib.figure import Figure
 
-    data, result = hostile["data"], hostile["fit"]
-    audited = audit(result, data, bins=6)
-    html_path = report(result, tmp_path / "rep", data=data, audit=audited)  # type: ignore[arg-type]
-    page = html_path.read_text()
-    for raw in (EVIL_ITEM, EVIL_SUBJECT, "bench<b>"):
-        assert raw not in page, f"unescaped {raw!r} in report.html"
-    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page, "the item text should appear, escaped"
-    assert "&lt;img src=x onerror=alert(2)&gt;" in page
-    assert "bench&lt;b&gt;&amp;amp;" in page
-    assert not re.search(r"""(src|href)=["']?(https?:)?//""", page), "report.html must not load anything"
-    n_embedded = page.count("data:image/png;base64,")
-    assert n_embedded >= 8, n_embedded
-    md = (tmp_path / "rep" / "report.md").read_text()
-    assert EVIL_ITEM not in md and EVIL_SUBJECT not in md
-    for name in re.findall(r"\(figures/([\w-]+)\.png\)", md):
-        assert (tmp_path / "rep" / "figures" / f"{name}.png").is_file()
-        assert (tmp_path / "rep" / "figures" / f"{name}.svg").is_file()
+    monkeypatch.setattr(Figure, "savefig", lambda self, *args, **kwargs: None)
 
 
-def test_report_numbers_equal_the_tables(
-    hostile: dict[str, object], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@dataclass(frozen=True)
+class Reported:
+    """The hostile fit's audit, the folder of its report, and the fit's summaries the report called, by name."""
+
+    audit: AuditResult
+    folder: Path
+    calls: list[str]
+
+
+@pytest.fixture(scope="module")
+def reported(hostile: dict[str, object], tmp_path_factory: pytest.TempPathFactory) -> Reported:
+    """The hostile fit audited (6 bins) and reported once, for the tests that read that report; the fit's
+    summaries (``items_table``, ``subjects_table``) are counted while it is written."""
     from irtbayes.fitting.result import Fit
     from irtbayes.reporting.report import report
 
@@ -82,19 +81,44 @@ def test_report_numbers_equal_the_tables(
         summarise = getattr(Fit, name)
         return lambda self, *args, **kwargs: calls.append(name) or summarise(self, *args, **kwargs)
 
-    for name in ("items_table", "subjects_table"):
-        monkeypatch.setattr(Fit, name, counted(name))
-    report(result, tmp_path / "rep", data=data, audit=audited)  # type: ignore[arg-type]
+    folder = tmp_path_factory.mktemp("reported") / "rep"
+    with pytest.MonkeyPatch.context() as patch:
+        for name in ("items_table", "subjects_table"):
+            patch.setattr(Fit, name, counted(name))
+        report(result, folder, data=data, audit=audited)  # type: ignore[arg-type]
+    return Reported(audited, folder, calls)
+
+
+def test_report_escapes_data_text_and_is_self_contained(reported: Reported) -> None:
+    folder = reported.folder
+    page = (folder / "report.html").read_text()
+    for raw in (EVIL_ITEM, EVIL_SUBJECT, "bench<b>"):
+        assert raw not in page, f"unescaped {raw!r} in report.html"
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page, "the item text should appear, escaped"
+    assert "&lt;img src=x onerror=alert(2)&gt;" in page
+    assert "bench&lt;b&gt;&amp;amp;" in page
+    assert not re.search(r"""(src|href)=["']?(https?:)?//""", page), "report.html must not load anything"
+    n_embedded = page.count("data:image/png;base64,")
+    assert n_embedded >= 8, n_embedded
+    md = (folder / "report.md").read_text()
+    assert EVIL_ITEM not in md and EVIL_SUBJECT not in md
+    for name in re.findall(r"\(figures/([\w-]+)\.png\)", md):
+        assert (folder / "figures" / f"{name}.png").is_file()
+        assert (folder / "figures" / f"{name}.svg").is_file()
+
+
+def test_report_numbers_equal_the_tables(hostile: dict[str, object], reported: Reported) -> None:
+    result, audited, folder = hostile["fit"], reported.audit, reported.folder
     # each summarised once for the figures and the CSV files (seconds apiece at leaderboard sizes)
-    assert sorted(calls) == ["items_table", "subjects_table"]
+    assert sorted(reported.calls) == ["items_table", "subjects_table"]
     subjects = result.subjects_table(audited.ci_prob)  # type: ignore[attr-defined]
-    written = pd.read_csv(tmp_path / "rep" / "tables" / "subjects.csv")
+    written = pd.read_csv(folder / "tables" / "subjects.csv")
     assert list(written.columns) == list(subjects.columns)
     np.testing.assert_allclose(written["ability_mean"], subjects["ability_mean"])
-    items = pd.read_csv(tmp_path / "rep" / "tables" / "items.csv")  # the audit's table of that name
+    items = pd.read_csv(folder / "tables" / "items.csv")  # the audit's table of that name
     assert list(items.columns) == list(audited.items.columns)
-    md = (tmp_path / "rep" / "report.md").read_text()
-    bench = pd.read_csv(tmp_path / "rep" / "tables" / "benchmarks.csv")
+    md = (folder / "report.md").read_text()
+    bench = pd.read_csv(folder / "tables" / "benchmarks.csv")
     pd.testing.assert_frame_equal(
         bench[["scope", "ddm_w1_mean"]], audited.benchmarks[["scope", "ddm_w1_mean"]].reset_index(drop=True)
     )
@@ -108,11 +132,12 @@ def test_report_numbers_equal_the_tables(
         assert cells[0] == html.escape(str(row.scope), quote=False)
         assert cells[2:5] == [format_number(v) for v in (row.ddm_w1_mean, row.ddm_w1_ci_low, row.ddm_w1_ci_high)]
         assert cells[6:9] == [format_number(v) for v in (row.max_gap_mean, row.max_gap_ci_low, row.max_gap_ci_high)]
-    ranking = pd.read_csv(tmp_path / "rep" / "tables" / "ranking.csv")
+    ranking = pd.read_csv(folder / "tables" / "ranking.csv")
     top = ranking.loc[ranking["scope_kind"] == "all"].sort_values("rank_mean").iloc[0]
     assert f"{format_number(top['reweighted_mean'])}" in md
 
 
+@pytest.mark.usefixtures("text_only")
 def test_cli_fit_audit_report_score_round_trip(hostile: dict[str, object], tmp_path: Path) -> None:
     csv = hostile["csv"]
     fit_dir = tmp_path / "fit"
@@ -126,7 +151,9 @@ def test_cli_fit_audit_report_score_round_trip(hostile: dict[str, object], tmp_p
             "intercept_mean", "discrimination_mean"} <= set(items.columns)  # fmt: skip
 
     out = tmp_path / "audit"
-    assert main(["audit", "--fit", str(fit_dir), "--bins", "5", "--ci", "0.8", "--out", str(out)]) == 0
+    # with a self-check of 2 simulated data sets (the fewest it takes): one audit for the report and the self-check
+    argv = ["audit", "--fit", str(fit_dir), "--bins", "5", "--ci", "0.8", "--self-check", "2", "--out", str(out)]
+    assert main(argv) == 0
     summary = json.loads((out / "summary.json").read_text())
     assert summary["ci_prob"] == 0.8
     for key in ("ddm", "max_gap"):
@@ -142,6 +169,9 @@ def test_cli_fit_audit_report_score_round_trip(hostile: dict[str, object], tmp_p
     bench = pd.read_csv(out / "benchmarks.csv")
     assert (bench["max_gap_ci_high"] >= bench["max_gap_posterior_ci_high"]).all()  # recalibrated, never narrower
     assert summary["settings"]["calibrated_intervals"] is True
+    assert summary["settings"]["self_check"]["n_sets"] + summary["settings"]["self_check"]["n_failed"] == 2
+    assert "max_gap_self_check_coverage" in bench.columns
+    assert "Self-check on this design" in text
 
     plain = tmp_path / "audit_plain"
     assert (
@@ -152,13 +182,6 @@ def test_cli_fit_audit_report_score_round_trip(hostile: dict[str, object], tmp_p
     )
     bench = pd.read_csv(plain / "benchmarks.csv")
     np.testing.assert_allclose(bench["max_gap_ci_high"], bench["max_gap_posterior_ci_high"])
-    checked = tmp_path / "audit_checked"
-    argv = ["audit", "--fit", str(fit_dir), "--bins", "5", "--self-check", "2", "--no-report", "--out", str(checked)]
-    assert main(argv) == 0
-    summary = json.loads((checked / "summary.json").read_text())
-    assert summary["settings"]["self_check"]["n_sets"] + summary["settings"]["self_check"]["n_failed"] == 2
-    assert "max_gap_self_check_coverage" in pd.read_csv(checked / "benchmarks.csv").columns
-    assert "Self-check on this design" in (checked / "audit.txt").read_text()
 
     rep = tmp_path / "report"
     assert main(["report", "--fit", str(fit_dir), "--audit", str(out), "--out", str(rep)]) == 0
@@ -197,6 +220,7 @@ def test_cli_refuses_a_fit_of_other_data_and_bad_targets(
     assert "card.json" in capsys.readouterr().err
 
 
+@pytest.mark.usefixtures("text_only")
 def test_report_reads_the_saved_audit_and_never_reruns_it(
     hostile: dict[str, object], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -79,6 +79,15 @@ def without_gap() -> tuple[Fit, ResponseData, AuditResult]:
     return fit, data, audited(fit, data)
 
 
+@pytest.fixture
+def text_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Figures drawn but not rendered (their PNG and SVG are empty), for the tests that read only the report's text:
+    rendering them is most of the time a report takes."""
+    from matplotlib.figure import Figure
+
+    monkeypatch.setattr(Figure, "savefig", lambda self, *args, **kwargs: None)
+
+
 def findings_block(md: str) -> str:
     """The Markdown of the findings section: from its heading to the next second-level heading."""
     start = md.index(f"## {HEADING}")
@@ -129,6 +138,7 @@ def test_a_planted_gap_is_found_where_it_is_and_the_other_benchmark_has_none(
     assert f"bench01's gap, difficulty {result.target.bin_label(k)}" in where and "--benchmark bench01" in where
 
 
+@pytest.mark.usefixtures("text_only")
 def test_without_a_planted_gap_the_findings_say_none(without_gap: tuple[Fit, ResponseData, AuditResult]) -> None:
     fit, data, result = without_gap
     assert (result.benchmarks["max_gap_ci_low"] <= CREDIBLE_GAP).all(), result.benchmarks["max_gap_ci_low"]
@@ -200,6 +210,7 @@ def test_findings_state_the_distance_from_the_target_and_the_leaderboard(
     assert "under this target 1 system change rank beyond its interval" in " ".join(changed.todo), changed.todo
 
 
+@pytest.mark.usefixtures("text_only")
 @pytest.mark.parametrize("case", ["unconverged", "approximate"])
 def test_an_untrusted_fit_is_said_first_and_every_finding_is_marked(
     with_gap: tuple[Fit, ResponseData, AuditResult], case: str
@@ -228,6 +239,7 @@ def test_an_untrusted_fit_is_said_first_and_every_finding_is_marked(
     assert case == "unconverged" or "Verdict: FAIL" not in doc.to_markdown()
 
 
+@pytest.mark.usefixtures("text_only")
 def test_no_scientific_notation_for_shares_or_probabilities(
     with_gap: tuple[Fit, ResponseData, AuditResult], tmp_path: Path
 ) -> None:
