@@ -14,9 +14,9 @@ For k = 0, ..., ``n_sets`` - 1:
    absent), and difficulties b = the audit's ensemble locations of that draw when the audit deconvolved
    (:mod:`irtbayes.auditing.deconvolve`, with the audit's seed, over all draws as the audit does), else the
    draw's ``difficulty``.
-3. Draw Bernoulli responses y ~ sigmoid(a_i (theta_j - b_i)) on the **observed (subject, item) cells** of
-   the data only, so the simulated data keep the user's missingness pattern, subject and item ids and item
-   table (benchmarks). Data with several conditions per cell get one response per observed cell.
+3. Draw Bernoulli responses y ~ sigmoid(a_i (theta_j - b_i)) (with repeated trials, k ~ Binomial(n, p) over each
+   cell's n) on the **observed (subject, item) cells** of the data only, so the simulated data keep the user's
+   missingness pattern, subject and item ids and item table (benchmarks). Data with several conditions per cell get one response per observed cell.
 4. Refit with the approximate tier (``fit(..., sampler="approx", seed=seed + k)``, with the fit's number of
    chains and its draws per chain up to :data:`MAX_REFIT_DRAWS`) and audit the refit with
    the audit's settings and its target (same range [L, U] and bins, the same kind of reported interval:
@@ -528,7 +528,7 @@ def _one_set(
     task: _SetTask,
     *,
     data: ResponseData,
-    cells: tuple[np.ndarray, np.ndarray],
+    cells: tuple[np.ndarray, np.ndarray, np.ndarray | None],
     spec: Any,
     size: dict[str, Any],
     settings: AuditSettings,
@@ -568,11 +568,11 @@ def _check_inputs(
         raise SpecError(f"audited must be an AuditResult, got {type(audited).__name__}")
     if isinstance(n_sets, bool) or not isinstance(n_sets, (int, np.integer)) or n_sets < 1:
         raise SpecError(f"n_sets must be a whole number >= 1, got {n_sets!r}")
-    if not data.is_binary:
-        held = "k successes of n trials" if data.response_kind == "counts" else "fractional scores"
+    if data.response_kind not in ("binary", "counts"):
         raise SpecError(
-            "the self-check supports binary (0/1) responses only: it simulates Bernoulli responses and refits "
-            f"with the approximate tier; {data.source} has {held}"
+            "the self-check supports binary (0/1) responses and k successes of n trials only: it simulates "
+            f"Bernoulli or binomial responses and refits with the approximate tier; {data.source} has "
+            f"{data.response_kind} responses"
         )
     spec = posterior.spec
     if spec.kind not in ("1pl", "2pl") or spec.dims != "one":
@@ -662,36 +662,42 @@ def _truth_locations(post: Any, data: ResponseData, draws: PosteriorDraws, audit
     return difficulty if not populations else np.asarray(locations)
 
 
-def _observed_cells(data: ResponseData) -> tuple[np.ndarray, np.ndarray]:
-    """Subject and item codes of the observed (subject, item) cells, each once."""
-    cells = np.unique(np.stack([data.subject_codes, data.item_codes], axis=1), axis=0)
-    return cells[:, 0], cells[:, 1]
+def _observed_cells(data: ResponseData) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Subject and item codes of the observed (subject, item) cells, each once, and with repeated trials each
+    cell's number of trials (its first condition's, where there are several), else None."""
+    cells, first = np.unique(np.stack([data.subject_codes, data.item_codes], axis=1), axis=0, return_index=True)
+    trials = data.trials[first] if data.has_trials else None
+    return cells[:, 0], cells[:, 1], trials
 
 
-def _simulate(data: ResponseData, task: _SetTask, cells: tuple[np.ndarray, np.ndarray]) -> ResponseData:
-    """2PL Bernoulli responses of the task's posterior draw on the observed cells, with the data's ids and item
-    table."""
-    subject_code, item_code = cells
+def _simulate(
+    data: ResponseData, task: _SetTask, cells: tuple[np.ndarray, np.ndarray, np.ndarray | None]
+) -> ResponseData:
+    """2PL responses of the task's posterior draw on the observed cells, with the data's ids and item table:
+    Bernoulli, or Binomial over each cell's trials for data with repeated trials."""
+    subject_code, item_code, trials = cells
     rng = np.random.default_rng([task.seed, 20261203])
     difficulty = task.difficulty
     a = np.ones(difficulty.shape) if task.discrimination is None else task.discrimination
     p = irt.probability(task.ability[subject_code], difficulty[item_code], a[item_code])
-    y = (rng.uniform(size=p.shape) < p).astype("float64")
     frame = pd.DataFrame(
         {
             "subject": data.subject_ids.astype(str).to_numpy()[subject_code],
             "item": data.item_ids.astype(str).to_numpy()[item_code],
-            "response": y,
         }
     )
-    items = data.items.reset_index()
-    subjects = data.subjects.reset_index()
+    if trials is None:
+        frame["response"] = (rng.uniform(size=p.shape) < p).astype("float64")
+        read: dict[str, Any] = {"scoring": "binary"}
+    else:
+        frame["successes"], frame["trials"] = rng.binomial(trials, p), trials
+        read = {"successes": "successes", "trials": "trials"}
     return ResponseData.from_long(
         frame,
-        items=items,
-        subjects=subjects,
-        scoring="binary",
+        items=data.items.reset_index(),
+        subjects=data.subjects.reset_index(),
         source=f"self-check set {task.k} of {data.source} (posterior draw {task.draw})",
+        **read,
     )
 
 

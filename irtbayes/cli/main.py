@@ -184,12 +184,14 @@ def cmd_data_list(args: argparse.Namespace) -> int:
 
 
 def _fit_from_args(data: object, args: argparse.Namespace) -> object:
-    from irtbayes.fitting.fit import fit
+    from irtbayes.fitting.fit import fit, note_default_model
+    from irtbayes.model.inputs import default_spec
     from irtbayes.model.spec import ModelSpec
 
-    spec = ModelSpec(kind=args.model, hierarchy=args.hierarchy, dims=args.dims, guessing=args.guessing)
-    log.info("fitting a %s model (%s, %d chains)", args.model.upper(), args.sampler, args.chains)
-    return fit(
+    kind = args.model or default_spec(data).kind  # type: ignore[arg-type]
+    spec = ModelSpec(kind=kind, hierarchy=args.hierarchy, dims=args.dims, guessing=args.guessing)
+    log.info("fitting a %s model (%s, %d chains)", kind.upper(), args.sampler, args.chains)
+    fitted = fit(
         data,  # type: ignore[arg-type]
         spec,
         **cli_parser.picked(args, "sampler", "chains", "draws", "tune", "target_accept", "seed"),
@@ -201,6 +203,9 @@ def _fit_from_args(data: object, args: argparse.Namespace) -> object:
         remedy=not getattr(args, "no_remedy", False),
         sampler_kwargs=_sampler_kwargs(args),
     )
+    if args.model is None:
+        note_default_model(fitted, data)  # type: ignore[arg-type]
+    return fitted
 
 
 def _sampler_kwargs(args: argparse.Namespace) -> dict[str, Any] | None:

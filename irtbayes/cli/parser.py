@@ -132,8 +132,8 @@ def add_fit_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--model",
         choices=("1pl", "2pl", "3pl", "grm", "gpcm"),
-        default="2pl",
-        help="IRT model (default 2pl); grm (graded response) or gpcm (generalised partial credit) for ordinal "
+        default=None,
+        help="IRT model (default 2pl; 1pl for fewer than 10 systems); grm (graded response) or gpcm (generalised partial credit) for ordinal "
         "responses (--response-kind ordinal), where binary items are the two-category case",
     )
     group.add_argument(

@@ -164,7 +164,9 @@ def _init(y: np.ndarray, mask: np.ndarray, groups: np.ndarray, n_groups: int) ->
     )
 
 
-def _item_step(y: np.ndarray, mask: np.ndarray, st: _State, groups: np.ndarray, *, twopl: bool) -> float:
+def _item_step(
+    y: np.ndarray, mask: np.ndarray, st: _State, groups: np.ndarray, *, twopl: bool, priors: Priors
+) -> float:
     """One Newton step for every item (Fisher scoring with the priors); returns the largest move."""
     a = np.exp(st.alpha)
     eta = a[None, :] * (st.theta[:, None] - st.b[None, :])
@@ -175,12 +177,18 @@ def _item_step(y: np.ndarray, mask: np.ndarray, st: _State, groups: np.ndarray, 
     g_b = -a * r.sum(axis=0) - (st.b - st.mu[groups]) * prec_b
     h_bb = -(a**2) * w.sum(axis=0) - prec_b
     if not twopl:
-        step_b = np.clip(-g_b / h_bb, -1.0, 1.0)
+        # at most 1 logit, or one prior sd where the responses barely inform the item (answered alike by every
+        # subject): its step is then the prior's own pull, which a 1-logit cap would leave behind the rescaling of
+        # each round's standardisation, so that such items drift out without bound
+        limit = np.maximum(1.0, np.sqrt(-1.0 / h_bb))
+        step_b = np.clip(-g_b / h_bb, -limit, limit)
         st.b = st.b + step_b
         st.cov[:, 0, 0] = -1.0 / h_bb
-        # the shared log-discrimination: one Fisher-scoring step over every response
-        g = float((r * eta).sum())
-        h = -float((w * eta**2).sum()) - 1.0 / 0.5**2
+        # the shared log-discrimination: one Fisher-scoring step over every response, with its Normal prior (which
+        # alone bounds it where the responses separate: a handful of subjects, each item passed by the stronger)
+        prec_mu = 1.0 / priors.log_discrimination_mu_sd**2
+        g = float((r * eta).sum()) - (float(st.alpha[0]) - priors.log_discrimination_mu_mean) * prec_mu
+        h = -float((w * eta**2).sum()) - prec_mu
         shift = float(np.clip(-g / h, -0.5, 0.5))
         st.alpha = st.alpha + shift
         st.cov[:, 1, 1] = -1.0 / h
@@ -344,7 +352,7 @@ def _modes(
     for it in range(1, rounds + 1):
         before = np.concatenate([st.b, st.alpha, st.theta])
         hyper = np.concatenate([st.mu, st.nu, [st.sd_b, st.sd_a]])
-        _item_step(y, mask, st, groups, twopl=twopl)
+        _item_step(y, mask, st, groups, twopl=twopl, priors=priors)
         _hyper_step(st, groups, n_groups, twopl=twopl, priors=priors)
         _ability_step(y, mask, st)
         _standardise(st)

@@ -55,7 +55,7 @@ from irtbayes.fitting.settings import SamplerSettings
 from irtbayes.fitting.trace import choose_chains, complete_part, completed_draws
 from irtbayes.fitting.until_converged import StopRule
 from irtbayes.model.build import add_derived, build_model
-from irtbayes.model.inputs import model_inputs
+from irtbayes.model.inputs import MIN_2PL_SUBJECTS, default_spec, model_inputs
 from irtbayes.model.spec import GRADED_KINDS, SMALL_BANK_ITEMS, ModelSpec
 
 __all__ = [
@@ -175,7 +175,7 @@ def fit(
     data, spec
         Responses; the model: a :class:`~irtbayes.model.spec.ModelSpec` or the name of its kind (``"1pl"``,
         ``"2pl"``, ``"3pl"``, ``"grm"``, ``"gpcm"``; default: 2PL, deepest hierarchy the labels allow,
-        standardised abilities).
+        standardised abilities; the 1PL for fewer than 10 subjects, :func:`~irtbayes.model.inputs.default_spec`).
     model
         The model's kind by name, as the command line's ``--model`` (``fit(data, model="1pl")``); the other
         settings of the model are :class:`~irtbayes.model.spec.ModelSpec`'s defaults.
@@ -238,7 +238,20 @@ def fit(
     """
     given = {k: v for k, v in locals().items() if k not in ("data", "spec", "model", "settings")}  # as given
     given["sampler_kwargs"] = {} if sampler_kwargs is None else sampler_kwargs
-    return _fit(data, model_spec(spec, model), _settings(settings, given))
+    named = model_spec(spec, model)
+    result = _fit(data, named or default_spec(data), _settings(settings, given))
+    if named is None:
+        note_default_model(result, data)
+    return result
+
+
+def note_default_model(result: Fit, data: ResponseData) -> None:
+    """A fit whose model was chosen for it (none named) and is not the 2PL says why in its diagnostics' notes."""
+    if result.spec.kind == "1pl" and data.n_subjects < MIN_2PL_SUBJECTS:
+        result.diagnostics.notes.append(
+            f"the 1PL, as no model was named: with {data.n_subjects} subjects (fewer than {MIN_2PL_SUBJECTS}) "
+            "a 2PL's discrimination of each item would rest on as many responses; model='2pl' (--model 2pl) fits it"
+        )
 
 
 def model_spec(spec: ModelSpec | str | None, model: str | None = None) -> ModelSpec | None:

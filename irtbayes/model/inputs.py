@@ -18,7 +18,28 @@ from irtbayes.data.responses import ResponseData
 from irtbayes.data.trials import WHOLE_TOLERANCE
 from irtbayes.model.spec import FIXED_SD_MAX_BENCHMARKS, GRADED_KINDS, SMALL_BANK_ITEMS, UNLABELLED, ModelSpec
 
-__all__ = ["ModelInputs", "model_inputs", "step_items"]
+__all__ = ["MIN_2PL_SUBJECTS", "ModelInputs", "default_spec", "model_inputs", "step_items"]
+
+#: With fewer subjects than this the model fitted when none is named is the 1PL (:func:`default_spec`).
+MIN_2PL_SUBJECTS = 10
+
+
+def default_spec(data: ResponseData) -> ModelSpec:
+    """The model fitted when none is named: :class:`ModelSpec`'s defaults (the 2PL), or the 1PL for binary,
+    fractional or count responses of fewer than :data:`MIN_2PL_SUBJECTS` subjects.
+
+    A 2PL's discrimination of an item rests on that item's responses, one per subject. With a handful of subjects an
+    item that the stronger ones pass and the weaker ones fail is separated, its likelihood flat as the discrimination
+    grows, so the posterior is the prior's tail bent along a ridge, where NUTS diverges at any target acceptance;
+    the 1PL asks the data for one shared slope. ``fit(data, model="2pl")`` (``--model 2pl``) fits the 2PL anyway.
+
+    >>> from irtbayes.data.simulate import simulate_responses
+    >>> default_spec(simulate_responses(5, 20, seed=1)[0]).kind, default_spec(simulate_responses(10, 20, seed=1)[0]).kind
+    ('1pl', '2pl')
+    """
+    if data.response_kind != "ordinal" and data.n_subjects < MIN_2PL_SUBJECTS:
+        return ModelSpec(kind="1pl")
+    return ModelSpec()
 
 
 @dataclass(frozen=True)

@@ -269,9 +269,10 @@ def test_refuses_what_it_cannot_check(design: tuple[ResponseData, Fit], audited:
     data, fitted = design
     with pytest.raises(SpecError, match="needs the Fit"):
         self_check(fitted.posterior, data, audited, n_sets=2, progress=False, audit_fn=audit)  # type: ignore[arg-type]
-    fractional, _ = simulate_responses(30, 20, n_trials=4, seed=2)
-    assert not fractional.is_binary
-    with pytest.raises(SpecError, match="binary"):
+    shares = data.long_frame().assign(response=lambda f: np.where(f["response"] > 0, 0.7, 0.2))
+    fractional = ResponseData.from_long(shares, items=data.items.reset_index())
+    assert fractional.response_kind == "fraction"
+    with pytest.raises(SpecError, match=r"binary .* and k successes of n trials only"):
         self_check(fitted, fractional, audited, n_sets=2, progress=False, audit_fn=audit)
     three = dataclasses.replace(fitted, spec=ModelSpec(kind="3pl"))
     with pytest.raises(SpecError, match="1PL and 2PL"):
@@ -280,3 +281,25 @@ def test_refuses_what_it_cannot_check(design: tuple[ResponseData, Fit], audited:
         self_check(fitted, data, audited, n_sets=0, progress=False, audit_fn=audit)
     with pytest.raises(SpecError, match="audit_fn"):
         self_check(fitted, data, audited, n_sets=2, progress=False)
+
+
+def test_counts_are_simulated_as_binomial_over_each_cells_trials() -> None:
+    """k successes of n trials: each set draws Binomial(n, p) on the observed cells with their own n, and the
+    self-check runs on such data like on 0/1 responses."""
+    data, _ = simulate_responses(60, 40, n_benchmarks=2, missing=0.1, n_trials=3, seed=4)
+    assert data.response_kind == "counts"
+    fitted = _approx_fit(data, 4)
+    cells = selfcheck_module._observed_cells(data)
+    draws = extract_draws(fitted.posterior, data)
+    task = selfcheck_module._SetTask(0, 5, 11, draws.ability[5, :, 0], draws.discrimination[5], draws.difficulty[5])
+    sim = selfcheck_module._simulate(data, task, cells)
+    assert sim.response_kind == "counts" and sim.n_responses == data.n_responses
+    original = data.long_frame().set_index(["subject", "item"]).sort_index()
+    simulated = sim.long_frame().set_index(["subject", "item"]).sort_index()
+    assert simulated.index.equals(original.index)
+    assert (simulated["trials"] == original["trials"]).all() and (sim.successes <= sim.trials).all()
+    # every trial independent: a cell's mean share follows the draw's probability, not one 0/1 response copied
+    assert 0.05 < float(np.mean((sim.successes > 0) & (sim.successes < sim.trials))) < 0.95
+    audited = audit(fitted, data, range=RANGE, bins=5, ensemble="draws")
+    check = self_check(fitted, data, audited, n_sets=3, seed=2, progress=False, audit_fn=audit, max_draws=50)
+    assert check.n_failed == 0 and check.table["coverage"].notna().all()

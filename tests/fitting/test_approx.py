@@ -207,9 +207,27 @@ def test_three_systems_that_answer_alike_give_bounded_items_not_hundreds_of_logi
     assert data.n_subjects == 3
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        result = fit(data, sampler="approx", seed=1, progress=False)
+        result = fit(data, model="2pl", sampler="approx", seed=1, progress=False)
     assert result.sampler["options"]["modes_converged"] is True
     difficulty = result.posterior["difficulty"].values
     assert np.isfinite(difficulty).all()
     assert np.abs(difficulty).max() < 30, np.abs(difficulty).max()
     assert float(result.posterior["discrimination"].mean()) > 0.02
+
+
+def test_the_1pl_of_three_systems_that_answer_alike_settles_within_its_priors_reach():
+    """The same logs with the 1PL (the default for three systems): the shared log-discrimination's step carries its
+    prior, and an item every system fails moves by up to one prior sd a round, so the standardisation's rescaling
+    cannot carry it out (it reached 6,000 logits in 40 rounds, then NaN, when its step was capped at 1 logit)."""
+    import irtbayes as irt
+
+    data = irt.load(FIXTURES / "lm_eval" / "lm_eval_hf", filter="flexible-extract")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        result = fit(data, sampler="approx", seed=1, progress=False)
+    assert result.spec.kind == "1pl"
+    assert result.sampler["options"]["modes_converged"] is True
+    difficulty = result.posterior["difficulty"].values
+    assert np.isfinite(difficulty).all() and np.abs(difficulty).max() < 100, np.abs(difficulty).max()
+    slope = float(result.posterior["log_discrimination_mu"].mean())
+    assert abs(slope) < 3 * result.spec.priors.log_discrimination_mu_sd, slope

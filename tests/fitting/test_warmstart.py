@@ -253,7 +253,7 @@ def test_the_command_line_switches_the_warm_start_off(monkeypatch):
     add_fit_options(parser)
     seen: list[object] = []
     monkeypatch.setattr(fit_module, "fit", lambda data, spec, **kwargs: seen.append(kwargs["warm_start"]))
-    for argv in ([], ["--no-warm-start"]):
+    for argv in (["--model", "2pl"], ["--model", "2pl", "--no-warm-start"]):
         _fit_from_args(object(), parser.parse_args(argv))
     assert seen == [None, False]
 
