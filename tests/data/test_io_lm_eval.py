@@ -215,6 +215,18 @@ def test_list_choices_names_every_task_filter_and_metric() -> None:
     assert table.loc[("fx_mc", "none"), "documents"] == 30 and table.loc[("fx_gen", "strict-match"), "documents"] == 20
 
 
+def test_the_tasks_table_counts_the_subjects_the_data_hold(tmp_path: Path) -> None:
+    """A model run twice (the dummy logs and their rerun of dummy-a, side by side) is one subject in the tasks table,
+    as in the data the folder loads to."""
+    import shutil
+
+    for folder in (DUMMY, RERUN):
+        shutil.copytree(folder, tmp_path / folder.name)
+    data = load_lm_eval(tmp_path, filter="flexible-extract")
+    assert data.n_subjects == 3
+    assert (list_choices(tmp_path)["subjects"] == data.n_subjects).all()
+
+
 def test_tasks_option_selects_and_checks_tasks() -> None:
     data = load_lm_eval(HF, tasks=["fx_mc"])
     assert list(data.benchmarks) == ["fx_mc"]

@@ -576,7 +576,8 @@ def list_choices(path: str | Path) -> pd.DataFrame:
     pandas.DataFrame
         One row per (task, filter): ``task``, ``filter``, ``metrics`` (comma-separated, as logged),
         ``default_metric`` (what ``metric=None`` reads, empty when the task needs one named), ``subjects``
-        (folders holding it) and ``documents`` (its lines in the first such file).
+        (the models that logged it, named as :func:`load_lm_eval` names them: one model run twice counts once) and
+        ``documents`` (its lines in the first such file).
 
     Examples
     --------
@@ -590,10 +591,12 @@ def list_choices(path: str | Path) -> pd.DataFrame:
     """
     root = Path(path)
     rows: dict[tuple[str, str], dict[str, Any]] = {}
-    for file_path in _samples_files(root):
-        task, date_id = _parse_name(file_path)
-        file = _SamplesFile(path=file_path, task=task, date_id=date_id, folder=file_path.parent)
-        file.lines = _read_samples(file_path)
+    if not _samples_files(root):
+        raise DataError(f"{root}: no lm-evaluation-harness samples_*.jsonl files here or up to two folders below")
+    files, _ = _found_files(root, None)  # subjects named as load_lm_eval names them: one model in two runs is one
+    for file in files:
+        task, date_id = file.task, file.date_id
+        file.lines = _read_samples(file.path)
         for name in _logged_filters(file):
             lines = [(n, line) for n, line in file.lines if str(line["filter"]) == name]
             logged = [str(m) for m in lines[0][1].get("metrics", [])] if lines else []
@@ -604,11 +607,9 @@ def list_choices(path: str | Path) -> pd.DataFrame:
             row = rows.setdefault(
                 (task, name),
                 {"task": task, "filter": name, "metrics": ", ".join(logged), "default_metric": default,
-                 "folders": set(), "documents": len(lines)},
+                 "names": set(), "documents": len(lines)},
             )  # fmt: skip
-            row["folders"].add(file.folder)
-    if not rows:
-        raise DataError(f"{root}: no lm-evaluation-harness samples_*.jsonl files here or up to two folders below")
+            row["names"].add(file.subject)
     table = pd.DataFrame(list(rows.values()))
-    table.insert(4, "subjects", table.pop("folders").map(len))
+    table.insert(4, "subjects", table.pop("names").map(len))
     return table.sort_values(["task", "filter"], ignore_index=True)
