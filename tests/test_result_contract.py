@@ -28,7 +28,7 @@ from irtbayes.benchfill.run import calibrate_candidates
 from irtbayes.benchfill.target import choose_target
 from irtbayes.checks.predictive import PredictiveCheck, posterior_predictive_check
 from irtbayes.core.errors import SpecError
-from irtbayes.core.summaries import arviz_names, interval_columns, posterior_summary
+from irtbayes.core.summaries import interval_columns, posterior_summary, summary_table
 from irtbayes.data.simulate import posterior_near_truth, simulate_responses
 from irtbayes.evaluating.adaptive import AdaptiveResult
 from irtbayes.evaluating.prediction import PredictedScores
@@ -42,7 +42,8 @@ from irtbayes.robustness.population import outcome_from_audit, population_stabil
 from irtbayes.robustness.run import RobustnessResult
 from irtbayes.robustness.simulation import simulate_condition_responses
 
-LB, UB = "eti90_lb", "eti90_ub"
+LB, UB = "eti90_lb", "eti90_ub"  # a fit's parameter table, as arviz.summary names its interval
+LO, HI = "ci_low", "ci_high"  # every other table, summaries and CSV files alike
 
 
 @pytest.fixture(scope="module")
@@ -113,21 +114,20 @@ def robust() -> RobustnessResult:
 
 
 def _source_column(column: str) -> str:
-    """The project's name of a summary column: ``*eti90_lb`` -> ``*ci_low``, ``*eti90_ub`` -> ``*ci_high``."""
-    for arviz, ours in ((LB, "ci_low"), (UB, "ci_high")):
-        if column.endswith(arviz):
-            return column[: -len(arviz)] + ours
-    return column
+    """The items table's name of a fit summary's column: ``eti90_lb`` -> ``ci_low``, ``eti90_ub`` -> ``ci_high``."""
+    return {LB: LO, UB: HI}.get(column, column)
 
 
 def _assert_summarises(summary: pd.DataFrame, table: pd.DataFrame) -> None:
-    """``summary`` holds ArviZ-named interval columns, none of the project's names, and ``table``'s values."""
+    """``summary`` names each interval as ``table`` (and the CSV files) do, with no ArviZ names beside them, holds
+    ``table``'s values and records the interval's probability."""
     assert isinstance(summary, pd.DataFrame) and len(summary) == len(table)
     columns = [str(c) for c in summary.columns]
-    assert any(c.endswith(LB) for c in columns) and any(c.endswith(UB) for c in columns), columns
-    assert not [c for c in columns if c.endswith(("ci_low", "ci_high"))], columns
+    assert any(c.endswith(LO) for c in columns) and any(c.endswith(HI) for c in columns), columns
+    assert not [c for c in columns if c.endswith(("_lb", "_ub")) and "eti" in c], columns
+    assert 0 < summary.attrs["ci_prob"] < 1
     for column in columns:
-        want = table[_source_column(column)].to_numpy()
+        want = table[column].to_numpy()
         have = summary[column].to_numpy()
         if pd.api.types.is_numeric_dtype(want) and not pd.api.types.is_bool_dtype(want):
             np.testing.assert_allclose(have.astype(float), want.astype(float), err_msg=column)
@@ -164,14 +164,14 @@ def test_interval_names_are_those_of_arviz_summary(ci_prob: float) -> None:
     assert [c for c in theirs.columns if c.startswith("eti")] == list(interval_columns(ci_prob))
 
 
-def test_arviz_names_renames_only_interval_ends() -> None:
-    table = pd.DataFrame(
-        {"ci_low": [0.0], "ci_high": [1.0], "rank_ci_low": [1], "mean": [0.5], "n_ci": [3], "ci_lower_bound": [2]}
-    )
-    table.attrs["ci_prob"] = 0.8
-    renamed = arviz_names(table, 0.8)
-    assert list(renamed.columns) == ["eti80_lb", "eti80_ub", "rank_eti80_lb", "mean", "n_ci", "ci_lower_bound"]
-    assert renamed.attrs == {"ci_prob": 0.8} and "ci_low" in table.columns  # a copy
+def test_a_summary_table_keeps_the_names_of_its_table() -> None:
+    table = pd.DataFrame({"ci_low": [0.0], "ci_high": [1.0], "rank_ci_low": [1], "mean": [0.5]})
+    table.attrs["run"] = "r1"
+    out = summary_table(table, 0.8)
+    assert list(out.columns) == list(table.columns) and out.attrs == {"run": "r1", "ci_prob": 0.8}
+    assert table.attrs == {"run": "r1"}  # a copy
+    with pytest.raises(SpecError):
+        summary_table(table, 1.5)
 
 
 def test_posterior_summary_agrees_with_arviz_summary() -> None:
@@ -233,12 +233,12 @@ def test_scores_keep_the_contract(scores: Scores) -> None:
         "n_responses",
         "ability_mean",
         "ability_sd",
-        f"ability_{LB}",
-        f"ability_{UB}",
+        f"ability_{LO}",
+        f"ability_{HI}",
         "ci_prob",
     ]
     draws = scores.draws.sel(subject="beta").to_numpy().ravel()
-    assert summary.loc[1, f"ability_{LB}"] == pytest.approx(np.quantile(draws, 0.05))
+    assert summary.loc[1, f"ability_{LO}"] == pytest.approx(np.quantile(draws, 0.05))
 
     values = scores.to_dict()
     _assert_json(values)
@@ -281,7 +281,7 @@ def test_diagnostics_keep_the_contract(fitted) -> None:
 def test_predictive_check_keeps_the_contract(check: PredictiveCheck) -> None:
     summary = check.summary()
     _assert_summarises(summary, check.items)
-    assert {"observed_mean", "predicted_mean", f"predicted_{LB}", f"predicted_{UB}", "p_value_mean"} <= set(summary)
+    assert {"observed_mean", "predicted_mean", f"predicted_{LO}", f"predicted_{HI}", "p_value_mean"} <= set(summary)
     assert summary.attrs["ci_prob"] == 0.9 and summary.attrs["n_draws"] == check.n_draws
     assert check.to_dataframe("subjects").equals(check.subjects)
 
@@ -313,12 +313,12 @@ def test_audit_keeps_the_contract(audited: AuditResult) -> None:
     summary = audited.summary()
     _assert_summarises(summary, audited.benchmarks)
     for measure in ("ddm_w1", "max_gap", "interior_gap"):
-        assert {f"{measure}_mean", f"{measure}_{LB}", f"{measure}_{UB}"} <= set(summary.columns)
+        assert {f"{measure}_mean", f"{measure}_{LO}", f"{measure}_{HI}"} <= set(summary.columns)
 
     values = audited.to_dict()
     _assert_json(values)
     assert values == audited.summary_dict()
-    assert values["overall"]["max_gap"]["ci_low"] == pytest.approx(summary.loc["all:all", f"max_gap_{LB}"])
+    assert values["overall"]["max_gap"]["ci_low"] == pytest.approx(summary.loc["all:all", f"max_gap_{LO}"])
 
     text = audited.to_text()
     assert isinstance(text, str) and audited.target.description in text
@@ -335,7 +335,7 @@ def test_audit_keeps_the_contract(audited: AuditResult) -> None:
 def test_benchfill_round_keeps_the_contract(round_: BenchfillResult) -> None:
     summary = round_.summary()
     _assert_summarises(summary, round_.decisions)
-    assert {"decision", "reason", f"difficulty_{LB}", f"difficulty_{UB}", f"slope_{LB}"} <= set(summary.columns)
+    assert {"decision", "reason", f"difficulty_{LO}", f"difficulty_{HI}", f"slope_{LO}"} <= set(summary.columns)
     assert list(summary.index) == list(round_.decisions.index)
 
     values = round_.to_dict()
@@ -354,10 +354,10 @@ def test_robustness_result_keeps_the_contract(robust: RobustnessResult) -> None:
     _assert_summarises(summary, robust.conditions.agreement)
     assert list(summary[["condition_a", "condition_b"]].iloc[0]) == ["original", "reformatted"]
     for measure in ("kendall_tau", "max_rank_displacement"):
-        assert {f"{measure}_mean", f"{measure}_sd", f"{measure}_{LB}", f"{measure}_{UB}"} <= set(summary.columns)
+        assert {f"{measure}_mean", f"{measure}_sd", f"{measure}_{LO}", f"{measure}_{HI}"} <= set(summary.columns)
     assert summary.attrs["part"] == "conditions" and summary.attrs["ci_prob"] == 0.9
     assert (
-        summary.loc[0, f"kendall_tau_{LB}"] <= summary.loc[0, "kendall_tau_mean"] <= summary.loc[0, f"kendall_tau_{UB}"]
+        summary.loc[0, f"kendall_tau_{LO}"] <= summary.loc[0, "kendall_tau_mean"] <= summary.loc[0, f"kendall_tau_{HI}"]
     )
     assert robust.summary("conditions").equals(summary)
     stable = robust.summary("population")
@@ -374,7 +374,7 @@ def test_robustness_result_keeps_the_contract(robust: RobustnessResult) -> None:
     _assert_json(values)
     assert values == robust.summary_dict()
     pair = values["conditions"]["rank_agreement"][0]
-    assert pair["kendall_tau_ci_low"] == pytest.approx(summary.loc[0, f"kendall_tau_{LB}"])
+    assert pair["kendall_tau_ci_low"] == pytest.approx(summary.loc[0, f"kendall_tau_{LO}"])
     assert [c["label"] for c in values["population"]["conclusions"]] == list(stable["label"])
 
     text = robust.to_text()

@@ -143,8 +143,8 @@ def test_scores_methods(simulated) -> None:
         "n_responses",
         "ability_mean",
         "ability_sd",
-        "ability_eti90_lb",
-        "ability_eti90_ub",
+        "ability_ci_low",
+        "ability_ci_high",
         "ci_prob",
     ]
     assert table["subject"].tolist() == subjects and (table["n_responses"] == 60).all()
@@ -164,7 +164,7 @@ def test_audit_summary_is_one_row_per_scope(audited) -> None:
     table = audited.summary()
     assert list(table.index) == ["all:all", "benchmark:bench00", "benchmark:bench01", "benchmark:bench02"]
     for m in ("ddm_w1", "ddm_shape_w1", "max_gap", "interior_gap", "edge_gap_low", "edge_gap_high"):
-        for s in ("mean", "eti90_lb", "eti90_ub"):
+        for s in ("mean", "ci_low", "ci_high"):
             assert f"{m}_{s}" in table.columns
     expected = audited.benchmarks.set_index("scope")["ddm_w1_mean"]
     np.testing.assert_allclose(table.set_index("scope")["ddm_w1_mean"], expected)
@@ -225,7 +225,7 @@ def test_benchfill_result_methods() -> None:
         fit, data, candidates, candidate_response_data(answers, candidates, fit=fit), choice, mode="fixed", seed=4
     )
     table = result.summary()
-    assert {"decision", "reason", "p_in_target", "difficulty_mean", "difficulty_eti90_lb"} <= set(table.columns)
+    assert {"decision", "reason", "p_in_target", "difficulty_mean", "difficulty_ci_low"} <= set(table.columns)
     assert table.loc["good", "decision"] == "accepted" and table.loc["mis-keyed", "reason"] == "mis-keyed"
     for name in ("decisions", "comparison", "bins", "subjects"):
         assert result.to_dataframe(name).equals(getattr(result, name))

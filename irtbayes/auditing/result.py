@@ -15,7 +15,7 @@ import pandas as pd
 from irtbayes.auditing.targets import Target
 from irtbayes.core.errors import SpecError
 from irtbayes.core.files import json_ready
-from irtbayes.core.summaries import arviz_names, format_interval
+from irtbayes.core.summaries import format_interval, summary_table
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -141,9 +141,8 @@ class AuditResult:
         -------
         pandas.DataFrame
             Index ``scope_kind:scope`` (``all:all``, ``benchmark:law``, ...); columns ``scope_kind``, ``scope``,
-            ``n_items``, ``{m}_mean``, ``{m}_eti90_lb``, ``{m}_eti90_ub`` (ArviZ's names of the interval's ends,
-            :func:`irtbayes.core.summaries.interval_columns`; :attr:`benchmarks` calls them ``{m}_ci_low`` and
-            ``{m}_ci_high``) for m in :data:`AUDIT_SUMMARY_MEASURES` (``ddm_w1``, ``ddm_shape_w1``, ``max_gap``,
+            ``n_items``, ``{m}_mean``, ``{m}_ci_low``, ``{m}_ci_high`` (as in
+            :attr:`benchmarks` and ``benchmarks.csv``) for m in :data:`AUDIT_SUMMARY_MEASURES` (``ddm_w1``, ``ddm_shape_w1``, ``max_gap``,
             ``interior_gap``, ``edge_gap_low``, ``edge_gap_high``), then ``gap_kind``, ``mass_below_mean``,
             ``mass_above_mean`` (columns missing from :attr:`benchmarks` are left out). ``attrs`` record
             ``ci_prob`` and the target's description. :meth:`to_text` says the same in prose; :attr:`benchmarks`
@@ -156,7 +155,7 @@ class AuditResult:
         >>> table = result.summary()
         >>> list(table.index)
         ['all:all', 'benchmark:bench00', 'benchmark:bench01']
-        >>> bool((table["ddm_w1_eti90_lb"] <= table["ddm_w1_mean"]).all() and (table["ddm_w1_mean"] <= 1).all())
+        >>> bool((table["ddm_w1_ci_low"] <= table["ddm_w1_mean"]).all() and (table["ddm_w1_mean"] <= 1).all())
         True
         """
         b = self.benchmarks
@@ -167,7 +166,7 @@ class AuditResult:
         table = b[[c for c in columns if c in b.columns]].copy()
         table.index = pd.Index([f"{k}:{s}" for k, s in zip(b["scope_kind"], b["scope"], strict=True)], name="scope_id")
         table.attrs.update(ci_prob=self.ci_prob, target=self.target.description)
-        return arviz_names(table, self.ci_prob)
+        return summary_table(table, self.ci_prob)
 
     def to_dataframe(self, table: str = "benchmarks") -> pd.DataFrame:
         """One of the tables by name, a copy (``attrs`` kept): ``bins``, ``benchmarks``, ``ranking``, ``ahead``, ``information``, ``items``.

@@ -81,7 +81,7 @@ from irtbayes.core import irt
 from irtbayes.core.errors import FitError, SpecError
 from irtbayes.core.files import json_ready
 from irtbayes.core.parallel import Scheduler, map_tasks
-from irtbayes.core.summaries import arviz_names, check_ci_prob, format_interval, spaced
+from irtbayes.core.summaries import check_ci_prob, format_interval, spaced, summary_table
 from irtbayes.data.responses import ResponseData
 from irtbayes.fitting.fit import fit
 from irtbayes.fitting.result import Fit
@@ -252,16 +252,10 @@ class SelfCheck:
     interval_prob: float
 
     def summary(self) -> pd.DataFrame:
-        """The table, with the audit's interval ends under ArviZ's names (``eti90_lb``, ``eti90_ub``).
-
-        The calibrated interval keeps the names ``calibrated_ci_low`` and ``calibrated_ci_high``: it aims
-        at ``nominal``, not at the audit's interval probability.
+        """The table: the audit's interval ends ``ci_low`` and ``ci_high`` (of probability ``attrs["ci_prob"]``),
+        and the calibrated interval ``calibrated_ci_low`` and ``calibrated_ci_high``, which aims at ``nominal``.
         """
-        calibrated = self.table[["calibrated_ci_low", "calibrated_ci_high"]]
-        out = arviz_names(self.table.drop(columns=calibrated.columns), self.interval_prob)
-        position = list(self.table.columns).index("calibrated_ci_low")
-        for offset, column in enumerate(calibrated.columns):
-            out.insert(position + offset, column, calibrated[column].to_numpy())
+        out = summary_table(self.table, self.interval_prob)
         out.attrs = {"ci_prob": self.interval_prob, "nominal": self.nominal, "sampler": self.sampler}
         return out
 

@@ -39,7 +39,7 @@ from irtbayes.benchfill.target import AUDIT_INFORMATION_DRAWS, AUDIT_MAX_DRAWS, 
 from irtbayes.core.errors import DataError, FitError, SpecError, listed
 from irtbayes.core.files import atomic_write_text, json_ready, read_json
 from irtbayes.core.plots import plot_candidate_intervals, plot_coverage_before_after
-from irtbayes.core.summaries import arviz_names, format_interval, summarize
+from irtbayes.core.summaries import format_interval, summarize, summary_table
 from irtbayes.data.responses import ResponseData
 
 if TYPE_CHECKING:
@@ -105,9 +105,8 @@ class BenchfillResult:
         -------
         pandas.DataFrame
             Columns ``benchmark``, ``decision``, ``reason``, ``n_responses``, ``p_in_target``,
-            ``p_in_target_data``, ``slope_{mean,eti90_lb,eti90_ub}``, ``difficulty_{mean,eti90_lb,eti90_ub}``
-            (those present in :attr:`decisions`, where the interval's ends are ``*_ci_low`` and ``*_ci_high``;
-            ArviZ's names, :func:`irtbayes.core.summaries.interval_columns`); ``attrs`` record ``ci_prob``, the
+            ``p_in_target_data``, ``slope_{mean,ci_low,ci_high}``, ``difficulty_{mean,ci_low,ci_high}``
+            (those present in :attr:`decisions`); ``attrs`` record ``ci_prob``, the
             target's label and ``run_id``.
 
         Examples
@@ -160,7 +159,7 @@ class BenchfillResult:
         ]
         table = d[[c for c in wanted if c in d.columns]].copy()
         table.attrs.update(ci_prob=self.ci_prob, target=self.target.label, run_id=self.run_id)
-        return arviz_names(table, self.ci_prob)
+        return summary_table(table, self.ci_prob)
 
     def to_dataframe(self, table: str = "decisions") -> pd.DataFrame:
         """One of the round's tables by name, a copy: ``decisions``, ``comparison``, ``bins`` or ``subjects``.

@@ -72,7 +72,7 @@ from irtbayes.core import irt
 from irtbayes.core.errors import DataError, SpecError, listed
 from irtbayes.core.files import atomic_write_bytes, atomic_write_text, json_ready
 from irtbayes.core.multiplicity import FDR_RULES, bayes_fdr_flags
-from irtbayes.core.summaries import arviz_names, check_ci_prob, format_interval, records, spaced, summarize
+from irtbayes.core.summaries import check_ci_prob, format_interval, records, spaced, summarize, summary_table
 from irtbayes.data.responses import ResponseData
 from irtbayes.fitting.result import Fit
 
@@ -165,9 +165,8 @@ class ItemChecks:
         return ", ".join(f"{int(counts.get(flag, 0))} {flag}" for flag in FLAGS)
 
     def summary(self) -> pd.DataFrame:
-        """:attr:`items` with ArviZ's interval names (``slope_eti90_lb``, ``dif_effect_eti90_ub``, ... for
-        ``ci_prob=0.9``); ``attrs`` kept."""
-        return arviz_names(self.items, self.settings["ci_prob"])
+        """:attr:`items` (``slope_ci_low``, ``dif_effect_ci_high``, ...); ``attrs`` kept, ``ci_prob`` among them."""
+        return summary_table(self.items, self.settings["ci_prob"])
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON values: the settings, the counts per flag, the notes and every item's row."""

@@ -29,7 +29,7 @@ import xarray as xr
 from irtbayes.core import irt
 from irtbayes.core.errors import SpecError
 from irtbayes.core.files import json_ready
-from irtbayes.core.summaries import arviz_names, records, spaced, summarize
+from irtbayes.core.summaries import records, spaced, summarize, summary_table
 from irtbayes.data.responses import ResponseData
 from irtbayes.fitting.result import Fit
 
@@ -166,10 +166,8 @@ class PredictiveCheck:
     >>> check.to_text().startswith("Posterior predictive check (100 replicated data sets")
     True
     >>> table = check.summary()
-    >>> table.loc[0, ["item", "observed_mean", "predicted_eti90_lb", "predicted_eti90_ub"]].tolist() == check.items.loc[
-    ...     0, ["item", "observed_mean", "predicted_ci_low", "predicted_ci_high"]
-    ... ].tolist()
-    True
+    >>> list(table.columns[:5]), table.attrs["ci_prob"]
+    (['item', 'benchmark', 'n_responses', 'observed_mean', 'predicted_mean'], 0.9)
     >>> ax = check.plot_items(top=10)
     >>> len(ax.get_yticklabels())
     10
@@ -184,13 +182,12 @@ class PredictiveCheck:
     notes: list[str] = field(default_factory=list)
 
     def summary(self) -> pd.DataFrame:
-        """One row per item (:attr:`items`) with ArviZ's interval names: ``predicted_eti90_lb`` and
-        ``predicted_eti90_ub`` (for ``ci_prob=0.9``) for ``predicted_ci_low`` and ``predicted_ci_high``.
+        """One row per item (:attr:`items`): ``predicted_mean``, ``predicted_ci_low``, ``predicted_ci_high``, ....
 
         ``attrs`` record ``ci_prob``, ``alpha``, ``n_draws``, ``approximate``, ``likelihood`` and ``notes``;
         :meth:`to_dataframe` gives the subjects' table, :meth:`to_text` the verdict in prose.
         """
-        return arviz_names(self.items, self.ci_prob)
+        return summary_table(self.items, self.ci_prob)
 
     def to_dataframe(self, table: str = "items") -> pd.DataFrame:
         """One of the tables by name, a copy (``attrs`` kept): ``items`` or ``subjects``."""

@@ -8,13 +8,12 @@ draws (linear interpolation between order statistics). It is invariant to monoto
 contains the median; for a very skewed posterior it need not contain the mean. NaN draws are ignored; a quantity
 with no finite draw is NaN.
 
-**The interval's column names.** Every result's ``summary()`` names its columns as ``arviz.summary`` does
-(arviz-stats 1.x): ``mean``, ``sd``, ``eti90_lb`` and ``eti90_ub`` (the number is the interval's percentage,
-:func:`interval_columns`; its probability is also in ``attrs["ci_prob"]``) and, for posterior draws, ``ess_bulk``,
-``ess_tail``, ``r_hat`` and ``mcse_mean``. The tidy tables (``to_dataframe()``, the audit's and BenchFill's CSV
-files) hold several quantities per row and name each interval after its quantity: ``ci_low`` and ``ci_high`` for
-the row's one quantity, ``difficulty_ci_low``, ``ddm_ci_high``, ... otherwise, with the probability in
-``attrs["ci_prob"]`` and in the folder's ``summary.json``; :func:`arviz_names` renames a tidy table for a summary.
+**The interval's column names.** Each interval is named after its quantity, in every table from a result's
+``summary()`` to its CSV files: ``ci_low`` and ``ci_high`` for the row's one quantity, ``difficulty_ci_low``,
+``ddm_w1_ci_high``, ... otherwise, with the probability in ``attrs["ci_prob"]`` and in the folder's
+``summary.json`` (:func:`summary_table`). A fit's own parameter table, :func:`posterior_summary` (``Fit.summary()``),
+is ``arviz.summary``'s (arviz-stats 1.x): ``mean``, ``sd``, ``eti90_lb`` and ``eti90_ub`` (the number is the
+interval's percentage, :func:`interval_columns`), ``ess_bulk``, ``ess_tail``, ``r_hat`` and ``mcse_mean``.
 These functions take plain :mod:`xarray` and :mod:`pandas` objects and know nothing of the result classes; every
 figure of them is in :mod:`irtbayes.core.plots` (bounded in size whatever the data).
 """
@@ -33,7 +32,6 @@ from irtbayes.core.errors import SpecError
 from irtbayes.core.files import json_ready
 
 __all__ = [
-    "arviz_names",
     "check_ci_prob",
     "draws_frame",
     "format_interval",
@@ -46,6 +44,7 @@ __all__ = [
     "summarize",
     "summarize_draws",
     "summary_columns",
+    "summary_table",
 ]
 
 #: The four summary columns, in order.
@@ -306,30 +305,20 @@ def summary_columns(ci_prob: float = 0.9) -> tuple[str, ...]:
     return ("mean", "sd", *interval_columns(ci_prob), "ess_bulk", "ess_tail", "r_hat", "mcse_mean")
 
 
-def arviz_names(table: pd.DataFrame, ci_prob: float) -> pd.DataFrame:
-    """A copy of ``table`` with its interval columns under ArviZ's names (:func:`interval_columns`); ``attrs`` kept.
-
-    ``ci_low`` and ``ci_high`` become ``eti{p}_lb`` and ``eti{p}_ub``, ``{x}_ci_low`` and ``{x}_ci_high``
-    become ``{x}_eti{p}_lb`` and ``{x}_eti{p}_ub``; other columns and the values are unchanged.
+def summary_table(table: pd.DataFrame, ci_prob: float) -> pd.DataFrame:
+    """A copy of ``table`` for a result's ``summary()``: the same columns and values (intervals as ``ci_low`` and
+    ``ci_high``, ``{x}_ci_low`` and ``{x}_ci_high``, as in the result's CSV files and its other tables), ``attrs``
+    kept, with ``attrs["ci_prob"]`` the interval's probability.
 
     Examples
     --------
     >>> table = pd.DataFrame({"item": ["q1"], "difficulty_mean": [0.2], "difficulty_ci_low": [-0.1], "difficulty_ci_high": [0.5]})
-    >>> list(arviz_names(table, 0.9).columns)
-    ['item', 'difficulty_mean', 'difficulty_eti90_lb', 'difficulty_eti90_ub']
+    >>> out = summary_table(table, 0.9)
+    >>> list(out.columns), out.attrs["ci_prob"]
+    (['item', 'difficulty_mean', 'difficulty_ci_low', 'difficulty_ci_high'], 0.9)
     """
-    lb, ub = interval_columns(ci_prob)
-
-    def name(column: Hashable) -> Hashable:
-        if not isinstance(column, str):
-            return column
-        for old, new in (("ci_low", lb), ("ci_high", ub)):
-            if column == old or column.endswith(f"_{old}"):
-                return column[: len(column) - len(old)] + new
-        return column
-
-    out = table.rename(columns=name)
-    out.attrs = dict(table.attrs)
+    out = table.copy()
+    out.attrs = {**table.attrs, "ci_prob": float(check_ci_prob(ci_prob))}
     return out
 
 

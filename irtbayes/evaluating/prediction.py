@@ -71,7 +71,7 @@ from irtbayes.auditing.settings import resolve_target
 from irtbayes.auditing.targets import Target
 from irtbayes.core import irt
 from irtbayes.core.errors import DataError, SpecError, listed
-from irtbayes.core.summaries import arviz_names, check_ci_prob, records, spaced, summarize
+from irtbayes.core.summaries import check_ci_prob, records, spaced, summarize, summary_table
 from irtbayes.data.responses import ResponseData
 from irtbayes.evaluating.bank import ItemBank, answered_benchmarks, warning_tags
 
@@ -581,8 +581,8 @@ class PredictedScores:
         return table
 
     def summary(self, *, ci_prob: float = 0.9) -> pd.DataFrame:
-        """:meth:`table` with ArviZ's interval names (``accuracy_eti90_lb``, ``accuracy_eti90_ub``, ...)."""
-        return arviz_names(self.table(ci_prob), ci_prob)
+        """:meth:`table` (``accuracy_ci_low``, ``accuracy_ci_high``, ...), ``ci_prob`` in ``attrs``."""
+        return summary_table(self.table(ci_prob), ci_prob)
 
     def to_dict(self, *, ci_prob: float = 0.9) -> dict[str, Any]:
         """Plain JSON values: ``warnings``, ``n_draws``, ``ci_prob``, ``target``, ``interval_calibration`` (per

@@ -12,7 +12,7 @@ import xarray as xr
 from irtbayes.core import irt
 from irtbayes.core.errors import DataError, SpecError
 from irtbayes.core.plots import forest_rows
-from irtbayes.core.summaries import arviz_names, draws_frame, records, spaced
+from irtbayes.core.summaries import draws_frame, records, spaced, summary_table
 from irtbayes.data.responses import ResponseData
 from irtbayes.fitting.result import Fit, check_prob, draws_table
 from irtbayes.model.spec import GRADED_KINDS
@@ -64,8 +64,8 @@ class Scores:
         return table
 
     def summary(self, *, ci_prob: float = 0.9) -> pd.DataFrame:
-        """:meth:`table` with ArviZ's interval names: ``subject``, (``dim``,) ``n_responses``, ``ability_mean``,
-        ``ability_sd``, ``ability_eti90_lb``, ``ability_eti90_ub`` (for ``ci_prob=0.9``), ``ci_prob``.
+        """:meth:`table`: ``subject``, (``dim``,) ``n_responses``, ``ability_mean``, ``ability_sd``,
+        ``ability_ci_low``, ``ability_ci_high``, ``ci_prob``.
 
         Examples
         --------
@@ -77,11 +77,11 @@ class Scores:
         >>> scores = score(fit, data.subset(subjects=["subject000", "subject001"]), n_draws=100, seed=3)
         >>> table = scores.summary()
         >>> list(table.columns)
-        ['subject', 'n_responses', 'ability_mean', 'ability_sd', 'ability_eti90_lb', 'ability_eti90_ub', 'ci_prob']
-        >>> bool((table["ability_eti90_lb"] < truth["ability"].values[:2]).all())
+        ['subject', 'n_responses', 'ability_mean', 'ability_sd', 'ability_ci_low', 'ability_ci_high', 'ci_prob']
+        >>> bool((table["ability_ci_low"] < truth["ability"].values[:2]).all())
         True
         """
-        return arviz_names(self.table(ci_prob), ci_prob)
+        return summary_table(self.table(ci_prob), ci_prob)
 
     def to_dict(self, *, ci_prob: float = 0.9) -> dict[str, Any]:
         """Plain JSON values: ``approximate``, ``n_draws``, ``ci_prob`` and ``subjects`` (the rows of :meth:`table`)."""

@@ -35,7 +35,7 @@ from irtbayes.core.errors import DataError, SpecError, refuse_unknown
 from irtbayes.core.files import atomic_write_json, atomic_write_text, json_ready
 from irtbayes.core.multiplicity import FDR_RULES
 from irtbayes.core.parallel import Scheduler, check_scheduler, scheduler_label
-from irtbayes.core.summaries import arviz_names, check_ci_prob, format_interval
+from irtbayes.core.summaries import check_ci_prob, format_interval, summary_table
 from irtbayes.data.responses import ResponseData
 from irtbayes.fitting.result import Fit
 from irtbayes.fitting.settings import SamplerSettings
@@ -121,9 +121,7 @@ class RobustnessResult:
         part
             ``"conditions"``: :attr:`ConditionEffects.agreement <irtbayes.robustness.conditions.ConditionEffects>`,
             one row per pair of conditions: ``condition_a``, ``condition_b``, ``kendall_tau_{mean,sd}``,
-            ``kendall_tau_eti90_lb``, ``kendall_tau_eti90_ub`` (ArviZ's names of the interval's ends,
-            :func:`irtbayes.core.summaries.interval_columns`; the table calls them ``*_ci_low`` and
-            ``*_ci_high``), the same for ``max_rank_displacement``, ``max_rank_displacement_p_zero`` and
+            ``kendall_tau_ci_low``, ``kendall_tau_ci_high``, the same for ``max_rank_displacement``, ``max_rank_displacement_p_zero`` and
             ``n_subjects`` (the systems seen under both).
             ``"population"``: :attr:`PopulationStability.conclusions
             <irtbayes.robustness.population.PopulationStability>`, one row per (scope, conclusion): ``scope``,
@@ -165,7 +163,7 @@ class RobustnessResult:
             part = held[0]
         if part == "conditions":
             c = self._conditions()
-            table = arviz_names(c.agreement, c.ci_prob)
+            table = summary_table(c.agreement, c.ci_prob)
             table.attrs.update(part="conditions", ci_prob=c.ci_prob)
             return table
         table = self._population().conclusions.copy()

@@ -158,9 +158,9 @@ def test_result_contract(checked: SelfCheck) -> None:
     assert json.loads(json.dumps(values, allow_nan=False)) == values
     assert values["sampler"] == "approx" and len(values["table"]) == len(checked.table)
     summary = checked.summary()
-    assert {"eti90_lb", "eti90_ub", "calibrated_ci_low", "calibrated_ci_high"} <= set(summary.columns)
-    assert "ci_low" not in summary.columns
-    np.testing.assert_array_equal(summary["eti90_lb"], checked.table["ci_low"])
+    assert {"ci_low", "ci_high", "calibrated_ci_low", "calibrated_ci_high"} <= set(summary.columns)
+    assert list(summary.columns) == list(checked.table.columns) and summary.attrs["ci_prob"] == checked.interval_prob
+    np.testing.assert_array_equal(summary["ci_low"], checked.table["ci_low"])
     np.testing.assert_array_equal(summary["coverage"], checked.table["coverage"])
     text = checked.to_text()
     assert "approximate" in text and "6 data sets" in text

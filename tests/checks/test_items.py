@@ -176,7 +176,7 @@ def test_laplace_fits_an_offset_under_guessing() -> None:
 
 def test_result_contract_and_files(checked: ItemChecks, tmp_path: Path) -> None:
     table = checked.summary()
-    assert {"slope_eti90_lb", "slope_eti90_ub", "dif_effect_eti90_lb", "p_reversed"} <= set(table.columns)
+    assert {"slope_ci_low", "slope_ci_high", "dif_effect_ci_low", "p_reversed"} <= set(table.columns)
     assert table.attrs["ci_prob"] == 0.9 and table.attrs["alpha"] == 0.05
     values = checked.to_dict()
     assert json.loads(json.dumps(values)) == values
