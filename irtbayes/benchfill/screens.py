@@ -57,7 +57,9 @@ predictive p-value is ``P(D(y_rep) >= D(y))``. A candidate whose responses do no
 (for example right for weak and strong systems and wrong for those between) gets a small p-value and is
 rejected as ``"off-construct"`` (poor item fit) when it is below :data:`ITEM_FIT_PPP`. Posterior predictive
 p-values are conservative (they pile up near 0.5 for items that fit), so the rate of good items rejected is
-below :data:`ITEM_FIT_PPP`. Fractional responses enter as their sums; the replicates are 0/1. A graded
+below :data:`ITEM_FIT_PPP`. Fractional responses enter as their sums; the replicates are 0/1. A response of k
+successes of n trials weighs its n trials: it enters as k, with ``n P_js`` in ``E_gs``, ``n P_js (1 - P_js)`` in
+``V_gs`` and a replicate ``~ Binomial(n, P_js)`` (as n systems of its ability answering once would). A graded
 candidate (a GRM or GPCM refit) enters with its category codes: ``E_gs`` and ``V_gs`` are the sums of the
 model's expected score and its variance over the categories at the item's thresholds, and the replicates are
 categories drawn from the model's probabilities.
@@ -65,10 +67,11 @@ categories drawn from the model's probabilities.
 Several ability dimensions (one per domain): **the candidate's own dimension must carry it**. For each
 dimension d the sign-free slope ``s_d`` of ``P = sigmoid(s_d theta_d + k)`` is computed on the grid of the
 calibration (the systems' ability posteriors on dimension d, each marginalised over ``ability_points``
-quantiles), and the candidate is rejected as ``"off-construct"`` when another dimension's slope exceeds its
-own with posterior probability at least :data:`CONSTRUCT_PROB` (draws of different dimensions paired at
-random). Dimensions of correlated abilities give similar slopes; the rule rejects only when the data say
-credibly that the candidate follows another domain's ability more than its own.
+quantiles; a response of k successes of n trials as its n trials, k right and n - k wrong), and the candidate is
+rejected as ``"off-construct"`` when another dimension's slope exceeds its own with posterior probability at least
+:data:`CONSTRUCT_PROB` (draws of different dimensions paired at random). Dimensions of correlated abilities give
+similar slopes; the rule rejects only when the data say credibly that the candidate follows another domain's
+ability more than its own.
 
 **The editorial verdict** (:func:`combine_screens`): the acceptance rule, the novelty screen and the
 construct screen together.
@@ -101,6 +104,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from irtbayes.benchfill.calibration import trial_rows
 from irtbayes.benchfill.grid import SAMPLE_DIMS, SLOPE_GRID_POINTS, flatten_samples, grid_slope_draws
 from irtbayes.core.errors import DataError, SpecError
 from irtbayes.core.irt import graded_probabilities, probability
@@ -421,24 +425,37 @@ CONSTRUCT_PROB = 0.9
 
 def _responses(
     new_data: ResponseData, item: int, subject_pos: np.ndarray, *, shares: bool = False
-) -> tuple[np.ndarray, np.ndarray]:
-    """The responding subjects' positions and their responses to ``item`` (``shares``: as shares of its maximum)."""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """The responding subjects' positions, their responses to ``item`` (``shares``: as shares of its maximum) and
+    their numbers of trials (None when every response of ``new_data`` is one trial; the responses are then the
+    shares k / n)."""
     mask = new_data.item_codes == item
     values = new_data.shares if shares else new_data.values
-    return subject_pos[new_data.subject_codes[mask]], values[mask].astype("float64")
+    trials = new_data.trials[mask] if new_data.has_trials else None
+    return subject_pos[new_data.subject_codes[mask]], values[mask].astype("float64"), trials
 
 
 def _moments_and_replicates(
-    params: dict[str, np.ndarray], theta: np.ndarray, pick: np.ndarray, rng: np.random.Generator, *, kind: str | None
+    params: dict[str, np.ndarray],
+    theta: np.ndarray,
+    pick: np.ndarray,
+    rng: np.random.Generator,
+    *,
+    kind: str | None,
+    trials: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(expected, variance, replicate) of each response (s, n_j) under draws ``pick`` of the item's parameters:
-    a binary item's P, P (1 - P) and 0/1 replicates; a graded item's expected category, its variance and
-    categories drawn from the model."""
+    a binary item's P, P (1 - P) and 0/1 replicates (with ``trials`` n, (n_j,): n P, n P (1 - P) and binomial
+    replicates of the successes); a graded item's expected category, its variance and categories drawn from the
+    model."""
     a = params["discrimination"][pick][:, None]
     if kind is None:
         b = params["difficulty"][pick][:, None]
         c = params["guessing"][pick][:, None] if "guessing" in params else None
         p = probability(theta, b, a, c)
+        if trials is not None:  # k successes of n trials: binomial moments and replicates
+            n = np.broadcast_to(trials.astype("int64"), p.shape)
+            return n * p, n * p * (1.0 - p), rng.binomial(n, np.clip(p, 0.0, 1.0)).astype(float)
         return p, p * (1.0 - p), (rng.random(p.shape) < p).astype(float)
     thresholds = params["threshold"][pick][:, None, :]  # (s, 1, K - 1)
     probs = graded_probabilities(theta, a, thresholds, kind=kind)  # (s, n_j, K)
@@ -504,10 +521,12 @@ def item_fit(
             n_thresholds = int(n_categories[i]) - 1
             params["threshold"] = flatten_samples(items["threshold"].sel(item=item), "boundary")[:, :n_thresholds]
         n_item = len(params["difficulty"])
-        who, y = _responses(new_data, i, subject_pos)
+        who, y, trials = _responses(new_data, i, subject_pos)
+        if trials is not None:  # k of n: the successes, each response weighing its trials (one trial: as it is)
+            y = np.where(trials > 1, np.round(y * trials), y)
         theta = theta_all[np.ix_(rows, who)]  # (s, n_j)
         pick = rows % n_item
-        p, variance, replicated = _moments_and_replicates(params, theta, pick, rng, kind=kind)
+        p, variance, replicated = _moments_and_replicates(params, theta, pick, rng, kind=kind, trials=trials)
         n_groups = min(ITEM_FIT_GROUPS, len(y) // ITEM_FIT_MIN_PER_GROUP)
         record = {"candidate_id": str(item), "item_fit_groups": n_groups}
         if n_groups < 2:
@@ -583,11 +602,11 @@ def dimension_check(
                 f"{new_data.source}: candidate '{item}' has domain {own!r}, which is not an ability dimension of "
                 f"the fit {dims}"
             )
-        who, y = _responses(new_data, i, subject_pos, shares=True)
-        slopes = {
-            d: grid_slope_draws(quant[:, who, k].T, y, None, n_draws=n_draws, grid_points=SLOPE_GRID_POINTS, rng=rng)
-            for k, d in enumerate(dims)
-        }
+        who, y, trials = _responses(new_data, i, subject_pos, shares=True)
+        slopes = {}
+        for k, d in enumerate(dims):
+            y_k, theta_k = (y, quant[:, who, k].T) if trials is None else trial_rows(y, trials, quant[:, who, k].T)
+            slopes[d] = grid_slope_draws(theta_k, y_k, None, n_draws=n_draws, grid_points=SLOPE_GRID_POINTS, rng=rng)
         mine = slopes[own]
         p_other = max(
             (float(np.mean(rng.permutation(slopes[d]) > mine)) for d in dims if d != own),

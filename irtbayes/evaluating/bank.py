@@ -66,6 +66,7 @@ __all__ = [
     "bank_warnings",
     "estimate_deviations",
     "reference_responses",
+    "reference_trials",
     "warning_tags",
 ]
 
@@ -152,6 +153,10 @@ class ItemBank:
         where a system has no response) and of up to :data:`REFERENCE_COMPLETE` more that answered every benchmark
         (:func:`reference_responses`), read with the fit's data: what the intervals are calibrated on
         (:func:`irtbayes.evaluating.prediction.interval_factors`); None without the data.
+    reference_trials
+        (systems, N) the number of trials of each :attr:`reference` response (1 where missing) when the fit's data
+        hold k successes of n trials (:func:`reference_trials`), which the calibration weighs them by; None when
+        every response is one trial.
     """
 
     items: pd.Index
@@ -168,6 +173,7 @@ class ItemBank:
     fitted_subjects: pd.Index
     deviation_sd: np.ndarray | None = None
     reference: np.ndarray | None = None
+    reference_trials: np.ndarray | None = None
 
     @classmethod
     def from_fit(
@@ -265,6 +271,7 @@ class ItemBank:
             bank,
             deviation_sd=estimate_deviations(bank, loaded) if deviations else None,
             reference=reference_responses(bank, loaded),
+            reference_trials=reference_trials(bank, loaded),
         )
 
     @property
@@ -411,12 +418,11 @@ def answered_benchmarks(bank: ItemBank, w: np.ndarray, *, min_share: float = 0.5
     return counts >= np.maximum(1, min_share * member.sum(axis=0))[None, :]
 
 
-def reference_responses(
-    bank: ItemBank, data: ResponseData, *, most: int = REFERENCE_SYSTEMS, complete: int = REFERENCE_COMPLETE
-) -> np.ndarray:
-    """(systems, N) float32: the responses of up to ``most`` of ``data``'s systems (evenly spaced) on the bank's
-    items, NaN where missing; with several benchmarks, also of up to ``complete`` more (evenly spaced) among the
-    systems that answered at least half of every benchmark's items."""
+def _reference_cells(
+    bank: ItemBank, data: ResponseData, *, most: int, complete: int
+) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
+    """The reference systems of ``data`` (:func:`reference_responses`): how many, and which of ``data``'s responses
+    go where (a mask over its rows, and their rows and columns in the reference)."""
     cols = bank.columns(data.item_ids)[data.item_codes]
     inside = cols >= 0
     pick = spaced(data.n_subjects, most)
@@ -428,9 +434,43 @@ def reference_responses(
         whole = np.setdiff1d(np.flatnonzero((counts >= np.maximum(1, 0.5 * sizes)[None, :]).all(axis=1)), pick)
         pick = np.union1d(pick, whole[spaced(len(whole), complete)] if len(whole) else whole)
     keep = inside & np.isin(data.subject_codes, pick)
-    row = np.searchsorted(pick, data.subject_codes[keep])
-    out = np.full((len(pick), bank.n_items), np.nan, dtype="float32")
-    out[row, cols[keep]] = data.values[keep]
+    return len(pick), keep, np.searchsorted(pick, data.subject_codes[keep]), cols[keep]
+
+
+def reference_responses(
+    bank: ItemBank, data: ResponseData, *, most: int = REFERENCE_SYSTEMS, complete: int = REFERENCE_COMPLETE
+) -> np.ndarray:
+    """(systems, N) float32: the responses of up to ``most`` of ``data``'s systems (evenly spaced) on the bank's
+    items, NaN where missing; with several benchmarks, also of up to ``complete`` more (evenly spaced) among the
+    systems that answered at least half of every benchmark's items. A response of k successes of n trials is its
+    share k / n (its n in :func:`reference_trials`)."""
+    n_rows, keep, row, col = _reference_cells(bank, data, most=most, complete=complete)
+    out = np.full((n_rows, bank.n_items), np.nan, dtype="float32")
+    out[row, col] = data.values[keep]
+    return out
+
+
+def reference_trials(
+    bank: ItemBank, data: ResponseData, *, most: int = REFERENCE_SYSTEMS, complete: int = REFERENCE_COMPLETE
+) -> np.ndarray | None:
+    """(systems, N) float32: the number of trials of each response of :func:`reference_responses` (same systems,
+    1 where missing); None when every response of ``data`` is one trial.
+
+    Examples
+    --------
+    >>> from irtbayes.data.simulate import simulate_responses
+    >>> from irtbayes.examples import simulated_fit
+    >>> fit, data = simulated_fit(20, 30)
+    >>> bank = ItemBank.from_fit(fit, n_draws=10, data=False)
+    >>> counts, _ = simulate_responses(20, 30, n_trials=4, seed=1)
+    >>> reference_trials(bank, data) is None, int(reference_trials(bank, counts, most=5).max())
+    (True, 4)
+    """
+    if not data.has_trials:
+        return None
+    n_rows, keep, row, col = _reference_cells(bank, data, most=most, complete=complete)
+    out = np.ones((n_rows, bank.n_items), dtype="float32")
+    out[row, col] = data.trials[keep]
     return out
 
 

@@ -40,9 +40,12 @@ and scope, the text's header, ``interval_calibration`` in ``to_dict``). The over
 benchmarks) is calibrated only on systems that answered at least half of every benchmark's items (the bank keeps
 up to 100 such systems beside the evenly spaced ones): a system's accuracy over the one or two benchmarks it
 answered is not an overall score, and a system's errors on different benchmarks do not average out as the model's
-draws do, so its overall error is larger relative to the interval than its error on one benchmark. The bank's
-systems shaped its item parameters, so with a bank of few systems the factors err on the narrow side. The
-target-weighted scores keep the model's own intervals.
+draws do, so its overall error is larger relative to the interval than its error on one benchmark. Where the
+bank's systems answered k successes of n trials (:attr:`~irtbayes.evaluating.bank.ItemBank.reference_trials`),
+they are calibrated per trial: a system's accuracy is sum k / sum n, its abilities come from the binomial
+likelihood and an item left to predict is drawn as Binomial(n, P) / n, so the errors and intervals compared are
+those of n trials, not of one. The bank's systems shaped its item parameters, so with a bank of few systems the
+factors err on the narrow side. The target-weighted scores keep the model's own intervals.
 
 The target-weighted score
 -------------------------
@@ -340,6 +343,7 @@ def predicted_draws(
     rng: np.random.Generator,
     *,
     post: np.ndarray | None = None,
+    trials: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """One system's completed responses per draw: (draws, expected), (S, N) and (S', N).
 
@@ -347,7 +351,8 @@ def predicted_draws(
     holds the answered responses and Bernoulli draws of the others at the drawn abilities (their probabilities for
     a fractional bank); ``expected`` the answered responses and the others' probabilities integrated over the
     ability posteriors ``post`` (:func:`integrated_probabilities`, over :data:`MEAN_DRAWS` evenly spaced draws;
-    without ``post``, the probabilities at ``theta``, every draw).
+    without ``post``, the probabilities at ``theta``, every draw). ``trials`` (N,): an unanswered item of n > 1
+    trials is drawn as its share of successes, Binomial(n, P) / n (the items of one trial as without it).
     """
     per_item = theta[:, None] if theta.ndim == 1 else theta[:, bank.benchmark_index]
     p = irt.probability(per_item, bank.difficulty, bank.discrimination, bank.guessing)
@@ -360,6 +365,10 @@ def predicted_draws(
     if not bank.binary:
         return np.where(seen[None, :], y[None, :], p), expected
     drawn = np.where(seen[None, :], y[None, :], (rng.random(p.shape) < p).astype("float64"))
+    many = np.flatnonzero(~seen & (trials > 1)) if trials is not None else np.empty(0, dtype=int)
+    if trials is not None and len(many):  # k of n trials: the share of a binomial draw
+        n = trials[many].astype("int64")
+        drawn[:, many] = rng.binomial(n[None, :], np.clip(p[:, many], 0.0, 1.0)) / n[None, :]
     return drawn, expected
 
 
@@ -378,6 +387,7 @@ def interval_factors(
     ci_prob: float = 0.9,
     max_systems: int = CALIBRATION_SYSTEMS,
     seed: int = 0,
+    trials: np.ndarray | None = None,
 ) -> np.ndarray:
     """(scopes,) how much each scope's interval must widen to cover the bank's own systems under the same design.
 
@@ -389,13 +399,15 @@ def interval_factors(
     (:func:`factors_from_ratios`). Scaling the draws about
     their mean by it (``predict_from_arrays(widen=...)``) makes the interval cover that share of the bank's own
     systems. The bank's systems shaped its item parameters, so the factor errs on the narrow side for a bank of
-    few systems.
+    few systems. ``trials`` (J, N): the systems' responses are shares of k successes of n trials, scored per trial
+    (:func:`error_ratios`); None: one trial each.
     """
     bank = bank.thinned(CALIBRATION_DRAWS)
     pick = calibration_systems(bank, w, most=max_systems)
     y, w = y[pick], w[pick]
+    n = None if trials is None else np.asarray(trials, dtype="float64")[pick]
     ratios = [
-        error_ratios(bank, y, w, w * (design[None, :] > 0), ci_prob=ci_prob, seed=seed)
+        error_ratios(bank, y, w, w * (design[None, :] > 0), ci_prob=ci_prob, seed=seed, trials=n)
         for design in np.atleast_2d(designs)
     ]
     return factors_from_ratios(np.concatenate(ratios, axis=0), ci_prob=ci_prob)
@@ -414,7 +426,14 @@ def calibration_systems(bank: ItemBank, w: np.ndarray, *, most: int = CALIBRATIO
 
 
 def error_ratios(
-    bank: ItemBank, y: np.ndarray, w: np.ndarray, mask: np.ndarray, *, ci_prob: float = 0.9, seed: int = 0
+    bank: ItemBank,
+    y: np.ndarray,
+    w: np.ndarray,
+    mask: np.ndarray,
+    *,
+    ci_prob: float = 0.9,
+    seed: int = 0,
+    trials: np.ndarray | None = None,
 ) -> np.ndarray:
     """(J, scopes) each system's error over its interval's half on the error's side, scored from the items of its
     row of ``mask`` (J, N) against its accuracy over all the items it answered (``y``, ``w``); NaN where a scope
@@ -423,14 +442,23 @@ def error_ratios(
     A scope of several benchmarks (``all``) counts only the systems that answered at least half of each of its
     benchmarks' items: a system's accuracy over the one or two benchmarks it answered is not the score over all
     of them that a new system gets, and its error is smaller relative to its interval (errors on different
-    benchmarks of one system do not average out the way the model's draws do)."""
+    benchmarks of one system do not average out the way the model's draws do).
+
+    ``trials`` (J, N): ``y`` holds shares of k successes of n trials; a system's accuracy is then per trial, sum k /
+    sum n over the items, and it is scored per trial too (``predict_from_arrays(per_trial=True)``: the abilities
+    from the binomial likelihood, an unanswered item's share drawn from its n trials). None: one trial each."""
     names, member = scope_membership(bank)
     counts = member > 0
     answered = w @ counts
     with np.errstate(invalid="ignore", divide="ignore"):
-        truth = ((y * w) @ counts) / answered
+        if trials is None:
+            truth = ((y * w) @ counts) / answered
+        else:
+            truth = (_successes(y * w, trials, binary=bank.binary) @ counts) / ((w * trials) @ counts)
     subjects = np.array([f"s{j}" for j in range(len(y))])
-    table = predict_from_arrays(bank, y, mask, subjects, count=w, seed=seed).table(ci_prob)
+    table = predict_from_arrays(
+        bank, y, mask, subjects, count=w, seed=seed, trials=trials, per_trial=trials is not None
+    ).table(ci_prob)
     shape = (len(y), len(names))
     mean, low, high = (
         table[c].to_numpy().reshape(shape) for c in ("accuracy_mean", "accuracy_ci_low", "accuracy_ci_high")
@@ -482,6 +510,31 @@ def widened(draws: np.ndarray, mean: np.ndarray, factor: np.ndarray) -> np.ndarr
     factor = np.broadcast_to(np.asarray(factor, dtype="float64"), mean.shape)[None]
     scaled = np.clip(mean[None] + factor * (draws - mean[None]), 0.0, 1.0)
     return np.where(factor == 1.0, draws, scaled)
+
+
+def _successes(shares: np.ndarray, trials: np.ndarray, *, binary: bool) -> np.ndarray:
+    """The successes k = share * n of shares of n trials: whole numbers for a binary bank (k / n written as a
+    float times n is not always k to the bit), the plain product for a fractional one."""
+    k = shares * trials
+    return np.rint(k) if binary else k
+
+
+def _accuracies(
+    drawn: np.ndarray, expected: np.ndarray, own: np.ndarray, trials: np.ndarray | None, *, binary: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """One system's accuracy draws (S, scopes) and posterior mean (scopes,) from its completed responses ``drawn``
+    and ``expected`` (:func:`predicted_draws`) and its items' weights ``own`` (N, scopes); with ``trials`` (N,) per
+    trial, sum k / sum n (``own`` then weighs each item by its trials)."""
+    # a count of right answers over a count of items (or trials), so that an accuracy drawn and the same accuracy
+    # observed are the same number to the bit (a sum of k weights 1 / n is not k / n), and an interval whose end
+    # is the system's accuracy covers it
+    inside = (own > 0).astype("float64")
+    with np.errstate(invalid="ignore", divide="ignore"):
+        if trials is None:
+            drawn_acc = (drawn @ inside) / inside.sum(axis=0)
+        else:
+            drawn_acc = (_successes(drawn, trials[None, :], binary=binary) @ inside) / (trials @ inside)
+    return drawn_acc, (expected @ own).mean(axis=0)
 
 
 def _own_membership(member: np.ndarray, counted: np.ndarray) -> np.ndarray:
@@ -842,8 +895,9 @@ CALIBRATION_DESIGNS = 4
 
 def calibration_factors(bank: ItemBank, w: np.ndarray, *, ci_prob: float = 0.9, seed: int = 0) -> np.ndarray | None:
     """(J, scopes) the factor of each new system's intervals: :func:`interval_factors` on the bank's reference
-    responses under the answer patterns (rows of ``w``, (J, N)) of the systems that answered the same benchmarks;
-    None without reference responses.
+    responses (per trial where they are k successes of n trials: :attr:`ItemBank.reference_trials`) under the answer
+    patterns (rows of ``w``, (J, N)) of the systems that answered the same benchmarks; None without reference
+    responses.
 
     The systems are grouped by which benchmarks they answered (one item or more): a scope whose benchmark a system
     did not answer at all is predicted from its ability alone, and its error relative to its interval is not that
@@ -871,11 +925,12 @@ def calibration_factors(bank: ItemBank, w: np.ndarray, *, ci_prob: float = 0.9, 
         taken[max(open_, key=lambda g: sizes[g] / (taken[g] + 1))] += 1
     reference = np.nan_to_num(bank.reference).astype("float64")
     observed = (~np.isnan(bank.reference)).astype("float64")
+    trials = None if bank.reference_trials is None else np.asarray(bank.reference_trials, dtype="float64")
     factors: dict[int, np.ndarray] = {}
     for g in order[taken[order] > 0]:
         designs = patterns[g][spaced(len(patterns[g]), int(taken[g]))]
         factors[int(g)] = interval_factors(
-            bank, reference, observed, designs.astype("float64"), ci_prob=ci_prob, seed=seed
+            bank, reference, observed, designs.astype("float64"), ci_prob=ci_prob, seed=seed, trials=trials
         )
     computed = np.array(list(factors))  # largest group first, so ties of distance go to the larger group
     out = np.empty((answered.shape[0], len(scope_membership(bank)[0])))
@@ -897,11 +952,15 @@ def predict_from_arrays(
     seed: int | np.random.Generator | None = 0,
     notes: Sequence[str] = (),
     trials: np.ndarray | None = None,
+    per_trial: bool = False,
 ) -> PredictedScores:
     """:class:`PredictedScores` of J systems with responses ``y`` and observed-mask ``w`` (J, N) on the bank's
     items, in the bank's order (no checks: :func:`predict_scores` checks a :class:`ResponseData` first). ``trials``
     (J, N) gives the number of trials of each response where ``y`` holds shares of k successes of n trials: the
-    abilities then come from the binomial likelihood (the accuracies stay the mean share per item).
+    abilities then come from the binomial likelihood (the accuracies stay the mean share per item). With
+    ``per_trial`` (and ``trials`` known for every counted item, as for the bank's own systems in
+    :func:`error_ratios`) the accuracies are per trial instead: sum k / sum n over a scope's counted items, an
+    unanswered item's share drawn from its n trials (:func:`predicted_draws`).
 
     ``count`` (J, N), when given, says which items count toward each system's scores (default: every item of the
     bank); an answered item always counts. A held-out system with missing cells is scored on the items it has.
@@ -911,6 +970,9 @@ def predict_from_arrays(
     rng = np.random.default_rng(seed)
     names, member = scope_membership(bank)
     counted = np.ones_like(w, dtype=bool) if count is None else (np.asarray(count) > 0) | (w > 0)
+    if per_trial and trials is None:
+        raise SpecError("predict_from_arrays: per_trial needs the trials")
+    n_scored = np.asarray(trials, dtype="float64") if per_trial and trials is not None else None
     n_subjects, n_scopes = len(subjects), len(names)
     theta = np.empty((bank.n_draws, n_subjects))
     drawn_acc = np.empty((bank.n_draws, n_subjects, n_scopes))
@@ -928,15 +990,15 @@ def predict_from_arrays(
                 bank, y[j : j + chunk], w[j : j + chunk], rng, None if trials is None else trials[j : j + chunk]
             )
         jj = j % chunk
-        drawn, expected = predicted_draws(bank, y[j], w[j], theta_b[:, :, jj], rng, post=post_b[:, :, :, jj])
-        own = member if count is None else _own_membership(member, counted[j])
-        # a count of right answers over a count of items, so that an accuracy drawn and the same accuracy observed
-        # are the same number to the bit (a sum of k weights 1 / n is not k / n), and an interval whose end is
-        # the system's accuracy covers it
-        inside = (own > 0).astype("float64")
-        with np.errstate(invalid="ignore", divide="ignore"):
-            drawn_acc[:, j] = (drawn @ inside) / inside.sum(axis=0)
-        expected_acc[j] = (expected @ own).mean(axis=0)
+        n_j = None if n_scored is None else n_scored[j]
+        drawn, expected = predicted_draws(
+            bank, y[j], w[j], theta_b[:, :, jj], rng, post=post_b[:, :, :, jj], trials=n_j
+        )
+        if n_j is not None:  # per trial: each counted item weighs as many trials as it has
+            own = _own_membership(member, counted[j] * n_j)
+        else:
+            own = member if count is None else _own_membership(member, counted[j])
+        drawn_acc[:, j], expected_acc[j] = _accuracies(drawn, expected, own, n_j, binary=bank.binary)
         empty = totals[j] == 0  # a scope none of whose items count has no score
         drawn_acc[:, j, empty] = np.nan
         expected_acc[j, empty] = np.nan
@@ -950,7 +1012,10 @@ def predict_from_arrays(
     counts = member > 0
     seen = w @ counts
     with np.errstate(invalid="ignore", divide="ignore"):
-        observed = ((y * w) @ counts) / seen
+        if n_scored is None:
+            observed = ((y * w) @ counts) / seen
+        else:
+            observed = (_successes(y * w, n_scored, binary=bank.binary) @ counts) / ((w * n_scored) @ counts)
     dims, coords = ("subject", "benchmark"), {"subject": subjects, "benchmark": names}
 
     def draws(values: np.ndarray) -> xr.DataArray:

@@ -688,6 +688,7 @@ def _restricted(bank: ItemBank, keep: np.ndarray) -> ItemBank:
         discrimination=bank.discrimination[:, keep],
         guessing=None if bank.guessing is None else bank.guessing[:, keep],
         reference=None if bank.reference is None else bank.reference[:, keep],
+        reference_trials=None if bank.reference_trials is None else bank.reference_trials[:, keep],
     )
 
 

@@ -9,7 +9,7 @@ from scipy.special import expit
 
 from irtbayes.benchfill.calibration import calibrate_fixed, candidate_response_data
 from irtbayes.benchfill.candidates import Candidate
-from irtbayes.benchfill.screens import CONSTRUCT_PROB, ITEM_FIT_PPP, screen_construct
+from irtbayes.benchfill.screens import CONSTRUCT_PROB, ITEM_FIT_PPP, dimension_check, item_fit, screen_construct
 from irtbayes.data.responses import ResponseData
 
 try:
@@ -90,3 +90,91 @@ def test_without_item_draws_the_item_fit_is_reported_unchecked():
     out = screen_construct(ability, xr.Dataset(), new)
     assert out.loc["c", "construct"].startswith("not checked: the posterior has no difficulty or discrimination")
     assert out.loc["c", "construct_ok"] and np.isnan(out.loc["c", "item_fit_ppp"])
+
+
+def _constant_draws(values: np.ndarray, dims: tuple[str, ...], coords: dict, n_draws: int = 100) -> xr.DataArray:
+    """Posterior draws (chain, draw, ...) that all equal ``values``."""
+    draws = np.broadcast_to(values, (1, n_draws, *values.shape)).copy()
+    return xr.DataArray(
+        draws, dims=("chain", "draw", *dims), coords={"chain": [0], "draw": np.arange(n_draws)} | coords
+    )
+
+
+def _as_trials(frame: pd.DataFrame, n_trials: int) -> tuple[pd.DataFrame, list[str]]:
+    """Each k of n response as n 0/1 responses (k of them 1) of n copies of its system (ids ``<subject>_<t>``)."""
+    rows = [(f"{r.subject}_{t}", r.item, float(t < r.successes)) for r in frame.itertuples() for t in range(n_trials)]
+    copies = [f"{s}_{t}" for s in dict.fromkeys(frame["subject"]) for t in range(n_trials)]
+    return pd.DataFrame(rows, columns=["subject", "item", "response"]), copies
+
+
+def test_item_fit_weighs_each_count_by_its_trials():
+    """k successes of n trials enter the item fit as n trials: the discrepancy is that of the same trials as n
+    systems answering once (binomial moments, not the share k / n as one trial), and a candidate too flat for its
+    curve is caught with counts where the shares read as one trial each let it pass."""
+    n_sys, n_trials = 200, 4
+    theta = np.linspace(-2.5, 2.5, n_sys)
+    subjects = [f"s{j:03d}" for j in range(n_sys)]
+    rng = np.random.default_rng(0)
+    frame = pd.concat(
+        [
+            pd.DataFrame(
+                {"subject": subjects, "item": "good", "successes": rng.binomial(n_trials, expit(1.5 * theta))}
+            ),
+            pd.DataFrame(
+                {
+                    "subject": subjects,
+                    "item": "flat",
+                    "successes": rng.binomial(n_trials, 0.06 + 0.88 * expit(1.5 * theta)),
+                }
+            ),
+        ]
+    ).assign(trials=n_trials)
+    counts = ResponseData.from_long(frame, source="counts")
+    assert counts.response_kind == "counts"
+    items = xr.Dataset(
+        {
+            "difficulty": _constant_draws(np.zeros(2), ("item",), {"item": ["good", "flat"]}),
+            "discrimination": _constant_draws(np.full(2, 1.5), ("item",), {"item": ["good", "flat"]}),
+        }
+    )
+    ability = _constant_draws(theta, ("subject",), {"subject": subjects})
+    out = screen_construct(ability, items, counts, seed=1)
+    assert out.loc["good", "construct_ok"] and out.loc["good", "item_fit_ppp"] >= ITEM_FIT_PPP, out
+    assert not out.loc["flat", "construct_ok"] and out.loc["flat", "item_fit_ppp"] < ITEM_FIT_PPP, out
+
+    binary, copies = _as_trials(frame, n_trials)  # each system's copies fall in its own ability group
+    expanded = ResponseData.from_long(binary, source="one trial per row")
+    copied = _constant_draws(np.repeat(theta, n_trials), ("subject",), {"subject": copies})
+    fit = item_fit(ability, items, counts, seed=1)
+    same = item_fit(copied, items, expanded, seed=1)
+    np.testing.assert_allclose(fit["item_fit_discrepancy"], same["item_fit_discrepancy"], rtol=1e-9)
+    one_trial = screen_construct(ability, items, counts.without_trials(), seed=1)  # what the screen read before
+    assert one_trial.loc["flat", "construct_ok"] and one_trial.loc["flat", "item_fit_ppp"] > ITEM_FIT_PPP, one_trial
+
+
+def test_the_dimension_check_weighs_each_count_by_its_trials():
+    """With several dimensions the slopes of k-of-n candidates come from their n trials, as for the same trials
+    answered once each by n copies of the system, not from the share k / n read as one trial."""
+    n_sys, n_trials = 150, 4
+    rng = np.random.default_rng(3)
+    theta = rng.multivariate_normal([0.0, 0.0], [[1.0, 0.3], [0.3, 1.0]], size=n_sys)  # math, language
+    subjects = [f"s{j:03d}" for j in range(n_sys)]
+    frame = pd.concat(
+        [
+            pd.DataFrame({"subject": subjects, "item": "on", "successes": rng.binomial(n_trials, expit(theta[:, 0]))}),
+            pd.DataFrame({"subject": subjects, "item": "off", "successes": rng.binomial(n_trials, expit(theta[:, 1]))}),
+        ]
+    ).assign(trials=n_trials)
+    items = pd.DataFrame({"item": ["on", "off"], "benchmark": "algebra", "domain": "math"})
+    counts = ResponseData.from_long(frame, items=items, source="counts")
+    dims = {"dim": ["math", "language"]}
+    ability = _constant_draws(theta, ("subject", "dim"), {"subject": subjects} | dims)
+    binary, copies = _as_trials(frame, n_trials)
+    expanded = ResponseData.from_long(binary, items=items, source="one trial per row")
+    copied = _constant_draws(np.repeat(theta, n_trials, axis=0), ("subject", "dim"), {"subject": copies} | dims)
+    columns = ["slope_math_mean", "slope_language_mean", "p_other_stronger"]
+    fit = dimension_check(ability, counts, seed=2)[columns]
+    same = dimension_check(copied, expanded, seed=2)[columns]
+    np.testing.assert_allclose(fit.to_numpy(), same.to_numpy(), rtol=1e-6)
+    one_trial = dimension_check(ability, counts.without_trials(), seed=2)[columns]  # what the check read before
+    assert not np.allclose(one_trial.to_numpy(), same.to_numpy(), rtol=1e-3), (one_trial, same)

@@ -264,3 +264,83 @@ def test_adaptive_calibration_takes_systems_that_answered_the_pool_s_benchmarks(
     assert len(masks[-1]) >= adaptive.CALIBRATION_MIN_COMPLETE and (masks[-1][:, half:] > 0).any(axis=1).all()
     adaptive.AdaptiveTest(bank, max_items=6, items=[f"q{i}" for i in range(half)], seed=1).interval_factors()
     assert (~(masks[-1][:, half:] > 0).any(axis=1)).sum() > 0  # systems without B2 calibrate a test of B1
+
+
+def test_binary_calibration_is_unchanged_and_one_trial_each_reads_as_binary(world):
+    """On 0/1 responses the calibration gives the numbers it gave before it weighed trials (pinned from that code),
+    and trials of one each give the same numbers to the bit."""
+    from irtbayes.evaluating.prediction import error_ratios
+
+    y, a, b = world
+    steep = _bank(2.5 * a, b, y[:200], draws=FEW_DRAWS)
+    design = np.zeros(N_ITEMS)
+    design[::10] = 1.0
+    factors = calibration_factors(steep, design[None, :])
+    assert factors is not None
+    np.testing.assert_allclose(factors, [[2.156177313181729, 2.156177313181729]], rtol=1e-9)
+    ones = dataclasses.replace(steep, reference_trials=np.ones_like(steep.reference))
+    np.testing.assert_array_equal(calibration_factors(ones, design[None, :]), factors)
+
+    w = np.ones((8, N_ITEMS))
+    ratios = error_ratios(steep, y[:8], w, w * design[None, :], seed=1)
+    old = [0.1311928286582301, 0.4209503331988764, 1.2832436045252373, 0.18114166247342145, 0.4155891359576271,
+           2.6468115176465172, 0.014575539978690882, 0.5203139881782792]  # fmt: skip
+    np.testing.assert_allclose(ratios, np.repeat(np.array(old)[:, None], 2, axis=1), rtol=1e-9)
+    np.testing.assert_array_equal(error_ratios(steep, y[:8], w, w * design[None, :], seed=1, trials=w), ratios)
+
+
+def test_per_trial_accuracy_is_successes_over_trials():
+    """Scored per trial, a system's accuracy is sum k / sum n over its items (not the mean share k / n per item),
+    to the bit where it answered every item; per trial needs the trials."""
+    from irtbayes.core.errors import SpecError
+
+    rng = np.random.default_rng(2)
+    n = rng.integers(1, 7, size=(3, N_ITEMS)).astype(float)
+    k = rng.binomial(n.astype(int), 0.6)
+    y, w = k / n, np.ones_like(n)
+    bank = _bank(np.ones(N_ITEMS), np.zeros(N_ITEMS), None, draws=FEW_DRAWS)
+    table = predict_from_arrays(bank, y, w, np.array(["x", "y", "z"]), trials=n, per_trial=True).table()
+    rows = table[table["benchmark"] == "B"]
+    truth = k.sum(axis=1) / n.sum(axis=1)
+    assert not np.allclose(truth, y.mean(axis=1))  # the mean share per item is another number
+    for column in ("accuracy_mean", "accuracy_ci_low", "accuracy_ci_high"):
+        np.testing.assert_allclose(rows[column].to_numpy(), truth, rtol=1e-12, err_msg=column)
+    with pytest.raises(SpecError, match="per_trial needs the trials"):
+        predict_from_arrays(bank, y, w, np.array(["x", "y", "z"]), per_trial=True)
+
+
+def test_count_references_are_calibrated_per_trial():
+    """Reference systems that answered k of n trials widen the intervals as the same trials answered once each
+    (n copies of each item, k of them right) do; read as one trial each, their shares made the intervals of the
+    calibration as wide as one trial's and left a bank of too steep items unwidened."""
+    from irtbayes.data.simulate import simulate_responses
+    from irtbayes.evaluating.bank import reference_responses, reference_trials
+
+    n_trials = 4
+    data, truth = simulate_responses(200, N_ITEMS, n_trials=n_trials, missing=0.0, seed=3)
+    a, b = truth["discrimination"].values, truth["difficulty"].values
+    items = pd.Index([str(i) for i in data.item_ids])
+    steep = dataclasses.replace(_bank(2.5 * a, b, None, draws=FEW_DRAWS), items=items)
+    steep = dataclasses.replace(
+        steep, reference=reference_responses(steep, data), reference_trials=reference_trials(steep, data)
+    )
+    assert steep.reference_trials is not None and (steep.reference_trials == n_trials).all()
+    copies = dataclasses.replace(  # each item as n_trials items of one trial: the same likelihood
+        steep,
+        items=pd.Index([f"{i}#{t}" for i in items for t in range(n_trials)]),
+        benchmark=np.repeat(steep.benchmark, n_trials),
+        difficulty=np.repeat(steep.difficulty, n_trials, axis=1),
+        discrimination=np.repeat(steep.discrimination, n_trials, axis=1),
+        reference=(np.arange(n_trials) < np.rint(steep.reference * n_trials)[:, :, None])
+        .reshape(len(steep.reference), -1)
+        .astype("float32"),
+        reference_trials=None,
+    )
+    design = np.zeros(N_ITEMS)
+    design[::10] = 1.0
+    per_trial = calibration_factors(steep, design[None, :])
+    as_copies = calibration_factors(copies, np.repeat(design, n_trials)[None, :])
+    one_trial = calibration_factors(dataclasses.replace(steep, reference_trials=None), design[None, :])
+    assert per_trial is not None and as_copies is not None and one_trial is not None
+    np.testing.assert_allclose(per_trial, as_copies, rtol=0.15)
+    assert per_trial[0, 0] > 1.3 and one_trial[0, 0] < 0.8 * per_trial[0, 0], (per_trial, as_copies, one_trial)
