@@ -37,6 +37,7 @@ __all__ = [
     "clean_scores",
     "clean_subjects",
     "declared_scale",
+    "duplicated_rows",
     "frame_checksum",
     "inferred_scale",
     "integer_scores",
@@ -85,6 +86,10 @@ def clean_ids(values: pd.Series, *, column: str, source: str, row: Callable[[int
         raise DataError(
             f"{source}: column '{column}' is empty at {row(first)} ({int(missing.sum())} rows have no {column} id)"
         )
+    if isinstance(values.dtype, pd.CategoricalDtype):
+        coded = _clean_categorical_ids(values, column=column, source=source, row=row)
+        if coded is not None:
+            return coded
     if pd.api.types.is_float_dtype(values) and np.all(np.mod(values.to_numpy(), 1) == 0):
         values = values.astype("int64")
     out = values.astype(str).str.strip()
@@ -93,6 +98,30 @@ def clean_ids(values: pd.Series, *, column: str, source: str, row: Callable[[int
         first = int(np.flatnonzero(blank)[0])
         raise DataError(f"{source}: column '{column}' is blank at {row(first)}")
     return out
+
+
+def _clean_categorical_ids(
+    values: pd.Series, *, column: str, source: str, row: Callable[[int], str]
+) -> pd.Series | None:
+    """:func:`clean_ids` of a categorical column (Parquet's dictionary-encoded ids) on its categories, not on every
+    row: the same clean strings, kept as a categorical of the rows' codes; None where two categories clean to one id
+    (the row-wise path then merges them)."""
+    categories = pd.Series(values.cat.categories)
+    if pd.api.types.is_float_dtype(categories) and np.all(np.mod(categories.to_numpy(), 1) == 0):
+        categories = categories.astype("int64")
+    cleaned = categories.astype(str).str.strip()
+    if cleaned.duplicated().any():
+        return None
+    codes = values.cat.codes.to_numpy()
+    used = np.zeros(len(cleaned), dtype=bool)
+    used[codes] = True
+    blank = (cleaned == "").to_numpy() & used
+    if blank.any():
+        first = int(np.flatnonzero(codes == np.flatnonzero(blank)[0])[0])
+        raise DataError(f"{source}: column '{column}' is blank at {row(first)}")
+    unused = pd.Index(cleaned.to_numpy())[~used]
+    kept = pd.Categorical.from_codes(codes, categories=cleaned.to_numpy())
+    return pd.Series(kept, index=values.index, name=values.name).cat.remove_categories(unused)
 
 
 def clean_scores(
@@ -510,19 +539,59 @@ def frame_checksum(*frames: pd.DataFrame) -> str:
     return digest.hexdigest()
 
 
+def duplicated_rows(frame: pd.DataFrame, keys: list[str]) -> np.ndarray:
+    """Which rows repeat another's ``keys`` (every such row, as ``DataFrame.duplicated(keep=False)``); categorical
+    keys are compared by their codes, as one integer per row.
+
+    Examples
+    --------
+    >>> frame = pd.DataFrame({"s": pd.Categorical(["a", "a", "b"]), "i": pd.Categorical(["x", "x", "x"])})
+    >>> duplicated_rows(frame, ["s", "i"]).tolist(), duplicated_rows(frame.astype(str), ["s", "i"]).tolist()
+    ([True, True, False], [True, True, False])
+    """
+    key = _code_key([frame[k] for k in keys])
+    if key is None:
+        return frame.duplicated(keys, keep=False).to_numpy()
+    return pd.Series(key).duplicated(keep=False).to_numpy()
+
+
 def items_from_rows(meta: pd.DataFrame, *, row_items: pd.Series, source: str) -> pd.DataFrame:
     """Item metadata carried on the response rows: one value per item, or an error naming the item."""
     table = meta.copy()
-    table.insert(0, "item", row_items.to_numpy())
+    table.insert(0, "item", row_items.array)
     if table.shape[1] > 1:
-        counts = table.drop_duplicates().groupby("item", sort=False).size()
+        distinct = table.loc[~_repeats_earlier(table)]
+        counts = distinct.groupby("item", sort=False, observed=True).size()
         conflict = counts[counts > 1]
         if len(conflict):
             raise DataError(
                 f"{source}: item '{conflict.index[0]}' has more than one value of {list(meta.columns)} "
                 "across its rows; item metadata must be constant per item"
             )
-    return table.drop_duplicates("item")
+        table = distinct
+    out = table.drop_duplicates("item")
+    out["item"] = out["item"].astype(str)
+    return out
+
+
+def _repeats_earlier(table: pd.DataFrame) -> np.ndarray:
+    """Which rows repeat an earlier row (``DataFrame.duplicated()``), compared by codes where every column is
+    categorical."""
+    key = _code_key([table[c] for c in table.columns])
+    return table.duplicated().to_numpy() if key is None else pd.Series(key).duplicated().to_numpy()
+
+
+def _code_key(columns: list[pd.Series]) -> np.ndarray | None:
+    """One int64 per row that tells rows apart as the categorical ``columns`` do together (their codes in mixed
+    radix); None when a column is not categorical or the radices overflow int64."""
+    if not all(isinstance(c.dtype, pd.CategoricalDtype) for c in columns):
+        return None
+    if np.prod([float(len(c.cat.categories) + 1) for c in columns]) >= 2.0**62:
+        return None
+    key = np.zeros(len(columns[0]), dtype=np.int64)
+    for column in columns:
+        key = key * (len(column.cat.categories) + 1) + column.cat.codes.to_numpy().astype(np.int64) + 1
+    return key
 
 
 def clean_items(items: pd.DataFrame, used: pd.Series, *, source: str, require_benchmark: bool) -> pd.DataFrame:
@@ -566,7 +635,7 @@ def clean_items(items: pd.DataFrame, used: pd.Series, *, source: str, require_be
 
 
 def clean_subjects(subjects: pd.DataFrame | None, used: pd.Series, *, source: str) -> pd.DataFrame:
-    order = pd.Index(pd.unique(used.to_numpy()), name="subject")
+    order = pd.Index(np.asarray(used.unique()), name="subject")  # in order of appearance; categoricals by code
     if subjects is None:
         return pd.DataFrame(index=order)
     table = subjects.copy()

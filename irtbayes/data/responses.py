@@ -35,6 +35,7 @@ from irtbayes.data.columns import (
     clean_ordinal,
     clean_scores,
     clean_subjects,
+    duplicated_rows,
     frame_checksum,
     inferred_scale,
     integer_scores,
@@ -263,7 +264,7 @@ class ResponseData:
         """Build from a long table of clean string ids and checked responses (codes of ``scale`` when ordinal)."""
         condition = "condition" in long.columns
         keys = ["subject", "item"] + (["condition"] if condition else [])
-        dup = long.duplicated(keys, keep=False).to_numpy()
+        dup = duplicated_rows(long, keys)
         if dup.any():
             rows = np.flatnonzero(dup)
             first = long.iloc[rows[0]]

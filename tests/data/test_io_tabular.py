@@ -52,6 +52,38 @@ def test_long_parquet_and_csv_agree(tmp_path: Path) -> None:
     assert a.values[2] == 0.25
 
 
+def test_dictionary_encoded_ids_read_as_plain_ones(tmp_path: Path) -> None:
+    """Parquet's dictionary-encoded id columns (read as categoricals, cleaned once per category) give the data that
+    plain string columns give: ids stripped, numeric ids without ".0", unused dictionary entries dropped, item
+    metadata per item; a blank id and a repeated (subject, item) are errors naming the row."""
+    plain = pd.DataFrame(
+        {
+            "subject": ["m1", " m2", "m1", " m2", "m3"],
+            "item": [1.0, 1.0, 2.0, 2.0, 2.0],
+            "benchmark": ["A", "A", "B", "B", "B"],
+            "response": [1, 0, 1, 1, 0],
+        }
+    )
+    coded = plain.astype({"subject": "category", "item": "category", "benchmark": "category"})
+    coded["subject"] = coded["subject"].cat.add_categories(["never"])  # a dictionary entry no row uses
+    plain.to_parquet(tmp_path / "plain.parquet")
+    coded.to_parquet(tmp_path / "coded.parquet")
+    a, b = load(tmp_path / "plain.parquet"), load(tmp_path / "coded.parquet")
+    assert list(b.subject_ids) == list(a.subject_ids) == ["m1", "m2", "m3"]
+    assert list(b.item_ids) == list(a.item_ids) == ["1", "2"]
+    assert b.items["benchmark"].tolist() == a.items["benchmark"].tolist() == ["A", "B"]
+    np.testing.assert_array_equal(a.to_matrix(), b.to_matrix())
+    assert a.checksum() == b.checksum()
+    blank = coded.assign(subject=coded["subject"].cat.rename_categories({"m3": "  "}))
+    blank.to_parquet(tmp_path / "blank.parquet")
+    with pytest.raises(DataError, match="column 'subject' is blank at row 4"):
+        load(tmp_path / "blank.parquet")
+    twice = pd.concat([coded, coded.iloc[[0]]], ignore_index=True)
+    twice.to_parquet(tmp_path / "twice.parquet")
+    with pytest.raises(DataError, match="subject 'm1' and item '1' appear 2 times"):
+        load(tmp_path / "twice.parquet")
+
+
 def test_wide_rows_items_with_blank_cells_missing(tmp_path: Path) -> None:
     (tmp_path / "m.csv").write_text("item,sysA,sysB\nq1,1,\nq2,0,1\n")
     data = load_wide(tmp_path / "m.csv", rows="items")
