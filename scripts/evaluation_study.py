@@ -1,12 +1,22 @@
 """Evaluation on a few items, side by side: held-out systems scored by each method against their truth.
 
 For each data set and each split of its systems (``random``: a random quarter held out, seeded; ``order``: the
-last quarter in the data's order held out), a bank is fitted to the training systems and every method of
+last quarter in the data's order held out; ``top``: the quarter with the highest raw accuracy held out, see below),
+a bank is fitted to the training systems and every method of
 :mod:`irtbayes.evaluating.study` scores the held-out systems at K items per benchmark: posterior selection with
 the posterior score, random items with the posterior score and with their plain mean, tinyBenchmarks-style
 anchors with p-IRT, and adaptive tests at the same and at half the budget. Per benchmark and for ``all`` the
 study reports the mean absolute error of the full-benchmark accuracy, the coverage and width of the 90%
 intervals and Spearman's rank correlation over the held-out systems.
+
+The ``top`` split holds out the strongest systems, ranked by their raw accuracy (mean response over every item
+they answered; ties in the data's order), not by a simulation's true abilities, so that it works on real data
+too. The bank is then fitted to the weaker systems only and the held-out ones are scored by extrapolation, the
+case that :func:`~irtbayes.evaluating.prediction.predict_scores` warns about ("BEYOND THE BANK"). For the methods
+scored by the posterior (``posterior``, ``random+posterior``) every row gives ``beyond_bank``, how many of the
+held-out systems that warning names when they are scored from the method's items at that K, and for every method
+``beyond_bank_all_items``, how many it names when they are scored from all the bank's items they answered. The
+summary keeps the ``top`` split apart (column ``splits``) and pools the others.
 
 Data sets (``--datasets``):
 
@@ -34,6 +44,12 @@ The design families, several seeds into one CSV (a run skips the data sets, spli
         family:missing_not_at_random family:wide_spread family:few_systems family:few_items --ks 10 30 \\
         --methods posterior random+posterior random+mean anchors+pirt --draws 100 --seed $S \\
         --csv notebooks/results/evaluation_families.csv; done
+
+The strongest quarter held out (scored by extrapolation) beside a random split of the same data sets::
+
+    OMP_NUM_THREADS=1 .venv/bin/python scripts/evaluation_study.py --datasets family:leaderboard \\
+        family:skewed_abilities family:wide_spread --splits top random --ks 10 30 --methods posterior \\
+        random+posterior --draws 100 --seed 1 --csv notebooks/results/evaluation_beyond_bank.csv
 """
 
 from __future__ import annotations
@@ -123,13 +139,65 @@ def fit_bank(data, name: str, split: str, train: list[str], args: argparse.Names
     return fit, seconds
 
 
+def split_systems(data, split: str, seed: int) -> tuple[list[str], list[str]]:
+    """(training, held-out) systems: ``random`` and ``order`` as :func:`~irtbayes.evaluating.study.split_subjects`
+    makes them; ``top`` holds out as many systems as they do, those of the highest raw accuracy (the mean response
+    over every item a system answered; ties in the data's order), kept in the data's order."""
+    from irtbayes.evaluating.study import split_subjects
+
+    subjects = [str(s) for s in data.subject_ids]
+    if split != "top":
+        return split_subjects(subjects, split, seed=seed)
+    n_test = len(split_subjects(subjects, "order", seed=seed)[1])  # the same share as the other splits
+    accuracy = data.long_frame().groupby("subject", sort=False)["response"].mean().reindex(subjects)
+    strongest = set(accuracy.sort_values(ascending=False, kind="stable").index[:n_test])
+    return [s for s in subjects if s not in strongest], [s for s in subjects if s in strongest]
+
+
+def flagged_beyond_bank(bank, y: np.ndarray, mask: np.ndarray, subjects: list[str], seed: int) -> int:
+    """How many of the systems :func:`~irtbayes.evaluating.prediction.beyond_the_bank` names (the "BEYOND THE
+    BANK" warning of ``predict_scores``) when they are scored from the items of ``mask`` (J, N)."""
+    import xarray as xr
+
+    from irtbayes.evaluating.prediction import ability_draws, beyond_the_bank
+
+    theta = ability_draws(bank, y, mask, np.random.default_rng(seed))  # (S, J), as the scores draw them
+    ability = xr.DataArray(theta[None], dims=("chain", "draw", "subject"), coords={"subject": subjects})
+    # the warning lists at most five names per side, so each system is asked about alone
+    return sum(bool(beyond_the_bank(bank, ability.isel(subject=[j]))) for j in range(len(subjects)))
+
+
+def beyond_bank_counts(bank, y: np.ndarray, w: np.ndarray, subjects: list[str], ks, args) -> pd.DataFrame:
+    """Per method scored by the posterior and K, ``beyond_bank``: the held-out systems flagged when scored from the
+    study's items for that method (the same items as :func:`~irtbayes.evaluating.study.compare_methods` gives
+    them); one row per method and K."""
+    from irtbayes.evaluating.selection import select_items
+    from irtbayes.evaluating.study import _random_mask
+
+    rows = []
+    for k in ks:
+        for method in ("posterior", "random+posterior"):
+            if method not in args.methods:
+                continue
+            if method == "posterior":
+                chosen = np.zeros(bank.n_items)
+                chosen[bank.columns(select_items(bank, per_benchmark=k).item_ids)] = 1.0
+                mask = w * chosen[None, :]
+            else:  # the study's random items: the same generator, seeded alike
+                mask = _random_mask(bank, w, k, np.random.default_rng(args.seed + k))
+            rows.append(
+                {"method": method, "k": k, "beyond_bank": flagged_beyond_bank(bank, y, mask, subjects, args.seed)}
+            )
+    return pd.DataFrame(rows, columns=["method", "k", "beyond_bank"]).astype({"k": "int64", "beyond_bank": "float64"})
+
+
 def run_one(name: str, split: str, args: argparse.Namespace) -> pd.DataFrame:
     from irtbayes.evaluating.bank import ItemBank
     from irtbayes.evaluating.crossfit import CrossFit, cross_fit_applies
-    from irtbayes.evaluating.study import compare_methods, split_subjects
+    from irtbayes.evaluating.study import compare_methods
 
     data, what = load(name, args.seed)
-    train, test = split_subjects(list(data.subject_ids), split, seed=args.seed)
+    train, test = split_systems(data, split, args.seed)
     fit, fit_seconds = fit_bank(data, name, split, train, args)
     deviations = False if args.one_ability else data.subset(subjects=train)
     bank = ItemBank.from_fit(fit, n_draws=args.draws, prior=args.prior, data=deviations)
@@ -166,6 +234,9 @@ def run_one(name: str, split: str, args: argparse.Namespace) -> pd.DataFrame:
         log=log.info,
         cross_fit=cross_fit,
     )
+    subjects = [str(s) for s in held.subject_ids]
+    table = table.merge(beyond_bank_counts(bank, y, w, subjects, ks, args), on=["method", "k"], how="left")
+    table["beyond_bank_all_items"] = flagged_beyond_bank(bank, y, w, subjects, args.seed)
     sizes = {b: int((bank.benchmark == b).sum()) for b in bank.benchmarks}
     sizes["all"] = bank.n_items
     table.insert(0, "dataset", name)
@@ -189,9 +260,16 @@ def run_one(name: str, split: str, args: argparse.Namespace) -> pd.DataFrame:
 
 
 def summarise(table: pd.DataFrame) -> pd.DataFrame:
-    """Per data set, method and K, the ``all`` scope and the mean over benchmarks, splits (and seeds) pooled."""
+    """Per data set, method and K, the ``all`` scope and the mean over benchmarks, the splits (and seeds) pooled
+    but ``top``, kept apart (column ``splits``: ``top``, or the others' names joined by ``+``); ``beyond_bank`` and
+    ``held_out`` are the mean numbers of held-out systems flagged and scored per split and seed."""
+    inside = "+".join(sorted(set(table["split"]) - {"top"}))
+    table = table.assign(splits=np.where(table["split"] == "top", "top", inside))
+    for column in ("beyond_bank", "beyond_bank_all_items"):  # absent from rows of older runs
+        if column not in table:
+            table[column] = np.nan
     per_bench = table[table["benchmark"] != "all"]
-    keys = ["dataset", "method", "k"]
+    keys = ["dataset", "splits", "method", "k"]
     bench = per_bench.groupby(keys, sort=False).agg(
         benchmark_mae=("mae", "mean"),
         benchmark_coverage=("coverage", "mean"),
@@ -203,7 +281,14 @@ def summarise(table: pd.DataFrame) -> pd.DataFrame:
     overall = (
         table[table["benchmark"] == "all"]
         .groupby(keys, sort=False)
-        .agg(all_mae=("mae", "mean"), all_coverage=("coverage", "mean"), all_spearman=("spearman", "mean"))
+        .agg(
+            all_mae=("mae", "mean"),
+            all_coverage=("coverage", "mean"),
+            all_spearman=("spearman", "mean"),
+            held_out=("held_out_systems", "mean"),
+            beyond_bank=("beyond_bank", "mean"),
+            beyond_bank_all_items=("beyond_bank_all_items", "mean"),
+        )
     )
     return bench.join(overall).reset_index()
 
@@ -217,7 +302,8 @@ def figure(table: pd.DataFrame, path: Path) -> None:
     from irtbayes.core.plots import OKABE_ITO, plot_error_curves
 
     summary = summarise(table)
-    datasets = list(dict.fromkeys(summary["dataset"]))
+    summary["panel"] = summary["dataset"].where(summary["splits"] != "top", summary["dataset"] + " (top)")
+    datasets = list(dict.fromkeys(summary["panel"]))
     methods = list(dict.fromkeys(summary["method"]))
     colours = {m: OKABE_ITO[k % len(OKABE_ITO)] for k, m in enumerate(methods)}
     per_row = min(len(datasets), FIGURE_COLUMNS)  # more data sets wrap into further pairs of rows
@@ -231,8 +317,9 @@ def figure(table: pd.DataFrame, path: Path) -> None:
     for at, name in enumerate(datasets):
         col, pair = at % per_row, at // per_row
         axes = grid[2 * pair : 2 * pair + 2]
-        rows = summary[summary["dataset"] == name]
-        approx = bool(table.loc[table["dataset"] == name, "approximate"].any())
+        rows = summary[summary["panel"] == name]
+        dataset = rows["dataset"].iloc[0]
+        approx = bool(table.loc[table["dataset"] == dataset, "approximate"].any())
         plot_error_curves(
             rows,
             x="k",
@@ -241,7 +328,7 @@ def figure(table: pd.DataFrame, path: Path) -> None:
             ax=axes[0, col],
             colours=colours,
             reference=TINYBENCHMARKS_MAE_100
-            if name in ("openllm_tinybench", "sim_leaderboard", "sim_leaderboard_large")
+            if dataset in ("openllm_tinybench", "sim_leaderboard", "sim_leaderboard_large")
             else None,
             reference_label="tinyBenchmarks, 100 items",
             panel=name + ("\n(approximate bank)" if approx else ""),
@@ -257,7 +344,8 @@ def figure(table: pd.DataFrame, path: Path) -> None:
         for ax in axes[:, col]:
             if at != 0 and ax.get_legend() is not None:  # the first data set shows every method
                 ax.get_legend().remove()
-    title = "Held-out systems scored from K items per benchmark (splits and seeds pooled)"
+    pooled = "splits and seeds pooled" if "top" not in set(table["split"]) else "seeds and splits but top pooled"
+    title = f"Held-out systems scored from K items per benchmark ({pooled})"
     if per_row < 2:  # one column is too narrow for the title on one line
         title = title.replace(" (", "\n(")
     fig.suptitle(title, fontsize="medium")
@@ -269,7 +357,7 @@ def figure(table: pd.DataFrame, path: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--datasets", nargs="+", default=list(DEFAULT_DATASETS))
-    parser.add_argument("--splits", nargs="+", default=["random", "order"], choices=["random", "order"])
+    parser.add_argument("--splits", nargs="+", default=["random", "order"], choices=["random", "order", "top"])
     parser.add_argument("--ks", nargs="+", type=int, default=[10, 30, 100])
     parser.add_argument("--methods", nargs="+", default=None, help="default: every method of the study")
     parser.add_argument("--sampler", default="approx", help="the banks' sampler (default approx; nutpie for NUTS)")
