@@ -56,6 +56,7 @@ subject answered.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
@@ -64,6 +65,7 @@ __all__ = [
     "DEFAULT_GROUP_THRESHOLD",
     "DEFAULT_TOP_K",
     "MAX_AHEAD_SUBJECTS",
+    "StackedResponses",
     "ahead_probability",
     "draw_ranks",
     "indistinguishable_groups",
@@ -85,7 +87,7 @@ _BLOCK_ELEMENTS = 2**24
 
 def reweighted_accuracy(
     codes: np.ndarray,
-    responses: np.ndarray,
+    responses: np.ndarray | StackedResponses,
     weights: np.ndarray,
     *,
     item_weights: np.ndarray | None = None,
@@ -99,7 +101,7 @@ def reweighted_accuracy(
         (draw, item) bin codes from :func:`irtbayes.auditing.coverage.bin_codes`: 0 below L, k + 1 in bin k,
         K + 1 above U.
     responses
-        (subject, item) responses in [0, 1], NaN where missing.
+        (subject, item) responses in [0, 1], NaN where missing, or their :class:`StackedResponses`.
     weights
         (K,) target weights, or (draw, K).
     item_weights
@@ -131,18 +133,34 @@ def reweighted_accuracy(
     n_bins = w.shape[-1]
     if w.ndim == 1:
         w = np.broadcast_to(w, (n_draws, n_bins))
-    y = np.asarray(responses, dtype="float64")
-    answered = ~np.isnan(y)
-    n_subjects = y.shape[0]
-    stacked = np.concatenate([np.where(answered, y, 0.0), answered.astype("float64")], axis=0).T  # (item, 2J)
+    stacked = responses if isinstance(responses, StackedResponses) else StackedResponses.of(responses)
+    n_subjects = stacked.n_subjects
     g = None if item_weights is None else np.asarray(item_weights, dtype="float64")
     if block is None:
         block = max(1, _BLOCK_ELEMENTS // 2 // ((n_bins + 2) * 2 * max(n_subjects, 1)))
     out = np.empty((n_draws, n_subjects))
     for start in range(0, n_draws, block):
         sl = slice(start, min(start + block, n_draws))
-        out[sl] = _reweighted_block(codes[sl], stacked, w[sl], None if g is None else g[sl])
+        out[sl] = _reweighted_block(codes[sl], stacked.values, w[sl], None if g is None else g[sl])
     return out
+
+
+@dataclass(frozen=True)
+class StackedResponses:
+    """A (subject, item) response matrix as :func:`reweighted_accuracy` sums it: (item, 2J), the responses (0 where
+    missing) beside the answered indicator. Made once per scope, it serves every block of draws."""
+
+    values: np.ndarray
+
+    @classmethod
+    def of(cls, responses: np.ndarray) -> StackedResponses:
+        y = np.asarray(responses, dtype="float64")
+        answered = ~np.isnan(y)
+        return cls(np.concatenate([np.where(answered, y, 0.0), answered.astype("float64")], axis=0).T)
+
+    @property
+    def n_subjects(self) -> int:
+        return self.values.shape[1] // 2
 
 
 def _reweighted_block(codes: np.ndarray, stacked: np.ndarray, w: np.ndarray, g: np.ndarray | None) -> np.ndarray:

@@ -75,7 +75,7 @@ from irtbayes.auditing.draws import (
 )
 from irtbayes.auditing.gaps import GapDraws, edge_gaps, gap_location, gap_parts
 from irtbayes.auditing.mismatch import ddm_shape_w1
-from irtbayes.auditing.ranking import MAX_AHEAD_SUBJECTS, draw_ranks, reweighted_accuracy
+from irtbayes.auditing.ranking import MAX_AHEAD_SUBJECTS, StackedResponses, draw_ranks, reweighted_accuracy
 from irtbayes.auditing.recalibration import interval_calibration_note
 from irtbayes.auditing.result import DDM_DEFINITIONS, AuditResult
 from irtbayes.auditing.scopes import Scope, build_scopes, response_matrix
@@ -408,20 +408,22 @@ def _leaderboard_pass(run: _Run, s: AuditSettings) -> np.ndarray:
     keep = _thin(run.n_samples, s.max_draws)
     rng = np.random.default_rng(s.seed)
     edges, weights = run.target.edges_array, run.target.weights_array
-    for sl in tqdm(draw_chunks(len(keep), run.n_items), desc="audit: leaderboard", disable=not bars_shown(s.progress)):
-        rows = keep[sl]
-        codes = bin_codes(run.draws.difficulty[rows], edges)
-        g = rng.standard_exponential(codes.shape) if s.resample_items else None
-        for scope in run.scopes:
-            racc = reweighted_accuracy(
-                codes[:, scope.items],
-                scope.responses,
-                weights,
-                item_weights=None if g is None else g[:, scope.items],
-            )
-            scope.racc.append(racc)
-            scope.ranks.append(draw_ranks(racc, tiebreak=scope.ability[rows][:, scope.subjects]))
-            scope.ability_ranks.append(draw_ranks(scope.ability[rows][:, scope.subjects]))
+    blocks = []  # each block of draws: its rows, bin codes and bootstrap weights (drawn in the blocks' order)
+    for sl in draw_chunks(len(keep), run.n_items):
+        codes = bin_codes(run.draws.difficulty[keep[sl]], edges)
+        blocks.append((keep[sl], codes, rng.standard_exponential(codes.shape) if s.resample_items else None))
+    shown = bars_shown(s.progress)
+    with tqdm(total=len(blocks) * len(run.scopes), desc="audit: leaderboard", disable=not shown) as bar:
+        for scope in run.scopes:  # the scope's stacked responses made once, for every block
+            stacked = StackedResponses.of(scope.responses)
+            for rows, codes, g in blocks:
+                racc = reweighted_accuracy(
+                    codes[:, scope.items], stacked, weights, item_weights=None if g is None else g[:, scope.items]
+                )
+                scope.racc.append(racc)
+                scope.ranks.append(draw_ranks(racc, tiebreak=scope.ability[rows][:, scope.subjects]))
+                scope.ability_ranks.append(draw_ranks(scope.ability[rows][:, scope.subjects]))
+                bar.update()
     return keep
 
 

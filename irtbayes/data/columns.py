@@ -15,7 +15,7 @@ import hashlib
 import itertools
 import logging
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -38,6 +38,7 @@ __all__ = [
     "clean_subjects",
     "declared_scale",
     "duplicated_rows",
+    "first_duplicates",
     "frame_checksum",
     "inferred_scale",
     "integer_scores",
@@ -530,12 +531,17 @@ def clean_n_categories(values: pd.Series, *, source: str) -> pd.Series:
     return numbers.astype("Int64")
 
 
-def frame_checksum(*frames: pd.DataFrame) -> str:
+def frame_checksum(*frames: pd.DataFrame | Iterable[pd.DataFrame]) -> str:
+    """SHA-256 of the frames' rows (``pandas.util.hash_pandas_object``, index included) and column names, in order; a
+    frame may come as an iterable of chunks of its rows (each indexed as in the whole), which hashes the same."""
     digest = hashlib.sha256()
     for frame in frames:
-        hashed = pd.util.hash_pandas_object(frame, index=True).to_numpy()
-        digest.update(np.ascontiguousarray(hashed).tobytes())
-        digest.update("|".join(map(str, frame.columns)).encode())
+        columns: list[str] = []
+        for chunk in [frame] if isinstance(frame, pd.DataFrame) else frame:
+            hashed = pd.util.hash_pandas_object(chunk, index=True).to_numpy()
+            digest.update(np.ascontiguousarray(hashed).tobytes())
+            columns = list(map(str, chunk.columns))
+        digest.update("|".join(columns).encode())
     return digest.hexdigest()
 
 
@@ -549,10 +555,31 @@ def duplicated_rows(frame: pd.DataFrame, keys: list[str]) -> np.ndarray:
     >>> duplicated_rows(frame, ["s", "i"]).tolist(), duplicated_rows(frame.astype(str), ["s", "i"]).tolist()
     ([True, True, False], [True, True, False])
     """
-    key = _code_key([frame[k] for k in keys])
+    columns = [frame[k] for k in keys]
+    key = _code_key(columns)
     if key is None:
         return frame.duplicated(keys, keep=False).to_numpy()
+    cells = int(np.prod([len(c.cat.categories) + 1 for c in columns], dtype=np.float64))
+    if cells <= max(16 * len(frame), 1 << 20):  # a bitmap of the cells, no bigger than the keys themselves
+        seen = np.zeros(cells, dtype=bool)
+        seen[key] = True
+        if int(np.count_nonzero(seen)) == len(frame):  # every row its own cell: none repeats
+            return np.zeros(len(frame), dtype=bool)
     return pd.Series(key).duplicated(keep=False).to_numpy()
+
+
+def first_duplicates(frame: pd.DataFrame, keys: list[str]) -> np.ndarray:
+    """Which rows repeat an earlier row's ``keys`` (``DataFrame.duplicated(keys)``), by codes where the keys are
+    categorical, with no table of the rows where no row repeats another (a bitmap of the cells says so).
+
+    >>> frame = pd.DataFrame({"s": pd.Categorical(["a", "a", "b"]), "i": pd.Categorical(["x", "x", "x"])})
+    >>> first_duplicates(frame, ["s", "i"]).tolist()
+    [False, True, False]
+    """
+    if not duplicated_rows(frame, keys).any():
+        return np.zeros(len(frame), dtype=bool)
+    key = _code_key([frame[k] for k in keys])
+    return frame.duplicated(keys).to_numpy() if key is None else pd.Series(key).duplicated().to_numpy()
 
 
 def items_from_rows(meta: pd.DataFrame, *, row_items: pd.Series, source: str) -> pd.DataFrame:

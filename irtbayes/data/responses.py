@@ -36,6 +36,7 @@ from irtbayes.data.columns import (
     clean_scores,
     clean_subjects,
     duplicated_rows,
+    first_duplicates,
     frame_checksum,
     inferred_scale,
     integer_scores,
@@ -605,11 +606,10 @@ class ResponseData:
         """SHA-256 of the responses, the item labels and (when present) the items' ``n_categories``; a saved fit
         records it to detect other data."""
         if "checksum" not in self._cache:
-            frame = self.long_frame().sort_values(["subject", "item"], kind="stable").reset_index(drop=True)
             # n_categories counts only when present, so binary and fractional data keep their checksums
             columns = ["benchmark", "domain"] + (["n_categories"] if "n_categories" in self.items.columns else [])
             labels = self.items[columns].astype(str)
-            self._cache["checksum"] = frame_checksum(frame, labels)
+            self._cache["checksum"] = frame_checksum(_sorted_rows(self.responses), labels)
         return str(self._cache["checksum"])
 
     # ------------------------------------------------------------------ conversions
@@ -629,10 +629,10 @@ class ResponseData:
             raise DataError(f"{self.source}: the data has no conditions, so condition='{condition}' cannot apply")
         return frame
 
-    def to_matrix(self, *, condition: str | None = None) -> np.ndarray:
-        """Dense (subject, item) float64 matrix; missing cells are NaN."""
+    def to_matrix(self, *, condition: str | None = None, fill: float = np.nan, dtype: Any = "float64") -> np.ndarray:
+        """Dense (subject, item) matrix of ``dtype`` (float64); missing cells are ``fill`` (NaN)."""
         frame = self._single_condition_frame(condition)
-        matrix = np.full((self.n_subjects, self.n_items), np.nan)
+        matrix = np.full((self.n_subjects, self.n_items), fill, dtype=dtype)
         matrix[frame["subject"].cat.codes.to_numpy(), frame["item"].cat.codes.to_numpy()] = frame["response"].to_numpy()
         return matrix
 
@@ -833,6 +833,143 @@ class ResponseData:
             notes=(*self.notes, *notes),
             reading=self.reading,
         )
+
+
+def _appearance_order(codes: np.ndarray, n_groups: int, *, rows_per_chunk: int = 1 << 20) -> np.ndarray:
+    """The group codes present in ``codes`` in the order of their first row (a scan in chunks, stopping once every
+    group has been seen): the order ``groupby(sort=False)`` gives.
+
+    >>> _appearance_order(np.array([2, 2, 0, 2, 0]), 3).tolist()
+    [2, 0]
+    """
+    first = np.full(n_groups, len(codes), dtype=np.int64)
+    present = np.bincount(codes, minlength=n_groups) > 0
+    for start in range(0, len(codes), rows_per_chunk):
+        unseen = first == len(codes)
+        if not (unseen & present).any():
+            break
+        values, index = np.unique(codes[start : start + rows_per_chunk], return_index=True)
+        new = unseen[values]
+        first[values[new]] = start + index[new]
+    order = np.argsort(first, kind="stable")
+    return order[present[order]]
+
+
+@dataclass(frozen=True)
+class _SummaryRows:
+    """The responses' codes that :meth:`DataSummary.of` counts with, one value per response (no string per row):
+    subject, item, benchmark and domain codes (labels ``(none)`` where missing), the shares, and which rows open
+    their (subject, item) cell."""
+
+    subject: np.ndarray
+    item: np.ndarray
+    benchmark: np.ndarray
+    domain: np.ndarray
+    shares: np.ndarray
+    first: np.ndarray
+    names: dict[str, np.ndarray]
+    domain_of: np.ndarray  #: each benchmark's domain code (its first item's)
+
+    @classmethod
+    def of(cls, data: ResponseData, shares: np.ndarray) -> _SummaryRows:
+        labels = data.items[["benchmark", "domain"]].astype(object).fillna("(none)")
+        names, per_item = {}, {}
+        for column in ("benchmark", "domain"):
+            per_item[column], names[column] = pd.factorize(labels[column].to_numpy())
+        _, first_item = np.unique(per_item["benchmark"], return_index=True)  # each benchmark's first item
+        domain_of = np.zeros(len(names["benchmark"]), dtype=np.int64)
+        domain_of[per_item["benchmark"][first_item]] = per_item["domain"][first_item]
+        per_row = {column: codes[data.item_codes] for column, codes in per_item.items()}
+        names["subject"] = data.subject_ids.to_numpy(dtype=object)
+        names["item"] = data.item_ids.to_numpy(dtype=object)
+        repeated = first_duplicates(data.responses, ["subject", "item"])
+        return cls(data.subject_codes, data.item_codes, per_row["benchmark"], per_row["domain"], shares,
+                   ~repeated, names, domain_of)  # fmt: skip
+
+    @property
+    def n_cells(self) -> int:
+        return int(np.count_nonzero(self.first))
+
+    def _distinct(self, outer: np.ndarray, inner: np.ndarray, n_inner: int) -> np.ndarray:
+        """Per ``outer`` code, how many distinct ``inner`` codes its rows hold."""
+        n_outer = int(outer.max(initial=-1)) + 1
+        seen = np.zeros(n_outer * n_inner, dtype=bool)
+        seen[outer.astype(np.int64) * n_inner + inner] = True
+        return seen.reshape(n_outer, n_inner).sum(axis=1)
+
+    def _table(self, codes: np.ndarray, name: str, columns: dict[str, np.ndarray]) -> pd.DataFrame:
+        order = _appearance_order(codes, len(self.names[name]))
+        size = np.bincount(codes, minlength=len(self.names[name]))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            accuracy = np.bincount(codes, weights=self.shares, minlength=len(size)) / size
+        table = pd.DataFrame({**columns, "responses": size, "accuracy": accuracy}).iloc[order]
+        table.index = pd.Index(self.names[name][order], name=name)
+        return table
+
+    def benchmarks(self) -> pd.DataFrame:
+        n_b = len(self.names["benchmark"])
+        items = self._distinct(self.benchmark, self.item, len(self.names["item"]))
+        subjects = self._distinct(self.benchmark, self.subject, len(self.names["subject"]))
+        cells = np.bincount(self.benchmark[self.first], minlength=n_b)
+        n_subjects = len(self.names["subject"])
+        table = self._table(self.benchmark, "benchmark", {
+            "domain": self.names["domain"][self.domain_of], "items": _padded(items, n_b),
+            "subjects": _padded(subjects, n_b),
+        })  # fmt: skip
+        position = pd.Index(self.names["benchmark"]).get_indexer(table.index)
+        table.insert(4, "missing_share", 1 - cells[position] / (table["items"].to_numpy() * n_subjects))
+        return table
+
+    def domains(self) -> pd.DataFrame:
+        n_d = len(self.names["domain"])
+        benchmarks = self._distinct(self.domain, self.benchmark, len(self.names["benchmark"]))
+        items = self._distinct(self.domain, self.item, len(self.names["item"]))
+        return self._table(
+            self.domain, "domain", {"benchmarks": _padded(benchmarks, n_d), "items": _padded(items, n_d)}
+        )
+
+    def subjects(self) -> pd.DataFrame:
+        return self._table(self.subject, "subject", {})
+
+    def by_condition(self, data: ResponseData) -> pd.DataFrame:
+        """Per (benchmark, condition): items, responses, accuracy (data with conditions are small: pandas groups
+        them)."""
+        frame = pd.DataFrame({
+            "benchmark": self.names["benchmark"][self.benchmark],
+            "condition": data.responses["condition"].astype(str).to_numpy(),
+            "item": self.item, "response": self.shares,
+        })  # fmt: skip
+        return frame.groupby(["benchmark", "condition"], sort=False).agg(
+            items=("item", "nunique"), responses=("response", "size"), accuracy=("response", "mean")
+        )
+
+
+def _padded(values: np.ndarray, n: int) -> np.ndarray:
+    """``values`` (one per code up to the largest present) padded with zeros to ``n`` codes."""
+    out = np.zeros(n, dtype=np.int64)
+    out[: len(values)] = values
+    return out
+
+
+def _sorted_rows(responses: pd.DataFrame, *, rows_per_chunk: int = 1 << 20) -> Iterable[pd.DataFrame]:
+    """The rows of :meth:`ResponseData.long_frame` sorted by subject and item id (stably), in chunks of consecutive
+    rows indexed by their position: what :func:`~irtbayes.data.columns.frame_checksum` hashes, made from the codes
+    (the ids' order is their categories' string order) without a string per row, a chunk at a time."""
+    keys = []
+    for col in ("item", "subject"):  # np.lexsort sorts by the last key first
+        rank = np.argsort(np.argsort(responses[col].cat.categories.astype(str).to_numpy(), kind="stable")).astype(
+            np.int32
+        )
+        keys.append(rank[responses[col].cat.codes.to_numpy()])
+    order = np.lexsort(keys)
+    for start in range(0, len(order), rows_per_chunk):
+        rows = order[start : start + rows_per_chunk]
+        chunk = responses.iloc[rows].copy()
+        for col in ("subject", "item", "condition"):
+            if col in chunk.columns:
+                chunk[col] = chunk[col].astype(str)
+        chunk.index = pd.RangeIndex(start, start + len(rows))
+        yield chunk
 
 
 def _long_table(
@@ -1089,39 +1226,17 @@ class DataSummary:
     def of(cls, data: ResponseData) -> DataSummary:
         """The summary of ``data``. For ordinal data, ``accuracy`` is the mean of code / (K_i - 1), the category
         scaled to [0, 1] (0 the lowest category, 1 the highest)."""
-        frame = data.long_frame()
         kind = data.response_kind
         counts = data.n_categories
-        if kind == "ordinal":
-            frame["response"] = frame["response"] / (counts[data.item_codes] - 1)
-        labels = data.items[["benchmark", "domain"]].astype(object).fillna("(none)")
-        frame = frame.join(labels, on="item")
-        n_cells = data.n_subjects * data.n_items
-        distinct_cells = len(frame.drop_duplicates(["subject", "item"]))
-        per_bench = frame.groupby("benchmark", sort=False).agg(
-            domain=("domain", "first"),
-            items=("item", "nunique"),
-            subjects=("subject", "nunique"),
-            responses=("response", "size"),
-            accuracy=("response", "mean"),
-        )
-        cells = frame.drop_duplicates(["subject", "item"]).groupby("benchmark", sort=False).size()
-        per_bench.insert(4, "missing_share", 1 - cells / (per_bench["items"] * data.n_subjects))
-        per_domain = frame.groupby("domain", sort=False).agg(
-            benchmarks=("benchmark", "nunique"),
-            items=("item", "nunique"),
-            responses=("response", "size"),
-            accuracy=("response", "mean"),
-        )
-        per_subject = frame.groupby("subject", sort=False).agg(
-            responses=("response", "size"), accuracy=("response", "mean")
-        )
+        shares = data.values / (counts[data.item_codes] - 1) if kind == "ordinal" else data.values
+        rows = _SummaryRows.of(data, shares)
+        per_bench, per_domain, per_subject = rows.benchmarks(), rows.domains(), rows.subjects()
         return cls(
             source=data.source,
             n_subjects=data.n_subjects,
             n_items=data.n_items,
             n_responses=data.n_responses,
-            missing_share=1 - distinct_cells / n_cells,
+            missing_share=1 - rows.n_cells / (data.n_subjects * data.n_items),
             binary=data.is_binary,
             conditions=[str(c) for c in data.conditions],
             checksum=data.checksum(),
@@ -1130,13 +1245,7 @@ class DataSummary:
             subjects=per_subject,
             uninformative=data.uninformative_items(),
             notes=data.notes,
-            by_condition=(
-                frame.groupby(["benchmark", "condition"], sort=False).agg(
-                    items=("item", "nunique"), responses=("response", "size"), accuracy=("response", "mean")
-                )
-                if "condition" in frame.columns
-                else None
-            ),
+            by_condition=rows.by_condition(data) if "condition" in data.responses.columns else None,
             response_kind=kind,
             n_categories=(int(counts.min()), int(counts.max())),
             n_trials=(int(data.trials.min()), int(data.trials.max())),

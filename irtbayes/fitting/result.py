@@ -779,6 +779,28 @@ def derived_names(spec: ModelSpec) -> list[str]:
     return names
 
 
+def _item_rest_correlations(item: np.ndarray, y: np.ndarray, rest: np.ndarray, n_items: int) -> np.ndarray:
+    """Per item, the correlation of its responses ``y`` with the subjects' mean response on the other items
+    (``rest``), from sums per item (one pass of ``bincount`` each, arrays of one value per response): centred
+    within the item, so that the sums of squares do not cancel; NaN where an item's responses or rests are
+    constant.
+
+    >>> y, rest = np.array([1.0, 0.0, 1.0, 0.0, 1.0]), np.array([0.9, 0.2, 0.7, 0.4, 0.5])
+    >>> r = _item_rest_correlations(np.array([0, 0, 0, 0, 1]), y, rest, 2)
+    >>> bool(np.isclose(r[0], np.corrcoef(y[:4], rest[:4])[0, 1])), bool(np.isnan(r[1]))
+    (True, True)
+    """
+    n = np.bincount(item, minlength=n_items).astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        my = np.bincount(item, weights=y, minlength=n_items) / n
+        mr = np.bincount(item, weights=rest, minlength=n_items) / n
+        dy, dr = y - my[item], rest - mr[item]
+        cov = np.bincount(item, weights=dy * dr, minlength=n_items)
+        vy = np.bincount(item, weights=dy * dy, minlength=n_items)
+        vr = np.bincount(item, weights=dr * dr, minlength=n_items)
+        return cov / np.sqrt(vy * vr)
+
+
 def fit_constant_data(data: ResponseData) -> xr.Dataset:
     """Per-item and per-subject counts that tables and flags need without the data.
 
@@ -795,17 +817,7 @@ def fit_constant_data(data: ResponseData) -> xr.Dataset:
     item_mean = np.bincount(i, weights=y, minlength=data.n_items) / np.maximum(n_items, 1)
     subj_total = np.bincount(s, weights=y, minlength=data.n_subjects)
     subj_mean = subj_total / np.maximum(n_subj, 1)
-    # item-rest correlation: the item against the subject's mean response on the other items
-    rest = (subj_total[s] - y) / np.maximum(n_subj[s] - 1, 1)
-    frame = pd.DataFrame({"i": i, "y": y, "r": rest})
-    corr = np.full(data.n_items, np.nan)
-    g = frame.groupby("i")
-    my, mr = g["y"].transform("mean"), g["r"].transform("mean")
-    cov = ((frame["y"] - my) * (frame["r"] - mr)).groupby(frame["i"]).sum()
-    vy = ((frame["y"] - my) ** 2).groupby(frame["i"]).sum()
-    vr = ((frame["r"] - mr) ** 2).groupby(frame["i"]).sum()
-    with np.errstate(invalid="ignore", divide="ignore"):
-        corr[cov.index.to_numpy()] = (cov / np.sqrt(vy * vr)).to_numpy()
+    corr = _item_rest_correlations(i, y, (subj_total[s] - y) / np.maximum(n_subj[s] - 1, 1), data.n_items)
     items = data.items
     return xr.Dataset(
         {
