@@ -128,11 +128,7 @@ def run_audit(fit: Path, out: Path) -> tuple[float, float, str]:
 
 def recovery(out: Path, truth: pd.DataFrame) -> dict[str, float]:
     """Spearman of the difficulties' posterior means with the truth, and the coverage of their 90% intervals."""
-    items = pd.read_csv(out / "items.csv") if (out / "items.csv").is_file() else None
-    if items is None:
-        from irtbayes.fitting.storage import load_fit
-
-        items = load_fit(out).items_table(ci_prob=0.9)
+    items = pd.read_csv(out / "items.csv")  # the saved fit's items table: 90% intervals
     merged = truth.merge(items, on="item", how="inner")
     covered = (merged["difficulty_ci_low"] <= merged["difficulty"]) & (
         merged["difficulty"] <= merged["difficulty_ci_high"]
