@@ -387,6 +387,11 @@ def _pin_scale(z: Any, tau: Any, *, name: str) -> None:
     direction, a sheet that a diagonal mass matrix cannot follow. ``tau`` is set near the abilities'
     posterior sd, so that every direction has a similar scale.
 
+    The sd is pinned through its logarithm, so the factor vanishes at sd 0. There the standardised abilities
+    turn to the opposite direction, and a step across that point is a divergence. Near sd 1 the logarithm is
+    sd - 1, so with many subjects the geometry is the same; with a handful, a pin on sd - 1 left sd 0 within
+    reach (docs/validation.md#a-handful-of-systems-the-scale-of-the-raw-abilities).
+
     ``z`` is (subjects,) for one ability dimension, (subjects, dimensions) otherwise. One dimension is not made a
     column: the gradient of a mean over the rows of a one-column matrix compiles to numba's general reduction,
     seconds of a first run's compilation (measured on docs/performance.md#a-cheaper-graph-to-compile-2026-12-06-night),
@@ -395,7 +400,7 @@ def _pin_scale(z: Any, tau: Any, *, name: str) -> None:
     n = z.shape[0]
     mean = z.mean(axis=0)
     sd = z.std(axis=0)
-    pm.Potential(name, -0.5 * (((mean * pt.sqrt(n)) / tau) ** 2 + (((sd - 1.0) * pt.sqrt(n)) / tau) ** 2).sum())
+    pm.Potential(name, -0.5 * (((mean * pt.sqrt(n)) / tau) ** 2 + ((pt.log(sd) * pt.sqrt(n)) / tau) ** 2).sum())
 
 
 def _pin_width(inputs: ModelInputs) -> float:

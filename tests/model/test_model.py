@@ -138,6 +138,19 @@ def test_standardised_abilities_have_mean_zero_and_sd_one_in_any_draw(labelled):
         assert np.allclose(sds, 1, atol=1e-10), f"{dims}: ability sds {sds.ravel()[:5]}"
 
 
+def test_the_scale_pin_closes_the_point_where_standardised_abilities_turn_round():
+    """At sd(z) -> 0 the standardised abilities flip to the opposite direction; the factor that pins the raw scale
+    must make that point unreachable (it held 3 subjects' sd 0 within 3 widths when it pinned sd - 1), and leave
+    sd 1 free of cost."""
+    data, _ = simulate_responses(3, 11, seed=2)
+    model = build_model(data, ModelSpec(kind="1pl"))
+    pin = model.compile_fn(model["ability_z_scale"], inputs=[model["ability_z"]], mode=FAST)
+    direction = np.array([1.0, 0.0, -1.0]) / np.std([1.0, 0.0, -1.0])
+    at = {sd: float(pin({"ability_z": sd * direction})) for sd in (1.0, 0.5, 0.05)}
+    assert at[1.0] == pytest.approx(0.0, abs=1e-12)
+    assert at[0.5] < -1.5 and at[0.05] < -25.0, at  # a pin on sd - 1 gave -0.9 and -3.2 here
+
+
 def test_noncentred_levels_are_zero_sum_around_one_centre_with_the_prior_unchanged(labelled):
     # six benchmarks of 3-4 items in three domains: both group levels are non-centred
     model = build_model(labelled, ModelSpec(kind="2pl"))
