@@ -20,6 +20,7 @@ kernels, loaders of single formats, plot functions) for those who need them.
 from __future__ import annotations
 
 import importlib
+import warnings
 from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
@@ -66,7 +67,7 @@ _PUBLIC: dict[str, str] = {
     "audit": "irtbayes.auditing.run",
     "AuditSettings": "irtbayes.auditing.settings",
     "AuditResult": "irtbayes.auditing.result",
-    "write_audit": "irtbayes.auditing.folder",
+    "save_audit": "irtbayes.auditing.folder",
     "load_audit": "irtbayes.auditing.folder",
     "Target": "irtbayes.auditing.targets",
     "uniform_target": "irtbayes.auditing.targets",
@@ -81,8 +82,8 @@ _PUBLIC: dict[str, str] = {
     "choose_target": "irtbayes.benchfill.target",
     "propose": "irtbayes.benchfill.proposal",
     "calibrate_candidates": "irtbayes.benchfill.run",
-    "write_benchfill": "irtbayes.benchfill.result",
-    "load_benchfill_result": "irtbayes.benchfill.result",
+    "save_benchfill": "irtbayes.benchfill.result",
+    "load_benchfill": "irtbayes.benchfill.result",
     "BenchfillResult": "irtbayes.benchfill.result",
     "AcceptanceRule": "irtbayes.benchfill.acceptance",
     "Candidate": "irtbayes.benchfill.candidates",
@@ -165,7 +166,7 @@ __all__ = [
     "list_datasets",
     "load",
     "load_audit",
-    "load_benchfill_result",
+    "load_benchfill",
     "load_candidates",
     "load_dataset",
     "load_fit",
@@ -177,6 +178,8 @@ __all__ = [
     "report",
     "report_robustness",
     "run_adaptive",
+    "save_audit",
+    "save_benchfill",
     "save_fit",
     "score",
     "select_items",
@@ -184,14 +187,23 @@ __all__ = [
     "track",
     "uniform_target",
     "weights_target",
-    "write_audit",
-    "write_benchfill",
     "write_mirt",
     "write_tinybenchmarks",
 ]
 
+# old public name -> its new name: still given, with a DeprecationWarning, for a release (in neither __all__ nor _PUBLIC)
+_RENAMED: dict[str, str] = {
+    "write_audit": "save_audit",
+    "write_benchfill": "save_benchfill",
+    "load_benchfill_result": "load_benchfill",
+}
+
 
 def __getattr__(name: str) -> Any:
+    if name in _RENAMED:
+        new = _RENAMED[name]
+        warnings.warn(f"irtbayes.{name} is deprecated: use irtbayes.{new}", DeprecationWarning, stacklevel=2)
+        return __getattr__(new)
     module = _PUBLIC.get(name)
     if module is None:
         raise AttributeError(f"module 'irtbayes' has no attribute {name!r}")
@@ -205,7 +217,7 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # what IDEs and mypy see; at run time the names load on first use
-    from irtbayes.auditing.folder import load_audit, write_audit
+    from irtbayes.auditing.folder import load_audit, save_audit
     from irtbayes.auditing.result import AuditResult
     from irtbayes.auditing.run import audit
     from irtbayes.auditing.settings import AuditSettings
@@ -215,7 +227,7 @@ if TYPE_CHECKING:  # what IDEs and mypy see; at run time the names load on first
     from irtbayes.benchfill.export import export_csv_template, export_lm_eval
     from irtbayes.benchfill.llm import LLMSource
     from irtbayes.benchfill.proposal import propose
-    from irtbayes.benchfill.result import BenchfillResult, load_benchfill_result, write_benchfill
+    from irtbayes.benchfill.result import BenchfillResult, load_benchfill, save_benchfill
     from irtbayes.benchfill.run import calibrate_candidates
     from irtbayes.benchfill.sources import CallableSource, FileSource, ProposalRequest
     from irtbayes.benchfill.target import choose_target

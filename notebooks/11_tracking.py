@@ -78,7 +78,7 @@ rows = planted.changes
 whole = rows[(rows["scope"] == "all") & (rows["region"] == "whole range")]
 print(whole[["from", "to", "accuracy_change_mean", "accuracy_change_ci_low", "accuracy_change_ci_high",
              "expected_change_mean", "credible"]].round(3).to_string(index=False))  # fmt: skip
-planted.write(S.out / "tracking_planted")
+planted.save(S.out / "tracking_planted")
 show(S.out / "tracking_planted" / "trajectory.png")
 
 # %% [markdown]
@@ -104,14 +104,14 @@ if S.fast:
 others = mmlu.subset(subjects=[s for s in mmlu.subject_ids if s not in LINE])
 saved = REPO / "notebooks" / "results" / "tracking_llama8b"
 if not S.fast and (saved / "changes.csv").is_file():
-    llama = irt.Tracking.read(saved)
+    llama = irt.Tracking.load(saved)
 else:
     with timer("MMLU-Pro bank"):
         llama_bank = irt.fit(others, sampler="approx" if S.fast else "auto", seed=1, progress=False)
     with timer("track the line"):
         llama = irt.track(llama_bank, mmlu.subset(subjects=LINE), step={n: k for k, n in enumerate(LINE)},
                           data=others, n_draws=DRAWS, seed=1)  # fmt: skip
-    llama.write(S.out / "tracking_llama8b")
+    llama.save(S.out / "tracking_llama8b")
 print(llama.abilities.round(3).to_string(index=False))
 
 # %%

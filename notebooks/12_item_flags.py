@@ -62,7 +62,7 @@ table = pd.crosstab(found["fault"].replace("", "sound"), found["flag"].replace("
 print(table.to_string())
 sound = found["fault"] == ""
 print(f"sound items flagged: {int((found.loc[sound, 'flag'] != '').sum())} of {int(sound.sum())}")
-checks.write(S.out / "item_flags_planted")
+checks.save(S.out / "item_flags_planted")
 show(S.out / "item_flags_planted" / "item_flags.png")
 
 # %% [markdown]
@@ -94,7 +94,7 @@ counts = mmlu_checks.items["flag"].replace("", "none").value_counts()
 print(counts.to_string())
 shown = ["item", "benchmark", "flag", "slope_mean", "slope_ci_low", "slope_ci_high", "p_reversed", "dif_group"]
 print(mmlu_checks.flagged[[c for c in shown if c in mmlu_checks.flagged.columns]].head(10).round(3).to_string())
-mmlu_checks.write(S.out / "item_flags_mmlu_pro")
+mmlu_checks.save(S.out / "item_flags_mmlu_pro")
 
 # %% [markdown]
 # With 29 systems a slope is known to about +-0.4 logits per sd of ability: no item can be shown flat, and only

@@ -66,7 +66,7 @@ def _worker(config: dict) -> dict:
 
     from PIL import Image
 
-    from irtbayes.auditing.folder import write_audit
+    from irtbayes.auditing.folder import save_audit
     from irtbayes.auditing.run import audit
     from irtbayes.reporting.report import report
 
@@ -87,7 +87,7 @@ def _worker(config: dict) -> dict:
     out["peak_audit_mib"] = _peak_mib()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / "audit"
-        write_audit(result, folder)
+        save_audit(result, folder)
         started = time.perf_counter()
         report(fitted, folder / "report", data=data, audit=result)
         out["report_s"] = time.perf_counter() - started

@@ -35,7 +35,7 @@ def main() -> None:
     print(repr(bank))
     line = data.subset(subjects=LINE)
     result = irt.track(bank, line, step={name: k for k, name in enumerate(LINE)}, data=bank_data, seed=1)
-    result.write(args.out)
+    result.save(args.out)
     print(result.to_text())
 
 

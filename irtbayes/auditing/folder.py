@@ -1,4 +1,4 @@
-"""The audit folder: :func:`write_audit` writes an :class:`~irtbayes.auditing.result.AuditResult`, :func:`load_audit`
+"""The audit folder: :func:`save_audit` writes an :class:`~irtbayes.auditing.result.AuditResult`, :func:`load_audit`
 reads it back as it was (nothing is recomputed) and checks that it was made from a given fit.
 
 Files
@@ -26,11 +26,12 @@ import pandas as pd
 from irtbayes.auditing.draws import fit_identity
 from irtbayes.auditing.result import AuditResult
 from irtbayes.auditing.targets import Target, read_target
+from irtbayes.core.deprecation import deprecated_alias
 from irtbayes.core.errors import DataError, FitError, SpecError
 from irtbayes.core.files import atomic_write_text, json_ready, read_json
 from irtbayes.data.responses import ResponseData
 
-__all__ = ["AUDIT_FORMAT", "AUDIT_FORMAT_VERSION", "check_audit_source", "load_audit", "write_audit"]
+__all__ = ["AUDIT_FORMAT", "AUDIT_FORMAT_VERSION", "check_audit_source", "load_audit", "save_audit"]
 
 
 # ============================================================================================ writing
@@ -45,7 +46,7 @@ def _table_csv(name: str, frame: pd.DataFrame) -> str:
     return frame.to_csv(index=name == "ahead", lineterminator="\n")
 
 
-def write_audit(result: AuditResult, out_dir: str | os.PathLike[str], *, text: str | None = None) -> Path:
+def save_audit(result: AuditResult, out_dir: str | os.PathLike[str], *, text: str | None = None) -> Path:
     """Write ``summary.json``, ``audit.txt``, ``target.csv`` and one CSV per table into ``out_dir``.
 
     ``audit.txt`` holds ``text`` (the command line gives the findings followed by the tables) or, by default,
@@ -68,10 +69,10 @@ def write_audit(result: AuditResult, out_dir: str | os.PathLike[str], *, text: s
     Examples
     --------
     >>> import tempfile
-    >>> from irtbayes.auditing.folder import write_audit
+    >>> from irtbayes.auditing.folder import save_audit
     >>> from irtbayes.examples import simulated_audit
     >>> result, data = simulated_audit(20, 30, chains=1, bins=4)
-    >>> folder = write_audit(result, tempfile.mkdtemp())
+    >>> folder = save_audit(result, tempfile.mkdtemp())
     >>> sorted(p.name for p in folder.iterdir())
     ['ahead.csv', 'audit.txt', 'benchmarks.csv', 'bins.csv', 'information.csv', 'items.csv', 'ranking.csv', 'summary.json', 'target.csv']
     """
@@ -105,7 +106,7 @@ def load_audit(
     fit: Any = None,
     data: ResponseData | None = None,
 ) -> AuditResult:
-    """Read an audit folder written by :func:`write_audit` back into an :class:`AuditResult`.
+    """Read an audit folder written by :func:`save_audit` back into an :class:`AuditResult`.
 
     The tables (with their column types and ``attrs``), the target, ``ci_prob`` and the settings (seed,
     draws, ``top_k``, ``group``, ``ensemble``, ``partial``, ``converged``, ...) equal those of the result
@@ -137,10 +138,10 @@ def load_audit(
     Examples
     --------
     >>> import tempfile
-    >>> from irtbayes.auditing.folder import load_audit, write_audit
+    >>> from irtbayes.auditing.folder import load_audit, save_audit
     >>> from irtbayes.examples import simulated_audit
     >>> result, data = simulated_audit(20, 30, chains=1, bins=4)
-    >>> again = load_audit(write_audit(result, tempfile.mkdtemp()), data=data)  # the data's checksum is checked
+    >>> again = load_audit(save_audit(result, tempfile.mkdtemp()), data=data)  # the data's checksum is checked
     >>> again.benchmarks.equals(result.benchmarks), again.target == result.target
     (True, True)
     """
@@ -149,7 +150,7 @@ def load_audit(
         raise DataError(f"{folder}: no such folder (an audit folder holds summary.json and the tables)")
     summary_path = folder / "summary.json"
     if not summary_path.is_file():
-        raise DataError(f"{summary_path}: no such file; {folder} is not an audit folder (see write_audit)")
+        raise DataError(f"{summary_path}: no such file; {folder} is not an audit folder (see save_audit)")
     summary = read_json(summary_path)
     missing = [k for k in ("ci_prob", "target", "settings") if not isinstance(summary.get(k), (dict, int, float))]
     if missing or not isinstance(summary["settings"], dict) or not isinstance(summary["target"], dict):
@@ -313,3 +314,7 @@ def _read_table(path: Path, name: str, record: Any) -> pd.DataFrame:
             except (TypeError, ValueError) as err:
                 raise DataError(f"{path}: column '{column}' does not hold {kind} values ({err})") from None
     return frame
+
+
+# ============================================================================================ old names
+write_audit = deprecated_alias(save_audit, "write_audit")

@@ -1,6 +1,6 @@
 """The result of an audit: :class:`AuditResult` (tidy tables, the target, the settings) and its texts.
 
-:func:`~irtbayes.auditing.run.audit` makes one; :func:`~irtbayes.auditing.folder.write_audit` writes it to a
+:func:`~irtbayes.auditing.run.audit` makes one; :func:`~irtbayes.auditing.folder.save_audit` writes it to a
 folder and :func:`~irtbayes.auditing.folder.load_audit` reads it back.
 """
 

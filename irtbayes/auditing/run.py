@@ -3,7 +3,7 @@
 :func:`audit` takes a posterior (a DataTree with a ``posterior`` group, or that group as a Dataset) and the
 :class:`~irtbayes.data.responses.ResponseData` it was fitted to, with its settings as one
 :class:`~irtbayes.auditing.settings.AuditSettings` (or its fields as keywords), and returns an
-:class:`~irtbayes.auditing.result.AuditResult`; :func:`~irtbayes.auditing.folder.write_audit` writes it to a folder
+:class:`~irtbayes.auditing.result.AuditResult`; :func:`~irtbayes.auditing.folder.save_audit` writes it to a folder
 and :func:`~irtbayes.auditing.folder.load_audit` reads it back. The steps: :mod:`irtbayes.auditing.draws` reads
 the draws, :mod:`irtbayes.auditing.scopes` builds the scopes, three passes over the draws here fill them, and
 :mod:`irtbayes.auditing.tables` turns each scope into table rows.

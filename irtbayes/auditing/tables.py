@@ -226,8 +226,9 @@ def items_table(
     table = pd.DataFrame(
         {
             "item": data.item_ids.astype(str).to_numpy(dtype=object),
-            "benchmark": data.items["benchmark"].to_numpy(),
-            "domain": data.items["domain"].to_numpy(),
+            # labels as text with NaN where missing, as the saved audit reads them back (not pd.NA in objects)
+            "benchmark": pd.array(data.items["benchmark"].to_numpy(), dtype="str"),
+            "domain": pd.array(data.items["domain"].to_numpy(), dtype="str"),
         }
     )
     for k, v in summarize(difficulty, ci_prob=ci_prob).items():

@@ -25,7 +25,7 @@ The modules, in the order of a round:
 - :mod:`~irtbayes.benchfill.screens`: the novelty and construct screens and the editorial verdict;
 - :mod:`~irtbayes.benchfill.ledger`: the append-only :class:`Ledger`;
 - :mod:`~irtbayes.benchfill.result`: :class:`BenchfillResult`, the before/after audit, its figures,
-  :func:`write_benchfill` and :func:`load_benchfill_result`;
+  :func:`save_benchfill` and :func:`load_benchfill`;
 - :mod:`~irtbayes.benchfill.run`: one round (:func:`calibrate_candidates`).
 
 :mod:`irtbayes.cli.benchfill` holds the ``irtbayes benchfill`` verbs.

@@ -16,6 +16,7 @@ from irtbayes.benchfill.export import export_csv_template, export_lm_eval
 from irtbayes.benchfill.llm import LLMSource
 from irtbayes.benchfill.sources import CandidateSource, FileSource, Proposal, ProposalRequest, Rejection, select_seeds
 from irtbayes.benchfill.target import TargetChoice
+from irtbayes.core.deprecation import deprecated_alias
 from irtbayes.core.errors import DataError, SpecError
 from irtbayes.core.files import atomic_write_text, json_ready, read_json
 from irtbayes.data.responses import ResponseData
@@ -132,7 +133,7 @@ def propose(
     return Proposal(candidates=keep, rejections=rejected)
 
 
-def write_proposal(
+def save_proposal(
     out_dir: str | os.PathLike[str],
     proposal: Proposal,
     choice: TargetChoice,
@@ -155,18 +156,18 @@ def write_proposal(
     >>> import tempfile
     >>> from irtbayes.benchfill.sources import CallableSource
     >>> from irtbayes.benchfill.target import choose_target
-    >>> from irtbayes.benchfill.proposal import propose, read_proposal, write_proposal
+    >>> from irtbayes.benchfill.proposal import propose, load_proposal, save_proposal
     >>> choice, _ = choose_target(fit, data, interval=(0.0, 1.0))
     >>> proposal = propose(fit, data, choice, CallableSource(lambda r: [{"text": "q", "answer": "a"}], name="demo"), n=1)
     >>> folder = tempfile.mkdtemp()
-    >>> paths = write_proposal(folder, proposal, choice)
+    >>> paths = save_proposal(folder, proposal, choice)
     >>> sorted(p.name for p in paths.values())
     ['candidates.jsonl', 'rejections.jsonl', 'target.json']
 
-    :func:`read_proposal` reads the folder back; :func:`export_proposal` writes its candidates for the systems
+    :func:`load_proposal` reads the folder back; :func:`export_proposal` writes its candidates for the systems
     to answer:
 
-    >>> candidates, again, _ = read_proposal(folder)
+    >>> candidates, again, _ = load_proposal(folder)
     >>> [c.text for c in candidates], (again.lo, again.hi)
     (['q'], (0.0, 1.0))
     >>> from irtbayes.benchfill.proposal import export_proposal
@@ -211,8 +212,8 @@ def write_proposal(
     return paths
 
 
-def read_proposal(folder: str | os.PathLike[str]) -> tuple[list[Candidate], TargetChoice, dict[str, Any]]:
-    """The candidates, target and ``target.json`` content of a folder written by :func:`write_proposal`
+def load_proposal(folder: str | os.PathLike[str]) -> tuple[list[Candidate], TargetChoice, dict[str, Any]]:
+    """The candidates, target and ``target.json`` content of a folder written by :func:`save_proposal`
     (whose example shows it).
 
     Raises
@@ -236,7 +237,7 @@ def recorded_fit(folder: str | os.PathLike[str], meta: dict[str, Any] | None = N
     from irtbayes.fitting.storage import load_fit
 
     if meta is None:
-        meta = read_proposal(folder)[2]
+        meta = load_proposal(folder)[2]
     if not meta.get("fit"):
         raise DataError(f"{folder}/target.json names no fit; give the fit folder")
     return load_fit(meta["fit"])
@@ -255,7 +256,7 @@ def export_proposal(
     ``"lm-eval"``: an lm-evaluation-harness task (``<task_name>.jsonl`` and ``.yaml``; ``output_type``
     defaults to multiple choice when every candidate has choices, generation when none has).
     ``"csv"``: ``responses_template.csv``, one blank row per (fit subject, candidate); ``fit`` defaults to
-    the fit folder recorded in ``target.json``. :func:`write_proposal`'s example shows it.
+    the fit folder recorded in ``target.json``. :func:`save_proposal`'s example shows it.
 
     Raises
     ------
@@ -263,7 +264,7 @@ def export_proposal(
         Candidates that mix multiple-choice and free-response items (export them separately), or a
         missing fit for the CSV template.
     """
-    candidates, _, meta = read_proposal(folder)
+    candidates, _, meta = load_proposal(folder)
     out = Path(folder) / "export"
     if fmt == "lm-eval":
         if output_type is None:
@@ -280,3 +281,8 @@ def export_proposal(
         fit = recorded_fit(folder, meta) if fit is None else fit
         return [export_csv_template(candidates, list(fit.subject_ids), out / "responses_template.csv")]
     raise SpecError(f"export format must be 'lm-eval' or 'csv', got {fmt!r}")
+
+
+# ============================================================================================ old names
+write_proposal = deprecated_alias(save_proposal, "write_proposal")
+read_proposal = deprecated_alias(load_proposal, "read_proposal")

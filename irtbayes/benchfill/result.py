@@ -36,6 +36,7 @@ from irtbayes.benchfill.candidates import Candidate
 from irtbayes.benchfill.grid import candidate_group_label
 from irtbayes.benchfill.ledger import Ledger, decision_records
 from irtbayes.benchfill.target import AUDIT_INFORMATION_DRAWS, AUDIT_MAX_DRAWS, TargetChoice
+from irtbayes.core.deprecation import deprecated_alias
 from irtbayes.core.errors import DataError, FitError, SpecError, listed
 from irtbayes.core.files import atomic_write_text, json_ready, read_json
 from irtbayes.core.plots import plot_candidate_intervals, plot_coverage_before_after
@@ -292,7 +293,7 @@ def unconverged_note(settings: dict[str, Any]) -> str:
 
 
 # ============================================================================================ files
-def write_benchfill(
+def save_benchfill(
     result: BenchfillResult,
     out_dir: str | os.PathLike[str],
     *,
@@ -315,10 +316,10 @@ def write_benchfill(
     >>> from irtbayes.benchfill.target import choose_target
     >>> choice, _ = choose_target(fit, data, interval=(0.0, 1.0))
     >>> result = calibrate_candidates(fit, data, candidates, candidate_response_data(answers, candidates, fit=fit), choice, mode="fixed", seed=4)
-    >>> paths = write_benchfill(result, tempfile.mkdtemp(), candidates=candidates)
+    >>> paths = save_benchfill(result, tempfile.mkdtemp(), candidates=candidates)
     >>> {"ledger", "ledger_csv", "before_after_json", "before_after_csv"} <= set(paths)
     True
-    >>> load_benchfill_result(paths["ledger"].parent).accepted == result.accepted
+    >>> load_benchfill(paths["ledger"].parent).accepted == result.accepted
     True
     """
     out = Path(out_dir)
@@ -359,8 +360,8 @@ def write_benchfill(
     return paths
 
 
-def load_benchfill_result(folder: str | os.PathLike[str]) -> BenchfillResult:
-    """Rebuild the :class:`BenchfillResult` of the last round written into ``folder`` by :func:`write_benchfill`.
+def load_benchfill(folder: str | os.PathLike[str]) -> BenchfillResult:
+    """Rebuild the :class:`BenchfillResult` of the last round written into ``folder`` by :func:`save_benchfill`.
 
     The decisions are the ledger records of that round (its ``run_id``).
 
@@ -371,11 +372,11 @@ def load_benchfill_result(folder: str | os.PathLike[str]) -> BenchfillResult:
 
     Examples
     --------
-    :func:`write_benchfill` has a round written and read back; a folder without one is named:
+    :func:`save_benchfill` has a round written and read back; a folder without one is named:
 
     >>> import tempfile
-    >>> from irtbayes.benchfill.result import load_benchfill_result
-    >>> load_benchfill_result(tempfile.mkdtemp())
+    >>> from irtbayes.benchfill.result import load_benchfill
+    >>> load_benchfill(tempfile.mkdtemp())
     Traceback (most recent call last):
         ...
     irtbayes.core.errors.DataError: ...before_after.json: missing; is ... a folder written by `benchfill calibrate`?
@@ -832,3 +833,8 @@ def composition_conclusions(
             rows += [{"scope_kind": kind, "scope": name, "cause": cause} | r for r in found]
     columns = ["scope_kind", "scope", "cause", "measure", "from", "to", "verdict", "changed"]
     return pd.DataFrame(rows, columns=columns)
+
+
+# ============================================================================================ old names
+write_benchfill = deprecated_alias(save_benchfill, "write_benchfill")
+load_benchfill_result = deprecated_alias(load_benchfill, "load_benchfill_result")

@@ -5,11 +5,11 @@ One round::
     data = load_fit_data(fit)                                   # the bank's responses (checksum checked)
     choice, audit_result = choose_target(fit, data, benchmark="bench01")   # the widest gap's bin
     proposal = propose(fit, data, choice, FileSource("cands.jsonl"))
-    write_proposal("out/bf", proposal, choice, fit_dir="models/fit")
+    save_proposal("out/bf", proposal, choice, fit_dir="models/fit")
     export_proposal("out/bf", "lm-eval")                        # the systems answer the candidates
     new = load_candidate_responses("lm_eval_out/", proposal.candidates, fit=fit)
     result = calibrate_candidates(fit, data, proposal.candidates, new, choice, mode="full")
-    write_benchfill(result, "out/bf/round1", candidates=proposal.candidates)
+    save_benchfill(result, "out/bf/round1", candidates=proposal.candidates)
 
 
 The steps live in :mod:`~irtbayes.benchfill.target` (the target), :mod:`~irtbayes.benchfill.proposal` (the

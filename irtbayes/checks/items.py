@@ -69,6 +69,7 @@ import xarray as xr
 from scipy.special import expit, logsumexp, ndtr
 
 from irtbayes.core import irt
+from irtbayes.core.deprecation import deprecated_alias
 from irtbayes.core.errors import DataError, SpecError, listed
 from irtbayes.core.files import atomic_write_bytes, atomic_write_text, json_ready
 from irtbayes.core.multiplicity import FDR_RULES, bayes_fdr_flags
@@ -79,7 +80,7 @@ from irtbayes.fitting.result import Fit
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["FLAGS", "FLAT_SLOPE", "MIN_EFFECT", "ItemChecks", "check_items", "read_item_checks", "read_item_flags"]
+__all__ = ["FLAGS", "FLAT_SLOPE", "MIN_EFFECT", "ItemChecks", "check_items", "load_item_checks", "load_item_flags"]
 
 #: The flags, in the order an item flagged for several takes its ``flag``.
 FLAGS = ("reversed", "flat", "dif")
@@ -220,7 +221,7 @@ class ItemChecks:
         fig.suptitle(f"Flagged items: observed proportion correct by ability against the fit's curve ({n} shown)")
         return fig
 
-    def write(self, out: str | os.PathLike[str]) -> list[str]:
+    def save(self, out: str | os.PathLike[str]) -> list[str]:
         """Write ``item_flags.csv`` (:attr:`items`), ``item_flags.txt`` (:meth:`to_text`) and ``item_flags.png``
         (:meth:`plot_flagged`) to the folder ``out`` (made if missing), each atomically; returns the names."""
         import matplotlib.pyplot as plt
@@ -235,8 +236,10 @@ class ItemChecks:
         atomic_write_bytes(folder / "item_flags.png", png.getvalue())
         return ["item_flags.csv", "item_flags.txt", "item_flags.png"]
 
+    write = deprecated_alias(save, "write")
 
-def read_item_checks(path: str | os.PathLike[str]) -> pd.DataFrame:
+
+def load_item_checks(path: str | os.PathLike[str]) -> pd.DataFrame:
     r"""The table an ``item_flags.csv`` holds (or the ``check-items`` folder holding it): :attr:`ItemChecks.items`.
 
     Raises
@@ -249,7 +252,7 @@ def read_item_checks(path: str | os.PathLike[str]) -> pd.DataFrame:
     >>> import tempfile
     >>> folder = Path(tempfile.mkdtemp())
     >>> _ = (folder / "item_flags.csv").write_text("item,flag,slope_mean\nq1,reversed,-1.2\nq2,,0.9\n")
-    >>> read_item_checks(folder)["flag"].tolist()
+    >>> load_item_checks(folder)["flag"].tolist()
     ['reversed', '']
     """
     file = Path(path)
@@ -268,10 +271,10 @@ def read_item_checks(path: str | os.PathLike[str]) -> pd.DataFrame:
     return table
 
 
-def read_item_flags(path: str | os.PathLike[str]) -> dict[str, str]:
-    """The flags of :func:`read_item_checks`, item id -> flag (``""`` when unflagged), as the audit's
+def load_item_flags(path: str | os.PathLike[str]) -> dict[str, str]:
+    """The flags of :func:`load_item_checks`, item id -> flag (``""`` when unflagged), as the audit's
     ``item_flags`` takes them."""
-    table = read_item_checks(path)
+    table = load_item_checks(path)
     return dict(zip(table["item"], table["flag"], strict=True))
 
 
@@ -911,3 +914,8 @@ def _curves(
             part = pd.DataFrame({"item": row["item"], "series": series, "ability": where, "value": value, "n": n})
             parts.append(part.loc[n > 0])
     return pd.concat(parts, ignore_index=True)[columns]
+
+
+# ============================================================================================ old names
+read_item_checks = deprecated_alias(load_item_checks, "read_item_checks")
+read_item_flags = deprecated_alias(load_item_flags, "read_item_flags")

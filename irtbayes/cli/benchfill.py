@@ -76,7 +76,7 @@ def _target(fit: Fit, data: ResponseData, args: argparse.Namespace) -> tuple[Tar
 def cmd_propose(args: argparse.Namespace) -> int:
     """``benchfill propose``: choose the target, ask the source for candidates, write them with the target."""
     from irtbayes.benchfill.llm import ChatClient, LLMSource
-    from irtbayes.benchfill.proposal import propose, write_proposal
+    from irtbayes.benchfill.proposal import propose, save_proposal
     from irtbayes.benchfill.sources import FileSource
 
     fit, data = _load(args)
@@ -98,7 +98,7 @@ def cmd_propose(args: argparse.Namespace) -> int:
         label = f"llm:{args.llm_model} at {args.llm}"
     n_choices: Any = "auto" if args.n_choices is None else (None if args.n_choices == 0 else args.n_choices)
     proposal = propose(fit, data, choice, source, n=args.n, n_choices=n_choices, max_seeds=args.max_seeds)
-    paths = write_proposal(
+    paths = save_proposal(
         out, proposal, choice, fit_dir=args.fit, data_source=str(data.source), source=label, audit_dir=args.audit
     )
     gap = choice.gap
@@ -149,7 +149,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     from irtbayes.benchfill.acceptance import AcceptanceRule
     from irtbayes.benchfill.calibration import load_candidate_responses
     from irtbayes.benchfill.candidates import load_candidates
-    from irtbayes.benchfill.result import write_benchfill
+    from irtbayes.benchfill.result import save_benchfill
     from irtbayes.benchfill.run import calibrate_candidates
     from irtbayes.benchfill.target import TargetChoice
 
@@ -191,7 +191,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         progress=not args.no_progress,
         bank_audit=bank_audit,
     )
-    paths = write_benchfill(result, args.out, candidates=candidates)
+    paths = save_benchfill(result, args.out, candidates=candidates)
     if min_discrimination is None:
         print(
             f"Least slope {result.settings['min_discrimination']:.3g}: {result.settings['min_discrimination_rule']} "

@@ -129,7 +129,7 @@ def cmd_score(args: argparse.Namespace) -> int:
             calibrate=args.calibrate,
             ci_prob=args.ci,
             seed=args.seed,
-            selection=None if args.selection is None else Selection.read(args.selection),
+            selection=None if args.selection is None else Selection.load(args.selection),
         )
         warnings = list(predicted.warnings)
     scores = score(fit_result, responses, n_draws=args.draws, seed=args.seed)
@@ -392,7 +392,7 @@ def cmd_track(args: argparse.Namespace) -> int:
         seed=args.seed,
         effect=args.effect,
     )
-    written = result.write(args.out)
+    written = result.save(args.out)
     print(result.to_text())
     print(f"\nWrote {', '.join(written)} to {args.out}")
     return 0

@@ -46,7 +46,7 @@ def cmd_check_items(args: argparse.Namespace) -> int:
         ci_prob=args.ci,
         seed=args.seed,
     )
-    written = result.write(args.out)
+    written = result.save(args.out)
     print(result.to_text())
     print(f"\nWrote {', '.join(written)} to {args.out}")
     return 0

@@ -338,9 +338,9 @@ def _item_checks(fit_result: object, data: object, args: argparse.Namespace) -> 
     """The item checks the audit counts or leaves out: ``--flags`` (a check-items output), or with
     ``--exclude-flagged`` alone, the checks run now."""
     if getattr(args, "flags", None):
-        from irtbayes.checks.items import read_item_checks
+        from irtbayes.checks.items import load_item_checks
 
-        return read_item_checks(args.flags)
+        return load_item_checks(args.flags)
     if getattr(args, "exclude_flagged", False):
         from irtbayes.checks.items import check_items
 
@@ -350,7 +350,7 @@ def _item_checks(fit_result: object, data: object, args: argparse.Namespace) -> 
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
-    from irtbayes.auditing.folder import write_audit
+    from irtbayes.auditing.folder import save_audit
     from irtbayes.core.files import atomic_dir
     from irtbayes.fitting.storage import save_fit
     from irtbayes.reporting.findings import audit_findings
@@ -379,7 +379,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
     fit_folder = str(args.fit or Path(args.out) / "fit")
     found = audit_findings(fit_result, result, fit_folder=fit_folder)  # type: ignore[arg-type]
     with atomic_dir(args.out) as tmp, ThreadPoolExecutor(1) as pool:
-        write_audit(result, tmp, text=found.to_text() + "\n\n" + result.to_text())  # type: ignore[arg-type, attr-defined]
+        save_audit(result, tmp, text=found.to_text() + "\n\n" + result.to_text())  # type: ignore[arg-type, attr-defined]
         saved = None if args.fit else pool.submit(save_fit, fit_result, tmp / "fit")  # type: ignore[arg-type]
         if not args.no_report:
             log.info("writing the report")
@@ -416,19 +416,19 @@ def cmd_report(args: argparse.Namespace) -> int:
     result = None if not args.audit else load_audit(args.audit, fit=fit_result, data=data)  # type: ignore[arg-type]
     benchfill = None
     if args.benchfill:
-        from irtbayes.benchfill.result import load_benchfill_result
+        from irtbayes.benchfill.result import load_benchfill
 
-        benchfill = load_benchfill_result(args.benchfill)
+        benchfill = load_benchfill(args.benchfill)
     tracking = None
     if getattr(args, "tracking", None):
         from irtbayes.evaluating.tracking import Tracking
 
-        tracking = Tracking.read(args.tracking)
+        tracking = Tracking.load(args.tracking)
     item_checks = None
     if getattr(args, "flags", None):
-        from irtbayes.checks.items import read_item_checks
+        from irtbayes.checks.items import load_item_checks
 
-        item_checks = read_item_checks(args.flags)
+        item_checks = load_item_checks(args.flags)
     path = report(
         fit_result,  # type: ignore[arg-type]
         args.out,

@@ -51,6 +51,7 @@ import numpy as np
 import pandas as pd
 
 from irtbayes.auditing.targets import Target
+from irtbayes.core.deprecation import deprecated_alias
 from irtbayes.core.errors import DataError, IrtbayesError, SpecError, listed
 from irtbayes.core.parallel import Scheduler
 from irtbayes.core.summaries import check_ci_prob, records
@@ -114,7 +115,7 @@ class Selection:
         return self.items["item"].astype(str).tolist()
 
     @classmethod
-    def read(cls, folder: str | os.PathLike[str]) -> Selection:
+    def load(cls, folder: str | os.PathLike[str]) -> Selection:
         """The selection ``irtbayes select --out FOLDER`` wrote: ``selected_items.csv``, ``precision.csv`` when
         there, and the cross-fitted factors of ``calibration.csv`` when there.
 
@@ -149,6 +150,8 @@ class Selection:
             score=str(first.get("score", "accuracy")) if len(items) else "accuracy",
             calibration=calibration,
         )
+
+    read = deprecated_alias(load, "read")
 
     def table(self) -> pd.DataFrame:
         """:attr:`items`, with ``method`` and ``score``."""

@@ -43,6 +43,7 @@ import pandas as pd
 from scipy.stats import norm
 
 from irtbayes.core import irt
+from irtbayes.core.deprecation import deprecated_alias
 from irtbayes.core.errors import DataError, SpecError, listed
 from irtbayes.core.summaries import check_ci_prob, format_interval
 from irtbayes.data.responses import ResponseData
@@ -107,7 +108,7 @@ class Tracking:
             lines.extend(pair_lines(rows, self.settings.get("effect", 0.10)))
         return "\n".join(lines)
 
-    def write(self, out: str | Any) -> list[str]:
+    def save(self, out: str | Any) -> list[str]:
         """Write ``changes.csv``, ``abilities.csv``, ``tracking.txt`` and ``trajectory.png`` to the folder ``out``."""
         from pathlib import Path
 
@@ -129,8 +130,8 @@ class Tracking:
         return ["changes.csv", "abilities.csv", "tracking.txt", "trajectory.png"]
 
     @classmethod
-    def read(cls, folder: str | Any) -> Tracking:
-        """A tracking written by :meth:`write` (its tables and notes; the settings it states)."""
+    def load(cls, folder: str | Any) -> Tracking:
+        """A tracking written by :meth:`save` (its tables and notes; the settings it states)."""
         from pathlib import Path
 
         root = Path(folder)
@@ -150,6 +151,9 @@ class Tracking:
             "effect": float(effect.group(1)) if effect else 0.10,
         }
         return cls(changes=changes, abilities=pd.read_csv(root / "abilities.csv"), notes=notes, settings=settings)
+
+    write = deprecated_alias(save, "write")
+    read = deprecated_alias(load, "read")
 
     def plot(self) -> Figure:
         """Ability against step with its band, and each region's accuracy change from the first checkpoint's."""

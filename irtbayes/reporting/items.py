@@ -27,7 +27,7 @@ def item_flags_section(doc: Document, table: pd.DataFrame, *, excluded: bool = F
     doc
         The report being built.
     table
-        :attr:`irtbayes.checks.items.ItemChecks.items` (or :func:`irtbayes.checks.items.read_item_checks` of its CSV).
+        :attr:`irtbayes.checks.items.ItemChecks.items` (or :func:`irtbayes.checks.items.load_item_checks` of its CSV).
     excluded
         Whether the audit left the flagged items out of its measures.
 

@@ -505,7 +505,7 @@ def build_report(
         Where the fit is saved, for the commands the report suggests (default ``FIT``).
     item_checks
         The item checks of this fit (:attr:`irtbayes.checks.items.ItemChecks.items`, or
-        :func:`irtbayes.checks.items.read_item_checks` of its CSV): a section listing the flagged items.
+        :func:`irtbayes.checks.items.load_item_checks` of its CSV): a section listing the flagged items.
 
     Examples
     --------

@@ -59,6 +59,7 @@ import pandas as pd
 import xarray as xr
 from scipy import stats
 
+from irtbayes.core.deprecation import deprecated_alias
 from irtbayes.core.errors import SpecError
 from irtbayes.core.files import atomic_write_text, json_ready
 from irtbayes.core.multiplicity import bayes_fdr_flags
@@ -74,8 +75,8 @@ __all__ = [
     "fit_conditions",
     "local_false_sign_rate",
     "rank_agreement",
+    "save_conditions",
     "typical_shift",
-    "write_conditions",
 ]
 
 log = logging.getLogger(__name__)
@@ -563,7 +564,7 @@ def _pairwise_agreement(
     return agreement
 
 
-def write_conditions(effects: ConditionEffects, out: str | os.PathLike[str]) -> dict[str, Path]:
+def save_conditions(effects: ConditionEffects, out: str | os.PathLike[str]) -> dict[str, Path]:
     """Write ``conditions_items.csv`` and ``conditions_subjects.csv`` into ``out`` (atomically, each).
 
     Returns
@@ -577,3 +578,7 @@ def write_conditions(effects: ConditionEffects, out: str | os.PathLike[str]) -> 
     atomic_write_text(paths["items"], effects.items.to_csv(index=False))
     atomic_write_text(paths["subjects"], effects.subjects.to_csv(index=False))
     return paths
+
+
+# ============================================================================================ old names
+write_conditions = deprecated_alias(save_conditions, "write_conditions")

@@ -45,7 +45,7 @@ from irtbayes.robustness.conditions import (
     ConditionEffects,
     condition_effects,
     fit_conditions,
-    write_conditions,
+    save_conditions,
 )
 from irtbayes.robustness.population import (
     DASK_ENGINE_DEPRECATED,
@@ -625,7 +625,7 @@ def _run_conditions(data: ResponseData, result: RobustnessResult, folder: Path, 
         result.conditions = condition_effects(
             cfit, ci_prob=s.ci_prob, fdr=s.fdr, min_effect=s.min_effect, against=s.against, fdr_rule=s.fdr_rule
         )
-        result.files.update(write_conditions(result.conditions, folder))
+        result.files.update(save_conditions(result.conditions, folder))
         return data.subset(conditions=[result.conditions.reference])
     if s.reference_condition is not None:
         raise SpecError(

@@ -216,7 +216,7 @@ def test_audit_reports_its_self_check(edge_hole_runs, tmp_path, monkeypatch):
     """audit(..., self_check=N): coverage and calibrated intervals per benchmark, in the table, summary and text
     (N = 2, the fewest the self-check takes: the checks here are of its form, not of its coverage)."""
     from irtbayes.auditing import selfcheck
-    from irtbayes.auditing.folder import load_audit, write_audit
+    from irtbayes.auditing.folder import load_audit, save_audit
 
     def deconvolved_again(*args, **kwargs):
         raise AssertionError("the self-check of an audit takes the audit's own locations")
@@ -241,7 +241,7 @@ def test_audit_reports_its_self_check(edge_hole_runs, tmp_path, monkeypatch):
     text = result.to_text()
     assert "Self-check on this design: 2 data sets" in text and "approximate tier" in text
     # written and read back with the audit folder
-    again = load_audit(write_audit(result, tmp_path / "audit"), data=sim.data)
+    again = load_audit(save_audit(result, tmp_path / "audit"), data=sim.data)
     assert again.benchmarks.equals(result.benchmarks)
     assert again.settings["self_check"]["n_sets"] == check["n_sets"]
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from irtbayes.auditing.folder import load_audit, write_audit
+from irtbayes.auditing.folder import load_audit, save_audit
 from irtbayes.auditing.run import audit
 from irtbayes.core.errors import SpecError
 from irtbayes.data.simulate import posterior_near_truth, simulate_responses
@@ -48,7 +48,7 @@ def test_flags_are_counted_by_default_and_left_out_when_asked(bank, tmp_path: Pa
     assert not any("--exclude-flagged" in s for s in found.todo)
     assert any("audit again with `--exclude-flagged`" in s for s in audit_findings(fit, counted).todo)
     # saved, it reads back against the whole data and the fit it was made from
-    back = load_audit(write_audit(left, tmp_path / "a"), fit=fit, data=data)
+    back = load_audit(save_audit(left, tmp_path / "a"), fit=fit, data=data)
     assert back.settings["excluded_items"] == left.settings["excluded_items"]
 
 

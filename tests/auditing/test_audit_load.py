@@ -11,7 +11,7 @@ import pytest
 from test_audit_run import fake_posterior
 
 from irtbayes.auditing.draws import fit_identity
-from irtbayes.auditing.folder import load_audit, write_audit
+from irtbayes.auditing.folder import load_audit, save_audit
 from irtbayes.auditing.result import AuditResult
 from irtbayes.auditing.run import audit
 from irtbayes.core.errors import DataError, FitError
@@ -45,7 +45,7 @@ def written(
     data, difficulty, ability = awkward
     post = fake_posterior(data, difficulty, ability, scatter=0.2, draws=60)
     result = audit(post, data, range=(-2, 2), bins=5, group=["007", "a,b"], ci_prob=0.8, seed=17, top_k=3, max_draws=50)
-    return result, write_audit(result, tmp_path_factory.mktemp("audit") / "saved")
+    return result, save_audit(result, tmp_path_factory.mktemp("audit") / "saved")
 
 
 def test_load_audit_gives_back_the_written_result(written: tuple[AuditResult, Path]) -> None:

@@ -11,7 +11,7 @@ import pytest
 import xarray as xr
 
 from irtbayes.auditing.coverage import bin_codes, count_items
-from irtbayes.auditing.folder import write_audit
+from irtbayes.auditing.folder import save_audit
 from irtbayes.auditing.run import audit
 from irtbayes.auditing.tables import rank_interval
 from irtbayes.auditing.targets import weights_target
@@ -378,12 +378,12 @@ def test_item_order_in_the_posterior_does_not_matter(two_benchmarks: tuple[Respo
 
 
 # ---------------------------------------------------------------------------------------------- writing
-def test_write_audit_writes_every_file_and_never_half(
+def test_save_audit_writes_every_file_and_never_half(
     two_benchmarks: tuple[ResponseData, np.ndarray], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     data, difficulty = two_benchmarks
     result = audit(fake_posterior(data, difficulty, SUBJECT_ABILITY, scatter=0.1), data, range=(-2, 2))
-    out = write_audit(result, tmp_path / "audit")
+    out = save_audit(result, tmp_path / "audit")
     names = sorted(p.name for p in out.iterdir())
     assert names == sorted(
         [
@@ -412,7 +412,7 @@ def test_write_audit_writes_every_file_and_never_half(
 
     monkeypatch.setattr(type(result), "to_text", boom)
     with pytest.raises(RuntimeError):
-        write_audit(result, out)
+        save_audit(result, out)
     assert (out / "summary.json").read_text() == before
     assert sorted(p.name for p in out.iterdir()) == names, "temporary files were left behind"
 

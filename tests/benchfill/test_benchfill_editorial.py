@@ -13,7 +13,7 @@ from scipy.special import expit
 
 from irtbayes.benchfill.calibration import candidate_response_data
 from irtbayes.benchfill.candidates import Candidate
-from irtbayes.benchfill.result import composition_conclusions, load_benchfill_result, write_benchfill
+from irtbayes.benchfill.result import composition_conclusions, load_benchfill, save_benchfill
 from irtbayes.benchfill.run import calibrate_candidates
 from irtbayes.benchfill.target import choose_target
 from irtbayes.data.responses import ResponseData
@@ -104,14 +104,14 @@ def test_the_extended_benchmark_keeps_the_original_items_and_counts_the_added(ro
 
 def test_ledger_and_report_record_every_reason_and_escape_texts(round_, tmp_path):
     _, _, candidates, result = round_
-    paths = write_benchfill(result, tmp_path, candidates=candidates)
+    paths = save_benchfill(result, tmp_path, candidates=candidates)
     ledger = pd.read_csv(paths["ledger_csv"]).set_index("candidate_id")
     for col in ("decision", "reason", "bin_check", "key_check", "novelty", "construct", "closest_item"):
         assert ledger[col].notna().all(), col
     assert ledger.loc["copy", "decision"] == "rejected" and ledger.loc["copy", "reason"].startswith("near-duplicate")
     assert (ledger["closest_word_similarity"].between(0, 1)).all()
     assert json.loads(Path(paths["before_after_json"]).read_text())["conclusions"]
-    back = load_benchfill_result(tmp_path)
+    back = load_benchfill(tmp_path)
     assert back.conclusions.shape == result.conclusions.shape
 
     doc = Document(title="t")

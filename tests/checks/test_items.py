@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 from matplotlib.figure import Figure
 
-from irtbayes.checks.items import MAX_PANELS, ItemChecks, _laplace, check_items, read_item_checks, read_item_flags
+from irtbayes.checks.items import MAX_PANELS, ItemChecks, _laplace, check_items, load_item_checks, load_item_flags
 from irtbayes.cli.items import cmd_check_items
 from irtbayes.cli.main import main
 from irtbayes.cli.parser import add_check_items_verb
@@ -194,7 +194,7 @@ def test_result_contract_and_files(checked: ItemChecks, tmp_path: Path) -> None:
     assert isinstance(figure, Figure)
     assert 1 <= sum(ax.get_visible() for ax in figure.axes) <= MAX_PANELS
     plt.close("all")
-    assert checked.write(tmp_path / "flags") == ["item_flags.csv", "item_flags.txt", "item_flags.png"]
+    assert checked.save(tmp_path / "flags") == ["item_flags.csv", "item_flags.txt", "item_flags.png"]
     written = pd.read_csv(tmp_path / "flags" / "item_flags.csv", keep_default_na=False)
     assert written["item"].tolist() == checked.items["item"].tolist()
     assert (tmp_path / "flags" / "item_flags.png").stat().st_size > 1000
@@ -245,7 +245,7 @@ def test_the_audit_leaves_the_flagged_items_out_and_says_so(
     # the reports below are read as text: their figures are drawn but not rendered (empty PNG and SVG files),
     # rendering being most of the time a report takes
     monkeypatch.setattr(Figure, "savefig", lambda self, *args, **kwargs: None)
-    flagged = read_item_flags(flags)
+    flagged = load_item_flags(flags)
     left = sorted(item for item, flag in flagged.items() if flag)
     assert left, "the planted faults are flagged"
     out = tmp_path / "audit"
@@ -258,7 +258,7 @@ def test_the_audit_leaves_the_flagged_items_out_and_says_so(
     # the report lists them, most certain first, and says they were left out
     md = (out / "report" / "report.md").read_text()
     assert f"{len(left)} of 40 items flagged" in md and "left out of every measure above" in md
-    first = read_item_checks(flags).iloc[0]
+    first = load_item_checks(flags).iloc[0]
     assert first["flag"] != "" and f"| {first['item']} |" in md.split("## Flagged items")[1]
     report_dir = tmp_path / "report"
     assert (

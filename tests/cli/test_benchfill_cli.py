@@ -21,7 +21,7 @@ import pytest
 from fake_openai import FakeOpenAI
 
 from irtbayes.benchfill.ledger import CSV_COLUMNS, Ledger
-from irtbayes.benchfill.result import load_benchfill_result
+from irtbayes.benchfill.result import load_benchfill
 from irtbayes.cli import benchfill as commands
 from irtbayes.core.errors import IrtbayesError
 from irtbayes.reporting.benchfill import benchfill_section
@@ -222,7 +222,7 @@ def test_calibrate_writes_the_ledger_and_the_before_after_audit(bank, default_ro
     assert code == 2 and "stranger0" in err, err
     assert (out / "ledger.jsonl").read_bytes() == before_bytes
 
-    result = load_benchfill_result(out)
+    result = load_benchfill(out)
     assert result.run_id == records["run_id"].iloc[-1]
     assert result.accepted == ["cand2", "cand3"]
     doc = Document(title="t")
@@ -315,7 +315,7 @@ def test_calibrate_exposes_the_least_slope(bank, default_round, tmp_path, capsys
     ledger = pd.read_csv(default / "ledger.csv")
     assert ledger["min_discrimination"].to_numpy() == pytest.approx(0.25 * typical)
     # the default lives in the library: the API gives the same least slope and records its rule
-    settings = load_benchfill_result(default).settings
+    settings = load_benchfill(default).settings
     assert settings["min_discrimination"] == pytest.approx(0.25 * typical)
     assert settings["min_discrimination_rule"].startswith("0.25 of the bank's typical discrimination")
     for column in ("failed", "slope_mean", "slope_ci_low", "slope_ci_high", "p_slope_above_min", "p_in_target_data"):
@@ -469,14 +469,14 @@ def test_decisions_say_when_the_fit_behind_them_failed_its_checks(bank, default_
 
 
 def test_propose_reads_a_saved_audit_instead_of_auditing_again(bank, tmp_path, capsys, monkeypatch):
-    from irtbayes.auditing.folder import write_audit
+    from irtbayes.auditing.folder import save_audit
     from irtbayes.auditing.run import audit
     from irtbayes.benchfill import target as target_module
     from irtbayes.fitting.storage import load_fit, load_fit_data
 
     fit = load_fit(bank.fit_dir)
     data = load_fit_data(fit)
-    write_audit(audit(fit, data, seed=0), tmp_path / "audit")
+    save_audit(audit(fit, data, seed=0), tmp_path / "audit")
 
     def no_audit(*args, **kwargs):
         raise AssertionError("audited again")

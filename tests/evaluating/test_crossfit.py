@@ -158,23 +158,23 @@ def test_a_selection_is_read_back_from_its_folder_and_bad_factors_are_refused(sm
     chosen.table().to_csv(tmp_path / "selected_items.csv", index=False)
     chosen.summary().to_csv(tmp_path / "precision.csv", index=False)
     chosen.calibration.to_csv(tmp_path / "calibration.csv", index=False)
-    back = Selection.read(tmp_path)
+    back = Selection.load(tmp_path)
     assert back.item_ids == chosen.item_ids and back.method == "posterior" and back.calibration is not None
     np.testing.assert_allclose(back.calibration["interval_factor"], chosen.calibration["interval_factor"])
     chosen.calibration.assign(interval_factor=0.5).to_csv(tmp_path / "calibration.csv", index=False)
     with pytest.raises(DataError, match=r"calibration\.csv: interval_factor must be numbers of at least 1"):
-        Selection.read(tmp_path)
+        Selection.load(tmp_path)
     chosen.calibration.assign(ci="ninety").to_csv(tmp_path / "calibration.csv", index=False)
     with pytest.raises(DataError, match=r"calibration\.csv: ci must be one probability between 0 and 1"):
-        Selection.read(tmp_path)
+        Selection.load(tmp_path)
     chosen.calibration.drop(columns="ci").to_csv(tmp_path / "calibration.csv", index=False)
     with pytest.raises(DataError, match=r"calibration\.csv: no column 'ci'"):
-        Selection.read(tmp_path)
+        Selection.load(tmp_path)
     (tmp_path / "calibration.csv").unlink()
-    assert Selection.read(tmp_path).calibration is None
+    assert Selection.load(tmp_path).calibration is None
     (tmp_path / "selected_items.csv").unlink()
     with pytest.raises(DataError, match=r"selected_items\.csv"):
-        Selection.read(tmp_path)
+        Selection.load(tmp_path)
 
 
 def test_an_adaptive_test_is_calibrated_on_the_folds_systems_tested_on_their_folds_banks(small, folds, monkeypatch):

@@ -147,7 +147,7 @@ def test_audit_of_graded_items_places_them_at_their_locations(fitted_grm):
 
 
 def test_audit_of_graded_items_at_their_thresholds(fitted_grm, tmp_path):
-    from irtbayes.auditing.folder import load_audit, write_audit
+    from irtbayes.auditing.folder import load_audit, save_audit
 
     result = audit(fitted_grm.fit, fitted_grm.data, graded_points="thresholds", ensemble="draws", seed=1)
     assert result.settings["graded_points"] == "thresholds"
@@ -160,7 +160,7 @@ def test_audit_of_graded_items_at_their_thresholds(fitted_grm, tmp_path):
     # the items table still places each item once, at its location
     located = audit(fitted_grm.fit, fitted_grm.data, ensemble="draws", seed=1)
     pd.testing.assert_frame_equal(result.items, located.items)
-    write_audit(result, tmp_path / "audit")
+    save_audit(result, tmp_path / "audit")
     assert load_audit(tmp_path / "audit").settings["graded_points"] == "thresholds"
     with pytest.raises(SpecError, match="graded_points must be one of"):
         audit(fitted_grm.fit, fitted_grm.data, graded_points="each")
@@ -356,7 +356,7 @@ def test_benchfill_round_on_a_graded_bank(kind, n_benchmarks, tmp_path):
     far below as too easy; the audit after places the added item at its location and the result is written.
     With two benchmarks the candidates are refitted as their own group and counted in their benchmark after."""
     from irtbayes.benchfill.calibration import candidate_response_data
-    from irtbayes.benchfill.result import write_benchfill
+    from irtbayes.benchfill.result import save_benchfill
     from irtbayes.benchfill.run import calibrate_candidates
     from irtbayes.benchfill.target import choose_target
 
@@ -397,7 +397,7 @@ def test_benchfill_round_on_a_graded_bank(kind, n_benchmarks, tmp_path):
         before_bench = int(comparison.loc[(bench, "before"), "n_items"])
         assert int(comparison.loc[(bench, "after"), "n_items"]) == before_bench + 1
     assert f"Graded items ({kind.upper()})" in result.to_text()
-    write_benchfill(result, tmp_path / "round", candidates=candidates)
+    save_benchfill(result, tmp_path / "round", candidates=candidates)
     assert (tmp_path / "round").is_dir()
 
 

@@ -227,7 +227,7 @@ def test_report_reads_the_saved_audit_and_never_reruns_it(
     import dataclasses
 
     import irtbayes.auditing.run
-    from irtbayes.auditing.folder import load_audit, write_audit
+    from irtbayes.auditing.folder import load_audit, save_audit
     from irtbayes.fitting.storage import save_fit
 
     data, result = hostile["data"], hostile["fit"]
@@ -235,7 +235,7 @@ def test_report_reads_the_saved_audit_and_never_reruns_it(
     settings = {"bins": 6, "ci_prob": 0.8, "seed": 11, "top_k": 2, "max_draws": 120}
     # audited in memory, reported from the saved fit (as `irtbayes audit` without --fit leaves them)
     saved = audit(result, data, group=["subject001", "subject002"], **settings)  # type: ignore[arg-type]
-    audit_dir = write_audit(saved, tmp_path / "audit")
+    audit_dir = save_audit(saved, tmp_path / "audit")
 
     def rerun(*args: object, **kwargs: object) -> None:
         raise AssertionError("the report must read the saved audit, not run it again")

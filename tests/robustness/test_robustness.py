@@ -22,7 +22,7 @@ from irtbayes.robustness.conditions import (
     fit_conditions,
     local_false_sign_rate,
     rank_agreement,
-    write_conditions,
+    save_conditions,
 )
 from irtbayes.robustness.linking import link_mean_sigma
 from irtbayes.robustness.population import (
@@ -161,7 +161,7 @@ def test_condition_effects_flag_the_planted_items_and_systems(tmp_path) -> None:
     row = effects.agreement.iloc[0]
     assert row["kendall_tau_ci_high"] <= 1.0 and row["kendall_tau_mean"] < 1.0
     assert row["max_rank_displacement_ci_low"] >= 1.0
-    paths = write_conditions(effects, tmp_path)
+    paths = save_conditions(effects, tmp_path)
     back = pd.read_csv(paths["items"])
     assert back["flagged"].sum() == len(planted_items)
     summary = effects.summary_dict()
