@@ -53,8 +53,6 @@ _PUBLIC: dict[str, str] = {
     "StopRule": "irtbayes.fitting.until_converged",
     "save_fit": "irtbayes.fitting.storage",
     "load_fit": "irtbayes.fitting.storage",
-    "score": "irtbayes.fitting.scoring",
-    "Scores": "irtbayes.fitting.scoring",
     # checks
     "Diagnostics": "irtbayes.fitting.diagnostics.verdict",
     "PredictiveCheck": "irtbayes.checks.predictive",
@@ -99,7 +97,9 @@ _PUBLIC: dict[str, str] = {
     "RobustnessSettings": "irtbayes.robustness.run",
     "RobustnessResult": "irtbayes.robustness.run",
     "report_robustness": "irtbayes.reporting.robustness",
-    # evaluating new systems on a few items
+    # evaluating new systems: their abilities, and scores on a few items
+    "score": "irtbayes.evaluating.scoring",
+    "Scores": "irtbayes.evaluating.scoring",
     "predict_scores": "irtbayes.evaluating.prediction",
     "PredictedScores": "irtbayes.evaluating.prediction",
     "select_items": "irtbayes.evaluating.selection",
@@ -242,12 +242,12 @@ if TYPE_CHECKING:  # what IDEs and mypy see; at run time the names load on first
     from irtbayes.evaluating.bank import ItemBank
     from irtbayes.evaluating.prediction import PredictedScores, predict_scores
     from irtbayes.evaluating.responders import EndpointResponder, file_responder
+    from irtbayes.evaluating.scoring import Scores, score
     from irtbayes.evaluating.selection import Selection, select_items
     from irtbayes.evaluating.tracking import Tracking, track
     from irtbayes.fitting.diagnostics.verdict import Diagnostics
     from irtbayes.fitting.fit import fit
     from irtbayes.fitting.result import Fit
-    from irtbayes.fitting.scoring import Scores, score
     from irtbayes.fitting.settings import SamplerSettings
     from irtbayes.fitting.storage import load_fit, save_fit
     from irtbayes.fitting.until_converged import StopRule

@@ -32,11 +32,11 @@ from irtbayes.core.summaries import interval_columns, posterior_summary, summary
 from irtbayes.data.simulate import posterior_near_truth, simulate_responses
 from irtbayes.evaluating.adaptive import AdaptiveResult
 from irtbayes.evaluating.prediction import PredictedScores
+from irtbayes.evaluating.scoring import Scores
 from irtbayes.evaluating.selection import Selection
 from irtbayes.examples import simulated_audit, simulated_candidates, simulated_fit
 from irtbayes.fitting.diagnostics.verdict import Diagnostics
 from irtbayes.fitting.result import Fit
-from irtbayes.fitting.scoring import Scores
 from irtbayes.robustness.conditions import ConditionFit, condition_effects
 from irtbayes.robustness.population import outcome_from_audit, population_stability
 from irtbayes.robustness.run import RobustnessResult

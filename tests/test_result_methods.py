@@ -19,10 +19,10 @@ from irtbayes.auditing.run import audit
 from irtbayes.core.errors import SpecError
 from irtbayes.core.summaries import posterior_summary, summary_columns
 from irtbayes.data.simulate import posterior_near_truth, simulate_responses
+from irtbayes.evaluating.scoring import score
 from irtbayes.fitting.diagnostics.sampler import check_convergence
 from irtbayes.fitting.diagnostics.verdict import DIAGNOSTIC_COLUMNS
 from irtbayes.fitting.result import Fit
-from irtbayes.fitting.scoring import score
 
 
 @pytest.fixture(scope="module")

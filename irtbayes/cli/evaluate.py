@@ -92,8 +92,8 @@ def cmd_score(args: argparse.Namespace) -> int:
     from irtbayes.data import io as data_io
     from irtbayes.evaluating.bank import bank_warnings
     from irtbayes.evaluating.prediction import predict_scores
+    from irtbayes.evaluating.scoring import score
     from irtbayes.evaluating.selection import Selection
-    from irtbayes.fitting.scoring import score
     from irtbayes.fitting.storage import load_fit
 
     check_ci_prob(args.ci)

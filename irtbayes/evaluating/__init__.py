@@ -1,2 +1,2 @@
-"""Evaluating a new system on a few items: predicted full-benchmark scores, subsets chosen from the posterior,
-adaptive tests and the baselines they are compared with."""
+"""Evaluating new systems: their abilities given a fitted bank (``score``) and, from a few items, predicted
+full-benchmark scores, subsets chosen from the posterior, adaptive tests and the baselines they are compared with."""

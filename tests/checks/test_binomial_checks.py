@@ -17,9 +17,9 @@ from irtbayes.core import irt
 from irtbayes.data.responses import ResponseData
 from irtbayes.data.simulate import posterior_near_truth, simulate_responses
 from irtbayes.evaluating.prediction import predict_scores
+from irtbayes.evaluating.scoring import score
 from irtbayes.evaluating.tracking import track
 from irtbayes.fitting.result import Fit
-from irtbayes.fitting.scoring import score
 
 
 @pytest.fixture(scope="module")

@@ -146,7 +146,13 @@ def test_a_model_of_the_same_structure_and_other_shapes_loads_the_cached_code(co
 
 @pytest.mark.parametrize(
     ("kind", "layout", "categories"),
-    [("2pl", "long", (None, None)), ("grm", "auto", (4, [2, 3, 4, 5, 3, 4, 2, 5])), ("3pl", "auto", (None, None))],
+    [
+        ("2pl", "long", (None, None)),
+        # each compiles a structure that no other default test compiles (12-14 s on empty caches); the 2PL case
+        # checks the same loading path in the default suite
+        pytest.param("grm", "auto", (4, [2, 3, 4, 5, 3, 4, 2, 5]), marks=pytest.mark.slow),
+        pytest.param("3pl", "auto", (None, None), marks=pytest.mark.slow),
+    ],
 )
 def test_other_layouts_and_kinds_of_other_data_load_the_cached_code_too(kind, layout, categories):
     """Sparse data's layout (one row per response), graded models (whose layout it is) and the 3PL (dense): the

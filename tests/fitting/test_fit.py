@@ -19,9 +19,9 @@ import irtbayes.fitting.storage as storage_module
 from irtbayes.core.errors import DataError, FitError, SpecError
 from irtbayes.data.responses import ResponseData
 from irtbayes.data.simulate import simulate_responses
+from irtbayes.evaluating.scoring import score
 from irtbayes.fitting.diagnostics.sampler import check_convergence
 from irtbayes.fitting.fit import fit
-from irtbayes.fitting.scoring import score
 from irtbayes.fitting.settings import SamplerSettings
 from irtbayes.fitting.storage import load_fit, save_fit
 from irtbayes.model.build import build_model
@@ -72,6 +72,7 @@ def test_1pl_recovers_the_truth(fitted_1pl):
     assert table["discrimination_sd"].nunique() == 1, "1PL items must share one discrimination"
 
 
+@pytest.mark.slow  # the only default test of a sampled 3PL fit: compiling and sampling it cost 15 s on empty caches
 def test_3pl_recovers_difficulties_and_guessing(fitted_3pl):
     _check_recovery(fitted_3pl, params=("difficulty",), min_rank=0.75)
     items = fitted_3pl.fit.items_table()
@@ -473,6 +474,9 @@ def test_posterior_predictive_check_flags_a_misfitting_item(fitted_2pl):
     assert bad.loc[target, "p_value_item_rest"] > 0.975, bad.loc[target].to_string()
 
 
+# a second model fitted to the same data (15 s on empty caches); compare_fits' LOO arithmetic is checked exactly,
+# without sampling, in tests/checks/test_binomial_checks.py
+@pytest.mark.slow
 def test_compare_fits_prefers_the_true_model(fitted_2pl):
     from irtbayes.checks.predictive import compare_fits, log_likelihood
 

@@ -21,8 +21,8 @@ from irtbayes.data.io.tabular import load_wide
 from irtbayes.data.responses import ResponseData
 from irtbayes.data.simulate import simulate_responses
 from irtbayes.evaluating.bank import ItemBank
+from irtbayes.evaluating.scoring import score
 from irtbayes.fitting.fit import fit
-from irtbayes.fitting.scoring import score
 from irtbayes.fitting.storage import load_fit, save_fit
 from irtbayes.model.spec import ModelSpec
 from irtbayes.reporting.interchange import mirt_items

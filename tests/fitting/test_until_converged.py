@@ -113,6 +113,8 @@ def test_until_converged_needs_nutpie():
         fit(data, sampler="pymc", until_converged=True)
 
 
+# a real NUTS fit stopped by its checks: 18 s on empty caches; the stop rule is tested above on given chains
+@pytest.mark.slow
 def test_a_real_fit_stops_early_and_records_it(monkeypatch):
     import irtbayes.fitting.until_converged as adaptive
 

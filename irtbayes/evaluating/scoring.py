@@ -70,7 +70,7 @@ class Scores:
         Examples
         --------
         >>> from irtbayes.fitting.result import Fit
-        >>> from irtbayes.fitting.scoring import score
+        >>> from irtbayes.evaluating.scoring import score
         >>> from irtbayes.data.simulate import posterior_near_truth, simulate_responses
         >>> data, truth = simulate_responses(30, 40, missing=0.0, seed=1)
         >>> fit = Fit.from_posterior(posterior_near_truth(data, truth, chains=2, draws=100, seed=2), data)
@@ -103,7 +103,7 @@ class Scores:
 
         Examples
         --------
-        >>> from irtbayes.fitting.scoring import score
+        >>> from irtbayes.evaluating.scoring import score
         >>> from irtbayes.examples import simulated_fit
         >>> fit, data = simulated_fit(30, 40, missing=0.0)
         >>> draws = score(fit, data.subset(subjects=["subject000"]), n_draws=100, seed=3).to_dataframe()
@@ -117,7 +117,7 @@ class Scores:
 
         Examples
         --------
-        >>> from irtbayes.fitting.scoring import score
+        >>> from irtbayes.evaluating.scoring import score
         >>> from irtbayes.examples import simulated_fit
         >>> fit, data = simulated_fit(30, 40, missing=0.0)
         >>> ax = score(fit, data.subset(subjects=["subject000", "subject001"]), n_draws=100, seed=3).plot_forest()
