@@ -680,6 +680,30 @@ def response_loglik(
     return pt.cast(terms, "float64").sum()
 
 
+def _grm_gathered(inputs: ModelInputs, theta: Any, discrimination: Any, thresholds: Any) -> Any:
+    """The GRM's terms of :func:`graded_terms`, one per response, with the two thresholds around each response
+    gathered by their place in the flattened (item, Kmax - 1) thresholds instead of picked from every threshold by
+    a comparison: the same value, and a graph of vectors that compiles in a fraction of the time."""
+    assert inputs.n_categories is not None
+    n_thresholds = int(np.max(inputs.n_categories)) - 1
+    y = inputs.response.astype("int64")
+    top = np.asarray(inputs.n_categories, dtype="int64")[inputs.item_code] - 1
+    base = inputs.item_code.astype("int64") * max(n_thresholds, 1)
+    has_low, has_high = y >= 1, y < top
+    # b_y (below y) and b_{y+1} (above y); where one is absent, the item's first threshold stands in unused
+    low = pytensor.shared(base + np.where(has_low, y - 1, 0), name="response_threshold_below")
+    high = pytensor.shared(base + np.where(has_high, y, 0), name="response_threshold_above")
+    flat = thresholds.reshape((-1,))
+    x = discrimination * (theta - flat[low])
+    z = discrimination * (theta - flat[high])
+    below = pytensor.shared(has_low, name="response_has_below")
+    above = pytensor.shared(has_high, name="response_has_above")
+    both = below & above
+    gap = pt.switch(both, x - z, 1.0)  # a (b_{y+1} - b_y) > 0 when both exist
+    terms = pt.switch(below, -pt.softplus(-x), 0.0) + pt.switch(above, -pt.softplus(z), 0.0)
+    return terms + pt.switch(both, pt.log1mexp(-gap), 0.0)
+
+
 def _graded_loglik(inputs: ModelInputs, ability: Any, thresholds: Any, discrimination: Any, *, n_subjects: int) -> Any:
     """The summed log-likelihood of graded responses, long or dense (the numpyro sampler's layout)."""
     spec = inputs.spec
@@ -712,6 +736,8 @@ def _graded_loglik(inputs: ModelInputs, ability: Any, thresholds: Any, discrimin
         theta = ability[s, pytensor.shared(item_dim[inputs.item_code], name="response_dim")]
     else:
         theta = ability[s]
+    if spec.kind == "grm":
+        return _grm_gathered(inputs, theta, discrimination[i], thresholds).sum()
     terms = graded_terms(
         pytensor.shared(inputs.response.astype("int64"), name="response"),
         theta,
