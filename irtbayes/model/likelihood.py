@@ -683,7 +683,7 @@ def response_loglik(
 def _grm_gathered(inputs: ModelInputs, theta: Any, discrimination: Any, thresholds: Any) -> Any:
     """The GRM's terms of :func:`graded_terms`, one per response, with the two thresholds around each response
     gathered by their place in the flattened (item, Kmax - 1) thresholds instead of picked from every threshold by
-    a comparison: the same value, and a graph of vectors that compiles in a fraction of the time."""
+    a comparison: the same value from a graph of vectors, which compiles faster."""
     assert inputs.n_categories is not None
     n_thresholds = int(np.max(inputs.n_categories)) - 1
     y = inputs.response.astype("int64")

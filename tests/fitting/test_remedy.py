@@ -189,8 +189,9 @@ def test_the_default_fit_converges_on_a_small_multi_benchmark_design_where_a_sam
 
 @pytest.mark.slow
 def test_a_fit_that_diverges_is_remedied_and_says_so_in_the_card_the_audit_and_the_report(tmp_path):
-    """heavy_tails seed 2: 105 systems in 4 benchmarks; its first run at target acceptance 0.8 diverges, and the
-    remedy at 0.9 passes. The audit's text and the report say what was done."""
+    """heavy_tails seed 2: 105 systems in 4 benchmarks, sampled first at target acceptance 0.3, whose steps are too
+    long for it (hundreds of divergences on any machine, where a first run at the default 0.8 diverges on some
+    machines only); the remedy at 0.9 passes. The audit's text and the report say what was done."""
     from irtbayes.auditing.run import audit
     from irtbayes.fitting.storage import load_fit, save_fit
     from irtbayes.reporting.report import report
@@ -198,12 +199,12 @@ def test_a_fit_that_diverges_is_remedied_and_says_so_in_the_card_the_audit_and_t
     data = simulate_design(FAMILIES["heavy_tails"], seed=2).data
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        result = fit(data, seed=2, progress=False)
-        without = fit(data, seed=2, progress=False, remedy=False)
+        result = fit(data, seed=2, progress=False, target_accept=0.3)
+        without = fit(data, seed=2, progress=False, remedy=False, target_accept=0.3)
     assert not without.diagnostics.ok and without.diagnostics.divergences > 0
     assert result.diagnostics.ok, result.diagnostics.to_text()
     runs = result.sampler["remedies"]
-    assert runs[0]["target_accept"] == 0.8 and runs[0]["outcome"] == "divergences"
+    assert runs[0]["target_accept"] == 0.3 and runs[0]["outcome"] == "divergences"
     assert runs[-1]["outcome"] == "converged" and result.sampler["target_accept"] == runs[-1]["target_accept"]
     text = remedy_text(runs)
     assert any(note == text for note in result.diagnostics.notes)
