@@ -85,12 +85,7 @@ def graded_terms(y: Any, theta: Any, discrimination: Any, thresholds: Any, n_cat
         at_high = pt.eq(ks, y[..., None])  # b_{y+1}, the one above (none for y = K - 1)
         x = pt.switch(at_low, eta, 0.0).sum(axis=-1)
         z = pt.switch(at_high, eta, 0.0).sum(axis=-1)
-        has_low = pt.ge(y, 1)
-        has_high = pt.lt(y, n_categories - 1)
-        both = has_low & has_high
-        gap = pt.switch(both, x - z, 1.0)  # a (b_{y+1} - b_y) > 0 when both exist
-        terms = pt.switch(has_low, -pt.softplus(-x), 0.0) + pt.switch(has_high, -pt.softplus(z), 0.0)
-        return terms + pt.switch(both, pt.log1mexp(-gap), 0.0)
+        return _grm_terms(x, z, pt.ge(y, 1), pt.lt(y, n_categories - 1))
     if kind != "gpcm":
         raise SpecError(f"graded_terms: kind must be 'grm' or 'gpcm', got {kind!r}")
     zero = pt.zeros_like(eta[..., :1])
@@ -680,28 +675,35 @@ def response_loglik(
     return pt.cast(terms, "float64").sum()
 
 
+def _grm_terms(x: Any, z: Any, has_low: Any, has_high: Any) -> Any:
+    """log P(Y = y) of the GRM from x = a (theta - b_y), z = a (theta - b_{y+1}) and whether each threshold exists
+    (:func:`graded_terms` gives the formula)."""
+    both = has_low & has_high
+    gap = pt.switch(both, x - z, 1.0)  # a (b_{y+1} - b_y) > 0 when both exist
+    terms = pt.switch(has_low, -pt.softplus(-x), 0.0) + pt.switch(has_high, -pt.softplus(z), 0.0)
+    return terms + pt.switch(both, pt.log1mexp(-gap), 0.0)
+
+
 def _grm_gathered(inputs: ModelInputs, theta: Any, discrimination: Any, thresholds: Any) -> Any:
     """The GRM's terms of :func:`graded_terms`, one per response, with the two thresholds around each response
     gathered by their place in the flattened (item, Kmax - 1) thresholds instead of picked from every threshold by
     a comparison: the same value from a graph of vectors, which compiles faster."""
     assert inputs.n_categories is not None
-    n_thresholds = int(np.max(inputs.n_categories)) - 1
+    width = len(inputs.coords["boundary"])  # the thresholds' columns, Kmax - 1
     y = inputs.response.astype("int64")
     top = np.asarray(inputs.n_categories, dtype="int64")[inputs.item_code] - 1
-    base = inputs.item_code.astype("int64") * max(n_thresholds, 1)
+    base = inputs.item_code.astype("int64") * width
     has_low, has_high = y >= 1, y < top
     # b_y (below y) and b_{y+1} (above y); where one is absent, the item's first threshold stands in unused
     low = pytensor.shared(base + np.where(has_low, y - 1, 0), name="response_threshold_below")
     high = pytensor.shared(base + np.where(has_high, y, 0), name="response_threshold_above")
     flat = thresholds.reshape((-1,))
-    x = discrimination * (theta - flat[low])
-    z = discrimination * (theta - flat[high])
-    below = pytensor.shared(has_low, name="response_has_below")
-    above = pytensor.shared(has_high, name="response_has_above")
-    both = below & above
-    gap = pt.switch(both, x - z, 1.0)  # a (b_{y+1} - b_y) > 0 when both exist
-    terms = pt.switch(below, -pt.softplus(-x), 0.0) + pt.switch(above, -pt.softplus(z), 0.0)
-    return terms + pt.switch(both, pt.log1mexp(-gap), 0.0)
+    return _grm_terms(
+        discrimination * (theta - flat[low]),
+        discrimination * (theta - flat[high]),
+        pytensor.shared(has_low, name="response_has_below"),
+        pytensor.shared(has_high, name="response_has_above"),
+    )
 
 
 def _graded_loglik(inputs: ModelInputs, ability: Any, thresholds: Any, discrimination: Any, *, n_subjects: int) -> Any:
