@@ -450,11 +450,7 @@ def error_ratios(
     names, member = scope_membership(bank)
     counts = member > 0
     answered = w @ counts
-    with np.errstate(invalid="ignore", divide="ignore"):
-        if trials is None:
-            truth = ((y * w) @ counts) / answered
-        else:
-            truth = (_successes(y * w, trials, binary=bank.binary) @ counts) / ((w * trials) @ counts)
+    truth = _observed_accuracy(y, w, counts, trials, binary=bank.binary)
     subjects = np.array([f"s{j}" for j in range(len(y))])
     table = predict_from_arrays(
         bank, y, mask, subjects, count=w, seed=seed, trials=trials, per_trial=trials is not None
@@ -517,6 +513,17 @@ def _successes(shares: np.ndarray, trials: np.ndarray, *, binary: bool) -> np.nd
     float times n is not always k to the bit), the plain product for a fractional one."""
     k = shares * trials
     return np.rint(k) if binary else k
+
+
+def _observed_accuracy(
+    y: np.ndarray, w: np.ndarray, counts: np.ndarray, trials: np.ndarray | None, *, binary: bool
+) -> np.ndarray:
+    """(J, scopes) each system's accuracy over the items it answered (``y``, ``w`` (J, N)) of each scope (``counts``
+    (N, scopes)): the mean response, or with ``trials`` (J, N) per trial, sum k / sum n; NaN where it answered none."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        if trials is None:
+            return ((y * w) @ counts) / (w @ counts)
+        return (_successes(y * w, trials, binary=binary) @ counts) / ((w * trials) @ counts)
 
 
 def _accuracies(
@@ -1011,11 +1018,7 @@ def predict_from_arrays(
         drawn_acc = widened(drawn_acc, expected_acc, widen)
     counts = member > 0
     seen = w @ counts
-    with np.errstate(invalid="ignore", divide="ignore"):
-        if n_scored is None:
-            observed = ((y * w) @ counts) / seen
-        else:
-            observed = (_successes(y * w, n_scored, binary=bank.binary) @ counts) / ((w * n_scored) @ counts)
+    observed = _observed_accuracy(y, w, counts, n_scored, binary=bank.binary)
     dims, coords = ("subject", "benchmark"), {"subject": subjects, "benchmark": names}
 
     def draws(values: np.ndarray) -> xr.DataArray:

@@ -49,7 +49,7 @@ from irtbayes.fitting.auto import DEFAULT_BUDGET_S, Choice, choose_sampler
 from irtbayes.fitting.diagnostics.divergences import remedy_text, sites_phrase
 from irtbayes.fitting.diagnostics.sampler import check_convergence
 from irtbayes.fitting.diagnostics.verdict import Diagnostics
-from irtbayes.fitting.result import Fit, as_held, fit_constant_data, installed_version, software_versions
+from irtbayes.fitting.result import Fit, as_held, data_info, fit_constant_data, installed_version, software_versions
 from irtbayes.fitting.sampling import APPROXIMATE_SAMPLERS, InterruptWatch, RunState, Sampler, run_sampler
 from irtbayes.fitting.settings import SamplerSettings
 from irtbayes.fitting.trace import choose_chains, complete_part, completed_draws
@@ -798,13 +798,7 @@ def _assemble(
         }
     )
     info: dict[str, Any] = {
-        "source": data.source,
-        **({"reading": dict(data.reading)} if data.reading else {}),
-        "n_subjects": data.n_subjects,
-        "n_items": data.n_items,
-        "n_responses": data.n_responses,
-        "binary": data.is_binary,
-        "response_kind": data.response_kind,
+        **data_info(data),
         "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "package_versions": software_versions(),
     }

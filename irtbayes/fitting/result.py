@@ -39,6 +39,7 @@ __all__ = [
     "Fit",
     "as_held",
     "check_prob",
+    "data_info",
     "derived_names",
     "draws_table",
     "held_dtype",
@@ -472,15 +473,7 @@ class Fit:
             ),
             data_checksum=data.checksum(),
             diagnostics=check_convergence(tree),
-            info={
-                "source": data.source,
-                **({"reading": dict(data.reading)} if data.reading else {}),
-                "n_subjects": data.n_subjects,
-                "n_items": data.n_items,
-                "n_responses": data.n_responses,
-                "binary": data.is_binary,
-                "response_kind": data.response_kind,
-            },
+            info=data_info(data),
         )
 
     def summary(self, *, var_names: Sequence[str] | None = None, ci_prob: float = 0.9) -> pd.DataFrame:
@@ -799,6 +792,27 @@ def _item_rest_correlations(item: np.ndarray, y: np.ndarray, rest: np.ndarray, n
         vy = np.bincount(item, weights=dy * dy, minlength=n_items)
         vr = np.bincount(item, weights=dr * dr, minlength=n_items)
         return cov / np.sqrt(vy * vr)
+
+
+def data_info(data: ResponseData) -> dict[str, Any]:
+    """What a fit's card records of its data: the source (and how it was read), the counts and the response kind.
+
+    Examples
+    --------
+    >>> from irtbayes.data.simulate import simulate_responses
+    >>> data, _ = simulate_responses(5, 4, missing=0.0, seed=1)
+    >>> {k: v for k, v in data_info(data).items() if k != "source"}
+    {'n_subjects': 5, 'n_items': 4, 'n_responses': 20, 'binary': True, 'response_kind': 'binary'}
+    """
+    return {
+        "source": data.source,
+        **({"reading": dict(data.reading)} if data.reading else {}),
+        "n_subjects": data.n_subjects,
+        "n_items": data.n_items,
+        "n_responses": data.n_responses,
+        "binary": data.is_binary,
+        "response_kind": data.response_kind,
+    }
 
 
 def fit_constant_data(data: ResponseData) -> xr.Dataset:
