@@ -61,13 +61,9 @@ def loader_options(args: argparse.Namespace, fmt: str) -> dict[str, Any]:
         options.update(rows=args.rows, items=args.items)
     elif fmt in ("lm-eval", "leaderboard"):
         options.update(metric=args.metric, filter=args.lm_filter)
-        if fmt == "leaderboard":
-            options = {key: options[key] for key in ("scoring", "metric", "filter")}
     elif fmt == "helm":
         options.update(_helm_options(args))
-    elif fmt == "inspect":
-        options = {"scoring": scoring, "metric": args.metric}
-    elif fmt == "lighteval":
+    elif fmt in ("inspect", "lighteval"):
         options.update(metric=args.metric)
     if fmt != "long" and getattr(args, "repeats", "error") != "error":
         raise DataError(f"--repeats reads repeated rows of a long table; {fmt or 'this'} data are not one")

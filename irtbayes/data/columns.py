@@ -6,7 +6,8 @@ data-frame row) and the column.
 
 Ordinal (graded) responses are held as category codes 0..K-1. An :class:`OrdinalScale` says how raw responses
 become codes: declared labels in order (:func:`declared_scale`), numeric scores binned at declared edges
-(``bins``), or integer categories inferred from the data (:func:`inferred_scale`).
+(``bins``), or integer categories inferred from the data (:func:`inferred_scale`). How a loader reads responses
+(``scoring``, ``categories``, ``bins``) is one :class:`~irtbayes.data.reading.ReadOptions`.
 """
 
 from __future__ import annotations
@@ -43,8 +44,8 @@ __all__ = [
     "inferred_scale",
     "integer_scores",
     "items_from_rows",
+    "require_benchmarks",
     "row_namer",
-    "scoring_scale",
 ]
 
 log = logging.getLogger("irtbayes.data.responses")
@@ -52,6 +53,8 @@ log = logging.getLogger("irtbayes.data.responses")
 #: How responses are read: ``"binary"`` (0/1 only), ``"fraction"`` or ``"auto"`` (scores in [0, 1]), or
 #: ``"ordinal"`` (graded categories, held as codes 0..K-1).
 Scoring = Literal["auto", "binary", "fraction", "ordinal"]
+#: The values of :data:`Scoring` (checked by :class:`~irtbayes.data.reading.ReadOptions`).
+SCORINGS: tuple[str, ...] = ("auto", "binary", "fraction", "ordinal")
 #: What joins an item's category labels in its ``categories`` column (``"1 | 2 | 3 | 4"``).
 CATEGORY_SEPARATOR = " | "
 
@@ -478,39 +481,6 @@ def clean_ordinal(
     return numbers - int(scale.labels[0]), scale
 
 
-#: The values of :data:`Scoring`.
-SCORINGS: tuple[str, ...] = ("auto", "binary", "fraction", "ordinal")
-
-
-def scoring_scale(
-    scoring: Scoring, *, categories: Sequence[Any] | None, bins: Sequence[float] | None, source: str
-) -> OrdinalScale | None:
-    """The declared ordinal scale of a loader's options: the scale of ``categories`` or ``bins`` with
-    ``scoring="ordinal"``, else None (ordinal categories to infer, or scores). An unknown ``scoring``, and
-    ``categories`` or ``bins`` with another scoring, are errors.
-
-    Examples
-    --------
-    >>> scoring_scale("ordinal", categories=None, bins=[5], source="x.csv").labels
-    ('<5', '>=5')
-    >>> scoring_scale("auto", categories=["a", "b"], bins=None, source="x.csv")
-    Traceback (most recent call last):
-    ...
-    irtbayes.core.errors.DataError: x.csv: categories given with scoring='auto'; they describe ordinal categories, ...
-    """
-    if scoring not in SCORINGS:
-        raise DataError(f"{source}: scoring must be one of {', '.join(map(repr, SCORINGS))}, got {scoring!r}")
-    given = [name for name, value in (("categories", categories), ("bins", bins)) if value is not None]
-    if scoring != "ordinal":
-        if given:
-            raise DataError(
-                f"{source}: {' and '.join(given)} given with scoring='{scoring}'; they describe ordinal categories, "
-                "so pass scoring='ordinal' (--response-kind ordinal on the command line)"
-            )
-        return None
-    return declared_scale(categories=categories, bins=bins) if given else None
-
-
 def clean_n_categories(values: pd.Series, *, source: str) -> pd.Series:
     """An item table's ``n_categories`` as nullable integers (``Int64``); each given value must be a whole number
     >= 2, else an error naming the item.
@@ -652,13 +622,26 @@ def clean_items(items: pd.DataFrame, used: pd.Series, *, source: str, require_be
         table["n_categories"] = clean_n_categories(table["n_categories"], source=source)
     if "categories" in table.columns:
         table["categories"] = table["categories"].astype("string").str.strip().replace("", pd.NA)
-    if require_benchmark and table["benchmark"].isna().any():
-        bad = table.index[table["benchmark"].isna().to_numpy()]
+    if require_benchmark:
+        require_benchmarks(table, source=source)
+    return table
+
+
+def require_benchmarks(items: pd.DataFrame, *, source: str) -> None:
+    """An error naming the items of ``items`` (indexed by item id) that have no ``benchmark`` label.
+
+    >>> require_benchmarks(pd.DataFrame({"benchmark": ["arc", None]}, index=["q1", "q2"]), source="x.csv")
+    Traceback (most recent call last):
+    ...
+    irtbayes.core.errors.DataError: x.csv: 1 item(s) have no benchmark label, e.g. ['q2']; a benchmark label is required here
+    """
+    missing = items["benchmark"].isna().to_numpy() if "benchmark" in items.columns else np.ones(len(items), bool)
+    if missing.any():
+        bad = items.index[missing]
         raise DataError(
             f"{source}: {len(bad)} item(s) have no benchmark label, e.g. {list(bad[:5])}; "
             "a benchmark label is required here"
         )
-    return table
 
 
 def clean_subjects(subjects: pd.DataFrame | None, used: pd.Series, *, source: str) -> pd.DataFrame:

@@ -36,7 +36,8 @@ import pandas as pd
 
 from irtbayes.core.errors import DataError
 from irtbayes.core.files import read_json
-from irtbayes.data.columns import OrdinalScale, category_label, declared_scale, inferred_scale
+from irtbayes.data.columns import SCORINGS, OrdinalScale, category_label, inferred_scale, require_benchmarks
+from irtbayes.data.reading import ReadOptions
 from irtbayes.data.responses import ResponseData
 
 __all__ = [
@@ -206,29 +207,34 @@ def _numeric(frame: pd.DataFrame, *, path: Path, rows: Sequence[Any]) -> np.ndar
         return frame.apply(pd.to_numeric).to_numpy(dtype="float64")
 
 
-def _response_kind(manifest: Mapping[str, Any], *, mpath: Path) -> str:
-    """The manifest's ``response_kind`` (``"auto"`` when absent); ``categories`` only with ``"ordinal"``."""
+def _manifest_reading(manifest: Mapping[str, Any], *, mpath: Path) -> ReadOptions:
+    """How the manifest says its responses are read: ``response_kind`` (``"auto"`` when absent) and ``categories``
+    (only with ``"ordinal"``), checked; an error names the manifest and its key."""
     kind = manifest.get("response_kind", "auto")
-    if kind not in ("auto", "binary", "fraction", "ordinal"):
+    if kind not in SCORINGS:
         raise DataError(f"{mpath}: 'response_kind' must be 'auto', 'binary', 'fraction' or 'ordinal', got {kind!r}")
     if "categories" in manifest and kind != "ordinal":
         raise DataError(f'{mpath}: \'categories\' describes ordinal responses; it needs "response_kind": "ordinal"')
-    return str(kind)
+    try:
+        return ReadOptions(scoring=kind, categories=manifest.get("categories"))
+    except DataError as err:
+        raise DataError(f"{mpath}: {err}") from None
 
 
 def _ordinal_codes(
     values: np.ndarray,
-    manifest: Mapping[str, Any],
+    reading: ReadOptions,
     *,
     mpath: Path,
     path: Path,
     rows: Sequence[Any],
     columns: Sequence[Any],
 ) -> tuple[np.ndarray, OrdinalScale]:
-    """The values of an ordinal data set as codes 0..K-1, with their scale: the manifest's ``categories`` in order,
-    or the integers inferred from the values. An error names the cell."""
+    """The values of an ordinal data set as codes 0..K-1, with their scale: the manifest's ``categories`` in order
+    (``reading.scale``), or the integers inferred from the values. An error names the cell."""
     present = ~np.isnan(values)
-    if "categories" not in manifest:
+    scale = reading.scale
+    if scale is None:
         bad = present & (values != np.round(values))
         if bad.any():
             r, c = (int(i[0]) for i in np.nonzero(bad))
@@ -238,11 +244,6 @@ def _ordinal_codes(
             )
         scale = inferred_scale(values[present], source=str(path), what="the matrix")
         return values - int(scale.labels[0]), scale
-    categories = manifest["categories"]
-    try:
-        scale = declared_scale(categories=categories)
-    except DataError as err:
-        raise DataError(f"{mpath}: {err}") from None
     codes = np.full(values.shape, np.nan)
     for value in np.unique(values[present]):
         label = category_label(value)
@@ -362,11 +363,11 @@ def _load_wide(folder: Path, manifest: Mapping[str, Any], *, mpath: Path) -> Res
     if "items" in files:  # in the item table's order
         items = _table(manifest, "items", folder=folder, mpath=mpath, ids=columns)
         values = values[:, columns.get_indexer(items.index)]
-    kind = _response_kind(manifest, mpath=mpath)
+    reading = _manifest_reading(manifest, mpath=mpath)
     scale = None
-    if kind == "ordinal":
-        values, scale = _ordinal_codes(values, manifest, mpath=mpath, path=rpath, rows=sids, columns=items.index)
-    elif kind == "binary" or manifest.get("responses", {}).get("scoring") == "binary":
+    if reading.ordinal:
+        values, scale = _ordinal_codes(values, reading, mpath=mpath, path=rpath, rows=sids, columns=items.index)
+    elif reading.scoring == "binary" or manifest.get("responses", {}).get("scoring") == "binary":
         _check_binary(values, path=rpath, rows=sids, columns=items.index)
     items.index = manifest.get("items", {}).get("id_prefix", "") + items.index
     items = _labels(items, manifest, mpath=mpath)
@@ -390,8 +391,9 @@ def _load_patterns(folder: Path, manifest: Mapping[str, Any], *, mpath: Path) ->
         raise DataError(f"{ppath}: line {row + 2}: '{freq}' must be a whole number >= 0, got {counts[row]:g}")
     patterns = _numeric(table[columns], path=ppath, rows=lines)
     scale = None
-    if _response_kind(manifest, mpath=mpath) == "ordinal":
-        codes, scale = _ordinal_codes(patterns, manifest, mpath=mpath, path=ppath, rows=lines, columns=columns)
+    reading = _manifest_reading(manifest, mpath=mpath)
+    if reading.ordinal:
+        codes, scale = _ordinal_codes(patterns, reading, mpath=mpath, path=ppath, rows=lines, columns=columns)
     else:
         _check_binary(patterns, path=ppath, rows=lines, columns=columns)
         codes = patterns
@@ -539,7 +541,9 @@ def list_datasets(*, root: str | Path | None = None) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index("name")
 
 
-def load_dataset(name: str, *, root: str | Path | None = None, **options: Any) -> ResponseData:
+def load_dataset(
+    name: str, *, root: str | Path | None = None, options: ReadOptions | None = None, **keywords: Any
+) -> ResponseData:
     """Load a registered data set by name.
 
     Parameters
@@ -548,7 +552,11 @@ def load_dataset(name: str, *, root: str | Path | None = None, **options: Any) -
         One of :func:`list_datasets`'s names.
     root
         Folder holding the converted external data sets (default ``$IRTBAYES_DATA_DIR``); unused for embedded ones.
-    **options
+    options
+        :class:`~irtbayes.data.reading.ReadOptions` as every loader takes them (or their fields among ``keywords``).
+        A data set's manifest says how its responses are read, so ``categories`` and ``bins`` are refused and
+        ``scoring="binary"`` or ``"ordinal"`` must be what it holds.
+    **keywords
         ``benchmarks`` (keep these benchmarks) and ``min_benchmarks`` (keep subjects with responses in at least
         that many of them), e.g. ``min_benchmarks=5`` for ``openllm_tinybench``. Scoring choices of external data
         sets (``list_datasets()["options"]``) are made when converting them.
@@ -580,17 +588,40 @@ def load_dataset(name: str, *, root: str | Path | None = None, **options: Any) -
     folder = _folder_of(manifest, root)
     if _external(manifest):  # the copy the converter wrote, which records the options it was converted with
         manifest = read_json(folder / MANIFEST)
-    return _load(folder, manifest, mpath=folder / MANIFEST, options=options)
+    return _load(folder, manifest, mpath=folder / MANIFEST, options=options, keywords=keywords)
 
 
-def _load(folder: Path, manifest: Mapping[str, Any], *, mpath: Path, options: Mapping[str, Any]) -> ResponseData:
-    unknown = sorted(set(options) - set(SUBSET_OPTIONS))
+def _load(
+    folder: Path, manifest: Mapping[str, Any], *, mpath: Path, options: ReadOptions | None, keywords: Mapping[str, Any]
+) -> ResponseData:
+    read, subset = ReadOptions.split(keywords, options)
+    unknown = sorted(set(subset) - set(SUBSET_OPTIONS))
     if unknown:
         raise DataError(
             f"{folder}: unknown option(s) {unknown}; accepted options: {', '.join(SUBSET_OPTIONS)} (an external data "
             f"set's scoring choices are made when converting it with {CONVERTER})"
         )
-    return _subset(_load_manifest(folder, manifest, mpath=mpath), options)
+    return _read_as(_subset(_load_manifest(folder, manifest, mpath=mpath), subset), read)
+
+
+def _read_as(data: ResponseData, options: ReadOptions) -> ResponseData:
+    """A data set, read as its manifest says, checked against the loader's ``options``: ``categories`` and ``bins``
+    are the manifest's to declare, ``scoring="binary"`` or ``"ordinal"`` must be what it holds, and
+    ``require_benchmark`` needs every item labelled."""
+    given = [name for name in ("categories", "bins") if getattr(options, name) is not None]
+    if given:
+        raise DataError(
+            f"{data.source}: a registered data set declares its own categories in its manifest; "
+            f"{' and '.join(given)} apply to files and evaluation logs"
+        )
+    if options.scoring in ("binary", "ordinal") and data.response_kind != options.scoring:
+        raise DataError(
+            f"{data.source}: scoring='{options.scoring}' asked for {options.scoring} responses, but this data set "
+            f"holds {data.summary().kind_text}"
+        )
+    if options.require_benchmark:
+        require_benchmarks(data.items, source=data.source)
+    return data
 
 
 def _matching(path: Path) -> list[str]:
@@ -614,7 +645,9 @@ def is_dataset_folder(path: str | Path) -> bool:
     return path.is_dir() and ((path / MANIFEST).is_file() or bool(_matching(path)))
 
 
-def load_folder(path: str | Path, *, dataset: str | None = None, **options: Any) -> ResponseData:
+def load_folder(
+    path: str | Path, *, dataset: str | None = None, options: ReadOptions | None = None, **keywords: Any
+) -> ResponseData:
     """Load a data set folder by its ``dataset.json``, or the embedded data set whose files it holds.
 
     Parameters
@@ -624,8 +657,9 @@ def load_folder(path: str | Path, *, dataset: str | None = None, **options: Any)
     dataset
         Which embedded data set to read, for a folder that holds the files of several (an upstream folder of
         mirt's data holds both ``lsat6`` and ``lsat7``).
-    **options
-        ``benchmarks`` and ``min_benchmarks`` (see :func:`load_dataset`).
+    options, **keywords
+        As in :func:`load_dataset`: the loaders' :class:`~irtbayes.data.reading.ReadOptions` (checked against the
+        manifest), ``benchmarks`` and ``min_benchmarks``.
 
     Returns
     -------
@@ -647,8 +681,9 @@ def load_folder(path: str | Path, *, dataset: str | None = None, **options: Any)
     if dataset is None and mpath.is_file():
         manifest = read_json(mpath)
         if _external(manifest) and path.resolve() == data_root() / str(manifest.get("name")):
-            return load_dataset(str(manifest["name"]), **options)  # the registry's entry, read from its data folder
-        return _load(path, manifest, mpath=mpath, options=options)
+            # the registry's entry, read from its data folder
+            return load_dataset(str(manifest["name"]), options=options, **keywords)
+        return _load(path, manifest, mpath=mpath, options=options, keywords=keywords)
     matches = _matching(path)
     if dataset is not None and dataset not in matches:
         files = list(_manifest(dataset).get("files", {}).values())
@@ -658,4 +693,4 @@ def load_folder(path: str | Path, *, dataset: str | None = None, **options: Any)
     if dataset is None and len(matches) > 1:
         raise DataError(f"{path}: holds several data sets ({', '.join(matches)}); choose one with dataset=")
     name = dataset or matches[0]
-    return _load(path, _manifest(name), mpath=data_root() / name / MANIFEST, options=options)
+    return _load(path, _manifest(name), mpath=data_root() / name / MANIFEST, options=options, keywords=keywords)

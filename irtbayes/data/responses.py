@@ -18,7 +18,7 @@ import dataclasses
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Unpack
 
 import numpy as np
 import pandas as pd
@@ -42,8 +42,8 @@ from irtbayes.data.columns import (
     integer_scores,
     items_from_rows,
     row_namer,
-    scoring_scale,
 )
+from irtbayes.data.reading import ReadFields, ReadOptions
 from irtbayes.data.trials import (
     REPEATS,
     WHOLE_TOLERANCE,
@@ -163,12 +163,10 @@ class ResponseData:
         repeats: Repeats = "error",
         items: pd.DataFrame | None = None,
         subjects: pd.DataFrame | None = None,
-        scoring: Scoring = "auto",
-        categories: Sequence[Any] | None = None,
-        bins: Sequence[float] | None = None,
-        require_benchmark: bool = False,
         source: str = "<data frame>",
         first_line: int | None = None,
+        options: ReadOptions | None = None,
+        **fields: Unpack[ReadFields],
     ) -> ResponseData:
         """Validate a long table and build a :class:`ResponseData`.
 
@@ -194,18 +192,17 @@ class ResponseData:
             used when ``items`` is not given.
         subjects
             Subject metadata with a ``subject`` column (or index).
-        scoring
-            ``"binary"`` refuses anything but 0/1 (and k of n > 1 trials); ``"fraction"`` and ``"auto"`` keep scores
-            in [0, 1]; ``"ordinal"`` reads graded categories as codes 0..K-1 (see ``categories`` and ``bins``).
-        categories, bins
-            With ``scoring="ordinal"``: the category labels in order, each response one of them and coded by its
-            position; or increasing edges e1 < e2 < ... that cut numeric scores into categories (below e1 is
-            category 0, ..., at or above the last edge ``len(bins)``). With neither, the responses must be integers
-            and the categories are every integer from the smallest to the largest (1..4 become codes 0..3, which
-            :attr:`notes` records); an integer in between that no response uses is an error.
-        require_benchmark, source, first_line
-            Refuse items without a ``benchmark`` label; the file's name, and the file line of ``frame``'s first row
-            (2 for a CSV with a header), for error messages.
+        source, first_line
+            The file's name, and the file line of ``frame``'s first row (2 for a CSV with a header), for error
+            messages.
+        options, **fields
+            How responses are read (:class:`~irtbayes.data.reading.ReadOptions`), or its fields as keywords
+            (``scoring="ordinal"``, ``categories=[...]``, ``bins=[...]``, ``require_benchmark=True``), which take
+            precedence. ``scoring="binary"`` refuses anything but 0/1 (and k of n > 1 trials); ``"fraction"`` and
+            ``"auto"`` keep scores in [0, 1]; ``"ordinal"`` reads graded categories as codes 0..K-1: declared
+            ``categories`` in order, numeric scores cut at ``bins`` edges, or else integers, the categories every
+            integer from the smallest to the largest (1..4 become codes 0..3, which :attr:`notes` records; an
+            integer in between that no response uses is an error).
 
         Raises
         ------
@@ -224,14 +221,14 @@ class ResponseData:
         >>> data.response_kind, data.values.tolist(), data.trials.tolist()
         ('counts', [0.6, 0.2], [5, 5])
         """
+        options = ReadOptions.of(options, fields, caller="ResponseData.from_long")
         row = row_namer(first_line)
         successes, trials = _count_columns(frame, response=response, successes=successes, trials=trials)
         wanted = [subject, item, successes or response] + [c for c in (trials, condition) if c]
         frame = _checked_frame(frame, wanted, source=source)
-        scale = scoring_scale(scoring, categories=categories, bins=bins, source=source)
         scores, n, scale = _read_responses(
-            frame, response=response, successes=successes, trials=trials, scoring=scoring, scale=scale, source=source,
-            row=row, repeats=repeats,
+            frame, response=response, successes=successes, trials=trials, options=options, source=source, row=row,
+            repeats=repeats,
         )  # fmt: skip
         long = _long_table(frame, (subject, item, condition), scores, n, source=source, row=row)
         if items is None:
@@ -241,13 +238,7 @@ class ResponseData:
             keys = ["subject", "item"] + (["condition"] if condition else [])
             long = repeats_as_trials(long, keys, source=source, row=row)
         return cls._from_clean(
-            long,
-            items=items,
-            subjects=subjects,
-            scale=scale,
-            require_benchmark=require_benchmark,
-            source=source,
-            row=row,
+            long, items=items, subjects=subjects, scale=scale, options=options, source=source, row=row
         )
 
     @classmethod
@@ -258,7 +249,7 @@ class ResponseData:
         items: pd.DataFrame,
         subjects: pd.DataFrame | None,
         scale: OrdinalScale | None,
-        require_benchmark: bool,
+        options: ReadOptions,
         source: str,
         row: Callable[[int], str],
     ) -> ResponseData:
@@ -293,7 +284,7 @@ class ResponseData:
         elif "trials" in long.columns:
             long["trials"] = long["trials"].astype("int64")
 
-        item_table = clean_items(items, long["item"], source=source, require_benchmark=require_benchmark)
+        item_table = clean_items(items, long["item"], source=source, require_benchmark=options.require_benchmark)
         item_table = _with_categories(item_table, long, scale, source=source)
         subject_table = clean_subjects(subjects, long["subject"], source=source)
         long["subject"] = pd.Categorical(long["subject"], categories=subject_table.index)
@@ -312,17 +303,16 @@ class ResponseData:
         rows: Literal["subjects", "items"] = "subjects",
         items: pd.DataFrame | None = None,
         subjects: pd.DataFrame | None = None,
-        scoring: Scoring = "auto",
-        categories: Sequence[Any] | None = None,
-        bins: Sequence[float] | None = None,
-        require_benchmark: bool = False,
         source: str = "<data frame>",
         first_line: int | None = None,
+        options: ReadOptions | None = None,
+        **fields: Unpack[ReadFields],
     ) -> ResponseData:
         """Build from a matrix: rows are subjects (or items, with ``rows="items"``); blank cells are missing.
 
-        ``id_column`` names the column holding the row ids (default: the index). ``scoring``, ``categories`` and
-        ``bins`` are as in :meth:`from_long`; inferred ordinal categories span every cell of the matrix.
+        ``id_column`` names the column holding the row ids (default: the index). ``options`` (or its fields as
+        keywords: ``scoring``, ``categories``, ``bins``, ``require_benchmark``) are as in :meth:`from_long`; inferred
+        ordinal categories span every cell of the matrix.
 
         Examples
         --------
@@ -333,6 +323,7 @@ class ResponseData:
                [ 1.,  3.],
                [ 2., nan]])
         """
+        options = ReadOptions.of(options, fields, caller="ResponseData.from_wide")
         if not isinstance(frame, pd.DataFrame):
             raise DataError(f"{source}: expected a pandas DataFrame, got {type(frame).__name__}")
         if frame.shape[0] == 0 or frame.shape[1] == 0:
@@ -358,14 +349,14 @@ class ResponseData:
         body.columns = col_ids
         place = f"{col_kind} column {{}}"  # the cell's column, counted from 1 in the file
         offset = 1 + (id_column is not None)
-        scale = scoring_scale(scoring, categories=categories, bins=bins, source=source)
-        if scoring == "ordinal":
+        scale = options.scale
+        if options.ordinal:
             body, scale = _ordinal_body(
                 body, scale=scale, source=source, first_line=first_line, place=place, offset=offset
             )
         else:
             body = _checked_body(
-                body, scoring=scoring, source=source, first_line=first_line, place=place, offset=offset
+                body, scoring=options.scoring, source=source, first_line=first_line, place=place, offset=offset
             )
         stacked = body.stack(future_stack=True).rename("response").reset_index()
         stacked.columns = [row_kind, col_kind, "response"]
@@ -381,22 +372,9 @@ class ResponseData:
         long = stacked[["subject", "item", "response"]].reset_index(drop=True)
         if scale is not None:
             return cls._from_clean(
-                long,
-                items=items,
-                subjects=subjects,
-                scale=scale,
-                require_benchmark=require_benchmark,
-                source=source,
-                row=row_namer(None),
+                long, items=items, subjects=subjects, scale=scale, options=options, source=source, row=row_namer(None)
             )
-        return cls.from_long(
-            long,
-            items=items,
-            subjects=subjects,
-            scoring=scoring,
-            require_benchmark=require_benchmark,
-            source=source,
-        )
+        return cls.from_long(long, items=items, subjects=subjects, options=options, source=source)
 
     @classmethod
     def combine(cls, parts: Sequence[ResponseData], *, source: str | None = None) -> ResponseData:
@@ -1017,17 +995,17 @@ def _read_responses(
     response: str,
     successes: str | None,
     trials: str | None,
-    scoring: Scoring,
-    scale: OrdinalScale | None,
+    options: ReadOptions,
     source: str,
     row: Callable[[int], str],
     repeats: str,
 ) -> tuple[np.ndarray, np.ndarray | None, OrdinalScale | None]:
     """The responses (scores, shares of successes or ordinal codes), the trials of each (None without a trials
-    column) and the ordinal scale, each column checked."""
+    column) and the ordinal scale (the declared one of ``options``, else inferred), each column checked."""
     if repeats not in REPEATS:
         raise DataError(f"{source}: repeats must be one of {', '.join(map(repr, REPEATS))}, got {repeats!r}")
-    if scoring == "ordinal":
+    scoring, scale = options.scoring, options.scale
+    if options.ordinal:
         if trials is not None or repeats != "error":
             raise DataError(
                 f"{source}: trials (k successes of n) are counts of correct answers, not ordinal categories; "

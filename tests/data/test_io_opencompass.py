@@ -143,7 +143,7 @@ def test_the_newest_run_is_read_and_the_other_named(copy: Path) -> None:
     data = load_opencompass(copy)
     assert cells_of(data) == {key: score for key, (score, _) in expected_cells().items()}
     assert any(
-        "hf_tiny_a ran demo_mmlu more than once: read the run 20260110_120000, not 20251201_000000" in n
+        "hf_tiny_a ran demo_mmlu more than once: read the run 20260110_120000, not the run 20251201_000000" in n
         for n in data.notes
     )
 

@@ -10,6 +10,7 @@ from irtbayes.core.errors import DataError
 from irtbayes.data.io.leaderboard import load_leaderboard
 from irtbayes.data.io.pyirt import PYIRT_SUFFIXES, load_pyirt
 from irtbayes.data.io.tabular import load_long, load_wide, read_columns
+from irtbayes.data.reading import ReadOptions
 from irtbayes.data.responses import ResponseData
 
 __all__ = [
@@ -26,7 +27,9 @@ FORMATS = (
 )  # fmt: skip
 
 
-def load(path: str | Path, *, format: str = "auto", **options: Any) -> ResponseData:
+def load(
+    path: str | Path, *, format: str = "auto", options: ReadOptions | None = None, **keywords: Any
+) -> ResponseData:
     """Load responses from a path, choosing the loader from what the path holds (or ``format``, one of
     :data:`FORMATS`).
 
@@ -43,14 +46,16 @@ def load(path: str | Path, *, format: str = "auto", **options: Any) -> ResponseD
       (``<time>/results/<model_abbr>/<dataset_abbr>.json``, :func:`~irtbayes.data.io.opencompass.load_opencompass`),
       or a data set folder known to :mod:`irtbayes.data.registry`.
 
-    ``options`` are passed to the chosen loader: for instance ``scoring`` (``"auto"``, ``"binary"``, ``"fraction"``
-    or ``"ordinal"``) and, for ordinal responses, ``categories`` (the labels in order) or ``bins`` (edges that cut
-    numeric scores into categories), which the tabular, lm-evaluation-harness, HELM, lighteval and py-irt loaders
-    accept; ``metric`` for the harness loaders (lm-evaluation-harness, HELM, leaderboard, inspect_ai, lighteval);
-    ``repeats="trials"`` for a long table whose repeated rows are trials of one item (:func:`load_long`).
+    ``options`` (:class:`~irtbayes.data.reading.ReadOptions`) say how responses are read into scores, the same for
+    every loader: ``scoring`` (``"auto"``, ``"binary"``, ``"fraction"`` or ``"ordinal"``) and, for ordinal
+    responses, ``categories`` (the labels in order) or ``bins`` (edges that cut numeric scores into categories), and
+    ``require_benchmark``. Its fields may also be given as keywords (``scoring="ordinal"``), which take precedence;
+    the other ``keywords`` go to the chosen loader: ``metric`` for the harness loaders (lm-evaluation-harness, HELM,
+    leaderboard, inspect_ai, lighteval); column names and ``repeats="trials"`` for a long table (:func:`load_long`).
 
-    The data remember how they were read (``data.reading``: the absolute path, the format and the options), so a fit
-    of them can be read again the same way from any folder (:func:`reread`).
+    The data remember how they were read (``data.reading``: the absolute path, the format and the options, flat: the
+    fields of ``options`` that differ from the defaults beside the loader's keywords), so a fit of them can be read
+    again the same way from any folder (:func:`reread`).
 
     Examples
     --------
@@ -71,6 +76,9 @@ def load(path: str | Path, *, format: str = "auto", **options: Any) -> ResponseD
     ('ordinal', [[0.0, 2.0], [1.0, 2.0], [1.0, 0.0]])
     >>> graded.reading["format"], graded.reading["options"], Path(graded.reading["path"]).is_absolute()
     ('wide', {'scoring': 'ordinal'}, True)
+    >>> from irtbayes.data.reading import ReadOptions
+    >>> io.load(folder / "graded.csv", options=ReadOptions(scoring="ordinal")).checksum() == graded.checksum()
+    True
     """
     from irtbayes.data import registry as datasets
     from irtbayes.data.io import helm, inspect, lighteval, lm_eval, opencompass
@@ -89,7 +97,8 @@ def load(path: str | Path, *, format: str = "auto", **options: Any) -> ResponseD
     loaders.update({"lm-eval": lm_eval.load_lm_eval, "helm": helm.load_helm, "leaderboard": load_leaderboard})
     loaders["inspect"] = inspect.load_inspect
     loaders.update({"lighteval": lighteval.load_lighteval, "opencompass": opencompass.load_opencompass})
-    columns = {options.get(key, key) for key in ("subject", "item", "response")}
+    read, rest = ReadOptions.split(keywords, options)
+    columns = {rest.get(key, key) for key in ("subject", "item", "response")}
     fmt = detect_format(path, long_columns=columns) if format == "auto" else format
     if not fmt:
         raise DataError(
@@ -97,8 +106,8 @@ def load(path: str | Path, *, format: str = "auto", **options: Any) -> ResponseD
             "no HELM per_instance_stats.json, no Open LLM Leaderboard details Parquet, no inspect_ai .eval or .json "
             "logs, no lighteval details_*.parquet, no OpenCompass results/, no data set manifest)"
         )
-    data = loaders[fmt](path, **options)
-    return data.read_as(_reading(path, fmt, options))
+    data = loaders[fmt](path, options=read, **rest)
+    return data.read_as(_reading(path, fmt, {**read.recorded(), **rest}))
 
 
 def _reading(path: Path, fmt: str, options: dict[str, Any]) -> dict[str, Any] | None:

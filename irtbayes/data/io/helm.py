@@ -37,14 +37,14 @@ import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 import pandas as pd
 
 from irtbayes.core.errors import DataError
 from irtbayes.core.files import read_json
-from irtbayes.data.columns import OrdinalScale, Scoring, scoring_scale
 from irtbayes.data.io.tabular import checked_folder, checked_score, harness_responses
+from irtbayes.data.reading import ReadFields, ReadOptions
 from irtbayes.data.responses import ResponseData
 
 __all__ = ["is_helm_folder", "load_helm"]
@@ -194,7 +194,7 @@ def _item_meta(instance: dict[str, Any] | None, *, run: _Run) -> dict[str, Any]:
 
 
 def _stat_value(
-    stat: dict[str, Any], *, path: Path, instance_id: str, metric: str, scoring: Scoring, scale: OrdinalScale | None
+    stat: dict[str, Any], *, path: Path, instance_id: str, metric: str, options: ReadOptions
 ) -> float | None:
     """The stat's mean, checked; None for a stat with count 0 (no value)."""
     if "mean" not in stat:
@@ -202,11 +202,11 @@ def _stat_value(
             return None
         raise DataError(f"{path}: instance '{instance_id}', stat '{metric}' has no 'mean'")
     where = f"{path}: instance '{instance_id}', stat '{metric}'"
-    return checked_score(stat["mean"], where=where, scoring=scoring, holds="has mean", bools=False, scale=scale)
+    return checked_score(stat["mean"], where=where, options=options, holds="has mean", bools=False)
 
 
 def _run_scores(
-    run: _Run, *, metric: str, split: str | None, scoring: Scoring, scale: OrdinalScale | None = None
+    run: _Run, *, metric: str, split: str | None, options: ReadOptions
 ) -> dict[tuple[str, str], list[float]]:
     """(instance_id, condition) -> the metric's values (one per train trial) for one run."""
     path = run.folder / "per_instance_stats.json"
@@ -238,7 +238,7 @@ def _run_scores(
             perturbation = name.get("perturbation") or entry.get("perturbation")
             if isinstance(perturbation, dict) and perturbation.get("computed_on", "perturbed") != "perturbed":
                 continue  # worst-case or original-side aggregates, not an instance's own score
-            value = _stat_value(stat, path=path, instance_id=instance_id, metric=metric, scoring=scoring, scale=scale)
+            value = _stat_value(stat, path=path, instance_id=instance_id, metric=metric, options=options)
             if value is None:
                 log.warning("%s: instance '%s', stat '%s' has count 0; treated as missing", path, instance_id, metric)
                 continue
@@ -263,9 +263,8 @@ def load_helm(
     metric: str | Mapping[str, str] = "exact_match",
     split: str | None = "test",
     suite: str | Sequence[str] | None = None,
-    scoring: Scoring = "auto",
-    categories: Sequence[Any] | None = None,
-    bins: Sequence[float] | None = None,
+    options: ReadOptions | None = None,
+    **fields: Unpack[ReadFields],
 ) -> ResponseData:
     """Load the per-instance results of a HELM suite as item-level responses.
 
@@ -283,13 +282,13 @@ def load_helm(
     suite
         The suite or suites to read when ``path`` holds several (default: every suite; a subject scored on
         the same item in two of them is an error).
-    scoring
-        ``"binary"`` refuses means other than 0/1; ``"auto"`` and ``"fraction"`` keep scores in [0, 1];
-        ``"ordinal"`` reads them as graded categories (codes 0..K-1), the same in every train trial unless binned.
-    categories, bins
-        With ``scoring="ordinal"``: the stat's values that are categories, in order; or increasing edges cutting
-        scores into categories (below e1 -> 0, [e1, e2) -> 1, ..., from the last edge on -> ``len(bins)``).
-        With neither: integers, such as a rating.
+    options, **fields
+        How scores are read (:class:`~irtbayes.data.reading.ReadOptions`, or its fields as keywords):
+        ``scoring="binary"`` refuses means other than 0/1; ``"auto"`` and ``"fraction"`` keep scores in [0, 1];
+        ``"ordinal"`` reads them as graded categories (codes 0..K-1), the same in every train trial unless binned:
+        the stat's values that are ``categories``, in order; or increasing ``bins`` edges cutting scores into
+        categories (below e1 -> 0, [e1, e2) -> 1, ..., from the last edge on -> ``len(bins)``); with neither,
+        integers, such as a rating.
 
     Returns
     -------
@@ -332,8 +331,8 @@ def load_helm(
     >>> list(load_helm(runs, suite="v2").subject_ids)
     ['org/b']
     """
+    options = ReadOptions.of(options, fields, caller="load_helm")
     root = checked_folder(path, "a HELM run or suite folder")
-    scale = scoring_scale(scoring, categories=categories, bins=bins, source=str(root))
     rows: list[dict[str, Any]] = []
     items: dict[str, dict[str, Any]] = {}
     provided: dict[tuple[str, str, str], Path] = {}
@@ -341,7 +340,7 @@ def load_helm(
     for folder in _chosen_folders(root, suite):
         run = _read_run(folder, folder.parent.name)
         read.setdefault(run.benchmark, set()).add(run_metric := _metric_of(metric, run.benchmark))
-        scores = _run_scores(run, metric=run_metric, split=split, scoring=scoring, scale=scale)
+        scores = _run_scores(run, metric=run_metric, split=split, options=options)
         instances = _instances(run)
         for (instance_id, condition), values in scores.items():
             item = f"{run.scenario}/{instance_id}"
@@ -349,13 +348,13 @@ def load_helm(
             _merge_item(
                 items, run, item=item, instance_id=instance_id, instance=instances.get(instance_id), split=split
             )
-            mean = _mean_score(values, run, instance_id=instance_id, metric=run_metric, scoring=scoring, scale=scale)
+            mean = _mean_score(values, run, instance_id=instance_id, metric=run_metric, options=options)
             rows.append({"subject": run.subject, "item": item, "response": mean, "condition": condition})
             if len(values) > 1:
                 log.debug("%s: item '%s' averaged over %d train trials", folder, item, len(values))
     if not rows:
         raise DataError(f"{root}: no per-instance '{metric}' values in the runs found")
-    data = _response_data(rows, items, scoring=scoring, source=str(root), categories=categories, bins=bins)
+    data = _response_data(rows, items, options=options, source=str(root))
     return data.with_notes(_metric_note(read, split))  # which metric and split were read
 
 
@@ -454,19 +453,19 @@ def _mean_score(
     *,
     instance_id: str,
     metric: str,
-    scoring: Scoring,
-    scale: OrdinalScale | None = None,
+    options: ReadOptions,
 ) -> float:
     """The mean over train trials; an error when binary responses are required and it is not 0 or 1, or when
     ordinal categories (not bins) differ between trials."""
     mean = sum(values) / len(values)
-    if scoring == "ordinal" and (scale is None or not scale.edges) and len(set(values)) > 1:
+    binned = options.scale is not None and bool(options.scale.edges)
+    if options.ordinal and not binned and len(set(values)) > 1:
         raise DataError(
             f"{run.folder / 'per_instance_stats.json'}: instance '{instance_id}', stat '{metric}' takes the "
             f"categories {sorted(set(values))} over {len(values)} train trials; ordinal responses need one "
             "category per instance (cut the mean into categories with bins=[...]; --score-bins on the command line)"
         )
-    if scoring == "binary" and mean not in (0, 1):
+    if options.scoring == "binary" and mean not in (0, 1):
         raise DataError(
             f"{run.folder / 'per_instance_stats.json'}: instance '{instance_id}', stat "
             f"'{metric}' averages {mean:g} over {len(values)} train trials, but binary "
@@ -479,10 +478,8 @@ def _response_data(
     rows: list[dict[str, Any]],
     items: dict[str, dict[str, Any]],
     *,
-    scoring: Scoring,
+    options: ReadOptions,
     source: str,
-    categories: Sequence[Any] | None = None,
-    bins: Sequence[float] | None = None,
 ) -> ResponseData:
     """The responses with their item table; a ``condition`` column only when some instance was perturbed."""
     perturbed = any(row["condition"] != UNPERTURBED for row in rows)
@@ -491,8 +488,6 @@ def _response_data(
         [{k: v for k, v in item.items() if k != "_run"} for item in items.values()],
         with_condition=perturbed,
         text_columns=("text", "answer", "split"),
-        scoring=scoring,
+        options=options,
         source=source,
-        categories=categories,
-        bins=bins,
     )

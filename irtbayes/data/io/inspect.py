@@ -30,14 +30,14 @@ import struct
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 import numpy as np
 import pandas as pd
 
 from irtbayes.core.errors import DataError, listed
-from irtbayes.data.columns import Scoring
-from irtbayes.data.io.tabular import checked_folder
+from irtbayes.data.io.tabular import checked_folder, newest_runs
+from irtbayes.data.reading import ReadFields, ReadOptions
 from irtbayes.data.responses import ResponseData
 
 __all__ = ["INSPECT_SCORES", "is_inspect_folder", "is_inspect_log", "load_inspect"]
@@ -198,17 +198,6 @@ def _text(value: Any) -> str | None:
     return str(value)
 
 
-def _newest(logs: list[_Log], notes: list[str]) -> list[_Log]:
-    """Of several logs of one (model, task), the newest; the others named in ``notes``."""
-    kept: dict[tuple[str, str], _Log] = {}
-    for log in sorted(logs, key=lambda g: (g.created, g.path.name)):
-        key = (log.model, log.task)
-        if key in kept:
-            notes.append(f"{log.model} ran {log.task} more than once: read {log.path.name}, not {kept[key].path.name}")
-        kept[key] = log
-    return list(kept.values())
-
-
 def _scorers(logs: list[_Log], metric: str | None, notes: list[str]) -> dict[str, str]:
     """The scorer read for each task: ``metric`` (one name, or ``TASK=NAME,...``), else the task's only scorer,
     else its logs' headline scorer (said in ``notes``)."""
@@ -255,7 +244,8 @@ def load_inspect(
     path: str | Path,
     *,
     metric: str | None = None,
-    scoring: Scoring = "auto",
+    options: ReadOptions | None = None,
+    **fields: Unpack[ReadFields],
 ) -> ResponseData:
     """Read inspect_ai logs: a folder of ``.eval`` / ``.json`` logs (at any depth), or one log.
 
@@ -265,8 +255,9 @@ def load_inspect(
         The folder or the log.
     metric
         The scorer to read where the logs hold several (default: the logs' headline scorer).
-    scoring
-        As in :meth:`~irtbayes.data.responses.ResponseData.from_long` (``"binary"`` refuses partial scores and
+    options, **fields
+        How scores are read (:class:`~irtbayes.data.reading.ReadOptions`, or its fields as keywords), as in
+        :meth:`~irtbayes.data.responses.ResponseData.from_long` (``scoring="binary"`` refuses partial scores and
         samples scored in several epochs).
 
     Examples
@@ -283,6 +274,7 @@ def load_inspect(
     >>> float(cell["response"]), int(cell["trials"])
     (0.5, 2)
     """
+    options = ReadOptions.of(options, fields, caller="load_inspect")
     path = Path(path)
     if path.is_file():
         files = [path]
@@ -298,7 +290,13 @@ def load_inspect(
             notes.append(f"{log.path.name}: status {log.status!r}; read the {len(log.samples)} samples it holds")
         if not log.samples:
             raise DataError(f"{log.path}: the log holds no samples (was it run with log_samples off?)")
-    logs = _newest(logs, notes)
+    logs = newest_runs(  # of several logs of one (model, task), the newest
+        logs,
+        notes,
+        who=lambda g: (g.model, g.task),
+        when=lambda g: (g.created, g.path.name),
+        name=lambda g: g.path.name,
+    )
     scorers = _scorers(logs, metric, notes)
     rows, items, _ = _rows(logs, scorers)
     frame = _epochs(pd.DataFrame(rows), notes)
@@ -306,7 +304,7 @@ def load_inspect(
     item_table = pd.DataFrame(list(items.values()))
     for column in ("text", "answer"):
         item_table[column] = item_table[column].astype("string")
-    data = ResponseData.from_long(frame, items=item_table, trials="trials", scoring=scoring, source=str(path))
+    data = ResponseData.from_long(frame, items=item_table, trials="trials", options=options, source=str(path))
     return data.with_notes(*notes)
 
 

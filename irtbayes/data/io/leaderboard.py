@@ -44,14 +44,14 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 import pandas as pd
 
 from irtbayes.core.errors import DataError
-from irtbayes.data.columns import Scoring
 from irtbayes.data.io.lm_eval import Collected, answer_of, choose_filters, options_count, text_of
 from irtbayes.data.io.tabular import checked_folder, checked_score
+from irtbayes.data.reading import ReadFields, ReadOptions
 from irtbayes.data.responses import ResponseData
 
 __all__ = ["ALL", "DEFAULT_METRICS", "is_leaderboard_folder", "list_choices", "load_leaderboard", "parquet_schema"]
@@ -323,7 +323,8 @@ def load_leaderboard(
     *,
     metric: str | Mapping[str, str] | None = None,
     filter: str | None = None,
-    scoring: Scoring = "auto",
+    options: ReadOptions | None = None,
+    **fields: Unpack[ReadFields],
 ) -> ResponseData:
     """Load Open LLM Leaderboard details (per-sample Parquet) as item-level responses.
 
@@ -343,8 +344,9 @@ def load_leaderboard(
     filter
         For files with a ``filter`` column holding several filters: the one to read, or ``"all"`` (each filter
         a condition).
-    scoring
-        ``"binary"`` refuses scores other than 0/1; ``"auto"`` and ``"fraction"`` keep scores in [0, 1].
+    options, **fields
+        How scores are read (:class:`~irtbayes.data.reading.ReadOptions`, or its fields as keywords):
+        ``scoring="binary"`` refuses scores other than 0/1; ``"auto"`` and ``"fraction"`` keep scores in [0, 1].
         ``"ordinal"`` is refused: the leaderboard's per-sample metrics are 0/1 accuracies.
 
     Returns
@@ -382,12 +384,9 @@ def load_leaderboard(
     >>> data.to_matrix().tolist()
     [[1.0, 0.0, 1.0], [0.0, 0.0, 1.0]]
     """
+    options = ReadOptions.of(options, fields, caller="load_leaderboard")
     root = checked_folder(path, "a folder of Open LLM Leaderboard details")
-    if scoring == "ordinal":
-        raise DataError(
-            f"{root}: Open LLM Leaderboard details log 0/1 accuracies per sample, not graded categories; "
-            "ordinal scoring does not apply (use scoring='binary' or 'auto')"
-        )
+    options.refuse_ordinal(str(root), recorded="Open LLM Leaderboard details log 0/1 accuracies per sample")
     requested = _parse_option(metric)
     runs = _runs(root)
     _check_requested(root, runs, requested)
@@ -400,11 +399,11 @@ def load_leaderboard(
     for run in runs:
         subjects.setdefault(run.subject, str(run.folder.relative_to(root)) if run.folder.is_relative_to(root) else ".")
         metrics = _run_metrics(run, requested, task_metrics=task_metrics, notes=notes)
-        _read_run(run, metrics, collected, seen_doc, requested=requested, filter_option=filter, scoring=scoring)
+        _read_run(run, metrics, collected, seen_doc, requested=requested, filter_option=filter, options=options)
 
     with_condition = requested == ALL or filter == ALL
     subject_table = pd.DataFrame([{"subject": s, "folder": f} for s, f in subjects.items()])
-    data = collected.data(subject_table, with_condition=with_condition, scoring=scoring, source=str(root))
+    data = collected.data(subject_table, with_condition=with_condition, options=options, source=str(root))
     return data.with_notes(*notes)
 
 
@@ -450,7 +449,7 @@ def _read_run(
     *,
     requested: str | Mapping[str, str] | None,
     filter_option: str | None,
-    scoring: Scoring,
+    options: ReadOptions,
 ) -> None:
     """Add one run's responses (each metric of each document) and its documents not seen before to ``collected``."""
     seen_in_run: dict[tuple[str, str], int] = {}
@@ -478,7 +477,7 @@ def _read_run(
                 }
             for name in metrics:
                 value = checked_score(
-                    columns[name][number], where=f"{file}: doc_id {doc_id}, column '{name}'", scoring=scoring
+                    columns[name][number], where=f"{file}: doc_id {doc_id}, column '{name}'", options=options
                 )
                 parts = ([name] if requested == ALL else []) + ([doc_filter] if by_filter else [])
                 collected.add(run.subject, item, value, " ".join(parts))
@@ -580,18 +579,13 @@ def list_choices(path: str | Path) -> pd.DataFrame:
 
     Examples
     --------
-    >>> import tempfile
-    >>> from pathlib import Path
-    >>> import pyarrow as pa
-    >>> import pyarrow.parquet as pq
-    >>> from irtbayes.data.io.leaderboard import list_choices
-    >>> path = Path(tempfile.mkdtemp()) / "org__m1" / "samples_leaderboard_ifeval_2024-07-01T00-00-00.000000.parquet"
-    >>> path.parent.mkdir()
-    >>> table = {"doc_id": [0, 1], "prompt_level_strict_acc": [True, False], "prompt_level_loose_acc": [True, True]}
-    >>> pq.write_table(pa.table(table), path)
-    >>> list_choices(path.parent.parent).iloc[0].to_dict()  # doctest: +NORMALIZE_WHITESPACE
-    {'task': 'leaderboard_ifeval', 'metrics': 'prompt_level_strict_acc, prompt_level_loose_acc',
-     'default_metric': 'prompt_level_strict_acc', 'subjects': 1, 'documents': 2}
+    >>> choices = list_choices("tests/fixtures/leaderboard")  # three models, three tasks
+    >>> choices[["task", "default_metric", "subjects"]].values.tolist()
+    [['leaderboard_bbh_navigate', 'acc_norm', 3],
+     ['leaderboard_ifeval', 'prompt_level_strict_acc', 3],
+     ['leaderboard_math_algebra_hard', 'exact_match', 3]]
+    >>> choices.set_index("task").loc["leaderboard_ifeval", "metrics"]
+    'prompt_level_strict_acc, prompt_level_loose_acc'
     """
     import pyarrow.parquet as pq
 

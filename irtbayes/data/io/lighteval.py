@@ -35,18 +35,18 @@ from __future__ import annotations
 import ast
 import logging
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 import pandas as pd
 
 from irtbayes.core.errors import DataError, listed
 from irtbayes.core.files import read_json
-from irtbayes.data.columns import OrdinalScale, Scoring, scoring_scale
 from irtbayes.data.io.leaderboard import parquet_schema
-from irtbayes.data.io.tabular import checked_folder, checked_score, harness_responses
+from irtbayes.data.io.tabular import checked_folder, checked_score, harness_responses, newest_runs
+from irtbayes.data.reading import ReadFields, ReadOptions
 from irtbayes.data.responses import ResponseData
 
 __all__ = ["DEFAULT_METRICS", "benchmark_of", "is_lighteval_folder", "load_lighteval", "partial_subjects"]
@@ -153,19 +153,6 @@ def _model_name(results: Path, date: str) -> str | None:
     general = content.get("config_general")
     name = general.get("model_name") if isinstance(general, dict) else None
     return str(name).strip() if isinstance(name, str) and name.strip() else None
-
-
-def _newest(runs: list[_Run], notes: list[str]) -> list[_Run]:
-    """Of several runs of one (model, benchmark), the newest; the others named in ``notes``."""
-    kept: dict[tuple[str, str], _Run] = {}
-    for run in sorted(runs, key=lambda r: (r.date, r.path.name)):
-        key = (run.subject, run.benchmark)
-        if key in kept:
-            notes.append(
-                f"{run.subject} ran {run.benchmark} more than once: read {run.path.name}, not {kept[key].path.name}"
-            )
-        kept[key] = run
-    return sorted(kept.values(), key=lambda r: (r.subject, r.benchmark))
 
 
 def _read_columns(path: Path, columns: list[str]) -> dict[str, list[Any]]:
@@ -352,9 +339,8 @@ def load_lighteval(
     path: str | Path,
     *,
     metric: str | None = None,
-    scoring: Scoring = "auto",
-    categories: Sequence[Any] | None = None,
-    bins: Sequence[float] | None = None,
+    options: ReadOptions | None = None,
+    **fields: Unpack[ReadFields],
 ) -> ResponseData:
     """Read lighteval details: the ``--output-dir`` folder (holding ``details/`` and ``results/``), its
     ``details/`` folder, one model's folder or one details file.
@@ -367,8 +353,9 @@ def load_lighteval(
         The per-sample metric to read: one name for every task (a task that logs one metric only reads that one),
         or ``TASK=NAME,...`` per task (the task as its benchmark, ``gsm8k``, or its full name, ``gsm8k|5``).
         Default: the first of :data:`DEFAULT_METRICS` a task logs, else its only metric.
-    scoring, categories, bins
-        As in :meth:`~irtbayes.data.responses.ResponseData.from_long`: ``"binary"`` refuses scores other than 0/1;
+    options, **fields
+        How scores are read (:class:`~irtbayes.data.reading.ReadOptions`, or its fields as keywords), as in
+        :meth:`~irtbayes.data.responses.ResponseData.from_long`: ``scoring="binary"`` refuses scores other than 0/1;
         ``"ordinal"`` reads graded scores (a judge's rating) as categories.
 
     Returns
@@ -393,6 +380,7 @@ def load_lighteval(
     >>> data.items.loc["gsm8k/1", ["task", "metric"]].tolist()  # model-c's gsm8k ran as leaderboard|gsm8k|5
     ['gsm8k|0', 'extractive_match, qem']
     """
+    options = ReadOptions.of(options, fields, caller="load_lighteval")
     root = Path(path)
     if root.is_file():
         runs = [_run_of(root)]
@@ -406,12 +394,18 @@ def load_lighteval(
             )
     notes: list[str] = []
     _name_subjects(runs, notes)
-    runs = _newest(runs, notes)
+    runs = newest_runs(  # of several runs of one (model, benchmark), the newest
+        runs,
+        notes,
+        who=lambda r: (r.subject, r.benchmark),
+        when=lambda r: (r.date, r.path.name),
+        name=lambda r: r.path.name,
+        sort=True,
+    )
     for run in runs:
         run.samples = _read_samples(run.path)
     chosen = _choose_metrics(root, runs, metric, notes)
-    scale = scoring_scale(scoring, categories=categories, bins=bins, source=str(root))
-    rows, items = _collect(runs, chosen, scoring=scoring, scale=scale)
+    rows, items = _collect(runs, chosen, options=options)
     _variants(runs, notes)
     for message in partial_subjects(
         {r.subject: {q.benchmark: q.path for q in runs if q.subject == r.subject} for r in runs}
@@ -426,17 +420,15 @@ def load_lighteval(
         list(items.values()),
         with_condition=False,
         text_columns=("task", "text", "answer", "metric"),
-        scoring=scoring,
+        options=options,
         source=str(root),
         subjects=subjects,
-        categories=categories,
-        bins=bins,
     )
     return data.with_notes(*notes)
 
 
 def _collect(
-    runs: list[_Run], chosen: dict[Path, str], *, scoring: Scoring, scale: OrdinalScale | None
+    runs: list[_Run], chosen: dict[Path, str], *, options: ReadOptions
 ) -> tuple[dict[str, list[Any]], dict[str, dict[str, Any]]]:
     """The responses (long form) and the items' table; errors for repeated ids and items whose queries differ."""
     rows: dict[str, list[Any]] = {"subject": [], "item": [], "response": [], "condition": []}
@@ -483,7 +475,7 @@ def _collect(
             where = f"{run.path}: row {sample.row} (sample {sample.key!r}) metric {name!r}"
             rows["subject"].append(run.subject)
             rows["item"].append(item)
-            rows["response"].append(checked_score(value, where=where, scoring=scoring, scale=scale))
+            rows["response"].append(checked_score(value, where=where, options=options))
             rows["condition"].append("")
     return rows, items
 

@@ -26,14 +26,14 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Unpack
 
 import pandas as pd
 
 from irtbayes.core.errors import DataError
 from irtbayes.core.files import read_json, read_json_lines
-from irtbayes.data.columns import OrdinalScale, Scoring, scoring_scale
 from irtbayes.data.io.tabular import checked_folder, checked_score, harness_responses
+from irtbayes.data.reading import ReadFields, ReadOptions
 from irtbayes.data.responses import ResponseData
 
 __all__ = ["ALL_FILTERS", "is_lm_eval_folder", "list_choices", "load_lm_eval"]
@@ -300,9 +300,8 @@ def load_lm_eval(
     filter: str | Mapping[str, str] | None = None,
     tasks: Sequence[str] | None = None,
     runs: Runs = "latest",
-    scoring: Scoring = "auto",
-    categories: Sequence[Any] | None = None,
-    bins: Sequence[float] | None = None,
+    options: ReadOptions | None = None,
+    **fields: Unpack[ReadFields],
 ) -> ResponseData:
     """Load lm-evaluation-harness ``--log_samples`` output (one model or many) as item-level responses.
 
@@ -328,11 +327,13 @@ def load_lm_eval(
         ``"latest"`` keeps the newest ``date_id`` and logs a warning naming the files dropped; ``"all"``
         keeps every run and sets the ``condition`` of every response to its run's ``date_id``; ``"error"``
         raises, naming the files.
-    scoring, categories, bins
-        ``"binary"`` refuses scores other than 0/1; ``"auto"`` and ``"fraction"`` keep scores in [0, 1] (such as a
-        per-sample F1) as fractions; ``"ordinal"`` reads graded categories as codes 0..K-1: the ``categories`` in
-        order, scores cut at increasing ``bins`` edges (below e1 -> 0, [e1, e2) -> 1, ..., from the last edge on ->
-        ``len(bins)``; ``bins=[0.5, 0.8]`` makes three of an F1), or else integers (such as a 1-10 rating).
+    options, **fields
+        How scores are read (:class:`~irtbayes.data.reading.ReadOptions`, or its fields as keywords):
+        ``scoring="binary"`` refuses scores other than 0/1; ``"auto"`` and ``"fraction"`` keep scores in [0, 1]
+        (such as a per-sample F1) as fractions; ``"ordinal"`` reads graded categories as codes 0..K-1: the
+        ``categories`` in order, scores cut at increasing ``bins`` edges (below e1 -> 0, [e1, e2) -> 1, ..., from the
+        last edge on -> ``len(bins)``; ``bins=[0.5, 0.8]`` makes three of an F1), or else integers (such as a 1-10
+        rating).
 
     Returns
     -------
@@ -365,9 +366,9 @@ def load_lm_eval(
     ...
     irtbayes.core.errors.DataError: ...: task 'fx_gen' logs several filters ['strict-match', 'flexible-extract']; ...
     """
+    options = ReadOptions.of(options, fields, caller="load_lm_eval")
     all_filters = filter == ALL_FILTERS
     root = checked_folder(path, "an lm-evaluation-harness output folder")
-    scale = scoring_scale(scoring, categories=categories, bins=bins, source=str(root))
     files, subject_meta = _found_files(root, tasks)
     collected = Collected()
     seen_doc: dict[str, tuple[str, Path, int]] = {}
@@ -380,7 +381,7 @@ def load_lm_eval(
             if line["filter"] not in chosen_filters:
                 continue
             chosen_filter = str(line["filter"])
-            value = _line_score(file, number, line, metric=chosen_metric, scoring=scoring, scale=scale)
+            value = _line_score(file, number, line, metric=chosen_metric, options=options)
             item = f"{file.task}/{_doc_key(file, number, line, filter_name=chosen_filter, copies=copies)}"
             _add_document(collected.items, seen_doc, file, number, line, item=item)
             parts = ([file.date_id] if runs == "all" else []) + ([chosen_filter] if all_filters else [])
@@ -389,10 +390,7 @@ def load_lm_eval(
 
     used = set(collected.rows["subject"])
     subjects = pd.DataFrame([{"subject": s, **meta} for s, meta in subject_meta.items() if s in used])
-    options = {"categories": categories, "bins": bins}
-    return collected.data(
-        subjects, with_condition=runs == "all" or all_filters, scoring=scoring, source=str(root), **options
-    )
+    return collected.data(subjects, with_condition=runs == "all" or all_filters, options=options, source=str(root))
 
 
 def _found_files(root: Path, tasks: Sequence[str] | None) -> tuple[list[_SamplesFile], dict[str, dict[str, Any]]]:
@@ -446,8 +444,7 @@ def _line_score(
     line: dict[str, Any],
     *,
     metric: str,
-    scoring: Scoring,
-    scale: OrdinalScale | None = None,
+    options: ReadOptions,
 ) -> float:
     """The score of one samples line, checked; errors name the file and line."""
     if "doc_id" not in line:
@@ -456,7 +453,7 @@ def _line_score(
         raise DataError(f"{file.path}: line {number} has no '{metric}' key (the metric being read)")
     note = " (binary metrics must be 0/1, other metrics a fraction in [0, 1])"
     where = f"{file.path}: line {number} key '{metric}'"
-    return checked_score(line[metric], where=where, scoring=scoring, note=note, scale=scale)
+    return checked_score(line[metric], where=where, options=options, note=note)
 
 
 def _doc_key(
@@ -542,23 +539,19 @@ class Collected:
         subjects: pd.DataFrame,
         *,
         with_condition: bool,
-        scoring: Scoring,
+        options: ReadOptions,
         source: str,
-        categories: Sequence[Any] | None = None,
-        bins: Sequence[float] | None = None,
     ) -> ResponseData:
         """The responses as :class:`~irtbayes.data.responses.ResponseData` (the ``condition`` column only
-        ``with_condition``; ``categories`` and ``bins`` for ordinal scoring)."""
+        ``with_condition``), read as ``options`` say."""
         return harness_responses(
             self.rows,
             list(self.items.values()),
             with_condition=with_condition,
             text_columns=("text", "answer"),
-            scoring=scoring,
+            options=options,
             source=source,
             subjects=subjects,
-            categories=categories,
-            bins=bins,
         )
 
 

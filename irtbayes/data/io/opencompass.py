@@ -34,18 +34,17 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 import pandas as pd
 
 from irtbayes.core.errors import DataError, listed
 from irtbayes.core.files import read_json
-from irtbayes.data.columns import Scoring
 from irtbayes.data.io.lighteval import partial_subjects
-from irtbayes.data.io.tabular import checked_folder, checked_score, harness_responses
+from irtbayes.data.io.tabular import checked_folder, checked_score, harness_responses, newest_runs
+from irtbayes.data.reading import ReadFields, ReadOptions
 from irtbayes.data.responses import ResponseData
 
 __all__ = ["CORRECT_KEYS", "is_opencompass_folder", "load_opencompass"]
@@ -101,19 +100,6 @@ def is_opencompass_folder(path: str | Path) -> bool:
     return path.is_dir() and any(_looks_like_results(p) for p in _result_files(path))
 
 
-def _newest(results: list[_Result], notes: list[str]) -> list[_Result]:
-    """Of several runs of one (model, dataset), the newest (by its ``<time>`` folder); the others named."""
-    kept: dict[tuple[str, str], _Result] = {}
-    for result in sorted(results, key=lambda r: (r.run, str(r.path))):
-        key = (result.model, result.dataset)
-        if key in kept:
-            notes.append(
-                f"{result.model} ran {result.dataset} more than once: read the run {result.run}, not {kept[key].run}"
-            )
-        kept[key] = result
-    return sorted(kept.values(), key=lambda r: (r.model, r.dataset))
-
-
 def _details(result: _Result) -> list[tuple[int, dict[str, Any]]]:
     """The (example index, detail) pairs of a results file; an error naming it when it has none."""
     content = read_json(result.path)
@@ -139,7 +125,7 @@ def _details(result: _Result) -> list[tuple[int, dict[str, Any]]]:
     return pairs
 
 
-def _trials(entry: dict[str, Any], *, where: str, scoring: Scoring) -> list[float]:
+def _trials(entry: dict[str, Any], *, where: str, options: ReadOptions) -> list[float]:
     """The correctness of one example in each of its runs, as numbers in [0, 1]."""
     key = next((k for k in CORRECT_KEYS if entry.get(k) is not None), None)
     if key is None:
@@ -150,9 +136,8 @@ def _trials(entry: dict[str, Any], *, where: str, scoring: Scoring) -> list[floa
     values = entry[key] if isinstance(entry[key], list) else [entry[key]]
     if not values:
         raise DataError(f"{where} key {key!r} is an empty list")
-    # the runs are averaged after the check, so each run must be a score whatever the scoring asked for
-    run_scoring: Scoring = "binary" if scoring == "binary" else "auto"
-    return [checked_score(v, where=f"{where} key {key!r}", scoring=run_scoring) for v in values]
+    # each run must be a score (ordinal scoring is refused before): 0/1 for binary scoring, else in [0, 1]
+    return [checked_score(v, where=f"{where} key {key!r}", options=options) for v in values]
 
 
 def _first(value: Any, replicated: bool) -> Any:
@@ -192,9 +177,8 @@ def _predictions(result: _Result) -> dict[str, Any]:
 def load_opencompass(
     path: str | Path,
     *,
-    scoring: Scoring = "auto",
-    categories: Sequence[Any] | None = None,
-    bins: Sequence[float] | None = None,
+    options: ReadOptions | None = None,
+    **fields: Unpack[ReadFields],
 ) -> ResponseData:
     """Read OpenCompass results with per-example details (``--dump-eval-details``).
 
@@ -203,9 +187,11 @@ def load_opencompass(
     path
         A work folder (``outputs/default``, whose ``<time>`` folders are searched), one ``<time>`` folder, or its
         ``results/`` folder.
-    scoring
-        ``"binary"`` refuses repeated runs that disagree; ``"auto"`` and ``"fraction"`` read them as k correct of n
-        runs. ``"ordinal"`` is refused (with ``categories`` and ``bins``): OpenCompass records correct or not.
+    options, **fields
+        How scores are read (:class:`~irtbayes.data.reading.ReadOptions`, or its fields as keywords):
+        ``scoring="binary"`` refuses repeated runs that disagree; ``"auto"`` and ``"fraction"`` read them as k
+        correct of n runs. ``"ordinal"`` is refused (with ``categories`` and ``bins``): OpenCompass records correct
+        or not.
 
     Returns
     -------
@@ -230,24 +216,29 @@ def load_opencompass(
     >>> float(cell["response"]), int(cell["trials"]), data.response_kind  # 2 correct of 3 runs
     (0.6666666666666666, 3, 'counts')
     """
+    options = ReadOptions.of(options, fields, caller="load_opencompass")
     root = checked_folder(path, "an OpenCompass work folder (outputs/default, one of its runs or its results/)")
-    if scoring == "ordinal" or categories is not None or bins is not None:
-        raise DataError(
-            f"{root}: OpenCompass details record whether each example was answered correctly, not graded "
-            "categories; ordinal scoring does not apply (use scoring='binary' or 'auto')"
-        )
+    options.refuse_ordinal(str(root), recorded="OpenCompass details record whether each example was answered correctly")
     files = _result_files(root)
     if not files:
         raise DataError(
             f"{root}: no OpenCompass results (<time>/results/<model_abbr>/<dataset_abbr>.json) here or below"
         )
     notes: list[str] = []
-    results = _newest([_Result(p, p.parent.name, p.stem, p.parents[2].name) for p in files], notes)
+    found = [_Result(p, p.parent.name, p.stem, p.parents[2].name) for p in files]
+    results = newest_runs(  # of several runs of one (model, dataset), the newest by its <time> folder
+        found,
+        notes,
+        who=lambda r: (r.model, r.dataset),
+        when=lambda r: (r.run, str(r.path)),
+        name=lambda r: f"the run {r.run}",
+        sort=True,
+    )
     rows: dict[str, list[Any]] = {"subject": [], "item": [], "response": [], "trials": [], "condition": []}
     items: dict[str, dict[str, Any]] = {}
     repeated: dict[str, dict[str, int]] = {}  # dataset -> model -> most runs of an example
     for result in results:
-        for item, response, trials, runs_read in _read_result(result, items, scoring=scoring):
+        for item, response, trials, runs_read in _read_result(result, items, options=options):
             rows["subject"].append(result.model)
             rows["item"].append(item)
             rows["response"].append(response)
@@ -272,7 +263,7 @@ def load_opencompass(
         list(items.values()),
         with_condition=False,
         text_columns=("text", "answer"),
-        scoring=scoring,
+        options=options,
         source=str(root),
         subjects=subjects,
     )
@@ -280,7 +271,7 @@ def load_opencompass(
 
 
 def _read_result(
-    result: _Result, items: dict[str, dict[str, Any]], *, scoring: Scoring
+    result: _Result, items: dict[str, dict[str, Any]], *, options: ReadOptions
 ) -> list[tuple[str, float, int, int]]:
     """(item, response, trials, runs) for each example of one results file: k correct of n runs (the share k / n,
     n trials) where each run is 0/1, else the mean of the runs as one trial; its items added to ``items``."""
@@ -290,10 +281,10 @@ def _read_result(
     out = []
     for index, entry in pairs:
         where = f"{result.path}: details entry {index}"
-        trials = _trials(entry, where=where, scoring=scoring)
+        trials = _trials(entry, where=where, options=options)
         item = f"{result.dataset}/{index}"
         share = sum(trials) / len(trials)
-        if scoring == "binary" and share not in (0.0, 1.0):
+        if options.scoring == "binary" and share not in (0.0, 1.0):
             raise DataError(
                 f"{where}: {len(trials)} runs, {sum(trials):g} correct: a share, but binary (0/1) responses were "
                 "required; pass scoring='auto' to read k correct of n runs"

@@ -12,17 +12,16 @@ Subject and item ids are strings; responses are numbers (irtbayes reads 1/0, sco
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Unpack
 
 import numpy as np
 import pandas as pd
 
 from irtbayes.core.errors import DataError
 from irtbayes.core.files import atomic_write_text, read_json_lines
-from irtbayes.data.columns import Scoring, scoring_scale
 from irtbayes.data.io.tabular import checked_score
+from irtbayes.data.reading import ReadFields, ReadOptions
 from irtbayes.data.responses import ResponseData
 
 __all__ = ["PYIRT_SUFFIXES", "is_pyirt_file", "load_pyirt", "write_pyirt"]
@@ -45,26 +44,20 @@ def is_pyirt_file(path: str | Path) -> bool:
     return path.is_file() and path.suffix.lower() in PYIRT_SUFFIXES
 
 
-def load_pyirt(
-    path: str | Path,
-    *,
-    scoring: Scoring = "auto",
-    categories: Sequence[Any] | None = None,
-    bins: Sequence[float] | None = None,
-) -> ResponseData:
+def load_pyirt(path: str | Path, *, options: ReadOptions | None = None, **fields: Unpack[ReadFields]) -> ResponseData:
     """Load a py-irt JSON Lines file: one ``{"subject_id": ..., "responses": {item: 0/1}}`` object a line.
 
     Parameters
     ----------
     path
         The file. Blank lines are skipped; a ``null`` response is a missing cell.
-    scoring
-        ``"binary"`` refuses anything but 0/1; ``"auto"`` and ``"fraction"`` keep scores in [0, 1];
-        ``"ordinal"`` reads graded categories (numbers) as codes 0..K-1.
-    categories, bins
-        With ``scoring="ordinal"``: the categories in order, or increasing edges that cut numeric scores into
-        categories (as in :meth:`ResponseData.from_long <irtbayes.data.responses.ResponseData.from_long>`); without
-        either the responses must be integers, their categories inferred.
+    options, **fields
+        How responses are read (:class:`~irtbayes.data.reading.ReadOptions`, or its fields as keywords):
+        ``scoring="binary"`` refuses anything but 0/1; ``"auto"`` and ``"fraction"`` keep scores in [0, 1];
+        ``"ordinal"`` reads graded categories (numbers) as codes 0..K-1: the ``categories`` in order, or increasing
+        ``bins`` edges that cut numeric scores into categories (as in :meth:`ResponseData.from_long
+        <irtbayes.data.responses.ResponseData.from_long>`); without either the responses must be integers, their
+        categories inferred.
 
     Returns
     -------
@@ -89,10 +82,10 @@ def load_pyirt(
     >>> list(data.subject_ids), list(data.item_ids), data.n_responses
     (['m1', 'm2'], ['q1', 'q2'], 3)
     """
+    options = ReadOptions.of(options, fields, caller="load_pyirt")
     path = Path(path)
     if not path.is_file():
         raise DataError(f"{path}: no such file")
-    scale = scoring_scale(scoring, categories=categories, bins=bins, source=str(path))
     records = read_json_lines(path)
     if not records:
         raise DataError(f"{path}: the file is empty (expected one py-irt JSON object per line)")
@@ -126,9 +119,7 @@ def load_pyirt(
             if not item_id:
                 raise DataError(f"{where}: subject '{subject}' has a response to an item with a blank id")
             values.append(
-                checked_score(
-                    value, where=f"{where}: subject '{subject}', item '{item_id}'", scoring=scoring, scale=scale
-                )
+                checked_score(value, where=f"{where}: subject '{subject}', item '{item_id}'", options=options)
             )
             subjects.append(subject)
             items.append(item_id)
@@ -142,7 +133,7 @@ def load_pyirt(
             f"{path} line {first_line[str(row['subject'])]}: subject '{row['subject']}' answers item "
             f"'{row['item']}' twice (item ids are compared without surrounding spaces)"
         )
-    return ResponseData.from_long(frame, scoring=scoring, categories=categories, bins=bins, source=str(path))
+    return ResponseData.from_long(frame, options=options, source=str(path))
 
 
 def write_pyirt(data: ResponseData, path: str | Path, *, condition: str | None = None) -> Path:

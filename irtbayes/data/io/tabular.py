@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Unpack
 
 import pandas as pd
 
 from irtbayes.core.errors import DataError, listed
-from irtbayes.data.columns import OrdinalScale, Scoring, category_label, scoring_scale
+from irtbayes.data.columns import OrdinalScale, category_label
+from irtbayes.data.reading import ReadFields, ReadOptions
 from irtbayes.data.responses import Repeats, ResponseData
 
 __all__ = [
@@ -20,6 +21,7 @@ __all__ = [
     "harness_responses",
     "load_long",
     "load_wide",
+    "newest_runs",
     "read_columns",
     "read_table",
 ]
@@ -29,39 +31,39 @@ def checked_score(
     value: Any,
     *,
     where: str,
-    scoring: Scoring,
+    options: ReadOptions,
     holds: str = "holds",
     note: str = "",
     bools: bool = True,
-    scale: OrdinalScale | None = None,
 ) -> float:
     """One logged score as a float in [0, 1] (``True``/``False`` as 1/0 unless ``bools`` is False), else a
     DataError opening with ``where`` (file, line or row, key); 0/1 only with ``scoring="binary"``.
 
     With ``scoring="ordinal"`` the score is any finite number, to be made a category code later: one of the
-    labels of a declared ``scale``, any number for a scale of bins, an integer when ``scale`` is None (categories
-    inferred from the data).
+    labels of the declared scale (``options.scale``), any number for a scale of bins, an integer when no scale is
+    declared (categories inferred from the data).
 
     Examples
     --------
-    >>> checked_score(0.5, where="x.jsonl: line 3 key 'f1'", scoring="auto")
+    >>> checked_score(0.5, where="x.jsonl: line 3 key 'f1'", options=ReadOptions())
     0.5
-    >>> checked_score(7, where="x.jsonl: line 3 key 'rating'", scoring="ordinal")
+    >>> ordinal = ReadOptions(scoring="ordinal")
+    >>> checked_score(7, where="x.jsonl: line 3 key 'rating'", options=ordinal)
     7.0
-    >>> checked_score(7.5, where="x.jsonl: line 3 key 'rating'", scoring="ordinal")
+    >>> checked_score(7.5, where="x.jsonl: line 3 key 'rating'", options=ordinal)
     Traceback (most recent call last):
     ...
     irtbayes.core.errors.DataError: x.jsonl: line 3 key 'rating' holds 7.5, which is not an integer category; ...
     """
     if bools and isinstance(value, bool):
         value = float(value)
-        if scoring != "ordinal":
+        if not options.ordinal:
             return value
-    if scoring == "ordinal":
-        return _ordinal_score(value, where=where, holds=holds, scale=scale)
+    if options.ordinal:
+        return _ordinal_score(value, where=where, holds=holds, scale=options.scale)
     if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value) or not 0 <= value <= 1:
         raise DataError(f"{where} {holds} {value!r}, which is not a score in [0, 1]{note}")
-    if scoring == "binary" and value not in (0, 1):
+    if options.scoring == "binary" and value not in (0, 1):
         raise DataError(
             f"{where} {holds} {value!r}, but binary (0/1) responses were required; pass scoring='fraction' to keep "
             "partial-credit scores"
@@ -94,22 +96,47 @@ def checked_folder(path: str | Path, expected: str) -> Path:
     return root
 
 
+def newest_runs[R](
+    runs: Iterable[R],
+    notes: list[str],
+    *,
+    who: Callable[[R], tuple[str, str]],
+    when: Callable[[R], Any],
+    name: Callable[[R], str],
+    sort: bool = False,
+) -> list[R]:
+    """Of several runs of one (subject, benchmark) (``who``), the newest (by ``when``), each other named in ``notes``
+    ("m ran b more than once: read ``name(newest)``, not ``name(other)``"); in the order of their first run, or of
+    (subject, benchmark) with ``sort``.
+
+    >>> notes = []
+    >>> newest_runs(["m/b/1", "m/b/2", "n/b/1"], notes, who=lambda r: tuple(r.split("/")[:2]), when=str, name=str)
+    ['m/b/2', 'n/b/1']
+    >>> notes
+    ['m ran b more than once: read m/b/2, not m/b/1']
+    """
+    kept: dict[tuple[str, str], R] = {}
+    for run in sorted(runs, key=when):
+        key = who(run)
+        if key in kept:
+            notes.append(f"{key[0]} ran {key[1]} more than once: read {name(run)}, not {name(kept[key])}")
+        kept[key] = run
+    return [kept[key] for key in sorted(kept)] if sort else list(kept.values())
+
+
 def harness_responses(
     rows: dict[str, list[Any]] | list[dict[str, Any]],
     items: list[dict[str, Any]],
     *,
     with_condition: bool,
     text_columns: Sequence[str],
-    scoring: Scoring,
+    options: ReadOptions,
     source: str,
     subjects: pd.DataFrame | None = None,
-    categories: Sequence[Any] | None = None,
-    bins: Sequence[float] | None = None,
 ) -> ResponseData:
     """The responses read from an evaluation harness's logs, with their item table: ``text_columns`` as
     strings, ``n_options`` as nullable integers, and a ``condition`` column only ``with_condition``; a ``trials``
-    column of ``rows`` gives each response's number of trials; ``scoring``, ``categories`` and ``bins`` as in
-    :meth:`ResponseData.from_long`."""
+    column of ``rows`` gives each response's number of trials; ``options`` as in :meth:`ResponseData.from_long`."""
     frame = pd.DataFrame(rows)
     if not with_condition:
         frame = frame.drop(columns="condition")
@@ -123,9 +150,7 @@ def harness_responses(
         trials="trials" if "trials" in frame.columns else None,
         items=item_table,
         subjects=subjects,
-        scoring=scoring,
-        categories=categories,
-        bins=bins,
+        options=options,
         source=source,
     )
 
@@ -244,19 +269,18 @@ def load_long(
     repeats: Repeats = "error",
     items: str | Path | pd.DataFrame | None = None,
     item_id: str = "item",
-    scoring: Scoring = "auto",
-    categories: Sequence[Any] | None = None,
-    bins: Sequence[float] | None = None,
-    require_benchmark: bool = False,
+    options: ReadOptions | None = None,
+    **fields: Unpack[ReadFields],
 ) -> ResponseData:
     """Load a long table: one row per (subject, item[, condition]) with a response column.
 
     Columns are mapped with ``subject``, ``item``, ``response`` and ``condition``. Item metadata
     (``benchmark``, ``domain``, ``text``, ``n_categories``, ...) may sit on the rows themselves or come from
-    ``items`` (a file or frame whose ``item_id`` column holds the item ids). ``scoring``, ``categories`` and
-    ``bins`` are as in :meth:`ResponseData.from_long <irtbayes.data.responses.ResponseData.from_long>`:
-    ``scoring="ordinal"`` reads graded categories (declared labels in order, numeric scores cut at ``bins``
-    edges, or integers), held as codes 0..K-1.
+    ``items`` (a file or frame whose ``item_id`` column holds the item ids). ``options``
+    (:class:`~irtbayes.data.reading.ReadOptions`), or its fields as keywords (``scoring``, ``categories``, ``bins``,
+    ``require_benchmark``), say how responses are read, as in :meth:`ResponseData.from_long
+    <irtbayes.data.responses.ResponseData.from_long>`: ``scoring="ordinal"`` reads graded categories (declared labels
+    in order, numeric scores cut at ``bins`` edges, or integers), held as codes 0..K-1.
 
     Repeated trials (:mod:`irtbayes.data.trials`): a ``trials`` column (found by that name unless named) gives each
     response's number of trials n, the response being the share of successes k / n; a table with ``successes`` and
@@ -302,6 +326,7 @@ def load_long(
     >>> data.successes.tolist(), data.trials.tolist()
     ([2.0, 1.0], [3, 1])
     """
+    options = ReadOptions.of(options, fields, caller="load_long")
     path = Path(path)
     frame = read_table(path)
     if condition is None and "condition" in frame.columns:
@@ -318,12 +343,9 @@ def load_long(
         successes=successes,
         repeats=repeats,
         items=_items_table(items, item_id=item_id),
-        scoring=scoring,
-        categories=categories,
-        bins=bins,
-        require_benchmark=require_benchmark,
         source=str(path),
         first_line=_first_line(path),
+        options=options,
     )
 
 
@@ -334,10 +356,8 @@ def load_wide(
     id_column: str | None = None,
     items: str | Path | pd.DataFrame | None = None,
     item_id: str = "item",
-    scoring: Scoring = "auto",
-    categories: Sequence[Any] | None = None,
-    bins: Sequence[float] | None = None,
-    require_benchmark: bool = False,
+    options: ReadOptions | None = None,
+    **fields: Unpack[ReadFields],
 ) -> ResponseData:
     """Load a matrix: one row per subject (or per item with ``rows="items"``), blank cells missing.
 
@@ -345,7 +365,7 @@ def load_wide(
     cannot: when it holds only responses (0/1, or scores in [0, 1], or blanks; with ``scoring="ordinal"`` any
     numbers, or mostly declared category labels) and repeats a value, the table is a bare response matrix
     (as LSAT7 and Science ship with mirt) and its rows are numbered 1, 2, ... in file order, which
-    :attr:`ResponseData.notes` and the data summary say. ``scoring``, ``categories`` and ``bins`` are as in
+    :attr:`ResponseData.notes` and the data summary say. ``options`` (or its fields as keywords) are as in
     :func:`load_long`; inferred ordinal categories span the whole matrix.
 
     Examples
@@ -368,12 +388,12 @@ def load_wide(
     (array([[ 0.,  2.,  1.],
            [ 1.,  2., nan]]), '<4 | 4-8 | >=8')
     """
+    options = ReadOptions.of(options, fields, caller="load_wide")
     path = Path(path)
     frame = read_table(path)
     kind = "subject" if rows == "subjects" else "item"
     notes: tuple[str, ...] = ()
-    scale = scoring_scale(scoring, categories=categories, bins=bins, source=str(path))
-    if id_column is None and _bare_matrix(frame, ordinal=scoring == "ordinal", scale=scale):
+    if id_column is None and _bare_matrix(frame, options):
         frame = frame.set_axis(pd.Index([str(i) for i in range(1, len(frame) + 1)], name=kind), axis=0)
         notes = (f"no id column: the {kind}s are numbered by their row, 1 to {len(frame)}, in file order",)
     else:
@@ -384,17 +404,14 @@ def load_wide(
         id_column=id_column,
         rows=rows,
         items=_items_table(items, item_id=item_id),
-        scoring=scoring,
-        categories=categories,
-        bins=bins,
-        require_benchmark=require_benchmark,
         source=str(path),
         first_line=_first_line(path),
+        options=options,
     )
     return data.with_notes(*notes)
 
 
-def _bare_matrix(frame: pd.DataFrame, *, ordinal: bool = False, scale: OrdinalScale | None = None) -> bool:
+def _bare_matrix(frame: pd.DataFrame, options: ReadOptions) -> bool:
     """Whether the first column holds responses rather than ids, repeating a value: only numbers in [0, 1] or
     blanks; for ordinal responses, only numbers, or (declared labels) mostly labels, so that a stray value is
     reported as one."""
@@ -403,8 +420,9 @@ def _bare_matrix(frame: pd.DataFrame, *, ordinal: bool = False, scale: OrdinalSc
     if not len(values) or not values.duplicated().any() or pd.api.types.is_bool_dtype(first):
         return False
     if pd.api.types.is_numeric_dtype(first):
-        return bool(ordinal or values.between(0, 1).all())
-    if ordinal and scale is not None and not scale.edges:
+        return bool(options.ordinal or values.between(0, 1).all())
+    scale = options.scale
+    if scale is not None and not scale.edges:
         return bool(values.map(category_label).isin(scale.labels).mean() >= 0.5)
     return False
 
