@@ -29,7 +29,8 @@ try:
 except metadata.PackageNotFoundError:  # a source tree on sys.path, not installed
     __version__ = "0+unknown"
 
-# public name -> the module that defines it
+# the names users call -> the module that defines it; the results they return (AuditResult, Scores, ...), BenchFill's
+# candidate sources and the adaptive test's parts are imported from that module (each result's own ``load``)
 _PUBLIC: dict[str, str] = {
     # errors
     "IrtbayesError": "irtbayes.core.errors",
@@ -54,17 +55,13 @@ _PUBLIC: dict[str, str] = {
     "save_fit": "irtbayes.fitting.storage",
     "load_fit": "irtbayes.fitting.storage",
     # checks
-    "Diagnostics": "irtbayes.fitting.diagnostics.verdict",
-    "PredictiveCheck": "irtbayes.checks.predictive",
     "posterior_predictive_check": "irtbayes.checks.predictive",
     "log_likelihood": "irtbayes.checks.predictive",
     "compare_fits": "irtbayes.checks.predictive",
     "check_items": "irtbayes.checks.items",
-    "ItemChecks": "irtbayes.checks.items",
     # audit
     "audit": "irtbayes.auditing.run",
     "AuditSettings": "irtbayes.auditing.settings",
-    "AuditResult": "irtbayes.auditing.result",
     "save_audit": "irtbayes.auditing.folder",
     "load_audit": "irtbayes.auditing.folder",
     "Target": "irtbayes.auditing.targets",
@@ -77,89 +74,51 @@ _PUBLIC: dict[str, str] = {
     "write_mirt": "irtbayes.reporting.interchange",
     "write_tinybenchmarks": "irtbayes.reporting.interchange",
     # BenchFill
-    "choose_target": "irtbayes.benchfill.target",
+    "choose_aim": "irtbayes.benchfill.aim",
     "propose": "irtbayes.benchfill.proposal",
     "calibrate_candidates": "irtbayes.benchfill.run",
     "save_benchfill": "irtbayes.benchfill.result",
     "load_benchfill": "irtbayes.benchfill.result",
-    "BenchfillResult": "irtbayes.benchfill.result",
     "AcceptanceRule": "irtbayes.benchfill.acceptance",
-    "Candidate": "irtbayes.benchfill.candidates",
     "load_candidates": "irtbayes.benchfill.candidates",
-    "FileSource": "irtbayes.benchfill.sources",
-    "CallableSource": "irtbayes.benchfill.sources",
-    "LLMSource": "irtbayes.benchfill.llm",
-    "ProposalRequest": "irtbayes.benchfill.sources",
-    "export_lm_eval": "irtbayes.benchfill.export",
-    "export_csv_template": "irtbayes.benchfill.export",
     # robustness
     "check_robustness": "irtbayes.robustness.run",
     "RobustnessSettings": "irtbayes.robustness.run",
-    "RobustnessResult": "irtbayes.robustness.run",
     "report_robustness": "irtbayes.reporting.robustness",
     # evaluating new systems: their abilities, and scores on a few items
     "score": "irtbayes.evaluating.scoring",
-    "Scores": "irtbayes.evaluating.scoring",
     "predict_scores": "irtbayes.evaluating.prediction",
-    "PredictedScores": "irtbayes.evaluating.prediction",
     "select_items": "irtbayes.evaluating.selection",
-    "Selection": "irtbayes.evaluating.selection",
     "AdaptiveTest": "irtbayes.evaluating.adaptive",
-    "AdaptiveResult": "irtbayes.evaluating.adaptive",
     "run_adaptive": "irtbayes.evaluating.adaptive",
-    "Exposure": "irtbayes.evaluating.adaptive",
-    "ItemBank": "irtbayes.evaluating.bank",
     "track": "irtbayes.evaluating.tracking",
-    "Tracking": "irtbayes.evaluating.tracking",
     "file_responder": "irtbayes.evaluating.responders",
-    "EndpointResponder": "irtbayes.evaluating.responders",
 }
 
 __all__ = [
     "AcceptanceRule",
-    "AdaptiveResult",
     "AdaptiveTest",
-    "AuditResult",
     "AuditSettings",
-    "BenchfillResult",
-    "CallableSource",
-    "Candidate",
     "DataError",
-    "Diagnostics",
-    "EndpointResponder",
-    "Exposure",
-    "FileSource",
     "Fit",
     "FitError",
     "FitInterrupted",
     "IrtbayesError",
-    "ItemBank",
-    "ItemChecks",
-    "LLMSource",
     "ModelSpec",
-    "PredictedScores",
-    "PredictiveCheck",
     "Priors",
-    "ProposalRequest",
     "ResponseData",
-    "RobustnessResult",
     "RobustnessSettings",
     "SamplerSettings",
-    "Scores",
-    "Selection",
     "SpecError",
     "StopRule",
     "Target",
-    "Tracking",
     "__version__",
     "audit",
     "calibrate_candidates",
     "check_items",
     "check_robustness",
-    "choose_target",
+    "choose_aim",
     "compare_fits",
-    "export_csv_template",
-    "export_lm_eval",
     "file_responder",
     "fit",
     "group_target",
@@ -196,10 +155,46 @@ _RENAMED: dict[str, str] = {
     "write_audit": "save_audit",
     "write_benchfill": "save_benchfill",
     "load_benchfill_result": "load_benchfill",
+    "choose_target": "choose_aim",
+}
+
+
+# names once at the top level, now only in the stage module that defines them: still given, with a
+# DeprecationWarning naming that module, for a release (in neither __all__ nor _PUBLIC)
+_MOVED: dict[str, str] = {
+    "AdaptiveResult": "irtbayes.evaluating.adaptive",
+    "AuditResult": "irtbayes.auditing.result",
+    "BenchfillResult": "irtbayes.benchfill.result",
+    "CallableSource": "irtbayes.benchfill.sources",
+    "Candidate": "irtbayes.benchfill.candidates",
+    "Diagnostics": "irtbayes.fitting.diagnostics.verdict",
+    "EndpointResponder": "irtbayes.evaluating.responders",
+    "Exposure": "irtbayes.evaluating.adaptive",
+    "FileSource": "irtbayes.benchfill.sources",
+    "ItemBank": "irtbayes.evaluating.bank",
+    "ItemChecks": "irtbayes.checks.items",
+    "LLMSource": "irtbayes.benchfill.llm",
+    "PredictedScores": "irtbayes.evaluating.prediction",
+    "PredictiveCheck": "irtbayes.checks.predictive",
+    "ProposalRequest": "irtbayes.benchfill.sources",
+    "RobustnessResult": "irtbayes.robustness.run",
+    "Scores": "irtbayes.evaluating.scoring",
+    "Selection": "irtbayes.evaluating.selection",
+    "Tracking": "irtbayes.evaluating.tracking",
+    "export_csv_template": "irtbayes.benchfill.export",
+    "export_lm_eval": "irtbayes.benchfill.export",
 }
 
 
 def __getattr__(name: str) -> Any:
+    if name in _MOVED:
+        home = _MOVED[name]
+        warnings.warn(
+            f"irtbayes.{name} is deprecated: import it from {home} ({name} is no longer at the top level)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(importlib.import_module(home), name)
     if name in _RENAMED:
         new = _RENAMED[name]
         warnings.warn(f"irtbayes.{name} is deprecated: use irtbayes.{new}", DeprecationWarning, stacklevel=2)
@@ -218,34 +213,28 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # what IDEs and mypy see; at run time the names load on first use
     from irtbayes.auditing.folder import load_audit, save_audit
-    from irtbayes.auditing.result import AuditResult
     from irtbayes.auditing.run import audit
     from irtbayes.auditing.settings import AuditSettings
     from irtbayes.auditing.targets import Target, group_target, read_target, uniform_target, weights_target
     from irtbayes.benchfill.acceptance import AcceptanceRule
-    from irtbayes.benchfill.candidates import Candidate, load_candidates
-    from irtbayes.benchfill.export import export_csv_template, export_lm_eval
-    from irtbayes.benchfill.llm import LLMSource
+    from irtbayes.benchfill.aim import choose_aim
+    from irtbayes.benchfill.candidates import load_candidates
     from irtbayes.benchfill.proposal import propose
-    from irtbayes.benchfill.result import BenchfillResult, load_benchfill, save_benchfill
+    from irtbayes.benchfill.result import load_benchfill, save_benchfill
     from irtbayes.benchfill.run import calibrate_candidates
-    from irtbayes.benchfill.sources import CallableSource, FileSource, ProposalRequest
-    from irtbayes.benchfill.target import choose_target
-    from irtbayes.checks.items import ItemChecks, check_items
-    from irtbayes.checks.predictive import PredictiveCheck, compare_fits, log_likelihood, posterior_predictive_check
+    from irtbayes.checks.items import check_items
+    from irtbayes.checks.predictive import compare_fits, log_likelihood, posterior_predictive_check
     from irtbayes.core.errors import DataError, FitError, FitInterrupted, IrtbayesError, SpecError
     from irtbayes.data.io import load
     from irtbayes.data.registry import list_datasets, load_dataset
     from irtbayes.data.responses import ResponseData
     from irtbayes.data.simulate import simulate_responses
-    from irtbayes.evaluating.adaptive import AdaptiveResult, AdaptiveTest, Exposure, run_adaptive
-    from irtbayes.evaluating.bank import ItemBank
-    from irtbayes.evaluating.prediction import PredictedScores, predict_scores
-    from irtbayes.evaluating.responders import EndpointResponder, file_responder
-    from irtbayes.evaluating.scoring import Scores, score
-    from irtbayes.evaluating.selection import Selection, select_items
-    from irtbayes.evaluating.tracking import Tracking, track
-    from irtbayes.fitting.diagnostics.verdict import Diagnostics
+    from irtbayes.evaluating.adaptive import AdaptiveTest, run_adaptive
+    from irtbayes.evaluating.prediction import predict_scores
+    from irtbayes.evaluating.responders import file_responder
+    from irtbayes.evaluating.scoring import score
+    from irtbayes.evaluating.selection import select_items
+    from irtbayes.evaluating.tracking import track
     from irtbayes.fitting.fit import fit
     from irtbayes.fitting.result import Fit
     from irtbayes.fitting.settings import SamplerSettings
@@ -255,4 +244,4 @@ if TYPE_CHECKING:  # what IDEs and mypy see; at run time the names load on first
     from irtbayes.reporting.interchange import write_mirt, write_tinybenchmarks
     from irtbayes.reporting.report import report
     from irtbayes.reporting.robustness import report_robustness
-    from irtbayes.robustness.run import RobustnessResult, RobustnessSettings, check_robustness
+    from irtbayes.robustness.run import RobustnessSettings, check_robustness

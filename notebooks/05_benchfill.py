@@ -15,8 +15,9 @@
 # # 5. BenchFill: filling a real benchmark's widest gap
 #
 # BenchFill adds items aimed at a difficulty region a benchmark leaves empty, and keeps a candidate only when
-# the posterior, after the evaluated systems have answered it, places it in the target bin with probability at
-# least tau (0.8) and gives it a credibly positive discrimination. Every decision goes into a ledger.
+# the posterior, after the evaluated systems have answered it, places it in the aim (the interval [lo, hi) the new
+# items should fill, here the bin of the widest gap) with probability at least tau (0.8) and gives it a credibly
+# positive discrimination. Every decision goes into a ledger.
 #
 # **What is real and what is simulated.** The benchmark, its fitted item bank, the systems and their abilities
 # are real (the Open LLM Leaderboard population of notebook 3). The candidate items are not: a real run would
@@ -90,7 +91,7 @@ print("full refit as reference:", "yes" if REFIT else "no (set IRTBAYES_NB_BENCH
 # BenchFill is then chosen from how precisely a new item can be located: a candidate answered by all the systems,
 # with the benchmark's typical discrimination a, has Fisher information I(b) = a^2 sum_j p_j (1 - p_j) about its
 # difficulty at the gap's centre (p_j from each system's posterior mean ability), so its posterior sd is at least
-# s = 1 / sqrt(I). A target bin narrower than a few s cannot hold P(b in bin) >= tau even for a candidate aimed
+# s = 1 / sqrt(I). An aim narrower than a few s cannot hold P(b in bin) >= tau even for a candidate aimed
 # at its centre; we take the finest binning of the same range (at most 10 bins) whose bins are at least 6 s wide
 # (the Fisher sd ignores the uncertainty of the candidate's discrimination and of the abilities, so real
 # posteriors are wider). The operating characteristic at the end checks the choice.
@@ -128,17 +129,17 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore", RuntimeWarning)
     before = audit(bank, data, bins=BINS, range=RANGE, ci_prob=CI_PROB)
 edges = np.asarray(before.target.edges)
-target = before.benchmarks.loc[
+gap_row = before.benchmarks.loc[
     (before.benchmarks["scope_kind"] == "benchmark") & (before.benchmarks["scope"] == BENCH)
 ].iloc[0]
-K = int(target["gap_modal_bin"])
+K = int(gap_row["gap_modal_bin"])
 LO, HI = float(edges[K]), float(edges[K + 1])
 DOMAIN = str(data.items.loc[data.items["benchmark"] == BENCH, "domain"].iloc[0])
 print(
-    f"Target: {BENCH} ({DOMAIN}), whose widest gap {ci(target['max_gap_mean'], target['max_gap_ci_low'], target['max_gap_ci_high'])} "
+    f"Aim: {BENCH} ({DOMAIN}), whose widest gap {ci(gap_row['max_gap_mean'], gap_row['max_gap_ci_low'], gap_row['max_gap_ci_high'])} "
     f"logits ({BINS}-bin audit) lies on average at "
-    f"[{target['gap_lo']:.2f}, {target['gap_hi']:.2f}] and in bin {K} = [{LO:.2f}, {HI:.2f}) in "
-    f"{target['gap_p_modal_bin']:.0%} of draws. That bin is the target."
+    f"[{gap_row['gap_lo']:.2f}, {gap_row['gap_hi']:.2f}] and in bin {K} = [{LO:.2f}, {HI:.2f}) in "
+    f"{gap_row['gap_p_modal_bin']:.0%} of draws. That bin is the aim."
 )
 bins_b = before.bins.loc[(before.bins["scope_kind"] == "benchmark") & (before.bins["scope"] == BENCH)]
 print(
@@ -151,7 +152,7 @@ print(
 # ## Candidates with chosen true difficulties
 #
 # Twelve candidates, proposed through a `CallableSource` (the same interface an LLM source answers): five
-# spread across the target bin, two inside it with almost no discrimination (items that do not measure), one
+# spread across the aim, two inside it with almost no discrimination (items that do not measure), one
 # just below the bin and one further below, the same above, and one central candidate that only eight systems
 # answer. Their true discrimination is the benchmark's median posterior discrimination.
 
@@ -186,7 +187,7 @@ def propose(request: ProposalRequest):
     return out
 
 
-request = ProposalRequest(target_lo=LO, target_hi=HI, target_bin=K, n=len(design), benchmark=BENCH, domain=DOMAIN)
+request = ProposalRequest(aim_lo=LO, aim_hi=HI, aim_bin=K, n=len(design), benchmark=BENCH, domain=DOMAIN)
 candidates = CallableSource(propose, name="designed_candidates").propose(request)
 design_table = pd.DataFrame.from_dict(truth, orient="index")
 design_table["in_bin"] = (design_table["true_difficulty"] >= LO) & (design_table["true_difficulty"] < HI)
@@ -235,8 +236,8 @@ if REFIT:
 def decide(post: xr.Dataset) -> pd.DataFrame:
     return decide_all(
         post,
-        target_lo=LO,
-        target_hi=HI,
+        aim_lo=LO,
+        aim_hi=HI,
         n_responses=post["n_responses"].to_series(),
         rule=AcceptanceRule(tau=TAU, ci_prob=CI_PROB),
     )
@@ -251,7 +252,7 @@ ledger_path.unlink(missing_ok=True)  # one fresh ledger per run of this notebook
 ledger = Ledger(ledger_path)
 for stage, table in decisions.items():
     records = decision_records(
-        table, candidates=candidates, target_bin=K, extra={"stage": stage, "tau": TAU, "responses": "simulated"}
+        table, candidates=candidates, aim_bin=K, extra={"stage": stage, "tau": TAU, "responses": "simulated"}
     )
     for rec in records:
         rec.update({k: v for k, v in truth[rec["candidate_id"]].items() if k != "n_answering"})
@@ -267,7 +268,7 @@ shown = book[
         "difficulty_mean",
         "difficulty_ci_low",
         "difficulty_ci_high",
-        "p_in_target",
+        "p_in_aim",
         "p_discrimination_positive",
         "n_responses",
         "decision",
@@ -304,7 +305,7 @@ for stage, table in decisions.items():
 if full is not None:
     agree = (decisions["fixed bank"]["decision"] == decisions["full refit"]["decision"]).sum()
     print(f"The fast path and the full refit agree on {agree} of {len(design)} decisions.")
-    gap_b = decisions["full refit"]["p_in_target"] - decisions["fixed bank"]["p_in_target"]
+    gap_b = decisions["full refit"]["p_in_aim"] - decisions["fixed bank"]["p_in_aim"]
     print(f"Largest difference in P(in bin) between the two: {gap_b.abs().max():.3f} ({gap_b.abs().idxmax()}).")
 
 # %% [markdown]
@@ -400,18 +401,18 @@ else:
         )
         + f", and its DDM from {rb['ddm_w1_mean']:.3f} to {ra['ddm_w1_mean']:.3f}. P(bin {K} empty) goes from "
         f"{bin_row(a_before)['p_empty']:.2f} to {bin_row(a_after)['p_empty']:.2f}. The widest gap now lies on average at "
-        f"[{ra['gap_lo']:.2f}, {ra['gap_hi']:.2f}]: the next target for BenchFill."
+        f"[{ra['gap_lo']:.2f}, {ra['gap_hi']:.2f}]: the next aim for BenchFill."
     )
 
 # %% [markdown]
-# ## Figure: candidates against the target bin
+# ## Figure: candidates against the aim
 
 # %%
 t = decisions[BASIS].join(design_table)
 order = t.sort_values("true_difficulty")
 y = np.arange(len(order))
 fig, ax = plt.subplots(figsize=(7.5, 4.5), layout="constrained")
-ax.axvspan(LO, HI, color="#E69F00", alpha=0.15, label=f"target bin [{LO:.2f}, {HI:.2f})")
+ax.axvspan(LO, HI, color="#E69F00", alpha=0.15, label=f"aim [{LO:.2f}, {HI:.2f})")
 colours = {"accepted": OKABE_ITO[2], "rejected": OKABE_ITO[5]}
 for dec, rows in order.groupby("decision"):
     yy = y[order.index.get_indexer(rows.index)]
@@ -440,8 +441,8 @@ n_sys = [n for n in (20, 50, 100, 200, 400) if n <= data.n_subjects]
 with timer("operating characteristic"):
     oc = operating_characteristic(
         bank,
-        target_lo=LO,
-        target_hi=HI,
+        aim_lo=LO,
+        aim_hi=HI,
         n_systems=n_sys,
         n_candidates=30 if S.fast else 100,
         benchmark=BENCH,

@@ -36,6 +36,7 @@ from _common import REPO, Timer, settings, show, versions
 import irtbayes as irt
 from irtbayes.data.responses import ResponseData
 from irtbayes.data.simulate import simulate_responses
+from irtbayes.evaluating.tracking import Tracking
 
 S = settings()
 timer = Timer()
@@ -104,7 +105,7 @@ if S.fast:
 others = mmlu.subset(subjects=[s for s in mmlu.subject_ids if s not in LINE])
 saved = REPO / "notebooks" / "results" / "tracking_llama8b"
 if not S.fast and (saved / "changes.csv").is_file():
-    llama = irt.Tracking.load(saved)
+    llama = Tracking.load(saved)
 else:
     with timer("MMLU-Pro bank"):
         llama_bank = irt.fit(others, sampler="approx" if S.fast else "auto", seed=1, progress=False)

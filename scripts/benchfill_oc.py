@@ -1,16 +1,15 @@
 """Operating characteristic of the BenchFill acceptance rule on the fast (fixed-bank) calibration path.
 
-A bank is simulated (2PL, abilities standardised) and fitted; the fitted subjects' posterior mean abilities
-are then taken as the systems' true abilities. For each number of responding systems, candidates get true
-difficulties uniform on [lo - w, hi + w] (w = hi - lo, so a third lie in the target bin [lo, hi)) and true
-discriminations exp(Normal(0, 0.3)) ("uniform"), or are drawn from the fitted hierarchy's predictive for a
-new item of bench00 ("bank"). A share of them (``--mis-keyed``, default 20%) is mis-keyed (slope minus the
-drawn discrimination: responses fall with ability) and a share (``--flat``, default 20%) is flat (slope
-0.05). The systems' responses are simulated, the candidates (of benchmark bench00) are calibrated with
-``calibrate_fixed`` under each chosen prior (``--prior candidates bank``: the candidates' own group, the
-default, or a new item of bench00) and decided with ``decide_all`` (tau, the data-alone check, the sign-free
-slope credibly above the least slope, by default a quarter of the bank's typical discrimination, at least
-10 responses).
+A bank is simulated (2PL, abilities standardised) and fitted; the fitted subjects' posterior mean abilities are then
+taken as the systems' true abilities. For each number of responding systems, candidates get true difficulties
+uniform on [lo - w, hi + w] (w = hi - lo, so a third lie in the aim, the bin [lo, hi) the candidates should fill)
+and true discriminations exp(Normal(0, 0.3)) ("uniform"), or are drawn from the fitted hierarchy's predictive for a
+new item of bench00 ("bank"). A share of them (``--mis-keyed``, default 20%) is mis-keyed (slope minus the drawn
+discrimination: responses fall with ability) and a share (``--flat``, default 20%) is flat (slope 0.05). The
+systems' responses are simulated, the candidates (of benchmark bench00) are calibrated with ``calibrate_fixed``
+under each chosen prior (``--prior candidates bank``: the candidates' own group, the default, or a new item of
+bench00) and decided with ``decide_all`` (tau, the data-alone check, the sign-free slope credibly above the least
+slope, by default a quarter of the bank's typical discrimination, at least 10 responses).
 
 Printed: a markdown table with, per number of systems, the candidates, those wanted (good and truly in the
 bin), those accepted, the precision (share of accepted candidates that are wanted, with its binomial standard
@@ -67,7 +66,7 @@ def markdown_table(table: pd.DataFrame, *, tau: float) -> str:
     ]
     for _, r in table.iterrows():
         precision = "–" if pd.isna(r["precision"]) else f"{r['precision']:.3f} ± {r['precision_se']:.3f}"
-        promised = "–" if pd.isna(r["mean_p_in_target_accepted"]) else f"{r['mean_p_in_target_accepted']:.3f}"
+        promised = "–" if pd.isna(r["mean_p_in_aim_accepted"]) else f"{r['mean_p_in_aim_accepted']:.3f}"
         lines.append(
             f"| {int(r['n_systems'])} | {int(r['n_candidates'])} | {int(r['n_in_bin'])} | {int(r['n_accepted'])} | "
             f"{precision} | {r['recall']:.3f} | {promised} | "
@@ -93,8 +92,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--benchmarks", type=int, default=2, help="benchmarks in the bank (default 2)")
     parser.add_argument("--systems", type=int, nargs="+", default=[20, 50, 100, 200], help="responding systems")
     parser.add_argument("--candidates", type=int, default=300, help="candidates per number of systems")
-    parser.add_argument("--lo", type=float, default=0.0, help="target bin lower edge (default 0)")
-    parser.add_argument("--hi", type=float, default=1.0, help="target bin upper edge (default 1)")
+    parser.add_argument("--lo", type=float, default=0.0, help="the aim's lower edge (default 0)")
+    parser.add_argument("--hi", type=float, default=1.0, help="the aim's upper edge (default 1)")
     parser.add_argument("--tau", type=float, default=0.8)
     parser.add_argument("--draws", type=int, default=1000, help="bank fit: draws per chain (2 chains)")
     parser.add_argument("--ability-points", type=int, default=16, help="quantile points per ability posterior")
@@ -134,8 +133,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         for prior in args.prior:
             frame = operating_characteristic(
                 bank,
-                target_lo=args.lo,
-                target_hi=args.hi,
+                aim_lo=args.lo,
+                aim_hi=args.hi,
                 n_systems=args.systems,
                 n_candidates=args.candidates,
                 truth=truth,
@@ -155,7 +154,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"BenchFill operating characteristic: bank {args.subjects} systems x {args.items} items in "
         f"{args.benchmarks} benchmark(s), candidates of bench00 (2PL, {bank.spec.hierarchy} hierarchy, 2 chains x "
         f"{args.draws} draws; {bank.diagnostics.to_text().splitlines()[1]}); responding systems' true abilities = "
-        f"their posterior means; target bin [{args.lo:g}, {args.hi:g}); tau {args.tau:g}; least slope {least:.3g}; "
+        f"their posterior means; aim [{args.lo:g}, {args.hi:g}); tau {args.tau:g}; least slope {least:.3g}; "
         f"{args.mis_keyed:.0%} mis-keyed and {args.flat:.0%} flat candidates; fixed-bank calibration; "
         f"seed {args.seed}. Fit {fitted:.0f} s, total {total:.0f} s."
     )

@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import importlib
 import inspect
+import re
 import subprocess
 import sys
 import textwrap
@@ -147,7 +148,7 @@ def test_the_entry_point_gives_each_public_name_from_its_defining_module() -> No
     import irtbayes
 
     public = irtbayes._PUBLIC
-    assert sorted([*public, "__version__"]) == irtbayes.__all__ and 30 <= len(public) <= 80
+    assert sorted([*public, "__version__"]) == irtbayes.__all__ and 30 <= len(public) <= 55
     for name, module in public.items():
         value = getattr(irtbayes, name)
         assert value is getattr(importlib.import_module(module), name)
@@ -156,6 +157,17 @@ def test_the_entry_point_gives_each_public_name_from_its_defining_module() -> No
     with pytest.raises(AttributeError, match="no attribute 'nonsense'"):
         _ = irtbayes.nonsense
     assert irtbayes.__version__ == metadata.version("irtbayes")
+
+
+@pytest.mark.parametrize("name", ["AuditResult", "Scores", "LLMSource", "Exposure", "Tracking"])
+def test_names_no_longer_at_the_top_level_still_resolve_with_a_warning_naming_their_module(name: str) -> None:
+    import irtbayes
+
+    module = irtbayes._MOVED[name]
+    with pytest.warns(DeprecationWarning, match=rf"irtbayes\.{name} is deprecated: import it from {re.escape(module)}"):
+        value = getattr(irtbayes, name)
+    assert value is getattr(importlib.import_module(module), name)
+    assert name not in irtbayes.__all__ and name not in dir(irtbayes) and name not in irtbayes._PUBLIC
 
 
 def test_import_irtbayes_is_light() -> None:

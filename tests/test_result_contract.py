@@ -22,10 +22,10 @@ from matplotlib.axes import Axes
 
 from irtbayes.auditing.result import AuditResult
 from irtbayes.auditing.run import audit
+from irtbayes.benchfill.aim import choose_aim
 from irtbayes.benchfill.calibration import candidate_response_data
 from irtbayes.benchfill.result import BenchfillResult
 from irtbayes.benchfill.run import calibrate_candidates
-from irtbayes.benchfill.target import choose_target
 from irtbayes.checks.predictive import PredictiveCheck, posterior_predictive_check
 from irtbayes.core.errors import SpecError
 from irtbayes.core.summaries import interval_columns, posterior_summary, summary_table
@@ -75,9 +75,9 @@ def audited() -> AuditResult:
 @pytest.fixture(scope="module")
 def round_() -> BenchfillResult:
     fit, data, candidates, answers = simulated_candidates()
-    choice, _ = choose_target(fit, data, interval=(0.0, 1.0))
+    aim, _ = choose_aim(fit, data, interval=(0.0, 1.0))
     new = candidate_response_data(answers, candidates, fit=fit)
-    return calibrate_candidates(fit, data, candidates, new, choice, mode="fixed", seed=4)
+    return calibrate_candidates(fit, data, candidates, new, aim, mode="fixed", seed=4)
 
 
 @pytest.fixture(scope="module")

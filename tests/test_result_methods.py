@@ -196,16 +196,16 @@ def test_audit_plots_return_axes(audited) -> None:
 
 
 def test_benchfill_result_methods() -> None:
+    from irtbayes.benchfill.aim import choose_aim
     from irtbayes.benchfill.calibration import candidate_response_data
     from irtbayes.benchfill.candidates import Candidate
     from irtbayes.benchfill.run import calibrate_candidates
-    from irtbayes.benchfill.target import choose_target
 
     data, truth = simulate_responses(100, 40, missing=0.0, seed=1)
     fit = Fit.from_posterior(posterior_near_truth(data, truth, chains=2, draws=100, seed=2), data)
     # bin 0 holds the true widest gap (0.82 logits; bin 3's is 0.75): a near-tie the audit calls either way
-    choice, _ = choose_target(fit, data, bins=4, target_bin=0)
-    theta, middle = truth["ability"].values, (choice.lo + choice.hi) / 2
+    aim, _ = choose_aim(fit, data, bins=4, aim_bin=0)
+    theta, middle = truth["ability"].values, (aim.lo + aim.hi) / 2
     rng = np.random.default_rng(3)
     answers = pd.concat(
         pd.DataFrame(
@@ -222,10 +222,10 @@ def test_benchfill_result_methods() -> None:
         for c, t in [("good", "What is 7 x 6?"), ("mis-keyed", "Name the capital of Peru.")]
     ]
     result = calibrate_candidates(
-        fit, data, candidates, candidate_response_data(answers, candidates, fit=fit), choice, mode="fixed", seed=4
+        fit, data, candidates, candidate_response_data(answers, candidates, fit=fit), aim, mode="fixed", seed=4
     )
     table = result.summary()
-    assert {"decision", "reason", "p_in_target", "difficulty_mean", "difficulty_ci_low"} <= set(table.columns)
+    assert {"decision", "reason", "p_in_aim", "difficulty_mean", "difficulty_ci_low"} <= set(table.columns)
     assert table.loc["good", "decision"] == "accepted" and table.loc["mis-keyed", "reason"] == "mis-keyed"
     for name in ("decisions", "comparison", "bins", "subjects"):
         assert result.to_dataframe(name).equals(getattr(result, name))

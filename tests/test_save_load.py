@@ -21,6 +21,7 @@ import irtbayes
 from irtbayes.auditing.folder import load_audit, save_audit, write_audit
 from irtbayes.auditing.result import AuditResult
 from irtbayes.auditing.run import audit
+from irtbayes.benchfill.aim import choose_aim
 from irtbayes.benchfill.calibration import candidate_response_data
 from irtbayes.benchfill.candidates import Candidate
 from irtbayes.benchfill.proposal import load_proposal, read_proposal, write_proposal
@@ -33,7 +34,6 @@ from irtbayes.benchfill.result import (
 )
 from irtbayes.benchfill.run import calibrate_candidates
 from irtbayes.benchfill.sources import Proposal
-from irtbayes.benchfill.target import choose_target
 from irtbayes.checks.items import ItemChecks, load_item_checks, load_item_flags, read_item_checks, read_item_flags
 from irtbayes.core.errors import DataError
 from irtbayes.data.simulate import posterior_near_truth, simulate_responses
@@ -52,6 +52,7 @@ RENAMED = [
     ("irtbayes.checks.items", "read_item_checks", "load_item_checks"),
     ("irtbayes.checks.items", "read_item_flags", "load_item_flags"),
     ("irtbayes.robustness.conditions", "write_conditions", "save_conditions"),
+    ("irtbayes.benchfill.aim", "choose_target", "choose_aim"),
 ]
 
 
@@ -64,9 +65,9 @@ def audited() -> AuditResult:
 @pytest.fixture(scope="module")
 def round_() -> tuple[BenchfillResult, list[Candidate]]:
     fit, data, candidates, answers = simulated_candidates()
-    choice, _ = choose_target(fit, data, interval=(0.0, 1.0))
+    aim, _ = choose_aim(fit, data, interval=(0.0, 1.0))
     new = candidate_response_data(answers, candidates, fit=fit)
-    return calibrate_candidates(fit, data, candidates, new, choice, mode="fixed", seed=4), candidates
+    return calibrate_candidates(fit, data, candidates, new, aim, mode="fixed", seed=4), candidates
 
 
 def _same_audit(back: AuditResult, result: AuditResult) -> None:
@@ -77,7 +78,7 @@ def _same_audit(back: AuditResult, result: AuditResult) -> None:
 
 
 def _same_round(back: BenchfillResult, result: BenchfillResult) -> None:
-    assert (back.run_id, back.target, back.settings) == (result.run_id, result.target, result.settings)
+    assert (back.run_id, back.aim, back.settings) == (result.run_id, result.aim, result.settings)
     assert back.accepted == result.accepted and back.summary_dict() == result.summary_dict()
     assert back.decisions.loc[result.decisions.index, "decision"].tolist() == result.decisions["decision"].tolist()
     for name in ("comparison", "bins", "subjects", "conclusions"):
@@ -123,11 +124,11 @@ def test_the_old_names_still_work_and_warn(audited, round_, tmp_path: Path) -> N
         _same_round(load_benchfill_result(tmp_path / "benchfill"), result)
 
     with warns("save_proposal"):
-        write_proposal(tmp_path / "proposal", Proposal(candidates[:2]), result.target)
+        write_proposal(tmp_path / "proposal", Proposal(candidates[:2]), result.aim)
     with warns("load_proposal"):
-        again, choice, _ = read_proposal(tmp_path / "proposal")
+        again, aim, _ = read_proposal(tmp_path / "proposal")
     assert [c.to_dict() for c in again] == [c.to_dict() for c in load_proposal(tmp_path / "proposal")[0]]
-    assert len(again) == 2 and choice == result.target
+    assert len(again) == 2 and aim == result.aim
 
     (tmp_path / "item_flags.csv").write_text("item,flag,slope_mean\nq1,reversed,-1.2\nq2,,0.9\n")
     with warns("load_item_checks"):
@@ -160,7 +161,12 @@ def test_the_old_names_still_work_and_warn(audited, round_, tmp_path: Path) -> N
 
 @pytest.mark.parametrize(
     ("old", "new"),
-    [("write_audit", "save_audit"), ("write_benchfill", "save_benchfill"), ("load_benchfill_result", "load_benchfill")],
+    [
+        ("write_audit", "save_audit"),
+        ("write_benchfill", "save_benchfill"),
+        ("load_benchfill_result", "load_benchfill"),
+        ("choose_target", "choose_aim"),
+    ],
 )
 def test_old_top_level_names_resolve_with_a_warning(old: str, new: str) -> None:
     with pytest.warns(DeprecationWarning, match=rf"irtbayes\.{old} is deprecated: use irtbayes\.{new}"):

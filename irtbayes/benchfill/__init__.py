@@ -1,16 +1,17 @@
 """BenchFill: fill difficulty gaps in a benchmark with new items, accepted only on posterior evidence.
 
-The loop: pick a target bin ``[lo, hi)`` on the ability scale; ask a :class:`CandidateSource` (a file, a Python
-callable, or an LLM behind an OpenAI-compatible API) for candidates with a :class:`ProposalRequest`; have the
-evaluated systems answer them (:func:`export_lm_eval`, :func:`export_csv_template`); refit; accept a candidate
-only when :func:`decide` / :func:`decide_all` find it in the bin with probability ``tau`` (under the
-calibration's prior and from the data alone) and credibly discriminating, and when the editorial screens pass
-(:func:`screen_novelty`: not a copy of a bank item or of another candidate; :func:`screen_construct`: it
-measures what its benchmark measures; :func:`combine_screens`); record every decision in a :class:`Ledger`.
+The loop: pick the aim, the interval ``[lo, hi)`` on the ability scale the new items should fill (by default the bin
+of the widest gap); ask a :class:`CandidateSource` (a file, a Python callable, or an LLM behind an OpenAI-compatible
+API) for candidates with a :class:`ProposalRequest`; have the evaluated systems answer them (:func:`export_lm_eval`,
+:func:`export_csv_template`); refit; accept a candidate only when :func:`decide` / :func:`decide_all` find it in the
+aim with probability ``tau`` (under the calibration's prior and from the data alone) and credibly discriminating,
+and when the editorial screens pass (:func:`screen_novelty`: not a copy of a bank item or of another candidate;
+:func:`screen_construct`: it measures what its benchmark measures; :func:`combine_screens`); record every decision
+in a :class:`Ledger`.
 
 The modules, in the order of a round:
 
-- :mod:`~irtbayes.benchfill.target`: the bank's data and the target interval (:func:`choose_target`);
+- :mod:`~irtbayes.benchfill.aim`: the bank's data and the aim (:class:`Aim`, :func:`choose_aim`);
 - :mod:`~irtbayes.benchfill.candidates`: :class:`Candidate`, its validation and :func:`load_candidates`;
 - :mod:`~irtbayes.benchfill.sources`: the :class:`ProposalRequest`, seed items, :class:`FileSource` and
   :class:`CallableSource`;

@@ -1,6 +1,7 @@
 """The BenchFill acceptance rule, applied to posterior draws of a candidate's parameters.
 
-A candidate is **accepted** when all of these hold:
+The aim is the interval ``[aim_lo, aim_hi)`` on the ability scale that the new items should fill (by default the
+bin of the widest gap; see :mod:`irtbayes.benchfill.aim`). A candidate is **accepted** when all of these hold:
 
 1. it has at least ``min_responses`` responses;
 2. its **sign-free slope** ``s`` (the slope of ``P = c + (1 - c) sigmoid(s theta + d)`` with ``s`` free to be
@@ -8,9 +9,10 @@ A candidate is **accepted** when all of these hold:
    ``min_discrimination``: ``P(s > min_discrimination) >= discrimination_prob``. The model's own discrimination
    is ``exp(.)``, so ``P(a > 0) = 1`` whatever the responses: only a slope of either sign can say that the
    responses fall with ability (a mis-keyed item) or do not move with it (a flat one);
-3. ``P(target_lo <= b < target_hi) >= tau`` (the interval is half-open, so adjacent bins never share a draw)
-   under the calibration's prior, and also under the draws ``difficulty_data`` of the same likelihood with
-   a flat prior on b (``p_in_target_data``): the data, not only the prior, must place the candidate in the bin.
+3. ``P(b in aim) = P(aim_lo <= b < aim_hi) >= tau`` (the interval is half-open, so adjacent bins never share a
+   draw) under the calibration's prior, and also under the draws ``difficulty_data`` of the same likelihood
+   with a flat prior on b (``p_in_aim_data``): the data, not only the prior, must place the candidate in the
+   aim.
 
 Why both priors: a candidate answered by few systems has a wide likelihood, and its posterior then leans on
 the prior's shape. When the prior is right (candidates drawn like the bank's items) the posterior probability
@@ -28,10 +30,10 @@ candidate is **rejected** with the first failing reason:
 - ``"mis-keyed"``: the responses fall with ability, ``P(s < -min_discrimination) >= discrimination_prob``, the
   mirror image of the acceptance check (a wrong key, or a question the stronger systems get wrong for a
   reason that is not the skill);
-- ``"too easy"``: most of the difficulty mass (more than half) lies below ``target_lo``;
-- ``"too hard"``: more than half lies at or above ``target_hi``;
+- ``"too easy"``: most of the difficulty mass (more than half) lies below ``aim_lo``;
+- ``"too hard"``: more than half lies at or above ``aim_hi``;
 - ``"uncertain"``: neither side holds a majority but the mass inside is short of ``tau``;
-- ``"prior-driven"``: ``p_in_target`` reaches ``tau`` but ``p_in_target_data`` does not;
+- ``"prior-driven"``: ``p_in_aim`` reaches ``tau`` but ``p_in_aim_data`` does not;
 - ``"data-alone missing"``: the posterior has no data-alone difficulty draws for it;
 - ``"flat"``: no credible relation to ability: the slope is not credibly above ``min_discrimination`` and
   not credibly below ``-min_discrimination`` either (a trivial, ambiguous or noisy item, or too few
@@ -88,7 +90,7 @@ __all__ = [
 ]
 
 
-#: Reasons a decision can give, in the order they are checked (``"in target"`` for an accepted candidate).
+#: Reasons a decision can give, in the order they are checked (``"in aim"`` for an accepted candidate).
 REASONS: tuple[str, ...] = (
     "not enough responses",
     "mis-keyed",
@@ -99,7 +101,7 @@ REASONS: tuple[str, ...] = (
     "data-alone missing",
     "flat",
     "slope missing",
-    "in target",
+    "in aim",
 )
 _TOL = 1e-12
 _SAMPLE_DIMS = ("chain", "draw")
@@ -114,9 +116,9 @@ class Decision:
     >>> from irtbayes.benchfill.acceptance import decide
     >>> rng = np.random.default_rng(0)
     >>> b = rng.normal(0.5, 0.1, 1000)
-    >>> decision = decide(b, None, target_lo=0.0, target_hi=1.0, n_responses=5, slope_draws=rng.normal(1.0, 0.1, 1000),
+    >>> decision = decide(b, None, aim_lo=0.0, aim_hi=1.0, n_responses=5, slope_draws=rng.normal(1.0, 0.1, 1000),
     ...                   data_difficulty_draws=b)
-    >>> decision.decision, decision.reason, round(decision.p_in_target, 2)
+    >>> decision.decision, decision.reason, round(decision.p_in_aim, 2)
     ('rejected', 'not enough responses', 1.0)
     """
 
@@ -124,7 +126,7 @@ class Decision:
     reason: str
     detail: str
     failed: tuple[str, ...]
-    p_in_target: float
+    p_in_aim: float
     p_below: float
     p_above: float
     p_discrimination_positive: float
@@ -136,10 +138,10 @@ class Decision:
     discrimination_ci_low: float
     discrimination_ci_high: float
     n_responses: int
-    target_lo: float
-    target_hi: float
+    aim_lo: float
+    aim_hi: float
     ci_prob: float
-    p_in_target_data: float = float("nan")
+    p_in_aim_data: float = float("nan")
     p_slope_above_min: float = float("nan")
     p_slope_below_min: float = float("nan")
     slope_mean: float = float("nan")
@@ -160,14 +162,14 @@ class Decision:
 
 @dataclass(frozen=True)
 class AcceptanceRule:
-    """BenchFill's acceptance rule: how sure the posterior must be that a candidate lies in the target bin and
+    """BenchFill's acceptance rule: how sure the posterior must be that a candidate lies in the aim and
     discriminates (see the module notes). Pass one to :func:`decide`, :func:`decide_all` and
     :func:`~irtbayes.benchfill.run.calibrate_candidates`.
 
     Attributes
     ----------
     tau
-        Least posterior probability of the bin, under the model's prior and from the data alone, in (0, 1]
+        Least posterior probability of the aim, ``P(b in aim)``, under the model's prior and from the data alone, in (0, 1]
         (default 0.8).
     min_discrimination
         The least sign-free slope: ``P(slope > min_discrimination)`` must reach ``discrimination_prob``, and
@@ -233,10 +235,10 @@ def _is_number(value: Any) -> bool:
 
 @dataclass(frozen=True)
 class _Rule:
-    """An :class:`AcceptanceRule` applied to one target bin ``[target_lo, target_hi)``."""
+    """An :class:`AcceptanceRule` applied to one aim ``[aim_lo, aim_hi)``."""
 
-    target_lo: float
-    target_hi: float
+    aim_lo: float
+    aim_hi: float
     tau: float
     min_discrimination: float
     discrimination_prob: float
@@ -244,18 +246,18 @@ class _Rule:
     ci_prob: float
 
     def __post_init__(self) -> None:
-        lo, hi = self.target_lo, self.target_hi
+        lo, hi = self.aim_lo, self.aim_hi
         if not (np.isfinite(lo) and np.isfinite(hi)) or lo >= hi:
-            raise SpecError(f"acceptance: the target interval [{lo}, {hi}) must be finite with lo < hi")
+            raise SpecError(f"acceptance: the aim [{lo}, {hi}) must be finite with lo < hi")
 
     @classmethod
-    def of(cls, rule: AcceptanceRule | None, target_lo: float, target_hi: float) -> _Rule:
-        """``rule`` (default :class:`AcceptanceRule`) on the bin; a None ``min_discrimination`` is 0."""
+    def of(cls, rule: AcceptanceRule | None, aim_lo: float, aim_hi: float) -> _Rule:
+        """``rule`` (default :class:`AcceptanceRule`) on the aim; a None ``min_discrimination`` is 0."""
         rule = AcceptanceRule() if rule is None else rule
         if not isinstance(rule, AcceptanceRule):
             raise SpecError(f"acceptance: rule must be an AcceptanceRule, got {type(rule).__name__}")
         fields = {**rule.to_dict(), "min_discrimination": float(rule.min_discrimination or 0.0)}
-        return cls(target_lo, target_hi, **fields)
+        return cls(aim_lo, aim_hi, **fields)
 
 
 def _complete(values: np.ndarray | None, n_items: int) -> tuple[np.ndarray, np.ndarray]:
@@ -281,7 +283,7 @@ def _decide_arrays(
 ) -> dict[str, np.ndarray]:
     """The rule over items: ``b``, ``a``, ``b_data`` and ``slope`` are (item, sample); ``a=None`` means a fixed
     at 1 (1PL); ``b_data=None`` / ``slope=None`` (or NaN in an item's row): that piece is missing (a failure)."""
-    target_lo, target_hi, tau = rule.target_lo, rule.target_hi, rule.tau
+    aim_lo, aim_hi, tau = rule.aim_lo, rule.aim_hi, rule.tau
     if b.shape[1] == 0:
         raise FitError("acceptance: no posterior draws of difficulty")
     if not np.all(np.isfinite(b)):
@@ -291,15 +293,15 @@ def _decide_arrays(
     elif a.shape[1] == 0 or not np.all(np.isfinite(a)):
         raise FitError("acceptance: the discrimination draws are empty or hold NaN or infinite values")
     n_items = b.shape[0]
-    p_below = np.mean(b < target_lo, axis=1)
-    p_above = np.mean(b >= target_hi, axis=1)
-    p_in = np.mean((b >= target_lo) & (b < target_hi), axis=1)
+    p_below = np.mean(b < aim_lo, axis=1)
+    p_above = np.mean(b >= aim_hi, axis=1)
+    p_in = np.mean((b >= aim_lo) & (b < aim_hi), axis=1)
     q = [(1 - rule.ci_prob) / 2, (1 + rule.ci_prob) / 2]
     b_ci = np.quantile(b, q, axis=1)
     a_ci = np.quantile(a, q, axis=1)
 
     b_data, has_data = _complete(b_data, n_items)
-    p_data = _share((b_data >= target_lo) & (b_data < target_hi), has_data)
+    p_data = _share((b_data >= aim_lo) & (b_data < aim_hi), has_data)
     slope, has_slope = _complete(slope, n_items)
     p_pos = _share(slope > 0, has_slope)
     p_neg = _share(slope < -rule.min_discrimination, has_slope)
@@ -322,8 +324,8 @@ def _decide_arrays(
         "related": related,
         "location": location,
         "relation": relation,
-        "p_in_target": p_in,
-        "p_in_target_data": p_data,
+        "p_in_aim": p_in,
+        "p_in_aim_data": p_data,
         "p_below": p_below,
         "p_above": p_above,
         "p_discrimination_positive": p_pos,
@@ -343,7 +345,7 @@ def _decide_arrays(
 
 
 def _verdict(row: Mapping[str, Any], *, n: int, rule: _Rule) -> tuple[str, str, str, tuple[str, ...]]:
-    target_lo, target_hi, tau = rule.target_lo, rule.target_hi, rule.tau
+    aim_lo, aim_hi, tau = rule.aim_lo, rule.aim_hi, rule.tau
     md, discrimination_prob, min_responses = rule.min_discrimination, rule.discrimination_prob, rule.min_responses
     failed = []
     if not row["enough"]:
@@ -354,14 +356,14 @@ def _verdict(row: Mapping[str, Any], *, n: int, rule: _Rule) -> tuple[str, str, 
         failed.append(str(row["location"]))
     if not row["related"] and row["relation"] != "mis-keyed":
         failed.append(str(row["relation"]))
-    interval = f"P({target_lo:g} <= b < {target_hi:g}) = {row['p_in_target']:.3f}"
+    interval = f"P({aim_lo:g} <= b < {aim_hi:g}) = {row['p_in_aim']:.3f}"
     slope = f"slope {format_interval(row, 'slope')}, P(slope > {md:g}) = {row['p_slope_above_min']:.3f}"
     if not failed:
         detail = (
-            f"{interval} ({row['p_in_target_data']:.3f} from the data alone) >= tau {tau:g} and {slope} >= "
+            f"{interval} ({row['p_in_aim_data']:.3f} from the data alone) >= tau {tau:g} and {slope} >= "
             f"{discrimination_prob:g}, with {n} responses (at least {min_responses})"
         )
-        return "accepted", "in target", detail, ()
+        return "accepted", "in aim", detail, ()
     notes = []
     if not row["enough"]:
         notes.append(f"{n} responses, fewer than {min_responses}")
@@ -373,15 +375,15 @@ def _verdict(row: Mapping[str, Any], *, n: int, rule: _Rule) -> tuple[str, str, 
     if not row["located"]:
         if row["location"] == "prior-driven":
             notes.append(
-                f"{interval} with the prior, but {row['p_in_target_data']:.3f} < tau {tau:g} from the data alone "
+                f"{interval} with the prior, but {row['p_in_aim_data']:.3f} < tau {tau:g} from the data alone "
                 "(flat prior on b)"
             )
         elif row["location"] == "data-alone missing":
             notes.append(f"{interval} with the prior, but the data-alone draws (flat prior on b) are missing")
         else:
             notes.append(
-                f"{interval} < tau {tau:g} (P(b < {target_lo:g}) = {row['p_below']:.3f}, "
-                f"P(b >= {target_hi:g}) = {row['p_above']:.3f})"
+                f"{interval} < tau {tau:g} (P(b < {aim_lo:g}) = {row['p_below']:.3f}, "
+                f"P(b >= {aim_hi:g}) = {row['p_above']:.3f})"
             )
     if not row["related"] and row["relation"] == "slope missing":
         notes.append("slope missing: no sign-free slope draws, so its relation to ability is unchecked")
@@ -401,8 +403,8 @@ def decide(
     difficulty_draws: Any,
     discrimination_draws: Any | None,
     *,
-    target_lo: float,
-    target_hi: float,
+    aim_lo: float,
+    aim_hi: float,
     n_responses: int,
     slope_draws: Any | None,
     data_difficulty_draws: Any | None,
@@ -415,8 +417,8 @@ def decide(
     difficulty_draws, discrimination_draws
         Draws of b and of the model's discrimination a, of any shape (flattened; e.g. (chain, draw)).
         ``discrimination_draws=None`` means a model that fixes ``a = 1`` (1PL). a is reported, not checked.
-    target_lo, target_hi
-        The target bin ``[target_lo, target_hi)`` on the ability scale.
+    aim_lo, aim_hi
+        The aim ``[aim_lo, aim_hi)`` on the ability scale: the interval the new items should fill.
     n_responses
         Responses the candidate received.
     slope_draws
@@ -439,15 +441,15 @@ def decide(
     >>> from irtbayes.benchfill.acceptance import decide
     >>> rng = np.random.default_rng(0)
     >>> b = rng.normal(0.5, 0.1, 1000)
-    >>> decision = decide(b, np.exp(rng.normal(0, 0.1, 1000)), target_lo=0.0, target_hi=1.0, n_responses=50,
+    >>> decision = decide(b, np.exp(rng.normal(0, 0.1, 1000)), aim_lo=0.0, aim_hi=1.0, n_responses=50,
     ...                   slope_draws=rng.normal(1.0, 0.1, 1000), data_difficulty_draws=b)
     >>> decision.decision, decision.reason
-    ('accepted', 'in target')
-    >>> decide(b + 2.0, None, target_lo=0.0, target_hi=1.0, n_responses=50, slope_draws=rng.normal(1.0, 0.1, 1000),
+    ('accepted', 'in aim')
+    >>> decide(b + 2.0, None, aim_lo=0.0, aim_hi=1.0, n_responses=50, slope_draws=rng.normal(1.0, 0.1, 1000),
     ...        data_difficulty_draws=b + 2.0).reason
     'too hard'
     """
-    bin_rule = _Rule.of(rule, target_lo, target_hi)
+    bin_rule = _Rule.of(rule, aim_lo, aim_hi)
     b = _draws(difficulty_draws, name="difficulty")[None, :]
     a = None if discrimination_draws is None else _draws(discrimination_draws, name="discrimination")[None, :]
     if int(n_responses) != n_responses or n_responses < 0:
@@ -463,8 +465,8 @@ def decide(
         detail=detail,
         failed=failed,
         n_responses=int(n_responses),
-        target_lo=float(target_lo),
-        target_hi=float(target_hi),
+        aim_lo=float(aim_lo),
+        aim_hi=float(aim_hi),
         ci_prob=float(bin_rule.ci_prob),
         min_discrimination=float(bin_rule.min_discrimination),
         **{key: float(row[key]) for key in stats if key not in _FLAGS},
@@ -516,8 +518,8 @@ def _response_counts(n_responses: Any, items: pd.Index) -> np.ndarray:
 def decide_all(
     posterior: xr.Dataset | xr.DataTree,
     *,
-    target_lo: float,
-    target_hi: float,
+    aim_lo: float,
+    aim_hi: float,
     n_responses: int | Mapping[str, int] | pd.Series | ResponseData,
     items: Sequence[str] | None = None,
     rule: AcceptanceRule | None = None,
@@ -545,12 +547,12 @@ def decide_all(
     -------
     pandas.DataFrame
         One row per item (index ``item``), columns ``decision``, ``reason``, ``detail``, ``failed``,
-        ``p_in_target``, ``p_in_target_data``, ``p_below``, ``p_above``, ``p_discrimination_positive``
+        ``p_in_aim``, ``p_in_aim_data``, ``p_below``, ``p_above``, ``p_discrimination_positive``
         (``P(slope > 0)``), ``p_slope_above_min`` (``P(slope > min_discrimination)``), ``p_slope_below_min``
         (``P(slope < -min_discrimination)``), ``slope_mean``, ``slope_ci_low``,
         ``slope_ci_high``, ``difficulty_mean``, ``difficulty_sd``, ``difficulty_ci_low``,
         ``difficulty_ci_high``, ``discrimination_mean``, ``discrimination_ci_low``, ``discrimination_ci_high``,
-        ``n_responses``, ``target_lo``, ``target_hi``, ``min_discrimination`` (NaN where a piece is missing).
+        ``n_responses``, ``aim_lo``, ``aim_hi``, ``min_discrimination`` (NaN where a piece is missing).
         ``attrs`` record ``ci_prob``, ``tau``, ``min_discrimination``, ``discrimination_prob`` and
         ``min_responses``.
 
@@ -566,13 +568,13 @@ def decide_all(
     ...      "slope": (("chain", "draw", "item"), slope), "discrimination": (("chain", "draw", "item"), np.abs(slope))},
     ...     coords={"item": ["in-bin", "too-easy"]},
     ... )
-    >>> decide_all(posterior, target_lo=0.0, target_hi=1.0, n_responses=40)[["decision", "reason"]]
+    >>> decide_all(posterior, aim_lo=0.0, aim_hi=1.0, n_responses=40)[["decision", "reason"]]
               decision     reason
     item
-    in-bin    accepted  in target
+    in-bin    accepted     in aim
     too-easy  rejected   too easy
     """
-    bin_rule = _Rule.of(rule, target_lo, target_hi)
+    bin_rule = _Rule.of(rule, aim_lo, aim_hi)
     posterior = _posterior_dataset(posterior)
     difficulty = _with_str_items(posterior["difficulty"], name="difficulty")
     chosen = _chosen_items(difficulty, items)
@@ -639,23 +641,21 @@ def _decision_table(stats: dict[str, np.ndarray], counts: np.ndarray, chosen: pd
     for key in (k for k in stats if k not in _FLAGS):
         table[key] = stats[key].astype("float64")
     table["n_responses"] = counts
-    table["target_lo"] = float(rule.target_lo)
-    table["target_hi"] = float(rule.target_hi)
+    table["aim_lo"] = float(rule.aim_lo)
+    table["aim_hi"] = float(rule.aim_hi)
     table["min_discrimination"] = float(rule.min_discrimination)
-    table.attrs.update({k: v for k, v in asdict(rule).items() if k not in ("target_lo", "target_hi")})
+    table.attrs.update({k: v for k, v in asdict(rule).items() if k not in ("aim_lo", "aim_hi")})
     return table
 
 
 # =========================================================================================== operating characteristic
-def _check_oc(
-    fit: Fit, truth: str, target_lo: float, target_hi: float, mis_keyed_share: float, flat_share: float
-) -> None:
+def _check_oc(fit: Fit, truth: str, aim_lo: float, aim_hi: float, mis_keyed_share: float, flat_share: float) -> None:
     if "dim" in fit.posterior["ability"].dims:
         raise SpecError("operating_characteristic: needs a fit with one ability dimension")
     if truth not in ("uniform", "bank"):
         raise SpecError(f"operating_characteristic: truth must be 'uniform' or 'bank', got {truth!r}")
-    if not float(target_hi) - float(target_lo) > 0:
-        raise SpecError(f"operating_characteristic: need target_lo < target_hi, got [{target_lo}, {target_hi})")
+    if not float(aim_hi) - float(aim_lo) > 0:
+        raise SpecError(f"operating_characteristic: need aim_lo < aim_hi, got [{aim_lo}, {aim_hi})")
     if not (0 <= mis_keyed_share and 0 <= flat_share and mis_keyed_share + flat_share <= 1):
         raise SpecError(
             f"operating_characteristic: mis_keyed_share {mis_keyed_share} and flat_share {flat_share} must be >= 0 "
@@ -666,8 +666,8 @@ def _check_oc(
 def operating_characteristic(
     fit: Fit,
     *,
-    target_lo: float,
-    target_hi: float,
+    aim_lo: float,
+    aim_hi: float,
     n_systems: Sequence[int] = (20, 50, 100, 200),
     n_candidates: int = 100,
     reps: int = 1,
@@ -694,7 +694,7 @@ def operating_characteristic(
     true parameters from one of two scenarios:
 
     - ``truth="uniform"`` (candidates aimed at the bin that may miss it): difficulties uniform on
-      ``[target_lo - spread, target_hi + spread]`` (default spread: the bin width, so a third lie in the bin),
+      ``[aim_lo - spread, aim_hi + spread]`` (default spread: the bin width, so a third lie in the bin),
       discriminations ``exp(Normal(0, discrimination_sd))``;
     - ``truth="bank"`` (candidates like the bank's items): (difficulty, log discrimination) drawn from the
       fitted hierarchy's predictive for a new item of ``benchmark`` (one posterior draw of the
@@ -714,7 +714,7 @@ def operating_characteristic(
         One row per simulated candidate: ``n_systems``, ``rep``, ``candidate_id``, ``kind`` (``"good"``,
         ``"mis-keyed"`` or ``"flat"``), ``true_difficulty``, ``true_discrimination`` (the slope, negative for
         a mis-keyed candidate), ``in_bin`` (true difficulty in the bin), ``wanted`` (good and in the bin),
-        ``p_in_target``, ``p_in_target_data``, ``slope_mean``, ``difficulty_mean``, ``decision``, ``reason``,
+        ``p_in_aim``, ``p_in_aim_data``, ``slope_mean``, ``difficulty_mean``, ``decision``, ``reason``,
         ``failed``; summarise with :func:`operating_characteristic_table`. ``attrs`` record the settings.
 
     Examples
@@ -724,16 +724,16 @@ def operating_characteristic(
     >>> from irtbayes.examples import simulated_fit
     >>> fit, data = simulated_fit(100, 40, missing=0.0)
     >>> from irtbayes.benchfill.acceptance import operating_characteristic, operating_characteristic_table
-    >>> frame = operating_characteristic(fit, target_lo=0.0, target_hi=1.0, n_systems=[60], n_candidates=6, n_draws=50, seed=1)
-    >>> frame.shape[0], bool(frame.loc[frame["decision"] == "accepted", "p_in_target"].ge(0.8).all())
+    >>> frame = operating_characteristic(fit, aim_lo=0.0, aim_hi=1.0, n_systems=[60], n_candidates=6, n_draws=50, seed=1)
+    >>> frame.shape[0], bool(frame.loc[frame["decision"] == "accepted", "p_in_aim"].ge(0.8).all())
     (6, True)
     >>> operating_characteristic_table(frame)[["n_systems", "n_candidates", "n_accepted"]]
        n_systems  n_candidates  n_accepted
     0         60             6           1
     """
     fit.require_binary_model("the operating characteristic (simulated binary candidates on the fixed-bank grid)")
-    _check_oc(fit, truth, target_lo, target_hi, mis_keyed_share, flat_share)
-    spread = float(target_hi) - float(target_lo) if spread is None else float(spread)
+    _check_oc(fit, truth, aim_lo, aim_hi, mis_keyed_share, flat_share)
+    spread = float(aim_hi) - float(aim_lo) if spread is None else float(spread)
     if min_discrimination is None:
         min_discrimination = default_min_discrimination(fit)
     rule = {
@@ -746,12 +746,12 @@ def operating_characteristic(
         fit, n_systems, reps, rng=np.random.default_rng(seed), truth=truth, benchmark=benchmark,
         n_candidates=n_candidates, n_bad=(round(mis_keyed_share * n_candidates), round(flat_share * n_candidates)),
         spread=spread, discrimination_sd=discrimination_sd, flat_discrimination=flat_discrimination,
-        target=(target_lo, target_hi), calibrate={"n_draws": n_draws, "ability_points": ability_points, "prior": prior},
+        aim=(aim_lo, aim_hi), calibrate={"n_draws": n_draws, "ability_points": ability_points, "prior": prior},
         rule=rule,
     )  # fmt: skip
     out = pd.concat(frames, ignore_index=True)
     out.attrs.update(
-        truth=truth, target_lo=float(target_lo), target_hi=float(target_hi), tau=float(tau), spread=spread,
+        truth=truth, aim_lo=float(aim_lo), aim_hi=float(aim_hi), tau=float(tau), spread=spread,
         discrimination_sd=discrimination_sd, min_responses=min_responses, min_discrimination=float(min_discrimination),
         mis_keyed_share=mis_keyed_share, flat_share=flat_share, flat_discrimination=flat_discrimination, seed=seed,
         prior=prior,
@@ -788,19 +788,19 @@ def _oc_round(
     spread: float,
     discrimination_sd: float,
     flat_discrimination: float,
-    target: tuple[float, float],
+    aim: tuple[float, float],
     calibrate: dict[str, Any],
     rule: dict[str, Any],
 ) -> pd.DataFrame:
     """One repetition of :func:`operating_characteristic` with ``n`` responding systems."""
-    target_lo, target_hi = target
+    aim_lo, aim_hi = aim
     chosen = rng.choice(len(theta_all), size=n, replace=False)
     theta = theta_all.to_numpy()[chosen]
     subjects = theta_all.index[chosen]
     if truth == "bank":
         b, a = _bank_like(fit, benchmark, n_candidates, rng)
     else:
-        b = rng.uniform(target_lo - spread, target_hi + spread, n_candidates)
+        b = rng.uniform(aim_lo - spread, aim_hi + spread, n_candidates)
         a = np.exp(rng.normal(0.0, discrimination_sd, n_candidates))
     kind = np.array(["mis-keyed"] * n_bad[0] + ["flat"] * n_bad[1] + ["good"] * (n_candidates - sum(n_bad)))
     kind = kind[rng.permutation(n_candidates)]
@@ -814,11 +814,9 @@ def _oc_round(
     new = ResponseData.from_long(frame, items=meta, source=f"simulated candidates (n={n}, rep {rep})")
     post = calibrate_fixed(fit, new, seed=int(rng.integers(2**31)), **calibrate)
     counts = post["n_responses"].to_series()
-    table = decide_all(
-        post, target_lo=target_lo, target_hi=target_hi, n_responses=counts, rule=AcceptanceRule(**rule)
-    ).reindex(ids)
-    in_bin = (b >= target_lo) & (b < target_hi)
-    columns = ("p_in_target", "p_in_target_data", "slope_mean", "difficulty_mean", "decision", "reason", "failed")
+    table = decide_all(post, aim_lo=aim_lo, aim_hi=aim_hi, n_responses=counts, rule=AcceptanceRule(**rule)).reindex(ids)
+    in_bin = (b >= aim_lo) & (b < aim_hi)
+    columns = ("p_in_aim", "p_in_aim_data", "slope_mean", "difficulty_mean", "decision", "reason", "failed")
     return pd.DataFrame(
         {
             "n_systems": n,
@@ -869,7 +867,7 @@ def operating_characteristic_table(frame: pd.DataFrame) -> pd.DataFrame:
         One row per ``n_systems``: ``n_candidates``, ``n_in_bin`` (wanted candidates), ``n_accepted``,
         ``n_true_accepted`` (wanted and accepted), ``precision`` (share of accepted candidates that are wanted;
         NaN when none is accepted), ``precision_se`` (binomial standard error, sqrt(p (1 - p) / n_accepted)),
-        ``recall`` (share of wanted candidates accepted), ``mean_p_in_target_accepted`` (the precision the
+        ``recall`` (share of wanted candidates accepted), ``mean_p_in_aim_accepted`` (the precision the
         posterior promises); for ``kind`` in mis-keyed and flat: ``n_mis_keyed`` / ``n_flat``,
         ``mis_keyed_rejected`` / ``flat_rejected`` (share rejected) and ``mis_keyed_named`` / ``flat_named``
         (share rejected with that reason among its failed checks; NaN when there are none of that kind).
@@ -881,7 +879,7 @@ def operating_characteristic_table(frame: pd.DataFrame) -> pd.DataFrame:
     >>> from irtbayes.benchfill.acceptance import operating_characteristic_table
     >>> frame = pd.DataFrame(
     ...     {"n_systems": 50, "decision": ["accepted", "accepted", "rejected", "rejected"], "in_bin": [True, False, True, False],
-    ...      "p_in_target": [0.9, 0.85, 0.4, 0.1]}
+    ...      "p_in_aim": [0.9, 0.85, 0.4, 0.1]}
     ... )
     >>> operating_characteristic_table(frame)[["n_accepted", "n_true_accepted", "precision", "recall"]]
        n_accepted  n_true_accepted  precision  recall
@@ -903,7 +901,7 @@ def operating_characteristic_table(frame: pd.DataFrame) -> pd.DataFrame:
             "precision": precision,
             "precision_se": math.sqrt(precision * (1 - precision) / n_acc) if n_acc else math.nan,
             "recall": n_true / int(wanted.sum()) if wanted.any() else math.nan,
-            "mean_p_in_target_accepted": float(group.loc[accepted, "p_in_target"].mean()) if n_acc else math.nan,
+            "mean_p_in_aim_accepted": float(group.loc[accepted, "p_in_aim"].mean()) if n_acc else math.nan,
         }
         kinds = group["kind"] if "kind" in group.columns else pd.Series("good", index=group.index)
         failed = group["failed"].fillna("") if "failed" in group.columns else pd.Series("", index=group.index)

@@ -17,7 +17,7 @@ Fixed-bank calibration (:func:`calibrate_fixed`)
       taken over ``ability_points`` equally weighted quantiles of the draws (probabilities (q + 1/2) / Q).
       Subjects are treated as independent given (a, b). Fractional responses enter as
       ``y log p + (1 - y) log(1 - p)``, as in the model.
-    - **difficulty prior, ``prior="candidates"`` (default)**: candidates are aimed at a target, not drawn
+    - **difficulty prior, ``prior="candidates"`` (default)**: candidates are aimed at an interval (the aim), not drawn
       like the bank's items, so the candidates of one benchmark B form their own benchmark group
       ``"B [candidates]"``, exactly as the full refit treats them: ``b ~ Normal(mu_c, difficulty_sd)`` with
       the group mean ``mu_c`` drawn like a new benchmark's mean in B's domain (``Normal(difficulty_domain,
@@ -72,7 +72,7 @@ abilities and hyperparameters (the candidates' labels as in the refit). Where th
 are NaN, and the acceptance rule rejects the candidate rather than pass it.
 
 :func:`~irtbayes.benchfill.acceptance.operating_characteristic` measures, on simulated candidates with known
-difficulties, how often the acceptance rule run on the fast path accepts items that truly lie in the target bin.
+difficulties, how often the acceptance rule run on the fast path accepts items that truly lie in the aim.
 
 Graded banks (GRM, GPCM) are calibrated by the full refit only: it fits each candidate's discrimination and
 thresholds with the bank, and the candidate's ``difficulty`` in the returned posterior is its ``location`` (its

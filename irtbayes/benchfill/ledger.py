@@ -1,19 +1,20 @@
 """The BenchFill ledger: one JSON line per candidate decision, appended, never rewritten.
 
-Each record holds the candidate (``candidate_id``, ``source``, ``prompt_hash``), the target (``target_lo``,
-``target_hi``, ``target_bin``), the refit posterior of the candidate (``difficulty_mean``,
-``difficulty_ci_low``, ``difficulty_ci_high``, ``discrimination_mean``, ``discrimination_ci_low``,
-``discrimination_ci_high``, ``p_in_target``, ``p_discrimination_positive``), ``n_responses``, the
-``decision`` (``"accepted"`` or ``"rejected"``), its ``reason`` and every failed check (``failed``, joined
-with ``"; "``), the numbers behind the data-alone and relation-to-ability checks (``p_in_target_data``,
-``min_discrimination``, ``p_slope_above_min``, ``p_slope_below_min``, ``slope_mean``, ``slope_ci_low``,
-``slope_ci_high``; see :mod:`irtbayes.benchfill.acceptance`), each editorial screen's verdict
-(``bin_check``, ``key_check``, ``novelty``, ``construct``; see :mod:`irtbayes.benchfill.screens`), the closest
-bank item and candidate with their similarities (``closest_item``, ``closest_word_similarity``,
+Each record holds the candidate (``candidate_id``, ``source``, ``prompt_hash``), the aim (``aim_lo``, ``aim_hi``,
+``aim_bin``: the interval the new items should fill, and its bin of the audit's target), the refit posterior of the
+candidate (``difficulty_mean``, ``difficulty_ci_low``, ``difficulty_ci_high``, ``discrimination_mean``,
+``discrimination_ci_low``, ``discrimination_ci_high``, ``p_in_aim``, ``p_discrimination_positive``),
+``n_responses``, the ``decision`` (``"accepted"`` or ``"rejected"``), its ``reason`` and every failed check
+(``failed``, joined with ``"; "``), the numbers behind the data-alone and relation-to-ability checks
+(``p_in_aim_data``, ``min_discrimination``, ``p_slope_above_min``, ``p_slope_below_min``, ``slope_mean``,
+``slope_ci_low``, ``slope_ci_high``; see :mod:`irtbayes.benchfill.acceptance`), each editorial screen's verdict
+(``bin_check``, ``key_check``, ``novelty``, ``construct``; see :mod:`irtbayes.benchfill.screens`), the closest bank
+item and candidate with their similarities (``closest_item``, ``closest_word_similarity``,
 ``closest_content_similarity``, ``closest_candidate``, ``closest_candidate_similarity``), the construct numbers
 (``item_fit_ppp``, ``p_other_stronger``), a UTC ``timestamp`` and the ``run_id``.
-Other keys (``ci_prob``, ``tau``, ``detail``, ``text``, ...) are kept as given. Missing numbers are JSON
-``null``.
+Other keys (``ci_prob``, ``tau``, ``detail``, ``text``, ...) are kept as given. Missing numbers are JSON ``null``.
+Records written before the aim had its name (``target_lo``, ``p_in_target``, reason ``"in target"``, ...) are read,
+and appended, under today's names (:func:`~irtbayes.benchfill.aim.with_aim_names`).
 
 Crash safety: :meth:`Ledger.append` writes all its lines with one ``os.write`` on a file descriptor opened
 with ``O_APPEND`` and then fsyncs, so a crash leaves at most a torn last line. Opening a ledger checks for one:
@@ -34,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from irtbayes.benchfill.aim import with_aim_names
 from irtbayes.core.errors import DataError
 from irtbayes.core.files import atomic_write_text, json_ready, read_json_lines
 
@@ -49,22 +51,22 @@ LEDGER_COLUMNS: tuple[str, ...] = (
     "candidate_id",
     "source",
     "prompt_hash",
-    "target_lo",
-    "target_hi",
-    "target_bin",
+    "aim_lo",
+    "aim_hi",
+    "aim_bin",
     "difficulty_mean",
     "difficulty_ci_low",
     "difficulty_ci_high",
     "discrimination_mean",
     "discrimination_ci_low",
     "discrimination_ci_high",
-    "p_in_target",
+    "p_in_aim",
     "p_discrimination_positive",
     "n_responses",
     "decision",
     "reason",
     "failed",
-    "p_in_target_data",
+    "p_in_aim_data",
     "min_discrimination",
     "p_slope_above_min",
     "p_slope_below_min",
@@ -85,7 +87,7 @@ LEDGER_COLUMNS: tuple[str, ...] = (
     "timestamp",
     "run_id",
 )
-_INTEGERS = ("target_bin", "n_responses")
+_INTEGERS = ("aim_bin", "n_responses")
 _TEXT = (
     "candidate_id", "source", "prompt_hash", "decision", "reason", "failed", "bin_check", "key_check", "novelty",
     "closest_item", "closest_candidate", "construct", "timestamp", "run_id",
@@ -97,7 +99,7 @@ _DECISIONS = ("accepted", "rejected")
 #: Leading columns of :meth:`Ledger.to_csv`; the other ledger columns follow.
 CSV_COLUMNS: tuple[str, ...] = (
     "candidate_id",
-    "p_in_target",
+    "p_in_aim",
     "difficulty_mean",
     "difficulty_ci_low",
     "difficulty_ci_high",
@@ -129,7 +131,7 @@ class Ledger:
     >>> from pathlib import Path
     >>> from irtbayes.benchfill.ledger import Ledger
     >>> ledger = Ledger(Path(tempfile.mkdtemp()) / "ledger.jsonl", run_id="round-1")
-    >>> ledger.append([{"candidate_id": "c1", "decision": "accepted", "reason": "in target", "target_bin": 5}])
+    >>> ledger.append([{"candidate_id": "c1", "decision": "accepted", "reason": "in aim", "aim_bin": 5}])
     1
     >>> ledger.read()[["candidate_id", "decision", "run_id"]]
       candidate_id  decision   run_id
@@ -186,14 +188,15 @@ class Ledger:
 
     # ------------------------------------------------------------------ writing
     def _normalise(self, record: Mapping[str, Any], *, where: str, now: str) -> dict[str, Any]:
+        record = with_aim_names(record)
         out = {key: json_ready(record.get(key)) for key in LEDGER_COLUMNS}
         out.update({str(k): json_ready(v) for k, v in record.items() if k not in out})
-        target = record.get("target")
-        if target is not None:
-            if isinstance(target, str) or not isinstance(target, Sequence) or len(target) != 3:
-                raise DataError(f"{where}: 'target' must be (lo, hi, bin), got {target!r}")
-            out.pop("target")
-            for key, value in zip(("target_lo", "target_hi", "target_bin"), target, strict=True):
+        aim = record.get("aim")
+        if aim is not None:
+            if isinstance(aim, str) or not isinstance(aim, Sequence) or len(aim) != 3:
+                raise DataError(f"{where}: 'aim' must be (lo, hi, bin), got {aim!r}")
+            out.pop("aim")
+            for key, value in zip(("aim_lo", "aim_hi", "aim_bin"), aim, strict=True):
                 if out[key] is None:
                     out[key] = json_ready(value)
         if not isinstance(out["candidate_id"], str) or not out["candidate_id"].strip():
@@ -256,14 +259,15 @@ class Ledger:
 
     # ------------------------------------------------------------------ reading
     def read(self) -> pd.DataFrame:
-        """All records, one row per line, columns :data:`LEDGER_COLUMNS` then any others.
+        """All records, one row per line, columns :data:`LEDGER_COLUMNS` then any others (the older names of a
+        record written before the aim had its name read as today's).
 
         Raises
         ------
         DataError
             A line that is not a JSON object (named by line number).
         """
-        rows = [record for _, record in read_json_lines(self.path)] if self.path.exists() else []
+        rows = [with_aim_names(record) for _, record in read_json_lines(self.path)] if self.path.exists() else []
         frame = pd.DataFrame(rows)
         for key in LEDGER_COLUMNS:
             if key not in frame.columns:
@@ -294,7 +298,7 @@ def decision_records(
     table: pd.DataFrame,
     *,
     candidates: Sequence[Candidate] | None = None,
-    target_bin: int,
+    aim_bin: int,
     extra: Mapping[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """Ledger records from a :func:`~irtbayes.benchfill.acceptance.decide_all` table.
@@ -314,15 +318,15 @@ def decision_records(
     ...      "slope": (("chain", "draw", "item"), rng.normal(1.0, 0.1, (2, 500, 1)))},
     ...     coords={"item": ["c1"]},
     ... )
-    >>> records = decision_records(decide_all(posterior, target_lo=0.0, target_hi=1.0, n_responses=40), target_bin=5)
-    >>> records[0]["candidate_id"], records[0]["decision"], records[0]["target_bin"]
+    >>> records = decision_records(decide_all(posterior, aim_lo=0.0, aim_hi=1.0, n_responses=40), aim_bin=5)
+    >>> records[0]["candidate_id"], records[0]["decision"], records[0]["aim_bin"]
     ('c1', 'accepted', 5)
     """
     by_id = {c.candidate_id: c for c in candidates or ()}
     out = []
     frame = table if "candidate_id" in table.columns else table.rename_axis("candidate_id").reset_index()
     for row in frame.to_dict(orient="records"):
-        record: dict[str, Any] = {**row, "target_bin": target_bin}
+        record: dict[str, Any] = {**row, "aim_bin": aim_bin}
         candidate = by_id.get(str(row["candidate_id"]))
         if candidate is not None:
             record["source"] = record.get("source") or candidate.source

@@ -17,10 +17,10 @@ library, and adds what a long BenchFill run needs:
 
 Requests to a loopback host (127.0.0.1, ::1, localhost) bypass any proxy set in the environment.
 
-**The prompt**: rewrite seed items toward a target difficulty, and parse the reply.
-The user message shows existing items whose posterior difficulty lies in or next to the target interval,
-each with its difficulty and whether it is easier or harder than the target, states the target in words and
-numbers, and asks for items in a strict JSON format::
+**The prompt**: rewrite seed items toward the aim (the difficulty interval the new items should fill), and parse the
+reply. The user message states the aim in words and numbers, shows existing items whose posterior difficulty lies in
+or next to it, each with its difficulty and whether it is easier or harder than the aim, and asks for items in a
+strict JSON format::
 
     {"items": [{"text": "...", "answer": "...", "choices": ["...", "..."], "seed_item": "..."}]}
 
@@ -437,7 +437,7 @@ def _share_below(value: float) -> float:
 
 
 def describe_difficulty(lo: float, hi: float) -> str:
-    """The target interval in words and numbers.
+    """The aim (a difficulty interval) in words and numbers.
 
     Examples
     --------
@@ -456,10 +456,10 @@ def describe_difficulty(lo: float, hi: float) -> str:
 
 def _relation(seed: SeedItem, lo: float, hi: float) -> str:
     if seed.difficulty_mean < lo:
-        return "easier than the target"
+        return "easier than the aim"
     if seed.difficulty_mean >= hi:
-        return "harder than the target"
-    return "inside the target interval"
+        return "harder than the aim"
+    return "inside the aim"
 
 
 def _seed_block(seed: SeedItem, *, lo: float, hi: float, ci_prob: float) -> str:
@@ -483,7 +483,7 @@ def build_messages(
     n_batches: int = 1,
     system: str | None = None,
 ) -> list[dict[str, str]]:
-    """Chat messages asking for ``n`` items (default ``request.n``) aimed at the request's target interval.
+    """Chat messages asking for ``n`` items (default ``request.n``) aimed at the request's aim.
 
     Returns
     -------
@@ -494,12 +494,12 @@ def build_messages(
     --------
     >>> from irtbayes.benchfill.sources import ProposalRequest
     >>> from irtbayes.benchfill.llm import build_messages
-    >>> messages = build_messages(ProposalRequest(target_lo=0.0, target_hi=1.0, target_bin=5, n=3))
+    >>> messages = build_messages(ProposalRequest(aim_lo=0.0, aim_hi=1.0, aim_bin=5, n=3))
     >>> [m["role"] for m in messages]
     ['system', 'user']
     """
     n = request.n if n is None else n
-    lo, hi = request.target_lo, request.target_hi
+    lo, hi = request.aim_lo, request.aim_hi
     parts = []
     where = []
     if request.benchmark:
@@ -508,20 +508,20 @@ def build_messages(
         where.append(f"domain '{request.domain}'")
     if where:
         parts.append(f"The new items join {' in '.join(where)}; keep its subject matter and style.")
-    parts.append(f"Target: {describe_difficulty(lo, hi)}.")
+    parts.append(f"Aim (the difficulty the new items should have): {describe_difficulty(lo, hi)}.")
     if request.seeds:
         parts.append(
-            "Existing items near the target, with their estimated difficulty on the same scale "
+            "Existing items near the aim, with their estimated difficulty on the same scale "
             "(higher is harder):\n\n"
             + "\n\n".join(_seed_block(s, lo=lo, hi=hi, ci_prob=request.ci_prob) for s in request.seeds)
         )
         parts.append(
-            f"Write {n} new items whose difficulty lies inside the target interval. You may rewrite the items "
-            "above: make those easier than the target harder and those harder than the target easier, and name "
+            f"Write {n} new items whose difficulty lies inside the aim. You may rewrite the items "
+            "above: make those easier than the aim harder and those harder than the aim easier, and name "
             'the item you rewrote in "seed_item". Do not repeat an existing item.'
         )
     else:
-        parts.append(f"Write {n} new items whose difficulty lies inside the target interval.")
+        parts.append(f"Write {n} new items whose difficulty lies inside the aim.")
     if n_batches > 1:
         parts.append(f"This is request {batch + 1} of {n_batches}: cover different topics from the other requests.")
     if request.n_choices:
@@ -741,22 +741,20 @@ class LLMSource:
                     Rejection(
                         reason=reason,
                         source=self.source,
-                        target_bin=request.target_bin,
+                        aim_bin=request.aim_bin,
                         record=candidate.to_dict(),
                         prompt_hash=candidate.prompt_hash,
                     )
                 )
         for rejection in rejections:
-            log.warning(
-                "%s: rejected a proposal for bin %d: %s", rejection.source, rejection.target_bin, rejection.reason
-            )
+            log.warning("%s: rejected a proposal for bin %d: %s", rejection.source, rejection.aim_bin, rejection.reason)
         self.rejections.extend(rejections)
         log.info(
             "%s: %d candidates and %d rejections for bin %d",
             self.source,
             len(candidates),
             len(rejections),
-            request.target_bin,
+            request.aim_bin,
         )
         return Proposal(candidates=candidates, rejections=rejections)
 
@@ -801,7 +799,7 @@ class LLMSource:
                             if reason.startswith("surplus")
                             else f"invalid item after {attempt} replies: {reason}",
                             source=self.source,
-                            target_bin=request.target_bin,
+                            aim_bin=request.aim_bin,
                             record=record if isinstance(record, dict) else {"item": record},
                             prompt_hash=digest,
                         )
@@ -815,7 +813,7 @@ class LLMSource:
                 self.source,
                 attempt,
                 self.max_attempts,
-                request.target_bin,
+                request.aim_bin,
                 problem,
             )
             if attempt < self.max_attempts:
@@ -823,7 +821,7 @@ class LLMSource:
         rejection = Rejection(
             reason=f"no usable reply after {self.max_attempts} attempts: {problem}",
             source=self.source,
-            target_bin=request.target_bin,
+            aim_bin=request.aim_bin,
             record={"reply": content},
             prompt_hash=prompt_hash(messages),
         )

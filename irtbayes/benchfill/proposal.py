@@ -1,4 +1,5 @@
-"""BenchFill proposals: ask a candidate source for items aimed at the target, write and export them."""
+"""BenchFill proposals: ask a candidate source for items aimed at the aim (the interval ``[lo, hi)`` the new items
+should fill; by default the bin of the widest gap), write and export them."""
 
 from __future__ import annotations
 
@@ -11,14 +12,14 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import pandas as pd
 
+from irtbayes.benchfill.aim import AIM_FILE, Aim, read_aim
 from irtbayes.benchfill.candidates import Candidate, load_candidates
 from irtbayes.benchfill.export import export_csv_template, export_lm_eval
 from irtbayes.benchfill.llm import LLMSource
 from irtbayes.benchfill.sources import CandidateSource, FileSource, Proposal, ProposalRequest, Rejection, select_seeds
-from irtbayes.benchfill.target import TargetChoice
 from irtbayes.core.deprecation import deprecated_alias
 from irtbayes.core.errors import DataError, SpecError
-from irtbayes.core.files import atomic_write_text, json_ready, read_json
+from irtbayes.core.files import atomic_write_text, json_ready
 from irtbayes.data.responses import ResponseData
 
 if TYPE_CHECKING:
@@ -46,7 +47,7 @@ def _modal_options(data: ResponseData, benchmark: str | None) -> int | None:
 def propose(
     fit: Fit,
     data: ResponseData,
-    choice: TargetChoice,
+    aim: Aim,
     source: CandidateSource,
     *,
     n: int | None = None,
@@ -54,7 +55,7 @@ def propose(
     max_seeds: int = 8,
     ci_prob: float = 0.9,
 ) -> Proposal:
-    """Ask ``source`` for candidates aimed at ``choice``; seeds are the bank's items in and next to it.
+    """Ask ``source`` for candidates whose difficulty lies in ``aim``; seeds are the bank's items in and next to it.
 
     Parameters
     ----------
@@ -77,11 +78,11 @@ def propose(
     >>> from irtbayes.examples import simulated_fit
     >>> fit, data = simulated_fit(100, 40, missing=0.0)
     >>> from irtbayes.benchfill.sources import CallableSource
-    >>> from irtbayes.benchfill.target import choose_target
+    >>> from irtbayes.benchfill.aim import choose_aim
     >>> from irtbayes.benchfill.proposal import propose
-    >>> choice, _ = choose_target(fit, data, interval=(0.0, 1.0))
+    >>> aim, _ = choose_aim(fit, data, interval=(0.0, 1.0))
     >>> source = CallableSource(lambda request: [{"text": f"new item {k}", "answer": "a"} for k in range(request.n)], name="demo")
-    >>> proposal = propose(fit, data, choice, source, n=3)
+    >>> proposal = propose(fit, data, aim, source, n=3)
     >>> len(proposal.candidates), proposal.candidates[0].source
     (3, 'callable:demo')
     """
@@ -89,24 +90,24 @@ def propose(
     if n is None:
         n = len(source.candidates) if isinstance(source, FileSource) else 10
     if n_choices == "auto":
-        n_choices = _modal_options(data, choice.benchmark)
+        n_choices = _modal_options(data, aim.benchmark)
     table = fit.items_table(ci_prob=ci_prob)
     if "location_mean" in table.columns:  # graded items are placed (and shown to a generator) at their locations
         table = table.assign(**{f"difficulty_{c}": table[f"location_{c}"] for c in ("mean", "ci_low", "ci_high")})
-    if choice.benchmark is not None:
-        table = table.loc[table["benchmark"].astype(str) == choice.benchmark]
+    if aim.benchmark is not None:
+        table = table.loc[table["benchmark"].astype(str) == aim.benchmark]
     seeds: tuple = ()
     if "text" in data.items.columns and data.items["text"].notna().any():
-        seeds = select_seeds(table, target_lo=choice.lo, target_hi=choice.hi, items=data.items, max_seeds=max_seeds)
+        seeds = select_seeds(table, aim_lo=aim.lo, aim_hi=aim.hi, items=data.items, max_seeds=max_seeds)
     else:
         log.info("%s: the items have no text, so no seed items are shown", data.source)
     request = ProposalRequest(
-        target_lo=choice.lo,
-        target_hi=choice.hi,
-        target_bin=-1 if choice.bin is None else choice.bin,
+        aim_lo=aim.lo,
+        aim_hi=aim.hi,
+        aim_bin=-1 if aim.bin is None else aim.bin,
         n=max(int(n), 1),
-        benchmark=choice.benchmark,
-        domain=_bank_domain(data, choice.benchmark),
+        benchmark=aim.benchmark,
+        domain=_bank_domain(data, aim.benchmark),
         seeds=seeds,
         n_choices=n_choices,
         ci_prob=ci_prob,
@@ -123,7 +124,7 @@ def propose(
                 Rejection(
                     reason=f"candidate_id '{candidate.candidate_id}' is already an item of the bank",
                     source=candidate.source,
-                    target_bin=request.target_bin,
+                    aim_bin=request.aim_bin,
                     record=candidate.to_dict(),
                     prompt_hash=candidate.prompt_hash,
                 )
@@ -136,18 +137,17 @@ def propose(
 def save_proposal(
     out_dir: str | os.PathLike[str],
     proposal: Proposal,
-    choice: TargetChoice,
+    aim: Aim,
     *,
     fit_dir: str | os.PathLike[str] | None = None,
     data_source: str | None = None,
     source: str | None = None,
     audit_dir: str | os.PathLike[str] | None = None,
 ) -> dict[str, Path]:
-    """Write ``candidates.jsonl``, ``target.json`` and ``rejections.jsonl`` into ``out_dir``, each atomically.
+    """Write ``candidates.jsonl``, ``aim.json`` and ``rejections.jsonl`` into ``out_dir``, each atomically.
 
-    ``target.json`` holds :meth:`TargetChoice.to_dict` plus ``fit`` (the fit folder, absolute), ``audit`` (the
-    saved audit the target came from, absolute, or None), ``data``, ``source``, ``n_candidates``, ``n_rejections``
-    and ``created``.
+    ``aim.json`` holds :meth:`Aim.to_dict` plus ``fit`` (the fit folder, absolute), ``audit`` (the saved audit the
+    aim came from, absolute, or None), ``data``, ``source``, ``n_candidates``, ``n_rejections`` and ``created``.
 
     Examples
     --------
@@ -155,14 +155,14 @@ def save_proposal(
     >>> fit, data = simulated_fit(100, 40, missing=0.0)
     >>> import tempfile
     >>> from irtbayes.benchfill.sources import CallableSource
-    >>> from irtbayes.benchfill.target import choose_target
+    >>> from irtbayes.benchfill.aim import choose_aim
     >>> from irtbayes.benchfill.proposal import propose, load_proposal, save_proposal
-    >>> choice, _ = choose_target(fit, data, interval=(0.0, 1.0))
-    >>> proposal = propose(fit, data, choice, CallableSource(lambda r: [{"text": "q", "answer": "a"}], name="demo"), n=1)
+    >>> aim, _ = choose_aim(fit, data, interval=(0.0, 1.0))
+    >>> proposal = propose(fit, data, aim, CallableSource(lambda r: [{"text": "q", "answer": "a"}], name="demo"), n=1)
     >>> folder = tempfile.mkdtemp()
-    >>> paths = save_proposal(folder, proposal, choice)
+    >>> paths = save_proposal(folder, proposal, aim)
     >>> sorted(p.name for p in paths.values())
-    ['candidates.jsonl', 'rejections.jsonl', 'target.json']
+    ['aim.json', 'candidates.jsonl', 'rejections.jsonl']
 
     :func:`load_proposal` reads the folder back; :func:`export_proposal` writes its candidates for the systems
     to answer:
@@ -183,7 +183,7 @@ def save_proposal(
                 {
                     "reason": r.reason,
                     "source": r.source,
-                    "target_bin": r.target_bin,
+                    "aim_bin": r.aim_bin,
                     "prompt_hash": r.prompt_hash,
                     "record": dict(r.record) if r.record is not None else None,
                 }
@@ -195,7 +195,7 @@ def save_proposal(
         for r in proposal.rejections
     )
     meta = {
-        **choice.to_dict(),
+        **aim.to_dict(),
         "fit": str(Path(fit_dir).resolve()) if fit_dir is not None else None,
         "audit": str(Path(audit_dir).resolve()) if audit_dir is not None else None,
         "data": data_source,
@@ -207,39 +207,36 @@ def save_proposal(
     paths = {
         "candidates": atomic_write_text(out / "candidates.jsonl", cands),
         "rejections": atomic_write_text(out / "rejections.jsonl", rejections),
-        "target": atomic_write_text(out / "target.json", json.dumps(meta, indent=2, allow_nan=False) + "\n"),
+        "aim": atomic_write_text(out / AIM_FILE, json.dumps(meta, indent=2, allow_nan=False) + "\n"),
     }
     return paths
 
 
-def load_proposal(folder: str | os.PathLike[str]) -> tuple[list[Candidate], TargetChoice, dict[str, Any]]:
-    """The candidates, target and ``target.json`` content of a folder written by :func:`save_proposal`
-    (whose example shows it).
+def load_proposal(folder: str | os.PathLike[str]) -> tuple[list[Candidate], Aim, dict[str, Any]]:
+    """The candidates, aim and ``aim.json`` content of a folder written by :func:`save_proposal` (whose example
+    shows it); a folder written before the aim had its name holds ``target.json`` instead, read alike
+    (:func:`~irtbayes.benchfill.aim.read_aim`).
 
     Raises
     ------
     DataError
-        A missing or malformed ``candidates.jsonl`` or ``target.json``.
+        A missing or malformed ``candidates.jsonl`` or ``aim.json``.
     """
     folder = Path(folder)
-    target_path = folder / "target.json"
-    if not target_path.is_file():
-        raise DataError(f"{target_path}: missing; is {folder} a folder written by `benchfill propose`?")
-    meta = read_json(target_path)
-    choice = TargetChoice.from_dict(meta, where=str(target_path))
+    aim, meta = read_aim(folder)
     candidates = load_candidates(folder / "candidates.jsonl")
-    return candidates, choice, meta
+    return candidates, aim, meta
 
 
 def recorded_fit(folder: str | os.PathLike[str], meta: dict[str, Any] | None = None) -> Fit:
-    """The fit a proposal folder's ``target.json`` records (``meta``: that file's content, when already read),
+    """The fit a proposal folder's ``aim.json`` records (``meta``: that file's content, when already read),
     loaded; a :class:`~irtbayes.core.errors.DataError` when it names none."""
     from irtbayes.fitting.storage import load_fit
 
     if meta is None:
         meta = load_proposal(folder)[2]
     if not meta.get("fit"):
-        raise DataError(f"{folder}/target.json names no fit; give the fit folder")
+        raise DataError(f"{folder}/{AIM_FILE} names no fit; give the fit folder")
     return load_fit(meta["fit"])
 
 
@@ -256,7 +253,7 @@ def export_proposal(
     ``"lm-eval"``: an lm-evaluation-harness task (``<task_name>.jsonl`` and ``.yaml``; ``output_type``
     defaults to multiple choice when every candidate has choices, generation when none has).
     ``"csv"``: ``responses_template.csv``, one blank row per (fit subject, candidate); ``fit`` defaults to
-    the fit folder recorded in ``target.json``. :func:`save_proposal`'s example shows it.
+    the fit folder recorded in ``aim.json``. :func:`save_proposal`'s example shows it.
 
     Raises
     ------

@@ -2,7 +2,7 @@
 
 **Before/after** (:func:`before_after`): the original bank and the extended bank audited side by side.
 The audit of the original bank is set beside the audit of the extended bank (original items plus the
-accepted candidates), with the same target bins. For the full mode the extended audit uses the refit's
+accepted candidates), with the same bins of the audit's target. For the full mode the extended audit uses the refit's
 posterior (restricted to the original and accepted items). For the fixed-bank mode the accepted items'
 draws are appended to the original posterior: draw s of a new item is paired with draw s of the bank
 (chains and draws in order; 1PL: the new item shares the bank's discrimination of that draw). Under the
@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,10 +33,10 @@ from irtbayes.auditing.coverage import bin_codes, count_items
 from irtbayes.auditing.result import AuditResult
 from irtbayes.auditing.run import audit
 from irtbayes.auditing.targets import Target
+from irtbayes.benchfill.aim import AUDIT_INFORMATION_DRAWS, AUDIT_MAX_DRAWS, Aim, frame_with_aim_names, with_aim_names
 from irtbayes.benchfill.candidates import Candidate
 from irtbayes.benchfill.grid import candidate_group_label
 from irtbayes.benchfill.ledger import Ledger, decision_records
-from irtbayes.benchfill.target import AUDIT_INFORMATION_DRAWS, AUDIT_MAX_DRAWS, TargetChoice
 from irtbayes.core.deprecation import deprecated_alias
 from irtbayes.core.errors import DataError, FitError, SpecError, listed
 from irtbayes.core.files import atomic_write_text, json_ready, read_json
@@ -63,8 +64,9 @@ class BenchfillResult:
     comparison, bins, subjects, conclusions
         The tables of :func:`~irtbayes.benchfill.result.before_after`; ``conclusions`` says which conclusions
         changed because of the new composition alone (and, after a full refit, which by re-estimation).
-    target
-        The target.
+    aim
+        The aim: the interval ``[lo, hi)`` the new items should fill (by default the bin of the widest gap), with
+        the audit's target it was chosen from.
     settings
         ``mode``, ``tau``, ``min_responses``, ``discrimination_prob``, ``min_discrimination``, ``ci_prob``,
         the sampler settings of a full refit, ``n_draws``.
@@ -85,10 +87,16 @@ class BenchfillResult:
     comparison: pd.DataFrame
     bins: pd.DataFrame
     subjects: pd.DataFrame
-    target: TargetChoice
+    aim: Aim
     settings: dict[str, Any]
     run_id: str
     conclusions: pd.DataFrame = field(default_factory=pd.DataFrame)
+
+    @property
+    def target(self) -> Aim:
+        """Deprecated (a :class:`DeprecationWarning`): the old name of :attr:`aim`."""
+        warnings.warn("BenchfillResult.target is deprecated: use BenchfillResult.aim", DeprecationWarning, stacklevel=2)
+        return self.aim
 
     @property
     def accepted(self) -> list[str]:
@@ -99,32 +107,32 @@ class BenchfillResult:
         return float(self.settings.get("ci_prob", 0.9))
 
     def summary(self) -> pd.DataFrame:
-        """One row per candidate (index ``candidate_id``): its decision and reason, P(in target), slope and
+        """One row per candidate (index ``candidate_id``): its decision and reason, P(b in aim), slope and
         difficulty with intervals, responses.
 
         Returns
         -------
         pandas.DataFrame
-            Columns ``benchmark``, ``decision``, ``reason``, ``n_responses``, ``p_in_target``,
-            ``p_in_target_data``, ``slope_{mean,ci_low,ci_high}``, ``difficulty_{mean,ci_low,ci_high}``
+            Columns ``benchmark``, ``decision``, ``reason``, ``n_responses``, ``p_in_aim``,
+            ``p_in_aim_data``, ``slope_{mean,ci_low,ci_high}``, ``difficulty_{mean,ci_low,ci_high}``
             (those present in :attr:`decisions`); ``attrs`` record ``ci_prob``, the
-            target's label and ``run_id``.
+            aim's label and ``run_id``.
 
         Examples
         --------
-        A bank of 100 simulated systems, two candidates aimed at the target bin, one of them mis-keyed
+        A bank of 100 simulated systems, two candidates aimed at the aim's bin, one of them mis-keyed
         (responses fall with ability), answered by every system and calibrated with the bank held fixed:
 
         >>> from irtbayes.benchfill.candidates import Candidate
         >>> from irtbayes.benchfill.run import calibrate_candidates
         >>> from irtbayes.benchfill.calibration import candidate_response_data
-        >>> from irtbayes.benchfill.target import choose_target
+        >>> from irtbayes.benchfill.aim import choose_aim
         >>> from irtbayes.fitting.result import Fit
         >>> from irtbayes.data.simulate import posterior_near_truth, simulate_responses
         >>> data, truth = simulate_responses(100, 40, missing=0.0, seed=1)
         >>> fit = Fit.from_posterior(posterior_near_truth(data, truth, chains=2, draws=100, seed=2), data)
-        >>> choice, _ = choose_target(fit, data, bins=4, target_bin=0)  # the bin of the true widest gap
-        >>> theta, middle = truth["ability"].values, (choice.lo + choice.hi) / 2
+        >>> aim, _ = choose_aim(fit, data, bins=4, aim_bin=0)  # the bin of the true widest gap
+        >>> theta, middle = truth["ability"].values, (aim.lo + aim.hi) / 2
         >>> rng = np.random.default_rng(3)
         >>> answers = pd.concat(
         ...     pd.DataFrame({"subject": data.subject_ids, "item": cid, "response": rng.random(100) < 1 / (1 + np.exp(-slope * (theta - middle)))})
@@ -132,11 +140,11 @@ class BenchfillResult:
         ... ).astype({"response": float})
         >>> candidates = [Candidate(candidate_id=c, text=t, answer="a") for c, t in [("good", "What is 7 x 6?"), ("mis-keyed", "Name the capital of Peru.")]]
         >>> new = candidate_response_data(answers, candidates, fit=fit)
-        >>> result = calibrate_candidates(fit, data, candidates, new, choice, mode="fixed", seed=4)
+        >>> result = calibrate_candidates(fit, data, candidates, new, aim, mode="fixed", seed=4)
         >>> result.summary()[["decision", "reason"]]
                        decision     reason
         candidate_id
-        good           accepted  in target
+        good           accepted     in aim
         mis-keyed      rejected  mis-keyed
         >>> result.to_dataframe("comparison").set_index("version").loc[["before", "after"], "n_items"].tolist()
         [40, 41]
@@ -149,8 +157,8 @@ class BenchfillResult:
             "decision",
             "reason",
             "n_responses",
-            "p_in_target",
-            "p_in_target_data",
+            "p_in_aim",
+            "p_in_aim_data",
             "slope_mean",
             "slope_ci_low",
             "slope_ci_high",
@@ -159,7 +167,7 @@ class BenchfillResult:
             "difficulty_ci_high",
         ]
         table = d[[c for c in wanted if c in d.columns]].copy()
-        table.attrs.update(ci_prob=self.ci_prob, target=self.target.label, run_id=self.run_id)
+        table.attrs.update(ci_prob=self.ci_prob, aim=self.aim.label, run_id=self.run_id)
         return summary_table(table, self.ci_prob)
 
     def to_dataframe(self, table: str = "decisions") -> pd.DataFrame:
@@ -178,18 +186,18 @@ class BenchfillResult:
         return tables[table].copy()
 
     def plot_candidates(self, *, ax: Axes | None = None) -> Axes:
-        """Each candidate's posterior difficulty interval against the target interval (see the class example)."""
-        return plot_candidate_intervals(self.decisions, target_lo=self.target.lo, target_hi=self.target.hi, ax=ax)
+        """Each candidate's posterior difficulty interval against the aim (see the class example)."""
+        return plot_candidate_intervals(self.decisions, aim_lo=self.aim.lo, aim_hi=self.aim.hi, ax=ax)
 
     def plot_coverage(self, *, ax: Axes | None = None) -> Axes:
-        """Expected items per bin before and after, for the target's benchmark (or all items); see the class example."""
-        t = self.target
-        return plot_coverage_before_after(self.shown_bins(), target_lo=t.lo, target_hi=t.hi, ax=ax)
+        """Expected items per bin before and after, for the aim's benchmark (or all items); see the class example."""
+        aim = self.aim
+        return plot_coverage_before_after(self.shown_bins(), aim_lo=aim.lo, aim_hi=aim.hi, ax=ax)
 
     def shown_bins(self) -> pd.DataFrame:
-        """The bins of the target's benchmark (all items when it has none, or no rows for it)."""
-        t = self.target
-        scope_kind, scope = ("benchmark", t.benchmark) if t.benchmark else ("all", "all")
+        """The bins of the aim's benchmark (all items when it has none, or no rows for it)."""
+        benchmark = self.aim.benchmark
+        scope_kind, scope = ("benchmark", benchmark) if benchmark else ("all", "all")
         shown = self.bins.loc[(self.bins["scope_kind"] == scope_kind) & (self.bins["scope"].astype(str) == scope)]
         return self.bins.loc[self.bins["scope_kind"] == "all"] if shown.empty else shown
 
@@ -199,7 +207,7 @@ class BenchfillResult:
         return json_ready(
             {
                 "run_id": self.run_id,
-                "target": self.target.to_dict(),
+                "aim": self.aim.to_dict(),
                 "settings": self.settings,
                 "n_candidates": len(self.decisions),
                 "accepted": self.accepted,
@@ -226,12 +234,12 @@ class BenchfillResult:
         return table
 
     def to_text(self) -> str:
-        """A few lines for the terminal: target, decisions, Maximum Gap and DDM before and after."""
-        t = self.target
+        """A few lines for the terminal: aim, decisions, Maximum Gap and DDM before and after."""
+        aim = self.aim
         s = self.settings
         lines = [
-            f"BenchFill target {t.label}: {t.how}.",
-            f"Rule: P({t.lo:.2f} <= b < {t.hi:.2f}) >= {s.get('tau')} and P(slope > {s.get('min_discrimination', 0):g}) >= "
+            f"BenchFill aim {aim.label}: {aim.how}.",
+            f"Rule: P(b in aim) = P({aim.lo:.2f} <= b < {aim.hi:.2f}) >= {s.get('tau')} and P(slope > {s.get('min_discrimination', 0):g}) >= "
             f"{s.get('discrimination_prob')}, at least {s.get('min_responses')} responses; calibration: {s.get('mode')}.",
             f"{len(self.accepted)} of {len(self.decisions)} candidates accepted.",
         ]
@@ -240,7 +248,7 @@ class BenchfillResult:
         unconverged = unconverged_note(s)
         if unconverged:
             lines.append(f"WARNING: {unconverged}")
-        shown = self.with_every_reason()[["decision", "reason", "p_in_target", "difficulty_mean", "difficulty_ci_low",
+        shown = self.with_every_reason()[["decision", "reason", "p_in_aim", "difficulty_mean", "difficulty_ci_low",
                                            "difficulty_ci_high", "n_responses"]]  # fmt: skip
         with pd.option_context("display.width", 160, "display.max_rows", 100, "display.precision", 3):
             lines += ["", shown.to_string()]
@@ -313,9 +321,9 @@ def save_benchfill(
     >>> import tempfile
     >>> from irtbayes.benchfill.calibration import candidate_response_data
     >>> from irtbayes.benchfill.run import calibrate_candidates
-    >>> from irtbayes.benchfill.target import choose_target
-    >>> choice, _ = choose_target(fit, data, interval=(0.0, 1.0))
-    >>> result = calibrate_candidates(fit, data, candidates, candidate_response_data(answers, candidates, fit=fit), choice, mode="fixed", seed=4)
+    >>> from irtbayes.benchfill.aim import choose_aim
+    >>> aim, _ = choose_aim(fit, data, interval=(0.0, 1.0))
+    >>> result = calibrate_candidates(fit, data, candidates, candidate_response_data(answers, candidates, fit=fit), aim, mode="fixed", seed=4)
     >>> paths = save_benchfill(result, tempfile.mkdtemp(), candidates=candidates)
     >>> {"ledger", "ledger_csv", "before_after_json", "before_after_csv"} <= set(paths)
     True
@@ -329,21 +337,21 @@ def save_benchfill(
     records = decision_records(
         result.decisions,
         candidates=candidates,
-        target_bin=result.target.bin,  # type: ignore[arg-type]
+        aim_bin=result.aim.bin,  # type: ignore[arg-type]
         extra={
             "mode": s.get("mode"),
             "tau": s.get("tau"),
             "min_responses": s.get("min_responses"),
             "discrimination_prob": s.get("discrimination_prob"),
             "ci_prob": s.get("ci_prob"),
-            "benchmark_target": result.target.benchmark,
+            "aim_benchmark": result.aim.benchmark,
             "refit_converged": s.get("refit_converged"),
             "bank_converged": s.get("bank_converged"),
         },
     )
     for record in records:
-        record["target_lo"] = result.target.lo
-        record["target_hi"] = result.target.hi
+        record["aim_lo"] = result.aim.lo
+        record["aim_hi"] = result.aim.hi
     ledger.append(records)
     paths = {"ledger": ledger.path, "ledger_csv": ledger.to_csv(out / "ledger.csv")}
     tables = {
@@ -385,11 +393,11 @@ def load_benchfill(folder: str | os.PathLike[str]) -> BenchfillResult:
     path = folder / "before_after.json"
     if not path.is_file():
         raise DataError(f"{path}: missing; is {folder} a folder written by `benchfill calibrate`?")
-    summary = read_json(path)
-    for key in ("run_id", "target", "settings", "comparison", "bins", "subjects"):
+    summary = with_aim_names(read_json(path))
+    for key in ("run_id", "aim", "settings", "comparison", "bins", "subjects"):
         if key not in summary:
             raise DataError(f"{path}: key '{key}' is missing")
-    choice = TargetChoice.from_dict(summary["target"], where=str(path))
+    aim = Aim.from_dict(summary["aim"], where=str(path))
     ledger = Ledger(folder / "ledger.jsonl").read()
     rows = ledger.loc[ledger["run_id"] == summary["run_id"]]
     if rows.empty:
@@ -397,11 +405,14 @@ def load_benchfill(folder: str | os.PathLike[str]) -> BenchfillResult:
     decisions = rows.drop_duplicates("candidate_id", keep="last").set_index("candidate_id")
     ci_prob = float(summary["settings"].get("ci_prob", 0.9))
     decisions.attrs.update(ci_prob=ci_prob, tau=summary["settings"].get("tau"))
-    tables = {k: pd.DataFrame(summary.get(k, [])) for k in ("comparison", "bins", "subjects", "conclusions")}
+    tables = {
+        k: frame_with_aim_names(pd.DataFrame(summary.get(k, [])))
+        for k in ("comparison", "bins", "subjects", "conclusions")
+    }
     for frame in tables.values():
-        frame.attrs.update(ci_prob=ci_prob, target=choice.target.to_dict())
+        frame.attrs.update(ci_prob=ci_prob, target=aim.target.to_dict())
     settings, run_id = dict(summary["settings"]), str(summary["run_id"])
-    return BenchfillResult(decisions=decisions, target=choice, settings=settings, run_id=run_id, **tables)
+    return BenchfillResult(decisions=decisions, aim=aim, settings=settings, run_id=run_id, **tables)
 
 
 # ======================================================================================================= before/after
@@ -575,7 +586,7 @@ def before_after(
     added: Sequence[str],
     target: Target,
     benchmark: str | None = None,
-    target_bin: int | None = None,
+    aim_bin: int | None = None,
     ci_prob: float = 0.9,
     bank_audit: AuditResult | None = None,
 ) -> dict[str, pd.DataFrame]:
@@ -594,6 +605,9 @@ def before_after(
         The audit target (bins) of both audits.
     benchmark
         Besides all items, compare this benchmark (and every benchmark an added item joins).
+    aim_bin
+        The bin of the aim (the interval the new items should fill): ``conclusions`` says whether it is still
+        empty.
     bank_audit
         The saved audit of ``fit`` (:func:`~irtbayes.auditing.folder.load_audit`): it is the ``before`` version,
         not run again, and the other versions are audited with its settings (draws, seed, top-k, intervals). Its
@@ -622,9 +636,9 @@ def before_after(
     >>> from irtbayes.examples import simulated_fit
     >>> fit, data = simulated_fit(100, 40, missing=0.0)
     >>> from irtbayes.benchfill.result import before_after
-    >>> from irtbayes.benchfill.target import choose_target
-    >>> choice, _ = choose_target(fit, data, interval=(0.0, 1.0))
-    >>> tables = before_after(fit, data, fit.posterior, data, added=[], target=choice.target)
+    >>> from irtbayes.benchfill.aim import choose_aim
+    >>> aim, _ = choose_aim(fit, data, interval=(0.0, 1.0))
+    >>> tables = before_after(fit, data, fit.posterior, data, added=[], target=aim.target)
     >>> {"bins", "comparison", "subjects"} <= set(tables)
     True
     >>> comparison = tables["comparison"].query("scope == 'all'").set_index("version")
@@ -650,7 +664,7 @@ def before_after(
         ci_prob=ci_prob,
     )  # fmt: skip
     subjects = _subject_table(data, extended_data, set(added), versions=versions).reset_index()
-    conclusions = composition_conclusions(comparison, bins, subjects, target_bin=target_bin)
+    conclusions = composition_conclusions(comparison, bins, subjects, aim_bin=aim_bin)
     for frame in (comparison, bins, subjects, conclusions):
         frame.attrs.update(ci_prob=ci_prob, target=target.to_dict())
     return {"comparison": comparison, "bins": bins, "subjects": subjects, "conclusions": conclusions}
@@ -729,7 +743,7 @@ def _audit_settings(bank_audit: AuditResult | None, *, target: Target, ci_prob: 
     if not (same and np.allclose(theirs.weights_array, ours.weights_array)):
         raise SpecError(
             f"the saved audit's target ({bank_audit.target.description}) is not the round's ({target.description}); "
-            "choose the round's target from that audit (`benchfill propose --audit DIR`)"
+            "choose the round's aim from that audit (`benchfill propose --audit DIR`)"
         )
     recorded = bank_audit.settings
     shared = {k: recorded[k] for k in SHARED_AUDIT_SETTINGS if k in recorded}
@@ -765,11 +779,11 @@ def _measure_rows(old: pd.Series, new: pd.Series) -> list[dict[str, Any]]:
     return rows
 
 
-def _empty_row(row: pd.Series, target_bin: int, old_col: str, new_col: str) -> dict[str, Any]:
+def _empty_row(row: pd.Series, aim_bin: int, old_col: str, new_col: str) -> dict[str, Any]:
     p_old, p_new = float(row[old_col]), float(row[new_col])
     changed = (p_old >= 0.5) != (p_new >= 0.5)
     verdict = ("no longer empty" if p_old >= 0.5 else "now empty") if changed else "unchanged"
-    return {"measure": f"target bin {target_bin} empty", "from": f"P = {p_old:.2f}", "to": f"P = {p_new:.2f}",
+    return {"measure": f"aim bin {aim_bin} empty", "from": f"P = {p_old:.2f}", "to": f"P = {p_new:.2f}",
             "verdict": verdict, "changed": changed}  # fmt: skip
 
 
@@ -793,7 +807,7 @@ def composition_conclusions(
     bins: pd.DataFrame,
     subjects: pd.DataFrame,
     *,
-    target_bin: int | None = None,
+    aim_bin: int | None = None,
 ) -> pd.DataFrame:
     """Which conclusions changed, and whether the change comes from the new composition or from re-estimation.
 
@@ -801,7 +815,7 @@ def composition_conclusions(
     (``original`` against ``after``; in the fixed-bank mode the original items keep their draws, so
     ``before`` against ``after``): only the added items differ. After a full refit, ``before`` against
     ``original`` is the effect of re-estimating the original items, reported as ``re-estimation``.
-    A measure changed credibly when the equal-tailed intervals do not overlap; the target bin's emptiness
+    A measure changed credibly when the equal-tailed intervals do not overlap; the emptiness of the aim's bin
     changed when its probability of being empty crosses one half; a rank moved when a system's rank intervals
     do not overlap.
 
@@ -825,9 +839,9 @@ def composition_conclusions(
                 continue
             found: list[dict[str, Any]] = _measure_rows(table.loc[(kind, name, old)], table.loc[(kind, name, new)])
             scope_bins = bins.loc[(bins["scope_kind"] == kind) & (bins["scope"].astype(str) == str(name))]
-            if target_bin is not None and (scope_bins["bin"] == target_bin).any():
-                row = scope_bins.loc[scope_bins["bin"] == target_bin].iloc[0]
-                found.append(_empty_row(row, target_bin, *empty_cols[cause]))
+            if aim_bin is not None and (scope_bins["bin"] == aim_bin).any():
+                row = scope_bins.loc[scope_bins["bin"] == aim_bin].iloc[0]
+                found.append(_empty_row(row, aim_bin, *empty_cols[cause]))
             ranks = _rank_row(subjects, old, new) if kind == "all" else None
             found += [ranks] if ranks else []
             rows += [{"scope_kind": kind, "scope": name, "cause": cause} | r for r in found]

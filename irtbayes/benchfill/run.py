@@ -1,18 +1,18 @@
-"""The BenchFill loop as functions: target, proposal, export, responses, calibration, decisions, before/after.
+"""The BenchFill loop as functions: aim, proposal, export, responses, calibration, decisions, before/after.
 
 One round::
 
     data = load_fit_data(fit)                                   # the bank's responses (checksum checked)
-    choice, audit_result = choose_target(fit, data, benchmark="bench01")   # the widest gap's bin
-    proposal = propose(fit, data, choice, FileSource("cands.jsonl"))
-    save_proposal("out/bf", proposal, choice, fit_dir="models/fit")
+    aim, audit_result = choose_aim(fit, data, benchmark="bench01")      # the widest gap's bin
+    proposal = propose(fit, data, aim, FileSource("cands.jsonl"))
+    save_proposal("out/bf", proposal, aim, fit_dir="models/fit")
     export_proposal("out/bf", "lm-eval")                        # the systems answer the candidates
     new = load_candidate_responses("lm_eval_out/", proposal.candidates, fit=fit)
-    result = calibrate_candidates(fit, data, proposal.candidates, new, choice, mode="full")
+    result = calibrate_candidates(fit, data, proposal.candidates, new, aim, mode="full")
     save_benchfill(result, "out/bf/round1", candidates=proposal.candidates)
 
 
-The steps live in :mod:`~irtbayes.benchfill.target` (the target), :mod:`~irtbayes.benchfill.proposal` (the
+The steps live in :mod:`~irtbayes.benchfill.aim` (the aim: the interval ``[lo, hi)`` the new items should fill), :mod:`~irtbayes.benchfill.proposal` (the
 proposal and its export), :mod:`~irtbayes.benchfill.calibration` (the candidates' responses and their calibration),
 :mod:`~irtbayes.benchfill.acceptance` and :mod:`~irtbayes.benchfill.screens` (the decisions) and
 :mod:`~irtbayes.benchfill.result` (before/after, the result written and read back); this module holds the round
@@ -32,12 +32,12 @@ import pandas as pd
 import xarray as xr
 
 from irtbayes.benchfill.acceptance import AcceptanceRule, decide_all
+from irtbayes.benchfill.aim import Aim
 from irtbayes.benchfill.calibration import calibrate_fixed, calibrate_full, typical_discrimination
 from irtbayes.benchfill.candidates import Candidate
 from irtbayes.benchfill.grid import MIN_DISCRIMINATION_SHARE, Prior
 from irtbayes.benchfill.result import HYPER_VARS, BenchfillResult, append_draws, before_after
 from irtbayes.benchfill.screens import CONSTRUCT_PROB, ITEM_FIT_PPP, combine_screens, screen_construct, screen_novelty
-from irtbayes.benchfill.target import TargetChoice
 from irtbayes.core.errors import DataError, SpecError
 from irtbayes.data.responses import ResponseData
 from irtbayes.model.spec import GRADED_KINDS
@@ -55,7 +55,7 @@ log = logging.getLogger(__name__)
 Mode = Literal["full", "fixed"]
 
 
-def _silent_rows(ids: Sequence[str], *, choice: TargetChoice, min_responses: int) -> pd.DataFrame:
+def _silent_rows(ids: Sequence[str], *, aim: Aim, min_responses: int) -> pd.DataFrame:
     """Decision rows for candidates nobody answered."""
     rows = [
         {
@@ -65,8 +65,8 @@ def _silent_rows(ids: Sequence[str], *, choice: TargetChoice, min_responses: int
             "detail": f"0 responses, fewer than {min_responses}",
             "failed": "not enough responses",
             "n_responses": 0,
-            "target_lo": choice.lo,
-            "target_hi": choice.hi,
+            "aim_lo": aim.lo,
+            "aim_hi": aim.hi,
         }
         for cid in ids
     ]
@@ -78,7 +78,7 @@ def calibrate_candidates(
     data: ResponseData,
     candidates: Sequence[Candidate],
     new_data: ResponseData,
-    choice: TargetChoice,
+    aim: Aim,
     *,
     mode: Mode = "full",
     prior: Prior = "candidates",
@@ -101,8 +101,8 @@ def calibrate_candidates(
         Every candidate of the round (those without responses are rejected for "not enough responses").
     new_data
         Their responses (:func:`load_candidate_responses`).
-    choice
-        The target.
+    aim
+        The aim: the interval the new items should fill (:func:`~irtbayes.benchfill.aim.choose_aim`).
     mode
         ``"full"`` refits the bank with the candidates (:func:`~irtbayes.benchfill.calibration.calibrate_full`);
         ``"fixed"`` holds the bank at its posterior (:func:`~irtbayes.benchfill.calibration.calibrate_fixed`).
@@ -120,7 +120,7 @@ def calibrate_candidates(
         Accept a rewrite of a bank item that is not the candidate's seed (see
         :func:`~irtbayes.benchfill.screens.screen_novelty`).
     bank_audit
-        The saved audit of the bank the target came from: the before/after comparison reads it as the ``before``
+        The saved audit of the bank the aim came from: the before/after comparison reads it as the ``before``
         audit and audits the extended bank with its settings (see :func:`~irtbayes.benchfill.result.before_after`).
 
     Returns
@@ -133,10 +133,10 @@ def calibrate_candidates(
     >>> fit, data, candidates, answers = simulated_candidates()
     >>> from irtbayes.benchfill.run import calibrate_candidates
     >>> from irtbayes.benchfill.calibration import candidate_response_data
-    >>> from irtbayes.benchfill.target import choose_target
-    >>> choice, _ = choose_target(fit, data, interval=(0.0, 1.0))
+    >>> from irtbayes.benchfill.aim import choose_aim
+    >>> aim, _ = choose_aim(fit, data, interval=(0.0, 1.0))
     >>> new = candidate_response_data(answers, candidates, fit=fit)
-    >>> result = calibrate_candidates(fit, data, candidates, new, choice, mode="fixed", seed=4)
+    >>> result = calibrate_candidates(fit, data, candidates, new, aim, mode="fixed", seed=4)
     >>> result.accepted, result.decisions.loc["mis-keyed", "reason"]
     (['good'], 'mis-keyed')
     """
@@ -153,7 +153,7 @@ def calibrate_candidates(
     posterior, refit = _calibrate_round(
         fit, data, new_data, settings, chains=chains, draws=draws, tune=tune, seed=seed, progress=progress
     )
-    decisions = _decisions(posterior, candidates, new_data, choice, settings=settings)
+    decisions = _decisions(posterior, candidates, new_data, aim, settings=settings)
     ability = (refit if refit is not None else fit).posterior["ability"]
     decisions = _editorial(
         decisions, candidates, data, new_data, posterior, ability, seed=seed, allow_rewrites=allow_rewrites
@@ -163,10 +163,10 @@ def calibrate_candidates(
     accepted = [i for i in ids if decisions.loc[i, "decision"] == "accepted"]
     extended, extended_data = _extended_bank(fit, data, new_data, posterior, refit, accepted)
     tables = before_after(
-        fit, data, extended, extended_data, added=accepted, target=choice.target, benchmark=choice.benchmark,
-        target_bin=_bin_of(choice), ci_prob=settings["ci_prob"], bank_audit=bank_audit,
+        fit, data, extended, extended_data, added=accepted, target=aim.target, benchmark=aim.benchmark,
+        aim_bin=_bin_of(aim), ci_prob=settings["ci_prob"], bank_audit=bank_audit,
     )  # fmt: skip
-    return _round_result(decisions, tables, choice, settings)
+    return _round_result(decisions, tables, aim, settings)
 
 
 def _calibrate_round(
@@ -200,20 +200,20 @@ def _calibrate_round(
 
 
 def _round_result(
-    decisions: pd.DataFrame, tables: dict[str, Any], choice: TargetChoice, settings: dict[str, Any]
+    decisions: pd.DataFrame, tables: dict[str, Any], aim: Aim, settings: dict[str, Any]
 ) -> BenchfillResult:
     """The round's result, under a new run id (UTC time and a random suffix)."""
     run_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ-") + uuid.uuid4().hex[:8]
-    return BenchfillResult(decisions=decisions, target=choice, settings=settings, run_id=run_id, **tables)
+    return BenchfillResult(decisions=decisions, aim=aim, settings=settings, run_id=run_id, **tables)
 
 
-def _bin_of(choice: TargetChoice) -> int | None:
-    """The target's bin, or the audit bin holding the middle of a target interval that is no bin."""
-    if choice.bin is not None:
-        return choice.bin
-    edges = choice.target.edges_array
-    k = int(np.searchsorted(edges, (choice.lo + choice.hi) / 2, side="right")) - 1
-    return k if 0 <= k < choice.target.n_bins else None
+def _bin_of(aim: Aim) -> int | None:
+    """The aim's bin, or the audit bin holding the middle of an aim that is no bin."""
+    if aim.bin is not None:
+        return aim.bin
+    edges = aim.target.edges_array
+    k = int(np.searchsorted(edges, (aim.lo + aim.hi) / 2, side="right")) - 1
+    return k if 0 <= k < aim.target.n_bins else None
 
 
 def _check_round(candidates: Sequence[Candidate], new_data: ResponseData) -> list[str]:
@@ -262,7 +262,7 @@ def _decisions(
     posterior: xr.Dataset,
     candidates: Sequence[Candidate],
     new_data: ResponseData,
-    choice: TargetChoice,
+    aim: Aim,
     *,
     settings: dict[str, Any],
 ) -> pd.DataFrame:
@@ -272,8 +272,8 @@ def _decisions(
     min_responses = int(settings["min_responses"])
     decisions = decide_all(
         posterior,
-        target_lo=choice.lo,
-        target_hi=choice.hi,
+        aim_lo=aim.lo,
+        aim_hi=aim.hi,
         n_responses=posterior["n_responses"].to_series(),
         items=answered,
         rule=AcceptanceRule(**{key: settings[key] for key in AcceptanceRule.__dataclass_fields__}),
@@ -281,7 +281,7 @@ def _decisions(
     silent = [i for i in ids if i not in set(answered)]
     if silent:
         log.info("%d candidate(s) have no responses and are rejected: %s", len(silent), silent[:10])
-        decisions = pd.concat([decisions, _silent_rows(silent, choice=choice, min_responses=min_responses)])
+        decisions = pd.concat([decisions, _silent_rows(silent, aim=aim, min_responses=min_responses)])
     by_id = {c.candidate_id: c for c in candidates}
     decisions = decisions.reindex(ids)
     decisions.index.name = "candidate_id"

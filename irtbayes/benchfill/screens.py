@@ -78,7 +78,7 @@ construct screen together.
 
 A candidate is accepted only when all three pass:
 
-- **bin** and **key** (:func:`~irtbayes.benchfill.acceptance.decide_all`): enough responses, in the target
+- **bin** and **key** (:func:`~irtbayes.benchfill.acceptance.decide_all`): enough responses, in the aim
   interval under both priors, and a sign-free slope credibly above the least one; the key check is the
   rule's own slope screen (``"mis-keyed"``, ``"flat"``, ``"slope missing"``), not a second one;
 - **novelty** (:func:`screen_novelty`): not a near-duplicate of a bank item or of
@@ -719,14 +719,14 @@ def combine_screens(decisions: pd.DataFrame, novelty: pd.DataFrame, construct: p
     >>> from irtbayes.benchfill.screens import combine_screens
     >>> from irtbayes.benchfill.screens import screen_novelty
     >>> ids = pd.Index(["c1", "c2"], name="candidate_id")
-    >>> decisions = pd.DataFrame({"decision": "accepted", "reason": "in target", "detail": "", "failed": ""}, index=ids)
+    >>> decisions = pd.DataFrame({"decision": "accepted", "reason": "in aim", "detail": "", "failed": ""}, index=ids)
     >>> novelty = screen_novelty(pd.DataFrame({"text": ["What is the capital of France?", "Which river flows through Cairo?"]}, index=ids), {"q1": "What is the capital of France?"})
     >>> construct = pd.DataFrame({"construct": ["fits", "fits"], "construct_ok": [True, True]}, index=ids)
     >>> combine_screens(decisions, novelty, construct)[["decision", "reason"]]
                   decision                reason
     candidate_id
     c1            rejected  near-duplicate of q1
-    c2            accepted             in target
+    c2            accepted                in aim
     """
     out = decisions.copy()
     ids = out.index
@@ -737,7 +737,7 @@ def combine_screens(decisions: pd.DataFrame, novelty: pd.DataFrame, construct: p
     bins, keys, failed_all, reasons, details = [], [], [], [], []
     for cid in ids:
         rule = _failed_list(out.at[cid, "failed"])
-        bins.append(next((f for f in rule if f in LOCATION_REASONS or f == "not enough responses"), "in target"))
+        bins.append(next((f for f in rule if f in LOCATION_REASONS or f == "not enough responses"), "in aim"))
         keys.append(next((f for f in rule if f in KEY_REASONS), "ok"))
         failed = [f for f in rule if f == "not enough responses"]
         if not bool(nov.at[cid, "novelty_ok"]):
@@ -747,7 +747,7 @@ def combine_screens(decisions: pd.DataFrame, novelty: pd.DataFrame, construct: p
             failed.append("off-construct")
         failed += [f for f in rule if f not in ("not enough responses", "mis-keyed")]
         failed_all.append("; ".join(failed))
-        reasons.append(failed[0] if failed else "in target")
+        reasons.append(failed[0] if failed else "in aim")
         extra = []
         if not bool(nov.at[cid, "novelty_ok"]):
             extra.append(f"{nov.at[cid, 'novelty']} (closest bank item {nov.at[cid, 'closest_item']})")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import math
+import warnings
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,20 +55,20 @@ class SeedItem:
 
 @dataclass(frozen=True)
 class ProposalRequest:
-    """What a source is asked for: ``n`` items whose difficulty lies in ``[target_lo, target_hi)``.
+    """What a source is asked for: ``n`` items whose difficulty lies in ``[aim_lo, aim_hi)``.
 
     Attributes
     ----------
-    target_lo, target_hi
-        The target difficulty interval, on the ability scale.
-    target_bin
-        Index of the target bin in the audit's binning.
+    aim_lo, aim_hi
+        The aim: the difficulty interval the new items should fill, on the ability scale.
+    aim_bin
+        Index of the aim's bin in the audit's binning (-1: an aim that is no bin).
     n
         Number of candidates wanted.
     benchmark, domain
         The benchmark and domain the candidates should join (copied onto candidates that carry none).
     seeds
-        Existing items in or next to the target bin (see :func:`select_seeds`).
+        Existing items in or next to the aim (see :func:`select_seeds`).
     n_choices
         Ask for multiple-choice items with this many options; ``None`` for free response.
     ci_prob
@@ -76,14 +77,14 @@ class ProposalRequest:
     Examples
     --------
     >>> from irtbayes.benchfill.sources import ProposalRequest
-    >>> request = ProposalRequest(target_lo=0.0, target_hi=1.0, target_bin=5, n=3, benchmark="arith")
-    >>> request.n, (request.target_lo, request.target_hi)
+    >>> request = ProposalRequest(aim_lo=0.0, aim_hi=1.0, aim_bin=5, n=3, benchmark="arith")
+    >>> request.n, (request.aim_lo, request.aim_hi)
     (3, (0.0, 1.0))
     """
 
-    target_lo: float
-    target_hi: float
-    target_bin: int
+    aim_lo: float
+    aim_hi: float
+    aim_bin: int
     n: int
     benchmark: str | None = None
     domain: str | None = None
@@ -92,10 +93,8 @@ class ProposalRequest:
     ci_prob: float = 0.9
 
     def __post_init__(self) -> None:
-        if not (math.isfinite(self.target_lo) and math.isfinite(self.target_hi)) or self.target_lo >= self.target_hi:
-            raise SpecError(
-                f"ProposalRequest: the target interval [{self.target_lo}, {self.target_hi}) must be finite with lo < hi"
-            )
+        if not (math.isfinite(self.aim_lo) and math.isfinite(self.aim_hi)) or self.aim_lo >= self.aim_hi:
+            raise SpecError(f"ProposalRequest: the aim [{self.aim_lo}, {self.aim_hi}) must be finite with lo < hi")
         if int(self.n) != self.n or self.n < 1:
             raise SpecError(f"ProposalRequest: n must be a positive integer, got {self.n!r}")
         if self.n_choices is not None and self.n_choices < 2:
@@ -108,16 +107,38 @@ class ProposalRequest:
         """Labels copied onto candidates that carry none."""
         return {"benchmark": self.benchmark, "domain": self.domain}
 
+    # the old names, read by sources written before the aim had its name: they warn, for a release
+    @property
+    def target_lo(self) -> float:
+        """Deprecated (a :class:`DeprecationWarning`): the old name of :attr:`aim_lo`."""
+        return self._renamed("target_lo", "aim_lo")
+
+    @property
+    def target_hi(self) -> float:
+        """Deprecated (a :class:`DeprecationWarning`): the old name of :attr:`aim_hi`."""
+        return self._renamed("target_hi", "aim_hi")
+
+    @property
+    def target_bin(self) -> int:
+        """Deprecated (a :class:`DeprecationWarning`): the old name of :attr:`aim_bin`."""
+        return self._renamed("target_bin", "aim_bin")
+
+    def _renamed(self, old: str, new: str) -> Any:
+        warnings.warn(
+            f"ProposalRequest.{old} is deprecated: use ProposalRequest.{new}", DeprecationWarning, stacklevel=3
+        )
+        return getattr(self, new)
+
 
 def select_seeds(
     table: pd.DataFrame,
     *,
-    target_lo: float,
-    target_hi: float,
+    aim_lo: float,
+    aim_hi: float,
     max_seeds: int = 8,
     items: pd.DataFrame | None = None,
 ) -> tuple[SeedItem, ...]:
-    """Choose existing items to show a generator: those inside the target interval and its nearest neighbours.
+    """Choose existing items to show a generator: those inside the aim and its nearest neighbours.
 
     Up to one item just below and one just above the interval are always kept when they exist (so the
     generator sees both an easier and a harder example), the rest of the places go to items inside the
@@ -146,7 +167,7 @@ def select_seeds(
     >>> table = pd.DataFrame(
     ...     {"item": ["q1", "q2", "q3", "q4", "q5"], "text": ["t1", "t2", "t3", "t4", "t5"], "difficulty_mean": [-1.0, -0.3, 0.4, 0.6, 2.0]}
     ... ).assign(difficulty_ci_low=lambda t: t.difficulty_mean - 0.3, difficulty_ci_high=lambda t: t.difficulty_mean + 0.3)
-    >>> [s.item for s in select_seeds(table, target_lo=0.0, target_hi=1.0, max_seeds=3)]  # one below, one above, the rest inside
+    >>> [s.item for s in select_seeds(table, aim_lo=0.0, aim_hi=1.0, max_seeds=3)]  # one below, one above, the rest inside
     ['q2', 'q3', 'q5']
     """
     if "item" in table.columns:
@@ -171,11 +192,11 @@ def select_seeds(
         log.info("select_seeds: %d item(s) have no text and cannot be shown", int((~shown).sum()))
         table = table.loc[shown.to_numpy()]
     means = table["mean"].astype(float)
-    centre = 0.5 * (target_lo + target_hi)
-    inside = means[(means >= target_lo) & (means < target_hi)]
+    centre = 0.5 * (aim_lo + aim_hi)
+    inside = means[(means >= aim_lo) & (means < aim_hi)]
     inside = inside.iloc[(inside - centre).abs().argsort(kind="stable")]
-    below = means[means < target_lo].sort_values(ascending=False, kind="stable")
-    above = means[means >= target_hi].sort_values(kind="stable")
+    below = means[means < aim_lo].sort_values(ascending=False, kind="stable")
+    above = means[means >= aim_hi].sort_values(kind="stable")
     reserve: list[str] = []
     if max_seeds >= 3:
         if len(below):
@@ -218,14 +239,14 @@ class Rejection:
     Examples
     --------
     >>> from irtbayes.benchfill.sources import Rejection
-    >>> rejection = Rejection(reason="duplicate of an existing item", source="file:list.csv", target_bin=3)
-    >>> rejection.reason, rejection.target_bin
+    >>> rejection = Rejection(reason="duplicate of an existing item", source="file:list.csv", aim_bin=3)
+    >>> rejection.reason, rejection.aim_bin
     ('duplicate of an existing item', 3)
     """
 
     reason: str
     source: str
-    target_bin: int
+    aim_bin: int
     record: Mapping[str, Any] | None = None
     prompt_hash: str | None = None
 
@@ -238,7 +259,7 @@ class Proposal:
     --------
     >>> from irtbayes.benchfill.candidates import Candidate
     >>> from irtbayes.benchfill.sources import Proposal, Rejection
-    >>> proposal = Proposal([Candidate(candidate_id="c1", text="q", answer="a")], [Rejection(reason="no answer", source="llm:m", target_bin=5)])
+    >>> proposal = Proposal([Candidate(candidate_id="c1", text="q", answer="a")], [Rejection(reason="no answer", source="llm:m", aim_bin=5)])
     >>> len(proposal.candidates), proposal.rejections[0].reason
     (1, 'no answer')
     """
@@ -262,12 +283,12 @@ class CandidateSource(Protocol):
     ...         return [Candidate(candidate_id=f"c{k}", text="q", answer="a") for k in range(request.n)]
     >>> isinstance(Fixed(), CandidateSource)
     True
-    >>> len(Fixed().propose(ProposalRequest(target_lo=0.0, target_hi=1.0, target_bin=5, n=2)))
+    >>> len(Fixed().propose(ProposalRequest(aim_lo=0.0, aim_hi=1.0, aim_bin=5, n=2)))
     2
     """
 
     def propose(self, request: ProposalRequest) -> list[Candidate]:
-        """Return candidates aimed at ``request``'s target interval."""
+        """Return candidates aimed at ``request``'s aim."""
         ...
 
 
@@ -294,7 +315,7 @@ class FileSource:
     >>> path = Path(tempfile.mkdtemp()) / "candidates.csv"
     >>> _ = path.write_text("candidate_id,text,answer\\nc1,q1,a\\nc2,q2,b\\nc3,q3,c\\n")
     >>> source = FileSource(path)
-    >>> request = ProposalRequest(target_lo=0.0, target_hi=1.0, target_bin=5, n=2)
+    >>> request = ProposalRequest(aim_lo=0.0, aim_hi=1.0, aim_bin=5, n=2)
     >>> [c.candidate_id for c in source.propose(request)], [c.candidate_id for c in source.propose(request)]
     (['c1', 'c2'], ['c3'])
     """
@@ -337,9 +358,9 @@ class CallableSource:
     --------
     >>> from irtbayes.benchfill.sources import CallableSource, ProposalRequest
     >>> def write_items(request):
-    ...     return [{"text": f"Question {k} near {request.target_lo:g}", "answer": "a"} for k in range(request.n)]
+    ...     return [{"text": f"Question {k} near {request.aim_lo:g}", "answer": "a"} for k in range(request.n)]
     >>> source = CallableSource(write_items, name="mine")
-    >>> items = source.propose(ProposalRequest(target_lo=0.0, target_hi=1.0, target_bin=5, n=2))
+    >>> items = source.propose(ProposalRequest(aim_lo=0.0, aim_hi=1.0, aim_bin=5, n=2))
     >>> [c.text for c in items], items[0].source
     (['Question 0 near 0', 'Question 1 near 0'], 'callable:mine')
     """

@@ -2,12 +2,16 @@
 
 ::
 
-    irtbayes benchfill propose --fit models/fit [--benchmark B] [--target-bin K | --target L U] [--bins K]
+    irtbayes benchfill propose --fit models/fit [--benchmark B] [--aim-bin K | --aim L U] [--bins K]
         (--llm BASE_URL --llm-model NAME [--api-key-env VAR] [--n 10] | --candidates FILE) --out out/bf
     irtbayes benchfill export out/bf --format lm-eval|csv
     irtbayes benchfill calibrate --fit models/fit --candidates out/bf/candidates.jsonl --responses PATH
-        (--target-bin K | --target L U | --target-json out/bf/target.json) [--tau 0.8] [--mode full|fixed] [--prior candidates|bank]
+        (--aim-bin K | --aim L U | --aim-json out/bf/aim.json) [--tau 0.8] [--mode full|fixed] [--prior candidates|bank]
         [--min-discrimination A] --out out/bf/round1
+
+The aim is the interval ``[lo, hi)`` on the ability scale that the new items should fill; by default the bin of the
+widest gap. The old flags ``--target-bin``, ``--target`` and ``--target-json`` still work for a release, hidden from
+the help, each with a warning naming its new flag.
 
 Each verb is a thin wrapper over :mod:`irtbayes.benchfill.run`; errors a user can cause raise
 :class:`~irtbayes.core.errors.IrtbayesError` subclasses, which the command line prints as one line (exit 2).
@@ -21,13 +25,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from irtbayes.cli.parser import picked
-from irtbayes.core.errors import DataError, SpecError
-from irtbayes.core.files import read_json
+from irtbayes.core.errors import SpecError
 from irtbayes.core.summaries import format_interval
 
 if TYPE_CHECKING:
     from irtbayes.auditing.result import AuditResult
-    from irtbayes.benchfill.target import TargetChoice
+    from irtbayes.benchfill.aim import Aim
     from irtbayes.data.responses import ResponseData
     from irtbayes.fitting.result import Fit
 
@@ -44,43 +47,65 @@ def _load(args: argparse.Namespace) -> tuple[Any, Any]:
     return fit, data
 
 
+#: The old flags of the aim (hidden, deprecated) -> their new flags, and the dest each is parsed into.
+OLD_AIM_FLAGS: dict[str, tuple[str, str]] = {
+    "--target-bin": ("--aim-bin", "aim_bin"),
+    "--target": ("--aim", "aim"),
+    "--target-json": ("--aim-json", "aim_json"),
+}
+
+
+def _old_dest(new_dest: str) -> str:
+    return f"old_{new_dest}"
+
+
+def _old_aim_flags(args: argparse.Namespace) -> None:
+    """Read the deprecated ``--target*`` flags into their new ``--aim*`` dests, warning for each one given."""
+    for old, (new, dest) in OLD_AIM_FLAGS.items():
+        value = getattr(args, _old_dest(dest), None)
+        if value is not None:
+            log.warning("%s is deprecated and will be removed in the next release: use %s", old, new)
+            setattr(args, dest, value)
+
+
 def _interval(args: argparse.Namespace) -> tuple[float, float] | None:
-    return None if args.target is None else (float(args.target[0]), float(args.target[1]))
+    return None if args.aim is None else (float(args.aim[0]), float(args.aim[1]))
 
 
-def _target(fit: Fit, data: ResponseData, args: argparse.Namespace) -> tuple[TargetChoice, AuditResult | None]:
-    """The target the command line names (a bin, an interval or the widest gap's bin) for ``fit``; its gaps from
-    the saved audit ``--audit`` names (checked to be of this fit and these data, and returned), else from a new
-    audit (then None)."""
+def _aim(fit: Fit, data: ResponseData, args: argparse.Namespace) -> tuple[Aim, AuditResult | None]:
+    """The aim the command line names (a bin, an interval or the widest gap's bin) for ``fit``; its gaps from the
+    saved audit ``--audit`` names (checked to be of this fit and these data, and returned), else from a new audit
+    (then None)."""
     from irtbayes.auditing.folder import load_audit
-    from irtbayes.benchfill.target import choose_target
+    from irtbayes.benchfill.aim import choose_aim
 
     saved = None
     if getattr(args, "audit", None):
         if getattr(args, "bins", None) is not None or getattr(args, "range", None) is not None:
             raise SpecError("--audit brings its own bins and range; leave out --bins and --range")
         saved = load_audit(args.audit, fit=fit, data=data)
-        log.info("target from the saved audit %s (no new audit)", args.audit)
-    choice, _ = choose_target(
+        log.info("the aim from the saved audit %s (no new audit)", args.audit)
+    aim, _ = choose_aim(
         fit,
         data,
-        **picked(args, "benchmark", "target_bin", "bins", "range"),
+        **picked(args, "benchmark", "aim_bin", "bins", "range"),
         interval=_interval(args),
         gap_interval=getattr(args, "gap_interval", False),
         audit_result=saved,
     )
-    return choice, saved
+    return aim, saved
 
 
 # ---------------------------------------------------------------------------------------------- propose
 def cmd_propose(args: argparse.Namespace) -> int:
-    """``benchfill propose``: choose the target, ask the source for candidates, write them with the target."""
+    """``benchfill propose``: choose the aim, ask the source for candidates, write them with the aim."""
     from irtbayes.benchfill.llm import ChatClient, LLMSource
     from irtbayes.benchfill.proposal import propose, save_proposal
     from irtbayes.benchfill.sources import FileSource
 
+    _old_aim_flags(args)
     fit, data = _load(args)
-    choice, _ = _target(fit, data, args)
+    aim, _ = _aim(fit, data, args)
     out = Path(args.out)
     if args.candidates:
         source: Any = FileSource(args.candidates)
@@ -97,12 +122,12 @@ def cmd_propose(args: argparse.Namespace) -> int:
         source = LLMSource(client, temperature=args.temperature)
         label = f"llm:{args.llm_model} at {args.llm}"
     n_choices: Any = "auto" if args.n_choices is None else (None if args.n_choices == 0 else args.n_choices)
-    proposal = propose(fit, data, choice, source, n=args.n, n_choices=n_choices, max_seeds=args.max_seeds)
+    proposal = propose(fit, data, aim, source, n=args.n, n_choices=n_choices, max_seeds=args.max_seeds)
     paths = save_proposal(
-        out, proposal, choice, fit_dir=args.fit, data_source=str(data.source), source=label, audit_dir=args.audit
+        out, proposal, aim, fit_dir=args.fit, data_source=str(data.source), source=label, audit_dir=args.audit
     )
-    gap = choice.gap
-    print(f"Target {choice.label}: {choice.how}.")
+    gap = aim.gap
+    print(f"Aim {aim.label}: {aim.how}.")
     print(
         f"Widest gap of {gap.get('scope')}: "
         f"{format_interval({k: gap.get(k, float('nan')) for k in ('max_gap_mean', 'max_gap_ci_low', 'max_gap_ci_high')}, 'max_gap')} logits."
@@ -110,7 +135,7 @@ def cmd_propose(args: argparse.Namespace) -> int:
     print(f"{len(proposal.candidates)} candidate(s) from {label}; {len(proposal.rejections)} rejected.")
     for rejection in proposal.rejections[:10]:
         print(f"  rejected: {rejection.reason}")
-    print(f"Wrote {paths['candidates']}, {paths['target'].name} and {paths['rejections'].name}")
+    print(f"Wrote {paths['candidates']}, {paths['aim'].name} and {paths['rejections'].name}")
     print(f"Next: irtbayes benchfill export {out} --format lm-eval (or csv)")
     return 0
 
@@ -147,27 +172,22 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     """``benchfill calibrate``: responses -> calibration -> decisions -> ledger and before/after audit."""
     from irtbayes.auditing.folder import load_audit
     from irtbayes.benchfill.acceptance import AcceptanceRule
+    from irtbayes.benchfill.aim import read_aim
     from irtbayes.benchfill.calibration import load_candidate_responses
     from irtbayes.benchfill.candidates import load_candidates
     from irtbayes.benchfill.result import save_benchfill
     from irtbayes.benchfill.run import calibrate_candidates
-    from irtbayes.benchfill.target import TargetChoice
 
+    _old_aim_flags(args)
     fit, data = _load(args)
     candidates = load_candidates(args.candidates)
     audit_dir = args.audit
-    if args.target_json:
-        path = Path(args.target_json)
-        if path.is_dir():
-            path = path / "target.json"
-        if not path.is_file():
-            raise DataError(f"{path}: no such file (a target.json written by `benchfill propose`)")
-        record = read_json(path)
-        choice = TargetChoice.from_dict(record, where=str(path))
+    if args.aim_json:
+        aim, record = read_aim(args.aim_json)
         audit_dir = audit_dir or record.get("audit")
         bank_audit = load_audit(audit_dir, fit=fit, data=data) if audit_dir else None
     else:
-        choice, bank_audit = _target(fit, data, args)
+        aim, bank_audit = _aim(fit, data, args)
     # the bank's saved audit is the comparison's "before", not run again; the extended bank is audited alike
     new_data = load_candidate_responses(
         args.responses, candidates, fit=fit, metric=args.metric, lm_filter=args.lm_filter
@@ -185,7 +205,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         data,
         candidates,
         new_data,
-        choice,
+        aim,
         rule=rule,
         **picked(args, "mode", "prior", "chains", "draws", "tune", "seed", "allow_rewrites"),
         progress=not args.no_progress,
@@ -213,13 +233,22 @@ def _fit_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _target_arguments(parser: argparse.ArgumentParser, *, allow_json: bool) -> None:
-    group = parser.add_argument_group("the target (default: the bin of the widest gap)")
+def _aim_arguments(parser: argparse.ArgumentParser, *, allow_json: bool) -> None:
+    group = parser.add_argument_group(
+        "the aim: the interval [L, U) the new items should fill (default: the widest gap's bin)"
+    )
     exclusive = group.add_mutually_exclusive_group()
-    exclusive.add_argument("--target-bin", type=int, metavar="K", help="0-based bin of the audit's target")
-    exclusive.add_argument("--target", nargs=2, type=float, metavar=("L", "U"), help="the interval [L, U)")
+    exclusive.add_argument("--aim-bin", type=int, metavar="K", help="aim at bin K (0-based) of the audit's target")
+    exclusive.add_argument("--aim", nargs=2, type=float, metavar=("L", "U"), help="aim at the interval [L, U)")
+    exclusive.add_argument("--target-bin", type=int, dest=_old_dest("aim_bin"), help=argparse.SUPPRESS)
+    exclusive.add_argument("--target", nargs=2, type=float, dest=_old_dest("aim"), help=argparse.SUPPRESS)
     if allow_json:
-        exclusive.add_argument("--target-json", metavar="PATH", help="a target.json written by `benchfill propose`")
+        exclusive.add_argument(
+            "--aim-json",
+            metavar="PATH",
+            help="an aim.json written by `benchfill propose`, or its folder (an older one's target.json is read too)",
+        )
+        exclusive.add_argument("--target-json", dest=_old_dest("aim_json"), help=argparse.SUPPRESS)
     else:
         exclusive.add_argument(
             "--gap-interval",
@@ -233,9 +262,9 @@ def _target_arguments(parser: argparse.ArgumentParser, *, allow_json: bool) -> N
 
 def _add_propose(verbs: Any) -> None:
     """The ``benchfill propose`` sub-verb."""
-    p = verbs.add_parser("propose", help="choose the target bin and obtain candidates (LLM or file)")
+    p = verbs.add_parser("propose", help="choose the aim (by default the widest gap's bin) and obtain candidates")
     _fit_arguments(p)
-    _target_arguments(p, allow_json=False)
+    _aim_arguments(p, allow_json=False)
     source = p.add_argument_group("the candidates' source (one of)")
     exclusive = source.add_mutually_exclusive_group(required=True)
     exclusive.add_argument("--llm", metavar="BASE_URL", help="an OpenAI-compatible API, e.g. http://127.0.0.1:8000/v1")
@@ -251,11 +280,11 @@ def _add_propose(verbs: Any) -> None:
     source.add_argument("--max-seeds", type=int, default=8, help="existing items shown to the generator (default 8)")
     source.add_argument("--temperature", type=float, default=0.7, help="LLM sampling temperature (default 0.7)")
     source.add_argument("--cache-dir", help="LLM response cache (default OUT/llm_cache; a rerun costs nothing)")
-    p.add_argument("--out", required=True, help="folder for candidates.jsonl, target.json, rejections.jsonl")
+    p.add_argument("--out", required=True, help="folder for candidates.jsonl, aim.json, rejections.jsonl")
     p.add_argument(
         "--audit",
         metavar="DIR",
-        help="an audit of the same fit (`irtbayes audit --fit FIT --out DIR`) whose gaps choose the target, instead "
+        help="an audit of the same fit (`irtbayes audit --fit FIT --out DIR`) whose gaps choose the aim, instead "
         "of auditing again (its bins and range are the audit's)",
     )
     p.set_defaults(func=cmd_propose)
@@ -270,7 +299,8 @@ def add_parser(subparsers: Any) -> None:
         "benchfill",
         help="fill difficulty gaps with new items, accepted only on posterior evidence",
         description="Propose candidate items for a difficulty gap, export them for the systems to answer, then "
-        "calibrate them and accept those the posterior places in the target bin.",
+        "calibrate them and accept those the posterior places in the aim (the interval [L, U) the new items should "
+        "fill; by default the bin of the widest gap).",
     )
     verbs = bf.add_subparsers(dest="benchfill_verb", required=True, metavar="ACTION")
 
@@ -279,7 +309,7 @@ def add_parser(subparsers: Any) -> None:
     e = verbs.add_parser("export", help="write the candidates as an lm-eval task or a CSV template")
     e.add_argument("dir", help="a folder written by `benchfill propose`")
     e.add_argument("--format", required=True, choices=("lm-eval", "csv"))
-    e.add_argument("--fit", help="the fit whose subjects fill the CSV template (default: the one in target.json)")
+    e.add_argument("--fit", help="the fit whose subjects fill the CSV template (default: the one in aim.json)")
     e.add_argument("--output-type", choices=("multiple_choice", "generate_until"), help="lm-eval task type")
     e.add_argument("--task-name", default="irtbayes_benchfill", help="lm-eval task name (default irtbayes_benchfill)")
     e.set_defaults(func=cmd_export)
@@ -293,15 +323,15 @@ def add_parser(subparsers: Any) -> None:
         metavar="PATH",
         help="a long CSV subject,item,response (item = candidate id) or lm-eval --log_samples output",
     )
-    _target_arguments(c, allow_json=True)
+    _aim_arguments(c, allow_json=True)
     c.add_argument(
         "--audit",
         metavar="DIR",
-        help="the saved audit of the fit (default: the one target.json names): the before/after comparison reads it "
+        help="the saved audit of the fit (default: the one aim.json names): the before/after comparison reads it "
         "as the bank's audit and audits the extended bank with its settings",
     )
     rule = c.add_argument_group("the acceptance rule")
-    rule.add_argument("--tau", type=float, default=0.8, help="least P(b in target) (default 0.8)")
+    rule.add_argument("--tau", type=float, default=0.8, help="least P(b in aim) (default 0.8)")
     rule.add_argument("--min-responses", type=int, default=10, help="least responses per candidate (default 10)")
     rule.add_argument(
         "--min-discrimination",

@@ -814,10 +814,8 @@ _BF_BEFORE = "#0072B2"
 _BF_ADDED = "#E69F00"
 
 
-def plot_candidate_intervals(
-    decisions: pd.DataFrame, *, target_lo: float, target_hi: float, ax: Axes | None = None
-) -> Axes:
-    """Each candidate's posterior difficulty interval against the target interval.
+def plot_candidate_intervals(decisions: pd.DataFrame, *, aim_lo: float, aim_hi: float, ax: Axes | None = None) -> Axes:
+    """Each candidate's posterior difficulty interval against the aim, the interval ``[aim_lo, aim_hi)`` new items should fill.
 
     Parameters
     ----------
@@ -825,8 +823,8 @@ def plot_candidate_intervals(
         One row per candidate (index or column ``candidate_id``) with ``difficulty_mean``,
         ``difficulty_ci_low``, ``difficulty_ci_high`` and ``decision``; rows without numbers (no responses)
         are listed without an interval.
-    target_lo, target_hi
-        The target interval, shaded.
+    aim_lo, aim_hi
+        The aim, shaded.
 
     Returns
     -------
@@ -840,7 +838,7 @@ def plot_candidate_intervals(
     ...      "decision": ["accepted", "rejected"]},
     ...     index=pd.Index(["c1", "c2"], name="candidate_id"),
     ... )
-    >>> ax = plot_candidate_intervals(decisions, target_lo=0.0, target_hi=1.0)
+    >>> ax = plot_candidate_intervals(decisions, aim_lo=0.0, aim_hi=1.0)
     >>> [t.get_text() for t in ax.get_yticklabels()]
     ['c1', 'c2']
     """
@@ -850,26 +848,26 @@ def plot_candidate_intervals(
     table = table.sort_values("difficulty_mean", na_position="first", kind="stable").reset_index(drop=True)
     if ax is None:
         _, ax = plt.subplots(figsize=(6.5, max(2.0, 0.28 * len(table) + 1.0)))
-    ax.axvspan(target_lo, target_hi, color=_BF_ACCEPTED, alpha=0.12, lw=0, label="target interval")
+    ax.axvspan(aim_lo, aim_hi, color=_BF_ACCEPTED, alpha=0.12, lw=0, label="aim")
     for y, row in table.iterrows():
         accepted = row["decision"] == "accepted"
         colour = _BF_ACCEPTED if accepted else _BF_REJECTED
         mean = row.get("difficulty_mean")
         if mean is None or pd.isna(mean):
-            ax.text(target_lo, y, " no responses", va="center", fontsize=7, color=_BF_REJECTED)
+            ax.text(aim_lo, y, " no responses", va="center", fontsize=7, color=_BF_REJECTED)
             continue
         ax.plot([row["difficulty_ci_low"], row["difficulty_ci_high"]], [y, y], color=colour, lw=2)
         ax.plot([mean], [y], "o", color=colour, ms=4)
     ax.set_yticks(range(len(table)))
     ax.set_yticklabels([str(c)[:28] for c in table["candidate_id"]], fontsize=7)
     ax.set_xlabel("difficulty (ability scale)")
-    ax.set_title("Candidates: posterior difficulty against the target")
+    ax.set_title("Candidates: posterior difficulty against the aim")
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
     ax.legend(
         handles=[
-            Patch(color=_BF_ACCEPTED, alpha=0.12, label="target"),
+            Patch(color=_BF_ACCEPTED, alpha=0.12, label="aim"),
             Line2D([], [], color=_BF_ACCEPTED, lw=2, label="accepted"),
             Line2D([], [], color=_BF_REJECTED, lw=2, label="rejected"),
         ],
@@ -880,7 +878,7 @@ def plot_candidate_intervals(
 
 
 def plot_coverage_before_after(
-    bins: pd.DataFrame, *, target_lo: float | None = None, target_hi: float | None = None, ax: Axes | None = None
+    bins: pd.DataFrame, *, aim_lo: float | None = None, aim_hi: float | None = None, ax: Axes | None = None
 ) -> Axes:
     """Expected items per bin before and after: original items and added items stacked.
 
@@ -890,8 +888,8 @@ def plot_coverage_before_after(
         One scope's rows of the ``bins`` table of :func:`irtbayes.benchfill.result.before_after` (``lo``, ``hi``,
         ``count_before_{mean,ci_low,ci_high}``, ``count_original_after_mean``, ``count_added_mean``,
         ``count_after_{ci_low,ci_high}``).
-    target_lo, target_hi
-        Mark the target interval.
+    aim_lo, aim_hi
+        Shade the bins of the aim, the interval new items should fill.
 
     Returns
     -------
@@ -905,7 +903,7 @@ def plot_coverage_before_after(
     ...      "count_before_ci_high": [6.0, 1.0], "count_original_after_mean": [5.0, 0.2], "count_added_mean": [0.0, 2.9],
     ...      "count_after_ci_low": [4.0, 2.0], "count_after_ci_high": [6.0, 4.0]}
     ... )
-    >>> plot_coverage_before_after(bins, target_lo=0.0, target_hi=1.0).get_ylabel()
+    >>> plot_coverage_before_after(bins, aim_lo=0.0, aim_hi=1.0).get_ylabel()
     'expected items'
     """
     import matplotlib.pyplot as plt
@@ -938,8 +936,8 @@ def plot_coverage_before_after(
         ecolor="black",
         lw=0.8,
     )
-    if target_lo is not None and target_hi is not None:
-        inside = (table["lo"] < target_hi) & (table["hi"] > target_lo)
+    if aim_lo is not None and aim_hi is not None:
+        inside = (table["lo"] < aim_hi) & (table["hi"] > aim_lo)
         for k in np.flatnonzero(inside.to_numpy()):
             ax.axvspan(k - 0.5, k + 0.5, color=_BF_ACCEPTED, alpha=0.1, lw=0)
     ax.set_xticks(x)

@@ -1,4 +1,4 @@
-"""BenchFill's section of the report (:func:`benchfill_section`): the target and the acceptance rule, every
+"""BenchFill's section of the report (:func:`benchfill_section`): the aim and the acceptance rule, every
 candidate with the rules it failed, coverage and the Maximum Gap and DDM before and after, each system's accuracy
 on the original and the added items, and the editorial screens (:func:`editorial_section`).
 
@@ -25,7 +25,7 @@ __all__ = ["benchfill_section", "editorial_section"]
 
 
 def benchfill_section(result: BenchfillResult, doc: Document, figure: Callable[[str, Any, str], None]) -> None:
-    """Add BenchFill's section to a report: the target and the rule, the candidates, coverage and the measures
+    """Add BenchFill's section to a report: the aim and the rule, the candidates, coverage and the measures
     before and after, each system's accuracy on the original and the added items, and the editorial screens.
 
     Parameters
@@ -37,13 +37,14 @@ def benchfill_section(result: BenchfillResult, doc: Document, figure: Callable[[
     figure
         ``figure(name, ax, caption)`` embeds a matplotlib Axes.
     """
-    t = result.target
+    aim = result.aim
     s = result.settings
     ci = result.ci_prob
     doc.heading("BenchFill: new items for the widest gap")
     doc.paragraph(
-        f"Target interval [{t.lo:.2f}, {t.hi:.2f}) on the ability scale: {t.how}. A candidate is accepted when "
-        f"the posterior puts its difficulty in the interval with probability at least {s.get('tau')}, its "
+        f"The aim, the interval the new items should fill, is [{aim.lo:.2f}, {aim.hi:.2f}) on the ability scale: "
+        f"{aim.how}. A candidate is accepted when the posterior puts its difficulty in the aim with probability at "
+        f"least {s.get('tau')} (P(b in aim) >= tau), its "
         f"sign-free slope above {s.get('min_discrimination', 0):g} with probability at least "
         f"{s.get('discrimination_prob')}, and at least {s.get('min_responses')} systems answered it. "
         f"{METHODS.get(str(s.get('mode')), '')}"
@@ -57,24 +58,24 @@ def benchfill_section(result: BenchfillResult, doc: Document, figure: Callable[[
     )
     doc.bullets(
         [f"{len(result.decisions)} candidates, {len(result.accepted)} accepted."]
-        + [f"{int(v)} {k}" for k, v in reasons.items() if k != "in target"]
+        + [f"{int(v)} {k}" for k, v in reasons.items() if k != "in aim"]
         + ([unconverged_note(s)] if unconverged_note(s) else [])
     )
     figure(
         "benchfill_candidates",
-        plot_candidate_intervals(result.decisions, target_lo=t.lo, target_hi=t.hi),
-        f"Each candidate's posterior difficulty (mean and {ci:.0%} interval) against the target interval "
+        plot_candidate_intervals(result.decisions, aim_lo=aim.lo, aim_hi=aim.hi),
+        f"Each candidate's posterior difficulty (mean and {ci:.0%} interval) against the aim "
         "(shaded); accepted candidates in colour.",
     )
-    cols = ["decision", "reason", "p_in_target", "difficulty_mean", "difficulty_ci_low", "difficulty_ci_high",
+    cols = ["decision", "reason", "p_in_aim", "difficulty_mean", "difficulty_ci_low", "difficulty_ci_high",
             "discrimination_mean", "n_responses"]  # fmt: skip
     table = result.with_every_reason()
     doc.table(table[[c for c in cols if c in table.columns]].reset_index(), caption="Candidates")
     shown = result.shown_bins()
     figure(
         "benchfill_coverage",
-        plot_coverage_before_after(shown, target_lo=t.lo, target_hi=t.hi),
-        f"Coverage of {t.benchmark or 'all items'} before and after: expected items per bin, the original "
+        plot_coverage_before_after(shown, aim_lo=aim.lo, aim_hi=aim.hi),
+        f"Coverage of {aim.benchmark or 'all items'} before and after: expected items per bin, the original "
         f"items and the added ones stacked, with {ci:.0%} intervals of the totals.",
     )
     comp_cols = ["scope", "version", "n_items", "n_added", "max_gap_mean", "max_gap_ci_low", "max_gap_ci_high",

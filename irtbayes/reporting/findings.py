@@ -649,7 +649,7 @@ def _where_to_add(audit: AuditResult, fit_folder: str) -> str:
     return (
         f"No gap needs filling. Against the target the items are thinnest at difficulty {target.bin_label(k)}: "
         f"{_share(row, 'share_in_range')} of the items inside the range, for {format_share(row['target_weight'])} "
-        f"of the target's weight. New items count most there: `{command} --target-bin {k}`."
+        f"of the target's weight. New items count most there: `{command} --aim-bin {k}`."
     )
 
 

@@ -29,8 +29,8 @@ def run(b, a=None, n=20, *, slope=None, data=None, **rule):
     return decide(
         b,
         a,
-        target_lo=LO,
-        target_hi=HI,
+        aim_lo=LO,
+        aim_hi=HI,
         n_responses=n,
         slope_draws=slope,
         data_difficulty_draws=data,
@@ -40,15 +40,15 @@ def run(b, a=None, n=20, *, slope=None, data=None, **rule):
 
 def test_accepted_when_tau_is_met_exactly():
     decision = run(draws(below=2, inside=8))
-    assert decision.accepted and decision.decision == "accepted" and decision.reason == "in target"
-    assert decision.p_in_target == 0.8 and decision.failed == ()
+    assert decision.accepted and decision.decision == "accepted" and decision.reason == "in aim"
+    assert decision.p_in_aim == 0.8 and decision.failed == ()
     assert "P(0 <= b < 1) = 0.800 (0.800 from the data alone) >= tau 0.8" in decision.detail, decision.detail
 
 
 def test_just_short_of_tau_is_uncertain():
     decision = run(draws(below=3, inside=7))
     assert not decision.accepted and decision.reason == "uncertain", decision
-    assert decision.p_in_target == pytest.approx(0.7) and decision.p_below == pytest.approx(0.3)
+    assert decision.p_in_aim == pytest.approx(0.7) and decision.p_below == pytest.approx(0.3)
     assert "0.700 < tau 0.8" in decision.detail and "P(b < 0) = 0.300" in decision.detail
 
 
@@ -72,9 +72,9 @@ def test_location_reasons(counts, reason):
 
 def test_interval_is_half_open():
     inside_at_lo = run(draws(inside=10, at_edges=True))
-    assert inside_at_lo.p_in_target == 1.0, "b == lo lies inside"
+    assert inside_at_lo.p_in_aim == 1.0, "b == lo lies inside"
     at_hi = run(draws(above=10, at_edges=True))
-    assert at_hi.p_in_target == 0.0 and at_hi.p_above == 1.0 and at_hi.reason == "too hard", "b == hi lies above"
+    assert at_hi.p_in_aim == 0.0 and at_hi.p_above == 1.0 and at_hi.reason == "too hard", "b == hi lies above"
 
 
 def test_flat_and_its_boundary():
@@ -114,9 +114,7 @@ def test_mis_keyed_is_the_mirror_of_acceptance():
 @pytest.mark.parametrize("slope", [None, np.array([1.0] * 9 + [np.nan])])
 def test_a_missing_slope_rejects(slope):
     b = draws(inside=10)
-    decision = decide(
-        b, np.ones(10), target_lo=LO, target_hi=HI, n_responses=20, slope_draws=slope, data_difficulty_draws=b
-    )
+    decision = decide(b, np.ones(10), aim_lo=LO, aim_hi=HI, n_responses=20, slope_draws=slope, data_difficulty_draws=b)
     assert not decision.accepted and decision.reason == "slope missing", decision
     assert np.isnan(decision.p_slope_above_min) and "relation to ability is unchecked" in decision.detail
 
@@ -125,16 +123,16 @@ def test_a_missing_slope_rejects(slope):
 def test_a_missing_data_alone_piece_rejects(data):
     b = draws(inside=10)
     decision = decide(
-        b, np.ones(10), target_lo=LO, target_hi=HI, n_responses=20, slope_draws=np.ones(10), data_difficulty_draws=data
+        b, np.ones(10), aim_lo=LO, aim_hi=HI, n_responses=20, slope_draws=np.ones(10), data_difficulty_draws=data
     )
     assert not decision.accepted and decision.reason == "data-alone missing", decision
-    assert decision.p_in_target == 1.0 and np.isnan(decision.p_in_target_data)
+    assert decision.p_in_aim == 1.0 and np.isnan(decision.p_in_aim_data)
     assert "data-alone draws (flat prior on b) are missing" in decision.detail
 
 
 def test_prior_driven():
     decision = run(draws(inside=10), data=draws(below=3, inside=7))
-    assert decision.reason == "prior-driven" and decision.p_in_target_data == pytest.approx(0.7)
+    assert decision.reason == "prior-driven" and decision.p_in_aim_data == pytest.approx(0.7)
     assert "0.700 < tau 0.8 from the data alone" in decision.detail
 
 
@@ -170,8 +168,8 @@ def test_summaries_are_exact():
     decision = decide(
         b.reshape(1, 101),
         a,
-        target_lo=0.25,
-        target_hi=0.75,
+        aim_lo=0.25,
+        aim_hi=0.75,
         n_responses=30,
         rule=AcceptanceRule(ci_prob=0.9),
         slope_draws=a - 1.0,
@@ -180,7 +178,7 @@ def test_summaries_are_exact():
     assert decision.difficulty_mean == pytest.approx(0.5)
     assert decision.difficulty_ci_low == pytest.approx(0.05) and decision.difficulty_ci_high == pytest.approx(0.95)
     assert decision.discrimination_mean == pytest.approx(1.5)
-    assert decision.p_in_target == pytest.approx(50 / 101) and decision.p_below == pytest.approx(25 / 101)
+    assert decision.p_in_aim == pytest.approx(50 / 101) and decision.p_below == pytest.approx(25 / 101)
     assert decision.ci_prob == 0.9 and decision.n_responses == 30
     assert decision.slope_mean == pytest.approx(0.5) and decision.slope_ci_low == pytest.approx(0.05)
     assert decision.p_discrimination_positive == pytest.approx(100 / 101), "P(slope > 0): 0.00 is not above"
@@ -188,9 +186,7 @@ def test_summaries_are_exact():
 
 def test_no_discrimination_means_a_fixed_at_one():
     b = draws(inside=10)
-    decision = decide(
-        b, None, target_lo=LO, target_hi=HI, n_responses=20, slope_draws=np.ones(10), data_difficulty_draws=b
-    )
+    decision = decide(b, None, aim_lo=LO, aim_hi=HI, n_responses=20, slope_draws=np.ones(10), data_difficulty_draws=b)
     assert decision.accepted and decision.discrimination_mean == 1.0
 
 
@@ -200,7 +196,7 @@ def test_no_discrimination_means_a_fixed_at_one():
         ({"tau": 0.0}, SpecError, "tau"),
         ({"tau": 1.2}, SpecError, "tau"),
         ({"discrimination_prob": 0.0}, SpecError, "discrimination_prob"),
-        ({"target_lo": 1.0}, SpecError, "lo < hi"),
+        ({"aim_lo": 1.0}, SpecError, "lo < hi"),
         ({"min_responses": -1}, SpecError, "min_responses"),
         ({"ci_prob": 1.0}, SpecError, "ci_prob"),
         ({"n_responses": -3}, SpecError, "n_responses"),
@@ -215,8 +211,8 @@ def test_bad_settings_and_draws(options, error, message):
     settings = {
         "difficulty_draws": draws(inside=10),
         "discrimination_draws": np.ones(10),
-        "target_lo": LO,
-        "target_hi": HI,
+        "aim_lo": LO,
+        "aim_hi": HI,
         "n_responses": 20,
         "slope_draws": np.ones(10),
         "data_difficulty_draws": draws(inside=10),
@@ -259,10 +255,10 @@ def posterior(planted=PLANTED):
 def test_decide_all_matches_decide_item_by_item():
     counts = dict.fromkeys(PLANTED, 20)
     rule = AcceptanceRule(min_discrimination=0.25)
-    table = decide_all(posterior(), target_lo=LO, target_hi=HI, n_responses=counts, rule=rule)
+    table = decide_all(posterior(), aim_lo=LO, aim_hi=HI, n_responses=counts, rule=rule)
     assert list(table.index) == list(PLANTED) and table.index.name == "item"
     assert dict(table["reason"]) == {
-        "accept": "in target",
+        "accept": "in aim",
         "easy": "too easy",
         "hard": "too hard",
         "spread": "uncertain",
@@ -274,8 +270,8 @@ def test_decide_all_matches_decide_item_by_item():
         one = decide(
             b,
             np.abs(s),
-            target_lo=LO,
-            target_hi=HI,
+            aim_lo=LO,
+            aim_hi=HI,
             n_responses=20,
             slope_draws=s,
             data_difficulty_draws=b,
@@ -283,8 +279,8 @@ def test_decide_all_matches_decide_item_by_item():
         )
         row = table.loc[item]
         for key in (
-            "p_in_target",
-            "p_in_target_data",
+            "p_in_aim",
+            "p_in_aim_data",
             "p_below",
             "p_above",
             "p_discrimination_positive",
@@ -306,63 +302,64 @@ def test_decide_all_matches_decide_item_by_item():
 def test_decide_all_rejects_when_a_piece_is_missing(piece):
     ds = posterior()
     reason = {"slope": "slope missing", "difficulty_data": "data-alone missing"}[piece]
-    table = decide_all(ds.drop_vars(piece), target_lo=LO, target_hi=HI, n_responses=20)
+    table = decide_all(ds.drop_vars(piece), aim_lo=LO, aim_hi=HI, n_responses=20)
     assert (table["decision"] == "rejected").all() and table.loc["accept", "reason"] == reason, table
     # NaN in one item's draws rejects that item only
     values = ds[piece].values.copy()
     values[0, 0, 0] = np.nan
-    table = decide_all(ds.assign({piece: (ds[piece].dims, values)}), target_lo=LO, target_hi=HI, n_responses=20)
+    table = decide_all(ds.assign({piece: (ds[piece].dims, values)}), aim_lo=LO, aim_hi=HI, n_responses=20)
     assert table.loc["accept", "reason"] == reason, table
     assert table.loc["accept", "decision"] == "rejected"
     with pytest.raises(FitError, match=f"'{piece}' has no 'item' dim"):
-        decide_all(ds.assign({piece: ds[piece].isel(item=0)}), target_lo=LO, target_hi=HI, n_responses=20)
+        decide_all(ds.assign({piece: ds[piece].isel(item=0)}), aim_lo=LO, aim_hi=HI, n_responses=20)
 
 
 def test_decide_all_response_counts():
     ds = posterior()
-    by_int = decide_all(ds, target_lo=LO, target_hi=HI, n_responses=5)
+    by_int = decide_all(ds, aim_lo=LO, aim_hi=HI, n_responses=5)
     assert set(by_int["reason"]) == {"not enough responses"} and (by_int["n_responses"] == 5).all()
     responses = pd.DataFrame({"subject": [f"s{k}" for k in range(12)], "item": "accept", "response": 1.0})
     data = ResponseData.from_long(responses)
-    by_data = decide_all(ds, target_lo=LO, target_hi=HI, n_responses=data, items=["accept", "easy"])
+    by_data = decide_all(ds, aim_lo=LO, aim_hi=HI, n_responses=data, items=["accept", "easy"])
     assert dict(by_data["n_responses"]) == {"accept": 12, "easy": 0}
-    assert dict(by_data["reason"]) == {"accept": "in target", "easy": "not enough responses"}
+    assert dict(by_data["reason"]) == {"accept": "in aim", "easy": "not enough responses"}
     series = pd.Series({"accept": 30, "easy": 30})
-    assert list(
-        decide_all(ds, target_lo=LO, target_hi=HI, n_responses=series, items=["accept", "easy"])["n_responses"]
-    ) == [30, 30]
+    assert list(decide_all(ds, aim_lo=LO, aim_hi=HI, n_responses=series, items=["accept", "easy"])["n_responses"]) == [
+        30,
+        30,
+    ]
     with pytest.raises(DataError, match=r"no response count for item\(s\) \['easy'\]"):
-        decide_all(ds, target_lo=LO, target_hi=HI, n_responses={"accept": 30}, items=["accept", "easy"])
+        decide_all(ds, aim_lo=LO, aim_hi=HI, n_responses={"accept": 30}, items=["accept", "easy"])
 
 
 def test_decide_all_inputs():
     ds = posterior()
     tree = xr.DataTree.from_dict({"posterior": ds})
-    assert decide_all(tree, target_lo=LO, target_hi=HI, n_responses=20).equals(
-        decide_all(ds, target_lo=LO, target_hi=HI, n_responses=20)
+    assert decide_all(tree, aim_lo=LO, aim_hi=HI, n_responses=20).equals(
+        decide_all(ds, aim_lo=LO, aim_hi=HI, n_responses=20)
     )
     rasch = decide_all(
         ds.drop_vars("discrimination"),
-        target_lo=LO,
-        target_hi=HI,
+        aim_lo=LO,
+        aim_hi=HI,
         n_responses=20,
         rule=AcceptanceRule(min_discrimination=0.25),
     )
     assert rasch.loc["accept", "decision"] == "accepted" and rasch.loc["flat", "reason"] == "flat"
     assert (rasch["discrimination_mean"] == 1.0).all()
     shared = decide_all(
-        ds.assign(discrimination=ds["discrimination"].isel(item=0)), target_lo=LO, target_hi=HI, n_responses=20
+        ds.assign(discrimination=ds["discrimination"].isel(item=0)), aim_lo=LO, aim_hi=HI, n_responses=20
     )
     assert shared.loc["accept", "decision"] == "accepted" and shared.loc["mis-keyed", "reason"] == "mis-keyed"
     with pytest.raises(DataError, match=r"\['nope'\] are not in the posterior"):
-        decide_all(ds, target_lo=LO, target_hi=HI, n_responses=20, items=["accept", "nope"])
+        decide_all(ds, aim_lo=LO, aim_hi=HI, n_responses=20, items=["accept", "nope"])
     multidim = ds.assign(discrimination=ds["discrimination"].expand_dims({"dim": [0, 1]}, axis=-1))
     with pytest.raises(SpecError, match="extra dims \\['dim'\\]"):
-        decide_all(multidim, target_lo=LO, target_hi=HI, n_responses=20)
+        decide_all(multidim, aim_lo=LO, aim_hi=HI, n_responses=20)
     with pytest.raises(FitError, match="no 'difficulty'"):
-        decide_all(ds.drop_vars("difficulty"), target_lo=LO, target_hi=HI, n_responses=20)
+        decide_all(ds.drop_vars("difficulty"), aim_lo=LO, aim_hi=HI, n_responses=20)
     with pytest.raises(FitError, match="no 'posterior' group"):
-        decide_all(xr.DataTree.from_dict({"prior": ds}), target_lo=LO, target_hi=HI, n_responses=20)
+        decide_all(xr.DataTree.from_dict({"prior": ds}), aim_lo=LO, aim_hi=HI, n_responses=20)
 
 
 # ------------------------------------------------------------------------------------------ the rule
@@ -383,14 +380,12 @@ def test_the_acceptance_rule_is_one_checked_value():
         with pytest.raises(SpecError, match=field):
             AcceptanceRule(**{field: bad})
     with pytest.raises(SpecError, match="rule must be an AcceptanceRule"):
-        decide_all(posterior(), target_lo=LO, target_hi=HI, n_responses=20, rule={"tau": 1})  # type: ignore[arg-type]
+        decide_all(posterior(), aim_lo=LO, aim_hi=HI, n_responses=20, rule={"tau": 1})  # type: ignore[arg-type]
 
 
 def test_no_least_slope_reads_as_zero_without_a_bank():
-    table = decide_all(posterior(), target_lo=LO, target_hi=HI, n_responses=20)
-    zero = decide_all(
-        posterior(), target_lo=LO, target_hi=HI, n_responses=20, rule=AcceptanceRule(min_discrimination=0)
-    )
+    table = decide_all(posterior(), aim_lo=LO, aim_hi=HI, n_responses=20)
+    zero = decide_all(posterior(), aim_lo=LO, aim_hi=HI, n_responses=20, rule=AcceptanceRule(min_discrimination=0))
     assert table.equals(zero) and (table["min_discrimination"] == 0.0).all()
 
 
@@ -404,9 +399,9 @@ def test_the_candidates_table_names_every_rule_a_candidate_failed():
     from irtbayes.benchfill.result import BenchfillResult
 
     decisions = pd.DataFrame(
-        {"decision": ["rejected", "rejected", "accepted"], "reason": ["too easy", "too hard", "in target"],
+        {"decision": ["rejected", "rejected", "accepted"], "reason": ["too easy", "too hard", "in aim"],
          "failed": ["too easy; flat", "too hard", ""]},
         index=pd.Index(["a", "b", "c"], name="item"),
     )  # fmt: skip
     table = BenchfillResult.with_every_reason(SimpleNamespace(decisions=decisions))
-    assert table["reason"].tolist() == ["too easy; flat", "too hard", "in target"]
+    assert table["reason"].tolist() == ["too easy; flat", "too hard", "in aim"]

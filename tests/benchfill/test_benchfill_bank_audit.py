@@ -9,9 +9,9 @@ import pytest
 
 import irtbayes.benchfill.result as result_module
 from irtbayes.auditing.run import audit
+from irtbayes.benchfill.aim import choose_aim
 from irtbayes.benchfill.calibration import candidate_response_data
 from irtbayes.benchfill.run import calibrate_candidates
-from irtbayes.benchfill.target import choose_target
 from irtbayes.core.errors import SpecError
 from irtbayes.examples import simulated_candidates
 
@@ -19,7 +19,7 @@ from irtbayes.examples import simulated_candidates
 def test_the_saved_audit_is_the_before_and_lends_its_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     fit, data, candidates, answers = simulated_candidates()
     bank = audit(fit, data, bins=4, max_draws=120, information_draws=20, seed=7, top_k=3)
-    choice, _ = choose_target(fit, data, target_bin=2, audit_result=bank)  # [-0.05, 1.275): the good one at 0.5
+    aim, _ = choose_aim(fit, data, aim_bin=2, audit_result=bank)  # [-0.05, 1.275): the good one at 0.5
     new = candidate_response_data(answers, candidates, fit=fit)
     calls: list[dict[str, Any]] = []
 
@@ -28,7 +28,7 @@ def test_the_saved_audit_is_the_before_and_lends_its_settings(monkeypatch: pytes
         return audit(posterior, audited, **options)
 
     monkeypatch.setattr(result_module, "audit", counted)
-    result = calibrate_candidates(fit, data, candidates, new, choice, mode="fixed", seed=4, bank_audit=bank)
+    result = calibrate_candidates(fit, data, candidates, new, aim, mode="fixed", seed=4, bank_audit=bank)
     before = result.comparison.set_index(["scope", "version"]).loc[("all", "before")]
     saved = bank.benchmarks.set_index("scope").loc["all"]
     assert before["ddm_w1_mean"] == saved["ddm_w1_mean"] and before["max_gap_mean"] == saved["max_gap_mean"]
@@ -37,4 +37,4 @@ def test_the_saved_audit_is_the_before_and_lends_its_settings(monkeypatch: pytes
 
     other = audit(fit, data, bins=5, max_draws=50)
     with pytest.raises(SpecError, match=r"the saved audit's target .* is not the round's"):
-        calibrate_candidates(fit, data, candidates, new, choice, mode="fixed", seed=4, bank_audit=other)
+        calibrate_candidates(fit, data, candidates, new, aim, mode="fixed", seed=4, bank_audit=other)

@@ -338,9 +338,9 @@ SD_RATIO = 1.35
 
 
 def test_fixed_bank_agrees_with_the_full_refit(fixed, full):
-    fx = decide_all(fixed, target_lo=TARGET[0], target_hi=TARGET[1], n_responses=fixed["n_responses"].to_series())
+    fx = decide_all(fixed, aim_lo=TARGET[0], aim_hi=TARGET[1], n_responses=fixed["n_responses"].to_series())
     fu = decide_all(
-        full.posterior, target_lo=TARGET[0], target_hi=TARGET[1], n_responses=full.posterior["n_responses"].to_series()
+        full.posterior, aim_lo=TARGET[0], aim_hi=TARGET[1], n_responses=full.posterior["n_responses"].to_series()
     )
     z = (fx["difficulty_mean"] - fu["difficulty_mean"]) / fu["difficulty_sd"]
     ess = arviz_stats.ess(full.posterior["difficulty"]).to_series().reindex(fu.index)
@@ -354,13 +354,13 @@ def test_fixed_bank_agrees_with_the_full_refit(fixed, full):
             "z": z,
             "tolerance": tolerance,
             "sd_ratio": ratio,
-            "fixed_p": fx["p_in_target"],
-            "full_p": fu["p_in_target"],
+            "fixed_p": fx["p_in_aim"],
+            "full_p": fu["p_in_aim"],
         }
     ).round(3)
     assert (z.abs() <= tolerance).all(), report.to_string()
     assert ratio.between(1 / SD_RATIO, SD_RATIO).all(), report.to_string()
-    clear = (fu["p_in_target"] >= 0.95) | (fu["p_in_target"] <= 0.3)
+    clear = (fu["p_in_aim"] >= 0.95) | (fu["p_in_aim"] <= 0.3)
     assert clear.sum() >= 5, report.to_string()
     assert (fx.loc[clear, "decision"] == fu.loc[clear, "decision"]).all(), report.to_string()
     assert fu["decision"].tolist() == ["rejected", "rejected", "accepted", "accepted", "rejected", "rejected"], (
@@ -369,24 +369,24 @@ def test_fixed_bank_agrees_with_the_full_refit(fixed, full):
 
 
 def test_full_refit_computes_the_data_alone_and_slope_pieces_on_the_grid(fixed, full):
-    """The refit's data-alone P(b in target) and sign-free slope come from the same grid as the fixed path's,
+    """The refit's data-alone P(b in aim) and sign-free slope come from the same grid as the fixed path's,
     on the refit's abilities, so the two agree closely (no importance weights with a tiny effective size)."""
     for name in ("difficulty_data", "slope"):
         values = full.posterior[name]
         assert values.dims == ("chain", "draw", "item") and np.isfinite(values.values).all(), name
         assert values.sizes["draw"] == full.posterior["difficulty"].sizes["draw"]
     counts = full.posterior["n_responses"].to_series()
-    fx = decide_all(fixed, target_lo=TARGET[0], target_hi=TARGET[1], n_responses=counts)
-    fu = decide_all(full.posterior, target_lo=TARGET[0], target_hi=TARGET[1], n_responses=counts)
+    fx = decide_all(fixed, aim_lo=TARGET[0], aim_hi=TARGET[1], n_responses=counts)
+    fu = decide_all(full.posterior, aim_lo=TARGET[0], aim_hi=TARGET[1], n_responses=counts)
     report = pd.DataFrame(
         {
-            "fixed_data": fx["p_in_target_data"],
-            "full_data": fu["p_in_target_data"],
+            "fixed_data": fx["p_in_aim_data"],
+            "full_data": fu["p_in_aim_data"],
             "fixed_slope": fx["slope_mean"],
             "full_slope": fu["slope_mean"],
         }
     ).round(3)
-    assert ((fx["p_in_target_data"] - fu["p_in_target_data"]).abs() < 0.1).all(), report.to_string()
+    assert ((fx["p_in_aim_data"] - fu["p_in_aim_data"]).abs() < 0.1).all(), report.to_string()
     # the refit's abilities have seen the candidates' own responses, so its slopes run higher, by a shift of its
     # own per candidate: in posterior sds (the 90% interval's width / 3.29), 0.14-0.59 over three pairs of seeds
     # (cand3 0.49, 0.55, 0.59; Monte Carlo error about 0.05), 0.29-0.33 on average over the six. Within 0.75 sd
@@ -462,8 +462,8 @@ def test_operating_characteristic_precision_reaches_tau(bank, truth, target):
     tau = 0.8
     frame = operating_characteristic(
         bank.fit,
-        target_lo=target[0],
-        target_hi=target[1],
+        aim_lo=target[0],
+        aim_hi=target[1],
         n_systems=(40,),
         n_candidates=200,
         truth=truth,
@@ -485,14 +485,14 @@ def test_operating_characteristic_precision_reaches_tau(bank, truth, target):
     assert 0 < row["recall"] < 1, table.to_string()
     # every accepted candidate was accepted on posterior evidence at least tau
     accepted = frame.loc[frame["decision"] == "accepted"]
-    assert (accepted["p_in_target"] >= tau).all()
+    assert (accepted["p_in_aim"] >= tau).all()
 
 
 def test_the_after_audit_counts_the_accepted_items_after_a_full_refit(bank, full):
     """The refit fits the candidates in their own group "bench00 [candidates]"; the extended benchmark still counts
     them in bench00: the after count is the before count plus the accepted, even from the refit's own labels."""
+    from irtbayes.benchfill.aim import choose_aim
     from irtbayes.benchfill.result import HYPER_VARS, before_after
-    from irtbayes.benchfill.target import choose_target
 
     new_ids = [c.candidate_id for c in bank.candidates]
     assert set(full.data.items.loc[new_ids, "benchmark"]) == {"bench00"}
@@ -500,12 +500,12 @@ def test_the_after_audit_counts_the_accepted_items_after_a_full_refit(bank, full
     accepted = new_ids[2:4]
     keep = [str(i) for i in bank.data.item_ids] + accepted
     names = [n for n in ("ability", "difficulty", "discrimination", *HYPER_VARS) if n in full.refit.posterior]
-    choice, _ = choose_target(bank.fit, bank.data, interval=TARGET)
+    aim, _ = choose_aim(bank.fit, bank.data, interval=TARGET)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         tables = before_after(
             bank.fit, bank.data, full.refit.posterior[names].sel(item=keep), full.fitted_data.subset(items=keep),
-            added=accepted, target=choice.target, benchmark="bench00",
+            added=accepted, target=aim.target, benchmark="bench00",
         )  # fmt: skip
     c = tables["comparison"].set_index(["scope", "version"])
     for scope in ("all", "bench00"):

@@ -32,7 +32,7 @@ def write(path, text):
     return path
 
 
-REQUEST = ProposalRequest(target_lo=0.5, target_hi=1.0, target_bin=3, n=2, benchmark="geo", domain="knowledge")
+REQUEST = ProposalRequest(aim_lo=0.5, aim_hi=1.0, aim_bin=3, n=2, benchmark="geo", domain="knowledge")
 
 
 # ------------------------------------------------------------------------------------------ files
@@ -168,7 +168,7 @@ def test_file_source_hands_out_each_candidate_once(tmp_path):
 
 def test_callable_source_validates_like_a_file():
     def generator(request: ProposalRequest):
-        assert request.target_bin == 3
+        assert request.aim_bin == 3
         return [
             {"text": "Q1", "answer": "A"},
             Candidate("mine", "Q2", "B", benchmark="other", source="handmade"),
@@ -214,14 +214,14 @@ def test_callable_source_needs_a_callable():
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ({"target_lo": 1.0, "target_hi": 1.0}, "lo < hi"),
-        ({"target_lo": float("nan")}, "finite"),
+        ({"aim_lo": 1.0, "aim_hi": 1.0}, "lo < hi"),
+        ({"aim_lo": float("nan")}, "finite"),
         ({"n": 0}, "positive integer"),
         ({"n_choices": 1}, "at least 2"),
     ],
 )
 def test_bad_requests(options, message):
-    settings = {"target_lo": 0.0, "target_hi": 1.0, "target_bin": 0, "n": 3} | options
+    settings = {"aim_lo": 0.0, "aim_hi": 1.0, "aim_bin": 0, "n": 3} | options
     with pytest.raises(SpecError, match=message):
         ProposalRequest(**settings)
 
@@ -241,14 +241,14 @@ def difficulty_table(means):
 
 def test_seeds_for_a_gap_come_from_both_sides():
     table = difficulty_table([-2.0, -1.0, -0.4, -0.1, 1.2, 1.5, 3.0])
-    seeds = select_seeds(table, target_lo=0.0, target_hi=1.0, max_seeds=4)
+    seeds = select_seeds(table, aim_lo=0.0, aim_hi=1.0, max_seeds=4)
     assert [s.item for s in seeds] == ["i2", "i3", "i4", "i5"], [s.item for s in seeds]
     assert seeds[1] == SeedItem("i3", "text 3", -0.1, pytest.approx(-0.4), pytest.approx(0.2), answer="3")
 
 
 def test_seeds_prefer_the_bin_but_keep_one_neighbour_each_side():
     table = difficulty_table([-1.0, 0.1, 0.3, 0.5, 0.55, 0.9, 2.0])
-    seeds = select_seeds(table, target_lo=0.0, target_hi=1.0, max_seeds=4)
+    seeds = select_seeds(table, aim_lo=0.0, aim_hi=1.0, max_seeds=4)
     assert [s.item for s in seeds] == ["i0", "i3", "i4", "i6"], [s.item for s in seeds]
 
 
@@ -263,7 +263,7 @@ def test_seeds_from_a_fit_items_table_and_item_metadata():
         }
     )
     metadata = pd.DataFrame({"text": ["Qa", None, "Qc"], "answer": ["1", "2", "3"]}, index=pd.Index(["a", "b", "c"]))
-    seeds = select_seeds(fit_table, target_lo=0.5, target_hi=1.0, items=metadata)
+    seeds = select_seeds(fit_table, aim_lo=0.5, aim_hi=1.0, items=metadata)
     assert [(s.item, s.text, s.answer, s.difficulty_mean) for s in seeds] == [
         ("a", "Qa", "1", 0.2),
         ("c", "Qc", "3", 1.4),
@@ -272,7 +272,7 @@ def test_seeds_from_a_fit_items_table_and_item_metadata():
 
 def test_seed_table_needs_its_columns():
     with pytest.raises(DataError, match=r"lacks column\(s\) \['text'\]"):
-        select_seeds(difficulty_table([0.0]).drop(columns="text"), target_lo=0, target_hi=1)
+        select_seeds(difficulty_table([0.0]).drop(columns="text"), aim_lo=0, aim_hi=1)
 
 
 def test_items_table_feeds_response_data():

@@ -265,7 +265,7 @@ def request(n: int = 2, **options: Any) -> ProposalRequest:
         SeedItem("q1", "What is 7 * 3?", -0.8, -1.1, -0.5, answer="21"),
         SeedItem("q2", "What is 123 * 456?", 1.6, 1.2, 2.0, answer="56088"),
     )
-    return ProposalRequest(target_lo=0.0, target_hi=0.5, target_bin=4, n=n, benchmark="arith", seeds=seeds, **options)
+    return ProposalRequest(aim_lo=0.0, aim_hi=0.5, aim_bin=4, n=n, benchmark="arith", seeds=seeds, **options)
 
 
 def test_llm_source_builds_candidates(server, secret):
@@ -312,7 +312,7 @@ def test_missing_answer_is_retried_then_that_item_rejected(server, secret, caplo
     assert "item 1 has no 'answer'" in server.requests[1]["body"]["messages"][-1]["content"]
     (rejection,) = source.rejections
     assert "no 'answer'" in rejection.reason and rejection.record == {"text": "What is 31 * 29?"}
-    assert rejection.target_bin == 4
+    assert rejection.aim_bin == 4
     assert any("no 'answer'" in r.getMessage() for r in caplog.records), "the rejection was not logged"
 
 

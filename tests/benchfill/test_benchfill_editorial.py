@@ -11,11 +11,11 @@ import pandas as pd
 import pytest
 from scipy.special import expit
 
+from irtbayes.benchfill.aim import choose_aim
 from irtbayes.benchfill.calibration import candidate_response_data
 from irtbayes.benchfill.candidates import Candidate
 from irtbayes.benchfill.result import composition_conclusions, load_benchfill, save_benchfill
 from irtbayes.benchfill.run import calibrate_candidates
-from irtbayes.benchfill.target import choose_target
 from irtbayes.data.responses import ResponseData
 from irtbayes.data.simulate import posterior_near_truth, simulate_responses
 from irtbayes.fitting.result import Fit
@@ -36,10 +36,10 @@ def round_():
     items = simulated.items.reset_index()[["item"]].assign(benchmark="bench00", text=texts)
     data = ResponseData.from_long(simulated.long_frame(), items=items, source="bank with texts")
     fit = Fit.from_posterior(posterior_near_truth(data, truth, chains=2, draws=100, seed=2), data)
-    choice, _ = choose_target(fit, data, interval=(-0.5, 0.5))
+    aim, _ = choose_aim(fit, data, interval=(-0.5, 0.5))
     bank_ids = [str(i) for i in data.item_ids]
     theta = truth["ability"].values
-    middle = (choice.lo + choice.hi) / 2
+    middle = (aim.lo + aim.hi) / 2
     rng = np.random.default_rng(3)
     specs = {
         # candidate id: (text, seed item, responses' slope; None: right for the weakest and strongest only)
@@ -61,7 +61,7 @@ def round_():
         candidates.append(Candidate(candidate_id=cid, text=text, answer="a", benchmark="bench00", seed_item=seed))
     answers = pd.concat(frames).astype({"response": float})
     new = candidate_response_data(answers, candidates, fit=fit)
-    result = calibrate_candidates(fit, data, candidates, new, choice, mode="fixed", seed=4)
+    result = calibrate_candidates(fit, data, candidates, new, aim, mode="fixed", seed=4)
     return fit, data, candidates, result
 
 
@@ -81,7 +81,7 @@ def test_each_screen_gives_its_own_reason(round_):
     assert d.loc["miskeyed", "reason"] == "mis-keyed" and d.loc["miskeyed", "key_check"] == "mis-keyed"
     assert d.loc["odd", "reason"] == "off-construct", d.loc["odd", ["failed", "construct"]]
     assert d.loc["odd", "construct"].startswith("off-construct: poor item fit")
-    assert (d.loc[["rewrite", "novel"], "bin_check"] == "in target").all()
+    assert (d.loc[["rewrite", "novel"], "bin_check"] == "in aim").all()
     assert (d.loc[["rewrite", "novel"], "key_check"] == "ok").all()
     assert d["closest_item"].notna().all() and d["closest_content_similarity"].notna().all()
     assert result.settings["novelty"]["bank_texts"] == N_ITEMS
@@ -99,7 +99,7 @@ def test_the_extended_benchmark_keeps_the_original_items_and_counts_the_added(ro
     conclusions = result.conclusions
     assert set(conclusions["cause"]) == {"composition"}  # fixed bank: nothing is re-estimated
     assert {"Maximum Gap", "DDM (W1)", "widest gap's bin", "ranks (all items)"} <= set(conclusions["measure"])
-    assert any(m.startswith("target bin") for m in conclusions["measure"])
+    assert any(m.startswith("aim bin") for m in conclusions["measure"])
 
 
 def test_ledger_and_report_record_every_reason_and_escape_texts(round_, tmp_path):
@@ -138,9 +138,9 @@ def test_conclusions_name_changes_by_composition_and_by_re_estimation():
          "p_empty_after": [0.1]}
     )  # fmt: skip
     subjects = pd.DataFrame({"subject": ["a", "b"]})
-    out = composition_conclusions(pd.DataFrame(rows), bins, subjects, target_bin=2).set_index(["cause", "measure"])
+    out = composition_conclusions(pd.DataFrame(rows), bins, subjects, aim_bin=2).set_index(["cause", "measure"])
     assert out.loc[("composition", "Maximum Gap"), "verdict"] == "credibly smaller"
     assert out.loc[("composition", "widest gap's bin"), "changed"]
-    assert out.loc[("composition", "target bin 2 empty"), "verdict"] == "no longer empty"
+    assert out.loc[("composition", "aim bin 2 empty"), "verdict"] == "no longer empty"
     assert out.loc[("re-estimation", "Maximum Gap"), "verdict"] == "no credible change"
-    assert not out.loc[("re-estimation", "target bin 2 empty"), "changed"]
+    assert not out.loc[("re-estimation", "aim bin 2 empty"), "changed"]

@@ -22,18 +22,18 @@ def record(cid="c1", decision="accepted", **fields):
         "candidate_id": cid,
         "source": "llm:gen",
         "prompt_hash": "ab" * 32,
-        "target": (0.5, 1.0, 3),
+        "aim": (0.5, 1.0, 3),
         "difficulty_mean": 0.74,
         "difficulty_ci_low": 0.55,
         "difficulty_ci_high": 0.93,
         "discrimination_mean": 1.2,
         "discrimination_ci_low": 0.6,
         "discrimination_ci_high": 1.9,
-        "p_in_target": 0.91,
+        "p_in_aim": 0.91,
         "p_discrimination_positive": 1.0,
         "n_responses": 24,
         "decision": decision,
-        "reason": "in target" if decision == "accepted" else "too easy",
+        "reason": "in aim" if decision == "accepted" else "too easy",
     }
     return base | fields
 
@@ -44,17 +44,15 @@ def test_append_and_read(tmp_path):
     written = ledger.append(
         [
             record("c1"),
-            record(
-                "c2", "rejected", p_in_target=np.float64(0.2), n_responses=np.int64(24), difficulty_mean=float("nan")
-            ),
+            record("c2", "rejected", p_in_aim=np.float64(0.2), n_responses=np.int64(24), difficulty_mean=float("nan")),
         ]
     )
     assert written == 2
     table = ledger.read()
     assert list(table.columns) == list(LEDGER_COLUMNS)
     assert list(table["candidate_id"]) == ["c1", "c2"] and list(table["decision"]) == ["accepted", "rejected"]
-    assert table.loc[0, "target_lo"] == 0.5 and table.loc[0, "target_hi"] == 1.0 and table.loc[0, "target_bin"] == 3
-    assert table.loc[1, "p_in_target"] == 0.2 and np.isnan(table.loc[1, "difficulty_mean"])
+    assert table.loc[0, "aim_lo"] == 0.5 and table.loc[0, "aim_hi"] == 1.0 and table.loc[0, "aim_bin"] == 3
+    assert table.loc[1, "p_in_aim"] == 0.2 and np.isnan(table.loc[1, "difficulty_mean"])
     assert set(table["run_id"]) == {"run-1"} and table["timestamp"].notna().all()
     raw = [json.loads(line) for line in ledger.path.read_text().splitlines()]
     assert raw[1]["difficulty_mean"] is None, "NaN must be written as JSON null"
@@ -131,9 +129,9 @@ def test_healthy_ledger_is_left_alone(tmp_path):
     [
         ({"decision": "maybe"}, "decision must be 'accepted' or 'rejected'"),
         ({"candidate_id": ""}, "no candidate_id"),
-        ({"p_in_target": "high"}, "'p_in_target' must be a number"),
+        ({"p_in_aim": "high"}, "'p_in_aim' must be a number"),
         ({"n_responses": 2.5}, "'n_responses' must be a whole number"),
-        ({"target": "abc"}, "'target' must be \\(lo, hi, bin\\)"),
+        ({"aim": "abc"}, "'aim' must be \\(lo, hi, bin\\)"),
     ],
 )
 def test_invalid_records_write_nothing(tmp_path, bad, message):
@@ -144,6 +142,35 @@ def test_invalid_records_write_nothing(tmp_path, bad, message):
         ledger.append([record("c1"), record("c2") | bad])
     assert "record #1" in str(info.value)
     assert ledger.path.read_bytes() == before
+
+
+def test_a_ledger_written_before_the_aim_had_its_name_reads_and_continues_under_the_new_names(tmp_path):
+    """Records of older versions say target_lo, target_hi, target_bin, p_in_target, p_in_target_data,
+    benchmark_target and reason "in target": they read as aim_lo, ..., "in aim", and a rerun appends after them."""
+    path = tmp_path / "ledger.jsonl"
+    old = [
+        {"candidate_id": "c1", "decision": "accepted", "reason": "in target", "bin_check": "in target",
+         "target_lo": 0.5, "target_hi": 1.0, "target_bin": 3, "p_in_target": 0.91, "p_in_target_data": 0.88,
+         "benchmark_target": "arith", "run_id": "old-run", "timestamp": "2026-11-30T10:00:00+00:00"},
+        {"candidate_id": "c2", "decision": "rejected", "reason": "too easy", "target_lo": 0.5, "target_hi": 1.0,
+         "target_bin": 3, "p_in_target": 0.1, "run_id": "old-run", "timestamp": "2026-11-30T10:00:00+00:00"},
+    ]  # fmt: skip
+    path.write_text("".join(json.dumps(r) + "\n" for r in old))
+    ledger = Ledger(path, run_id="new-run")
+    ledger.append([record("c3"), {"candidate_id": "c4", "decision": "rejected", "reason": "too hard",
+                                  "target": (0.5, 1.0, 3), "p_in_target": 0.05}])  # fmt: skip
+    table = ledger.read()
+    assert not [c for c in table.columns if "target" in c], table.columns.tolist()
+    assert table["aim_lo"].tolist() == [0.5] * 4 and table["aim_hi"].tolist() == [1.0] * 4
+    assert table["aim_bin"].tolist() == [3] * 4
+    assert table["p_in_aim"].tolist() == [0.91, 0.1, 0.91, 0.05]
+    assert table.loc[0, "p_in_aim_data"] == 0.88 and table.loc[0, "aim_benchmark"] == "arith"
+    assert table["reason"].tolist() == ["in aim", "too easy", "in aim", "too hard"]
+    assert table.loc[0, "bin_check"] == "in aim"
+    assert table["run_id"].tolist() == ["old-run", "old-run", "new-run", "new-run"]
+    # the old lines stay as they were written; the new ones use the new names
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert lines[:2] == old and "aim_lo" in lines[3] and "target_lo" not in lines[3]
 
 
 def test_broken_middle_line_is_reported(tmp_path):
@@ -161,7 +188,7 @@ def test_to_csv(tmp_path):
     table = pd.read_csv(path)
     assert list(table.columns[:8]) == [
         "candidate_id",
-        "p_in_target",
+        "p_in_aim",
         "difficulty_mean",
         "difficulty_ci_low",
         "difficulty_ci_high",
@@ -170,7 +197,7 @@ def test_to_csv(tmp_path):
         "reason",
     ]
     assert set(LEDGER_COLUMNS) | {"extra_note"} == set(table.columns)
-    assert table.loc[0, "p_in_target"] == 0.91 and table.loc[1, "reason"] == "too easy"
+    assert table.loc[0, "p_in_aim"] == 0.91 and table.loc[1, "reason"] == "too easy"
 
 
 def test_decisions_flow_into_the_ledger(tmp_path):
@@ -184,29 +211,29 @@ def test_decisions_flow_into_the_ledger(tmp_path):
         },
         coords={"chain": [0], "draw": np.arange(5), "item": ["bf-1", "bf-2"]},
     )
-    table = decide_all(posterior, target_lo=0.5, target_hi=1.0, n_responses=12)
+    table = decide_all(posterior, aim_lo=0.5, aim_hi=1.0, n_responses=12)
     candidates = [
         Candidate("bf-1", "Q1", "A", source="llm:gen", prompt_hash="f" * 64),
         Candidate("bf-2", "Q2", "B", source="file:x.csv"),
     ]
     ledger = Ledger(tmp_path / "ledger.jsonl")
-    ledger.append(decision_records(table, candidates=candidates, target_bin=3, extra={"tau": 0.8}))
+    ledger.append(decision_records(table, candidates=candidates, aim_bin=3, extra={"tau": 0.8}))
     rows = ledger.read().set_index("candidate_id")
     assert rows.loc["bf-1", "decision"] == "accepted" and rows.loc["bf-2", "reason"] == "too easy"
     assert rows.loc["bf-1", "prompt_hash"] == "f" * 64 and rows.loc["bf-2", "source"] == "file:x.csv"
-    assert rows.loc["bf-1", "target_bin"] == 3 and rows.loc["bf-1", "target_lo"] == 0.5
-    assert rows.loc["bf-1", "p_in_target"] == 1.0 and rows.loc["bf-2", "p_in_target"] == 0.0
+    assert rows.loc["bf-1", "aim_bin"] == 3 and rows.loc["bf-1", "aim_lo"] == 0.5
+    assert rows.loc["bf-1", "p_in_aim"] == 1.0 and rows.loc["bf-2", "p_in_aim"] == 0.0
     assert rows.loc["bf-1", "ci_prob"] == 0.9 and rows.loc["bf-1", "tau"] == 0.8
     assert rows.loc["bf-1", "difficulty_mean"] == pytest.approx(0.75)
     # a single Decision goes in the same way
     one = decide(
         draws[0, :, 0],
         None,
-        target_lo=0.5,
-        target_hi=1.0,
+        aim_lo=0.5,
+        aim_hi=1.0,
         n_responses=12,
         slope_draws=np.ones(5),
         data_difficulty_draws=draws[0, :, 0],
     ).to_record()
-    ledger.append([one | {"candidate_id": "bf-3", "target_bin": 3}])
+    ledger.append([one | {"candidate_id": "bf-3", "aim_bin": 3}])
     assert ledger.read()["candidate_id"].iloc[-1] == "bf-3"

@@ -27,9 +27,9 @@ SEEDS = (
 
 def request(**options):
     settings = {
-        "target_lo": 0.5,
-        "target_hi": 1.0,
-        "target_bin": 6,
+        "aim_lo": 0.5,
+        "aim_hi": 1.0,
+        "aim_bin": 6,
         "n": 5,
         "benchmark": "arith",
         "domain": "math",
@@ -38,14 +38,14 @@ def request(**options):
     return ProposalRequest(**settings)
 
 
-def test_prompt_shows_seeds_relative_to_the_target():
+def test_prompt_shows_seeds_relative_to_the_aim():
     system, user = build_messages(request())
     assert system["role"] == "system" and user["role"] == "user"
     text = user["content"]
     assert "between 0.50 and 1.00" in text and "hard" in text, text
-    assert "[easy-1] difficulty -0.62 (90% interval -0.90 to -0.30): easier than the target" in text
-    assert "[mid-1] difficulty 0.71 (90% interval 0.50 to 0.95): inside the target interval" in text
-    assert "[hard-1] difficulty 1.84 (90% interval 1.50 to 2.20): harder than the target" in text
+    assert "[easy-1] difficulty -0.62 (90% interval -0.90 to -0.30): easier than the aim" in text
+    assert "[mid-1] difficulty 0.71 (90% interval 0.50 to 0.95): inside the aim" in text
+    assert "[hard-1] difficulty 1.84 (90% interval 1.50 to 2.20): harder than the aim" in text
     assert "Question: What is 987 * 654?\nAnswer: 645498" in text
     assert "Write 5 new items" in text and "benchmark 'arith' in domain 'math'" in text
     assert '{"items": [{"text":' in text and '"seed_item"' in text
@@ -66,7 +66,7 @@ def test_prompt_without_seeds_and_custom_system():
     assert "Existing items" not in messages[1]["content"]
 
 
-def test_target_in_words():
+def test_aim_in_words():
     assert describe_difficulty(-3.0, -2.0).startswith("very easy:")
     assert describe_difficulty(-0.25, 0.25).startswith("medium:")
     assert describe_difficulty(0.5, 1.5).startswith("hard:"), "the upper edge itself belongs to the next band"

@@ -30,7 +30,7 @@ except ImportError:  # tests/ is not a package: pytest put it on sys.path
 
 N_SYSTEMS = 300
 TARGET = (-0.5, 1.0)
-#: True slopes of the planted candidates (all with true difficulty 0.3, inside the target; 3PL: guessing 0.25).
+#: True slopes of the planted candidates (all with true difficulty 0.3, inside the aim; 3PL: guessing 0.25).
 PLANTED = {"good": 1.2, "flat": 0.05, "mis-keyed": -1.0}
 GUESSING = 0.25
 
@@ -53,8 +53,8 @@ def _screen(kind: str) -> tuple[pd.DataFrame, object]:
     post = calibrate_fixed(bank, new, seed=1, n_draws=1000, ability_points=2)
     table = decide_all(
         post,
-        target_lo=TARGET[0],
-        target_hi=TARGET[1],
+        aim_lo=TARGET[0],
+        aim_hi=TARGET[1],
         n_responses=post["n_responses"].to_series(),
         rule=AcceptanceRule(min_discrimination=default_min_discrimination(bank)),
     )
@@ -116,6 +116,6 @@ def test_a_posterior_without_what_the_grid_needs_gives_missing_pieces_that_rejec
         difficulty_data=(dims, b_data.reshape(shape)),
         slope=(dims, slope.reshape(shape)),
     )
-    table = decide_all(posterior, target_lo=0.0, target_hi=1.0, n_responses=60)
+    table = decide_all(posterior, aim_lo=0.0, aim_hi=1.0, n_responses=60)
     assert table.loc["new", "decision"] == "rejected", table.to_string()
     assert table.loc["new", "failed"] == "data-alone missing; slope missing", table.loc["new", "failed"]

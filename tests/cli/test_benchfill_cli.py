@@ -65,11 +65,11 @@ def calibrate_argv(bank: Bank, out: Path, *extra: str, responses: Path | None = 
 
 @pytest.fixture(scope="module")
 def default_round(bank: Bank, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
-    """One fixed-mode round with the target [-0.5, 1.5] and its stdout, for the tests that only read it."""
+    """One fixed-mode round with the aim [-0.5, 1.5) and its stdout, for the tests that only read it."""
     out = tmp_path_factory.mktemp("default_round") / "round"
     stdout, stderr = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
-        code = _invoke(calibrate_argv(bank, out, "--target", "-0.5", "1.5"))
+        code = _invoke(calibrate_argv(bank, out, "--aim", "-0.5", "1.5"))
     assert code == 0, stderr.getvalue()
     return out, stdout.getvalue()
 
@@ -99,17 +99,17 @@ def calibrate(bank: Bank, out: Path, capsys, *extra: str, responses: Path | None
 
 
 # ---------------------------------------------------------------------------------------------- propose
-def test_propose_from_a_file_targets_the_widest_gap(bank, proposed):
+def test_propose_from_a_file_aims_at_the_widest_gap(bank, proposed):
     folder, code, out, err = proposed
     assert code == 0, err
-    target = json.loads((folder / "target.json").read_text())
-    gap = target["gap"]
-    assert target["benchmark"] == "bench00"
-    assert target["target_bin"] == gap["modal_bin"], target
-    edges = target["audit_target"]["edges"]
-    assert (target["target_lo"], target["target_hi"]) == (edges[gap["modal_bin"]], edges[gap["modal_bin"] + 1])
-    assert "widest gap of benchmark 'bench00'" in target["how"]
-    assert Path(target["fit"]) == bank.fit_dir.resolve()
+    aim = json.loads((folder / "aim.json").read_text())
+    gap = aim["gap"]
+    assert aim["benchmark"] == "bench00"
+    assert aim["aim_bin"] == gap["modal_bin"], aim
+    edges = aim["audit_target"]["edges"]
+    assert (aim["aim_lo"], aim["aim_hi"]) == (edges[gap["modal_bin"]], edges[gap["modal_bin"] + 1])
+    assert "widest gap of benchmark 'bench00'" in aim["how"]
+    assert Path(aim["fit"]) == bank.fit_dir.resolve()
     lines = (folder / "candidates.jsonl").read_text().splitlines()
     assert [json.loads(line)["candidate_id"] for line in lines] == [c.candidate_id for c in bank.candidates]
     assert (folder / "rejections.jsonl").read_text() == ""
@@ -119,14 +119,14 @@ def test_propose_from_a_file_targets_the_widest_gap(bank, proposed):
 def test_propose_with_the_gap_interval_and_with_a_given_bin(bank, tmp_path, capsys):
     code, _, err = propose_from_file(bank, tmp_path / "gap", capsys, "--gap-interval")
     assert code == 0, err
-    target = json.loads((tmp_path / "gap" / "target.json").read_text())
-    assert (target["target_lo"], target["target_hi"]) == (target["gap"]["gap_lo"], target["gap"]["gap_hi"])
-    code, _, err = propose_from_file(bank, tmp_path / "bin", capsys, "--target-bin", "2", "--bins", "5")
+    aim = json.loads((tmp_path / "gap" / "aim.json").read_text())
+    assert (aim["aim_lo"], aim["aim_hi"]) == (aim["gap"]["gap_lo"], aim["gap"]["gap_hi"])
+    code, _, err = propose_from_file(bank, tmp_path / "bin", capsys, "--aim-bin", "2", "--bins", "5")
     assert code == 0, err
-    target = json.loads((tmp_path / "bin" / "target.json").read_text())
-    edges = target["audit_target"]["edges"]
-    assert target["target_bin"] == 2 and len(edges) == 6
-    assert (target["target_lo"], target["target_hi"]) == (edges[2], edges[3])
+    aim = json.loads((tmp_path / "bin" / "aim.json").read_text())
+    edges = aim["audit_target"]["edges"]
+    assert aim["aim_bin"] == 2 and len(edges) == 6
+    assert (aim["aim_lo"], aim["aim_hi"]) == (edges[2], edges[3])
 
 
 def test_propose_with_an_llm_records_its_rejections(bank, tmp_path, capsys):
@@ -176,7 +176,7 @@ def test_export_writes_an_lm_eval_task_and_a_csv_template(bank, proposed, tmp_pa
 
 # ---------------------------------------------------------------------------------------------- calibrate
 def test_calibrate_writes_the_ledger_and_the_before_after_audit(bank, default_round, tmp_path, capsys):
-    # the module's round (this command: `calibrate ... --target -0.5 1.5`, exit code 0), copied to be continued
+    # the module's round (this command: `calibrate ... --aim -0.5 1.5`, exit code 0), copied to be continued
     out = shutil.copytree(default_round[0], tmp_path / "round")
     text = default_round[1]
     ledger_csv = pd.read_csv(out / "ledger.csv")
@@ -186,7 +186,7 @@ def test_calibrate_writes_the_ledger_and_the_before_after_audit(bank, default_ro
     assert decisions.tolist() == ["rejected", "rejected", "accepted", "accepted", "rejected", "rejected"], text
     assert ledger_csv["reason"].tolist()[:2] == ["too easy", "too easy"]
     assert ledger_csv["reason"].tolist()[-2:] == ["too hard", "too hard"]
-    assert (ledger_csv["target_lo"] == -0.5).all() and (ledger_csv["target_hi"] == 1.5).all()
+    assert (ledger_csv["aim_lo"] == -0.5).all() and (ledger_csv["aim_hi"] == 1.5).all()
 
     comparison = pd.read_csv(out / "before_after.csv")
     assert set(zip(comparison["scope"], comparison["version"], strict=True)) == {
@@ -211,14 +211,14 @@ def test_calibrate_writes_the_ledger_and_the_before_after_audit(bank, default_ro
     assert (subjects["n_original"] == 60).all() and (subjects["n_added"] == 2).all()
 
     # a rerun continues the ledger; a failed run leaves it as it was
-    code, _, err = calibrate(bank, out, capsys, "--target", "-0.5", "1.5", "--seed", "7")
+    code, _, err = calibrate(bank, out, capsys, "--aim", "-0.5", "1.5", "--seed", "7")
     assert code == 0, err
     records = Ledger(out / "ledger.jsonl").read()
     assert len(records) == 12 and records["run_id"].nunique() == 2
     before_bytes = (out / "ledger.jsonl").read_bytes()
     bad = tmp_path / "bad.csv"
     bank.responses.assign(subject=lambda f: f["subject"].str.replace("subject00", "stranger")).to_csv(bad, index=False)
-    code, _, err = calibrate(bank, out, capsys, "--target", "-0.5", "1.5", responses=bad)
+    code, _, err = calibrate(bank, out, capsys, "--aim", "-0.5", "1.5", responses=bad)
     assert code == 2 and "stranger0" in err, err
     assert (out / "ledger.jsonl").read_bytes() == before_bytes
 
@@ -270,10 +270,10 @@ def test_calibrate_reads_lm_eval_logs_through_candidate_ids(bank, proposed, tmp_
     shutil.copytree(proposed[0], tmp_path / "bf")
     assert run_cli(["benchfill", "export", str(tmp_path / "bf"), "--format", "lm-eval"], capsys)[0] == 0
     logs = _write_lm_eval_logs(tmp_path / "logs", tmp_path / "bf" / "export" / f"{TASK}.jsonl", bank.responses)
-    target = ["--target-json", str(tmp_path / "bf")]
-    code, _, err = calibrate(bank, tmp_path / "lm", capsys, *target, responses=logs)
+    aim = ["--aim-json", str(tmp_path / "bf")]
+    code, _, err = calibrate(bank, tmp_path / "lm", capsys, *aim, responses=logs)
     assert code == 0, err
-    code, _, err = calibrate(bank, tmp_path / "csv", capsys, *target)
+    code, _, err = calibrate(bank, tmp_path / "csv", capsys, *aim)
     assert code == 0, err
     from_logs = pd.read_csv(tmp_path / "lm" / "ledger.csv").set_index("candidate_id")
     from_csv = pd.read_csv(tmp_path / "csv" / "ledger.csv").set_index("candidate_id")
@@ -283,8 +283,8 @@ def test_calibrate_reads_lm_eval_logs_through_candidate_ids(bank, proposed, tmp_
         from_logs["difficulty_mean"].to_numpy(),
         from_csv["difficulty_mean"].to_numpy(),
     )
-    target_bin = json.loads((tmp_path / "bf" / "target.json").read_text())["target_bin"]
-    assert (from_logs["target_bin"] == target_bin).all()
+    aim_bin = json.loads((tmp_path / "bf" / "aim.json").read_text())["aim_bin"]
+    assert (from_logs["aim_bin"] == aim_bin).all()
 
     # a logged document whose question is no candidate's text is an unknown item, named
     broken = tmp_path / "broken"
@@ -294,14 +294,14 @@ def test_calibrate_reads_lm_eval_logs_through_candidate_ids(bank, proposed, tmp_
         first = json.loads(lines[0])
         first["doc"]["question"] = "A question no candidate asks?"
         path.write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n")
-    code, _, err = calibrate(bank, tmp_path / "broken_out", capsys, *target, responses=broken)
+    code, _, err = calibrate(bank, tmp_path / "broken_out", capsys, *aim, responses=broken)
     assert code == 2 and "of unknown items" in err and f"{TASK}/{first['doc_hash']}" in err, err
     sample = next(broken.glob("*/samples_*.jsonl"))
     lines = sample.read_text().splitlines()
 
     # a line that is JSON but not an object is named by file and line (it used to raise AttributeError)
     sample.write_text("\n".join([*lines[:2], "[1, 2]", *lines[2:]]) + "\n")
-    code, _, err = calibrate(bank, tmp_path / "broken_out", capsys, *target, responses=broken)
+    code, _, err = calibrate(bank, tmp_path / "broken_out", capsys, *aim, responses=broken)
     assert code == 2 and f"{sample.name} line 3: expected a JSON object, found an array" in err, err
 
 
@@ -318,15 +318,13 @@ def test_calibrate_exposes_the_least_slope(bank, default_round, tmp_path, capsys
     settings = load_benchfill(default).settings
     assert settings["min_discrimination"] == pytest.approx(0.25 * typical)
     assert settings["min_discrimination_rule"].startswith("0.25 of the bank's typical discrimination")
-    for column in ("failed", "slope_mean", "slope_ci_low", "slope_ci_high", "p_slope_above_min", "p_in_target_data"):
+    for column in ("failed", "slope_mean", "slope_ci_low", "slope_ci_high", "p_slope_above_min", "p_in_aim_data"):
         assert column in ledger.columns, column
     near = ledger["candidate_id"].isin(["cand2", "cand3"])  # simulated with slope 1.2 near the abilities
     assert (ledger.loc[near, "slope_ci_low"] > 0).all(), ledger[["candidate_id", "slope_mean", "slope_ci_low"]]
 
     # no candidate's slope is credibly above 20: every one is rejected, "flat" among its failed checks
-    code, text, err = calibrate(
-        bank, tmp_path / "steep", capsys, "--target", "-0.5", "1.5", "--min-discrimination", "20"
-    )
+    code, text, err = calibrate(bank, tmp_path / "steep", capsys, "--aim", "-0.5", "1.5", "--min-discrimination", "20")
     assert code == 0, err
     assert "Least slope" not in text, text
     ledger = pd.read_csv(tmp_path / "steep" / "ledger.csv")
@@ -335,7 +333,7 @@ def test_calibrate_exposes_the_least_slope(bank, default_round, tmp_path, capsys
     assert ledger.loc[ledger["candidate_id"].isin(["cand2", "cand3"]), "reason"].eq("flat").all()
     assert (ledger["min_discrimination"] == 20).all()
 
-    code, _, err = calibrate(bank, tmp_path / "bad", capsys, "--target", "-0.5", "1.5", "--min-discrimination", "-1")
+    code, _, err = calibrate(bank, tmp_path / "bad", capsys, "--aim", "-0.5", "1.5", "--min-discrimination", "-1")
     assert code == 2 and "--min-discrimination must be a number >= 0" in err, err
 
 
@@ -344,7 +342,7 @@ def test_unanswered_candidates_are_rejected_for_want_of_responses(bank, tmp_path
     partial = bank.responses.loc[bank.responses["item"] != "cand5"].copy()
     partial.loc[partial["item"] == "cand4", "response"] = np.nan  # a template row left blank is a missing cell
     partial.to_csv(path, index=False)
-    code, _, err = calibrate(bank, tmp_path / "o", capsys, "--target", "-0.5", "1.5", responses=path)
+    code, _, err = calibrate(bank, tmp_path / "o", capsys, "--aim", "-0.5", "1.5", responses=path)
     assert code == 0, err
     ledger = pd.read_csv(tmp_path / "o" / "ledger.csv").set_index("candidate_id")
     assert ledger.loc[["cand4", "cand5"], "reason"].tolist() == ["not enough responses"] * 2
@@ -378,7 +376,7 @@ def test_bad_candidate_files_are_refused(bank, tmp_path, capsys, kind, message):
     assert not (tmp_path / "o").exists()
     code, _, err = run_cli(
         ["benchfill", "calibrate", "--fit", str(bank.fit_dir), "--candidates", str(path), "--responses",
-         str(bank.responses_path), "--target-bin", "3", "--mode", "fixed", "--out", str(tmp_path / "c")],
+         str(bank.responses_path), "--aim-bin", "3", "--mode", "fixed", "--out", str(tmp_path / "c")],
         capsys,
     )  # fmt: skip
     assert code == 2 and message in err, err
@@ -388,7 +386,7 @@ def test_responses_to_unknown_items_are_refused(bank, tmp_path, capsys):
     path = tmp_path / "responses.csv"
     extra = pd.DataFrame({"subject": ["subject001", "subject002"], "item": ["cand9", "item00001"], "response": [1, 0]})
     pd.concat([bank.responses, extra]).to_csv(path, index=False)
-    code, _, err = calibrate(bank, tmp_path / "o", capsys, "--target-bin", "3", responses=path)
+    code, _, err = calibrate(bank, tmp_path / "o", capsys, "--aim-bin", "3", responses=path)
     assert code == 2, err
     assert "2 item(s) that are not candidates: cand9, item00001" in err, err
     assert not (tmp_path / "o" / "ledger.jsonl").exists()
@@ -398,7 +396,7 @@ def test_responses_from_unknown_subjects_are_listed(bank, tmp_path, capsys):
     path = tmp_path / "responses.csv"
     extra = pd.DataFrame({"subject": ["new-model-a", "new-model-b"], "item": ["cand0", "cand1"], "response": [1, 0]})
     pd.concat([bank.responses, extra]).to_csv(path, index=False)
-    code, _, err = calibrate(bank, tmp_path / "o", capsys, "--target-bin", "3", responses=path)
+    code, _, err = calibrate(bank, tmp_path / "o", capsys, "--aim-bin", "3", responses=path)
     assert code == 2, err
     assert "2 subject(s) are not among the fit's 40 subjects: new-model-a, new-model-b" in err, err
 
@@ -416,13 +414,53 @@ def test_a_fit_folder_without_its_card_is_refused(bank, tmp_path, capsys):
 
 
 @pytest.mark.parametrize("verb", ["propose", "calibrate"])
-def test_a_target_bin_out_of_range_is_refused(bank, tmp_path, capsys, verb):
+def test_an_aim_bin_out_of_range_is_refused(bank, tmp_path, capsys, verb):
     if verb == "propose":
-        code, _, err = propose_from_file(bank, tmp_path / "o", capsys, "--target-bin", "10")
+        code, _, err = propose_from_file(bank, tmp_path / "o", capsys, "--aim-bin", "10")
     else:
-        code, _, err = calibrate(bank, tmp_path / "o", capsys, "--target-bin", "-1")
+        code, _, err = calibrate(bank, tmp_path / "o", capsys, "--aim-bin", "-1")
     assert code == 2, err
     assert "out of range: the audit's target has 10 bins, numbered 0 to 9" in err, err
+
+
+def test_the_old_target_flags_still_work_hidden_and_warn(bank, proposed, tmp_path, capsys, caplog):
+    """--target-bin, --target and --target-json (the aim's old flags) do what --aim-bin, --aim and --aim-json do, each
+    with a warning naming its new flag, and the help shows only the new ones; --target-json reads an old folder."""
+    code, _, err = propose_from_file(bank, tmp_path / "bin", capsys, "--target-bin", "2", "--bins", "5")
+    assert code == 0, err
+    assert "--target-bin is deprecated and will be removed in the next release: use --aim-bin" in caplog.text
+    assert json.loads((tmp_path / "bin" / "aim.json").read_text())["aim_bin"] == 2
+    code, _, err = propose_from_file(bank, tmp_path / "interval", capsys, "--target", "-0.5", "1.5")
+    assert code == 0, err
+    assert "--target is deprecated and will be removed in the next release: use --aim" in caplog.text
+    aim = json.loads((tmp_path / "interval" / "aim.json").read_text())
+    assert (aim["aim_lo"], aim["aim_hi"], aim["how"]) == (-0.5, 1.5, "the interval [-0.5, 1.5) given by the user")
+    with pytest.raises(SystemExit):  # argparse refuses an old and a new flag together, as it does two new ones
+        propose_from_file(bank, tmp_path / "both", capsys, "--target-bin", "2", "--aim", "0", "1")
+    assert "argument --aim: not allowed with argument --target-bin" in capsys.readouterr().err
+
+    # a proposal folder as older versions wrote it: target.json with target_* keys
+    old = shutil.copytree(proposed[0], tmp_path / "old")
+    record = json.loads((old / "aim.json").read_text())
+    record = {
+        {"aim_lo": "target_lo", "aim_hi": "target_hi", "aim_bin": "target_bin"}.get(k, k): v for k, v in record.items()
+    }
+    (old / "target.json").write_text(json.dumps(record))
+    (old / "aim.json").unlink()
+    caplog.clear()
+    code, text, err = calibrate(bank, tmp_path / "cal", capsys, "--target-json", str(old))
+    assert code == 0, err
+    assert "--target-json is deprecated and will be removed in the next release: use --aim-json" in caplog.text
+    ledger = pd.read_csv(tmp_path / "cal" / "ledger.csv")
+    assert (ledger["aim_bin"] == record["target_bin"]).all() and (ledger["aim_lo"] == record["target_lo"]).all()
+    assert not [c for c in ledger.columns if "target" in c], ledger.columns.tolist()
+    assert f"BenchFill aim [{record['target_lo']:.2f}, {record['target_hi']:.2f})" in text, text
+
+    for verb in ("propose", "calibrate"):
+        with pytest.raises(SystemExit), contextlib.redirect_stdout(io.StringIO()) as help_text:
+            _invoke(["benchfill", verb, "--help"])
+        assert "--aim-bin" in help_text.getvalue() and "--target" not in help_text.getvalue(), help_text.getvalue()
+    capsys.readouterr()
 
 
 def test_an_unknown_benchmark_is_refused(bank, tmp_path, capsys):
@@ -436,7 +474,7 @@ def test_calibrate_full_mode_refits(bank, tmp_path, capsys):
     out = tmp_path / "full"
     code, text, err = run_cli(
         ["benchfill", "calibrate", "--fit", str(bank.fit_dir), "--candidates", str(bank.candidates_path),
-         "--responses", str(bank.responses_path), "--target", "-0.5", "1.5", "--mode", "full", "--no-progress",
+         "--responses", str(bank.responses_path), "--aim", "-0.5", "1.5", "--mode", "full", "--no-progress",
          "--out", str(out)],
         capsys,
     )  # fmt: skip
@@ -471,7 +509,7 @@ def test_decisions_say_when_the_fit_behind_them_failed_its_checks(bank, default_
 def test_propose_reads_a_saved_audit_instead_of_auditing_again(bank, tmp_path, capsys, monkeypatch):
     from irtbayes.auditing.folder import save_audit
     from irtbayes.auditing.run import audit
-    from irtbayes.benchfill import target as target_module
+    from irtbayes.benchfill import aim as aim_module
     from irtbayes.fitting.storage import load_fit, load_fit_data
 
     fit = load_fit(bank.fit_dir)
@@ -481,20 +519,20 @@ def test_propose_reads_a_saved_audit_instead_of_auditing_again(bank, tmp_path, c
     def no_audit(*args, **kwargs):
         raise AssertionError("audited again")
 
-    monkeypatch.setattr(target_module, "audit", no_audit)
+    monkeypatch.setattr(aim_module, "audit", no_audit)
     code, _, err = propose_from_file(bank, tmp_path / "bf", capsys, "--audit", str(tmp_path / "audit"))
     assert code == 0, err
-    target = json.loads((tmp_path / "bf" / "target.json").read_text())
-    assert target["benchmark"] == "bench00" and Path(target["audit"]) == (tmp_path / "audit").resolve()
+    aim = json.loads((tmp_path / "bf" / "aim.json").read_text())
+    assert aim["benchmark"] == "bench00" and Path(aim["audit"]) == (tmp_path / "audit").resolve()
     code, _, err = propose_from_file(bank, tmp_path / "bf2", capsys, "--audit", str(tmp_path / "audit"), "--bins", "4")
     assert code == 2 and "--audit brings its own bins and range" in err
-    # calibrate reads the audit target.json records as the bank's "before" and does not audit the bank again
+    # calibrate reads the audit aim.json records as the bank's "before" and does not audit the bank again
     import irtbayes.benchfill.result as result_module
 
     audited = []
     real = result_module.audit
     monkeypatch.setattr(result_module, "audit", lambda *a, **k: audited.append(len(a[1].item_ids)) or real(*a, **k))
-    code, _, err = calibrate(bank, tmp_path / "cal", capsys, "--target-json", str(tmp_path / "bf"))
+    code, _, err = calibrate(bank, tmp_path / "cal", capsys, "--aim-json", str(tmp_path / "bf"))
     assert code == 0, err
     # nothing was accepted: one audit, the extended bank's (re-auditing the bank would have made it two)
     assert audited == [data.n_items], audited

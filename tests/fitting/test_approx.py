@@ -167,7 +167,7 @@ def test_modes_that_do_not_settle_are_named_and_every_verb_refuses_the_fit(tmp_p
     assert result.unsettled.startswith("the approximate tier's empirical-Bayes modes did not settle")
     assert any("did not settle" in note for note in result.diagnostics.notes)
     assert "did not settle" in result.diagnostics.to_text()
-    from irtbayes.benchfill.target import choose_target
+    from irtbayes.benchfill.aim import choose_aim
     from irtbayes.core.errors import FitError
     from irtbayes.evaluating.bank import ItemBank
     from irtbayes.reporting.report import report
@@ -175,7 +175,7 @@ def test_modes_that_do_not_settle_are_named_and_every_verb_refuses_the_fit(tmp_p
     refusals = {
         "audit": lambda: audit(result, data, progress=False),
         "report": lambda: report(result, tmp_path / "report", data=data),
-        "BenchFill's target": lambda: choose_target(result, data),
+        "BenchFill's aim": lambda: choose_aim(result, data),
         "the item bank": lambda: ItemBank.from_fit(result, data=data),
     }
     for verb, call in refusals.items():

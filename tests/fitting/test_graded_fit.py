@@ -293,9 +293,9 @@ def test_graded_candidates_are_read_on_the_fit_s_scale_and_the_fixed_grid_refuse
     lowest rating nobody used keeps its codes), a graded ResponseData keeps its labels, and the binary-only paths
     (the fixed-bank grid, the operating characteristic) refuse with a message naming the full refit."""
     from irtbayes.benchfill.acceptance import operating_characteristic
+    from irtbayes.benchfill.aim import choose_aim
     from irtbayes.benchfill.calibration import calibrate_fixed, candidate_response_data
     from irtbayes.benchfill.run import calibrate_candidates
-    from irtbayes.benchfill.target import choose_target
 
     fit_result, data = fitted_grm.fit, fitted_grm.data
     bench = str(data.items["benchmark"].iloc[0])
@@ -313,11 +313,11 @@ def test_graded_candidates_are_read_on_the_fit_s_scale_and_the_fixed_grid_refuse
         candidate_response_data(frame.assign(response="9"), candidates, fit=fit_result)
     with pytest.raises(SpecError, match="full refit"):
         calibrate_fixed(fit_result, new)
-    choice, _ = choose_target(fit_result, data, interval=(0.0, 1.0))
+    aim, _ = choose_aim(fit_result, data, interval=(0.0, 1.0))
     with pytest.raises(SpecError, match=r"mode=.fixed. .* GRM fit, .* full refit"):
-        calibrate_candidates(fit_result, data, candidates, new, choice, mode="fixed")
+        calibrate_candidates(fit_result, data, candidates, new, aim, mode="fixed")
     with pytest.raises(SpecError, match=r"operating characteristic .* GRM fit"):
-        operating_characteristic(fit_result, target_lo=0.0, target_hi=1.0)
+        operating_characteristic(fit_result, aim_lo=0.0, aim_hi=1.0)
 
 
 def test_item_fit_of_graded_candidates_flags_reversed_ratings(fitted_grm):
@@ -351,14 +351,14 @@ def test_item_fit_of_graded_candidates_flags_reversed_ratings(fitted_grm):
 @pytest.mark.slow  # a graded bank's fit and its refit with the candidates (about a minute)
 @pytest.mark.parametrize(("kind", "n_benchmarks"), [("grm", 1), ("gpcm", 2)])
 def test_benchfill_round_on_a_graded_bank(kind, n_benchmarks, tmp_path):
-    """A full BenchFill round on a simulated graded bank: a candidate whose location lies in the target is
+    """A full BenchFill round on a simulated graded bank: a candidate whose location lies in the aim is
     accepted (its location's interval holds the truth), one with reversed ratings is rejected as mis-keyed, one
     far below as too easy; the audit after places the added item at its location and the result is written.
     With two benchmarks the candidates are refitted as their own group and counted in their benchmark after."""
+    from irtbayes.benchfill.aim import choose_aim
     from irtbayes.benchfill.calibration import candidate_response_data
     from irtbayes.benchfill.result import save_benchfill
     from irtbayes.benchfill.run import calibrate_candidates
-    from irtbayes.benchfill.target import choose_target
 
     data, truth = simulate_responses(150, 14, kind=kind, n_categories=4, n_benchmarks=n_benchmarks, seed=3)
     bank = fit(data, ModelSpec(kind=kind), chains=2, draws=500, tune=500, seed=1, progress=False)
@@ -378,10 +378,8 @@ def test_benchfill_round_on_a_graded_bank(kind, n_benchmarks, tmp_path):
     bench = str(data.items["benchmark"].iloc[0])
     candidates = _graded_candidates(bench, list(designs))
     new = candidate_response_data(pd.concat(frames), candidates, fit=bank)
-    choice, _ = choose_target(bank, data, interval=(0.5, 1.5))
-    result = calibrate_candidates(
-        bank, data, candidates, new, choice, mode="full", seed=2, draws=500, tune=500, chains=2
-    )
+    aim, _ = choose_aim(bank, data, interval=(0.5, 1.5))
+    result = calibrate_candidates(bank, data, candidates, new, aim, mode="full", seed=2, draws=500, tune=500, chains=2)
     decisions = result.decisions
     assert result.accepted == ["good"]
     assert decisions.loc["miskeyed", "key_check"] == "mis-keyed"

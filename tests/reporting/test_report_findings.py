@@ -323,7 +323,7 @@ def test_outside_alike_and_where_to_add_are_read_from_the_tables(
         k = int(bins["bin"].iloc[int(ratio.to_numpy().argmin())])
         assert f"thinnest at difficulty {result.target.bin_label(k)}" in where, where
         assert where.endswith(
-            f"`irtbayes benchfill propose --fit models/f --candidates items.csv --out benchfill --target-bin {k}`."
+            f"`irtbayes benchfill propose --fit models/f --candidates items.csv --out benchfill --aim-bin {k}`."
         ), where
     else:
         assert "new items are not needed for coverage" in where, where
