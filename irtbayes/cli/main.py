@@ -433,6 +433,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         benchfill=benchfill,
         tracking=tracking,
         item_checks=item_checks,
+        fit_folder=args.fit,
     )
     if fit_result.partial:  # type: ignore[attr-defined]
         print(fit_result.partial_text())  # type: ignore[attr-defined]

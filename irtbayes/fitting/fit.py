@@ -390,13 +390,15 @@ def _note_remedies(result: Fit) -> None:
 
 def _note_chance_floors(result: Fit, data: ResponseData) -> None:
     """A 1PL or 2PL fit of multiple-choice items (``n_options``) says that it leaves out their chance floor, and how
-    to fit it (docs/model.md, "Multiple-choice floors")."""
+    to fit it (docs/model.md, "Multiple-choice floors"), in its notes; ``info["multiple_choice"]`` records how many
+    items and options, for the report's findings."""
     if result.spec.kind not in ("1pl", "2pl") or "n_options" not in data.items.columns:
         return
     options = pd.to_numeric(data.items["n_options"], errors="coerce")
     chosen = options[options >= 2]
     if len(chosen):
         low, high = int(chosen.min()), int(chosen.max())
+        result.info["multiple_choice"] = {"items": len(chosen), "options_low": low, "options_high": high}
         result.diagnostics.notes.append(
             f"{len(chosen)} of {data.n_items} items are multiple choice ({low if low == high else f'{low}-{high}'} "
             f"options): the {result.spec.kind.upper()} leaves out their chance floor of 1/options, which moves their "

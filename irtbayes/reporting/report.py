@@ -584,6 +584,7 @@ def report(
     tracking: Tracking | None = None,
     title: str | None = None,
     item_checks: pd.DataFrame | None = None,
+    fit_folder: str | None = None,
 ) -> Path:
     """Write the report: ``out/report.html``, ``out/report.md``, ``out/figures/`` and ``out/tables/``, atomically.
 
@@ -607,6 +608,8 @@ def report(
         The item checks of this fit (``irt.check_items(...).items``): a section listing the flagged items.
     title
         The report's title (default: ``irtbayes audit of <source>``).
+    fit_folder
+        Where the fit is saved, for the commands "What to do" gives (default ``FIT``).
 
     Returns
     -------
@@ -635,7 +638,14 @@ def report(
     fit.refuse_if_unsettled("report")
     data = load_fit_data(fit, data, hint="give it as data=")
     doc = build_report(
-        fit, data, audit=audit, benchfill=benchfill, tracking=tracking, title=title, item_checks=item_checks
+        fit,
+        data,
+        audit=audit,
+        benchfill=benchfill,
+        tracking=tracking,
+        title=title,
+        item_checks=item_checks,
+        fit_folder=fit_folder,
     )
     with atomic_dir(out) as tmp:
         write_report_files(doc, fit, tmp, audit=audit)

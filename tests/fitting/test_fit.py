@@ -556,6 +556,7 @@ def test_a_2pl_of_multiple_choice_items_says_it_leaves_out_their_floor():
     assert any(
         "20 of 20 items are multiple choice (4 options): the 2PL leaves out their chance floor" in n for n in notes
     )
+    assert fitted.info["multiple_choice"] == {"items": 20, "options_low": 4, "options_high": 4}  # for the findings
     three = dataclasses.replace(fitted, spec=fitted.spec.replace(kind="3pl"))
     three.diagnostics = dataclasses.replace(fitted.diagnostics, notes=[])
     _note_chance_floors(three, data)

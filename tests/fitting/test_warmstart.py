@@ -88,7 +88,7 @@ def test_start_values_reproduce_the_given_parameters(simulated, spec):
             np.testing.assert_allclose(got["difficulty_mu"], doms.mean(), rtol=1e-10, atol=1e-12)
         else:
             np.testing.assert_allclose(got["difficulty_mu"], means.mean(), rtol=1e-10, atol=1e-12)
-    logp = model.compile_logp()(point)
+    logp = model.compile_logp(mode="FAST_COMPILE")(point)  # the value only has to be finite: no numba compile
     assert np.isfinite(logp)
 
 
@@ -192,7 +192,7 @@ def test_warm_start_on_items_everyone_solves_or_fails():
     model = build_model(constant)
     point = warm_start(model, constant).point(3)
     assert np.isfinite(point).all()
-    assert np.isfinite(model.compile_logp()(_split(model, point)))
+    assert np.isfinite(model.compile_logp(mode="FAST_COMPILE")(_split(model, point)))
 
 
 def test_a_fit_whose_modes_fail_starts_cold_and_says_so(monkeypatch, caplog):

@@ -250,6 +250,7 @@ def test_report_reads_the_saved_audit_and_never_reruns_it(
     md = (rep / "report.md").read_text()
     assert "seed 11" in md and "top 2 subjects" in md and "target from the group subject001, subject002" in md
     assert "under three scorings, with 80% intervals" in md, "re-weighted, raw and ability ranks, as audited"
+    assert f"check-items --fit {fit_dir} --out flags" in md, "the actions name the saved fit, not a placeholder"
     # the leaderboard table shows the audit's own rank intervals (one quantile rule: the audit's)
     lines = md.splitlines()
     start = next(i for i, ln in enumerate(lines) if ln.startswith("*Leaderboard:"))

@@ -210,6 +210,26 @@ def test_findings_state_the_distance_from_the_target_and_the_leaderboard(
     assert "under this target 1 system change rank beyond its interval" in " ".join(changed.todo), changed.todo
 
 
+def test_the_ddm_of_a_2pl_fit_of_multiple_choice_items_is_said_to_be_too_narrow(
+    with_gap: tuple[Fit, ResponseData, AuditResult],
+) -> None:
+    """The 2PL leaves out the chance floor, and the study found its DDM intervals too narrow: the DDM finding says
+    so where the fit records multiple-choice items, and only there."""
+    fit, _, result = with_gap
+    chosen = {"items": 80, "options_low": 4, "options_high": 4}
+
+    def ddm_sentence(fitted: Fit) -> str:
+        (sentence,) = [s for s in audit_findings(fitted, result).found if " is furthest from the target, DDM " in s]
+        return sentence
+
+    caveat = "These DDM intervals are too narrow: the 2PL leaves out the chance floor of the 80 multiple-choice items"
+    floored = dataclasses.replace(fit, info={**fit.info, "multiple_choice": chosen})
+    assert caveat in ddm_sentence(floored) and "--model 3pl --guessing chance" in ddm_sentence(floored)
+    assert "too narrow" not in ddm_sentence(fit)
+    three = dataclasses.replace(floored, spec=floored.spec.replace(kind="3pl"))
+    assert "too narrow" not in ddm_sentence(three)
+
+
 @pytest.mark.usefixtures("text_only")
 @pytest.mark.parametrize("case", ["unconverged", "approximate"])
 def test_an_untrusted_fit_is_said_first_and_every_finding_is_marked(
