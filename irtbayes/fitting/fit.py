@@ -52,8 +52,8 @@ from irtbayes.fitting.diagnostics.verdict import Diagnostics
 from irtbayes.fitting.result import Fit, as_held, data_info, fit_constant_data, installed_version, software_versions
 from irtbayes.fitting.sampling import APPROXIMATE_SAMPLERS, InterruptWatch, RunState, Sampler, run_sampler
 from irtbayes.fitting.settings import SamplerSettings
-from irtbayes.fitting.trace import choose_chains, complete_part, completed_draws
-from irtbayes.fitting.until_converged import StopRule
+from irtbayes.fitting.trace import choose_chains, complete_part, completed_draws, sampler_variable
+from irtbayes.fitting.until_converged import StopRule, most_draws
 from irtbayes.model.build import add_derived, build_model
 from irtbayes.model.inputs import MIN_2PL_SUBJECTS, default_spec, model_inputs
 from irtbayes.model.spec import GRADED_KINDS, SMALL_BANK_ITEMS, ModelSpec
@@ -141,6 +141,18 @@ def _default_settings(
     return int(draws), float(target_accept)
 
 
+def _stored_values(model: pm.Model) -> int:
+    """The values a draw stores: the model's own variables (not the sampler's coordinates,
+    :func:`~irtbayes.fitting.trace.sampler_variable`), each sized by its dimensions (1 without)."""
+    dims = model.named_vars_to_dims
+    total = 0
+    for var in [*model.free_RVs, *model.deterministics]:
+        if sampler_variable(var.name):
+            continue
+        total += int(np.prod([len(model.coords[d]) for d in dims.get(var.name) or () if d is not None]))
+    return total
+
+
 def _random_seed() -> int:
     return int(np.random.default_rng().integers(1, 2**31 - 1))
 
@@ -208,8 +220,8 @@ def fit(
     budget_s
         Time budget in seconds (default 15 minutes) of ``sampler="auto"`` and of ``until_converged``.
     until_converged
-        nutpie: sample until the convergence checks pass, with ``draws`` (default 4x the usual) the most per
-        chain, or until ``budget_s`` has passed (:mod:`irtbayes.fitting.until_converged`;
+        nutpie: sample until the convergence checks pass, with ``draws`` the most per chain (default 4 to 10
+        times the usual, :func:`~irtbayes.fitting.until_converged.most_draws`), or until ``budget_s`` has passed (:mod:`irtbayes.fitting.until_converged`;
         ``fit.sampler["until_converged"]``).
         ``None`` (default): yes when ``draws`` is not given; give ``draws`` (or ``False``) for a fixed number.
     remedy
@@ -514,8 +526,10 @@ def _build_and_sample(
                 settings["cores"] = max(settings["cores"], chains)
                 stop.planned = settings["draws"]
                 stop.prepare = functools.partial(_kept_draws, spec=spec, approximate=False)
-                if draws is None:
-                    settings["draws"] *= 4  # the most draws; sampling stops when the checks pass
+                if draws is None:  # the most draws; sampling stops when the checks pass
+                    settings["draws"] = most_draws(
+                        settings["draws"], values_per_draw=_stored_values(model), chains=int(settings["chains"])
+                    )
             start_at = _warm_start(model, data, settings, tune_given=tune_given) if warm else None
             log.info(
                 "fitting %s to %s with %s (%d chains x %d draws, tune %d, seed %d)",

@@ -200,7 +200,7 @@ _FIRST_BLOCK = 1024
 def _finished_draws(energy: xr.DataArray) -> np.ndarray:
     """(chains,) the draws each chain has finished in a stored (chain, draw) ``energy``: up to its first
     non-finite value. Read in blocks from the start, each twice the last, until every chain's end is found: the
-    store is sized for the most draws (four times the usual, or all that were allowed), nutpie writes 16 draws
+    store is sized for the most draws (4 to 10 times the usual, or all that were allowed), nutpie writes 16 draws
     to a chunk, and reading every chunk of the unfinished part cost seconds at every check.
 
     >>> e = xr.DataArray(np.array([[1.0] * 3000 + [np.nan] * 2000, [1.0] * 5000]), dims=("chain", "draw"))

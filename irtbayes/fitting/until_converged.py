@@ -2,8 +2,8 @@
 
 This is what :func:`irtbayes.fitting.fit.fit` does with nutpie when ``draws`` is not given (``until_converged=None``;
 ``True`` asks for it with ``draws`` as the most per chain, ``False`` turns it off). nutpie runs in the
-background with the most draws per chain (four times the usual by default); the draws so far are checked
-with the fit's own checks (:func:`~irtbayes.fitting.diagnostics.sampler.check_convergence`: r-hat, bulk and tail ESS,
+background with the most draws per chain (four to ten times the usual: :func:`most_draws`); the draws so far are
+checked with the fit's own checks (:func:`~irtbayes.fitting.diagnostics.sampler.check_convergence`: r-hat, bulk and tail ESS,
 divergences, E-BFMI) at draw counts chosen from the last check:
 
 - the first check at :attr:`StopRule.min_draws` draws per chain;
@@ -64,7 +64,43 @@ from irtbayes.fitting.trace import (
 if TYPE_CHECKING:
     from irtbayes.fitting.diagnostics.verdict import Diagnostics
 
-__all__ = ["RHAT_GROW", "SCREEN_ELEMENTS", "WATCH", "StopRule", "sample_until_converged"]
+__all__ = [
+    "MOST_DRAWS",
+    "MOST_DRAWS_BYTES",
+    "MOST_DRAWS_SMALL",
+    "RHAT_GROW",
+    "SCREEN_ELEMENTS",
+    "WATCH",
+    "StopRule",
+    "most_draws",
+    "sample_until_converged",
+]
+
+#: The most draws per chain of a run until converged, as a multiple of the usual draws.
+MOST_DRAWS = 4
+#: ... and up to this multiple where the trace of that many draws stays under :data:`MOST_DRAWS_BYTES`: a small
+#: model whose slowest parameter (a hierarchy's sd) mixes slowly can then reach the ESS threshold, at a cost of
+#: seconds, where it used to stop at four times the usual draws a little short of it.
+MOST_DRAWS_SMALL = 10
+#: Bytes of the stored draws (every chain, float64) that the draws past :data:`MOST_DRAWS` times the usual may take.
+MOST_DRAWS_BYTES = 1 << 30
+
+
+def most_draws(planned: int, *, values_per_draw: int, chains: int) -> int:
+    """The most draws per chain of a run until converged whose usual draws are ``planned``: :data:`MOST_DRAWS` times
+    them, or up to :data:`MOST_DRAWS_SMALL` times where ``chains`` x that many draws x ``values_per_draw`` (the
+    values stored per draw) stay within :data:`MOST_DRAWS_BYTES` in float64.
+
+    >>> most_draws(1000, values_per_draw=2_000, chains=4)  # 4 x 10,000 draws x 2,000 values: 640 MB
+    10000
+    >>> most_draws(1000, values_per_draw=20_000, chains=4)  # 4 x 4,000 draws x 20,000 values: 2.6 GB
+    4000
+    >>> most_draws(1000, values_per_draw=5_000, chains=4)
+    6000
+    """
+    affordable = MOST_DRAWS_BYTES // max(1, 8 * chains * planned * values_per_draw)
+    return int(planned * min(MOST_DRAWS_SMALL, max(MOST_DRAWS, affordable)))
+
 
 #: After a check whose largest r-hat is over the threshold, the next check comes at most this many times the
 #: draws later (fewer when r-hat is close to the threshold; see :meth:`StopRule.next_check`).

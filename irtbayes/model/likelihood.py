@@ -108,15 +108,16 @@ _LN2_LO = 1.90821492927058770002e-10
 _C13, _C12, _C11, _C10, _C9, _C8, _C7, _C6, _C5, _C4, _C3, _C2 = (1.0 / math.factorial(k) for k in range(13, 1, -1))
 
 
-def _bitcast(integer: Any, floating: Any, llvm_float: Any) -> Any:
-    """An intrinsic giving the float whose bit pattern is its integer argument (an LLVM bitcast, vectorisable).
-    Its signature is fixed: numba widens int32 arithmetic to int64, so the argument is cast to ``integer``."""
+def _bitcast(source: Any, target: Any, llvm_target: Any) -> Any:
+    """An intrinsic giving the ``target`` value (a float or an integer) whose bit pattern is its ``source``
+    argument's (an LLVM bitcast, vectorisable). Its signature is fixed: numba widens int32 arithmetic to int64, so
+    the argument is cast to ``source``."""
 
     def typer(typingctx: Any, bits: Any) -> Any:
         def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
-            return builder.bitcast(args[0], llvm_float)
+            return builder.bitcast(args[0], llvm_target)
 
-        return floating(integer), codegen
+        return target(source), codegen
 
     return intrinsic(typer)
 
@@ -125,6 +126,15 @@ def _bitcast(integer: Any, floating: Any, llvm_float: Any) -> Any:
 _bits_as_float = _bitcast(types.int64, types.float64, ir.DoubleType())
 #: The float32 whose bit pattern is the int32 argument.
 _bits_as_float32 = _bitcast(types.int32, types.float32, ir.FloatType())
+#: The bit pattern of the float64 argument, as an int64.
+_float_bits = _bitcast(types.float64, types.int64, ir.IntType(64))
+_MANTISSA = (1 << 52) - 1
+_ONE_BITS = 1023 << 52  # the exponent bits of 1.0
+_TWO52_BITS = 0x4330000000000000  # the bits of 2^52: or-ing an integer below 2^52 into them gives 2^52 + it
+_TWO52_BIAS = 4503599627370496.0 + 1023.0
+_SQRT2 = math.sqrt(2.0)
+#: 2 / (2k + 1), k = 9 down to 0: log(m) = s (2 + 2 z / 3 + ... ), s = (m - 1) / (m + 1), z = s^2.
+_G19, _G17, _G15, _G13, _G11, _G9, _G7, _G5, _G3, _G1 = (2.0 / (2 * k + 1) for k in range(9, -1, -1))
 
 
 @numba.njit(inline="always", fastmath={"contract"}, error_model="numpy", cache=True)
@@ -152,6 +162,35 @@ def _exp_nonpositive(x: float) -> float:
     p = p * r + 1.0
     p = p * r + 1.0
     return p * _bits_as_float((np.int64(k) + 1023) << 52)
+
+
+@numba.njit(inline="always", fastmath={"contract"}, error_model="numpy", cache=True)
+def _log_positive(x: float) -> float:
+    """log(x) for a positive normal float64, to 3 ulp, with no call or branch.
+
+    x = 2^k m with m in [sqrt(1/2), sqrt(2)) read from the bits; log(m) = 2 atanh(s), s = (m - 1) / (m + 1), by
+    its series to s^19 (|s| <= 0.172: truncation error below 3e-17, relative); k is made a float from the bits too
+    (2^52 + k's bits), which vectorises where an integer conversion may not.
+    """
+    bits = _float_bits(x)
+    m = _bits_as_float((bits & _MANTISSA) | _ONE_BITS)
+    k = _bits_as_float((bits >> 52) | _TWO52_BITS) - _TWO52_BIAS
+    big = m > _SQRT2
+    m = m * 0.5 if big else m
+    k = k + 1.0 if big else k
+    s = (m - 1.0) / (m + 1.0)
+    z = s * s
+    p = _G19
+    p = p * z + _G17
+    p = p * z + _G15
+    p = p * z + _G13
+    p = p * z + _G11
+    p = p * z + _G9
+    p = p * z + _G7
+    p = p * z + _G5
+    p = p * z + _G3
+    p = p * z + _G1
+    return k * _LN2_HI + (s * p + k * _LN2_LO)
 
 
 _F32 = np.float32
@@ -256,6 +295,30 @@ def _fused_row(
         d_a[i] += r * diff
         d_b[i] -= g
     return acc, lin
+
+
+@numba.njit(inline="always", error_model="numpy", cache=True)
+def _take_logs(prod: np.ndarray, logs: float) -> float:
+    """``logs`` plus the logs of the items' running products, which start again at 1."""
+    for i in range(prod.shape[0]):
+        logs += math.log(prod[i])
+        prod[i] = 1.0
+    return logs
+
+
+@numba.njit(inline="always", error_model="numpy", cache=True)
+def _row_abilities(theta: np.ndarray, j: int, item_dim: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Subject ``j``'s ability for each item (several ability dimensions), written to ``t``."""
+    for i in range(t.shape[0]):
+        t[i] = theta[j, item_dim[i]]
+    return t
+
+
+@numba.njit(inline="always", error_model="numpy", cache=True)
+def _add_row(d_theta: np.ndarray, j: int, item_dim: np.ndarray, g_row: np.ndarray) -> None:
+    """Adds the cells' gradients in ability of subject ``j`` to its dimensions'."""
+    for i in range(g_row.shape[0]):
+        d_theta[j, item_dim[i]] += g_row[i]
 
 
 @numba.njit(nogil=True, fastmath=_FAST, error_model="numpy", cache=True)
@@ -435,7 +498,7 @@ class FusedBernoulliLogit(_FusedLoglik):
 
 fused_bernoulli_logit = FusedBernoulliLogit()
 #: Bumped whenever the kernels change, so PyTensor's numba cache does not serve a stale one.
-_FUSED_VERSION = 6
+_FUSED_VERSION = 7
 
 
 @register_funcify_default_op_cache_key(FusedBernoulliLogit)
@@ -451,6 +514,51 @@ def _numba_fused(op: FusedBernoulliLogit, node: Apply, **kwargs: Any) -> Any:
 
 
 @numba.njit(nogil=True, fastmath=_FAST, error_model="numpy", cache=True)
+def _floored_row(
+    t: Any,
+    a: np.ndarray,
+    b: np.ndarray,
+    c: np.ndarray,
+    log_1mc: np.ndarray,
+    inv_1mc: np.ndarray,
+    y_j: np.ndarray,
+    w_j: np.ndarray,
+    prod: np.ndarray,
+    g_row: np.ndarray,
+    grads: np.ndarray,
+) -> tuple[float, float]:
+    """One subject's cells of :func:`_floored_kernel`, as :func:`_fused_row`: accumulates the items' running
+    products of 1 + e and their gradients (``grads``: rows a, b, c), writes the cells' gradients in ability to
+    ``g_row``, returns (the row's gradient in ability, its terms other than -log(1 + e)). No call and no branch, so
+    that the loop over items vectorises: e = exp(-|eta|) and the log of N are polynomials (:func:`_exp_nonpositive`,
+    :func:`_log_positive`)."""
+    acc = 0.0
+    lin = 0.0
+    for i in range(y_j.shape[0]):
+        w_ji = w_j[i]
+        y_ji = y_j[i]
+        c_i = c[i]
+        diff = _theta_at(t, i) - b[i]
+        eta = a[i] * diff
+        e = _exp_nonpositive(-abs(eta))
+        prod[i] *= 1.0 + w_ji * e
+        inv = 1.0 / (1.0 + e)
+        up = eta >= 0.0
+        sig = inv if up else e * inv
+        n = c_i * (1.0 + e) + (1.0 - c_i) * (1.0 if up else e)  # p (1 + e): in [c, 1 + c], never 0 where c > 0
+        inv_n = 1.0 / n
+        lin += w_ji * (y_ji * _log_positive(n) + (1.0 - y_ji) * (log_1mc[i] - max(eta, 0.0)))
+        r = w_ji * (y_ji * (1.0 - c_i) * e * inv * inv_n - (1.0 - y_ji) * sig)
+        g = r * a[i]
+        acc += g
+        g_row[i] = g
+        grads[0, i] += r * diff
+        grads[1, i] -= g
+        grads[2, i] += w_ji * (y_ji * (e if up else 1.0) * inv_n - (1.0 - y_ji) * inv_1mc[i])
+    return acc, lin
+
+
+@numba.njit(nogil=True, fastmath=_FAST, error_model="numpy", cache=True)
 def _floored_kernel(
     theta: np.ndarray,
     a: np.ndarray,
@@ -461,45 +569,39 @@ def _floored_kernel(
     w: np.ndarray,
 ) -> tuple[float, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Value and gradient of the 3PL's sum_ij w_ij (y log p + (1 - y) log(1 - p)), p = c_i + (1 - c_i) sigmoid(eta),
-    eta = a_i (theta_j,k(i) - b_i), in one pass (float64; a log per cell, so not vectorised as
-    :func:`_fused_kernel` is).
+    eta = a_i (theta_j,k(i) - b_i), in one pass (float64), subject by subject, items innermost
+    (:func:`_floored_row`).
 
-    log(1 - p) = log(1 - c) - softplus(eta); log p = log(c + (1 - c) sigmoid(eta)). The gradient in eta is
-    y (1 - c) s (1 - s) / p - (1 - y) s with s = sigmoid(eta), in c: y (1 - s) / p - (1 - y) / (1 - c).
+    With e = exp(-|eta|) and N = p (1 + e) = c (1 + e) + (1 - c) (1 if eta >= 0 else e): log p = log N - log(1 + e)
+    and log(1 - p) = log(1 - c) - max(eta, 0) - log(1 + e), so a cell adds y log N + (1 - y) (log(1 - c) -
+    max(eta, 0)) - log(1 + e), the last summed as the log of a running product per item (as in
+    :func:`_fused_kernel`). The gradient in eta is y (1 - c) e / ((1 + e) N) - (1 - y) sigmoid(eta), in c
+    y (1 - sigmoid(eta)) (1 + e) / N - (1 - y) / (1 - c). A floor of 0 (an item without options) with |eta| past
+    708 takes e = exp(-708), the polynomial's least value.
     """
     n, m = y.shape
     d_theta = np.zeros_like(theta)
-    d_a = np.zeros(m)
-    d_b = np.zeros(m)
-    d_c = np.zeros(m)
+    grads = np.zeros((3, m))
+    prod = np.ones(m)
+    t = np.empty(m)
+    g_row = np.empty(m)
     log_1mc = np.log1p(-c)
-    total = 0.0
+    inv_1mc = 1.0 / (1.0 - c)
+    lin = 0.0
+    logs = 0.0
     one_dim = theta.shape[1] == 1
     for j in range(n):
-        for i in range(m):
-            w_ji = w[j, i]
-            if w_ji == 0.0:
-                continue
-            t = theta[j, 0] if one_dim else theta[j, item_dim[i]]
-            diff = t - b[i]
-            eta = a[i] * diff
-            e = math.exp(-abs(eta))
-            inv = 1.0 / (1.0 + e)
-            sig = inv if eta >= 0.0 else e * inv
-            softplus = max(eta, 0.0) + math.log1p(e)
-            y_ji = y[j, i]
-            p = c[i] + (1.0 - c[i]) * sig
-            total += w_ji * (y_ji * math.log(p) + (1.0 - y_ji) * (log_1mc[i] - softplus))
-            r = w_ji * (y_ji * (1.0 - c[i]) * sig * (1.0 - sig) / p - (1.0 - y_ji) * sig)
-            g = r * a[i]
-            if one_dim:
-                d_theta[j, 0] += g
-            else:
-                d_theta[j, item_dim[i]] += g
-            d_a[i] += r * diff
-            d_b[i] -= g
-            d_c[i] += w_ji * (y_ji * (1.0 - sig) / p - (1.0 - y_ji) / (1.0 - c[i]))
-    return total, d_theta, d_a, d_b, d_c
+        if one_dim:
+            acc, lin_j = _floored_row(theta[j, 0], a, b, c, log_1mc, inv_1mc, y[j], w[j], prod, g_row, grads)
+            d_theta[j, 0] = acc
+        else:
+            row = _row_abilities(theta, j, item_dim, t)
+            acc, lin_j = _floored_row(row, a, b, c, log_1mc, inv_1mc, y[j], w[j], prod, g_row, grads)
+            _add_row(d_theta, j, item_dim, g_row)
+        lin += lin_j
+        if j % 512 == 511:
+            logs = _take_logs(prod, logs)
+    return lin - _take_logs(prod, logs), d_theta, grads[0].copy(), grads[1].copy(), grads[2].copy()
 
 
 class FusedFlooredLogit(_FusedLoglik):

@@ -16,6 +16,7 @@ from scipy.stats import spearmanr
 import irtbayes.fitting.fit as fit_module
 import irtbayes.fitting.sampling as sampling_module
 import irtbayes.fitting.storage as storage_module
+import irtbayes.fitting.until_converged as until_converged
 from irtbayes.core.errors import DataError, FitError, SpecError
 from irtbayes.data.responses import ResponseData
 from irtbayes.data.simulate import simulate_responses
@@ -234,14 +235,19 @@ def test_default_sampler_settings_follow_the_model_size(monkeypatch):
         small = fit(data, chains=1, draws=20, tune=20, seed=1, progress=False)
         monkeypatch.setattr(fit_module, "LARGE_MODEL", 10)
         large = fit(data, chains=1, tune=20, seed=1, progress=False, until_converged=False)
-        # no draws given: until converged, with four times the usual as the most (one chain never passes)
+        # no draws given: until converged, with ten times the usual as the most for so small a model (one chain
+        # never passes), and four times where the stored draws would take more than MOST_DRAWS_BYTES
         until = fit(data, chains=1, tune=20, seed=1, progress=False)
+        monkeypatch.setattr(until_converged, "MOST_DRAWS_BYTES", 8 * 30 * 4 * 40)  # 4 x 30 draws of 40 values
+        capped = fit(data, chains=1, tune=20, seed=1, progress=False)
     assert small.sampler["target_accept"] == 0.95 and small.sampler["draws"] == 20
     assert "until_converged" not in small.sampler  # draws given: a fixed number
     assert large.sampler["draws"] == 30 and large.posterior.sizes["draw"] == 30
     record = until.sampler["until_converged"]
-    assert until.sampler["draws_max"] == 120 and record["planned"] == 30 and record["outcome"] == "most draws"
-    assert until.posterior.sizes["draw"] == until.sampler["draws"] == 120
+    assert until.sampler["draws_max"] == 300 and record["planned"] == 30 and record["outcome"] == "most draws"
+    assert until.posterior.sizes["draw"] == until.sampler["draws"] == 300
+    # 30 abilities and 16 item parameters, at least: more than 40 values per draw, so four times the usual draws
+    assert capped.sampler["draws_max"] == 120 and capped.sampler["until_converged"]["outcome"] == "most draws"
     assert large.diagnostics.parameters is not None
     assert set(large.diagnostics.parameters.columns) == {"variable", "index", "r_hat", "ess_bulk", "ess_tail"}
     assert len(compiles) <= 1  # the same data and spec: compiled once (or by an earlier test), then reused
