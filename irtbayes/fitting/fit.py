@@ -221,8 +221,8 @@ def fit(
         Time budget in seconds (default 15 minutes) of ``sampler="auto"`` and of ``until_converged``.
     until_converged
         nutpie: sample until the convergence checks pass, with ``draws`` the most per chain (default 4 to 10
-        times the usual, :func:`~irtbayes.fitting.until_converged.most_draws`), or until ``budget_s`` has passed (:mod:`irtbayes.fitting.until_converged`;
-        ``fit.sampler["until_converged"]``).
+        times the usual, :func:`~irtbayes.fitting.until_converged.most_draws`), or until ``budget_s`` has passed
+        (:mod:`irtbayes.fitting.until_converged`; ``fit.sampler["until_converged"]``).
         ``None`` (default): yes when ``draws`` is not given; give ``draws`` (or ``False``) for a fixed number.
     remedy
         With ``until_converged``: a run ending in divergences is sampled again at a higher target acceptance

@@ -3,8 +3,8 @@
 This is what :func:`irtbayes.fitting.fit.fit` does with nutpie when ``draws`` is not given (``until_converged=None``;
 ``True`` asks for it with ``draws`` as the most per chain, ``False`` turns it off). nutpie runs in the
 background with the most draws per chain (four to ten times the usual: :func:`most_draws`); the draws so far are
-checked with the fit's own checks (:func:`~irtbayes.fitting.diagnostics.sampler.check_convergence`: r-hat, bulk and tail ESS,
-divergences, E-BFMI) at draw counts chosen from the last check:
+checked with the fit's own checks (:func:`~irtbayes.fitting.diagnostics.sampler.check_convergence`: r-hat, bulk
+and tail ESS, divergences, E-BFMI) at draw counts chosen from the last check:
 
 - the first check at :attr:`StopRule.min_draws` draws per chain;
 - after a check that fails, the next at the draws where the smallest ESS would reach the threshold if it
