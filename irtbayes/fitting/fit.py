@@ -141,16 +141,17 @@ def _default_settings(
     return int(draws), float(target_accept)
 
 
-def _stored_values(model: pm.Model) -> int:
-    """The values a draw stores: the model's own variables (not the sampler's coordinates,
-    :func:`~irtbayes.fitting.trace.sampler_variable`), each sized by its dimensions (1 without)."""
+def _n_values(model: pm.Model, variables: list[Any]) -> int:
+    """How many values ``variables`` of ``model`` hold, each sized by its dimensions (1 without)."""
     dims = model.named_vars_to_dims
-    total = 0
-    for var in [*model.free_RVs, *model.deterministics]:
-        if sampler_variable(var.name):
-            continue
-        total += int(np.prod([len(model.coords[d]) for d in dims.get(var.name) or () if d is not None]))
-    return total
+    return sum(int(np.prod([len(model.coords[d]) for d in dims.get(var.name) or ()])) for var in variables)
+
+
+def _stored_values(model: pm.Model) -> int:
+    """The values a draw stores: the model's own variables, not the sampler's coordinates
+    (:func:`~irtbayes.fitting.trace.sampler_variable`)."""
+    own = [var for var in [*model.free_RVs, *model.deterministics] if not sampler_variable(var.name)]
+    return _n_values(model, own)
 
 
 def _random_seed() -> int:
@@ -730,8 +731,7 @@ def _warm_start(
 
 def _sampler_settings(model: pm.Model, data: ResponseData, spec: ModelSpec, request: SamplerSettings) -> dict[str, Any]:
     """The sampler settings recorded in ``Fit.sampler``, with the defaults resolved for ``model``."""
-    dims = model.named_vars_to_dims
-    n_free = sum(int(np.prod([len(model.coords[d]) for d in dims.get(rv.name, ())])) for rv in model.free_RVs)
+    n_free = _n_values(model, model.free_RVs)
     per_item = float(np.median(np.bincount(data.item_codes, minlength=data.n_items))) if data.n_items else 0.0
     draws, target_accept = _default_settings(
         spec,

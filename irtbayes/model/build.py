@@ -91,9 +91,10 @@ absent rows. The 3PL uses ``y log P + (1 - y) log(1 - P)`` in log-sum-exp form.
 The layout of the likelihood (``layout``, :mod:`irtbayes.model.likelihood`): when at least half of the
 (subject, item) cells are observed, they use ``"fused"``, a PyTensor Op whose numba kernel computes the
 log-likelihood and its gradient in one pass over the dense matrix (1PL/2PL: one ``exp`` per cell; 3PL: an
-``exp`` and a ``log``, in float64; both as polynomials, so that the loop over items vectorises); ``"dense"`` is the same matrix in plain PyTensor; sparse data use ``"long"``
-(one row per response, integer indexing). The fused Op has no JAX form: the ``numpyro`` sampler uses ``"dense"``.
-Data with repeated trials take ``"dense"`` where the fused layout would be chosen (its kernel weighs a cell 0 or 1).
+``exp`` and a ``log``, in float64; both as polynomials, so that the loop over items vectorises); ``"dense"`` is
+the same matrix in plain PyTensor; sparse data use ``"long"`` (one row per response, integer indexing). The fused
+Op has no JAX form: the ``numpyro`` sampler uses ``"dense"``. Data with repeated trials take ``"dense"`` where
+the fused layout would be chosen (its kernel weighs a cell 0 or 1).
 
 Graded models
 -------------
